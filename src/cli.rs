@@ -1,0 +1,138 @@
+//! Command-line definitions (clap) and nothing else: raw values, validated later by
+//! `plan`, so every error can quote the value and say what was expected.
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "memscope",
+    version,
+    about = "Measure this machine's memory hierarchy: latency of every level, where each ends, and more",
+    long_about = "Measure this machine's memory hierarchy.\n\n\
+                  Without a subcommand, memscope runs the full profile ('memscope run'): \
+                  topology, the latency ladder with its levels, and DRAM latency with and \
+                  without TLB misses, written as a table, memscope-report.json and a \
+                  self-contained memscope-report.html.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Flags of `memscope run` (the default command).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// The full profile of this machine, with quick defaults (the default command).
+    Run(RunArgs),
+    /// The machine as the OS and CPU report it: CPU, caches, TLBs, NUMA, pages, THP, clocks.
+    Info(InfoArgs),
+    /// Load-to-use latency vs working-set size, and the levels found from the curve.
+    Latency(LatencyArgs),
+}
+
+/// Flags shared by every measuring command.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MeasureArgs {
+    /// CPU to pin the measuring thread to [default: the last CPU this process may use].
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<String>,
+
+    /// Page policy of the buffers: 4k, thp, 2m or 1g (hugetlbfs) [default: thp when THP is
+    /// enabled, else 4k].
+    #[arg(long, value_name = "POLICY")]
+    pub pages: Option<String>,
+
+    /// Write the JSON report to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write the result rows as CSV to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+
+    /// Fewer trials and shorter ones: a rough answer in a few seconds.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Timed trials per point; the median is reported [default: 9, or 5 with --quick].
+    #[arg(long, value_name = "N")]
+    pub repetitions: Option<String>,
+
+    /// Largest working set, e.g. 512M or 1GiB [default: max(256 MiB, 8 × the largest
+    /// cache); with --quick max(64 MiB, 4 × the largest cache)].
+    #[arg(long, value_name = "SIZE")]
+    pub max_size: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Directory for memscope-report.json and memscope-report.html.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub out: String,
+
+    /// Write the HTML report here instead of DIR/memscope-report.html.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct InfoArgs {
+    /// Write the `machine` JSON object's report to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write the cache table as CSV to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Chase order: 'page-local' (random lines, a window of pages at a time: cache misses
+    /// without TLB misses; the levels are found from this sweep), 'random' (one cycle over
+    /// the whole buffer: cache plus TLB misses; levels from this sweep), or 'both'.
+    #[arg(long, value_name = "ORDER", default_value = "both")]
+    pub order: String,
+
+    /// Bytes between chased slots (a multiple of 8; 64 = one cache line).
+    #[arg(long, value_name = "BYTES", default_value = "64")]
+    pub stride: String,
+
+    /// Smallest working set.
+    #[arg(long, value_name = "SIZE", default_value = "4K")]
+    pub min_size: String,
+
+    /// Sweep points per doubling of the working set.
+    #[arg(long, value_name = "N", default_value = "4")]
+    pub points_per_octave: String,
+
+    /// Pages (4 KiB) per window of the page-local order (64 fits every first-level DTLB
+    /// memscope knows of; it is also multichase's default locality).
+    #[arg(long, value_name = "N", default_value = "64")]
+    pub window_pages: String,
+
+    /// Also print every point of the sweep.
+    #[arg(long)]
+    pub points: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn cli_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,200 @@
+//! Orchestration of each command: detect the machine, resolve the plan, pin, calibrate,
+//! allocate, run the experiments, then hand one `Report` to the exporters. Nothing here
+//! measures or formats by itself.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+
+use crate::cli::Cli;
+use crate::error::UsageError;
+use crate::experiments::latency;
+use crate::plan::{CommandKind, MeasurePlan, Plan};
+use crate::platform::affinity;
+use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::timer::Timer;
+use crate::report::progress::Progress;
+use crate::report::warnings::WarningKind;
+use crate::report::{self, Report, Settings, Warning};
+use crate::topology::{self, Machine};
+
+/// Runs the command line; `Err` carries either a `UsageError` (exit 2) or a failure.
+pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
+    let mut machine = topology::detect().context("reading the machine's topology")?;
+    let plan = Plan::resolve(cli, &machine)?;
+    let mut report = match plan.command {
+        CommandKind::Info => info(&mut machine),
+        CommandKind::Latency | CommandKind::Run => measure(&plan, machine)?,
+    };
+    report.settings.command = plan.command.name().to_string();
+    export(&plan, &report)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn info(machine: &mut Machine) -> Report {
+    let (timer, tsc_problem) = Timer::calibrate();
+    machine.tsc_hz = timer.tsc_hz();
+    machine.core_hz_estimate = timer.estimate_core_hz();
+    let mut report = Report::new(machine.clone(), Settings::default());
+    report.settings.timer = timer.name().to_string();
+    report.warnings = machine_warnings(machine, tsc_problem);
+    report
+}
+
+/// Warnings that follow from the machine alone.
+fn machine_warnings(machine: &Machine, tsc_problem: Option<String>) -> Vec<Warning> {
+    let mut warnings: Vec<WarningKind> = Vec::new();
+    if let Some(vendor) = &machine.hypervisor {
+        warnings.push(WarningKind::Hypervisor(vendor.clone()));
+    }
+    if let Some(reason) = tsc_problem {
+        warnings.push(WarningKind::NoTsc(reason));
+    }
+    if let Some(governor) = machine.cpufreq.as_ref().and_then(|f| f.governor.clone()) {
+        if governor != "performance" {
+            warnings.push(WarningKind::FrequencyScaling(governor));
+        }
+    }
+    if let Some(load) = load_average() {
+        if load > 0.5 * machine.logical_cpus.max(1) as f64 {
+            warnings.push(WarningKind::SystemBusy {
+                load_avg: load,
+                cpus: machine.logical_cpus,
+            });
+        }
+    }
+    warnings.into_iter().map(Warning::from).collect()
+}
+
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+fn sampling_policy(m: &MeasurePlan) -> String {
+    format!(
+        "each point: one warm-up lap, then {} timed trials of ~{:.0} ms; median reported, \
+         spread = 1.4826·MAD/median; points above {:.0}% spread re-measured once with a new layout",
+        m.repetitions,
+        m.trial_ns / 1e6,
+        latency::UNSTABLE_SPREAD_PCT
+    )
+}
+
+fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
+    let m = plan
+        .measure
+        .as_ref()
+        .expect("measuring commands have a measure plan");
+    // Pin first: the clock estimate, the first touch of the buffers and the chase all
+    // happen on the measuring CPU.
+    affinity::pin_current_thread(m.cpu).map_err(|e| UsageError::NoSuchCpu {
+        cpu: format!("{} ({e})", m.cpu),
+        available: crate::report::terminal::format_cpu_list(&machine.allowed_cpus),
+    })?;
+    let (timer, tsc_problem) = Timer::calibrate();
+    machine.tsc_hz = timer.tsc_hz();
+    machine.core_hz_estimate = timer.estimate_core_hz();
+
+    let arena = Arena::new(m.max_size, m.pages)?;
+    let obtained = arena.obtained();
+    let mut warnings = machine_warnings(&machine, tsc_problem);
+    if m.pages == PagePolicy::Thp && obtained.huge_fraction < 0.9 {
+        if obtained.huge_fraction == 0.0 && arena.len() >= 4 << 20 {
+            return Err(UsageError::PagesUnavailable {
+                policy: "thp".into(),
+                reason:
+                    "none of the buffer was backed by transparent huge pages after first touch \
+                         (memory fragmentation, or THP limited by the system)"
+                        .into(),
+                advice: "Try --pages 2m with a reserved hugetlbfs pool, or --pages 4k".into(),
+            }
+            .into());
+        }
+        warnings.push(
+            WarningKind::ThpPartial {
+                fraction: obtained.huge_fraction,
+            }
+            .into(),
+        );
+    }
+
+    let settings = Settings {
+        command: plan.command.name().to_string(),
+        cpus: vec![m.cpu],
+        pages_requested: m.pages.to_string(),
+        pages_obtained: Some(obtained),
+        quick: m.quick,
+        repetitions: m.repetitions,
+        trial_ms: m.trial_ns / 1e6,
+        max_size_bytes: m.max_size.0,
+        timer: timer.name().to_string(),
+        sampling: sampling_policy(m),
+    };
+    let mut report = Report::new(machine, settings);
+    report.warnings = warnings;
+
+    let progress = Progress::for_stderr();
+    if let Some(config) = &plan.latency {
+        let (result, latency_warnings) =
+            latency::measure(config, &arena, &timer, &report.machine, &progress);
+        report.experiments.latency = Some(result);
+        report
+            .warnings
+            .extend(latency_warnings.into_iter().map(Warning::from));
+    }
+    // The measuring thread is done; let the exporters run anywhere.
+    let _ = affinity::set_current_thread_cpus(&report.machine.allowed_cpus);
+    Ok(report)
+}
+
+/// Prints the tables (to stderr when a machine-readable output goes to stdout) and writes
+/// every requested file.
+fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
+    let mut text = String::new();
+    match plan.command {
+        CommandKind::Info => text.push_str(&report::terminal::machine(&report.machine)),
+        CommandKind::Run | CommandKind::Latency => {
+            if plan.command == CommandKind::Run {
+                text.push_str(&report::terminal::machine(&report.machine));
+            }
+            if let Some(latency) = &report.experiments.latency {
+                text.push_str(&report::terminal::latency(latency, plan.print_points));
+            }
+        }
+    }
+    text.push_str(&report::terminal::settings_and_warnings(report));
+
+    let outputs = &plan.outputs;
+    let mut written = Vec::new();
+    if let Some(target) = &outputs.json {
+        target.write(&report::json::serialize(report))?;
+        written.push(target.clone());
+    }
+    if let Some(target) = &outputs.csv {
+        target.write(&report::csv::serialize(report))?;
+        written.push(target.clone());
+    }
+    if let Some(target) = &outputs.html {
+        target.write(&report::html::serialize(report))?;
+        written.push(target.clone());
+    }
+    let files: Vec<String> = written
+        .iter()
+        .filter(|t| !t.is_stdout())
+        .map(|t| t.to_string())
+        .collect();
+    if !files.is_empty() {
+        text.push_str(&format!("\n Wrote {}\n", files.join(", ")));
+    }
+    if outputs.uses_stdout() {
+        eprint!("{text}");
+    } else {
+        print!("{text}");
+    }
+    Ok(())
+}

@@ -1,0 +1,44 @@
+//! Typed errors for user input, topology and platform limits.
+//!
+//! A `UsageError` is the user's to fix: `main` prints it on one line and exits with
+//! status 2 (like clap's own argument errors). Each message quotes the bad value and says
+//! what was expected.
+
+use crate::units::{Bytes, SizeParseError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum UsageError {
+    #[error(transparent)]
+    Size(#[from] SizeParseError),
+
+    #[error("invalid value '{value}' for {flag}: expected {expected}")]
+    InvalidValue {
+        flag: &'static str,
+        value: String,
+        expected: String,
+    },
+
+    #[error(
+        "CPU {cpu} does not exist or is not available to this process: expected one of {available}"
+    )]
+    NoSuchCpu { cpu: String, available: String },
+
+    #[error("--max-size {requested} is larger than the memory available now ({available}): expected at most {available}")]
+    SizeExceedsMemory { requested: Bytes, available: Bytes },
+
+    #[error("--max-size {requested} is too small: expected at least {minimum}")]
+    SizeTooSmall { requested: Bytes, minimum: Bytes },
+
+    #[error("cannot write output file '{path}': {reason}")]
+    OutputPath { path: String, reason: String },
+
+    #[error("page size '{policy}' cannot be had: {reason}. {advice}")]
+    PagesUnavailable {
+        policy: String,
+        reason: String,
+        advice: String,
+    },
+}
+
+/// Exit status for errors the user can fix (bad flags, sizes, CPUs, paths).
+pub const USAGE_EXIT_CODE: u8 = 2;

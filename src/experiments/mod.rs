@@ -1,0 +1,5 @@
+//! Experiments: one file each. An experiment takes a validated `plan::Plan`, drives the
+//! kernels through the platform layer, and returns a typed, serialisable result; it never
+//! prints (progress goes through `report::progress`).
+
+pub mod latency;

@@ -1,0 +1,5 @@
+//! The timed inner loops and the memory layouts they walk. Kernels never allocate, print
+//! or parse: everything they need is prepared before the clock starts.
+
+pub mod chase;
+pub mod permutation;

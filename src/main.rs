@@ -1,0 +1,33 @@
+//! memscope's entry point: parse the command line, run it, map errors to exit codes
+//! (2 for the user's errors, 1 for failures), and treat a closed stdout as success.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use memscope::error::{UsageError, USAGE_EXIT_CODE};
+
+fn main() -> ExitCode {
+    let cli = memscope::cli::Cli::parse();
+    match memscope::commands::execute(&cli) {
+        Ok(code) => code,
+        Err(error) => {
+            if is_broken_pipe(&error) {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("memscope: error: {error:#}");
+            if error.downcast_ref::<UsageError>().is_some() {
+                ExitCode::from(USAGE_EXIT_CODE)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}

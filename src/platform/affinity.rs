@@ -1,0 +1,96 @@
+//! Thread pinning: every measuring thread runs on one chosen CPU, so caches stay warm and
+//! the report can say exactly which CPUs produced the numbers.
+
+use std::io;
+
+/// CPUs this process may run on (its affinity mask), ascending.
+pub fn allowed_cpus() -> io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect())
+    }
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "CPU {cpu} is beyond the {} CPUs a cpu_set_t holds",
+                libc::CPU_SETSIZE
+            ),
+        ));
+    }
+    // SAFETY: as above; the set names one CPU.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// Restores the calling thread's affinity to a set of CPUs (after a pinned measurement).
+pub fn set_current_thread_cpus(cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: as above.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &cpu in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+            libc::CPU_SET(cpu, &mut set);
+        }
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The CPU the calling thread is running on now.
+pub fn current_cpu() -> Option<usize> {
+    // SAFETY: no arguments, no memory effects.
+    let cpu = unsafe { libc::sched_getcpu() };
+    usize::try_from(cpu).ok()
+}
+
+/// The default measuring CPU: the last allowed one, because CPU 0 usually takes most
+/// device interrupts and housekeeping work.
+pub fn default_cpu(allowed: &[usize]) -> Option<usize> {
+    allowed.last().copied()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pinning_moves_the_thread_to_each_allowed_cpu() {
+        let allowed = allowed_cpus().unwrap();
+        assert!(!allowed.is_empty());
+        std::thread::spawn(move || {
+            for &cpu in allowed.iter().take(2) {
+                pin_current_thread(cpu).unwrap();
+                assert_eq!(current_cpu(), Some(cpu));
+            }
+        })
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn pinning_to_a_cpu_that_does_not_exist_fails() {
+        std::thread::spawn(|| {
+            assert!(pin_current_thread(libc::CPU_SETSIZE as usize + 5).is_err());
+        })
+        .join()
+        .unwrap();
+    }
+}

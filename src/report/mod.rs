@@ -1,0 +1,105 @@
+//! The one report model and its exporters.
+//!
+//! Every command builds a `Report`; exporters are pure functions from `&Report` to bytes
+//! (`json`, `csv`, `html`) or text (`terminal`). `output::OutputFiles` owns the files and
+//! writes each one atomically (temporary file + rename), so a failed run never leaves a
+//! half-written report.
+
+use serde::{Deserialize, Serialize};
+
+use crate::experiments::latency::LatencyResult;
+use crate::topology::Machine;
+
+pub mod csv;
+pub mod html;
+pub mod json;
+pub mod output;
+pub mod progress;
+pub mod svg;
+pub mod terminal;
+pub mod warnings;
+
+pub use warnings::Warning;
+
+/// Version of the JSON document layout; bumped when a field is renamed or removed.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Report {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub machine: Machine,
+    pub settings: Settings,
+    pub warnings: Vec<Warning>,
+    pub experiments: Experiments,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for Tool {
+    fn default() -> Self {
+        Tool {
+            name: env!("CARGO_PKG_NAME").to_string(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+/// What was asked and what was obtained.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Settings {
+    /// The subcommand: "run", "info", "latency" …
+    pub command: String,
+    /// CPUs the measuring threads were pinned to.
+    pub cpus: Vec<usize>,
+    /// Page policy asked for: "4k", "thp", "2m", "1g".
+    pub pages_requested: String,
+    /// What the buffers actually got, verified after first touch.
+    pub pages_obtained: Option<PagesObtained>,
+    pub quick: bool,
+    /// Timed trials per point (the median is reported).
+    pub repetitions: usize,
+    /// Target duration of one timed trial, milliseconds.
+    pub trial_ms: f64,
+    pub max_size_bytes: u64,
+    /// "tsc" or "clock_gettime(CLOCK_MONOTONIC)".
+    pub timer: String,
+    /// The sampling policy in words, as printed with the results.
+    pub sampling: String,
+}
+
+/// The page backing that the measurement buffers really had.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PagesObtained {
+    pub policy: String,
+    pub page_bytes: u64,
+    /// Fraction of the largest buffer backed by huge pages (AnonHugePages / size for THP).
+    pub huge_fraction: f64,
+}
+
+/// `experiments` of the report; each experiment is present only when it ran.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Experiments {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyResult>,
+}
+
+impl Report {
+    pub fn new(machine: Machine, settings: Settings) -> Report {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool::default(),
+            machine,
+            settings,
+            warnings: Vec::new(),
+            experiments: Experiments::default(),
+        }
+    }
+}

@@ -1,0 +1,408 @@
+//! Terminal exporter: readable, aligned tables of the machine, the settings, each
+//! experiment and the warnings.
+
+use super::Report;
+use crate::experiments::latency::LatencyResult;
+use crate::topology::Machine;
+use crate::units::{format_hz, Bytes};
+
+/// An aligned text table; numeric-looking cells are right-aligned.
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new(header: &[&str]) -> Table {
+        Table {
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    pub fn render(&self) -> String {
+        let columns = self.header.len();
+        let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for row in &self.rows {
+            for (i, cell) in row.iter().enumerate().take(columns) {
+                widths[i] = widths[i].max(cell.chars().count());
+            }
+        }
+        let numeric =
+            |cell: &str| cell.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+');
+        let line = |cells: &[String], header: bool| -> String {
+            let mut out = String::from(" ");
+            for (i, cell) in cells.iter().enumerate().take(columns) {
+                let pad = widths[i] - cell.chars().count();
+                if !header && numeric(cell) && i > 0 {
+                    out.push_str(&" ".repeat(pad));
+                    out.push_str(cell);
+                } else {
+                    out.push_str(cell);
+                    out.push_str(&" ".repeat(pad));
+                }
+                out.push_str("  ");
+            }
+            out.trim_end().to_string() + "\n"
+        };
+        let mut out = line(&self.header, true);
+        out.push(' ');
+        out.push_str(
+            &widths
+                .iter()
+                .map(|w| "─".repeat(*w))
+                .collect::<Vec<_>>()
+                .join("  "),
+        );
+        out.push('\n');
+        for row in &self.rows {
+            out.push_str(&line(row, false));
+        }
+        out
+    }
+}
+
+fn heading(title: &str) -> String {
+    format!("\n{title}\n")
+}
+
+fn cpu_list(cpus: &[usize]) -> String {
+    // Compress runs: 0,1,2,3,8 -> 0-3,8
+    let mut parts = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if j > i {
+            format!("{}-{}", cpus[i], cpus[j])
+        } else {
+            cpus[i].to_string()
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+pub fn format_cpu_list(cpus: &[usize]) -> String {
+    cpu_list(cpus)
+}
+
+/// The `info` view: everything the OS and CPUID report.
+pub fn machine(m: &Machine) -> String {
+    let mut out = heading("Machine");
+    let mut t = Table::new(&["item", "value"]);
+    let mut kv = |k: &str, v: String| t.row(vec![k.to_string(), v]);
+    kv("CPU", m.cpu_model.clone());
+    let fms = match (m.cpu_family, m.cpu_model_number, m.cpu_stepping) {
+        (Some(f), Some(mo), Some(s)) => format!(" (family {f:#x}, model {mo:#x}, stepping {s})"),
+        _ => String::new(),
+    };
+    kv("vendor", format!("{}{fms}", m.cpu_vendor));
+    kv(
+        "CPUs",
+        format!(
+            "{} logical, {} cores, {} thread(s) per core; this process may use {}",
+            m.logical_cpus,
+            m.physical_cores,
+            m.threads_per_core,
+            cpu_list(&m.allowed_cpus)
+        ),
+    );
+    if !m.smt_sibling_groups.is_empty() {
+        kv(
+            "SMT siblings",
+            m.smt_sibling_groups
+                .iter()
+                .map(|g| cpu_list(g))
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+    }
+    kv("ISA", m.isa_extensions.join(" "));
+    kv(
+        "memory",
+        format!(
+            "{} total, {} available",
+            Bytes(m.memory_total_bytes),
+            Bytes(m.memory_available_bytes)
+        ),
+    );
+    kv(
+        "page sizes",
+        m.page_sizes_bytes
+            .iter()
+            .map(|&p| Bytes(p).to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    );
+    for pool in &m.hugepage_pools {
+        kv(
+            &format!("hugetlbfs {}", Bytes(pool.page_bytes)),
+            format!("{} pages reserved, {} free", pool.total, pool.free),
+        );
+    }
+    kv(
+        "THP",
+        format!(
+            "enabled={}{}",
+            m.thp.enabled,
+            m.thp
+                .defrag
+                .as_ref()
+                .map(|d| format!(", defrag={d}"))
+                .unwrap_or_default()
+        ),
+    );
+    kv(
+        "hypervisor",
+        m.hypervisor
+            .clone()
+            .unwrap_or_else(|| "none detected".into()),
+    );
+    kv("kernel", m.kernel.clone());
+    kv(
+        "clock source",
+        m.clocksource.clone().unwrap_or_else(|| "unknown".into()),
+    );
+    kv("TSC", m.tsc_hz.map_or("not used".into(), format_hz));
+    kv(
+        "core clock",
+        m.core_hz_estimate.map_or("not estimated".into(), |hz| {
+            format!("{} (measured: dependent adds)", format_hz(hz))
+        }),
+    );
+    if let Some(freq) = &m.cpufreq {
+        kv(
+            "frequency scaling",
+            format!(
+                "governor {}, {}–{}{}",
+                freq.governor.clone().unwrap_or_else(|| "?".into()),
+                freq.min_hz.map_or("?".into(), format_hz),
+                freq.max_hz.map_or("?".into(), format_hz),
+                freq.boost.map_or(String::new(), |b| format!(
+                    ", boost {}",
+                    if b { "on" } else { "off" }
+                ))
+            ),
+        );
+    }
+    out.push_str(&t.render());
+
+    out.push_str(&heading("Caches"));
+    let mut t = Table::new(&[
+        "cache",
+        "size",
+        "line",
+        "ways",
+        "shared by CPUs",
+        "instances",
+        "CPUID size",
+    ]);
+    for c in &m.caches {
+        t.row(vec![
+            c.name(),
+            Bytes(c.size_bytes).to_string(),
+            format!("{} B", c.line_bytes),
+            c.ways.map_or("-".into(), |w| w.to_string()),
+            cpu_list(&c.shared_with_cpus),
+            c.instances.to_string(),
+            c.cpuid_size_bytes
+                .map_or("-".into(), |s| Bytes(s).to_string()),
+        ]);
+    }
+    out.push_str(&t.render());
+
+    if !m.tlbs.is_empty() {
+        out.push_str(&heading("TLBs (CPUID)"));
+        let mut t = Table::new(&["TLB", "page", "entries", "ways", "reach", "source"]);
+        for tlb in &m.tlbs {
+            t.row(vec![
+                format!("L{} {}", tlb.level, tlb.kind),
+                Bytes(tlb.page_bytes).to_string(),
+                tlb.entries.to_string(),
+                tlb.ways.map_or("full".into(), |w| w.to_string()),
+                Bytes(tlb.entries as u64 * tlb.page_bytes).to_string(),
+                tlb.source.clone(),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+
+    out.push_str(&heading("NUMA"));
+    let mut t = Table::new(&["node", "CPUs", "memory", "free", "distances"]);
+    for node in &m.numa_nodes {
+        t.row(vec![
+            node.id.to_string(),
+            cpu_list(&node.cpus),
+            Bytes(node.memory_total_bytes).to_string(),
+            Bytes(node.memory_free_bytes).to_string(),
+            node.distances
+                .iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+        ]);
+    }
+    out.push_str(&t.render());
+    out
+}
+
+fn ns_cycles(ns: f64, cycles: f64) -> (String, String) {
+    let cyc = if cycles.is_finite() {
+        format!("{cycles:.1}")
+    } else {
+        "-".into()
+    };
+    (format!("{ns:.2}"), cyc)
+}
+
+/// The `latency` view: levels, DRAM both ways, and the sweep.
+pub fn latency(result: &LatencyResult, with_points: bool) -> String {
+    let mut out = heading(&format!(
+        "Load-to-use latency (dependent {} chase, {}-byte slots)",
+        result.order, result.stride_bytes
+    ));
+    let mut t = Table::new(&[
+        "level",
+        "latency ns",
+        "cycles",
+        "ends at (measured)",
+        "OS size",
+        "plateau",
+    ]);
+    for level in &result.levels {
+        let (ns, cyc) = ns_cycles(level.latency_ns, level.latency_cycles);
+        t.row(vec![
+            level.name.clone(),
+            ns,
+            cyc,
+            level
+                .capacity_bytes
+                .map_or("-".into(), |b| Bytes(b).to_string()),
+            level
+                .os_size_bytes
+                .map_or("-".into(), |b| Bytes(b).to_string()),
+            format!(
+                "{} – {} ({} points)",
+                Bytes(level.first_bytes),
+                Bytes(level.last_bytes),
+                level.points
+            ),
+        ]);
+    }
+    out.push_str(&t.render());
+    if let Some(dram) = &result.dram {
+        out.push_str(&format!(
+            "\n DRAM at {}: random {:.1} ns ({}), page-local {:.1} ns ({}); TLB misses and page walks add {:.1} ns\n",
+            Bytes(dram.bytes),
+            dram.random_ns,
+            ns_cycles(dram.random_ns, dram.random_cycles).1 + " cyc",
+            dram.page_local_ns,
+            ns_cycles(dram.page_local_ns, dram.page_local_cycles).1 + " cyc",
+            dram.tlb_penalty_ns,
+        ));
+    }
+    if with_points {
+        out.push_str(&heading("Sweep"));
+        let random = result.random_points.as_deref().unwrap_or(&[]);
+        let mut header = vec!["working set", "ns", "cycles", "spread %", "trials", ""];
+        if !random.is_empty() {
+            header = vec![
+                "working set",
+                "page-local ns",
+                "cycles",
+                "spread %",
+                "random ns",
+                "cycles",
+                "spread %",
+                "",
+            ];
+        }
+        let mut t = Table::new(&header);
+        for (i, p) in result.points.iter().enumerate() {
+            let (ns, cyc) = ns_cycles(p.ns, p.cycles);
+            let mut row = vec![
+                Bytes(p.bytes).to_string(),
+                ns,
+                cyc,
+                format!("{:.1}", p.spread_pct),
+            ];
+            let mut unstable = p.unstable;
+            match random.get(i) {
+                Some(r) => {
+                    let (rns, rcyc) = ns_cycles(r.ns, r.cycles);
+                    row.extend([rns, rcyc, format!("{:.1}", r.spread_pct)]);
+                    unstable |= r.unstable;
+                }
+                None => row.push(p.trials.to_string()),
+            }
+            row.push(if unstable {
+                "unstable".into()
+            } else {
+                String::new()
+            });
+            t.row(row);
+        }
+        out.push_str(&t.render());
+    }
+    out
+}
+
+/// Settings and warnings, printed after the results.
+pub fn settings_and_warnings(report: &Report) -> String {
+    let s = &report.settings;
+    let mut out = String::new();
+    if !s.cpus.is_empty() {
+        let pages = match &s.pages_obtained {
+            Some(p) if p.policy == "thp" => format!(
+                "thp asked, {:.0}% of the buffer on 2 MiB pages",
+                p.huge_fraction * 100.0
+            ),
+            Some(p) => format!("{} ({} pages)", p.policy, Bytes(p.page_bytes)),
+            None => s.pages_requested.clone(),
+        };
+        out.push_str(&format!(
+            "\n Pinned to CPU {}; pages: {}; timer: {}; {}\n",
+            cpu_list(&s.cpus),
+            pages,
+            s.timer,
+            s.sampling
+        ));
+    }
+    if !report.warnings.is_empty() {
+        out.push_str(&heading("Warnings"));
+        for w in &report.warnings {
+            out.push_str(&format!(" ! {}\n", w.message));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_columns() {
+        let mut t = Table::new(&["name", "value"]);
+        t.row(vec!["a".into(), "1.5".into()]);
+        t.row(vec!["longer".into(), "12.25".into()]);
+        let text = t.render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4);
+        assert!(lines[2].ends_with("  1.5"), "{text}");
+        assert!(lines[3].ends_with("12.25"), "{text}");
+    }
+
+    #[test]
+    fn cpu_lists_are_compressed() {
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(cpu_list(&[]), "");
+    }
+}

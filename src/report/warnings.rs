@@ -1,0 +1,112 @@
+//! Quality problems found while measuring, as a typed list. Each one's message says what
+//! it distorts and what the user can do about it.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One warning; serialised as `{"code": "...", "message": "..."}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Warning {
+    pub code: String,
+    pub message: String,
+}
+
+/// The kinds of warning memscope raises.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WarningKind {
+    /// Running under a hypervisor (vendor name).
+    Hypervisor(String),
+    /// THP asked for, but only this fraction of the buffer got huge pages.
+    ThpPartial { fraction: f64 },
+    /// Points whose trials disagreed more than the threshold even after re-measuring.
+    UnstablePoints { count: usize, sizes: String },
+    /// No hardware performance counters.
+    NoPmu(String),
+    /// Other processes are using the CPUs (load average, running tasks).
+    SystemBusy { load_avg: f64, cpus: usize },
+    /// Frequency scaling governor other than performance.
+    FrequencyScaling(String),
+    /// The TSC could not be calibrated; clock_gettime used instead.
+    NoTsc(String),
+    /// A level found from the data does not match the OS report.
+    LevelMismatch(String),
+    /// The sweep did not reach past the largest cache by enough to see DRAM.
+    SweepTooShort { max: String, needed: String },
+}
+
+impl WarningKind {
+    pub fn code(&self) -> &'static str {
+        match self {
+            WarningKind::Hypervisor(_) => "hypervisor",
+            WarningKind::ThpPartial { .. } => "thp_partial",
+            WarningKind::UnstablePoints { .. } => "unstable_points",
+            WarningKind::NoPmu(_) => "no_pmu",
+            WarningKind::SystemBusy { .. } => "system_busy",
+            WarningKind::FrequencyScaling(_) => "frequency_scaling",
+            WarningKind::NoTsc(_) => "no_tsc",
+            WarningKind::LevelMismatch(_) => "level_mismatch",
+            WarningKind::SweepTooShort { .. } => "sweep_too_short",
+        }
+    }
+}
+
+impl fmt::Display for WarningKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WarningKind::Hypervisor(vendor) => write!(
+                f,
+                "running under a hypervisor ({vendor}): TLB misses cost a nested page walk, the \
+                 last-level cache may be shared with other tenants, and TSC ticks are not core \
+                 cycles; compare 'page-local' and 'random' DRAM latency to see the page-walk cost"
+            ),
+            WarningKind::ThpPartial { fraction } => write!(
+                f,
+                "transparent huge pages were asked for but only {:.0}% of the buffer got them \
+                 (memory fragmentation or THP limits); results mix 4 KiB and 2 MiB pages. \
+                 Consider --pages 2m with a reserved hugetlbfs pool",
+                fraction * 100.0
+            ),
+            WarningKind::UnstablePoints { count, sizes } => write!(
+                f,
+                "{count} point(s) stayed unstable after re-measuring ({sizes}): another tenant or \
+                 process is probably sharing the cache or memory bus; their medians are shown \
+                 but no level boundary is placed on them alone. Consider more --repetitions \
+                 or a quieter machine"
+            ),
+            WarningKind::NoPmu(reason) => {
+                write!(f, "hardware performance counters unavailable: {reason}")
+            }
+            WarningKind::SystemBusy { load_avg, cpus } => write!(
+                f,
+                "the system is busy (1-minute load average {load_avg:.2} on {cpus} CPUs): other \
+                 work competes for caches and memory bandwidth; results may be noisy"
+            ),
+            WarningKind::FrequencyScaling(governor) => write!(
+                f,
+                "CPU frequency governor is '{governor}': the core clock may change during the \
+                 run; cycle figures use the clock measured at start. Consider the \
+                 'performance' governor"
+            ),
+            WarningKind::NoTsc(reason) => write!(
+                f,
+                "TSC unavailable ({reason}); timing with clock_gettime, whose overhead is larger"
+            ),
+            WarningKind::LevelMismatch(what) => write!(f, "{what}"),
+            WarningKind::SweepTooShort { max, needed } => write!(
+                f,
+                "the sweep stops at {max}, which is not far enough past the largest cache to \
+                 see DRAM (needs {needed}); use a larger --max-size"
+            ),
+        }
+    }
+}
+
+impl From<WarningKind> for Warning {
+    fn from(kind: WarningKind) -> Warning {
+        Warning {
+            code: kind.code().to_string(),
+            message: kind.to_string(),
+        }
+    }
+}

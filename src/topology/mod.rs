@@ -1,0 +1,255 @@
+//! The machine as the OS and the CPU describe it: CPU identity, caches, TLBs, NUMA nodes,
+//! page sizes and huge-page pools, THP mode, hypervisor and kernel.
+//!
+//! Everything here is *reported*, not measured: experiments compare what they measure
+//! against it. Sources are sysfs and procfs first (they reflect what the kernel actually
+//! enabled), CPUID second (x86_64 only) as a cross-check and for what sysfs lacks (TLBs).
+//! The clock fields are filled in by `platform::timer` after calibration.
+
+use serde::{Deserialize, Serialize};
+
+pub mod caches;
+pub mod cpu;
+pub mod memory;
+pub mod numa;
+
+/// The `machine` object of the report (see docs/DESIGN.md, "Output contract").
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+pub struct Machine {
+    /// Marketing name, e.g. "AMD EPYC 9R14 96-Core Processor" (CPUID brand string or /proc/cpuinfo).
+    pub cpu_model: String,
+    /// "AuthenticAMD", "GenuineIntel", or the architecture's vendor.
+    pub cpu_vendor: String,
+    /// x86 display family/model/stepping, when known.
+    pub cpu_family: Option<u32>,
+    pub cpu_model_number: Option<u32>,
+    pub cpu_stepping: Option<u32>,
+    pub architecture: String,
+    /// Online logical CPUs.
+    pub logical_cpus: usize,
+    /// Distinct physical cores among the online CPUs.
+    pub physical_cores: usize,
+    /// Logical CPUs per core (1 without SMT).
+    pub threads_per_core: usize,
+    /// Groups of logical CPUs that share one core (only groups of two or more).
+    pub smt_sibling_groups: Vec<Vec<usize>>,
+    /// CPUs this process may run on (its affinity mask).
+    pub allowed_cpus: Vec<usize>,
+    /// Data, instruction and unified caches, ordered by level then kind.
+    pub caches: Vec<CacheInfo>,
+    /// TLB geometry from CPUID (empty when unavailable).
+    pub tlbs: Vec<TlbInfo>,
+    pub numa_nodes: Vec<NumaNode>,
+    /// MemTotal and MemAvailable of /proc/meminfo.
+    pub memory_total_bytes: u64,
+    pub memory_available_bytes: u64,
+    /// Base page size and every huge page size the kernel offers.
+    pub base_page_bytes: u64,
+    pub page_sizes_bytes: Vec<u64>,
+    /// hugetlbfs pools, one per huge page size.
+    pub hugepage_pools: Vec<HugePagePool>,
+    pub thp: ThpInfo,
+    /// Hypervisor vendor from CPUID leaf 0x40000000 (e.g. "KVMKVMKVM" → "KVM"), if any.
+    pub hypervisor: Option<String>,
+    pub kernel: String,
+    /// Current clock source (/sys/devices/system/clocksource), e.g. "tsc", "kvm-clock".
+    pub clocksource: Option<String>,
+    /// Calibrated TSC rate, Hz (x86_64 only).
+    pub tsc_hz: Option<f64>,
+    /// Core clock estimated from a chain of dependent 1-cycle adds, Hz.
+    pub core_hz_estimate: Option<f64>,
+    /// CPU frequency scaling: governor and min/max of cpufreq, when exposed.
+    pub cpufreq: Option<CpuFreq>,
+    /// Vector ISA extensions relevant to the kernels ("avx512f", "avx2", "sse2" …).
+    pub isa_extensions: Vec<String>,
+}
+
+/// One cache as sysfs reports it, cross-checked with CPUID.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CacheInfo {
+    pub level: u32,
+    /// "data", "instruction" or "unified".
+    pub kind: String,
+    pub size_bytes: u64,
+    pub line_bytes: u64,
+    pub ways: Option<u32>,
+    pub sets: Option<u64>,
+    /// Logical CPUs sharing one instance of this cache (as seen from the first allowed CPU).
+    pub shared_with_cpus: Vec<usize>,
+    /// Number of instances across the machine.
+    pub instances: usize,
+    /// Size CPUID reports for this cache, when it could be read; differs from sysfs only
+    /// when a hypervisor or kernel presents something else.
+    pub cpuid_size_bytes: Option<u64>,
+}
+
+impl CacheInfo {
+    /// "L1d", "L1i", "L2", "L3" …
+    pub fn name(&self) -> String {
+        match self.kind.as_str() {
+            "data" => format!("L{}d", self.level),
+            "instruction" => format!("L{}i", self.level),
+            _ => format!("L{}", self.level),
+        }
+    }
+
+    /// Caches that hold data (data or unified).
+    pub fn holds_data(&self) -> bool {
+        self.kind != "instruction"
+    }
+}
+
+/// One TLB as CPUID describes it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TlbInfo {
+    /// 1 or 2.
+    pub level: u32,
+    /// "data", "instruction" or "unified".
+    pub kind: String,
+    pub page_bytes: u64,
+    pub entries: u32,
+    /// None = fully associative or not reported.
+    pub ways: Option<u32>,
+    /// "cpuid 0x80000005" etc.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct NumaNode {
+    pub id: usize,
+    pub cpus: Vec<usize>,
+    pub memory_total_bytes: u64,
+    pub memory_free_bytes: u64,
+    /// Row of /sys/devices/system/node/nodeN/distance.
+    pub distances: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct HugePagePool {
+    pub page_bytes: u64,
+    pub total: u64,
+    pub free: u64,
+    pub reserved: u64,
+    pub surplus: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+pub struct ThpInfo {
+    /// "always", "madvise", "never", or "unavailable".
+    pub enabled: String,
+    pub defrag: Option<String>,
+    /// THP size (usually 2 MiB).
+    pub pmd_bytes: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct CpuFreq {
+    pub governor: Option<String>,
+    pub min_hz: Option<f64>,
+    pub max_hz: Option<f64>,
+    /// Whether boost/turbo is enabled (cpufreq/boost), when exposed.
+    pub boost: Option<bool>,
+}
+
+impl Machine {
+    /// Data-holding caches (L1d, L2, L3 …) ordered by level.
+    pub fn data_caches(&self) -> Vec<&CacheInfo> {
+        let mut caches: Vec<&CacheInfo> = self.caches.iter().filter(|c| c.holds_data()).collect();
+        caches.sort_by_key(|c| c.level);
+        caches
+    }
+
+    /// The largest data cache, or None when the OS reports no caches.
+    pub fn largest_cache_bytes(&self) -> Option<u64> {
+        self.data_caches().iter().map(|c| c.size_bytes).max()
+    }
+}
+
+/// Contents of a small sysfs/procfs file, trimmed; None when it is missing or unreadable,
+/// which on VMs and in containers is normal rather than an error.
+fn read_trimmed(path: impl AsRef<std::path::Path>) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Describes this machine from procfs, sysfs and CPUID. Only an unreadable /proc/meminfo is
+/// an error: every later size check depends on it. Anything else missing (cpufreq in a VM,
+/// cache directories in a container, CPUID off x86_64) leaves its field empty or None.
+/// `tsc_hz` and `core_hz_estimate` stay None for the timer to fill in.
+pub fn detect() -> anyhow::Result<Machine> {
+    use anyhow::Context as _;
+
+    let meminfo = std::fs::read_to_string("/proc/meminfo").context("reading /proc/meminfo")?;
+    let memory_total_bytes = memory::parse_meminfo_field(&meminfo, "MemTotal")
+        .context("/proc/meminfo has no MemTotal line")?;
+    let mem_free = memory::parse_meminfo_field(&meminfo, "MemFree").unwrap_or(0);
+    // Kernels before 3.14 lack MemAvailable; free memory is the conservative stand-in.
+    let memory_available_bytes =
+        memory::parse_meminfo_field(&meminfo, "MemAvailable").unwrap_or(mem_free);
+
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let identity = cpu::identity(&cpuinfo);
+    let online = cpu::online_cpus();
+    let allowed = cpu::allowed_cpus();
+    let layout = cpu::core_layout(&online);
+
+    let base_page_bytes = memory::base_page_bytes();
+    let hugepage_pools = memory::hugepage_pools();
+
+    Ok(Machine {
+        caches: caches::detect_caches(&allowed, &online, &identity.vendor),
+        tlbs: caches::detect_tlbs(&identity.vendor),
+        numa_nodes: numa::detect_numa(&online, memory_total_bytes, mem_free),
+        cpu_model: identity.model,
+        cpu_vendor: identity.vendor,
+        cpu_family: identity.family,
+        cpu_model_number: identity.model_number,
+        cpu_stepping: identity.stepping,
+        architecture: std::env::consts::ARCH.to_string(),
+        logical_cpus: online.len(),
+        physical_cores: layout.physical_cores,
+        threads_per_core: layout.threads_per_core,
+        smt_sibling_groups: layout.smt_sibling_groups,
+        allowed_cpus: allowed,
+        memory_total_bytes,
+        memory_available_bytes,
+        base_page_bytes,
+        page_sizes_bytes: memory::page_sizes(base_page_bytes, &hugepage_pools),
+        hugepage_pools,
+        thp: memory::thp_info(),
+        hypervisor: cpu::detect_hypervisor(&cpuinfo),
+        kernel: cpu::kernel_release(),
+        clocksource: cpu::clocksource(),
+        tsc_hz: None,
+        core_hz_estimate: None,
+        cpufreq: cpu::cpufreq(),
+        isa_extensions: cpu::isa_extensions(&cpuinfo),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn detect_describes_this_machine() {
+        let machine = detect().expect("detect() on a Linux host");
+        assert!(machine.logical_cpus >= 1);
+        assert!(!machine.allowed_cpus.is_empty());
+        assert!(machine.memory_total_bytes > 0);
+        assert!(machine.base_page_bytes >= 4096);
+        assert_eq!(machine.page_sizes_bytes[0], machine.base_page_bytes);
+        assert!(!machine.numa_nodes.is_empty());
+        assert!(
+            machine
+                .caches
+                .iter()
+                .any(|c| c.level == 1 && c.kind == "data"),
+            "no L1d in {:#?}",
+            machine.caches
+        );
+        assert!(machine.tsc_hz.is_none() && machine.core_hz_estimate.is_none());
+        println!("{machine:#?}");
+    }
+}

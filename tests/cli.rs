@@ -1,0 +1,178 @@
+//! Integration tests through the real binary: what holds on any x86_64 Linux machine,
+//! never absolute speeds.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn memscope() -> Command {
+    Command::cargo_bin("memscope").expect("the binary is built")
+}
+
+fn json_of(output: &[u8]) -> Value {
+    serde_json::from_slice(output).expect("stdout is one JSON document")
+}
+
+#[test]
+fn info_json_lists_l1d_and_another_level() {
+    let out = memscope().args(["info", "--json", "-"]).assert().success();
+    let report = json_of(&out.get_output().stdout);
+    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["tool"]["name"], "memscope");
+    let machine = &report["machine"];
+    assert!(machine["logical_cpus"].as_u64().unwrap() >= 1);
+    let caches = machine["caches"].as_array().unwrap();
+    let has = |level: u64, kind: &str| {
+        caches.iter().any(|c| {
+            c["level"] == level && c["kind"] == kind && c["size_bytes"].as_u64().unwrap() > 0
+        })
+    };
+    assert!(has(1, "data"), "{caches:?}");
+    assert!(
+        caches.iter().any(|c| c["level"].as_u64().unwrap() >= 2),
+        "{caches:?}"
+    );
+    for key in [
+        "cpu_model",
+        "numa_nodes",
+        "thp",
+        "page_sizes_bytes",
+        "tsc_hz",
+        "core_hz_estimate",
+        "hypervisor",
+    ] {
+        assert!(machine.get(key).is_some(), "machine.{key} missing");
+    }
+}
+
+#[test]
+fn info_prints_a_readable_table() {
+    memscope()
+        .arg("info")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Caches").and(predicate::str::contains("L1d")));
+}
+
+/// One quick latency run shared by the assertions below (a run takes a few seconds).
+fn quick_latency() -> Value {
+    let out = memscope()
+        .args(["latency", "--quick", "--json", "-"])
+        .assert()
+        .success();
+    json_of(&out.get_output().stdout)
+}
+
+#[test]
+fn quick_latency_orders_levels_from_l1d_to_dram() {
+    let report = quick_latency();
+    let latency = &report["experiments"]["latency"];
+    let points = latency["points"].as_array().unwrap();
+    assert!(points.len() >= 20, "at least 4 points per octave");
+    for p in points {
+        for key in ["bytes", "ns", "cycles", "spread_pct"] {
+            assert!(p.get(key).is_some(), "point.{key} missing");
+        }
+    }
+    let levels = latency["levels"].as_array().unwrap();
+    let names: Vec<&str> = levels.iter().map(|l| l["name"].as_str().unwrap()).collect();
+    assert_eq!(names.first(), Some(&"L1d"), "{levels:?}");
+    assert_eq!(names.last(), Some(&"DRAM"), "{levels:?}");
+    let ns: Vec<f64> = levels
+        .iter()
+        .map(|l| l["latency_ns"].as_f64().unwrap())
+        .collect();
+    assert!(
+        ns.windows(2).all(|w| w[0] < w[1]),
+        "levels in increasing latency: {ns:?}"
+    );
+    assert!(levels.last().unwrap()["capacity_bytes"].is_null());
+    let dram = &latency["dram"];
+    let l1 = ns[0];
+    assert!(dram["random_ns"].as_f64().unwrap() > l1);
+    assert!(dram["page_local_ns"].as_f64().unwrap() > l1);
+    assert!(report["settings"]["cpus"].as_array().unwrap().len() == 1);
+}
+
+#[test]
+fn latency_csv_has_one_row_per_point() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("lat.csv");
+    memscope()
+        .args(["latency", "--quick", "--max-size", "1M", "--csv"])
+        .arg(&csv)
+        .assert()
+        .success();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("bytes,order,ns,cycles,spread_pct"));
+    // 4 KiB .. 1 MiB at 4 points per octave.
+    assert_eq!(lines.count(), 8 * 4 + 1);
+}
+
+fn fails_with_usage_error(args: &[&str], names: &str) {
+    let assert = memscope().args(args).assert().code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert!(
+        stderr.contains(names),
+        "stderr should name '{names}': {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "one-line error: {stderr}");
+}
+
+#[test]
+fn bad_sizes_cpus_and_paths_exit_2_naming_the_value() {
+    fails_with_usage_error(&["latency", "--max-size", "12Q"], "'12Q'");
+    fails_with_usage_error(&["latency", "--cpu", "4096"], "4096");
+    fails_with_usage_error(&["latency", "--cpu", "abc"], "abc");
+    fails_with_usage_error(&["latency", "--max-size", "1000T"], "1000 TiB");
+    fails_with_usage_error(&["latency", "--pages", "3m"], "'3m'");
+    fails_with_usage_error(&["latency", "--repetitions", "0"], "'0'");
+    fails_with_usage_error(&["latency", "--order", "sideways"], "'sideways'");
+    fails_with_usage_error(
+        &["latency", "--json", "/nonexistent-dir/out.json"],
+        "/nonexistent-dir/out.json",
+    );
+    fails_with_usage_error(&["run", "--out", "/nonexistent-dir"], "/nonexistent-dir");
+}
+
+#[test]
+fn a_failed_run_leaves_no_output_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("out.json");
+    memscope()
+        .args(["latency", "--max-size", "12Q", "--json"])
+        .arg(&json)
+        .assert()
+        .code(2);
+    assert!(!json.exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn run_writes_json_and_an_html_report_with_an_svg_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    memscope()
+        .args(["run", "--quick", "--max-size", "8M", "--out"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("L1d"));
+    let html = std::fs::read_to_string(dir.path().join("memscope-report.html")).unwrap();
+    assert!(html.contains("<svg") && html.contains("</html>"));
+    let report = json_of(&std::fs::read(dir.path().join("memscope-report.json")).unwrap());
+    assert_eq!(report["settings"]["command"], "run");
+    assert!(
+        report["experiments"]["latency"]["levels"]
+            .as_array()
+            .unwrap()
+            .len()
+            >= 2
+    );
+    // Only the two reports: no temporary files left behind.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}
