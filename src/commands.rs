@@ -55,10 +55,10 @@ fn machine_warnings(machine: &Machine, tsc_problem: Option<String>) -> Vec<Warni
             warnings.push(WarningKind::FrequencyScaling(governor));
         }
     }
-    if let Some(load) = load_average() {
-        if load > 0.5 * machine.logical_cpus.max(1) as f64 {
+    if let Some(others) = other_running_tasks() {
+        if others >= 0.5 {
             warnings.push(WarningKind::SystemBusy {
-                load_avg: load,
+                running: others,
                 cpus: machine.logical_cpus,
             });
         }
@@ -66,13 +66,23 @@ fn machine_warnings(machine: &Machine, tsc_problem: Option<String>) -> Vec<Warni
     warnings.into_iter().map(Warning::from).collect()
 }
 
-fn load_average() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+/// Tasks running on the CPUs besides memscope, averaged over ten samples of
+/// `procs_running` (/proc/stat) 10 ms apart: the instantaneous competition for caches and
+/// memory, which the load average (a decaying mean over a minute) reports too late.
+fn other_running_tasks() -> Option<f64> {
+    let mut total = 0.0;
+    for _ in 0..10 {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let running: f64 = stat
+            .lines()
+            .find_map(|l| l.strip_prefix("procs_running "))?
+            .trim()
+            .parse()
+            .ok()?;
+        total += (running - 1.0).max(0.0); // memscope itself is one of them
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    Some(total / 10.0)
 }
 
 fn sampling_policy(m: &MeasurePlan) -> String {
@@ -94,7 +104,7 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
     // happen on the measuring CPU.
     affinity::pin_current_thread(m.cpu).map_err(|e| UsageError::NoSuchCpu {
         cpu: format!("{} ({e})", m.cpu),
-        available: crate::report::terminal::format_cpu_list(&machine.allowed_cpus),
+        available: crate::topology::cpu::format_cpu_list(&machine.allowed_cpus),
     })?;
     let (timer, tsc_problem) = Timer::calibrate();
     machine.tsc_hz = timer.tsc_hz();

@@ -8,7 +8,7 @@ use crate::experiments::latency::{sweep_sizes, LatencyConfig};
 use crate::kernels::permutation::ChaseOrder;
 use crate::platform::arena::PagePolicy;
 use crate::report::output::Target;
-use crate::report::terminal::format_cpu_list;
+use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::units::{Bytes, KIB, MIB};
 
@@ -257,12 +257,12 @@ fn latency_config(args: &LatencyArgs, measure: &MeasurePlan) -> Result<LatencyCo
         other => return Err(invalid("--order", other, "both, page-local or random")),
     };
     let min_size = Bytes::parse(&args.min_size)?;
-    if min_size.0 < stride as u64 || min_size >= measure.max_size {
+    if min_size.0 < stride as u64 || min_size > measure.max_size {
         return Err(invalid(
             "--min-size",
             &args.min_size,
             &format!(
-                "a size of at least one stride ({stride} B) and below --max-size ({})",
+                "a size of at least one stride ({stride} B) and at most --max-size ({})",
                 measure.max_size
             ),
         ));

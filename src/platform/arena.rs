@@ -48,7 +48,7 @@ impl PagePolicy {
     /// Page size the policy aims for.
     pub fn page_bytes(self) -> u64 {
         match self {
-            PagePolicy::Base => base_page_bytes(),
+            PagePolicy::Base => memory::base_page_bytes(),
             PagePolicy::Thp | PagePolicy::Huge2M => 2 * MIB,
             PagePolicy::Huge1G => GIB,
         }
@@ -63,16 +63,6 @@ impl fmt::Display for PagePolicy {
             PagePolicy::Huge2M => "2m",
             PagePolicy::Huge1G => "1g",
         })
-    }
-}
-
-pub fn base_page_bytes() -> u64 {
-    // SAFETY: sysconf has no memory effects.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if size > 0 {
-        size as u64
-    } else {
-        4096
     }
 }
 
@@ -223,7 +213,7 @@ impl Arena {
     /// hugetlbfs the mapping succeeded, so every page is huge.
     pub fn obtained(&self) -> PagesObtained {
         let (page_bytes, huge_fraction) = match self.policy {
-            PagePolicy::Base => (base_page_bytes(), 0.0),
+            PagePolicy::Base => (memory::base_page_bytes(), 0.0),
             PagePolicy::Huge2M | PagePolicy::Huge1G => (self.policy.page_bytes(), 1.0),
             PagePolicy::Thp => {
                 let start = self.data.as_ptr() as usize;
@@ -233,7 +223,7 @@ impl Arena {
                 let page = if fraction > 0.0 {
                     2 * MIB
                 } else {
-                    base_page_bytes()
+                    memory::base_page_bytes()
                 };
                 (page, fraction)
             }

@@ -38,28 +38,39 @@ fn quote(cell: &str) -> String {
 pub fn tables(report: &Report) -> Vec<CsvTable> {
     let mut tables = Vec::new();
     if let Some(latency) = &report.experiments.latency {
+        let random = latency.random_points.as_deref().unwrap_or(&[]);
+        let mut header = vec![
+            "bytes",
+            "order",
+            "ns",
+            "cycles",
+            "spread_pct",
+            "trials",
+            "unstable",
+            "level",
+        ];
+        if !random.is_empty() {
+            header.extend([
+                "random_ns",
+                "random_cycles",
+                "random_spread_pct",
+                "random_unstable",
+            ]);
+        }
         tables.push(CsvTable {
             name: "latency.points".into(),
-            header: vec![
-                "bytes",
-                "order",
-                "ns",
-                "cycles",
-                "spread_pct",
-                "trials",
-                "unstable",
-                "level",
-            ],
+            header,
             rows: latency
                 .points
                 .iter()
-                .map(|p| {
+                .enumerate()
+                .map(|(i, p)| {
                     let level = latency
                         .levels
                         .iter()
                         .find(|l| (l.first_bytes..=l.last_bytes).contains(&p.bytes))
                         .map_or("", |l| l.name.as_str());
-                    vec![
+                    let mut row = vec![
                         p.bytes.to_string(),
                         latency.order.clone(),
                         number(p.ns),
@@ -68,7 +79,16 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                         p.trials.to_string(),
                         p.unstable.to_string(),
                         level.to_string(),
-                    ]
+                    ];
+                    if let Some(r) = random.get(i) {
+                        row.extend([
+                            number(r.ns),
+                            number(r.cycles),
+                            number(r.spread_pct),
+                            r.unstable.to_string(),
+                        ]);
+                    }
+                    row
                 })
                 .collect(),
         });

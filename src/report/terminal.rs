@@ -3,6 +3,7 @@
 
 use super::Report;
 use crate::experiments::latency::LatencyResult;
+use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
 
@@ -10,6 +11,7 @@ use crate::units::{format_hz, Bytes};
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
+    align_numbers: bool,
 }
 
 impl Table {
@@ -17,7 +19,14 @@ impl Table {
         Table {
             header: header.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
+            align_numbers: true,
         }
+    }
+
+    /// Every cell left-aligned (for key/value tables, where values are prose).
+    pub fn left_aligned(mut self) -> Table {
+        self.align_numbers = false;
+        self
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -38,7 +47,7 @@ impl Table {
             let mut out = String::from(" ");
             for (i, cell) in cells.iter().enumerate().take(columns) {
                 let pad = widths[i] - cell.chars().count();
-                if !header && numeric(cell) && i > 0 {
+                if !header && self.align_numbers && numeric(cell) && i > 0 {
                     out.push_str(&" ".repeat(pad));
                     out.push_str(cell);
                 } else {
@@ -70,33 +79,10 @@ fn heading(title: &str) -> String {
     format!("\n{title}\n")
 }
 
-fn cpu_list(cpus: &[usize]) -> String {
-    // Compress runs: 0,1,2,3,8 -> 0-3,8
-    let mut parts = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if j > i {
-            format!("{}-{}", cpus[i], cpus[j])
-        } else {
-            cpus[i].to_string()
-        });
-        i = j + 1;
-    }
-    parts.join(",")
-}
-
-pub fn format_cpu_list(cpus: &[usize]) -> String {
-    cpu_list(cpus)
-}
-
 /// The `info` view: everything the OS and CPUID report.
 pub fn machine(m: &Machine) -> String {
     let mut out = heading("Machine");
-    let mut t = Table::new(&["item", "value"]);
+    let mut t = Table::new(&["item", "value"]).left_aligned();
     let mut kv = |k: &str, v: String| t.row(vec![k.to_string(), v]);
     kv("CPU", m.cpu_model.clone());
     let fms = match (m.cpu_family, m.cpu_model_number, m.cpu_stepping) {
@@ -398,11 +384,5 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert!(lines[2].ends_with("  1.5"), "{text}");
         assert!(lines[3].ends_with("12.25"), "{text}");
-    }
-
-    #[test]
-    fn cpu_lists_are_compressed() {
-        assert_eq!(cpu_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(cpu_list(&[]), "");
     }
 }

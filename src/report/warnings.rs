@@ -23,8 +23,8 @@ pub enum WarningKind {
     UnstablePoints { count: usize, sizes: String },
     /// No hardware performance counters.
     NoPmu(String),
-    /// Other processes are using the CPUs (load average, running tasks).
-    SystemBusy { load_avg: f64, cpus: usize },
+    /// Other tasks were running when memscope started (average count).
+    SystemBusy { running: f64, cpus: usize },
     /// Frequency scaling governor other than performance.
     FrequencyScaling(String),
     /// The TSC could not be calibrated; clock_gettime used instead.
@@ -77,10 +77,11 @@ impl fmt::Display for WarningKind {
             WarningKind::NoPmu(reason) => {
                 write!(f, "hardware performance counters unavailable: {reason}")
             }
-            WarningKind::SystemBusy { load_avg, cpus } => write!(
+            WarningKind::SystemBusy { running, cpus } => write!(
                 f,
-                "the system is busy (1-minute load average {load_avg:.2} on {cpus} CPUs): other \
-                 work competes for caches and memory bandwidth; results may be noisy"
+                "the system is busy: {running:.1} other task(s) were running on its {cpus} CPUs \
+                 when memscope started; they compete for caches and memory bandwidth, so \
+                 results may be noisy"
             ),
             WarningKind::FrequencyScaling(governor) => write!(
                 f,

@@ -410,36 +410,13 @@ pub fn online_cpus() -> Vec<usize> {
         })
 }
 
-/// CPUs this process may run on (its affinity mask); the online CPUs if it cannot be read.
+/// CPUs this process may run on (its affinity mask); the online CPUs if it cannot be read
+/// (e.g. more CPUs than a `cpu_set_t` holds).
 pub fn allowed_cpus() -> Vec<usize> {
-    affinity_mask()
+    crate::platform::affinity::allowed_cpus()
+        .ok()
         .filter(|cpus| !cpus.is_empty())
         .unwrap_or_else(online_cpus)
-}
-
-#[cfg(any(target_os = "linux", target_os = "android"))]
-fn affinity_mask() -> Option<Vec<usize>> {
-    // SAFETY: cpu_set_t is a plain bit array, for which all-zero is the empty set.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the size passed is that of the buffer; pid 0 means this thread.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        // EINVAL here means more than CPU_SETSIZE CPUs; the caller falls back to online CPUs.
-        return None;
-    }
-    let max = libc::CPU_SETSIZE as usize;
-    // SAFETY: every index is below CPU_SETSIZE, the capacity of `set`.
-    Some(
-        (0..max)
-            .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
-            .collect(),
-    )
-}
-
-#[cfg(not(any(target_os = "linux", target_os = "android")))]
-fn affinity_mask() -> Option<Vec<usize>> {
-    None
 }
 
 /// How the online CPUs group into physical cores.
