@@ -85,12 +85,16 @@ fn other_running_tasks() -> Option<f64> {
     Some(total / 10.0)
 }
 
-fn sampling_policy(m: &MeasurePlan) -> String {
+fn sampling_policy(m: &MeasurePlan, latency: Option<&latency::LatencyConfig>) -> String {
+    let passes = latency.map_or(1, |l| l.passes.max(1));
     format!(
-        "each point: one warm-up lap, then {} timed trials of ~{:.0} ms; median reported, \
-         spread = 1.4826·MAD/median; points above {:.0}% spread re-measured once with a new layout",
+        "each point: {} timed trials of ~{:.0} ms in {} pass(es) through the sweep, every pass \
+         with a fresh random layout after a warm-up lap; median reported, spread = \
+         1.4826·MAD/median; points above {:.0}% spread get one more pass and are flagged if \
+         still above",
         m.repetitions,
         m.trial_ns / 1e6,
+        passes,
         latency::UNSTABLE_SPREAD_PCT
     )
 }
@@ -143,7 +147,7 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         trial_ms: m.trial_ns / 1e6,
         max_size_bytes: m.max_size.0,
         timer: timer.name().to_string(),
-        sampling: sampling_policy(m),
+        sampling: sampling_policy(m, plan.latency.as_ref()),
     };
     let mut report = Report::new(machine, settings);
     report.warnings = warnings;

@@ -274,6 +274,7 @@ fn latency_config(args: &LatencyArgs, measure: &MeasurePlan) -> Result<LatencyCo
         random_curve,
         stride_bytes: stride,
         repetitions: measure.repetitions,
+        passes: if measure.quick { 1 } else { 3 },
         trial_ns: measure.trial_ns,
         page_local_window_bytes: window_pages * 4096,
         dram_both_orders: true,

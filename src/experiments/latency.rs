@@ -99,8 +99,11 @@ pub struct LatencyConfig {
     /// Also sweep with a random chase (when `order` is page-local).
     pub random_curve: bool,
     pub stride_bytes: usize,
-    /// Timed trials per point.
+    /// Timed trials per point, in all passes together.
     pub repetitions: usize,
+    /// Passes over the whole sweep; each point's trials are spread over them, each pass
+    /// with a fresh layout at another place in the arena.
+    pub passes: usize,
     /// Target length of one trial, nanoseconds.
     pub trial_ns: f64,
     /// Window of the page-local order, bytes.
@@ -159,16 +162,29 @@ pub fn measure(
         )
     });
 
-    let unstable: Vec<String> = points
-        .iter()
-        .chain(random_points.iter().flatten())
-        .filter(|p| p.unstable)
-        .map(|p| Bytes(p.bytes).to_string())
-        .collect();
-    if !unstable.is_empty() {
+    let unstable_in = |curve: &[LatencyPoint]| -> Vec<String> {
+        curve
+            .iter()
+            .filter(|p| p.unstable)
+            .map(|p| Bytes(p.bytes).to_string())
+            .collect()
+    };
+    let mut unstable = Vec::new();
+    let mut count = 0;
+    for (name, curve) in [
+        (config.order.to_string(), Some(&points)),
+        ("random".to_string(), random_points.as_ref()),
+    ] {
+        let sizes = curve.map(|c| unstable_in(c)).unwrap_or_default();
+        if !sizes.is_empty() {
+            count += sizes.len();
+            unstable.push(format!("{name}: {}", sizes.join(", ")));
+        }
+    }
+    if count > 0 {
         warnings.push(WarningKind::UnstablePoints {
-            count: unstable.len(),
-            sizes: unstable.join(", "),
+            count,
+            sizes: unstable.join("; "),
         });
     }
 
@@ -186,15 +202,8 @@ pub fn measure(
                 return random.last().expect("non-empty").ns;
             }
             progress.start(&format!("DRAM latency ({order} chase)"), 1);
-            let trials = chase_samples(
-                config,
-                arena,
-                timer,
-                largest,
-                order,
-                config.seed + 1000,
-                config.repetitions,
-            );
+            let layout = Layout::new(config, arena, largest, 0, config.sizes.len());
+            let trials = chase_samples(config, arena, timer, &layout, order, config.repetitions);
             progress.finish();
             Summary::of(&trials).expect("trials").median
         };
@@ -226,8 +235,11 @@ pub fn measure(
     )
 }
 
-/// One sweep over all sizes in one chase order; points whose trials disagree are measured
-/// again with a fresh layout and flagged if they still disagree.
+/// One sweep over all sizes in one chase order. The trials of each point are spread over
+/// `passes` passes through the whole sweep, so a neighbour's burst lasting a second
+/// disturbs one pass, not every trial of a point; each pass lays the chase out afresh at
+/// another offset of the arena, so no single set of physical pages (and its cache-set
+/// conflicts) decides a point. Points whose trials still disagree get one more pass.
 fn sweep(
     config: &LatencyConfig,
     order: ChaseOrder,
@@ -236,23 +248,22 @@ fn sweep(
     to_cycles: &impl Fn(f64) -> f64,
     progress: &Progress,
 ) -> Vec<LatencyPoint> {
+    let passes = config.passes.max(1);
+    let per_pass = config.repetitions.div_ceil(passes).max(1);
     progress.start(
         &format!("latency, {order} chase"),
-        config.sizes.len() as u64,
+        (passes * config.sizes.len()) as u64,
     );
-    let mut samples: Vec<Vec<f64>> = Vec::with_capacity(config.sizes.len());
-    for (i, &bytes) in config.sizes.iter().enumerate() {
-        progress.message(&Bytes(bytes).to_string());
-        samples.push(chase_samples(
-            config,
-            arena,
-            timer,
-            bytes,
-            order,
-            config.seed + i as u64,
-            config.repetitions,
-        ));
-        progress.advance();
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); config.sizes.len()];
+    for pass in 0..passes {
+        for (i, &bytes) in config.sizes.iter().enumerate() {
+            progress.message(&format!("pass {}/{passes}, {}", pass + 1, Bytes(bytes)));
+            let layout = Layout::new(config, arena, bytes, pass, i);
+            samples[i].extend(chase_samples(
+                config, arena, timer, &layout, order, per_pass,
+            ));
+            progress.advance();
+        }
     }
     for (i, &bytes) in config.sizes.iter().enumerate() {
         let spread = Summary::of(&samples[i]).map_or(0.0, |s| s.spread_pct());
@@ -261,8 +272,8 @@ fn sweep(
                 "re-measuring {} (spread {spread:.0}%)",
                 Bytes(bytes)
             ));
-            let seed = config.seed ^ 0x5eed_0000 ^ i as u64;
-            let more = chase_samples(config, arena, timer, bytes, order, seed, config.repetitions);
+            let layout = Layout::new(config, arena, bytes, passes, i);
+            let more = chase_samples(config, arena, timer, &layout, order, per_pass);
             samples[i].extend(more);
         }
     }
@@ -285,33 +296,78 @@ fn sweep(
         .collect()
 }
 
-/// Builds a chase over the first `bytes` of the arena and returns `repetitions` trials in
-/// ns per load. The chain continues across trials, so a trial never re-walks the lines the
-/// previous one brought into the cache.
+/// Where and how one measurement lays out its chase.
+struct Layout {
+    /// Byte offset of the chase in the arena (page aligned).
+    offset: usize,
+    bytes: u64,
+    seed: u64,
+}
+
+impl Layout {
+    /// Pass `pass` of point `index`: a different seed, and a different offset when the
+    /// arena has room to move (a step of 2 MiB + 36 KiB moves both the huge page and the
+    /// small-page colour).
+    fn new(config: &LatencyConfig, arena: &Arena, bytes: u64, pass: usize, index: usize) -> Layout {
+        let room = arena.len().saturating_sub(bytes as usize);
+        let step = (2 << 20) + 9 * 4096;
+        let offset = (pass * step) % (room + 1) / 4096 * 4096;
+        Layout {
+            offset,
+            bytes,
+            seed: config.seed ^ ((pass as u64) << 32) ^ index as u64,
+        }
+    }
+}
+
+/// The longest a warm-up lap may run, in trials: enough for a lap through any cache, far
+/// less than a lap through a DRAM-sized buffer (which would warm nothing).
+const WARM_UP_TRIALS: f64 = 10.0;
+
+/// Builds a chase for `layout` and returns `repetitions` trials in ns per load. The chain
+/// continues across trials, so a trial never re-walks the lines the previous one brought
+/// into the cache.
 fn chase_samples(
     config: &LatencyConfig,
     arena: &Arena,
     timer: &Timer,
-    bytes: u64,
+    layout: &Layout,
     order: ChaseOrder,
-    seed: u64,
     repetitions: usize,
 ) -> Vec<f64> {
     let slot = config.stride_bytes;
-    let slots = (bytes as usize / slot).max(1);
+    let slots = (layout.bytes as usize / slot).max(1);
     assert!(
-        slots * slot <= arena.len(),
-        "the arena holds the largest working set"
+        layout.offset + slots * slot <= arena.len(),
+        "the arena holds the working set at its offset"
     );
-    // SAFETY: slots × slot bytes lie inside the arena, which is 8-byte aligned; slot ≥ 8.
-    let mut p = unsafe { build_chase(arena.as_ptr(), slots, slot, order, seed) };
+    // SAFETY: the slots lie inside the arena (checked above); the arena and the offset are
+    // page aligned; slot ≥ 8 and a multiple of 8.
+    let mut p = unsafe {
+        build_chase(
+            arena.as_ptr().add(layout.offset),
+            slots,
+            slot,
+            order,
+            layout.seed,
+        )
+    };
 
-    // Warm-up: one full lap brings the working set into whatever level holds it (capped
-    // for working sets far beyond the caches, where a lap would take seconds and warms
-    // nothing), then time short runs until one lasts a quarter trial.
-    let lap = slots.div_ceil(UNROLL).min(1 << 16);
-    // SAFETY: p starts a complete chain in the arena (for all chase calls below).
-    p = unsafe { chase(p, lap) };
+    // Warm-up: a lap brings the working set into whatever level holds it; stop early once
+    // it has run for WARM_UP_TRIALS trials. Then time runs of doubling length until one
+    // lasts a quarter trial, and size the trials from it.
+    let mut remaining = slots.div_ceil(UNROLL);
+    let warm_start = timer.start();
+    while remaining > 0 {
+        let chunk = remaining.min(4096);
+        // SAFETY: p is inside a complete chain in the arena (for all chase calls below).
+        p = unsafe { chase(p, chunk) };
+        remaining -= chunk;
+        let elapsed = timer.ticks_to_ns(timer.stop().saturating_sub(warm_start));
+        if elapsed > WARM_UP_TRIALS * config.trial_ns {
+            break;
+        }
+    }
     let mut iterations = 64usize;
     let ns_per_iteration = loop {
         let t0 = timer.start();
@@ -354,7 +410,8 @@ const SURPLUS_MERGE_RATIO: f64 = 2.0;
 /// it. With physically indexed caches and randomly placed pages, conflicts start before
 /// a cache is full and about half the loads miss when the working set equals the capacity
 /// (pages per colour are Poisson distributed), so this crossing estimates the capacity
-/// rather than the first conflict.
+/// rather than the first conflict. Unstable points take part here with their medians:
+/// noise only adds latency, so it cannot carry an edge past where the level ends.
 fn find_levels(
     points: &[LatencyPoint],
     machine: &Machine,
@@ -464,22 +521,15 @@ fn find_levels(
                 let midpoint = (p.value + next.value) / 2.0;
                 (p.first..next.first.max(p.first + 1))
                     .rev()
-                    .find(|&j| usable[j] && ns[j] <= midpoint)
+                    .find(|&j| ns[j] <= midpoint)
                     .unwrap_or(p.last)
             }
             None => p.last,
         };
         let capacity = points[capacity].bytes;
         if let Some(os) = os_size {
-            let ratio = capacity as f64 / os as f64;
-            if !(0.5..=2.0).contains(&ratio) {
-                warnings.push(WarningKind::LevelMismatch(format!(
-                    "{name}: the latency plateau ends at {} but the OS reports {}; a cache \
-                     shared with other cores or tenants (or one that keeps only part of what \
-                     it could) holds less than its size for one thread",
-                    Bytes(capacity),
-                    Bytes(os)
-                )));
+            if let Some(warning) = capacity_warning(&name, capacity, os, machine) {
+                warnings.push(warning);
             }
         }
         levels.push(LatencyLevel {
@@ -506,6 +556,44 @@ fn find_levels(
         });
     }
     (levels, warnings)
+}
+
+/// A warning when a level holds clearly less (or more) than the OS says. A cache the OS
+/// reports as private to one CPU that looks smaller is being shared all the same: by an
+/// SMT sibling, or under a hypervisor by another guest's vCPU on the host core's sibling.
+fn capacity_warning(name: &str, capacity: u64, os: u64, machine: &Machine) -> Option<WarningKind> {
+    let ratio = capacity as f64 / os as f64;
+    let private = machine
+        .data_caches()
+        .iter()
+        .find(|c| c.name() == name)
+        .is_some_and(|c| c.shared_with_cpus.len() <= 1);
+    let why = if private && machine.hypervisor.is_some() {
+        "the OS reports it private to this CPU, so another hardware thread on the host's core \
+         (probably another guest's vCPU on the SMT sibling) is competing for it"
+    } else if private {
+        "the OS reports it private to this CPU, so another hardware thread (an SMT sibling) \
+         or an interrupt-heavy workload is competing for it"
+    } else {
+        "it is shared with other cores or tenants, who keep part of it busy"
+    };
+    if ratio < 0.75 {
+        Some(WarningKind::LevelMismatch(format!(
+            "{name}: the latency plateau ends at {} but the OS reports {}: {why}; the latency \
+             figure is sound, the capacity is what one thread gets now",
+            Bytes(capacity),
+            Bytes(os)
+        )))
+    } else if ratio > 2.0 {
+        Some(WarningKind::LevelMismatch(format!(
+            "{name}: the latency plateau ends at {} but the OS reports only {}: the next level \
+             may be too close in latency to tell apart",
+            Bytes(capacity),
+            Bytes(os)
+        )))
+    } else {
+        None
+    }
 }
 
 /// Matches `k` found capacities to `m ≥ k` cache sizes, keeping order, minimising the sum

@@ -17,7 +17,6 @@ use crate::report::svg::{
     escape, Axis, Band, LegendEntry, LegendSymbol, LineChart, Series, VMarker,
 };
 use crate::report::Report;
-use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
 
@@ -152,6 +151,15 @@ fn experiment_sections(report: &Report) -> Vec<Section> {
 // ---------------------------------------------------------------------------------------
 // Small formatting helpers
 // ---------------------------------------------------------------------------------------
+
+/// A run of CPU numbers as ranges (`0-7,16`), or a dash when there is none.
+fn cpu_list(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        "–".to_string()
+    } else {
+        crate::topology::cpu::format_cpu_list(cpus)
+    }
+}
 
 /// Nanoseconds without the unit (table cells have it in the header): more decimals for
 /// the small L1 values, none for DRAM.
@@ -1088,7 +1096,7 @@ mod tests {
     }
 
     #[test]
-    fn cpu_lists_are_compressed() {
+    fn empty_cpu_lists_show_a_dash() {
         assert_eq!(cpu_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
         assert_eq!(cpu_list(&[]), "–");
     }

@@ -69,10 +69,11 @@ impl fmt::Display for WarningKind {
             ),
             WarningKind::UnstablePoints { count, sizes } => write!(
                 f,
-                "{count} point(s) stayed unstable after re-measuring ({sizes}): another tenant or \
-                 process is probably sharing the cache or memory bus; their medians are shown \
-                 but no level boundary is placed on them alone. Consider more --repetitions \
-                 or a quieter machine"
+                "{count} point(s) kept a spread above the threshold after one more pass ({sizes}). \
+                 Near a level's edge this is expected: which lines conflict depends on where \
+                 the pages land. Elsewhere another process or tenant was competing for the \
+                 caches or memory. Their medians are shown; they take no part in finding \
+                 plateaus. Consider more --repetitions or a quieter machine"
             ),
             WarningKind::NoPmu(reason) => {
                 write!(f, "hardware performance counters unavailable: {reason}")
