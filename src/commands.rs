@@ -87,12 +87,13 @@ fn other_running_tasks() -> Option<f64> {
 
 fn sampling_policy(m: &MeasurePlan, latency: Option<&latency::LatencyConfig>) -> String {
     let passes = latency.map_or(1, |l| l.passes.max(1));
+    let trials = m.repetitions.div_ceil(passes) * passes;
     format!(
         "each point: {} timed trials of ~{:.0} ms in {} pass(es) through the sweep, every pass \
          with a fresh random layout after a warm-up lap; median reported, spread = \
          1.4826·MAD/median; points above {:.0}% spread get one more pass and are flagged if \
          still above",
-        m.repetitions,
+        trials,
         m.trial_ns / 1e6,
         passes,
         latency::UNSTABLE_SPREAD_PCT
@@ -174,7 +175,7 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
         CommandKind::Info => text.push_str(&report::terminal::machine(&report.machine)),
         CommandKind::Run | CommandKind::Latency => {
             if plan.command == CommandKind::Run {
-                text.push_str(&report::terminal::machine(&report.machine));
+                text.push_str(&report::terminal::machine_summary(&report.machine));
             }
             if let Some(latency) = &report.experiments.latency {
                 text.push_str(&report::terminal::latency(latency, plan.print_points));

@@ -9,6 +9,17 @@ fn memscope() -> Command {
     Command::cargo_bin("memscope").expect("the binary is built")
 }
 
+/// Measuring runs pin to the same default CPU; run them one at a time so they do not
+/// share it (and disturb each other's trials). A test that failed while holding the lock
+/// must not fail the others, hence `into_inner` on a poisoned lock.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn measuring() -> std::sync::MutexGuard<'static, ()> {
+    MEASURING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 fn json_of(output: &[u8]) -> Value {
     serde_json::from_slice(output).expect("stdout is one JSON document")
 }
@@ -56,6 +67,7 @@ fn info_prints_a_readable_table() {
 
 /// One quick latency run shared by the assertions below (a run takes a few seconds).
 fn quick_latency() -> Value {
+    let _one_at_a_time = measuring();
     let out = memscope()
         .args(["latency", "--quick", "--json", "-"])
         .assert()
@@ -96,6 +108,7 @@ fn quick_latency_orders_levels_from_l1d_to_dram() {
 
 #[test]
 fn latency_csv_has_one_row_per_point() {
+    let _one_at_a_time = measuring();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("lat.csv");
     memscope()
@@ -155,6 +168,7 @@ fn a_failed_run_leaves_no_output_file() {
 
 #[test]
 fn run_writes_json_and_an_html_report_with_an_svg_plot() {
+    let _one_at_a_time = measuring();
     let dir = tempfile::tempdir().unwrap();
     memscope()
         .args(["run", "--quick", "--max-size", "8M", "--out"])

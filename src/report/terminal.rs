@@ -79,6 +79,36 @@ fn heading(title: &str) -> String {
     format!("\n{title}\n")
 }
 
+/// A few lines about the machine, for the summary of `run` (`info` has the full view).
+pub fn machine_summary(m: &Machine) -> String {
+    let caches: Vec<String> = m
+        .data_caches()
+        .iter()
+        .map(|c| format!("{} {}", c.name(), Bytes(c.size_bytes)))
+        .collect();
+    let mut out = heading("Machine");
+    out.push_str(&format!(
+        " {} · {} logical CPUs on {} cores · {} NUMA node(s) · {}\n",
+        m.cpu_model,
+        m.logical_cpus,
+        m.physical_cores,
+        m.numa_nodes.len(),
+        m.hypervisor
+            .as_ref()
+            .map_or("no hypervisor detected".to_string(), |h| format!(
+                "{h} guest"
+            )),
+    ));
+    out.push_str(&format!(
+        " caches {} · THP {} · TSC {} · core clock {} (measured)\n",
+        caches.join(", "),
+        m.thp.enabled,
+        m.tsc_hz.map_or("not used".into(), format_hz),
+        m.core_hz_estimate.map_or("not estimated".into(), format_hz),
+    ));
+    out
+}
+
 /// The `info` view: everything the OS and CPUID report.
 pub fn machine(m: &Machine) -> String {
     let mut out = heading("Machine");
