@@ -32,6 +32,10 @@ pub enum Command {
     Info(InfoArgs),
     /// Load-to-use latency vs working-set size, and the levels found from the curve.
     Latency(LatencyArgs),
+    /// Bandwidth of read/write/copy/triad and read:write mixes per level and thread count.
+    Bandwidth(BandwidthArgs),
+    /// Access cost vs stride and random order (read and SAXPY): a throughput study.
+    Stride(StrideArgs),
 }
 
 /// Flags shared by every measuring command.
@@ -124,6 +128,46 @@ pub struct LatencyArgs {
     /// Also print every point of the sweep.
     #[arg(long)]
     pub points: bool,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct BandwidthArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Thread counts, comma-separated, or 'all' for every CPU this process may use.
+    #[arg(long, value_name = "LIST", default_value = "1,all")]
+    pub threads: String,
+
+    /// Kernels, comma-separated, or 'all' (see the list in `memscope bandwidth --help`:
+    /// read, write, write-nt, copy, copy-nt, triad, triad-nt, mix-3:1, mix-3:1-nt,
+    /// mix-2:1, mix-2:1-nt, mix-1:1, mix-1:1-nt).
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub kernels: String,
+
+    /// Vector instructions: avx512, avx2, sse2 or portable [default: the widest available].
+    #[arg(long, value_name = "ISA")]
+    pub isa: Option<String>,
+
+    /// Working sets per thread (all of a kernel's arrays together), comma-separated,
+    /// instead of one inside each cache level and DRAM.
+    #[arg(long, value_name = "SIZES")]
+    pub sizes: Option<String>,
+
+    /// Also measure bandwidth vs working-set size (4 KiB to --max-size) for
+    /// --sweep-kernels, with the first thread count.
+    #[arg(long)]
+    pub sweep: bool,
+
+    /// Kernels of the sweep, comma-separated.
+    #[arg(long, value_name = "LIST", default_value = "read,copy,write-nt")]
+    pub sweep_kernels: String,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct StrideArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use crate::cli::Cli;
 use crate::error::UsageError;
-use crate::experiments::latency;
+use crate::experiments::{bandwidth, latency, stride};
 use crate::plan::{CommandKind, MeasurePlan, Plan};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
@@ -17,6 +17,7 @@ use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
 use crate::report::{self, Report, Settings, Warning};
 use crate::topology::{self, Machine};
+use crate::units::Bytes;
 
 /// Runs the command line; `Err` carries either a `UsageError` (exit 2) or a failure.
 pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
@@ -24,7 +25,9 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
     let plan = Plan::resolve(cli, &machine)?;
     let mut report = match plan.command {
         CommandKind::Info => info(&mut machine),
-        CommandKind::Latency | CommandKind::Run => measure(&plan, machine)?,
+        CommandKind::Latency | CommandKind::Run | CommandKind::Bandwidth | CommandKind::Stride => {
+            measure(&plan, machine)?
+        }
     };
     report.settings.command = plan.command.name().to_string();
     export(&plan, &report)?;
@@ -85,19 +88,70 @@ fn other_running_tasks() -> Option<f64> {
     Some(total / 10.0)
 }
 
-fn sampling_policy(m: &MeasurePlan, latency: Option<&latency::LatencyConfig>) -> String {
-    let passes = latency.map_or(1, |l| l.passes.max(1));
-    let trials = m.repetitions.div_ceil(passes) * passes;
-    format!(
-        "each point: {} timed trials of ~{:.0} ms in {} pass(es) through the sweep, every pass \
-         with a fresh random layout after a warm-up lap; median reported, spread = \
-         1.4826·MAD/median; points above {:.0}% spread get one more pass and are flagged if \
-         still above",
-        trials,
-        m.trial_ns / 1e6,
-        passes,
-        latency::UNSTABLE_SPREAD_PCT
-    )
+/// The sampling policy of every experiment the plan runs, in words.
+fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
+    let mut parts = Vec::new();
+    if let Some(latency) = &plan.latency {
+        let passes = latency.passes.max(1);
+        let trials = m.repetitions.div_ceil(passes) * passes;
+        parts.push(format!(
+            "latency: {trials} timed trials of ~{:.0} ms per point in {passes} pass(es) through \
+             the sweep, each pass a fresh random layout after a warm-up lap; median reported, \
+             spread = 1.4826·MAD/median; points above {:.0}% spread get one more pass and are \
+             flagged if still above",
+            m.trial_ns / 1e6,
+            latency::UNSTABLE_SPREAD_PCT
+        ));
+    }
+    if let Some(bandwidth) = &plan.bandwidth {
+        parts.push(format!(
+            "bandwidth: one untimed pass, then {} trials of ~{:.0} ms (repetitions doubled \
+             until a trial lasts a quarter of that), all threads released together, each \
+             trial as long as its slowest thread; median and 1.4826·MAD/median",
+            bandwidth.repetitions,
+            bandwidth.trial_ns / 1e6
+        ));
+    }
+    if let Some(stride) = &plan.stride {
+        parts.push(format!(
+            "stride: a warm-up pass, then {} trials of ~{:.1} ms per row; median",
+            stride.repetitions,
+            stride.trial_ns / 1e6
+        ));
+    }
+    parts.join("; ")
+}
+
+/// Maps a measurement buffer on the calling (pinned) thread and records what it got: the
+/// first buffer's backing goes into the settings; THP that was not obtained is an error
+/// when none of the buffer got huge pages, a warning when part of it did.
+fn allocate(
+    bytes: Bytes,
+    pages: PagePolicy,
+    settings: &mut Settings,
+    warnings: &mut Vec<Warning>,
+) -> Result<Arena, UsageError> {
+    let arena = Arena::new(bytes, pages)?;
+    let obtained = arena.obtained();
+    if pages == PagePolicy::Thp && obtained.huge_fraction < 0.9 {
+        if obtained.huge_fraction == 0.0 && arena.len() >= 4 << 20 {
+            return Err(UsageError::PagesUnavailable {
+                policy: "thp".into(),
+                reason: "none of the buffer was backed by transparent huge pages after first \
+                         touch (memory fragmentation, or THP limited by the system)"
+                    .into(),
+                advice: "Try --pages 2m with a reserved hugetlbfs pool, or --pages 4k".into(),
+            });
+        }
+        let warning = Warning::from(WarningKind::ThpPartial {
+            fraction: obtained.huge_fraction,
+        });
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
+    }
+    settings.pages_obtained.get_or_insert(obtained);
+    Ok(arena)
 }
 
 fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
@@ -115,53 +169,55 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
     machine.tsc_hz = timer.tsc_hz();
     machine.core_hz_estimate = timer.estimate_core_hz();
 
-    let arena = Arena::new(m.max_size, m.pages)?;
-    let obtained = arena.obtained();
     let mut warnings = machine_warnings(&machine, tsc_problem);
-    if m.pages == PagePolicy::Thp && obtained.huge_fraction < 0.9 {
-        if obtained.huge_fraction == 0.0 && arena.len() >= 4 << 20 {
-            return Err(UsageError::PagesUnavailable {
-                policy: "thp".into(),
-                reason:
-                    "none of the buffer was backed by transparent huge pages after first touch \
-                         (memory fragmentation, or THP limited by the system)"
-                        .into(),
-                advice: "Try --pages 2m with a reserved hugetlbfs pool, or --pages 4k".into(),
-            }
-            .into());
-        }
-        warnings.push(
-            WarningKind::ThpPartial {
-                fraction: obtained.huge_fraction,
-            }
-            .into(),
-        );
-    }
-
-    let settings = Settings {
+    let mut settings = Settings {
         command: plan.command.name().to_string(),
         cpus: vec![m.cpu],
         pages_requested: m.pages.to_string(),
-        pages_obtained: Some(obtained),
+        pages_obtained: None,
         quick: m.quick,
         repetitions: m.repetitions,
         trial_ms: m.trial_ns / 1e6,
         max_size_bytes: m.max_size.0,
         timer: timer.name().to_string(),
-        sampling: sampling_policy(m, plan.latency.as_ref()),
+        sampling: sampling_policy(plan, m),
     };
+    let progress = Progress::for_stderr();
+    let mut experiments = report::Experiments::default();
+
+    if let Some(config) = &plan.latency {
+        let arena = allocate(m.max_size, m.pages, &mut settings, &mut warnings)?;
+        let (result, found) = latency::measure(config, &arena, &timer, &machine, &progress);
+        experiments.latency = Some(result);
+        warnings.extend(found.into_iter().map(Warning::from));
+    }
+    if let Some(config) = &plan.bandwidth {
+        let result = bandwidth::measure(config, &timer, &machine, &progress)?;
+        let mut cpus: Vec<usize> = result
+            .cpus
+            .iter()
+            .copied()
+            .take(config.thread_counts.iter().copied().max().unwrap_or(1))
+            .collect();
+        cpus.retain(|c| !settings.cpus.contains(c));
+        settings.cpus.extend(cpus);
+        experiments.bandwidth = Some(result);
+    }
+    if let Some(config) = &plan.stride {
+        let arena = allocate(
+            Bytes(config.arena_bytes()),
+            m.pages,
+            &mut settings,
+            &mut warnings,
+        )?;
+        let (result, found) = stride::measure(config, &arena, &timer, &progress);
+        experiments.stride = Some(result);
+        warnings.extend(found.into_iter().map(Warning::from));
+    }
+
     let mut report = Report::new(machine, settings);
     report.warnings = warnings;
-
-    let progress = Progress::for_stderr();
-    if let Some(config) = &plan.latency {
-        let (result, latency_warnings) =
-            latency::measure(config, &arena, &timer, &report.machine, &progress);
-        report.experiments.latency = Some(result);
-        report
-            .warnings
-            .extend(latency_warnings.into_iter().map(Warning::from));
-    }
+    report.experiments = experiments;
     // The measuring thread is done; let the exporters run anywhere.
     let _ = affinity::set_current_thread_cpus(&report.machine.allowed_cpus);
     Ok(report)
@@ -173,14 +229,18 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
     let mut text = String::new();
     match plan.command {
         CommandKind::Info => text.push_str(&report::terminal::machine(&report.machine)),
-        CommandKind::Run | CommandKind::Latency => {
-            if plan.command == CommandKind::Run {
-                text.push_str(&report::terminal::machine_summary(&report.machine));
-            }
-            if let Some(latency) = &report.experiments.latency {
-                text.push_str(&report::terminal::latency(latency, plan.print_points));
-            }
-        }
+        CommandKind::Run => text.push_str(&report::terminal::machine_summary(&report.machine)),
+        _ => {}
+    }
+    let experiments = &report.experiments;
+    if let Some(latency) = &experiments.latency {
+        text.push_str(&report::terminal::latency(latency, plan.print_points));
+    }
+    if let Some(bandwidth) = &experiments.bandwidth {
+        text.push_str(&report::terminal::bandwidth(bandwidth));
+    }
+    if let Some(stride) = &experiments.stride {
+        text.push_str(&report::terminal::stride(stride));
     }
     text.push_str(&report::terminal::settings_and_warnings(report));
 

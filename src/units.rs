@@ -115,7 +115,7 @@ impl fmt::Display for Bytes {
         for (size, name) in units {
             if self.0 >= size {
                 let value = self.0 as f64 / size as f64;
-                return if self.0 % size == 0 {
+                return if self.0.is_multiple_of(size) {
                     write!(f, "{} {name}", self.0 / size)
                 } else if value < 10.0 {
                     write!(f, "{value:.2} {name}")

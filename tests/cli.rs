@@ -190,3 +190,86 @@ fn run_writes_json_and_an_html_report_with_an_svg_plot() {
     // Only the two reports: no temporary files left behind.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
 }
+
+#[test]
+fn quick_bandwidth_reads_l1d_faster_than_dram() {
+    let _one_at_a_time = measuring();
+    let out = memscope()
+        .args([
+            "bandwidth",
+            "--quick",
+            "--kernels",
+            "read,copy",
+            "--threads",
+            "1",
+            "--json",
+            "-",
+        ])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    let rows = report["experiments"]["bandwidth"]["rows"]
+        .as_array()
+        .unwrap();
+    let gbps = |kernel: &str, level: &str| {
+        rows.iter()
+            .find(|r| r["kernel"] == kernel && r["level"] == level)
+            .unwrap_or_else(|| panic!("no {kernel} row at {level}: {rows:?}"))["gb_per_s"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(gbps("read", "L1d") > gbps("read", "DRAM"), "{rows:?}");
+    for r in rows {
+        for key in [
+            "kernel",
+            "read_parts",
+            "write_parts",
+            "nontemporal",
+            "isa",
+            "threads",
+            "bytes_per_thread",
+            "level",
+            "gb_per_s",
+            "bytes_per_cycle",
+            "spread_pct",
+        ] {
+            assert!(r.get(key).is_some(), "row.{key} missing");
+        }
+        assert!(r["gb_per_s"].as_f64().unwrap() > 0.0);
+    }
+    let copy = rows.iter().find(|r| r["kernel"] == "copy").unwrap();
+    assert_eq!(
+        (copy["read_parts"].as_u64(), copy["write_parts"].as_u64()),
+        (Some(1), Some(1))
+    );
+}
+
+#[test]
+fn bad_threads_isa_and_kernels_exit_2_naming_the_value() {
+    fails_with_usage_error(&["bandwidth", "--threads", "0"], "'0'");
+    fails_with_usage_error(&["bandwidth", "--threads", "1,999"], "'999'");
+    fails_with_usage_error(&["bandwidth", "--threads", "two"], "'two'");
+    fails_with_usage_error(&["bandwidth", "--isa", "avx9000"], "'avx9000'");
+    fails_with_usage_error(&["bandwidth", "--kernels", "read,teleport"], "'teleport'");
+    fails_with_usage_error(&["bandwidth", "--sizes", "1Q"], "'1Q'");
+}
+
+#[test]
+fn quick_stride_reports_throughput_rows() {
+    let _one_at_a_time = measuring();
+    let out = memscope()
+        .args(["stride", "--quick", "--max-size", "256K", "--json", "-"])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    let rows = report["experiments"]["stride"]["rows"].as_array().unwrap();
+    assert!(rows
+        .iter()
+        .any(|r| r["pattern"] == "random" && r["stride_bytes"].is_null()));
+    assert!(rows.iter().any(|r| r["kernel"] == "saxpy"));
+    for r in rows {
+        assert!(
+            r["gb_per_s"].as_f64().unwrap() > 0.0 && r["ns_per_access"].as_f64().unwrap() > 0.0
+        );
+    }
+}

@@ -2,4 +2,6 @@
 //! kernels through the platform layer, and returns a typed, serialisable result; it never
 //! prints (progress goes through `report::progress`).
 
+pub mod bandwidth;
 pub mod latency;
+pub mod stride;

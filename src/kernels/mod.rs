@@ -3,3 +3,5 @@
 
 pub mod chase;
 pub mod permutation;
+pub mod stream;
+pub mod strided;

@@ -93,6 +93,77 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                 .collect(),
         });
     }
+    if let Some(bandwidth) = &report.experiments.bandwidth {
+        let header = vec![
+            "kernel",
+            "read_parts",
+            "write_parts",
+            "nontemporal",
+            "isa",
+            "threads",
+            "bytes_per_thread",
+            "level",
+            "gb_per_s",
+            "bytes_per_cycle",
+            "spread_pct",
+        ];
+        let row = |r: &crate::experiments::bandwidth::BandwidthRow| {
+            vec![
+                r.kernel.clone(),
+                r.read_parts.to_string(),
+                r.write_parts.to_string(),
+                r.nontemporal.to_string(),
+                r.isa.clone(),
+                r.threads.to_string(),
+                r.bytes_per_thread.to_string(),
+                r.level.clone(),
+                number(r.gb_per_s),
+                r.bytes_per_cycle.map(number).unwrap_or_default(),
+                number(r.spread_pct),
+            ]
+        };
+        tables.push(CsvTable {
+            name: "bandwidth.rows".into(),
+            header: header.clone(),
+            rows: bandwidth.rows.iter().map(row).collect(),
+        });
+        if !bandwidth.sweep.is_empty() {
+            tables.push(CsvTable {
+                name: "bandwidth.sweep".into(),
+                header,
+                rows: bandwidth.sweep.iter().map(row).collect(),
+            });
+        }
+    }
+    if let Some(stride) = &report.experiments.stride {
+        tables.push(CsvTable {
+            name: "stride.rows".into(),
+            header: vec![
+                "bytes",
+                "stride_bytes",
+                "pattern",
+                "kernel",
+                "gb_per_s",
+                "ns_per_access",
+                "spread_pct",
+            ],
+            rows: stride
+                .rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.bytes.to_string(),
+                        optional(r.stride_bytes),
+                        r.pattern.clone(),
+                        r.kernel.clone(),
+                        number(r.gb_per_s),
+                        number(r.ns_per_access),
+                        number(r.spread_pct),
+                    ]
+                })
+                .collect(),
+        });
+    }
     if tables.is_empty() {
         tables.push(cache_table(&report.machine));
     }

@@ -12,9 +12,11 @@
 
 use std::fmt::Write as _;
 
+use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::{LatencyPoint, LatencyResult, UNSTABLE_SPREAD_PCT};
+use crate::experiments::stride::{StrideResult, StrideRow};
 use crate::report::svg::{
-    escape, Axis, Band, LegendEntry, LegendSymbol, LineChart, Series, VMarker,
+    escape, Axis, Band, Heatmap, LegendEntry, LegendSymbol, LineChart, Series, TickFormat, VMarker,
 };
 use crate::report::Report;
 use crate::topology::Machine;
@@ -65,6 +67,10 @@ figure.chart { margin: 12px 0; }
 figure.chart svg { max-width: 100%; height: auto; display: block; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
 .unstable { color: #b91c1c; font-weight: 600; }
+.noisy { color: #b91c1c; font-weight: 600; margin-right: 1px; }
+.bpc { color: #6b7280; font-size: 11px; margin-left: 6px; }
+th .sub { display: block; font-weight: 400; font-size: 11px; color: #6b7280; }
+code { font-family: ui-monospace, monospace; font-size: 12px; }
 .dram { background: #f9fafb; border: 1px solid #e5e7eb; padding: 8px 12px; border-radius: 4px; }
 details summary { cursor: pointer; color: #1d4ed8; margin: 8px 0; }
 footer { margin-top: 40px; color: #6b7280; font-size: 12px; }
@@ -134,8 +140,8 @@ struct Section {
     html: String,
 }
 
-/// Every experiment present in the report, in reading order. New experiments (bandwidth,
-/// loaded latency, MLP, TLB, NUMA) add one line here and one `*_section` function.
+/// Every experiment present in the report, in reading order. New experiments (loaded
+/// latency, MLP, TLB, NUMA) add one block here and one `*_section` function.
 fn experiment_sections(report: &Report) -> Vec<Section> {
     let mut sections = Vec::new();
     if let Some(latency) = &report.experiments.latency {
@@ -143,6 +149,20 @@ fn experiment_sections(report: &Report) -> Vec<Section> {
             id: "latency",
             title: "Latency",
             html: latency_section(latency, &report.machine),
+        });
+    }
+    if let Some(bandwidth) = &report.experiments.bandwidth {
+        sections.push(Section {
+            id: "bandwidth",
+            title: "Bandwidth",
+            html: bandwidth_section(bandwidth, &report.machine),
+        });
+    }
+    if let Some(stride) = &report.experiments.stride {
+        sections.push(Section {
+            id: "stride",
+            title: "Stride",
+            html: stride_section(stride),
         });
     }
     sections
@@ -222,16 +242,21 @@ fn kv_table(out: &mut String, rows: &[(&str, String)]) {
 /// A table with a header row. Cells are HTML (callers escape text with `escape`); columns
 /// whose header starts with '#' are numeric (right-aligned, the '#' is not shown).
 fn table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
-    let numeric: Vec<bool> = headers.iter().map(|h| h.starts_with('#')).collect();
+    let headers: Vec<(String, bool)> = headers
+        .iter()
+        .map(|h| (escape(h.trim_start_matches('#')), h.starts_with('#')))
+        .collect();
+    table_html(out, &headers, rows);
+}
+
+/// `table` with headers given as HTML, each with its numeric flag.
+fn table_html(out: &mut String, headers: &[(String, bool)], rows: &[Vec<String>]) {
+    let numeric: Vec<bool> = headers.iter().map(|h| h.1).collect();
     // The wrapper scrolls sideways on narrow screens instead of pushing the page wider.
     out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr>");
-    for (h, &num) in headers.iter().zip(&numeric) {
-        let class = if num { " class=\"num\"" } else { "" };
-        let _ = write!(
-            out,
-            "<th scope=\"col\"{class}>{}</th>",
-            escape(h.trim_start_matches('#'))
-        );
+    for (h, num) in headers {
+        let class = if *num { " class=\"num\"" } else { "" };
+        let _ = write!(out, "<th scope=\"col\"{class}>{h}</th>");
     }
     out.push_str("</tr></thead>\n<tbody>\n");
     for row in rows {
@@ -886,6 +911,641 @@ fn latency_section(result: &LatencyResult, machine: &Machine) -> String {
     out
 }
 
+// ---------------------------------------------------------------------------------------
+// Bandwidth
+// ---------------------------------------------------------------------------------------
+
+/// Spread above which a bandwidth or stride figure is marked noisy (the terminal's "~").
+const NOISY_SPREAD_PCT: f64 = 10.0;
+
+/// Series colours of the bandwidth charts: category10 in full, so the seven kernel families
+/// of the registry (read, write, copy, triad and three mixes) each get their own.
+const KERNEL_PALETTE: [&str; 10] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f",
+];
+
+fn noisy(spread_pct: f64) -> bool {
+    spread_pct.is_finite() && spread_pct > NOISY_SPREAD_PCT
+}
+
+/// Distinct values in order of first appearance.
+fn distinct<T: PartialEq>(values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// A kernel without its "-nt" suffix: a kernel and its streaming-store variant share one
+/// colour, the streaming one drawn dashed.
+fn kernel_family(name: &str) -> &str {
+    name.strip_suffix("-nt").unwrap_or(name)
+}
+
+/// Kernel families in order of first appearance (table, then sweep), which fixes their
+/// colours for every chart of the section.
+fn kernel_families(result: &BandwidthResult) -> Vec<&str> {
+    distinct(
+        result
+            .rows
+            .iter()
+            .chain(&result.sweep)
+            .map(|r| kernel_family(&r.kernel)),
+    )
+}
+
+fn kernel_color(families: &[&str], kernel: &str) -> &'static str {
+    let family = kernel_family(kernel);
+    let i = families.iter().position(|f| *f == family).unwrap_or(0);
+    KERNEL_PALETTE[i % KERNEL_PALETTE.len()]
+}
+
+/// A kernel as a chart series: coloured by family, dashed with streaming stores, noisy
+/// points hollow.
+fn kernel_series(families: &[&str], rows: &[&BandwidthRow], points: Vec<(f64, f64)>) -> Series {
+    let first = rows[0];
+    let series = Series::new(first.kernel.clone(), points)
+        .color(kernel_color(families, &first.kernel))
+        .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect());
+    if first.nontemporal {
+        series.dashed()
+    } else {
+        series
+    }
+}
+
+/// "1 thread", "8 threads".
+fn threads_label(threads: usize) -> String {
+    if threads == 1 {
+        "1 thread".to_string()
+    } else {
+        format!("{threads} threads")
+    }
+}
+
+/// Decimal GB/s without the unit: two decimals below 10, none from 1000 up, else one.
+fn gbs(v: f64) -> String {
+    if !v.is_finite() {
+        "–".to_string()
+    } else if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < 1000.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn spread_text(spread_pct: f64) -> String {
+    if spread_pct.is_finite() {
+        format!("{spread_pct:.1}")
+    } else {
+        "–".to_string()
+    }
+}
+
+/// Whether a level is a cache (bytes per cycle are shown for those only, as in the terminal).
+fn is_cache_level(level: &str) -> bool {
+    level != "DRAM" && level != "custom"
+}
+
+/// Bandwidth against the working set per thread for the sweep's kernels (first thread
+/// count), on log axes, with the OS cache sizes as dashed references and bytes per cycle
+/// per thread on the right when the core clock is known.
+pub fn bandwidth_sweep_chart(result: &BandwidthResult, machine: &Machine) -> String {
+    let threads = result.sweep.first().map_or(1, |r| r.threads).max(1);
+    let families = kernel_families(result);
+    let mut chart = LineChart::new(format!(
+        "Bandwidth vs working set, {} (decimal GB/s, bytes read + written)",
+        threads_label(threads)
+    ))
+    .size(1000.0, 520.0)
+    .x_axis(Axis::log2("Working set per thread, all arrays of the kernel (log scale)").bytes())
+    .y_axis(Axis::log10("Bandwidth (GB/s, log scale)"))
+    .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
+    if let Some(hz) = machine
+        .core_hz_estimate
+        .filter(|hz| hz.is_finite() && *hz > 0.0)
+    {
+        chart = chart.secondary_y("Bytes per core cycle per thread", 1e9 / hz / threads as f64);
+    }
+    for kernel in distinct(result.sweep.iter().map(|r| r.kernel.as_str())) {
+        let mut rows: Vec<&BandwidthRow> =
+            result.sweep.iter().filter(|r| r.kernel == kernel).collect();
+        rows.sort_by_key(|r| r.bytes_per_thread);
+        let points = rows
+            .iter()
+            .map(|r| (r.bytes_per_thread as f64, r.gb_per_s))
+            .collect();
+        chart = chart.series(kernel_series(&families, &rows, points));
+    }
+    let caches = machine.data_caches();
+    for c in &caches {
+        chart = chart.marker(VMarker::reference(
+            c.size_bytes as f64,
+            format!("{} {}", c.name(), Bytes(c.size_bytes)),
+        ));
+    }
+    if !caches.is_empty() {
+        chart = chart.legend_entry(LegendEntry::new(
+            "cache size reported by the OS",
+            LegendSymbol::Line {
+                color: "#6b7280".to_string(),
+                dashed: true,
+            },
+        ));
+    }
+    chart.render()
+}
+
+/// The level the thread-scaling chart shows: DRAM, else the custom sizes, else the last
+/// level measured.
+fn scaling_level(rows: &[BandwidthRow]) -> Option<&str> {
+    if rows.iter().any(|r| r.level == "DRAM") {
+        Some("DRAM")
+    } else if rows.iter().any(|r| r.level == "custom") {
+        Some("custom")
+    } else {
+        rows.last().map(|r| r.level.as_str())
+    }
+}
+
+/// Bandwidth of every kernel against the thread count at `level` (the largest working set
+/// of that level when there are several, as with custom sizes); linear axes from zero, so
+/// that the slope reads as scaling.
+pub fn bandwidth_threads_chart(result: &BandwidthResult, level: &str) -> String {
+    let families = kernel_families(result);
+    let rows: Vec<&BandwidthRow> = result.rows.iter().filter(|r| r.level == level).collect();
+    // From the fewest threads measured to the most: starting at zero would leave the
+    // left part empty (nothing runs on zero threads), half the chart with "1,all" on 2 CPUs.
+    let min_threads = rows.iter().map(|r| r.threads).min().unwrap_or(1);
+    let max_threads = rows.iter().map(|r| r.threads).max().unwrap_or(1);
+    let where_ = if level == "custom" {
+        "the largest custom working set".to_string()
+    } else {
+        level.to_string()
+    };
+    let mut chart = LineChart::new(format!(
+        "Bandwidth vs threads in {where_} (decimal GB/s of all threads together)"
+    ))
+    .size(1000.0, 480.0)
+    .x_axis(
+        Axis::linear("Threads")
+            .format(TickFormat::Integer)
+            .range(min_threads as f64, max_threads as f64),
+    )
+    .y_axis(Axis::linear("Bandwidth (GB/s)").include_zero())
+    .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
+    for kernel in distinct(rows.iter().map(|r| r.kernel.as_str())) {
+        let mut points: Vec<&BandwidthRow> = Vec::new();
+        for threads in distinct(rows.iter().map(|r| r.threads)) {
+            let largest = rows
+                .iter()
+                .filter(|r| r.kernel == kernel && r.threads == threads)
+                .max_by_key(|r| r.bytes_per_thread);
+            if let Some(r) = largest {
+                points.push(r);
+            }
+        }
+        points.sort_by_key(|r| r.threads);
+        let xy = points
+            .iter()
+            .map(|r| (r.threads as f64, r.gb_per_s))
+            .collect();
+        chart = chart.series(kernel_series(&families, &points, xy));
+    }
+    chart.render()
+}
+
+/// One column of a per-level table: a level, or one custom size (kernels with three
+/// arrays round their working set down to whole granules, so sizes within 20 % share a
+/// column).
+struct LevelColumn<'a> {
+    level: &'a str,
+    min_bytes: u64,
+    max_bytes: u64,
+}
+
+fn level_columns<'a>(rows: &[&'a BandwidthRow]) -> Vec<LevelColumn<'a>> {
+    let same = |a: u64, b: u64| (a.max(b) as f64) < 1.2 * a.min(b) as f64;
+    let mut columns: Vec<LevelColumn<'a>> = Vec::new();
+    for r in rows {
+        let found = columns.iter_mut().find(|c| {
+            c.level == r.level && (r.level != "custom" || same(c.min_bytes, r.bytes_per_thread))
+        });
+        match found {
+            Some(c) => {
+                c.min_bytes = c.min_bytes.min(r.bytes_per_thread);
+                c.max_bytes = c.max_bytes.max(r.bytes_per_thread);
+            }
+            None => columns.push(LevelColumn {
+                level: &r.level,
+                min_bytes: r.bytes_per_thread,
+                max_bytes: r.bytes_per_thread,
+            }),
+        }
+    }
+    columns
+}
+
+impl LevelColumn<'_> {
+    fn holds(&self, r: &BandwidthRow) -> bool {
+        r.level == self.level
+            && r.bytes_per_thread >= self.min_bytes
+            && r.bytes_per_thread <= self.max_bytes
+    }
+
+    fn header(&self) -> String {
+        // Granule rounding moves three- and four-array kernels a few % below the others:
+        // "≈" says so without a range that reads like two sizes.
+        let (lo, hi) = (
+            Bytes(self.min_bytes).to_string(),
+            Bytes(self.max_bytes).to_string(),
+        );
+        let size = if lo == hi {
+            hi
+        } else if (self.max_bytes as f64) < 1.1 * self.min_bytes as f64 {
+            format!("≈ {hi}")
+        } else {
+            format!("{lo} – {hi}")
+        };
+        let swatch = if is_cache_level(self.level) || self.level == "DRAM" {
+            format!(
+                "<span class=\"swatch\" style=\"background:{}\"></span>",
+                level_color(self.level)
+            )
+        } else {
+            String::new()
+        };
+        format!(
+            "{swatch}{}<span class=\"sub\">{} per thread</span>",
+            escape(self.level),
+            escape(&size)
+        )
+    }
+}
+
+/// One cell of the per-level table: GB/s, bytes per cycle per thread in small grey for
+/// cache levels, "~" when noisy; the spread and trials on hover.
+fn bandwidth_cell(r: &BandwidthRow) -> String {
+    let mut cell = String::new();
+    let _ = write!(
+        cell,
+        "<span title=\"spread {} %, {} trials, {} per thread\">",
+        spread_text(r.spread_pct),
+        r.trials,
+        escape(&Bytes(r.bytes_per_thread).to_string())
+    );
+    if noisy(r.spread_pct) {
+        cell.push_str("<span class=\"noisy\">~</span>");
+    }
+    cell.push_str(&gbs(r.gb_per_s));
+    if let Some(bpc) = r.bytes_per_cycle.filter(|b| b.is_finite() && *b > 0.0) {
+        if is_cache_level(&r.level) {
+            let _ = write!(
+                cell,
+                "<span class=\"bpc\">{}</span>",
+                if bpc < 10.0 {
+                    format!("{bpc:.2}")
+                } else {
+                    format!("{bpc:.1}")
+                }
+            );
+        }
+    }
+    cell.push_str("</span>");
+    cell
+}
+
+fn bandwidth_table(out: &mut String, result: &BandwidthResult, threads: usize) {
+    let rows: Vec<&BandwidthRow> = result
+        .rows
+        .iter()
+        .filter(|r| r.threads == threads)
+        .collect();
+    let columns = level_columns(&rows);
+    let cpus: Vec<usize> = result.cpus.iter().copied().take(threads).collect();
+    let _ = writeln!(
+        out,
+        "<h3>{}{}</h3>",
+        escape(&threads_label(threads)),
+        if cpus.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " <span class=\"muted\">(CPU{} {})</span>",
+                if cpus.len() == 1 { "" } else { "s" },
+                escape(&cpu_list(&cpus))
+            )
+        }
+    );
+    let mut headers: Vec<(String, bool)> = vec![
+        ("Kernel".to_string(), false),
+        ("R:W".to_string(), false),
+        ("Stores".to_string(), false),
+    ];
+    headers.extend(columns.iter().map(|c| (c.header(), true)));
+    let table_rows: Vec<Vec<String>> = distinct(rows.iter().map(|r| r.kernel.as_str()))
+        .into_iter()
+        .map(|kernel| {
+            let mine: Vec<&&BandwidthRow> = rows.iter().filter(|r| r.kernel == kernel).collect();
+            let first = mine[0];
+            let stores = if first.write_parts == 0 {
+                "–"
+            } else if first.nontemporal {
+                "streaming (nt)"
+            } else {
+                "normal"
+            };
+            let mut cells = vec![
+                format!("<b>{}</b>", escape(kernel)),
+                format!("{}:{}", first.read_parts, first.write_parts),
+                stores.to_string(),
+            ];
+            for c in &columns {
+                cells.push(
+                    mine.iter()
+                        .find(|r| c.holds(r))
+                        .map_or_else(|| "–".to_string(), |r| bandwidth_cell(r)),
+                );
+            }
+            cells
+        })
+        .collect();
+    table_html(out, &headers, &table_rows);
+}
+
+fn bandwidth_section(result: &BandwidthResult, machine: &Machine) -> String {
+    let mut out = String::new();
+    out.push_str("<section id=\"bandwidth\">\n<h2>Bandwidth</h2>\n");
+    let trials = result
+        .rows
+        .iter()
+        .chain(&result.sweep)
+        .map(|r| r.trials)
+        .max()
+        .unwrap_or(0);
+    let portable_nt = result.isa == "portable"
+        && result
+            .rows
+            .iter()
+            .chain(&result.sweep)
+            .any(|r| r.nontemporal);
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">GB/s are decimal (10<sup>9</sup> bytes per second) and count the \
+         bytes each kernel reads plus the bytes it writes (no read-for-ownership traffic), the \
+         same way for every kernel; with several threads they are the total of all threads, \
+         each streaming over its own arrays. The kernels ran with <b>{}</b> instructions{}. \
+         Each figure is the median of up to {trials} timed trials.{}</p>",
+        escape(or_dash(&result.isa)),
+        if result.cpus.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", threads placed on CPUs {} in that order",
+                escape(&cpu_list(&result.cpus))
+            )
+        },
+        if portable_nt {
+            " The portable kernels have no streaming store: their <i>-nt</i> variants use \
+             normal stores."
+        } else {
+            ""
+        }
+    );
+
+    if !result.sweep.is_empty() {
+        let _ = writeln!(
+            out,
+            "<figure class=\"chart\">\n{}</figure>",
+            bandwidth_sweep_chart(result, machine)
+        );
+    }
+
+    let thread_counts = {
+        let mut t = distinct(result.rows.iter().map(|r| r.threads));
+        t.sort_unstable();
+        t
+    };
+    if let Some(level) = scaling_level(&result.rows) {
+        if thread_counts.len() >= 2 {
+            let _ = writeln!(
+                out,
+                "<figure class=\"chart\">\n{}</figure>",
+                bandwidth_threads_chart(result, level)
+            );
+        } else if let Some(&threads) = thread_counts.first() {
+            let _ = writeln!(
+                out,
+                "<p class=\"muted\">Measured with {} only, so there is no thread-scaling \
+                 chart (<code>--threads 1,2,4,all</code> draws one).</p>",
+                escape(&threads_label(threads))
+            );
+        }
+    }
+
+    out.push_str("<h3>Per level</h3>\n");
+    if result.rows.is_empty() {
+        out.push_str("<p class=\"muted\">No bandwidth was measured.</p>\n");
+    } else {
+        let bpc = result
+            .rows
+            .iter()
+            .any(|r| is_cache_level(&r.level) && r.bytes_per_cycle.is_some_and(|b| b.is_finite()));
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">GB/s per kernel at a working set inside each level; the size \
+             under each level is the working set of one thread, all of the kernel's arrays \
+             together (kernels with three or four arrays round it down to whole 1 KiB \
+             granules, hence the ≈).{} R:W is the number of arrays read and written per \
+             element. <span class=\"noisy\">~</span> marks a spread above {NOISY_SPREAD_PCT:.0} \
+             % (hover a figure for its spread and trials).</p>",
+            if bpc {
+                " The small grey figure in cache levels is bytes per core cycle per thread, at \
+                 the estimated core clock."
+            } else {
+                ""
+            }
+        );
+        for &threads in &thread_counts {
+            bandwidth_table(&mut out, result, threads);
+        }
+    }
+
+    if !result.sweep.is_empty() {
+        let _ = writeln!(
+            out,
+            "<details>\n<summary>All {} points of the working-set sweep</summary>",
+            result.sweep.len()
+        );
+        let mut sweep: Vec<&BandwidthRow> = result.sweep.iter().collect();
+        sweep.sort_by_key(|r| r.bytes_per_thread);
+        let rows: Vec<Vec<String>> = sweep
+            .iter()
+            .map(|r| {
+                vec![
+                    escape(&r.kernel),
+                    escape(&Bytes(r.bytes_per_thread).to_string()),
+                    escape(&r.level),
+                    gbs(r.gb_per_s),
+                    r.bytes_per_cycle
+                        .filter(|b| b.is_finite())
+                        .map_or_else(|| "–".to_string(), |b| format!("{b:.2}")),
+                    if noisy(r.spread_pct) {
+                        format!("<span class=\"noisy\">{}</span>", spread_text(r.spread_pct))
+                    } else {
+                        spread_text(r.spread_pct)
+                    },
+                    r.trials.to_string(),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &[
+                "Kernel",
+                "#Working set per thread",
+                "Level",
+                "#GB/s",
+                "#Bytes/cycle per thread",
+                "#Spread %",
+                "#Trials",
+            ],
+            &rows,
+        );
+        out.push_str("</details>\n");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Stride
+// ---------------------------------------------------------------------------------------
+
+/// ns per access of one kernel as a heatmap: working sets down, strides across (ascending,
+/// then the random order), log colour scale.
+pub fn stride_heatmap(result: &StrideResult, kernel: &str) -> String {
+    let rows: Vec<&StrideRow> = result.rows.iter().filter(|r| r.kernel == kernel).collect();
+    let mut sizes = distinct(rows.iter().map(|r| r.bytes));
+    sizes.sort_unstable();
+    let mut strides: Vec<Option<u64>> = distinct(rows.iter().filter_map(|r| r.stride_bytes))
+        .into_iter()
+        .map(Some)
+        .collect();
+    strides.sort_unstable();
+    if rows.iter().any(|r| r.stride_bytes.is_none()) {
+        strides.push(None);
+    }
+    let values: Vec<Vec<f64>> = sizes
+        .iter()
+        .map(|&bytes| {
+            strides
+                .iter()
+                .map(|&stride| {
+                    rows.iter()
+                        .find(|r| r.bytes == bytes && r.stride_bytes == stride)
+                        .map_or(f64::NAN, |r| r.ns_per_access)
+                })
+                .collect()
+        })
+        .collect();
+    Heatmap::new(format!(
+        "{kernel}: ns per access (independent accesses: a throughput, not a latency)"
+    ))
+    .x_label("Stride (bytes), then a random order of all elements")
+    .y_label("Array size")
+    .columns(
+        strides
+            .iter()
+            .map(|s| s.map_or_else(|| "random".to_string(), |b| b.to_string()))
+            .collect(),
+    )
+    .rows(sizes.iter().map(|&b| Bytes(b).to_string()).collect())
+    .values(values)
+    .value_label("ns (log colour scale)")
+    .log_color()
+    .decimals(2)
+    .render()
+}
+
+fn stride_section(result: &StrideResult) -> String {
+    let mut out = String::new();
+    out.push_str("<section id=\"stride\">\n<h2>Access patterns: stride and random order</h2>\n");
+    out.push_str(
+        "<p class=\"note\">One thread walks an array of 8-byte elements with a fixed stride \
+         (every pass still visits every element once), or in a random order of all elements. \
+         <b>read</b> sums the elements; <b>saxpy</b> computes y = a·x + y (24 useful bytes per \
+         element). Each cell is the median time per element visited. The accesses do not \
+         depend on each other and overlap in the memory system, so these are throughput \
+         figures (the inverse of accesses per ns), not load-to-use latencies: the latency \
+         ladder measures those. Strides of a cache line or more use 8 bytes of every line \
+         fetched; a stride of a page adds a TLB miss per access once the array outgrows the \
+         TLB's reach.</p>\n",
+    );
+    let kernels = distinct(result.rows.iter().map(|r| r.kernel.as_str()));
+    if kernels.is_empty() {
+        out.push_str("<p class=\"muted\">No access pattern was measured.</p>\n");
+    }
+    for kernel in kernels {
+        let _ = writeln!(
+            out,
+            "<figure class=\"chart\">\n{}</figure>",
+            stride_heatmap(result, kernel)
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "<details>\n<summary>All {} rows</summary>",
+        result.rows.len()
+    );
+    let rows: Vec<Vec<String>> = result
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                escape(&Bytes(r.bytes).to_string()),
+                r.stride_bytes
+                    .map_or_else(|| "–".to_string(), |s| s.to_string()),
+                escape(&r.pattern),
+                escape(&r.kernel),
+                gbs(r.gb_per_s),
+                if r.ns_per_access.is_finite() {
+                    format!("{:.3}", r.ns_per_access)
+                } else {
+                    "–".to_string()
+                },
+                if noisy(r.spread_pct) {
+                    format!("<span class=\"noisy\">{}</span>", spread_text(r.spread_pct))
+                } else {
+                    spread_text(r.spread_pct)
+                },
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "#Array size",
+            "#Stride (bytes)",
+            "Pattern",
+            "Kernel",
+            "#GB/s (useful)",
+            "#ns per access",
+            "#Spread %",
+        ],
+        &rows,
+    );
+    out.push_str("</details>\n</section>\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1099,5 +1759,380 @@ mod tests {
     fn empty_cpu_lists_show_a_dash() {
         assert_eq!(cpu_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
         assert_eq!(cpu_list(&[]), "–");
+    }
+
+    /// Kernel registry subset: (name, reads, writes, nt).
+    const KERNELS: [(&str, usize, usize, bool); 13] = [
+        ("read", 1, 0, false),
+        ("write", 0, 1, false),
+        ("write-nt", 0, 1, true),
+        ("copy", 1, 1, false),
+        ("copy-nt", 1, 1, true),
+        ("triad", 2, 1, false),
+        ("triad-nt", 2, 1, true),
+        ("mix-3:1", 3, 1, false),
+        ("mix-3:1-nt", 3, 1, true),
+        ("mix-2:1", 2, 1, false),
+        ("mix-2:1-nt", 2, 1, true),
+        ("mix-1:1", 1, 1, false),
+        ("mix-1:1-nt", 1, 1, true),
+    ];
+
+    /// A plausible bandwidth for a kernel at a working set per thread, on a 3 GHz core
+    /// with the caches of `sample_machine`: falls from L1 to DRAM; streaming stores run at
+    /// DRAM speed everywhere; DRAM saturates with threads.
+    fn plausible_gbs(kernel: (&str, usize, usize, bool), bytes: u64, threads: usize) -> f64 {
+        let (_, reads, writes, nt) = kernel;
+        let per_thread_cache = if bytes <= 32 * KIB {
+            190.0
+        } else if bytes <= MIB {
+            95.0
+        } else if bytes <= 32 * MIB / threads as u64 {
+            48.0
+        } else {
+            0.0
+        };
+        let write_share = writes as f64 / (reads + writes) as f64;
+        let dram = 60.0_f64.min(24.0 * (threads as f64).sqrt()) * (1.0 - 0.3 * write_share);
+        if nt {
+            let nt_rate = 28.0 * (threads as f64).min(2.0);
+            return if per_thread_cache > 0.0 {
+                nt_rate.min(per_thread_cache * threads as f64) * (1.0 + write_share)
+            } else {
+                nt_rate * (1.0 + write_share)
+            };
+        }
+        if per_thread_cache > 0.0 {
+            per_thread_cache * threads as f64 * (1.0 - 0.35 * write_share)
+        } else {
+            dram
+        }
+    }
+
+    fn bw_row(
+        kernel: (&str, usize, usize, bool),
+        threads: usize,
+        level: &str,
+        bytes: u64,
+    ) -> BandwidthRow {
+        let arrays = (kernel.1 + kernel.2) as u64;
+        // Three-array kernels round down to whole 1 KiB granules per array.
+        let bytes = (bytes / arrays / KIB).max(1) * KIB * arrays;
+        let gb = plausible_gbs(kernel, bytes, threads);
+        BandwidthRow {
+            kernel: kernel.0.to_string(),
+            read_parts: kernel.1,
+            write_parts: kernel.2,
+            nontemporal: kernel.3,
+            isa: "avx2".to_string(),
+            threads,
+            bytes_per_thread: bytes,
+            level: level.to_string(),
+            gb_per_s: gb,
+            bytes_per_cycle: Some(gb / threads as f64 / 3.0),
+            spread_pct: if kernel.0 == "copy" && level == "L3" {
+                14.0
+            } else {
+                1.5
+            },
+            trials: 7,
+        }
+    }
+
+    fn sample_bandwidth(
+        thread_counts: &[usize],
+        kernels: &[(&str, usize, usize, bool)],
+        sweep_kernels: &[(&str, usize, usize, bool)],
+        sweep_per_octave: u32,
+    ) -> BandwidthResult {
+        let mut rows = Vec::new();
+        for &threads in thread_counts {
+            for (level, bytes) in [
+                ("L1d", 16 * KIB),
+                ("L2", 512 * KIB),
+                ("L3", 16 * MIB / threads as u64),
+                ("DRAM", 128 * MIB),
+            ] {
+                for &k in kernels {
+                    rows.push(bw_row(k, threads, level, bytes));
+                }
+            }
+        }
+        let mut sweep = Vec::new();
+        if sweep_per_octave > 0 {
+            let steps = 16 * sweep_per_octave; // 4 KiB .. 256 MiB
+            for i in 0..=steps {
+                let bytes =
+                    (4.0 * KIB as f64 * 2f64.powf(f64::from(i) / f64::from(sweep_per_octave)))
+                        as u64;
+                let bytes = bytes / KIB * KIB;
+                let level = match bytes {
+                    b if b <= 32 * KIB => "L1d",
+                    b if b <= MIB => "L2",
+                    b if b <= 32 * MIB => "L3",
+                    _ => "DRAM",
+                };
+                for &k in sweep_kernels {
+                    sweep.push(bw_row(k, thread_counts[0], level, bytes));
+                }
+            }
+        }
+        BandwidthResult {
+            isa: "avx2".to_string(),
+            isa_choice: crate::experiments::bandwidth::IsaChoice::fixed(
+                crate::kernels::stream::Isa::Avx2,
+                "--isa",
+            ),
+            rows,
+            sweep,
+            cpus: vec![7, 0, 1, 2, 3, 4, 5, 6],
+        }
+    }
+
+    fn sample_stride(max_bytes: u64) -> StrideResult {
+        let mut strides: Vec<u64> = (1..=31).step_by(2).map(|e| e * 8).collect();
+        strides.extend([64, 256, KIB, 4 * KIB]);
+        let mut rows = Vec::new();
+        let mut bytes = 2 * KIB;
+        while bytes <= max_bytes {
+            let base = match bytes {
+                b if b <= 32 * KIB => 0.08,
+                b if b <= MIB => 0.25,
+                b if b <= 32 * MIB => 0.6,
+                _ => 2.5,
+            };
+            for kernel in ["read", "saxpy"] {
+                let k = if kernel == "saxpy" { 1.8 } else { 1.0 };
+                let mut push = |stride: Option<u64>, ns: f64| {
+                    let useful = if kernel == "saxpy" { 24.0 } else { 8.0 };
+                    rows.push(StrideRow {
+                        bytes,
+                        stride_bytes: stride,
+                        pattern: if stride.is_some() {
+                            "strided"
+                        } else {
+                            "random"
+                        }
+                        .to_string(),
+                        kernel: kernel.to_string(),
+                        gb_per_s: useful / ns,
+                        ns_per_access: ns,
+                        spread_pct: if stride == Some(4 * KIB) { 12.0 } else { 2.0 },
+                    });
+                };
+                for &s in &strides {
+                    // Past the caches every line holding a used element is fetched again.
+                    let lines = (s as f64 / 64.0).min(1.0) * 8.0;
+                    let factor = if bytes > 32 * KIB {
+                        lines.max(1.0)
+                    } else {
+                        1.0
+                    };
+                    let tlb = if s >= 4 * KIB && bytes > 8 * MIB {
+                        6.0
+                    } else {
+                        1.0
+                    };
+                    push(Some(s), base * k * factor.sqrt() * tlb);
+                }
+                push(
+                    None,
+                    base * k * 8.0 * if bytes > 8 * MIB { 2.5 } else { 1.0 },
+                );
+            }
+            bytes *= 2;
+        }
+        StrideResult { rows }
+    }
+
+    fn bandwidth_report() -> Report {
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.latency = Some(sample_latency());
+        report.experiments.bandwidth = Some(sample_bandwidth(
+            &[1, 4],
+            &KERNELS[..5],
+            &[KERNELS[0], KERNELS[3], KERNELS[2]],
+            1,
+        ));
+        report.experiments.stride = Some(sample_stride(64 * MIB));
+        report
+    }
+
+    #[test]
+    fn bandwidth_and_stride_sections_render_with_charts_and_tables() {
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.bandwidth = Some(sample_bandwidth(
+            &[1, 8],
+            &[KERNELS[0], KERNELS[3], KERNELS[7]],
+            &[KERNELS[0], KERNELS[3]],
+            2,
+        ));
+        report.experiments.stride = Some(sample_stride(16 * MIB));
+        let doc = html(&report);
+        let bw = &doc[doc
+            .find("<section id=\"bandwidth\">")
+            .expect("bandwidth section")..];
+        let bw = &bw[..bw.find("</section>").unwrap()];
+        let st = &doc[doc.find("<section id=\"stride\">").expect("stride section")..];
+        let st = &st[..st.find("</section>").unwrap()];
+        assert!(doc.contains("<a href=\"#bandwidth\">Bandwidth</a>"));
+        assert!(doc.contains("<a href=\"#stride\">Stride</a>"));
+        // Sweep chart and scaling chart.
+        assert_eq!(bw.matches("<svg").count(), 2);
+        assert!(bw.contains("Bandwidth vs working set, 1 thread"));
+        assert!(bw.contains("Bandwidth vs threads in DRAM"));
+        assert!(bw.contains("bytes read + written"));
+        assert!(bw.contains("L1d 32 KiB"), "OS cache markers");
+        for kernel in ["read", "copy", "mix-3:1"] {
+            assert!(bw.contains(&format!("<b>{kernel}</b>")), "{kernel}");
+        }
+        for level in ["L1d", "L2", "L3", "DRAM"] {
+            assert!(
+                bw.contains(&format!("</span>{level}<span class=\"sub\">")),
+                "{level}"
+            );
+        }
+        assert!(bw.contains("<h3>1 thread") && bw.contains("<h3>8 threads"));
+        // mix-3:1 has four arrays: 16 KiB splits evenly, but 16 MiB / 8 threads does too;
+        // the column shows a range only where sizes differ.
+        assert!(bw.contains("3:1") && bw.contains("<b>avx2</b>"));
+        assert!(bw.contains("no read-for-ownership"));
+        assert!(
+            bw.contains("<span class=\"noisy\">~</span>"),
+            "copy in L3 is noisy"
+        );
+        assert!(bw.contains("class=\"bpc\""));
+        // Heatmaps for both kernels, with the random column, plus the rows table.
+        assert_eq!(st.matches("<svg").count(), 2);
+        assert!(st.contains("read: ns per access") && st.contains("saxpy: ns per access"));
+        assert!(st.contains(">random<"));
+        assert!(st.contains("not a latency"));
+        assert!(st.contains("<details>") && st.contains("GB/s (useful)"));
+        // No NaN or raw Rust debug output anywhere.
+        assert!(!doc.contains("NaN") && !doc.contains("Some("));
+    }
+
+    #[test]
+    fn one_thread_count_gets_a_note_instead_of_the_scaling_chart() {
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.bandwidth = Some(sample_bandwidth(&[1], &KERNELS[..3], &[], 0));
+        let doc = html(&report);
+        assert_eq!(doc.matches("<svg").count(), 0);
+        assert!(doc.contains("Measured with 1 thread only"));
+        assert!(doc.contains("streaming (nt)"));
+    }
+
+    #[test]
+    fn custom_sizes_share_columns_within_granule_rounding() {
+        let mut result = sample_bandwidth(&[1, 2], &[KERNELS[0], KERNELS[7]], &[], 0);
+        result.rows = Vec::new();
+        for threads in [1, 2] {
+            for bytes in [10 * KIB, 96 * MIB] {
+                for k in [KERNELS[0], KERNELS[5]] {
+                    result.rows.push(bw_row(k, threads, "custom", bytes));
+                }
+            }
+        }
+        let section = bandwidth_section(&result, &sample_machine());
+        // Two custom columns per table (10 KiB vs 9 KiB for triad share one), two tables.
+        assert_eq!(section.matches("custom<span class=\"sub\">").count(), 4);
+        assert!(section.contains("9 KiB – 10 KiB per thread"));
+        assert!(section.contains("largest custom working set"));
+        // Bytes per cycle only for cache levels.
+        assert!(!section.contains("class=\"bpc\""));
+    }
+
+    #[test]
+    fn invalid_values_do_not_panic_or_leak_into_the_document() {
+        let mut bw = sample_bandwidth(&[1, 2], &KERNELS[..4], &KERNELS[..2], 1);
+        for (i, r) in bw.rows.iter_mut().chain(bw.sweep.iter_mut()).enumerate() {
+            match i % 4 {
+                0 => r.gb_per_s = f64::NAN,
+                1 => r.gb_per_s = 0.0,
+                2 => {
+                    r.spread_pct = f64::NAN;
+                    r.bytes_per_cycle = Some(f64::INFINITY);
+                }
+                _ => r.bytes_per_thread = 0,
+            }
+        }
+        let mut stride = sample_stride(64 * KIB);
+        for (i, r) in stride.rows.iter_mut().enumerate() {
+            match i % 3 {
+                0 => r.ns_per_access = f64::NAN,
+                1 => r.ns_per_access = 0.0,
+                _ => r.spread_pct = f64::INFINITY,
+            }
+        }
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.bandwidth = Some(bw);
+        report.experiments.stride = Some(stride);
+        let doc = html(&report);
+        assert!(
+            doc.contains("<section id=\"bandwidth\">") && doc.contains("<section id=\"stride\">")
+        );
+        assert!(!doc.contains("NaN") && !doc.contains(">inf") && !doc.contains("\"inf"));
+
+        // Empty results still render their sections.
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.bandwidth = Some(BandwidthResult {
+            isa: String::new(),
+            isa_choice: crate::experiments::bandwidth::IsaChoice::fixed(
+                crate::kernels::stream::Isa::Portable,
+                "--isa",
+            ),
+            rows: vec![],
+            sweep: vec![],
+            cpus: vec![],
+        });
+        report.experiments.stride = Some(StrideResult { rows: vec![] });
+        let doc = html(&report);
+        assert!(doc.contains("No bandwidth was measured"));
+        assert!(doc.contains("No access pattern was measured"));
+        assert!(doc.trim_end().ends_with("</html>"));
+    }
+
+    #[test]
+    fn latency_only_report_has_no_bandwidth_or_stride() {
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.latency = Some(sample_latency());
+        let doc = html(&report);
+        assert!(!doc.contains("id=\"bandwidth\"") && !doc.contains("id=\"stride\""));
+        assert!(!doc.contains("#bandwidth") && doc.contains("<section id=\"latency\">"));
+        // And with everything, latency stays first.
+        let doc = html(&bandwidth_report());
+        let (l, b, s) = (
+            doc.find("<section id=\"latency\">").unwrap(),
+            doc.find("<section id=\"bandwidth\">").unwrap(),
+            doc.find("<section id=\"stride\">").unwrap(),
+        );
+        assert!(l < b && b < s);
+    }
+
+    /// Writes a sample report with every section to the file named by MEMSCOPE_HTML_SAMPLE
+    /// (`cargo test --lib report::html -- --ignored`), to look at the layout in a browser;
+    /// with MEMSCOPE_HTML_FROM_JSON, renders that JSON report instead of synthetic data.
+    #[test]
+    #[ignore = "writes a file; run on demand"]
+    fn write_sample_report() {
+        let Ok(path) = std::env::var("MEMSCOPE_HTML_SAMPLE") else {
+            return;
+        };
+        if let Ok(json) = std::env::var("MEMSCOPE_HTML_FROM_JSON") {
+            let report: Report = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+            std::fs::write(path, serialize(&report)).unwrap();
+            return;
+        }
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.settings.command = "run".to_string();
+        report.experiments.latency = Some(sample_latency());
+        report.experiments.bandwidth = Some(sample_bandwidth(
+            &[1, 2, 4, 8],
+            &KERNELS,
+            &[KERNELS[0], KERNELS[3], KERNELS[2]],
+            2,
+        ));
+        report.experiments.stride = Some(sample_stride(256 * MIB));
+        std::fs::write(path, serialize(&report)).unwrap();
     }
 }

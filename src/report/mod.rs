@@ -7,7 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::experiments::bandwidth::BandwidthResult;
 use crate::experiments::latency::LatencyResult;
+use crate::experiments::stride::StrideResult;
 use crate::topology::Machine;
 
 pub mod csv;
@@ -89,6 +91,10 @@ pub struct PagesObtained {
 pub struct Experiments {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LatencyResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth: Option<BandwidthResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stride: Option<StrideResult>,
 }
 
 impl Report {

@@ -128,6 +128,8 @@ pub enum TickFormat {
     Number,
     /// Binary sizes through `units::Bytes` ("4 KiB", "1 MiB").
     Bytes,
+    /// Counts (threads, nodes): linear ticks only at whole numbers, printed as numbers.
+    Integer,
     /// Any other unit.
     Custom(fn(f64) -> String),
 }
@@ -346,6 +348,7 @@ fn format_value(format: TickFormat, v: f64, decimals: usize) -> String {
     match format {
         TickFormat::Bytes if v >= 1.0 => Bytes(v.round() as u64).to_string(),
         TickFormat::Bytes | TickFormat::Number => format_number(v, decimals),
+        TickFormat::Integer => format_number(v.round(), 0),
         TickFormat::Custom(f) => f(v),
     }
 }
@@ -550,6 +553,11 @@ fn linear_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: 
     let mut best = Vec::new();
     for target in (1..=max_target).rev() {
         let step = nice_step(span / target as f64);
+        let step = if matches!(format, TickFormat::Integer) {
+            step.max(1.0)
+        } else {
+            step
+        };
         let start = (lo / step - 1e-9).ceil();
         let end = (hi / step + 1e-9).floor();
         if !(start.is_finite() && end.is_finite()) || end - start > MAX_TICKS as f64 {
@@ -1773,7 +1781,12 @@ impl Heatmap {
         let grid_w = n_cols as f64 * cell_w;
         let grid_h = (n_rows as f64 * cell_h).max(cell_h);
         let colorbar_x = left + grid_w + 20.0;
-        let ticks = make_ticks(scale, TickFormat::Number, lo, hi, grid_h.max(80.0), false);
+        // The colour bar is as tall as the grid, but at least as tall as its rotated
+        // title, which would otherwise run out of the image for a grid of a few rows.
+        let bar_h = grid_h
+            .max(80.0)
+            .max(text_width(&self.value_label, FONT) + 8.0);
+        let ticks = make_ticks(scale, TickFormat::Number, lo, hi, bar_h, false);
         let tick_w = ticks
             .major
             .iter()
@@ -1798,7 +1811,7 @@ impl Heatmap {
             }
             + 10.0;
         let width = (left + grid_w + right).max(text_width(&self.title, TITLE_FONT) + 40.0);
-        let height = top + grid_h.max(80.0) + bottom;
+        let height = top + bar_h + bottom;
 
         let mut svg = Svg::new(width, height, &self.title);
         svg.text(
@@ -1894,7 +1907,6 @@ impl Heatmap {
         }
 
         // Colour bar: discrete steps rather than a gradient, which would need another id.
-        let bar_h = grid_h.max(80.0);
         let steps = 32;
         for k in 0..steps {
             let t = 1.0 - (k as f64 + 0.5) / steps as f64;
@@ -2303,6 +2315,10 @@ mod tests {
             "{:?}",
             ticks.major
         );
+        // Counts never get fractional ticks, however short the axis' span.
+        let ticks = make_ticks(Scale::Linear, TickFormat::Integer, 1.0, 2.0, 800.0, true);
+        let labels: Vec<&str> = ticks.major.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, ["1", "2"]);
         assert_eq!(format_number(12_500.0, 0), "12.5k");
         assert_eq!(format_number(0.2, 1), "0.2");
     }
@@ -2399,6 +2415,21 @@ mod tests {
         assert!(svg.contains(">100.0<"));
         assert!(!svg.contains("NaN"));
         assert!(Heatmap::new("empty").render().contains("no data"));
+        // One row: the image is still tall enough for the colour bar's rotated title.
+        let label = "ns per access (log colour scale)";
+        let svg = Heatmap::new("one row")
+            .rows(vec!["4 KiB".into()])
+            .columns(vec!["8".into()])
+            .values(vec![vec![1.0]])
+            .value_label(label)
+            .render();
+        let height: f64 = svg
+            .split("height=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|h| h.parse().ok())
+            .unwrap();
+        assert!(height > text_width(label, FONT) + 40.0, "{height}");
         let svg = BarChart::new("Bandwidth")
             .categories(vec!["read".into(), "write".into()])
             .series("node 0", vec![20.0, 12.5], None)

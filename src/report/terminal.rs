@@ -2,7 +2,9 @@
 //! experiment and the warnings.
 
 use super::Report;
+use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::LatencyResult;
+use crate::experiments::stride::StrideResult;
 use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
@@ -364,6 +366,184 @@ pub fn latency(result: &LatencyResult, with_points: bool) -> String {
                 String::new()
             });
             t.row(row);
+        }
+        out.push_str(&t.render());
+    }
+    out
+}
+
+/// Distinct values in order of first appearance.
+fn distinct<T: PartialEq + Clone>(values: impl Iterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// The `bandwidth` view: one kernel × level table per thread count, then the sweep.
+pub fn bandwidth(result: &BandwidthResult) -> String {
+    let mut out = String::new();
+    for threads in distinct(result.rows.iter().map(|r| r.threads)) {
+        let rows: Vec<&BandwidthRow> = result
+            .rows
+            .iter()
+            .filter(|r| r.threads == threads)
+            .collect();
+        // One column per level (or custom size): kernels with three arrays round their
+        // working set down to whole granules, so sizes within 20 % share a column.
+        let same = |a: u64, b: u64| (a.max(b) as f64) < 1.2 * a.min(b) as f64;
+        let mut columns: Vec<(String, u64)> = Vec::new();
+        for r in &rows {
+            if !columns
+                .iter()
+                .any(|(l, b)| *l == r.level && same(*b, r.bytes_per_thread))
+            {
+                columns.push((r.level.clone(), r.bytes_per_thread));
+            }
+        }
+        out.push_str(&heading(&format!(
+            "Bandwidth, {threads} thread(s), {} kernels: GB/s (10^9 B/s of bytes read + written){}",
+            result.isa,
+            if rows.iter().any(|r| r.bytes_per_cycle.is_some()) {
+                "; bytes/cycle per thread in caches"
+            } else {
+                ""
+            }
+        )));
+        let mut header = vec!["kernel".to_string(), "R:W".to_string()];
+        header.extend(
+            columns
+                .iter()
+                .map(|(level, bytes)| format!("{level} ({})", Bytes(*bytes))),
+        );
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header_refs);
+        for kernel in distinct(rows.iter().map(|r| r.kernel.clone())) {
+            let first = rows
+                .iter()
+                .find(|r| r.kernel == kernel)
+                .expect("kernel has rows");
+            let mut cells = vec![
+                kernel.clone(),
+                format!(
+                    "{}:{}{}",
+                    first.read_parts,
+                    first.write_parts,
+                    if first.nontemporal { " nt" } else { "" }
+                ),
+            ];
+            for (level, bytes) in &columns {
+                let cell = rows
+                    .iter()
+                    .find(|r| {
+                        r.kernel == kernel && &r.level == level && same(r.bytes_per_thread, *bytes)
+                    })
+                    .map_or("-".to_string(), |r| {
+                        let flag = if r.spread_pct > 10.0 { "~" } else { "" };
+                        match r.bytes_per_cycle {
+                            Some(bpc) if level != "DRAM" && level != "custom" => {
+                                format!("{flag}{:.1} ({bpc:.1})", r.gb_per_s)
+                            }
+                            _ => format!("{flag}{:.1}", r.gb_per_s),
+                        }
+                    });
+                cells.push(cell);
+            }
+            t.row(cells);
+        }
+        out.push_str(&t.render());
+    }
+    if !result.sweep.is_empty() {
+        let kernels = distinct(result.sweep.iter().map(|r| r.kernel.clone()));
+        let threads = result.sweep[0].threads;
+        out.push_str(&heading(&format!(
+            "Bandwidth vs working set, {threads} thread(s): GB/s"
+        )));
+        let mut header = vec!["working set".to_string(), "level".to_string()];
+        header.extend(kernels.iter().cloned());
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header_refs);
+        // Kernels with three arrays round a working set down by a few %: one row per size.
+        let same = |a: u64, b: u64| (a.max(b) as f64) < 1.1 * a.min(b) as f64;
+        let mut sizes: Vec<u64> = Vec::new();
+        for r in &result.sweep {
+            if !sizes.iter().any(|&b| same(b, r.bytes_per_thread)) {
+                sizes.push(r.bytes_per_thread);
+            }
+        }
+        for bytes in sizes {
+            let level = result
+                .sweep
+                .iter()
+                .find(|r| same(r.bytes_per_thread, bytes))
+                .map_or("", |r| r.level.as_str());
+            let mut cells = vec![Bytes(bytes).to_string(), level.to_string()];
+            for kernel in &kernels {
+                cells.push(
+                    result
+                        .sweep
+                        .iter()
+                        .find(|r| &r.kernel == kernel && same(r.bytes_per_thread, bytes))
+                        .map_or("-".into(), |r| format!("{:.1}", r.gb_per_s)),
+                );
+            }
+            t.row(cells);
+        }
+        out.push_str(&t.render());
+    }
+    let choice = &result.isa_choice;
+    let probe: Vec<String> = choice
+        .probe
+        .iter()
+        .map(|p| format!("{} {:.0} / {:.1}", p.isa, p.cache_gb_per_s, p.dram_gb_per_s))
+        .collect();
+    out.push_str(&format!(
+        "\n Kernels ran with {} (chosen by {}{}).\n ~ marks a spread above 10 % (noisy: see the JSON for the spread of every point)\n",
+        result.isa,
+        choice.chosen_by,
+        if probe.is_empty() {
+            String::new()
+        } else {
+            format!("; read + copy GB/s in L1 / beyond the caches: {}", probe.join(", "))
+        }
+    ));
+    out
+}
+
+/// The `stride` view: ns per access (a throughput figure: accesses are independent) for
+/// each kernel, working set × stride, with the random order last.
+pub fn stride(result: &StrideResult) -> String {
+    let mut out = String::new();
+    for kernel in distinct(result.rows.iter().map(|r| r.kernel.clone())) {
+        let rows: Vec<_> = result.rows.iter().filter(|r| r.kernel == kernel).collect();
+        let mut strides = distinct(rows.iter().filter_map(|r| r.stride_bytes));
+        strides.sort_unstable();
+        let has_random = rows.iter().any(|r| r.stride_bytes.is_none());
+        out.push_str(&heading(&format!(
+            "Access cost, {kernel}: ns per access by stride in bytes (independent accesses: a throughput figure, not latency)"
+        )));
+        let mut header = vec!["working set".to_string()];
+        header.extend(strides.iter().map(|s| s.to_string()));
+        if has_random {
+            header.push("random".to_string());
+        }
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header_refs);
+        for bytes in distinct(rows.iter().map(|r| r.bytes)) {
+            let mut cells = vec![Bytes(bytes).to_string()];
+            let cell = |stride: Option<u64>| {
+                rows.iter()
+                    .find(|r| r.bytes == bytes && r.stride_bytes == stride)
+                    .map_or("-".to_string(), |r| format!("{:.2}", r.ns_per_access))
+            };
+            cells.extend(strides.iter().map(|&s| cell(Some(s))));
+            if has_random {
+                cells.push(cell(None));
+            }
+            t.row(cells);
         }
         out.push_str(&t.render());
     }

@@ -1,0 +1,499 @@
+//! Bandwidth: GB/s of every registry kernel (read, write, non-temporal write, copy, triad,
+//! read:write mixes) at a working set inside each level of the hierarchy, for each thread
+//! count, and optionally against working-set size (`--sweep`).
+//!
+//! Bytes are counted from the kernel registry (bytes read + bytes written per pass, no
+//! read-for-ownership), so every kernel is counted the same way; GB/s are decimal (10^9
+//! bytes per second), like STREAM and Intel MLC. Each thread has its own arrays, in its
+//! own arena, first-touched by itself; all threads start each trial together and a trial
+//! lasts until the slowest thread is done.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::UsageError;
+use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
+use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
+use crate::platform::timer::Timer;
+use crate::report::progress::Progress;
+use crate::stats::Summary;
+use crate::topology::Machine;
+use crate::units::{Bytes, KIB, MIB};
+
+/// `experiments.bandwidth` of the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BandwidthResult {
+    /// Vector instruction set(s) of the kernels: "avx2", or "avx512 in caches, avx2 beyond".
+    pub isa: String,
+    /// How it was chosen.
+    pub isa_choice: IsaChoice,
+    /// The per-level table: every kernel at every level, for every thread count.
+    pub rows: Vec<BandwidthRow>,
+    /// Bandwidth against working-set size (with `--sweep`, and in `run`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<BandwidthRow>,
+    /// The CPUs the threads ran on, in the order they were used.
+    pub cpus: Vec<usize>,
+}
+
+/// One measured point.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BandwidthRow {
+    pub kernel: String,
+    /// Streams read and written per element ("3:1" has read_parts 3, write_parts 1).
+    pub read_parts: usize,
+    pub write_parts: usize,
+    pub nontemporal: bool,
+    pub isa: String,
+    pub threads: usize,
+    /// Working set of one thread: all of the kernel's arrays together.
+    pub bytes_per_thread: u64,
+    /// "L1d", "L2", "L3", "DRAM" for the per-level table; "custom" for `--sizes`; for the
+    /// sweep, the level the working set falls in by the OS cache sizes.
+    pub level: String,
+    /// Decimal GB/s of all threads together (bytes read + written by the kernel).
+    pub gb_per_s: f64,
+    /// Bytes per core cycle per thread (GB/s ÷ threads ÷ core GHz); null without a clock.
+    pub bytes_per_cycle: Option<f64>,
+    pub spread_pct: f64,
+    /// Timed trials behind the median.
+    pub trials: usize,
+}
+
+/// Where a row's working set comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sizes {
+    /// One column per level of the hierarchy, sized from the topology.
+    Levels,
+    /// The given working sets per thread.
+    Custom(Vec<u64>),
+}
+
+/// What to measure; resolved from the command line by `plan`.
+#[derive(Debug, Clone)]
+pub struct BandwidthConfig {
+    pub kernels: Vec<&'static KernelSpec>,
+    /// The instruction set; None: probe for the fastest (`probe_isa`).
+    pub isa: Option<Isa>,
+    pub thread_counts: Vec<usize>,
+    /// CPUs in the order threads are placed (the measuring CPU of one-thread runs first).
+    pub cpus: Vec<usize>,
+    pub sizes: Sizes,
+    /// Kernels and working sets of the size sweep (first thread count only); empty: none.
+    pub sweep_kernels: Vec<&'static KernelSpec>,
+    pub sweep_sizes: Vec<u64>,
+    pub pages: PagePolicy,
+    pub repetitions: usize,
+    pub trial_ns: f64,
+}
+
+/// A working set inside each level, per thread: half of a private cache; for a shared one,
+/// half of this thread's share but at least twice the level below (so it is not served by
+/// the level below); DRAM four times the largest cache and at least 128 MiB.
+pub fn level_working_sets(machine: &Machine, threads: usize) -> Vec<(String, u64)> {
+    let mut sets = Vec::new();
+    let mut below = 0u64;
+    for cache in machine.data_caches() {
+        let sharing = cache.shared_with_cpus.len().max(1).min(threads).max(1) as u64;
+        let share = cache.size_bytes / sharing;
+        let bytes = (share / 2).max(2 * below).min(share);
+        sets.push((cache.name(), round_to_granule(bytes)));
+        below = cache.size_bytes
+            / if cache.shared_with_cpus.len() > 1 {
+                sharing
+            } else {
+                1
+            };
+    }
+    let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
+    sets.push((
+        "DRAM".to_string(),
+        round_to_granule((4 * llc).max(128 * MIB)),
+    ));
+    sets
+}
+
+fn round_to_granule(bytes: u64) -> u64 {
+    (bytes / GRANULE as u64).max(1) * GRANULE as u64
+}
+
+/// Sizes from 4 KiB to `max` with `per_octave` points per doubling, rounded to granules.
+pub fn sweep_working_sets(max: u64, per_octave: u32) -> Vec<u64> {
+    crate::experiments::latency::sweep_sizes(4 * KIB, max, per_octave, GRANULE as u64)
+}
+
+/// The OS level a working set of `bytes` falls in (by the data caches' sizes).
+fn level_of(bytes: u64, machine: &Machine, threads: usize) -> String {
+    for cache in machine.data_caches() {
+        let sharing = cache.shared_with_cpus.len().max(1).min(threads).max(1) as u64;
+        if bytes <= cache.size_bytes / sharing {
+            return cache.name();
+        }
+    }
+    "DRAM".to_string()
+}
+
+/// One kernel at one working set: the `TeamJob` the thread team runs.
+struct KernelJob {
+    kernel: &'static KernelSpec,
+    isa: Isa,
+    /// Bytes of each of the kernel's arrays.
+    array_bytes: usize,
+}
+
+/// Distance between the starts of a job's arrays: whole pages plus 7.5 KiB. Arrays a few
+/// lines apart modulo 4 KiB make loads wait on unrelated stores to the same page offset
+/// ("4K aliasing": triad lost a quarter in L1 on Zen 4), and arrays a power of two apart
+/// compete for the same DRAM banks; this offset measured best at both ends.
+fn array_stride(array_bytes: usize) -> usize {
+    array_bytes.next_multiple_of(4096) + 7680
+}
+
+impl KernelJob {
+    fn arrays(&self, arena: &Arena) -> Vec<*mut u8> {
+        let stride = array_stride(self.array_bytes);
+        (0..self.kernel.arrays())
+            // SAFETY: the arena was sized for arrays() × stride bytes (see arena_bytes).
+            .map(|i| unsafe { arena.as_ptr().add(i * stride) })
+            .collect()
+    }
+
+    /// Arena bytes this job needs.
+    fn arena_bytes(kernel: &KernelSpec, array_bytes: usize) -> usize {
+        kernel.arrays() * array_stride(array_bytes)
+    }
+}
+
+impl TeamJob for KernelJob {
+    fn prepare(&self, worker: usize, arena: &Arena) {
+        for (i, &array) in self.arrays(arena).iter().enumerate() {
+            // SAFETY: each array lies inside the arena (arena_bytes) and they do not overlap.
+            let slice = unsafe { std::slice::from_raw_parts_mut(array, self.array_bytes) };
+            stream::fill_pattern(slice, (worker * 16 + i) as u64 + 1);
+        }
+        // One untimed pass: caches and TLBs in the state the trials will see.
+        self.work(worker, arena, 1);
+    }
+
+    fn work(&self, _worker: usize, arena: &Arena, repeats: usize) {
+        let arrays = self.arrays(arena);
+        // SAFETY: arrays are ALIGN-aligned (the arena is page aligned, strides are
+        // multiples of ALIGN), each valid for array_bytes, disjoint; array_bytes is a
+        // multiple of GRANULE; the ISA was checked available by the plan.
+        let checksum =
+            unsafe { stream::run(self.kernel, self.isa, &arrays, self.array_bytes, repeats) };
+        std::hint::black_box(checksum);
+    }
+}
+
+/// How the instruction sets were chosen, for the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IsaChoice {
+    /// Instruction set of working sets that fit the caches.
+    pub cache_isa: String,
+    /// Instruction set of working sets beyond the largest cache.
+    pub dram_isa: String,
+    /// "--isa" when the user chose; "probe" when memscope timed the candidates.
+    pub chosen_by: String,
+    /// Per candidate: GB/s of read + copy (mean) in L1 and beyond the caches.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub probe: Vec<IsaProbe>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct IsaProbe {
+    pub isa: String,
+    pub cache_gb_per_s: f64,
+    pub dram_gb_per_s: f64,
+}
+
+impl IsaChoice {
+    pub fn fixed(isa: Isa, chosen_by: &str) -> IsaChoice {
+        IsaChoice {
+            cache_isa: isa.to_string(),
+            dram_isa: isa.to_string(),
+            chosen_by: chosen_by.into(),
+            probe: Vec::new(),
+        }
+    }
+
+    /// "avx2", or "avx512 in caches, avx2 beyond" when they differ.
+    pub fn summary(&self) -> String {
+        if self.cache_isa == self.dram_isa {
+            self.cache_isa.clone()
+        } else {
+            format!("{} in caches, {} beyond", self.cache_isa, self.dram_isa)
+        }
+    }
+}
+
+/// Picks the vector width that moves the most bytes, separately for cache-resident and
+/// DRAM working sets: the widest is not always the fastest (on Zen 4 the L1 serves 64 B
+/// per cycle to 256-bit and 512-bit loads alike, and 128-bit or 256-bit streams reach
+/// DRAM faster than 512-bit ones). Times read and copy, best of five passes, in L1 and
+/// past the largest cache with every available SIMD instruction set on the calling thread.
+pub fn probe_isa(
+    timer: &Timer,
+    machine: &Machine,
+    pages: PagePolicy,
+) -> Result<IsaChoice, UsageError> {
+    let candidates: Vec<Isa> = [Isa::Avx512, Isa::Avx2, Isa::Sse2]
+        .into_iter()
+        .filter(|isa| isa.is_available())
+        .collect();
+    if candidates.len() <= 1 {
+        let isa = candidates.first().copied().unwrap_or(Isa::Portable);
+        return Ok(IsaChoice::fixed(isa, "probe"));
+    }
+    let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
+    let dram_bytes = round_to_granule((2 * llc).max(64 * MIB)) as usize;
+    let cache_bytes = 8 * KIB as usize;
+    let kernels = [
+        stream::find("read").expect("read kernel"),
+        stream::find("copy").expect("copy kernel"),
+    ];
+    let arena = Arena::new(Bytes((2 * array_stride(dram_bytes)) as u64), pages)?;
+    let rate = |isa: Isa, array_bytes: usize, repeats: usize| -> f64 {
+        let mut total = 0.0;
+        for &kernel in &kernels {
+            let job = KernelJob {
+                kernel,
+                isa,
+                array_bytes,
+            };
+            job.prepare(0, &arena);
+            let best_ns = (0..5)
+                .map(|_| {
+                    let t0 = timer.start();
+                    job.work(0, &arena, repeats);
+                    timer.ticks_to_ns(timer.stop().saturating_sub(t0))
+                })
+                .fold(f64::INFINITY, f64::min);
+            total += kernel.bytes_per_pass(array_bytes) as f64 * repeats as f64 / best_ns;
+        }
+        total / kernels.len() as f64
+    };
+    let probe: Vec<IsaProbe> = candidates
+        .iter()
+        .map(|&isa| IsaProbe {
+            isa: isa.to_string(),
+            cache_gb_per_s: rate(isa, cache_bytes, 2000),
+            dram_gb_per_s: rate(isa, dram_bytes, 1),
+        })
+        .collect();
+    // Candidates are widest first; a narrower one must beat the best wider one by 3 % to
+    // be chosen, so that run-to-run noise does not flip the choice.
+    let best = |score: fn(&IsaProbe) -> f64| {
+        let mut chosen = &probe[0];
+        for candidate in &probe[1..] {
+            if score(candidate) > 1.03 * score(chosen) {
+                chosen = candidate;
+            }
+        }
+        chosen.isa.clone()
+    };
+    Ok(IsaChoice {
+        cache_isa: best(|p| p.cache_gb_per_s),
+        dram_isa: best(|p| p.dram_gb_per_s),
+        chosen_by: "probe".into(),
+        probe,
+    })
+}
+
+/// Measures the table (and the sweep) for every thread count.
+pub fn measure(
+    config: &BandwidthConfig,
+    timer: &Timer,
+    machine: &Machine,
+    progress: &Progress,
+) -> Result<BandwidthResult, UsageError> {
+    let isa_choice = match config.isa {
+        Some(isa) => IsaChoice::fixed(isa, "--isa"),
+        None => {
+            progress.start("choosing the vector width", 1);
+            let choice = probe_isa(timer, machine, config.pages)?;
+            progress.finish();
+            choice
+        }
+    };
+    let cache_isa = Isa::parse(&isa_choice.cache_isa).expect("the choice names an ISA");
+    let dram_isa = Isa::parse(&isa_choice.dram_isa).expect("the choice names an ISA");
+    let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
+    // Working sets beyond the largest cache (per thread's share) run with the DRAM choice.
+    let isa_for = |level: &str, bytes: u64, threads: usize| {
+        let beyond = level == "DRAM" || bytes > llc / threads as u64;
+        if beyond {
+            dram_isa
+        } else {
+            cache_isa
+        }
+    };
+    let core_ghz = machine.core_hz_estimate.map(|hz| hz / 1e9);
+    let mut rows = Vec::new();
+    let mut sweep = Vec::new();
+    for (t, &threads) in config.thread_counts.iter().enumerate() {
+        let columns: Vec<(String, u64)> = match &config.sizes {
+            Sizes::Levels => level_working_sets(machine, threads),
+            Sizes::Custom(sizes) => sizes.iter().map(|&s| ("custom".to_string(), s)).collect(),
+        };
+        let mut points: Vec<(&'static KernelSpec, String, u64)> = Vec::new();
+        for (level, bytes) in &columns {
+            for &kernel in &config.kernels {
+                points.push((kernel, level.clone(), *bytes));
+            }
+        }
+        let table_len = points.len();
+        if t == 0 {
+            for &bytes in &config.sweep_sizes {
+                for &kernel in &config.sweep_kernels {
+                    points.push((kernel, level_of(bytes, machine, threads), bytes));
+                }
+            }
+        }
+        let points: Vec<(&'static KernelSpec, String, u64, Isa)> = points
+            .into_iter()
+            .map(|(kernel, level, bytes)| {
+                let isa = isa_for(&level, bytes, threads);
+                (kernel, level, bytes, isa)
+            })
+            .collect();
+        let measured = measure_points(config, &points, threads, timer, core_ghz, progress)?;
+        let (table, swept) = measured.split_at(table_len);
+        rows.extend_from_slice(table);
+        sweep.extend_from_slice(swept);
+    }
+    Ok(BandwidthResult {
+        isa: isa_choice.summary(),
+        isa_choice,
+        rows,
+        sweep,
+        cpus: config.cpus.clone(),
+    })
+}
+
+fn measure_points(
+    config: &BandwidthConfig,
+    points: &[(&'static KernelSpec, String, u64, Isa)],
+    threads: usize,
+    timer: &Timer,
+    core_ghz: Option<f64>,
+    progress: &Progress,
+) -> Result<Vec<BandwidthRow>, UsageError> {
+    let jobs: Vec<KernelJob> = points
+        .iter()
+        .map(|&(kernel, _, bytes, isa)| KernelJob {
+            kernel,
+            isa,
+            array_bytes: (bytes as usize / kernel.arrays() / GRANULE).max(1) * GRANULE,
+        })
+        .collect();
+    let arena_bytes = jobs
+        .iter()
+        .map(|j| KernelJob::arena_bytes(j.kernel, j.array_bytes))
+        .max()
+        .unwrap_or(4096);
+    let cpus: Vec<usize> = config.cpus.iter().copied().take(threads).collect();
+    let job_refs: Vec<&dyn TeamJob> = jobs.iter().map(|j| j as &dyn TeamJob).collect();
+    progress.start(
+        &format!("bandwidth, {threads} thread(s)"),
+        jobs.len() as u64,
+    );
+    let timings = run_jobs(
+        &cpus,
+        Bytes(arena_bytes as u64),
+        config.pages,
+        timer,
+        TrialPolicy {
+            trial_ns: config.trial_ns,
+            trials: config.repetitions,
+        },
+        &job_refs,
+        &|_| progress.advance(),
+    )?;
+    progress.finish();
+
+    Ok(points
+        .iter()
+        .zip(&jobs)
+        .zip(&timings)
+        .map(|((&(kernel, ref level, _, _), job), timing)| {
+            let bytes = kernel.bytes_per_pass(job.array_bytes) as f64
+                * timing.repeats as f64
+                * threads as f64;
+            let rates: Vec<f64> = timing.trials_ns.iter().map(|&ns| bytes / ns).collect();
+            let summary = Summary::of(&rates).expect("every job has trials");
+            BandwidthRow {
+                kernel: kernel.name.to_string(),
+                read_parts: kernel.read_streams,
+                write_parts: kernel.write_streams,
+                nontemporal: kernel.nontemporal,
+                isa: job.isa.to_string(),
+                threads,
+                bytes_per_thread: (job.array_bytes * kernel.arrays()) as u64,
+                level: level.clone(),
+                gb_per_s: summary.median,
+                bytes_per_cycle: core_ghz.map(|ghz| summary.median / threads as f64 / ghz),
+                spread_pct: summary.spread_pct(),
+                trials: summary.count,
+            }
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::CacheInfo;
+
+    fn cache(level: u32, kind: &str, size: u64, shared: Vec<usize>) -> CacheInfo {
+        CacheInfo {
+            level,
+            kind: kind.into(),
+            size_bytes: size,
+            line_bytes: 64,
+            ways: Some(8),
+            sets: None,
+            shared_with_cpus: shared,
+            instances: 1,
+            cpuid_size_bytes: None,
+        }
+    }
+
+    fn zen4_vm() -> Machine {
+        Machine {
+            caches: vec![
+                cache(1, "data", 32 * KIB, vec![0]),
+                cache(2, "unified", MIB, vec![0]),
+                cache(3, "unified", 32 * MIB, vec![0, 1]),
+            ],
+            ..Machine::default()
+        }
+    }
+
+    #[test]
+    fn working_sets_sit_inside_each_level() {
+        let one = level_working_sets(&zen4_vm(), 1);
+        let names: Vec<&str> = one.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["L1d", "L2", "L3", "DRAM"]);
+        assert_eq!(one[0].1, 16 * KIB);
+        assert_eq!(one[1].1, 512 * KIB);
+        assert_eq!(one[2].1, 16 * MIB);
+        assert_eq!(one[3].1, 128 * MIB);
+        // Two threads share the L3: each gets half of its half.
+        let two = level_working_sets(&zen4_vm(), 2);
+        assert_eq!(two[2].1, 8 * MIB);
+        assert!(two.iter().all(|(_, b)| b % GRANULE as u64 == 0));
+    }
+
+    #[test]
+    fn sweep_points_fall_in_their_levels() {
+        let machine = zen4_vm();
+        assert_eq!(level_of(16 * KIB, &machine, 1), "L1d");
+        assert_eq!(level_of(600 * KIB, &machine, 1), "L2");
+        assert_eq!(level_of(20 * MIB, &machine, 1), "L3");
+        assert_eq!(level_of(20 * MIB, &machine, 2), "DRAM");
+        let sizes = sweep_working_sets(256 * MIB, 2);
+        assert_eq!(sizes[0], 4 * KIB);
+        assert_eq!(*sizes.last().unwrap(), 256 * MIB);
+    }
+}
