@@ -60,6 +60,15 @@ pub struct Outputs {
 }
 
 impl Outputs {
+    /// The `--json` and `--csv` files of a measuring command (no HTML).
+    fn of(args: &MeasureArgs) -> Result<Outputs, UsageError> {
+        Ok(Outputs {
+            json: args.json.as_deref().map(Target::parse).transpose()?,
+            csv: args.csv.as_deref().map(Target::parse).transpose()?,
+            html: None,
+        })
+    }
+
     /// True when a machine-readable output goes to stdout, so tables must go to stderr.
     pub fn uses_stdout(&self) -> bool {
         [&self.json, &self.csv, &self.html]
@@ -160,16 +169,7 @@ impl Plan {
         let latency = latency_config(args, &measure)?;
         Ok(Plan {
             command: CommandKind::Latency,
-            outputs: Outputs {
-                json: args
-                    .measure
-                    .json
-                    .as_deref()
-                    .map(Target::parse)
-                    .transpose()?,
-                csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
-                html: None,
-            },
+            outputs: Outputs::of(&args.measure)?,
             measure: Some(measure),
             latency: Some(latency),
             bandwidth: None,
@@ -183,16 +183,7 @@ impl Plan {
         let bandwidth = bandwidth_config(args, &measure, machine)?;
         Ok(Plan {
             command: CommandKind::Bandwidth,
-            outputs: Outputs {
-                json: args
-                    .measure
-                    .json
-                    .as_deref()
-                    .map(Target::parse)
-                    .transpose()?,
-                csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
-                html: None,
-            },
+            outputs: Outputs::of(&args.measure)?,
             measure: Some(measure),
             latency: None,
             bandwidth: Some(bandwidth),
@@ -206,16 +197,7 @@ impl Plan {
         let stride = stride_config(&measure, machine, false);
         Ok(Plan {
             command: CommandKind::Stride,
-            outputs: Outputs {
-                json: args
-                    .measure
-                    .json
-                    .as_deref()
-                    .map(Target::parse)
-                    .transpose()?,
-                csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
-                html: None,
-            },
+            outputs: Outputs::of(&args.measure)?,
             measure: Some(measure),
             latency: None,
             bandwidth: None,
