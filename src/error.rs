@@ -26,8 +26,12 @@ pub enum UsageError {
     #[error("--max-size {requested} is larger than the memory available now ({available}): expected at most {available}")]
     SizeExceedsMemory { requested: Bytes, available: Bytes },
 
-    #[error("--max-size {requested} is too small: expected at least {minimum}")]
-    SizeTooSmall { requested: Bytes, minimum: Bytes },
+    #[error("{flag} {requested} is too small: expected at least {minimum}")]
+    SizeTooSmall {
+        flag: &'static str,
+        requested: Bytes,
+        minimum: Bytes,
+    },
 
     #[error("cannot write output file '{path}': {reason}")]
     OutputPath { path: String, reason: String },

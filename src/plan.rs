@@ -339,6 +339,7 @@ fn bandwidth_config(
         for &bytes in list {
             if bytes < stream::GRANULE as u64 * 4 {
                 return Err(UsageError::SizeTooSmall {
+                    flag: "--sizes",
                     requested: Bytes(bytes),
                     minimum: Bytes(stream::GRANULE as u64 * 4),
                 });
@@ -464,6 +465,7 @@ fn resolve_measure(args: &MeasureArgs, machine: &Machine) -> Result<MeasurePlan,
     };
     if max_size.0 < 4 * KIB {
         return Err(UsageError::SizeTooSmall {
+            flag: "--max-size",
             requested: max_size,
             minimum: Bytes(4 * KIB),
         });

@@ -252,6 +252,7 @@ fn bad_threads_isa_and_kernels_exit_2_naming_the_value() {
     fails_with_usage_error(&["bandwidth", "--isa", "avx9000"], "'avx9000'");
     fails_with_usage_error(&["bandwidth", "--kernels", "read,teleport"], "'teleport'");
     fails_with_usage_error(&["bandwidth", "--sizes", "1Q"], "'1Q'");
+    fails_with_usage_error(&["bandwidth", "--sizes", "1K"], "--sizes 1 KiB");
 }
 
 #[test]
