@@ -34,10 +34,17 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn info(machine: &mut Machine) -> Report {
+/// Calibrates the clock on the calling thread and records the TSC rate and the measured
+/// core clock in the machine description. Returns why the TSC is not used, if it is not.
+fn calibrate_clocks(machine: &mut Machine) -> (Timer, Option<String>) {
     let (timer, tsc_problem) = Timer::calibrate();
     machine.tsc_hz = timer.tsc_hz();
     machine.core_hz_estimate = timer.estimate_core_hz();
+    (timer, tsc_problem)
+}
+
+fn info(machine: &mut Machine) -> Report {
+    let (timer, tsc_problem) = calibrate_clocks(machine);
     let mut report = Report::new(machine.clone(), Settings::default());
     report.settings.timer = timer.name().to_string();
     report.warnings = machine_warnings(machine, tsc_problem);
@@ -161,13 +168,8 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         .expect("measuring commands have a measure plan");
     // Pin first: the clock estimate, the first touch of the buffers and the chase all
     // happen on the measuring CPU.
-    affinity::pin_current_thread(m.cpu).map_err(|e| UsageError::NoSuchCpu {
-        cpu: format!("{} ({e})", m.cpu),
-        available: crate::topology::cpu::format_cpu_list(&machine.allowed_cpus),
-    })?;
-    let (timer, tsc_problem) = Timer::calibrate();
-    machine.tsc_hz = timer.tsc_hz();
-    machine.core_hz_estimate = timer.estimate_core_hz();
+    affinity::pin_or_explain(m.cpu, &machine.allowed_cpus)?;
+    let (timer, tsc_problem) = calibrate_clocks(&mut machine);
 
     let mut warnings = machine_warnings(&machine, tsc_problem);
     let mut settings = Settings {

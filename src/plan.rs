@@ -138,10 +138,10 @@ impl Plan {
             .html
             .clone()
             .unwrap_or_else(|| in_dir("memscope-report.html"));
-        let latency = latency_config(&LatencyArgs::default_values(), &measure)?;
+        let latency = latency_config(&defaults::<LatencyArgs>(), &measure)?;
         // The quick versions of the other experiments: the bandwidth table with a read and
         // copy sweep, and the stride matrix at one size per level.
-        let mut bandwidth_args = BandwidthArgs::default_values();
+        let mut bandwidth_args = defaults::<BandwidthArgs>();
         bandwidth_args.sweep = true;
         bandwidth_args.sweep_kernels = "read,copy".into();
         let mut quick = measure.clone();
@@ -204,19 +204,6 @@ impl Plan {
             stride: Some(stride),
             print_points: false,
         })
-    }
-}
-
-impl BandwidthArgs {
-    /// The bandwidth flags' defaults, for `run`.
-    pub fn default_values() -> BandwidthArgs {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Defaults {
-            #[command(flatten)]
-            args: BandwidthArgs,
-        }
-        Defaults::parse_from(["memscope"]).args
     }
 }
 
@@ -398,17 +385,12 @@ fn stride_config(measure: &MeasurePlan, machine: &Machine, per_level: bool) -> S
     config
 }
 
-impl LatencyArgs {
-    /// The latency flags' defaults, for commands that run the ladder without exposing them.
-    pub fn default_values() -> LatencyArgs {
-        use clap::Parser;
-        #[derive(Parser)]
-        struct Defaults {
-            #[command(flatten)]
-            args: LatencyArgs,
-        }
-        Defaults::parse_from(["memscope"]).args
-    }
+/// A command's flags at their defaults, for `run`, which runs the experiments without
+/// exposing their flags: the defaults live once, in the clap definitions.
+fn defaults<A: clap::Args + clap::FromArgMatches>() -> A {
+    let command = A::augment_args(clap::Command::new("memscope"));
+    A::from_arg_matches(&command.get_matches_from(["memscope"]))
+        .expect("the clap definitions give every flag a default")
 }
 
 fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {

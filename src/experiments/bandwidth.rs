@@ -17,7 +17,7 @@ use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
 use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::stats::Summary;
-use crate::topology::Machine;
+use crate::topology::{CacheInfo, Machine};
 use crate::units::{Bytes, KIB, MIB};
 
 /// `experiments.bandwidth` of the report.
@@ -46,7 +46,11 @@ pub struct BandwidthRow {
     pub nontemporal: bool,
     pub isa: String,
     pub threads: usize,
-    /// Working set of one thread: all of the kernel's arrays together.
+    /// Working set of one thread asked for (the table column or sweep point).
+    pub working_set_bytes: u64,
+    /// Working set of one thread as measured: all of the kernel's arrays together, each
+    /// rounded down to whole granules (a few % below `working_set_bytes` for kernels with
+    /// three or four arrays).
     pub bytes_per_thread: u64,
     /// "L1d", "L2", "L3", "DRAM" for the per-level table; "custom" for `--sizes`; for the
     /// sweep, the level the working set falls in by the OS cache sizes.
@@ -94,16 +98,10 @@ pub fn level_working_sets(machine: &Machine, threads: usize) -> Vec<(String, u64
     let mut sets = Vec::new();
     let mut below = 0u64;
     for cache in machine.data_caches() {
-        let sharing = cache.shared_with_cpus.len().max(1).min(threads).max(1) as u64;
-        let share = cache.size_bytes / sharing;
+        let share = thread_share(cache, threads);
         let bytes = (share / 2).max(2 * below).min(share);
         sets.push((cache.name(), round_to_granule(bytes)));
-        below = cache.size_bytes
-            / if cache.shared_with_cpus.len() > 1 {
-                sharing
-            } else {
-                1
-            };
+        below = share;
     }
     let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
     sets.push((
@@ -111,6 +109,13 @@ pub fn level_working_sets(machine: &Machine, threads: usize) -> Vec<(String, u64
         round_to_granule((4 * llc).max(128 * MIB)),
     ));
     sets
+}
+
+/// The part of a cache one of `threads` threads can count on: all of a private cache, an
+/// equal share of one shared with other threads of the run.
+fn thread_share(cache: &CacheInfo, threads: usize) -> u64 {
+    let sharing = cache.shared_with_cpus.len().clamp(1, threads.max(1));
+    cache.size_bytes / sharing as u64
 }
 
 fn round_to_granule(bytes: u64) -> u64 {
@@ -125,8 +130,7 @@ pub fn sweep_working_sets(max: u64, per_octave: u32) -> Vec<u64> {
 /// The OS level a working set of `bytes` falls in (by the data caches' sizes).
 fn level_of(bytes: u64, machine: &Machine, threads: usize) -> String {
     for cache in machine.data_caches() {
-        let sharing = cache.shared_with_cpus.len().max(1).min(threads).max(1) as u64;
-        if bytes <= cache.size_bytes / sharing {
+        if bytes <= thread_share(cache, threads) {
             return cache.name();
         }
     }
@@ -253,6 +257,20 @@ pub fn probe_isa(
         stream::find("copy").expect("copy kernel"),
     ];
     let arena = Arena::new(Bytes((2 * array_stride(dram_bytes)) as u64), pages)?;
+    // Fill the inputs once (copy's two arrays cover read's one); every timing below starts
+    // with an untimed pass of its own so caches and TLBs are in the state it measures.
+    for array_bytes in [cache_bytes, dram_bytes] {
+        let fill = KernelJob {
+            kernel: kernels[1],
+            isa: candidates[0],
+            array_bytes,
+        };
+        for (i, &array) in fill.arrays(&arena).iter().enumerate() {
+            // SAFETY: the arena holds two arrays of dram_bytes ≥ array_bytes at this stride.
+            let slice = unsafe { std::slice::from_raw_parts_mut(array, array_bytes) };
+            stream::fill_pattern(slice, i as u64 + 1);
+        }
+    }
     let rate = |isa: Isa, array_bytes: usize, repeats: usize| -> f64 {
         let mut total = 0.0;
         for &kernel in &kernels {
@@ -261,7 +279,7 @@ pub fn probe_isa(
                 isa,
                 array_bytes,
             };
-            job.prepare(0, &arena);
+            job.work(0, &arena, 1);
             let best_ns = (0..5)
                 .map(|_| {
                     let t0 = timer.start();
@@ -416,7 +434,7 @@ fn measure_points(
         .iter()
         .zip(&jobs)
         .zip(&timings)
-        .map(|((&(kernel, ref level, _, _), job), timing)| {
+        .map(|((&(kernel, ref level, working_set, _), job), timing)| {
             let bytes = kernel.bytes_per_pass(job.array_bytes) as f64
                 * timing.repeats as f64
                 * threads as f64;
@@ -429,6 +447,7 @@ fn measure_points(
                 nontemporal: kernel.nontemporal,
                 isa: job.isa.to_string(),
                 threads,
+                working_set_bytes: working_set,
                 bytes_per_thread: (job.array_bytes * kernel.arrays()) as u64,
                 level: level.clone(),
                 gb_per_s: summary.median,
@@ -443,7 +462,6 @@ fn measure_points(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::CacheInfo;
 
     fn cache(level: u32, kind: &str, size: u64, shared: Vec<usize>) -> CacheInfo {
         CacheInfo {

@@ -39,6 +39,14 @@ pub fn pin_current_thread(cpu: usize) -> io::Result<()> {
     Ok(())
 }
 
+/// Pins the calling thread to `cpu`, or says which CPUs could have been used.
+pub fn pin_or_explain(cpu: usize, allowed: &[usize]) -> Result<(), crate::error::UsageError> {
+    pin_current_thread(cpu).map_err(|e| crate::error::UsageError::NoSuchCpu {
+        cpu: format!("{cpu} ({e})"),
+        available: crate::topology::cpu::format_cpu_list(allowed),
+    })
+}
+
 /// Restores the calling thread's affinity to a set of CPUs (after a pinned measurement).
 pub fn set_current_thread_cpus(cpus: &[usize]) -> io::Result<()> {
     // SAFETY: as above.

@@ -1,20 +1,59 @@
 //! A team of pinned worker threads that run a list of jobs together: each worker pins
 //! itself to its CPU, maps and first-touches its own arena (so its pages come from its
-//! node), and then every timed trial starts for all workers at one barrier. A trial lasts
-//! from the earliest start to the latest end over the workers, so the elapsed time is the
-//! slowest thread's, as in STREAM and Intel MLC.
+//! node), and then every timed trial starts for all workers at one barrier. A trial's
+//! elapsed time is the slowest worker's, as in STREAM and Intel MLC.
+//!
+//! Workers meet at a spinning barrier: a parked thread takes tens to hundreds of
+//! microseconds to wake (more under a hypervisor), which would skew the start of a
+//! millisecond trial across threads and understate the bandwidth of short trials.
 //!
 //! Trial length adapts per job: the workers run doubling repetition counts together until
 //! one trial lasts a quarter of the target, then size every trial to the target.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Barrier, Mutex};
+use std::sync::Mutex;
 
 use crate::error::UsageError;
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::timer::Timer;
 use crate::units::Bytes;
+
+/// A barrier whose waiters spin (then yield, so a team with more workers than CPUs still
+/// makes progress): all workers leave it within a fraction of a microsecond.
+struct SpinBarrier {
+    workers: usize,
+    arrived: AtomicUsize,
+    generation: AtomicUsize,
+}
+
+impl SpinBarrier {
+    fn new(workers: usize) -> SpinBarrier {
+        SpinBarrier {
+            workers,
+            arrived: AtomicUsize::new(0),
+            generation: AtomicUsize::new(0),
+        }
+    }
+
+    fn wait(&self) {
+        let generation = self.generation.load(Ordering::Acquire);
+        if self.arrived.fetch_add(1, Ordering::AcqRel) + 1 == self.workers {
+            self.arrived.store(0, Ordering::Relaxed);
+            self.generation.fetch_add(1, Ordering::Release);
+            return;
+        }
+        let mut spins = 0u32;
+        while self.generation.load(Ordering::Acquire) == generation {
+            if spins < 1 << 16 {
+                spins += 1;
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+}
 
 /// What every worker does for one job: `work(worker, arena, repeats)` runs the job's
 /// kernel `repeats` times over the worker's arena.
@@ -52,7 +91,7 @@ pub fn run_jobs(
     on_job_done: &(dyn Fn(usize) + Sync),
 ) -> Result<Vec<JobTiming>, UsageError> {
     let workers = cpus.len().max(1);
-    let barrier = Barrier::new(workers);
+    let barrier = SpinBarrier::new(workers);
     let failed: Mutex<Option<UsageError>> = Mutex::new(None);
     let any_failed = AtomicBool::new(false);
     let starts: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
@@ -66,11 +105,7 @@ pub fn run_jobs(
             let (starts, ends, repeats, timings) = (&starts, &ends, &repeats, &timings);
             scope.spawn(move || {
                 // Pin before mapping: the first touch decides where the pages live.
-                let arena = affinity::pin_current_thread(cpu)
-                    .map_err(|e| UsageError::NoSuchCpu {
-                        cpu: format!("{cpu} ({e})"),
-                        available: crate::topology::cpu::format_cpu_list(cpus),
-                    })
+                let arena = affinity::pin_or_explain(cpu, cpus)
                     .and_then(|_| Arena::new(arena_bytes, pages));
                 let arena = match arena {
                     Ok(arena) => Some(arena),
@@ -85,19 +120,21 @@ pub fn run_jobs(
                     return;
                 };
 
-                // Elapsed time of the trial just run: latest end − earliest start.
+                // Elapsed time of the trial just run: the slowest worker's own duration.
+                // Each duration is read from one CPU's TSC; comparing readings across CPUs
+                // (latest end − earliest start) would add any offset between their TSCs,
+                // which hypervisors do not always keep in step.
                 let elapsed = || {
-                    let t0 = starts
+                    let slowest = starts
                         .iter()
-                        .map(|s| s.load(Ordering::SeqCst))
-                        .min()
-                        .unwrap_or(0);
-                    let t1 = ends
-                        .iter()
-                        .map(|e| e.load(Ordering::SeqCst))
+                        .zip(ends)
+                        .map(|(s, e)| {
+                            e.load(Ordering::SeqCst)
+                                .saturating_sub(s.load(Ordering::SeqCst))
+                        })
                         .max()
                         .unwrap_or(0);
-                    timer.ticks_to_ns(t1.saturating_sub(t0))
+                    timer.ticks_to_ns(slowest)
                 };
                 let timed = |job: &dyn TeamJob, count: usize| {
                     barrier.wait();

@@ -184,11 +184,17 @@ fn cpu_list(cpus: &[usize]) -> String {
 /// Nanoseconds without the unit (table cells have it in the header): more decimals for
 /// the small L1 values, none for DRAM.
 fn ns(v: f64) -> String {
+    rounded(v, 100.0)
+}
+
+/// A number with two decimals below 10, one below `one_decimal_below`, none above; a
+/// dash when it is not finite.
+fn rounded(v: f64, one_decimal_below: f64) -> String {
     if !v.is_finite() {
         "–".to_string()
     } else if v < 10.0 {
         format!("{v:.2}")
-    } else if v < 100.0 {
+    } else if v < one_decimal_below {
         format!("{v:.1}")
     } else {
         format!("{v:.0}")
@@ -989,15 +995,7 @@ fn threads_label(threads: usize) -> String {
 
 /// Decimal GB/s without the unit: two decimals below 10, none from 1000 up, else one.
 fn gbs(v: f64) -> String {
-    if !v.is_finite() {
-        "–".to_string()
-    } else if v < 10.0 {
-        format!("{v:.2}")
-    } else if v < 1000.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.0}")
-    }
+    rounded(v, 1000.0)
 }
 
 fn spread_text(spread_pct: f64) -> String {
@@ -1121,29 +1119,27 @@ pub fn bandwidth_threads_chart(result: &BandwidthResult, level: &str) -> String 
     chart.render()
 }
 
-/// One column of a per-level table: a level, or one custom size (kernels with three
-/// arrays round their working set down to whole granules, so sizes within 20 % share a
-/// column).
+/// One column of a per-level table: a level, or one custom size. Kernels with three or
+/// four arrays round their working set down to whole granules, so the measured sizes in a
+/// column span a few %.
 struct LevelColumn<'a> {
     level: &'a str,
+    working_set: u64,
     min_bytes: u64,
     max_bytes: u64,
 }
 
 fn level_columns<'a>(rows: &[&'a BandwidthRow]) -> Vec<LevelColumn<'a>> {
-    let same = |a: u64, b: u64| (a.max(b) as f64) < 1.2 * a.min(b) as f64;
     let mut columns: Vec<LevelColumn<'a>> = Vec::new();
     for r in rows {
-        let found = columns.iter_mut().find(|c| {
-            c.level == r.level && (r.level != "custom" || same(c.min_bytes, r.bytes_per_thread))
-        });
-        match found {
+        match columns.iter_mut().find(|c| c.holds(r)) {
             Some(c) => {
                 c.min_bytes = c.min_bytes.min(r.bytes_per_thread);
                 c.max_bytes = c.max_bytes.max(r.bytes_per_thread);
             }
             None => columns.push(LevelColumn {
                 level: &r.level,
+                working_set: r.working_set_bytes,
                 min_bytes: r.bytes_per_thread,
                 max_bytes: r.bytes_per_thread,
             }),
@@ -1154,9 +1150,7 @@ fn level_columns<'a>(rows: &[&'a BandwidthRow]) -> Vec<LevelColumn<'a>> {
 
 impl LevelColumn<'_> {
     fn holds(&self, r: &BandwidthRow) -> bool {
-        r.level == self.level
-            && r.bytes_per_thread >= self.min_bytes
-            && r.bytes_per_thread <= self.max_bytes
+        r.level == self.level && r.working_set_bytes == self.working_set
     }
 
     fn header(&self) -> String {
@@ -1816,6 +1810,7 @@ mod tests {
         bytes: u64,
     ) -> BandwidthRow {
         let arrays = (kernel.1 + kernel.2) as u64;
+        let working_set = bytes;
         // Three-array kernels round down to whole 1 KiB granules per array.
         let bytes = (bytes / arrays / KIB).max(1) * KIB * arrays;
         let gb = plausible_gbs(kernel, bytes, threads);
@@ -1826,6 +1821,7 @@ mod tests {
             nontemporal: kernel.3,
             isa: "avx2".to_string(),
             threads,
+            working_set_bytes: working_set,
             bytes_per_thread: bytes,
             level: level.to_string(),
             gb_per_s: gb,

@@ -392,20 +392,9 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
             .iter()
             .filter(|r| r.threads == threads)
             .collect();
-        // One column per level (or custom size): kernels with three arrays round their
-        // working set down to whole granules, so sizes within 20 % share a column.
-        let same = |a: u64, b: u64| (a.max(b) as f64) < 1.2 * a.min(b) as f64;
-        let mut columns: Vec<(String, u64)> = Vec::new();
-        for r in &rows {
-            if !columns
-                .iter()
-                .any(|(l, b)| *l == r.level && same(*b, r.bytes_per_thread))
-            {
-                columns.push((r.level.clone(), r.bytes_per_thread));
-            }
-        }
+        let columns = distinct(rows.iter().map(|r| (r.level.clone(), r.working_set_bytes)));
         out.push_str(&heading(&format!(
-            "Bandwidth, {threads} thread(s), {} kernels: GB/s (10^9 B/s of bytes read + written){}",
+            "Bandwidth, {threads} thread(s), {}: GB/s (10^9 B/s of bytes read + written){}",
             result.isa,
             if rows.iter().any(|r| r.bytes_per_cycle.is_some()) {
                 "; bytes/cycle per thread in caches"
@@ -439,7 +428,7 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
                 let cell = rows
                     .iter()
                     .find(|r| {
-                        r.kernel == kernel && &r.level == level && same(r.bytes_per_thread, *bytes)
+                        r.kernel == kernel && &r.level == level && r.working_set_bytes == *bytes
                     })
                     .map_or("-".to_string(), |r| {
                         let flag = if r.spread_pct > 10.0 { "~" } else { "" };
@@ -466,19 +455,12 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
         header.extend(kernels.iter().cloned());
         let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
         let mut t = Table::new(&header_refs);
-        // Kernels with three arrays round a working set down by a few %: one row per size.
-        let same = |a: u64, b: u64| (a.max(b) as f64) < 1.1 * a.min(b) as f64;
-        let mut sizes: Vec<u64> = Vec::new();
-        for r in &result.sweep {
-            if !sizes.iter().any(|&b| same(b, r.bytes_per_thread)) {
-                sizes.push(r.bytes_per_thread);
-            }
-        }
+        let sizes = distinct(result.sweep.iter().map(|r| r.working_set_bytes));
         for bytes in sizes {
             let level = result
                 .sweep
                 .iter()
-                .find(|r| same(r.bytes_per_thread, bytes))
+                .find(|r| r.working_set_bytes == bytes)
                 .map_or("", |r| r.level.as_str());
             let mut cells = vec![Bytes(bytes).to_string(), level.to_string()];
             for kernel in &kernels {
@@ -486,7 +468,7 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
                     result
                         .sweep
                         .iter()
-                        .find(|r| &r.kernel == kernel && same(r.bytes_per_thread, bytes))
+                        .find(|r| &r.kernel == kernel && r.working_set_bytes == bytes)
                         .map_or("-".into(), |r| format!("{:.1}", r.gb_per_s)),
                 );
             }
