@@ -511,7 +511,6 @@ fn latency_config(args: &LatencyArgs, measure: &MeasurePlan) -> Result<LatencyCo
         passes: if measure.quick { 1 } else { 3 },
         trial_ns: measure.trial_ns,
         page_local_window_bytes: window_pages * 4096,
-        dram_both_orders: true,
         seed: 0x6d65_6d73_636f_7065, // "memscope"
     })
 }

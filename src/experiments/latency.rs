@@ -108,8 +108,6 @@ pub struct LatencyConfig {
     pub trial_ns: f64,
     /// Window of the page-local order, bytes.
     pub page_local_window_bytes: usize,
-    /// Measure DRAM both ways at the largest size.
-    pub dram_both_orders: bool,
     pub seed: u64,
 }
 
@@ -191,7 +189,8 @@ pub fn measure(
     let (levels, level_warnings) = find_levels(&points, machine, to_cycles);
     warnings.extend(level_warnings);
 
-    let dram = config.dram_both_orders.then(|| {
+    // DRAM both ways at the largest size: what TLB misses add there.
+    let dram = Some({
         let largest = *config.sizes.last().expect("a sweep has at least one size");
         // Each order's figure comes from its sweep when there is one, else it is measured.
         let at_largest = |order: ChaseOrder| -> f64 {
