@@ -36,6 +36,16 @@ pub enum Command {
     Bandwidth(BandwidthArgs),
     /// Access cost vs stride and random order (read and SAXPY): a throughput study.
     Stride(StrideArgs),
+    /// Latency under load: a pointer chase while injector threads stream a traffic mix
+    /// with a falling delay; the latency-vs-bandwidth curve, its knee and Little's law.
+    Loaded(LoadedArgs),
+    /// Memory-level parallelism: N independent pointer chains in one thread at L2, L3 and
+    /// DRAM; where parallelism saturates, and n dependent misses in a row.
+    Mlp(MlpArgs),
+    /// The out-of-order window (x86_64): two misses separated by K generated filler
+    /// instructions; the K where they stop overlapping sizes the ROB, register files,
+    /// load and store queues.
+    Rob(RobArgs),
 }
 
 /// Flags shared by every measuring command.
@@ -168,6 +178,67 @@ pub struct BandwidthArgs {
 pub struct StrideArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct LoadedArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Injectors' traffic mixes, comma-separated, or 'all': read, 2:1, 1:1, write-nt
+    /// [default: all; with --quick: read].
+    #[arg(long, value_name = "LIST")]
+    pub mix: Option<String>,
+
+    /// Injector thread counts (the latency thread not counted), comma-separated, or
+    /// 'all' for one on every other CPU this process may use.
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub threads: String,
+
+    /// Delays between the injectors' accesses, core cycles, comma-separated [default:
+    /// Intel MLC's series 0,2,8,15,50,…,9000,20000; with --quick ten of them].
+    #[arg(long, value_name = "LIST")]
+    pub delays: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct MlpArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Working sets of the chain sweep, comma-separated, instead of one inside L2, L3 and
+    /// DRAM [with --quick: L2 and DRAM].
+    #[arg(long, value_name = "SIZES")]
+    pub sizes: Option<String>,
+
+    /// Most chains of the sweep (1 to 64) [default: 32].
+    #[arg(long, value_name = "N")]
+    pub max_chains: Option<String>,
+
+    /// Largest working set of the size × chains grid (from 1 KiB in powers of two);
+    /// 'none' skips the grid [default: 1G; with --quick none].
+    #[arg(long, value_name = "SIZE")]
+    pub grid_max: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct RobArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Filler instructions, comma-separated, or 'all': nop (reorder buffer), add (integer
+    /// registers), xor (vector registers), load (load queue), store (store queue).
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub fillers: String,
+
+    /// Largest K (filler instructions between the two misses) [default: 1024; with
+    /// --quick 512].
+    #[arg(long, value_name = "K")]
+    pub max_k: Option<String>,
+
+    /// Skip the serialized N × K grid (misses and nops timed as one block).
+    #[arg(long)]
+    pub no_serialized: bool,
 }
 
 #[cfg(test)]

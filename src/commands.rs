@@ -8,7 +8,7 @@ use anyhow::Context;
 
 use crate::cli::Cli;
 use crate::error::UsageError;
-use crate::experiments::{bandwidth, latency, stride};
+use crate::experiments::{bandwidth, latency, loaded, mlp, rob, stride};
 use crate::plan::{CommandKind, MeasurePlan, Plan};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
@@ -25,9 +25,7 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
     let plan = Plan::resolve(cli, &machine)?;
     let mut report = match plan.command {
         CommandKind::Info => info(&mut machine),
-        CommandKind::Latency | CommandKind::Run | CommandKind::Bandwidth | CommandKind::Stride => {
-            measure(&plan, machine)?
-        }
+        _ => measure(&plan, machine)?,
     };
     report.settings.command = plan.command.name().to_string();
     export(&plan, &report)?;
@@ -126,6 +124,32 @@ fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
             stride.trial_ns / 1e6
         ));
     }
+    if let Some(loaded) = &plan.loaded {
+        parts.push(format!(
+            "loaded: per delay, the injectors run {:.0} ms before {} chase trials of ~{:.0} ms; \
+             injector bandwidth from their step counts over the same trials; median; idle \
+             latency measured before and after the curves",
+            loaded::SETTLE_NS / 1e6,
+            loaded.repetitions,
+            loaded.trial_ns / 1e6
+        ));
+    }
+    if let Some(mlp) = &plan.mlp {
+        parts.push(format!(
+            "mlp: a warm-up lap, then {} trials of ~{:.0} ms per level × chains (grid: fewer, \
+             shorter trials); median",
+            mlp.repetitions,
+            mlp.trial_ns / 1e6
+        ));
+    }
+    if let Some(rob) = &plan.rob {
+        parts.push(format!(
+            "rob: {} trials of ~{:.0} ms per filler × K, a coarse sweep then steps of 2 around \
+             each cliff; median",
+            rob.repetitions,
+            rob.trial_ns / 1e6
+        ));
+    }
     parts.join("; ")
 }
 
@@ -217,6 +241,54 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         warnings.extend(found.into_iter().map(Warning::from));
     }
 
+    if let Some(config) = &plan.loaded {
+        let arena = allocate(
+            Bytes(config.chase_bytes),
+            m.pages,
+            &mut settings,
+            &mut warnings,
+        )?;
+        let (result, found) =
+            loaded::measure(config, &arena, &timer, machine.core_hz_estimate, &progress)?;
+        warnings.extend(found.into_iter().map(Warning::from));
+        for cpu in &result.injector_cpus {
+            if !settings.cpus.contains(cpu) {
+                settings.cpus.push(*cpu);
+            }
+        }
+        experiments.loaded = Some(result);
+    }
+    if let Some(config) = &plan.mlp {
+        let arena = allocate(
+            Bytes(config.arena_bytes()),
+            m.pages,
+            &mut settings,
+            &mut warnings,
+        )?;
+        experiments.mlp = Some(mlp::measure(
+            config,
+            &arena,
+            &timer,
+            machine.core_hz_estimate,
+            &progress,
+        ));
+    }
+    if let Some(config) = &plan.rob {
+        let arena = allocate(
+            Bytes(config.chase_bytes),
+            m.pages,
+            &mut settings,
+            &mut warnings,
+        )?;
+        experiments.rob = Some(rob::measure(
+            config,
+            &arena,
+            &timer,
+            machine.core_hz_estimate,
+            &progress,
+        ));
+    }
+
     let mut report = Report::new(machine, settings);
     report.warnings = warnings;
     report.experiments = experiments;
@@ -243,6 +315,15 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
     }
     if let Some(stride) = &experiments.stride {
         text.push_str(&report::terminal::stride(stride));
+    }
+    if let Some(loaded) = &experiments.loaded {
+        text.push_str(&report::terminal::loaded(loaded));
+    }
+    if let Some(mlp) = &experiments.mlp {
+        text.push_str(&report::terminal::mlp(mlp));
+    }
+    if let Some(rob) = &experiments.rob {
+        text.push_str(&report::terminal::rob(rob));
     }
     text.push_str(&report::terminal::settings_and_warnings(report));
 

@@ -23,8 +23,12 @@ pub enum UsageError {
     )]
     NoSuchCpu { cpu: String, available: String },
 
-    #[error("--max-size {requested} is larger than the memory available now ({available}): expected at most {available}")]
-    SizeExceedsMemory { requested: Bytes, available: Bytes },
+    #[error("{flag} {requested} is larger than the memory available now ({available}): expected at most {available}")]
+    SizeExceedsMemory {
+        flag: &'static str,
+        requested: Bytes,
+        available: Bytes,
+    },
 
     #[error("{flag} {requested} is too small: expected at least {minimum}")]
     SizeTooSmall {
@@ -42,6 +46,9 @@ pub enum UsageError {
         reason: String,
         advice: String,
     },
+
+    #[error("not supported here: {0}")]
+    Unsupported(String),
 }
 
 /// Exit status for errors the user can fix (bad flags, sizes, CPUs, paths).

@@ -3,12 +3,18 @@
 //! a `UsageError` that quotes it and says what was expected.
 
 use crate::cli::{
-    BandwidthArgs, Cli, Command, InfoArgs, LatencyArgs, MeasureArgs, RunArgs, StrideArgs,
+    BandwidthArgs, Cli, Command, InfoArgs, LatencyArgs, LoadedArgs, MeasureArgs, MlpArgs, RobArgs,
+    RunArgs, StrideArgs,
 };
 use crate::error::UsageError;
 use crate::experiments::bandwidth::{sweep_working_sets, BandwidthConfig, Sizes};
 use crate::experiments::latency::{sweep_sizes, LatencyConfig};
+use crate::experiments::loaded::{LoadedConfig, DEFAULT_DELAYS, QUICK_DELAYS};
+use crate::experiments::mlp::MlpConfig;
+use crate::experiments::rob::RobConfig;
 use crate::experiments::stride::StrideConfig;
+use crate::kernels::injector::Mix;
+use crate::kernels::jit::Filler;
 use crate::kernels::permutation::ChaseOrder;
 use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::platform::arena::PagePolicy;
@@ -27,6 +33,9 @@ pub struct Plan {
     pub latency: Option<LatencyConfig>,
     pub bandwidth: Option<BandwidthConfig>,
     pub stride: Option<StrideConfig>,
+    pub loaded: Option<LoadedConfig>,
+    pub mlp: Option<MlpConfig>,
+    pub rob: Option<RobConfig>,
     /// Print every sweep point, not only the levels.
     pub print_points: bool,
 }
@@ -38,6 +47,9 @@ pub enum CommandKind {
     Latency,
     Bandwidth,
     Stride,
+    Loaded,
+    Mlp,
+    Rob,
 }
 
 impl CommandKind {
@@ -48,6 +60,9 @@ impl CommandKind {
             CommandKind::Latency => "latency",
             CommandKind::Bandwidth => "bandwidth",
             CommandKind::Stride => "stride",
+            CommandKind::Loaded => "loaded",
+            CommandKind::Mlp => "mlp",
+            CommandKind::Rob => "rob",
         }
     }
 }
@@ -92,6 +107,22 @@ pub struct MeasurePlan {
 }
 
 impl Plan {
+    /// A plan that runs nothing yet: each command fills in its experiments.
+    fn new(command: CommandKind, outputs: Outputs, measure: Option<MeasurePlan>) -> Plan {
+        Plan {
+            command,
+            outputs,
+            measure,
+            latency: None,
+            bandwidth: None,
+            stride: None,
+            loaded: None,
+            mlp: None,
+            rob: None,
+            print_points: false,
+        }
+    }
+
     pub fn resolve(cli: &Cli, machine: &Machine) -> Result<Plan, UsageError> {
         match &cli.command {
             None => Plan::run(&cli.run, machine),
@@ -100,23 +131,19 @@ impl Plan {
             Some(Command::Latency(args)) => Plan::latency(args, machine),
             Some(Command::Bandwidth(args)) => Plan::bandwidth(args, machine),
             Some(Command::Stride(args)) => Plan::stride(args, machine),
+            Some(Command::Loaded(args)) => Plan::loaded(args, machine),
+            Some(Command::Mlp(args)) => Plan::mlp(args, machine),
+            Some(Command::Rob(args)) => Plan::rob(args, machine),
         }
     }
 
     fn info(args: &InfoArgs) -> Result<Plan, UsageError> {
-        Ok(Plan {
-            command: CommandKind::Info,
-            outputs: Outputs {
-                json: args.json.as_deref().map(Target::parse).transpose()?,
-                csv: args.csv.as_deref().map(Target::parse).transpose()?,
-                html: None,
-            },
-            measure: None,
-            latency: None,
-            bandwidth: None,
-            stride: None,
-            print_points: false,
-        })
+        let outputs = Outputs {
+            json: args.json.as_deref().map(Target::parse).transpose()?,
+            csv: args.csv.as_deref().map(Target::parse).transpose()?,
+            html: None,
+        };
+        Ok(Plan::new(CommandKind::Info, outputs, None))
     }
 
     fn run(args: &RunArgs, machine: &Machine) -> Result<Plan, UsageError> {
@@ -149,61 +176,102 @@ impl Plan {
         quick.trial_ns = 1e6;
         let bandwidth = bandwidth_config(&bandwidth_args, &quick, machine)?;
         let stride = stride_config(&quick, machine, true);
-        Ok(Plan {
-            command: CommandKind::Run,
-            outputs: Outputs {
-                json: Some(Target::parse(&json)?),
-                csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
-                html: Some(Target::parse(&html)?),
-            },
-            measure: Some(measure),
-            latency: Some(latency),
-            bandwidth: Some(bandwidth),
-            stride: Some(stride),
-            print_points: false,
-        })
+        // A quick loaded-latency curve (read mix, every injector), when there is a CPU
+        // to inject from.
+        let loaded = (thread_cpus(machine, measure.cpu).len() > 1)
+            .then(|| {
+                let mut loaded_args = defaults::<LoadedArgs>();
+                loaded_args.mix = Some("read".into());
+                loaded_config(&loaded_args, &quick, machine)
+            })
+            .transpose()?;
+        let outputs = Outputs {
+            json: Some(Target::parse(&json)?),
+            csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
+            html: Some(Target::parse(&html)?),
+        };
+        let mut plan = Plan::new(CommandKind::Run, outputs, Some(measure));
+        plan.latency = Some(latency);
+        plan.bandwidth = Some(bandwidth);
+        plan.stride = Some(stride);
+        plan.loaded = loaded;
+        // DRAM parallelism with the quick chain counts, the sequential model and Little's law.
+        let mut mlp_args = defaults::<MlpArgs>();
+        mlp_args.grid_max = Some("none".into());
+        let mut mlp = mlp_config(&mlp_args, &quick, machine)?;
+        mlp.levels.retain(|(name, _)| name == "DRAM");
+        plan.mlp = Some(mlp);
+        Ok(plan)
     }
 
     fn latency(args: &LatencyArgs, machine: &Machine) -> Result<Plan, UsageError> {
         let measure = resolve_measure(&args.measure, machine)?;
         let latency = latency_config(args, &measure)?;
-        Ok(Plan {
-            command: CommandKind::Latency,
-            outputs: Outputs::of(&args.measure)?,
-            measure: Some(measure),
-            latency: Some(latency),
-            bandwidth: None,
-            stride: None,
-            print_points: args.points,
-        })
+        let mut plan = Plan::new(
+            CommandKind::Latency,
+            Outputs::of(&args.measure)?,
+            Some(measure),
+        );
+        plan.latency = Some(latency);
+        plan.print_points = args.points;
+        Ok(plan)
     }
 
     fn bandwidth(args: &BandwidthArgs, machine: &Machine) -> Result<Plan, UsageError> {
         let measure = resolve_measure(&args.measure, machine)?;
         let bandwidth = bandwidth_config(args, &measure, machine)?;
-        Ok(Plan {
-            command: CommandKind::Bandwidth,
-            outputs: Outputs::of(&args.measure)?,
-            measure: Some(measure),
-            latency: None,
-            bandwidth: Some(bandwidth),
-            stride: None,
-            print_points: false,
-        })
+        let mut plan = Plan::new(
+            CommandKind::Bandwidth,
+            Outputs::of(&args.measure)?,
+            Some(measure),
+        );
+        plan.bandwidth = Some(bandwidth);
+        Ok(plan)
     }
 
     fn stride(args: &StrideArgs, machine: &Machine) -> Result<Plan, UsageError> {
         let measure = resolve_measure(&args.measure, machine)?;
         let stride = stride_config(&measure, machine, false);
-        Ok(Plan {
-            command: CommandKind::Stride,
-            outputs: Outputs::of(&args.measure)?,
-            measure: Some(measure),
-            latency: None,
-            bandwidth: None,
-            stride: Some(stride),
-            print_points: false,
-        })
+        let mut plan = Plan::new(
+            CommandKind::Stride,
+            Outputs::of(&args.measure)?,
+            Some(measure),
+        );
+        plan.stride = Some(stride);
+        Ok(plan)
+    }
+
+    fn loaded(args: &LoadedArgs, machine: &Machine) -> Result<Plan, UsageError> {
+        let measure = resolve_measure(&args.measure, machine)?;
+        let loaded = loaded_config(args, &measure, machine)?;
+        let mut plan = Plan::new(
+            CommandKind::Loaded,
+            Outputs::of(&args.measure)?,
+            Some(measure),
+        );
+        plan.loaded = Some(loaded);
+        Ok(plan)
+    }
+
+    fn mlp(args: &MlpArgs, machine: &Machine) -> Result<Plan, UsageError> {
+        let measure = resolve_measure(&args.measure, machine)?;
+        let mlp = mlp_config(args, &measure, machine)?;
+        let mut plan = Plan::new(CommandKind::Mlp, Outputs::of(&args.measure)?, Some(measure));
+        plan.mlp = Some(mlp);
+        Ok(plan)
+    }
+
+    fn rob(args: &RobArgs, machine: &Machine) -> Result<Plan, UsageError> {
+        if !crate::experiments::rob::supported() {
+            return Err(UsageError::Unsupported(
+                crate::experiments::rob::UNSUPPORTED.to_string(),
+            ));
+        }
+        let measure = resolve_measure(&args.measure, machine)?;
+        let rob = rob_config(args, &measure, machine)?;
+        let mut plan = Plan::new(CommandKind::Rob, Outputs::of(&args.measure)?, Some(measure));
+        plan.rob = Some(rob);
+        Ok(plan)
     }
 }
 
@@ -331,13 +399,7 @@ fn bandwidth_config(
                     minimum: Bytes(stream::GRANULE as u64 * 4),
                 });
             }
-            let available = Bytes(machine.memory_available_bytes / 10 * 9);
-            if machine.memory_available_bytes > 0 && bytes * max_threads > available.0 {
-                return Err(UsageError::SizeExceedsMemory {
-                    requested: Bytes(bytes * max_threads),
-                    available,
-                });
-            }
+            check_fits_memory("--sizes (× threads)", Bytes(bytes * max_threads), machine)?;
         }
     }
     let sweep_kernels = if args.sweep {
@@ -365,6 +427,257 @@ fn bandwidth_config(
         repetitions: measure.repetitions,
         trial_ns: measure.trial_ns,
     })
+}
+
+/// The loaded-latency experiment: the chase on the measuring CPU over the latency
+/// ladder's largest working set (so its idle end compares with `latency`'s DRAM figure),
+/// injectors on the other CPUs in `thread_cpus` order.
+fn loaded_config(
+    args: &LoadedArgs,
+    measure: &MeasurePlan,
+    machine: &Machine,
+) -> Result<LoadedConfig, UsageError> {
+    let cpus = thread_cpus(machine, measure.cpu);
+    let injector_cpus = cpus[1..].to_vec();
+    if injector_cpus.is_empty() {
+        return Err(invalid(
+            "--cpu",
+            &measure.cpu.to_string(),
+            &format!(
+                "a machine with a second CPU to inject load from (this process may use only CPU \
+                 {})",
+                format_cpu_list(&machine.allowed_cpus)
+            ),
+        ));
+    }
+    let mixes = match args.mix.as_deref() {
+        None if measure.quick => vec![Mix::Read],
+        None => Mix::ALL.to_vec(),
+        Some(text) if text.trim() == "all" => Mix::ALL.to_vec(),
+        Some(text) => {
+            let mut mixes = Vec::new();
+            for name in text.split(',').map(str::trim) {
+                let mix = Mix::parse(name).ok_or_else(|| {
+                    invalid(
+                        "--mix",
+                        name,
+                        &format!("'all' or mixes from: {}", Mix::NAMES),
+                    )
+                })?;
+                if !mixes.contains(&mix) {
+                    mixes.push(mix);
+                }
+            }
+            mixes
+        }
+    };
+    let thread_counts = parse_thread_counts(&args.threads, injector_cpus.len())?;
+    let delays = match args.delays.as_deref() {
+        None if measure.quick => QUICK_DELAYS.to_vec(),
+        None => DEFAULT_DELAYS.to_vec(),
+        Some(text) => {
+            let mut delays = Vec::new();
+            for part in text.split(',').map(str::trim) {
+                let delay = part
+                    .parse::<u64>()
+                    .ok()
+                    .filter(|d| *d <= 10_000_000)
+                    .ok_or_else(|| {
+                        invalid(
+                            "--delays",
+                            part,
+                            "delays in core cycles from 0 to 10000000, comma-separated",
+                        )
+                    })?;
+                if !delays.contains(&delay) {
+                    delays.push(delay);
+                }
+            }
+            delays
+        }
+    };
+    let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
+    // The page-local window of the latency ladder, so the idle ends agree.
+    let window_pages = parse_count(
+        "--window-pages",
+        &defaults::<LatencyArgs>().window_pages,
+        1,
+        1 << 20,
+    )?;
+    Ok(LoadedConfig {
+        mixes,
+        thread_counts,
+        delays,
+        latency_cpu: measure.cpu,
+        injector_cpus,
+        chase_bytes: measure.max_size.0,
+        window_bytes: window_pages * 4096,
+        injector_bytes: (4 * llc).max(128 * MIB),
+        pages: measure.pages,
+        repetitions: measure.repetitions,
+        trial_ns: measure.trial_ns,
+        seed: 0x6c6f_6164_6564, // "loaded"
+    })
+}
+
+/// The DRAM working set of the MLP and ROB chases: --max-size when given, else the
+/// bandwidth table's DRAM size (four times the largest cache, at least 128 MiB).
+fn dram_working_set(measure: &MeasurePlan, machine: &Machine) -> u64 {
+    if measure.max_size_given {
+        return measure.max_size.0;
+    }
+    crate::experiments::bandwidth::level_working_sets(machine, 1)
+        .last()
+        .map_or(128 * MIB, |(_, bytes)| *bytes)
+}
+
+/// The MLP experiment: chains at L2, L3 and DRAM (L2 and DRAM with --quick) or at
+/// --sizes, and the size × chains grid.
+fn mlp_config(
+    args: &MlpArgs,
+    measure: &MeasurePlan,
+    machine: &Machine,
+) -> Result<MlpConfig, UsageError> {
+    let levels = match &args.sizes {
+        Some(text) => {
+            let mut levels = Vec::new();
+            for part in text.split(',').map(str::trim) {
+                let bytes = Bytes::parse(part)?;
+                if bytes.0 < 4 * KIB {
+                    return Err(UsageError::SizeTooSmall {
+                        flag: "--sizes",
+                        requested: bytes,
+                        minimum: Bytes(4 * KIB),
+                    });
+                }
+                check_fits_memory("--sizes", bytes, machine)?;
+                levels.push((bytes.to_string(), bytes.0));
+            }
+            levels
+        }
+        None => {
+            let mut levels = crate::experiments::bandwidth::level_working_sets(machine, 1);
+            levels.retain(|(name, _)| !name.starts_with("L1"));
+            if measure.quick {
+                levels.retain(|(name, _)| name == "L2" || name == "DRAM");
+            }
+            if let Some(dram) = levels.iter_mut().find(|(name, _)| name == "DRAM") {
+                dram.1 = dram_working_set(measure, machine);
+            }
+            // Shared last-level caches behave smaller than their size (other cores, other
+            // tenants, slices): well above the level below, far below the OS size.
+            let caches: Vec<u64> = machine.data_caches().iter().map(|c| c.size_bytes).collect();
+            for (name, bytes) in levels.iter_mut() {
+                let level: Option<usize> = name.strip_prefix('L').and_then(|n| n.parse().ok());
+                if let Some(level) = level.filter(|&l| l >= 3 && l <= caches.len()) {
+                    *bytes = (caches[level - 1] / 8).max(4 * caches[level - 2]);
+                }
+            }
+            levels
+        }
+    };
+    let max_chains = match &args.max_chains {
+        Some(text) => parse_count("--max-chains", text, 1, 64)? as u32,
+        None => 32,
+    };
+    let mut chains: Vec<u32> = MlpConfig::default_chains()
+        .into_iter()
+        .filter(|&n| n <= max_chains)
+        .collect();
+    if !chains.contains(&max_chains) {
+        chains.push(max_chains);
+    }
+    let grid_max = match args.grid_max.as_deref() {
+        Some("none") => None,
+        Some(text) => {
+            let bytes = Bytes::parse(text)?;
+            if bytes.0 < KIB {
+                return Err(UsageError::SizeTooSmall {
+                    flag: "--grid-max",
+                    requested: bytes,
+                    minimum: Bytes(KIB),
+                });
+            }
+            check_fits_memory("--grid-max", bytes, machine)?;
+            Some(bytes.0)
+        }
+        None if measure.quick => None,
+        // 1 GiB, or what fits in the memory available now.
+        None => Some(
+            (1 << 30)
+                .min(machine.memory_available_bytes / 2)
+                .max(64 * MIB),
+        ),
+    };
+    Ok(MlpConfig {
+        levels,
+        chains,
+        grid_sizes: grid_max.map_or_else(Vec::new, MlpConfig::grid_sizes_up_to),
+        grid_chains: MlpConfig::default_grid_chains(),
+        sequential: true,
+        littles_law: true,
+        repetitions: measure.repetitions,
+        trial_ns: measure.trial_ns,
+        seed: 0x006d_6c70, // "mlp"
+    })
+}
+
+/// The ROB experiment over a DRAM-sized pair of chases.
+fn rob_config(
+    args: &RobArgs,
+    measure: &MeasurePlan,
+    machine: &Machine,
+) -> Result<RobConfig, UsageError> {
+    let fillers = if args.fillers.trim() == "all" {
+        Filler::ALL.to_vec()
+    } else {
+        let mut fillers = Vec::new();
+        for name in args.fillers.split(',').map(str::trim) {
+            let filler = Filler::parse(name).ok_or_else(|| {
+                invalid(
+                    "--fillers",
+                    name,
+                    &format!("'all' or fillers from: {}", Filler::names()),
+                )
+            })?;
+            if !fillers.contains(&filler) {
+                fillers.push(filler);
+            }
+        }
+        fillers
+    };
+    let max_k = match &args.max_k {
+        Some(text) => parse_count("--max-k", text, 16, 4096)? as u32,
+        None if measure.quick => 512,
+        None => 1024,
+    };
+    Ok(RobConfig {
+        fillers,
+        max_k,
+        repetitions: measure.repetitions,
+        trial_ns: measure.trial_ns,
+        serialized: !args.no_serialized,
+        quick: measure.quick,
+        chase_bytes: dram_working_set(measure, machine),
+    })
+}
+
+/// A working set that must fit in the memory available now, leaving a tenth of it for
+/// everything else on the machine.
+fn check_fits_memory(
+    flag: &'static str,
+    bytes: Bytes,
+    machine: &Machine,
+) -> Result<(), UsageError> {
+    let available = Bytes(machine.memory_available_bytes / 10 * 9);
+    if machine.memory_available_bytes > 0 && bytes > available {
+        return Err(UsageError::SizeExceedsMemory {
+            flag,
+            requested: bytes,
+            available,
+        });
+    }
+    Ok(())
 }
 
 /// The stride study: the full matrix, or for `run` one working set inside each level.
@@ -452,14 +765,7 @@ fn resolve_measure(args: &MeasureArgs, machine: &Machine) -> Result<MeasurePlan,
             minimum: Bytes(4 * KIB),
         });
     }
-    // Leave a tenth of the available memory for everything else on the machine.
-    let available = Bytes(machine.memory_available_bytes / 10 * 9);
-    if machine.memory_available_bytes > 0 && max_size > available {
-        return Err(UsageError::SizeExceedsMemory {
-            requested: max_size,
-            available,
-        });
-    }
+    check_fits_memory("--max-size", max_size, machine)?;
     Ok(MeasurePlan {
         cpu,
         pages,

@@ -274,3 +274,52 @@ fn quick_stride_reports_throughput_rows() {
         );
     }
 }
+
+/// CPUs this test process may use (the loaded-latency test needs a second one).
+fn allowed_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[test]
+fn quick_loaded_latency_is_not_lower_under_full_load() {
+    if allowed_cpus() < 2 {
+        eprintln!("skipped: loaded latency needs a second CPU for its injector");
+        return;
+    }
+    let _one_at_a_time = measuring();
+    let out = memscope()
+        .args(["loaded", "--quick", "--max-size", "64M", "--json", "-"])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    let loaded = &report["experiments"]["loaded"];
+    let rows = loaded["rows"].as_array().unwrap();
+    assert!(rows.len() >= 4, "{rows:?}");
+    for r in rows {
+        assert!(r["gb_per_s"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["latency_ns"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(r["concurrency"].as_f64().unwrap() > 0.0, "{r}");
+    }
+    let delay = |r: &Value| r["delay_cycles"].as_u64().unwrap();
+    let full = rows.iter().min_by_key(|r| delay(r)).unwrap();
+    let idle = rows.iter().max_by_key(|r| delay(r)).unwrap();
+    assert_eq!(delay(full), 0);
+    // Under full load latency can only grow; allow for noise on a shared machine.
+    let (full_ns, idle_ns) = (
+        full["latency_ns"].as_f64().unwrap(),
+        idle["latency_ns"].as_f64().unwrap(),
+    );
+    assert!(
+        full_ns >= 0.8 * idle_ns,
+        "delay 0: {full_ns} ns, idle end: {idle_ns} ns"
+    );
+    assert!(loaded["idle_ns"].as_f64().unwrap() > 0.0);
+    assert!(loaded["peak_gb_per_s"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_mixes_delays_and_thread_counts_exit_2_naming_the_value() {
+    fails_with_usage_error(&["loaded", "--mix", "read,3:1"], "'3:1'");
+    fails_with_usage_error(&["loaded", "--delays", "0,-5"], "'-5'");
+    fails_with_usage_error(&["loaded", "--threads", "999"], "'999'");
+}

@@ -4,4 +4,7 @@
 
 pub mod bandwidth;
 pub mod latency;
+pub mod loaded;
+pub mod mlp;
+pub mod rob;
 pub mod stride;

@@ -2,6 +2,9 @@
 //! or parse: everything they need is prepared before the clock starts.
 
 pub mod chase;
+pub mod injector;
+pub mod jit;
+pub mod multichase;
 pub mod permutation;
 pub mod stream;
 pub mod strided;

@@ -166,6 +166,127 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                 .collect(),
         });
     }
+    if let Some(loaded) = &report.experiments.loaded {
+        // The knee of each row's curve, to flag the knee row.
+        let knee_delay = |mix: &str, threads: usize| {
+            loaded
+                .curves
+                .iter()
+                .find(|c| c.mix == mix && c.threads == threads)
+                .and_then(|c| c.knee.as_ref())
+                .map(|k| k.delay)
+        };
+        tables.push(CsvTable {
+            name: "loaded.rows".into(),
+            header: vec![
+                "mix",
+                "threads",
+                "delay_cycles",
+                "gb_per_s",
+                "injector_gb_per_s",
+                "latency_ns",
+                "latency_cycles",
+                "spread_pct",
+                "concurrency",
+                "knee",
+            ],
+            rows: loaded
+                .rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.mix.clone(),
+                        r.threads.to_string(),
+                        r.delay_cycles.to_string(),
+                        number(r.gb_per_s),
+                        number(r.injector_gb_per_s),
+                        number(r.latency_ns),
+                        number(r.latency_cycles),
+                        number(r.spread_pct),
+                        number(r.concurrency),
+                        (knee_delay(&r.mix, r.threads) == Some(r.delay_cycles)).to_string(),
+                    ]
+                })
+                .collect(),
+        });
+    }
+    if let Some(mlp) = &report.experiments.mlp {
+        let header = vec![
+            "level",
+            "bytes",
+            "chains",
+            "ns_per_round",
+            "ns_per_load",
+            "parallelism",
+            "spread_pct",
+        ];
+        let row = |r: &crate::experiments::mlp::MlpRow| {
+            vec![
+                r.level.clone().unwrap_or_default(),
+                r.bytes.to_string(),
+                r.chains.to_string(),
+                number(r.ns_per_round),
+                number(r.ns_per_load),
+                number(r.parallelism),
+                number(r.spread_pct),
+            ]
+        };
+        tables.push(CsvTable {
+            name: "mlp.rows".into(),
+            header: header.clone(),
+            rows: mlp.rows.iter().map(row).collect(),
+        });
+        if !mlp.grid.is_empty() {
+            tables.push(CsvTable {
+                name: "mlp.grid".into(),
+                header,
+                rows: mlp.grid.iter().map(row).collect(),
+            });
+        }
+    }
+    if let Some(rob) = &report.experiments.rob {
+        tables.push(CsvTable {
+            name: "rob.rows".into(),
+            header: vec![
+                "filler",
+                "k",
+                "ns_per_iter",
+                "cycles_per_iter",
+                "spread_pct",
+            ],
+            rows: rob
+                .rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.filler.clone(),
+                        r.k.to_string(),
+                        number(r.ns_per_iter),
+                        number(r.cycles_per_iter),
+                        number(r.spread_pct),
+                    ]
+                })
+                .collect(),
+        });
+        if !rob.serialized.is_empty() {
+            tables.push(CsvTable {
+                name: "rob.serialized".into(),
+                header: vec!["misses", "k", "ns", "cycles"],
+                rows: rob
+                    .serialized
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.misses.to_string(),
+                            r.k.to_string(),
+                            number(r.ns),
+                            number(r.cycles),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
+    }
     if tables.is_empty() {
         tables.push(cache_table(&report.machine));
     }
@@ -230,6 +351,7 @@ pub fn serialize(report: &Report) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::html::samples;
     use crate::report::Settings;
 
     #[test]
@@ -249,5 +371,53 @@ mod tests {
         .unwrap();
         assert!(text.starts_with("level,kind,size_bytes"));
         assert!(!text.contains('#'));
+    }
+
+    #[test]
+    fn loaded_mlp_and_rob_tables() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.loaded = Some(samples::loaded());
+        report.experiments.mlp = Some(samples::mlp());
+        report.experiments.rob = Some(samples::rob());
+        let names: Vec<String> = tables(&report).into_iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            [
+                "loaded.rows",
+                "mlp.rows",
+                "mlp.grid",
+                "rob.rows",
+                "rob.serialized"
+            ]
+        );
+        let text = String::from_utf8(serialize(&report)).unwrap();
+        assert!(
+            text.contains("read,3,200,41.7,40.9,81.5,244.5,1,53.1023,true\n"),
+            "{text}"
+        );
+        assert_eq!(text.matches(",true\n").count(), 2, "one knee per curve");
+        assert!(text.contains("\nL2,524288,8,"), "{text}");
+        assert!(text.contains("\n,16384,1,"), "grid rows have no level");
+        assert!(text.contains("\nnop,224,100,300,1\n"), "{text}");
+        assert!(text.contains("\n4,320,380,1140\n"), "{text}");
+        // Every data line has as many cells as its header.
+        for section in text.split("\n\n") {
+            let mut lines = section.lines().filter(|l| !l.starts_with('#'));
+            let columns = lines.next().unwrap().split(',').count();
+            assert!(lines.all(|l| l.split(',').count() == columns), "{section}");
+        }
+
+        // Empty results give header-only tables; NaN gives empty cells.
+        report.experiments.loaded = Some(samples::empty_loaded());
+        report.experiments.mlp = Some(samples::empty_mlp());
+        report.experiments.rob = Some(samples::empty_rob());
+        let names: Vec<String> = tables(&report).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["loaded.rows", "mlp.rows", "rob.rows"]);
+        let (l, m, r) = samples::nan_results();
+        report.experiments.loaded = Some(l);
+        report.experiments.mlp = Some(m);
+        report.experiments.rob = Some(r);
+        let text = String::from_utf8(serialize(&report)).unwrap();
+        assert!(!text.contains("NaN") && !text.contains("inf"));
     }
 }

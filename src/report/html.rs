@@ -14,6 +14,9 @@ use std::fmt::Write as _;
 
 use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::{LatencyPoint, LatencyResult, UNSTABLE_SPREAD_PCT};
+use crate::experiments::loaded::{Knee, LoadedResult, LoadedRow};
+use crate::experiments::mlp::{MlpResult, MlpRow, SequentialFit};
+use crate::experiments::rob::{RobResult, RobRow, SerializedRow};
 use crate::experiments::stride::{StrideResult, StrideRow};
 use crate::report::svg::{
     escape, Axis, Band, Heatmap, LegendEntry, LegendSymbol, LineChart, Series, TickFormat, VMarker,
@@ -163,6 +166,27 @@ fn experiment_sections(report: &Report) -> Vec<Section> {
             id: "stride",
             title: "Stride",
             html: stride_section(stride),
+        });
+    }
+    if let Some(loaded) = &report.experiments.loaded {
+        sections.push(Section {
+            id: "loaded",
+            title: "Loaded latency",
+            html: loaded_section(loaded, &report.machine),
+        });
+    }
+    if let Some(mlp) = &report.experiments.mlp {
+        sections.push(Section {
+            id: "mlp",
+            title: "MLP",
+            html: mlp_section(mlp),
+        });
+    }
+    if let Some(rob) = &report.experiments.rob {
+        sections.push(Section {
+            id: "rob",
+            title: "ROB",
+            html: rob_section(rob, &report.machine),
         });
     }
     sections
@@ -1540,6 +1564,1170 @@ fn stride_section(result: &StrideResult) -> String {
     out
 }
 
+// ---------------------------------------------------------------------------------------
+// Shared by the loaded-latency, MLP and ROB sections
+// ---------------------------------------------------------------------------------------
+
+/// Colour of the rings marking points found in the data (knees, saturation points).
+const FOUND_POINT_COLOR: &str = "#111827";
+/// Grey of the reference lines drawn as series (idle latency, ideal parallelism).
+const REFERENCE_LINE_COLOR: &str = "#6b7280";
+
+/// Core cycles per ns for a secondary axis: the measured core clock, else the ratio of a
+/// figure the experiment gave in both units; None when neither is usable.
+fn cycles_per_ns(machine: &Machine, ns: f64, cycles: f64) -> Option<f64> {
+    machine
+        .core_hz_estimate
+        .filter(|hz| hz.is_finite() && *hz > 0.0)
+        .map(|hz| hz / 1e9)
+        .or_else(|| {
+            let f = cycles / ns;
+            (f.is_finite() && f > 0.0).then_some(f)
+        })
+}
+
+/// The largest finite value, if any.
+fn finite_max(values: impl Iterator<Item = f64>) -> Option<f64> {
+    values.filter(|v| v.is_finite()).reduce(f64::max)
+}
+
+/// A count with one decimal (parallelism, lines in flight), or a dash.
+fn one_decimal(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.1}")
+    } else {
+        "–".to_string()
+    }
+}
+
+fn noisy_spread(spread_pct: f64) -> String {
+    if noisy(spread_pct) {
+        format!("<span class=\"noisy\">{}</span>", spread_text(spread_pct))
+    } else {
+        spread_text(spread_pct)
+    }
+}
+
+fn figure_html(svg: String) -> String {
+    format!("<figure class=\"chart\">\n{svg}</figure>\n")
+}
+
+// ---------------------------------------------------------------------------------------
+// Latency under load
+// ---------------------------------------------------------------------------------------
+
+/// "1 injector", "7 injectors".
+fn injectors_label(threads: usize) -> String {
+    if threads == 1 {
+        "1 injector".to_string()
+    } else {
+        format!("{threads} injectors")
+    }
+}
+
+/// The mix × injector-count curves in order of first appearance.
+fn loaded_curves(result: &LoadedResult) -> Vec<(&str, usize)> {
+    distinct(result.rows.iter().map(|r| (r.mix.as_str(), r.threads)))
+}
+
+/// The knee of one curve: from its summary, or the top-level knee when there is one curve.
+fn curve_knee<'a>(result: &'a LoadedResult, mix: &str, threads: usize) -> Option<&'a Knee> {
+    match result
+        .curves
+        .iter()
+        .find(|c| c.mix == mix && c.threads == threads)
+    {
+        Some(c) => c.knee.as_ref(),
+        None if loaded_curves(result).len() == 1 => result.knee.as_ref(),
+        None => None,
+    }
+}
+
+/// Latency against total bandwidth, one line per mix × injector count from the idle end
+/// to full load, with the idle latency as a dashed reference, every knee ringed and the
+/// reference curve's knee labelled.
+pub fn loaded_chart(result: &LoadedResult, machine: &Machine) -> String {
+    let mut chart = LineChart::new("Latency vs bandwidth under load")
+        .size(1000.0, 540.0)
+        .x_axis(
+            Axis::linear("Total bandwidth (decimal GB/s, latency thread included)").include_zero(),
+        )
+        .y_axis(Axis::linear("Load-to-use latency (ns)").include_zero())
+        .unstable_label(format!("latency spread > {NOISY_SPREAD_PCT:.0}%"));
+    if let Some(f) = cycles_per_ns(machine, result.idle_ns, result.idle_cycles) {
+        chart = chart.secondary_y("Latency (core cycles)", f);
+    }
+    let mut knees = Vec::new();
+    for (i, &(mix, threads)) in loaded_curves(result).iter().enumerate() {
+        let mut rows: Vec<&LoadedRow> = result
+            .rows
+            .iter()
+            .filter(|r| r.mix == mix && r.threads == threads)
+            .collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.delay_cycles));
+        chart = chart.series(
+            Series::new(
+                format!("{mix}, {}", injectors_label(threads)),
+                rows.iter().map(|r| (r.gb_per_s, r.latency_ns)).collect(),
+            )
+            .color(KERNEL_PALETTE[i % KERNEL_PALETTE.len()])
+            .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect()),
+        );
+        if let Some(k) = curve_knee(result, mix, threads) {
+            knees.push((k.gb_per_s, k.latency_ns));
+        }
+    }
+    if result.idle_ns.is_finite() && result.idle_ns > 0.0 {
+        let right = finite_max(result.rows.iter().map(|r| r.gb_per_s))
+            .or(Some(result.peak_gb_per_s).filter(|v| v.is_finite()))
+            .unwrap_or(1.0)
+            .max(1.0);
+        chart = chart.series(
+            Series::new(
+                format!("idle latency {}", ns_with_unit(result.idle_ns)),
+                vec![(0.0, result.idle_ns), (right, result.idle_ns)],
+            )
+            .color(REFERENCE_LINE_COLOR)
+            .dashed()
+            .without_markers(),
+        );
+    }
+    if !knees.is_empty() {
+        chart = chart.series(
+            Series::new("knee: last point at the idle latency", knees)
+                .color(FOUND_POINT_COLOR)
+                .highlight(),
+        );
+    }
+    if let Some(k) = &result.knee {
+        chart = chart.marker(VMarker::found(
+            k.gb_per_s,
+            format!(
+                "knee {} GB/s ({}% of peak)",
+                gbs(k.gb_per_s),
+                rounded(k.pct_of_peak, 1.0)
+            ),
+            FOUND_POINT_COLOR,
+        ));
+    }
+    chart.render()
+}
+
+fn loaded_section(result: &LoadedResult, machine: &Machine) -> String {
+    let mut out = String::new();
+    out.push_str("<section id=\"loaded\">\n<h2>Latency under load</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">One thread on CPU {} chases pointers through {} in page-local order \
+         ({} pages per window, so TLB misses stay out of the figure) while injector threads on \
+         CPUs {} each stream a traffic mix over their own {}, waiting a delay of dependent \
+         adds between lines. Lowering the delay from the idle end to zero raises the \
+         bandwidth; each point is the latency the chase sees at that total bandwidth (as \
+         Intel MLC's loaded latency). The <b>knee</b> is the last point still at the idle \
+         latency: beyond it, requests queue in the memory system. <b>Concurrency</b> is \
+         Little's law, lines in flight = bandwidth × latency / {} B.</p>",
+        result.latency_cpu,
+        escape(&Bytes(result.chase_bytes).to_string()),
+        result.chase_window_pages,
+        escape(&cpu_list(&result.injector_cpus)),
+        escape(&Bytes(result.injector_bytes).to_string()),
+        result.line_bytes,
+    );
+    let knee = match &result.knee {
+        Some(k) => format!(
+            "<b>knee</b> at {} GB/s ({}% of peak), {} ns, delay {} cycles",
+            gbs(k.gb_per_s),
+            rounded(k.pct_of_peak, 1.0),
+            ns(k.latency_ns),
+            k.delay
+        ),
+        None => "<b>no knee</b>: latency stayed at its idle level".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "<p class=\"dram\"><b>Idle latency</b> {} ns ({} cycles) · <b>peak</b> {} GB/s · {}{}</p>",
+        ns(result.idle_ns),
+        cycles(result.idle_cycles),
+        gbs(result.peak_gb_per_s),
+        knee,
+        if result.reference.is_empty() {
+            String::new()
+        } else {
+            format!(" (curve {})", escape(&result.reference))
+        }
+    );
+    if result.rows.is_empty() {
+        out.push_str("<p class=\"muted\">No loaded latency was measured.</p>\n</section>\n");
+        return out;
+    }
+    out.push_str(&figure_html(loaded_chart(result, machine)));
+
+    if !result.curves.is_empty() {
+        out.push_str("<h3>Curves</h3>\n");
+        let dash = || "–".to_string();
+        let rows: Vec<Vec<String>> = result
+            .curves
+            .iter()
+            .map(|c| {
+                let k = c.knee.as_ref();
+                vec![
+                    escape(&c.mix),
+                    c.threads.to_string(),
+                    gbs(c.peak_gb_per_s),
+                    ns(c.loaded_ns),
+                    k.map_or_else(dash, |k| k.delay.to_string()),
+                    k.map_or_else(dash, |k| gbs(k.gb_per_s)),
+                    k.map_or_else(dash, |k| ns(k.latency_ns)),
+                    k.map_or_else(dash, |k| rounded(k.pct_of_peak, 1.0)),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &[
+                "Mix",
+                "#Injectors",
+                "#Peak GB/s",
+                "#Latency at full load (ns)",
+                "#Knee delay (cycles)",
+                "#Knee GB/s",
+                "#Knee latency (ns)",
+                "#Knee % of peak",
+            ],
+            &rows,
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "<details>\n<summary>All {} points</summary>",
+        result.rows.len()
+    );
+    let rows: Vec<Vec<String>> = result
+        .rows
+        .iter()
+        .map(|r| {
+            let is_knee =
+                curve_knee(result, &r.mix, r.threads).is_some_and(|k| k.delay == r.delay_cycles);
+            vec![
+                escape(&r.mix),
+                r.threads.to_string(),
+                r.delay_cycles.to_string(),
+                gbs(r.gb_per_s),
+                gbs(r.injector_gb_per_s),
+                ns(r.latency_ns),
+                cycles(r.latency_cycles),
+                noisy_spread(r.spread_pct),
+                one_decimal(r.concurrency),
+                if is_knee {
+                    "<b>knee</b>".to_string()
+                } else {
+                    String::new()
+                },
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "Mix",
+            "#Injectors",
+            "#Delay (cycles)",
+            "#GB/s",
+            "#Injectors' GB/s",
+            "#Latency (ns)",
+            "#Cycles",
+            "#Spread %",
+            "#Concurrency (lines)",
+            "",
+        ],
+        &rows,
+    );
+    out.push_str("</details>\n</section>\n");
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Memory-level parallelism
+// ---------------------------------------------------------------------------------------
+
+/// The level × working set groups of the MLP rows, in order of first appearance.
+fn mlp_levels(result: &MlpResult) -> Vec<(String, u64)> {
+    distinct(result.rows.iter().map(|r| {
+        (
+            r.level.clone().unwrap_or_else(|| "custom".to_string()),
+            r.bytes,
+        )
+    }))
+}
+
+/// Parallelism against the number of chains, one line per level, with the ideal y = x
+/// (every miss overlapped) and each level's saturation point ringed.
+pub fn mlp_chart(result: &MlpResult) -> String {
+    let max_chains = result
+        .rows
+        .iter()
+        .map(|r| r.chains)
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    let mut chart = LineChart::new("Parallelism vs independent chains")
+        .size(1000.0, 500.0)
+        .x_axis(
+            Axis::linear("Independent chains N")
+                .format(TickFormat::Integer)
+                .range(0.0, f64::from(max_chains)),
+        )
+        .y_axis(Axis::linear("Parallelism: N × t(1) / t(N)").include_zero())
+        .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
+    let mut saturation = Vec::new();
+    for (level, bytes) in mlp_levels(result) {
+        let mut rows: Vec<&MlpRow> = result
+            .rows
+            .iter()
+            .filter(|r| r.bytes == bytes && r.level.as_deref().unwrap_or("custom") == level)
+            .collect();
+        rows.sort_by_key(|r| r.chains);
+        chart = chart.series(
+            Series::new(
+                format!("{level} ({})", Bytes(bytes)),
+                rows.iter()
+                    .map(|r| (f64::from(r.chains), r.parallelism))
+                    .collect(),
+            )
+            .color(level_color(&level))
+            .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect()),
+        );
+        let chains = result
+            .saturation
+            .iter()
+            .find(|s| s.level == level)
+            .map(|s| (s.chains, s.parallelism))
+            .or_else(|| result.mlp.get(&level).map(|&n| (n, f64::NAN)));
+        if let Some((n, plateau)) = chains {
+            let y = rows
+                .iter()
+                .find(|r| r.chains == n)
+                .map_or(plateau, |r| r.parallelism);
+            saturation.push((f64::from(n), y));
+        }
+    }
+    chart = chart.series(
+        Series::new(
+            "ideal: every miss overlapped (y = N)",
+            vec![(1.0, 1.0), (f64::from(max_chains), f64::from(max_chains))],
+        )
+        .color(REFERENCE_LINE_COLOR)
+        .dashed()
+        .without_markers(),
+    );
+    if !saturation.is_empty() {
+        chart = chart.series(
+            Series::new("saturation point", saturation)
+                .color(FOUND_POINT_COLOR)
+                .highlight(),
+        );
+    }
+    chart.render()
+}
+
+/// Parallelism by working set (rows) × chains (columns).
+pub fn mlp_grid_heatmap(result: &MlpResult) -> String {
+    let mut sizes = distinct(result.grid.iter().map(|r| r.bytes));
+    sizes.sort_unstable();
+    let mut chains = distinct(result.grid.iter().map(|r| r.chains));
+    chains.sort_unstable();
+    let values = sizes
+        .iter()
+        .map(|&bytes| {
+            chains
+                .iter()
+                .map(|&n| {
+                    result
+                        .grid
+                        .iter()
+                        .find(|r| r.bytes == bytes && r.chains == n)
+                        .map_or(f64::NAN, |r| r.parallelism)
+                })
+                .collect()
+        })
+        .collect();
+    Heatmap::new("Parallelism by working set and chains")
+        .x_label("Independent chains N")
+        .y_label("Working set of all chains")
+        .columns(chains.iter().map(|n| n.to_string()).collect())
+        .rows(sizes.iter().map(|&b| Bytes(b).to_string()).collect())
+        .values(values)
+        .value_label("parallelism")
+        .decimals(1)
+        .render()
+}
+
+/// T(n) of dependent misses, measured points and the fitted line n·M + C.
+pub fn sequential_fit_chart(fit: &SequentialFit) -> String {
+    let mut points: Vec<(f64, f64)> = fit
+        .points
+        .iter()
+        .map(|p| (f64::from(p.misses), p.ns))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let max_n = points.iter().map(|p| p.0).fold(1.0, f64::max);
+    let mut chart = LineChart::new(format!(
+        "Dependent misses: T(n) = n·M + C, M = {}, C = {}",
+        ns_with_unit(fit.m_ns),
+        ns_with_unit(fit.c_ns)
+    ))
+    .size(1000.0, 420.0)
+    .x_axis(
+        Axis::linear("Dependent misses n")
+            .format(TickFormat::Integer)
+            .include_zero(),
+    )
+    .y_axis(Axis::linear("Time of the run (ns)").include_zero());
+    // The fit first, so that its dashed line stays visible over the measured one.
+    if fit.m_ns.is_finite() && fit.c_ns.is_finite() {
+        chart = chart.series(
+            Series::new(
+                format!("fit, r² = {}", r2_text(fit.r2)),
+                vec![(0.0, fit.c_ns), (max_n, max_n * fit.m_ns + fit.c_ns)],
+            )
+            .color(KERNEL_PALETTE[1])
+            .dashed()
+            .without_markers(),
+        );
+    }
+    chart
+        .series(Series::new("measured (median)", points).color(CURVE_COLOR))
+        .render()
+}
+
+fn r2_text(r2: f64) -> String {
+    if r2.is_finite() {
+        format!("{r2:.4}")
+    } else {
+        "–".to_string()
+    }
+}
+
+fn mlp_section(result: &MlpResult) -> String {
+    let mut out = String::new();
+    out.push_str("<section id=\"mlp\">\n<h2>Memory-level parallelism</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">One thread walks N independent pointer chains ({}), one load of \
+         each per round, so up to N misses can be outstanding at once. <b>Parallelism</b> = \
+         N × t(1) / t(N) counts the misses that effectively overlap: it follows the ideal \
+         y = N while the core can track every miss, and flattens where a structure (miss \
+         buffers, request queues) is full. The ringed point is where the curve stops \
+         growing: the core's memory-level parallelism at that level.</p>",
+        escape(or_dash(&result.order))
+    );
+    if result.rows.is_empty() {
+        out.push_str("<p class=\"muted\">No chain count was measured.</p>\n");
+    } else {
+        out.push_str(&figure_html(mlp_chart(result)));
+    }
+
+    let mut saturation: Vec<Vec<String>> = result
+        .saturation
+        .iter()
+        .map(|s| {
+            vec![
+                format!(
+                    "<span class=\"swatch\" style=\"background:{}\"></span>{}",
+                    level_color(&s.level),
+                    escape(&s.level)
+                ),
+                escape(&Bytes(s.bytes).to_string()),
+                s.chains.to_string(),
+                one_decimal(s.parallelism),
+                ns(s.ns_per_load),
+            ]
+        })
+        .collect();
+    for (level, n) in &result.mlp {
+        if !result.saturation.iter().any(|s| &s.level == level) {
+            saturation.push(vec![
+                escape(level),
+                "–".to_string(),
+                n.to_string(),
+                "–".to_string(),
+                "–".to_string(),
+            ]);
+        }
+    }
+    if !saturation.is_empty() {
+        out.push_str("<h3>Saturation per level</h3>\n");
+        table(
+            &mut out,
+            &[
+                "Level",
+                "#Working set",
+                "#Saturates at N",
+                "#Parallelism on the plateau",
+                "#ns per load on the plateau",
+            ],
+            &saturation,
+        );
+    }
+
+    if let Some(law) = &result.littles_law {
+        let _ = writeln!(
+            out,
+            "<p class=\"dram\"><b>Little's law at DRAM</b> (lines in flight = bandwidth × \
+             latency / 64 B, latency {} ns): independent loads from random lines at {} GB/s \
+             imply <b>{}</b> lines in flight, and the chains reach a parallelism of <b>{}</b> \
+             ({} GB/s): both are demand misses, so they should agree. Streaming reads at {} \
+             GB/s imply {}.{}</p>",
+            ns(law.latency_ns),
+            gbs(law.random_read_gb_per_s),
+            one_decimal(law.random_concurrency),
+            one_decimal(law.chase_parallelism),
+            gbs(law.chase_gb_per_s),
+            gbs(law.stream_read_gb_per_s),
+            one_decimal(law.stream_concurrency),
+            if law.stream_concurrency > 1.2 * law.chase_parallelism {
+                " Streaming keeps more lines in flight than the chains: hardware prefetchers \
+                 issue requests of their own, which dependent chains cannot trigger."
+            } else {
+                ""
+            }
+        );
+    }
+
+    if !result.grid.is_empty() {
+        out.push_str("<h3>Working set × chains</h3>\n");
+        out.push_str(
+            "<p class=\"note\">Parallelism for every working set and chain count: it appears \
+             where the chains miss a level and stays near 1 while they fit in L1.</p>\n",
+        );
+        out.push_str(&figure_html(mlp_grid_heatmap(result)));
+    }
+
+    if let Some(fit) = &result.sequential_fit {
+        out.push_str("<h3>Dependent misses one run at a time</h3>\n");
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Runs of n dependent misses over {} timed one at a time; the \
+             slope M is the cost of one more miss ({} cycles) and the intercept C the fixed \
+             cost of timing a run (r² = {}).</p>",
+            escape(&Bytes(fit.bytes).to_string()),
+            cycles(fit.m_cycles),
+            r2_text(fit.r2)
+        );
+        out.push_str(&figure_html(sequential_fit_chart(fit)));
+    }
+
+    let _ = writeln!(
+        out,
+        "<details>\n<summary>All {} rows</summary>",
+        result.rows.len()
+    );
+    let rows: Vec<Vec<String>> = result
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                escape(r.level.as_deref().unwrap_or("–")),
+                escape(&Bytes(r.bytes).to_string()),
+                r.chains.to_string(),
+                ns(r.ns_per_round),
+                ns(r.ns_per_load),
+                rounded(r.parallelism, 100.0),
+                noisy_spread(r.spread_pct),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "Level",
+            "#Working set",
+            "#Chains",
+            "#ns per round",
+            "#ns per load",
+            "#Parallelism",
+            "#Spread %",
+        ],
+        &rows,
+    );
+    out.push_str("</details>\n</section>\n");
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Out-of-order window
+// ---------------------------------------------------------------------------------------
+
+/// Fillers in order of first appearance (rows, then structures): fixes their colours.
+fn rob_fillers(result: &RobResult) -> Vec<&str> {
+    distinct(
+        result
+            .rows
+            .iter()
+            .map(|r| r.filler.as_str())
+            .chain(result.structures.iter().map(|s| s.filler.as_str())),
+    )
+}
+
+fn filler_color(fillers: &[&str], filler: &str) -> &'static str {
+    let i = fillers.iter().position(|f| *f == filler).unwrap_or(0);
+    KERNEL_PALETTE[i % KERNEL_PALETTE.len()]
+}
+
+/// Median of the finite positive values, if any.
+fn median_positive(mut values: Vec<f64>) -> Option<f64> {
+    values.retain(|v| v.is_finite() && *v > 0.0);
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    Some(values[values.len() / 2])
+}
+
+/// ns per iteration against K, one line per filler, each cliff marked with its structure.
+pub fn rob_chart(result: &RobResult, machine: &Machine) -> String {
+    let fillers = rob_fillers(result);
+    let max_k = result.rows.iter().map(|r| r.k).max().unwrap_or(0).max(1);
+    let mut chart = LineChart::new("Time per iteration vs filler instructions between two misses")
+        .size(1000.0, 520.0)
+        .x_axis(
+            Axis::linear("Filler instructions K between the two loads")
+                .format(TickFormat::Integer)
+                .range(0.0, f64::from(max_k)),
+        )
+        .y_axis(Axis::linear("Time per iteration (ns)").include_zero())
+        .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
+    let ratio = median_positive(
+        result
+            .rows
+            .iter()
+            .map(|r| r.cycles_per_iter / r.ns_per_iter)
+            .collect(),
+    );
+    if let Some(f) = cycles_per_ns(machine, 1.0, ratio.unwrap_or(f64::NAN)) {
+        chart = chart.secondary_y("Core cycles per iteration", f);
+    }
+    for &filler in &fillers {
+        let mut rows: Vec<&RobRow> = result.rows.iter().filter(|r| r.filler == filler).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        rows.sort_by_key(|r| r.k);
+        chart = chart.series(
+            Series::new(
+                filler,
+                rows.iter()
+                    .map(|r| (f64::from(r.k), r.ns_per_iter))
+                    .collect(),
+            )
+            .color(filler_color(&fillers, filler))
+            .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect()),
+        );
+    }
+    for s in &result.structures {
+        if let Some(entries) = s.entries {
+            chart = chart.marker(VMarker::found(
+                f64::from(entries),
+                format!("{}: {} ≈ {entries}", s.filler, s.structure),
+                filler_color(&fillers, &s.filler),
+            ));
+        }
+    }
+    chart.render()
+}
+
+/// The serialised blocks: time per block against K, one line per miss count, with the
+/// window read from the grid marked.
+pub fn rob_serialized_chart(result: &RobResult) -> String {
+    let max_k = result
+        .serialized
+        .iter()
+        .map(|r| r.k)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    let mut chart = LineChart::new("Serialised blocks: N−1 misses, K nops, one miss")
+        .size(1000.0, 460.0)
+        .x_axis(
+            Axis::linear("Nops K before the last miss")
+                .format(TickFormat::Integer)
+                .range(0.0, f64::from(max_k)),
+        )
+        .y_axis(Axis::linear("Time per block (ns)").include_zero());
+    let mut misses = distinct(result.serialized.iter().map(|r| r.misses));
+    misses.sort_unstable();
+    for (i, &n) in misses.iter().enumerate() {
+        let mut rows: Vec<&SerializedRow> =
+            result.serialized.iter().filter(|r| r.misses == n).collect();
+        rows.sort_by_key(|r| r.k);
+        chart = chart.series(
+            Series::new(
+                if n == 1 {
+                    "1 miss".to_string()
+                } else {
+                    format!("{n} misses")
+                },
+                rows.iter().map(|r| (f64::from(r.k), r.ns)).collect(),
+            )
+            .color(KERNEL_PALETTE[i % KERNEL_PALETTE.len()]),
+        );
+    }
+    if let Some(w) = result.serialized_window {
+        chart = chart.marker(VMarker::found(
+            f64::from(w),
+            format!("window ≈ {w}"),
+            FOUND_POINT_COLOR,
+        ));
+    }
+    chart.render()
+}
+
+fn rob_section(result: &RobResult, machine: &Machine) -> String {
+    let mut out = String::new();
+    out.push_str("<section id=\"rob\">\n<h2>Out-of-order window</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Each iteration issues two independent cache-missing loads (chases \
+         over {}) separated by K filler instructions. While the out-of-order window holds \
+         both loads their misses overlap and an iteration costs about one miss latency; once \
+         K exceeds the entries of the structure the filler uses up first, the second load \
+         cannot issue before the first completes and the time doubles. The K of that cliff \
+         estimates the structure's size (Henry Wong's method): nops fill the reorder buffer, \
+         adds the integer register file, loads and stores their queues.</p>",
+        escape(&Bytes(result.chase_bytes).to_string())
+    );
+    if result.rows.is_empty() {
+        out.push_str("<p class=\"muted\">No filler curve was measured.</p>\n");
+    } else {
+        out.push_str(&figure_html(rob_chart(result, machine)));
+    }
+
+    if !result.structures.is_empty() {
+        out.push_str("<h3>Structures found</h3>\n");
+        let fillers = rob_fillers(result);
+        let rows: Vec<Vec<String>> = result
+            .structures
+            .iter()
+            .map(|s| {
+                let ratio = s.high_ns / s.low_ns;
+                vec![
+                    format!(
+                        "<span class=\"swatch\" style=\"background:{}\"></span>{}",
+                        filler_color(&fillers, &s.filler),
+                        escape(&s.filler)
+                    ),
+                    escape(&s.structure),
+                    s.entries.map_or_else(
+                        || "<span class=\"muted\">no cliff</span>".to_string(),
+                        |e| format!("<b>{e}</b>"),
+                    ),
+                    ns(s.low_ns),
+                    ns(s.high_ns),
+                    if ratio.is_finite() {
+                        format!("{ratio:.2}")
+                    } else {
+                        "–".to_string()
+                    },
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &[
+                "Filler",
+                "Fills first",
+                "#Entries",
+                "#Below the cliff (ns)",
+                "#Above the cliff (ns)",
+                "#Ratio",
+            ],
+            &rows,
+        );
+    }
+
+    if !result.serialized.is_empty() || result.serialized_window.is_some() {
+        out.push_str("<h3>Serialised blocks</h3>\n");
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">N−1 misses, K nops and one more miss, timed as one block: the \
+             last miss overlaps the others while K fits in the window. Window read from the \
+             grid: <b>{}</b>; misses in flight at K = 0: <b>{}</b>.</p>",
+            result.serialized_window.map_or_else(
+                || "not found".to_string(),
+                |w| format!("≈ {w} instructions")
+            ),
+            result
+                .serialized_mlp
+                .map_or_else(|| "–".to_string(), one_decimal),
+        );
+        if !result.serialized.is_empty() {
+            out.push_str(&figure_html(rob_serialized_chart(result)));
+        }
+    }
+
+    let _ = writeln!(
+        out,
+        "<details>\n<summary>All {} rows</summary>",
+        result.rows.len()
+    );
+    let rows: Vec<Vec<String>> = result
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                escape(&r.filler),
+                r.k.to_string(),
+                ns(r.ns_per_iter),
+                cycles(r.cycles_per_iter),
+                noisy_spread(r.spread_pct),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "Filler",
+            "#K",
+            "#ns per iteration",
+            "#Cycles per iteration",
+            "#Spread %",
+        ],
+        &rows,
+    );
+    if !result.serialized.is_empty() {
+        let rows: Vec<Vec<String>> = result
+            .serialized
+            .iter()
+            .map(|r| {
+                vec![
+                    r.misses.to_string(),
+                    r.k.to_string(),
+                    ns(r.ns),
+                    cycles(r.cycles),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &["#Misses", "#K", "#ns per block", "#Cycles per block"],
+            &rows,
+        );
+    }
+    out.push_str("</details>\n</section>\n");
+    out
+}
+
+/// Small synthetic results of the loaded-latency, MLP and ROB experiments, shared by the
+/// tests of every exporter.
+#[cfg(test)]
+pub(crate) mod samples {
+    use std::collections::BTreeMap;
+
+    use crate::experiments::loaded::{Knee, LoadedCurve, LoadedResult, LoadedRow};
+    use crate::experiments::mlp::{
+        LittlesLaw, MlpResult, MlpRow, MlpSaturation, SequentialFit, SequentialPoint,
+    };
+    use crate::experiments::rob::{RobResult, RobRow, RobStructure, SerializedRow};
+    use crate::units::{KIB, MIB};
+
+    /// Two curves; the read curve's knee is at 41.7 GB/s (delay 200), the 1:1 curve's at
+    /// its idle end.
+    pub fn loaded() -> LoadedResult {
+        let mut rows = Vec::new();
+        let curves = [
+            (
+                "read",
+                [
+                    (400, 12.5, 80.0),
+                    (200, 41.7, 81.5),
+                    (100, 55.0, 95.0),
+                    (50, 63.0, 140.0),
+                    (0, 66.0, 210.0),
+                ],
+            ),
+            (
+                "1:1",
+                [
+                    (400, 10.0, 82.0),
+                    (200, 30.2, 90.0),
+                    (100, 41.0, 120.0),
+                    (50, 47.0, 180.0),
+                    (0, 49.0, 260.0),
+                ],
+            ),
+        ];
+        for (mix, points) in curves {
+            for (delay, gb, ns) in points {
+                rows.push(LoadedRow {
+                    mix: mix.to_string(),
+                    threads: 3,
+                    delay_cycles: delay,
+                    gb_per_s: gb,
+                    injector_gb_per_s: gb - 0.8,
+                    latency_ns: ns,
+                    latency_cycles: ns * 3.0,
+                    spread_pct: if delay == 0 { 14.0 } else { 1.0 },
+                    concurrency: gb * ns / 64.0,
+                });
+            }
+        }
+        let read_knee = Knee {
+            delay: 200,
+            gb_per_s: 41.7,
+            latency_ns: 81.5,
+            pct_of_peak: 63.2,
+        };
+        LoadedResult {
+            idle_ns: 79.5,
+            idle_cycles: 238.5,
+            peak_gb_per_s: 66.0,
+            knee: Some(read_knee.clone()),
+            reference: "read, 3 injector(s)".to_string(),
+            rows,
+            curves: vec![
+                LoadedCurve {
+                    mix: "read".to_string(),
+                    threads: 3,
+                    peak_gb_per_s: 66.0,
+                    loaded_ns: 210.0,
+                    knee: Some(read_knee),
+                },
+                LoadedCurve {
+                    mix: "1:1".to_string(),
+                    threads: 3,
+                    peak_gb_per_s: 49.0,
+                    loaded_ns: 260.0,
+                    knee: Some(Knee {
+                        delay: 400,
+                        gb_per_s: 10.0,
+                        latency_ns: 82.0,
+                        pct_of_peak: 20.4,
+                    }),
+                },
+            ],
+            chase_bytes: 512 * MIB,
+            chase_window_pages: 16,
+            injector_bytes: 256 * MIB,
+            latency_cpu: 0,
+            injector_cpus: vec![1, 2, 3],
+            line_bytes: 64,
+        }
+    }
+
+    fn mlp_row(level: Option<&str>, bytes: u64, chains: u32, t1: f64, saturation: f64) -> MlpRow {
+        let parallelism = f64::from(chains).min(saturation + 0.1 * f64::from(chains));
+        let ns_per_round = f64::from(chains) * t1 / parallelism;
+        MlpRow {
+            level: level.map(str::to_string),
+            bytes,
+            chains,
+            ns_per_round,
+            ns_per_load: ns_per_round / f64::from(chains),
+            parallelism,
+            spread_pct: 1.0,
+        }
+    }
+
+    /// L2 saturates at 8 chains (parallelism 7.4), DRAM at 10 (parallelism 9.7).
+    pub fn mlp() -> MlpResult {
+        let mut rows = Vec::new();
+        for (level, bytes, t1, sat) in [("L2", 512 * KIB, 4.0, 6.6), ("DRAM", 256 * MIB, 90.0, 8.7)]
+        {
+            for chains in 1..=12 {
+                rows.push(mlp_row(Some(level), bytes, chains, t1, sat));
+            }
+        }
+        let mut grid = Vec::new();
+        for (bytes, t1, sat) in [(16 * KIB, 1.2, 0.9), (MIB, 4.0, 6.6), (64 * MIB, 90.0, 8.7)] {
+            for chains in [1, 2, 4, 8, 16] {
+                grid.push(mlp_row(None, bytes, chains, t1, sat));
+            }
+        }
+        MlpResult {
+            rows,
+            mlp: BTreeMap::from([("L2".to_string(), 8), ("DRAM".to_string(), 10)]),
+            saturation: vec![
+                MlpSaturation {
+                    level: "L2".to_string(),
+                    bytes: 512 * KIB,
+                    chains: 8,
+                    parallelism: 7.4,
+                    ns_per_load: 0.54,
+                },
+                MlpSaturation {
+                    level: "DRAM".to_string(),
+                    bytes: 256 * MIB,
+                    chains: 10,
+                    parallelism: 9.7,
+                    ns_per_load: 9.3,
+                },
+            ],
+            sequential_fit: Some(SequentialFit {
+                m_ns: 85.3,
+                c_ns: 30.1,
+                r2: 0.9987,
+                m_cycles: 255.9,
+                points: (1..=8)
+                    .map(|n| SequentialPoint {
+                        misses: n,
+                        ns: f64::from(n) * 85.3 + 30.1,
+                    })
+                    .collect(),
+                bytes: 256 * MIB,
+            }),
+            grid,
+            littles_law: Some(LittlesLaw {
+                latency_ns: 90.0,
+                chase_gb_per_s: 6.9,
+                stream_read_gb_per_s: 14.2,
+                stream_concurrency: 19.97,
+                chase_parallelism: 9.7,
+                random_read_gb_per_s: 6.5,
+                random_concurrency: 9.1,
+            }),
+            order: "page-local".to_string(),
+        }
+    }
+
+    /// nop cliff at 224 (reorder buffer), add at 180, load at 72; store has no cliff.
+    pub fn rob() -> RobResult {
+        let cliffs = [
+            ("nop", Some(224)),
+            ("add", Some(180)),
+            ("load", Some(72)),
+            ("store", None),
+        ];
+        let mut rows = Vec::new();
+        for (filler, cliff) in cliffs {
+            for k in (0..=320).step_by(16) {
+                let ns = if cliff.is_some_and(|c| k > c) {
+                    190.0
+                } else {
+                    100.0
+                };
+                rows.push(RobRow {
+                    filler: filler.to_string(),
+                    k,
+                    ns_per_iter: ns,
+                    cycles_per_iter: ns * 3.0,
+                    spread_pct: 1.0,
+                });
+            }
+        }
+        let structure = |filler: &str, structure: &str, entries: Option<u32>| RobStructure {
+            filler: filler.to_string(),
+            structure: structure.to_string(),
+            entries,
+            low_ns: 100.0,
+            high_ns: if entries.is_some() { 190.0 } else { 100.0 },
+        };
+        let mut serialized = Vec::new();
+        for misses in 1..=4 {
+            for k in (0..=320).step_by(32) {
+                let ns = if k > 224 {
+                    95.0 * f64::from(misses)
+                } else {
+                    95.0 + 20.0 * f64::from(misses - 1)
+                };
+                serialized.push(SerializedRow {
+                    misses,
+                    k,
+                    ns,
+                    cycles: ns * 3.0,
+                });
+            }
+        }
+        RobResult {
+            rows,
+            structures: vec![
+                structure("nop", "reorder buffer", Some(224)),
+                structure("add", "integer register file", Some(180)),
+                structure("load", "load queue", Some(72)),
+                structure("store", "store queue", None),
+            ],
+            serialized,
+            serialized_window: Some(224),
+            serialized_mlp: Some(3.6),
+            chase_bytes: 256 * MIB,
+        }
+    }
+
+    /// Every vector empty, every option None, every figure NaN.
+    pub fn empty_loaded() -> LoadedResult {
+        LoadedResult {
+            idle_ns: f64::NAN,
+            idle_cycles: f64::NAN,
+            peak_gb_per_s: f64::NAN,
+            knee: None,
+            reference: String::new(),
+            rows: vec![],
+            curves: vec![],
+            chase_bytes: 0,
+            chase_window_pages: 0,
+            injector_bytes: 0,
+            latency_cpu: 0,
+            injector_cpus: vec![],
+            line_bytes: 64,
+        }
+    }
+
+    pub fn empty_mlp() -> MlpResult {
+        MlpResult {
+            rows: vec![],
+            mlp: BTreeMap::new(),
+            saturation: vec![],
+            sequential_fit: None,
+            grid: vec![],
+            littles_law: None,
+            order: String::new(),
+        }
+    }
+
+    pub fn empty_rob() -> RobResult {
+        RobResult {
+            rows: vec![],
+            structures: vec![],
+            serialized: vec![],
+            serialized_window: None,
+            serialized_mlp: None,
+            chase_bytes: 0,
+        }
+    }
+
+    /// The samples with NaN in every figure and missing values where they can be missing.
+    pub fn nan_results() -> (LoadedResult, MlpResult, RobResult) {
+        let mut l = loaded();
+        for r in &mut l.rows {
+            r.latency_cycles = f64::NAN;
+            r.spread_pct = f64::NAN;
+            r.concurrency = f64::NAN;
+        }
+        l.rows[1].gb_per_s = f64::NAN;
+        l.rows[2].latency_ns = f64::NAN;
+        l.idle_cycles = f64::NAN;
+        l.curves[1].knee = None;
+        let mut m = mlp();
+        for r in m.rows.iter_mut().chain(m.grid.iter_mut()) {
+            r.parallelism = f64::NAN;
+            r.spread_pct = f64::NAN;
+        }
+        m.saturation.clear();
+        if let Some(fit) = &mut m.sequential_fit {
+            fit.r2 = f64::NAN;
+            fit.m_cycles = f64::NAN;
+        }
+        let mut r = rob();
+        for row in &mut r.rows {
+            row.cycles_per_iter = f64::NAN;
+        }
+        r.rows[3].ns_per_iter = f64::NAN;
+        r.serialized_mlp = None;
+        r.serialized_window = None;
+        (l, m, r)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2105,6 +3293,115 @@ mod tests {
         assert!(l < b && b < s);
     }
 
+    /// The HTML of one section, from its opening tag to its end.
+    fn section<'a>(doc: &'a str, id: &str) -> &'a str {
+        let start = doc
+            .find(&format!("<section id=\"{id}\">"))
+            .unwrap_or_else(|| panic!("section {id}"));
+        let rest = &doc[start..];
+        &rest[..rest.find("</section>").unwrap() + "</section>".len()]
+    }
+
+    /// Tags that must be balanced in a section: a cheap check of well-formedness.
+    fn assert_balanced(html: &str) {
+        for tag in [
+            "section", "figure", "svg", "table", "thead", "tbody", "tr", "details", "p", "g",
+        ] {
+            let open = html.matches(&format!("<{tag}>")).count()
+                + html.matches(&format!("<{tag} ")).count();
+            let close = html.matches(&format!("</{tag}>")).count();
+            assert_eq!(open, close, "<{tag}> unbalanced");
+        }
+    }
+
+    #[test]
+    fn loaded_mlp_and_rob_sections_render_with_charts_and_tables() {
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.latency = Some(sample_latency());
+        report.experiments.loaded = Some(samples::loaded());
+        report.experiments.mlp = Some(samples::mlp());
+        report.experiments.rob = Some(samples::rob());
+        let doc = html(&report);
+        for (id, title) in [("loaded", "Loaded latency"), ("mlp", "MLP"), ("rob", "ROB")] {
+            assert!(
+                doc.contains(&format!("<a href=\"#{id}\">{title}</a>")),
+                "{id}"
+            );
+            assert_balanced(section(&doc, id));
+        }
+        assert!(doc.find("<section id=\"latency\">") < doc.find("<section id=\"loaded\">"));
+
+        let loaded = section(&doc, "loaded");
+        assert_eq!(loaded.matches("<svg").count(), 1);
+        assert!(loaded.contains("Latency vs bandwidth under load"));
+        assert!(loaded.contains("read, 3 injectors") && loaded.contains("1:1, 3 injectors"));
+        assert!(loaded.contains("idle latency 79.5 ns"));
+        assert!(
+            loaded.contains("knee 41.7 GB/s (63% of peak)"),
+            "knee marker"
+        );
+        assert!(loaded.contains("knee: last point at the idle latency"));
+        assert!(loaded.contains("Latency (core cycles)"));
+        assert!(loaded.contains("<b>knee</b> at 41.7 GB/s"));
+        assert_eq!(
+            loaded.matches("<td><b>knee</b></td>").count(),
+            2,
+            "one per curve"
+        );
+        assert!(loaded.contains("Little's law"));
+
+        let mlp = section(&doc, "mlp");
+        // Parallelism curves, the grid heatmap and the sequential fit.
+        assert_eq!(mlp.matches("<svg").count(), 3);
+        assert!(mlp.contains("L2 (512 KiB)") && mlp.contains("DRAM (256 MiB)"));
+        assert!(mlp.contains("ideal: every miss overlapped"));
+        assert!(mlp.contains("saturation point"));
+        assert!(mlp.contains("<td class=\"num\">8</td><td class=\"num\">7.4</td>"));
+        assert!(mlp.contains("Parallelism by working set and chains"));
+        assert!(mlp.contains("M = 85.3 ns") && mlp.contains("r² = 0.9987"));
+        assert!(mlp.contains("<b>20.0</b> lines of 64 B in flight"));
+
+        let rob = section(&doc, "rob");
+        assert_eq!(rob.matches("<svg").count(), 2);
+        assert!(rob.contains("nop: reorder buffer ≈ 224"));
+        assert!(rob.contains("load: load queue ≈ 72"));
+        assert!(rob.contains("<b>224</b>") && rob.contains("<b>180</b>"));
+        assert!(rob.contains("no cliff"));
+        assert!(rob.contains("window ≈ 224"));
+        assert!(rob.contains("Core cycles per iteration"));
+        assert!(!doc.contains("NaN") && !doc.contains("Some("));
+    }
+
+    #[test]
+    fn empty_and_invalid_new_results_do_not_panic_or_leak() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.loaded = Some(samples::empty_loaded());
+        report.experiments.mlp = Some(samples::empty_mlp());
+        report.experiments.rob = Some(samples::empty_rob());
+        let doc = html(&report);
+        assert!(doc.contains("No loaded latency was measured"));
+        assert!(doc.contains("No chain count was measured"));
+        assert!(doc.contains("No filler curve was measured"));
+        assert!(doc.contains("<b>no knee</b>"));
+        for id in ["loaded", "mlp", "rob"] {
+            assert_balanced(section(&doc, id));
+        }
+        assert!(!doc.contains("NaN") && doc.trim_end().ends_with("</html>"));
+
+        let (loaded, mlp, rob) = samples::nan_results();
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.loaded = Some(loaded);
+        report.experiments.mlp = Some(mlp);
+        report.experiments.rob = Some(rob);
+        let doc = html(&report);
+        for id in ["loaded", "mlp", "rob"] {
+            assert_balanced(section(&doc, id));
+        }
+        assert!(!doc.contains("NaN") && !doc.contains(">inf") && !doc.contains("\"inf"));
+        // Saturation comes from the `mlp` map when its details are missing.
+        assert!(doc.contains("Saturation per level"));
+    }
+
     /// Writes a sample report with every section to the file named by MEMSCOPE_HTML_SAMPLE
     /// (`cargo test --lib report::html -- --ignored`), to look at the layout in a browser;
     /// with MEMSCOPE_HTML_FROM_JSON, renders that JSON report instead of synthetic data.
@@ -2129,6 +3426,9 @@ mod tests {
             2,
         ));
         report.experiments.stride = Some(sample_stride(256 * MIB));
+        report.experiments.loaded = Some(samples::loaded());
+        report.experiments.mlp = Some(samples::mlp());
+        report.experiments.rob = Some(samples::rob());
         std::fs::write(path, serialize(&report)).unwrap();
     }
 }

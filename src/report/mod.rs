@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::experiments::bandwidth::BandwidthResult;
 use crate::experiments::latency::LatencyResult;
+use crate::experiments::loaded::LoadedResult;
+use crate::experiments::mlp::MlpResult;
+use crate::experiments::rob::RobResult;
 use crate::experiments::stride::StrideResult;
 use crate::topology::Machine;
 
@@ -95,6 +98,12 @@ pub struct Experiments {
     pub bandwidth: Option<BandwidthResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stride: Option<StrideResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loaded: Option<LoadedResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mlp: Option<MlpResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rob: Option<RobResult>,
 }
 
 impl Report {

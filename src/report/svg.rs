@@ -843,6 +843,8 @@ pub struct Series {
     unstable: Vec<bool>,
     dashed: bool,
     markers: bool,
+    /// Points alone, as rings (see `highlight`).
+    highlight: bool,
 }
 
 impl Series {
@@ -855,6 +857,7 @@ impl Series {
             unstable: Vec::new(),
             dashed: false,
             markers: true,
+            highlight: false,
         }
     }
 
@@ -884,6 +887,13 @@ impl Series {
     /// Draws the line only, without a marker on each point.
     pub fn without_markers(mut self) -> Series {
         self.markers = false;
+        self
+    }
+
+    /// Draws each point as a ring around it, without a connecting line: points found in
+    /// the data (a knee, a saturation point) marked on the curves they belong to.
+    pub fn highlight(mut self) -> Series {
+        self.highlight = true;
         self
     }
 }
@@ -1086,7 +1096,12 @@ impl LineChart {
         let mut any_unstable = false;
         for (i, s) in self.series.iter().enumerate() {
             let color = self.series_color(i);
-            let symbol = if s.markers {
+            let symbol = if s.highlight {
+                LegendSymbol::Marker {
+                    color,
+                    hollow: true,
+                }
+            } else if s.markers {
                 LegendSymbol::LineMarker {
                     color,
                     dashed: s.dashed,
@@ -1521,6 +1536,20 @@ impl LineChart {
                 .filter_map(|(k, &(x, y))| Some((k, xm.px(x)?, ym.px(y)?)))
                 .collect();
             if pts.is_empty() {
+                continue;
+            }
+            if s.highlight {
+                for &(_, x, y) in &pts {
+                    svg.circle(
+                        x,
+                        y,
+                        7.0,
+                        &format!(
+                            "fill=\"none\" {} stroke-width=\"2.5\"",
+                            color_attr("stroke", &color)
+                        ),
+                    );
+                }
                 continue;
             }
             if let Some(errors) = &s.errors {
@@ -2356,6 +2385,24 @@ mod tests {
             .series(Series::new("s", vec![(f64::NAN, f64::NAN)]))
             .render();
         assert_eq!(svg.matches("<polyline").count(), 0);
+    }
+
+    #[test]
+    fn highlighted_points_are_rings_without_a_line() {
+        let svg = LineChart::new("t")
+            .series(Series::new(
+                "curve",
+                vec![(1.0, 1.0), (2.0, 4.0), (3.0, 5.0)],
+            ))
+            .series(
+                Series::new("found", vec![(2.0, 4.0), (3.0, 5.0), (f64::NAN, 1.0)])
+                    .color("#111827")
+                    .highlight(),
+            )
+            .render();
+        assert_eq!(svg.matches("<polyline").count(), 1, "{svg}");
+        assert_eq!(svg.matches("r=\"7\" fill=\"none\"").count(), 2, "{svg}");
+        assert!(svg.contains(">found</text>"), "{svg}");
     }
 
     #[test]

@@ -4,6 +4,9 @@
 use super::Report;
 use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::LatencyResult;
+use crate::experiments::loaded::{Knee, LoadedResult, LoadedRow};
+use crate::experiments::mlp::{MlpResult, MlpRow};
+use crate::experiments::rob::RobResult;
 use crate::experiments::stride::StrideResult;
 use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
@@ -44,7 +47,7 @@ impl Table {
             }
         }
         let numeric =
-            |cell: &str| cell.starts_with(|c: char| c.is_ascii_digit() || c == '-' || c == '+');
+            |cell: &str| cell.starts_with(|c: char| c.is_ascii_digit() || "-+—".contains(c));
         let line = |cells: &[String], header: bool| -> String {
             let mut out = String::from(" ");
             for (i, cell) in cells.iter().enumerate().take(columns) {
@@ -532,6 +535,369 @@ pub fn stride(result: &StrideResult) -> String {
     out
 }
 
+/// A figure with `decimals` decimals, or "—" when it is not finite (a missing value).
+fn figure(v: f64, decimals: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.decimals$}")
+    } else {
+        "—".into()
+    }
+}
+
+/// Core cycles with one decimal, or "—" when unknown (no core clock estimate gives 0 or NaN).
+fn cycles_or_dash(v: f64) -> String {
+    if v.is_finite() && v > 0.0 {
+        format!("{v:.1}")
+    } else {
+        "—".into()
+    }
+}
+
+/// "1 injector", "7 injectors".
+fn injectors(threads: usize) -> String {
+    if threads == 1 {
+        "1 injector".into()
+    } else {
+        format!("{threads} injectors")
+    }
+}
+
+fn knee_text(knee: Option<&Knee>) -> String {
+    match knee {
+        Some(k) => format!(
+            "knee at delay {}: {} GB/s, {} ns, {} % of peak",
+            k.delay,
+            figure(k.gb_per_s, 1),
+            figure(k.latency_ns, 1),
+            figure(k.pct_of_peak, 0)
+        ),
+        None => "no knee (latency stayed at its idle level)".into(),
+    }
+}
+
+/// The `loaded` view: idle, peak and knee, then latency against bandwidth per mix ×
+/// injector count, from the idle end (largest delay) to full load.
+pub fn loaded(result: &LoadedResult) -> String {
+    let mut out = heading(&format!(
+        "Latency under load: chase on CPU {} over {} (page-local, {} pages per window), \
+         injectors on CPUs {} ({} each)",
+        result.latency_cpu,
+        Bytes(result.chase_bytes),
+        result.chase_window_pages,
+        if result.injector_cpus.is_empty() {
+            "—".to_string()
+        } else {
+            cpu_list(&result.injector_cpus)
+        },
+        Bytes(result.injector_bytes),
+    ));
+    out.push_str(&format!(
+        " idle {} ns ({} cycles) · peak {} GB/s · {}{}\n",
+        figure(result.idle_ns, 1),
+        cycles_or_dash(result.idle_cycles),
+        figure(result.peak_gb_per_s, 1),
+        knee_text(result.knee.as_ref()),
+        if result.reference.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", result.reference)
+        }
+    ));
+    if result.curves.len() > 1 {
+        let mut t = Table::new(&[
+            "mix",
+            "injectors",
+            "peak GB/s",
+            "loaded ns",
+            "knee delay",
+            "knee GB/s",
+            "knee ns",
+            "% of peak",
+        ]);
+        for c in &result.curves {
+            let k = c.knee.as_ref();
+            t.row(vec![
+                c.mix.clone(),
+                c.threads.to_string(),
+                figure(c.peak_gb_per_s, 1),
+                figure(c.loaded_ns, 1),
+                k.map_or("—".into(), |k| k.delay.to_string()),
+                k.map_or("—".into(), |k| figure(k.gb_per_s, 1)),
+                k.map_or("—".into(), |k| figure(k.latency_ns, 1)),
+                k.map_or("—".into(), |k| figure(k.pct_of_peak, 0)),
+            ]);
+        }
+        out.push('\n');
+        out.push_str(&t.render());
+    }
+    let curves = distinct(result.rows.iter().map(|r| (r.mix.clone(), r.threads)));
+    for (mix, threads) in &curves {
+        let curve = result
+            .curves
+            .iter()
+            .find(|c| &c.mix == mix && c.threads == *threads);
+        let knee = match curve {
+            Some(c) => c.knee.as_ref(),
+            None if curves.len() == 1 => result.knee.as_ref(),
+            None => None,
+        };
+        let mut rows: Vec<&LoadedRow> = result
+            .rows
+            .iter()
+            .filter(|r| &r.mix == mix && r.threads == *threads)
+            .collect();
+        rows.sort_by_key(|r| std::cmp::Reverse(r.delay_cycles));
+        out.push_str(&heading(&format!(
+            "{mix}, {}: {}",
+            injectors(*threads),
+            knee_text(knee)
+        )));
+        let is_knee = |r: &LoadedRow| knee.is_some_and(|k| k.delay == r.delay_cycles);
+        let marked = rows.iter().any(|r| is_knee(r));
+        let mut header = vec!["delay", "GB/s", "latency ns", "cycles", "concurrency"];
+        if marked {
+            header.push("");
+        }
+        let mut t = Table::new(&header);
+        for r in rows {
+            let mut cells = vec![
+                r.delay_cycles.to_string(),
+                figure(r.gb_per_s, 1),
+                figure(r.latency_ns, 1),
+                cycles_or_dash(r.latency_cycles),
+                figure(r.concurrency, 1),
+            ];
+            if is_knee(r) {
+                cells.push("◀ knee".into());
+            }
+            t.row(cells);
+        }
+        out.push_str(&t.render());
+    }
+    if !curves.is_empty() {
+        out.push_str(&format!(
+            "\n delay: core cycles between an injector's lines; GB/s: all threads, latency \
+             thread included; concurrency: lines in flight by Little's law (GB/s × latency / \
+             {} B)\n",
+            result.line_bytes
+        ));
+    }
+    out
+}
+
+/// The `mlp` view: per level, time and parallelism against the number of chains with the
+/// saturation point; the sequential fit, Little's law, and the working-set × chains grid.
+pub fn mlp(result: &MlpResult) -> String {
+    let mut out = heading(&format!(
+        "Memory-level parallelism: N independent pointer chains in one thread ({})",
+        if result.order.is_empty() {
+            "—"
+        } else {
+            result.order.as_str()
+        }
+    ));
+    for (level, bytes) in distinct(result.rows.iter().map(|r| (r.level.clone(), r.bytes))) {
+        let name = level.clone().unwrap_or_else(|| "custom".into());
+        out.push_str(&heading(&format!(
+            "{name} ({}): parallelism = N × t(1) / t(N)",
+            Bytes(bytes)
+        )));
+        let mut rows: Vec<&MlpRow> = result
+            .rows
+            .iter()
+            .filter(|r| r.level == level && r.bytes == bytes)
+            .collect();
+        rows.sort_by_key(|r| r.chains);
+        let mut t = Table::new(&["chains", "ns/round", "ns/load", "parallelism"]);
+        for r in rows {
+            t.row(vec![
+                r.chains.to_string(),
+                figure(r.ns_per_round, 2),
+                figure(r.ns_per_load, 2),
+                figure(r.parallelism, 2),
+            ]);
+        }
+        out.push_str(&t.render());
+        match result.saturation.iter().find(|s| s.level == name) {
+            Some(s) => out.push_str(&format!(
+                " saturates at {} chains: parallelism {}, {} ns per load\n",
+                s.chains,
+                figure(s.parallelism, 1),
+                figure(s.ns_per_load, 2)
+            )),
+            None => match result.mlp.get(&name) {
+                Some(n) => out.push_str(&format!(" saturates at {n} chains\n")),
+                None => out.push_str(" no saturation found within the chains measured\n"),
+            },
+        }
+    }
+    if let Some(fit) = &result.sequential_fit {
+        out.push_str(&format!(
+            "\n Dependent misses one run at a time ({}, {} runs): T(n) = n·M + C with M = {} ns \
+             ({} cycles), C = {} ns, r² = {}\n",
+            Bytes(fit.bytes),
+            fit.points.len(),
+            figure(fit.m_ns, 1),
+            cycles_or_dash(fit.m_cycles),
+            figure(fit.c_ns, 1),
+            figure(fit.r2, 4)
+        ));
+    }
+    if let Some(law) = &result.littles_law {
+        out.push_str(&format!(
+            " Little's law at DRAM (bandwidth × {} ns latency / 64 B): random reads at {} GB/s \
+             = {} lines in flight; the chains reach parallelism {} ({} GB/s); streaming reads \
+             at {} GB/s = {} (prefetchers add their own)\n",
+            figure(law.latency_ns, 1),
+            figure(law.random_read_gb_per_s, 2),
+            figure(law.random_concurrency, 1),
+            figure(law.chase_parallelism, 1),
+            figure(law.chase_gb_per_s, 2),
+            figure(law.stream_read_gb_per_s, 1),
+            figure(law.stream_concurrency, 1)
+        ));
+    }
+    if !result.grid.is_empty() {
+        let mut chains = distinct(result.grid.iter().map(|r| r.chains));
+        chains.sort_unstable();
+        let mut sizes = distinct(result.grid.iter().map(|r| r.bytes));
+        sizes.sort_unstable();
+        out.push_str(&heading(
+            "Parallelism by working set (rows) × chains N (columns)",
+        ));
+        let mut header = vec!["working set".to_string()];
+        header.extend(chains.iter().map(|n| format!("N={n}")));
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header_refs);
+        for bytes in sizes {
+            let mut cells = vec![Bytes(bytes).to_string()];
+            cells.extend(chains.iter().map(|&n| {
+                result
+                    .grid
+                    .iter()
+                    .find(|r| r.bytes == bytes && r.chains == n)
+                    .map_or("—".into(), |r| figure(r.parallelism, 1))
+            }));
+            t.row(cells);
+        }
+        out.push_str(&t.render());
+    }
+    out
+}
+
+/// At most `max` of the sorted values `ks`: evenly spaced ones plus, for each cliff, the
+/// values on either side of it, so that a compact table still shows every step.
+fn k_subset(ks: &[u32], cliffs: &[u32], max: usize) -> Vec<u32> {
+    if ks.len() <= max || max < 2 {
+        return ks.to_vec();
+    }
+    let mut picked: Vec<u32> = (0..max)
+        .map(|i| ks[i * (ks.len() - 1) / (max - 1)])
+        .collect();
+    for &cliff in cliffs {
+        if let Some(&below) = ks.iter().rev().find(|&&k| k <= cliff) {
+            picked.push(below);
+        }
+        if let Some(&above) = ks.iter().find(|&&k| k > cliff) {
+            picked.push(above);
+        }
+    }
+    picked.sort_unstable();
+    picked.dedup();
+    picked
+}
+
+/// The `rob` view: the cliff of each filler (the structure it fills and its entries), the
+/// curves at a subset of K, and the serialised grid.
+pub fn rob(result: &RobResult) -> String {
+    let mut out = heading(&format!(
+        "Out-of-order window: two independent misses K filler instructions apart (chases over {})",
+        Bytes(result.chase_bytes)
+    ));
+    if result.structures.is_empty() {
+        out.push_str(" no cliff was analysed\n");
+    } else {
+        let mut t = Table::new(&["filler", "fills first", "entries", "below ns", "above ns"]);
+        for s in &result.structures {
+            t.row(vec![
+                s.filler.clone(),
+                s.structure.clone(),
+                s.entries.map_or("— (no cliff)".into(), |e| e.to_string()),
+                figure(s.low_ns, 1),
+                figure(s.high_ns, 1),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+    let fillers = distinct(result.rows.iter().map(|r| r.filler.clone()));
+    if !fillers.is_empty() {
+        let mut ks = distinct(result.rows.iter().map(|r| r.k));
+        ks.sort_unstable();
+        let shown = k_subset(&ks, &[], 10);
+        out.push_str(&heading(&format!(
+            "ns per iteration by filler and K{}",
+            if shown.len() < ks.len() {
+                format!(
+                    " ({} of {} K values; the HTML report plots all)",
+                    shown.len(),
+                    ks.len()
+                )
+            } else {
+                String::new()
+            }
+        )));
+        let mut header = vec!["filler".to_string()];
+        header.extend(shown.iter().map(|k| format!("K={k}")));
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header_refs);
+        for f in &fillers {
+            let mut cells = vec![f.clone()];
+            cells.extend(shown.iter().map(|&k| {
+                result
+                    .rows
+                    .iter()
+                    .find(|r| &r.filler == f && r.k == k)
+                    .map_or("—".into(), |r| figure(r.ns_per_iter, 1))
+            }));
+            t.row(cells);
+        }
+        out.push_str(&t.render());
+    }
+    if !result.serialized.is_empty() {
+        out.push_str(&heading(&format!(
+            "Serialised blocks (N−1 misses, K nops, one miss): window {}, {} misses in flight at K = 0",
+            result
+                .serialized_window
+                .map_or("not found".into(), |w| format!("≈ {w} instructions")),
+            result.serialized_mlp.map_or("—".into(), |m| figure(m, 1))
+        )));
+        let mut ks = distinct(result.serialized.iter().map(|r| r.k));
+        ks.sort_unstable();
+        let window: Vec<u32> = result.serialized_window.into_iter().collect();
+        let shown = k_subset(&ks, &window, 10);
+        let mut misses = distinct(result.serialized.iter().map(|r| r.misses));
+        misses.sort_unstable();
+        let mut header = vec!["misses".to_string()];
+        header.extend(shown.iter().map(|k| format!("K={k}")));
+        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+        let mut t = Table::new(&header_refs);
+        for n in misses {
+            let mut cells = vec![n.to_string()];
+            cells.extend(shown.iter().map(|&k| {
+                result
+                    .serialized
+                    .iter()
+                    .find(|r| r.misses == n && r.k == k)
+                    .map_or("—".into(), |r| figure(r.ns, 1))
+            }));
+            t.row(cells);
+        }
+        out.push_str(&t.render());
+        out.push_str(" (ns per block)\n");
+    }
+    out
+}
+
 /// Settings and warnings, printed after the results.
 pub fn settings_and_warnings(report: &Report) -> String {
     let s = &report.settings;
@@ -565,6 +931,7 @@ pub fn settings_and_warnings(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::html::samples;
 
     #[test]
     fn tables_align_columns() {
@@ -576,5 +943,93 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert!(lines[2].ends_with("  1.5"), "{text}");
         assert!(lines[3].ends_with("12.25"), "{text}");
+    }
+
+    #[test]
+    fn loaded_view_has_the_headline_and_marks_each_knee() {
+        let text = loaded(&samples::loaded());
+        assert!(
+            text.contains("idle 79.5 ns (238.5 cycles) · peak 66.0 GB/s"),
+            "{text}"
+        );
+        assert!(
+            text.contains("knee at delay 200: 41.7 GB/s, 81.5 ns, 63 % of peak"),
+            "{text}"
+        );
+        assert_eq!(text.matches("◀ knee").count(), 2, "{text}");
+        let knee_line = text.lines().find(|l| l.contains("◀ knee")).unwrap();
+        assert!(
+            knee_line.contains("41.7") && knee_line.contains("81.5"),
+            "{text}"
+        );
+        // Rows from the idle end to full load.
+        let read = &text[text.find("read, 3 injectors").unwrap()..];
+        assert!(
+            read.find(" 400 ").unwrap() < read.find(" 0 ").unwrap(),
+            "{text}"
+        );
+        assert!(text.contains("1:1, 3 injectors"));
+    }
+
+    #[test]
+    fn mlp_view_has_levels_saturation_fit_and_grid() {
+        let text = mlp(&samples::mlp());
+        assert!(
+            text.contains("L2 (512 KiB)") && text.contains("DRAM (256 MiB)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("saturates at 8 chains: parallelism 7.4"),
+            "{text}"
+        );
+        assert!(
+            text.contains("saturates at 10 chains: parallelism 9.7"),
+            "{text}"
+        );
+        assert!(text.contains("M = 85.3 ns (255.9 cycles), C = 30.1 ns, r² = 0.9987"));
+        assert!(text.contains("= 20.0 lines in flight"), "{text}");
+        assert!(text.contains("N=16") && text.contains("10.3"), "{text}");
+    }
+
+    #[test]
+    fn rob_view_has_cliffs_a_compact_curve_and_the_serialised_grid() {
+        let text = rob(&samples::rob());
+        let nop = text.lines().find(|l| l.contains("reorder buffer")).unwrap();
+        assert!(nop.contains("224"), "{text}");
+        assert!(text.contains("— (no cliff)"), "{text}");
+        // 21 K values shown as an evenly spaced subset, one line per filler.
+        assert!(text.contains("10 of 21 K values"), "{text}");
+        let add = text.lines().find(|l| l.starts_with(" add ")).unwrap();
+        assert!(add.contains("100.0") && add.contains("190.0"), "{text}");
+        assert!(text.contains("window ≈ 224 instructions, 3.6 misses in flight"));
+        assert!(text.contains("K=224") && text.contains("K=256"), "{text}");
+    }
+
+    #[test]
+    fn empty_and_nan_results_print_dashes() {
+        let text = loaded(&samples::empty_loaded());
+        assert!(
+            text.contains("idle — ns (— cycles)") && text.contains("no knee"),
+            "{text}"
+        );
+        let text = mlp(&samples::empty_mlp());
+        assert!(text.contains("(—)"), "{text}");
+        let text = rob(&samples::empty_rob());
+        assert!(text.contains("no cliff was analysed"), "{text}");
+        let (l, m, r) = samples::nan_results();
+        for text in [loaded(&l), mlp(&m), rob(&r)] {
+            assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+            assert!(text.contains('—'), "{text}");
+        }
+        assert!(mlp(&m).contains("saturates at 8 chains"));
+        assert!(rob(&r).contains("window not found"));
+    }
+
+    #[test]
+    fn k_subset_keeps_the_ends_and_both_sides_of_cliffs() {
+        let ks: Vec<u32> = (0..=100).collect();
+        let shown = k_subset(&ks, &[37], 5);
+        assert_eq!(shown, vec![0, 25, 37, 38, 50, 75, 100]);
+        assert_eq!(k_subset(&[1, 2, 3], &[2], 5), vec![1, 2, 3]);
     }
 }

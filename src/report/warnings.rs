@@ -33,6 +33,8 @@ pub enum WarningKind {
     LevelMismatch(String),
     /// The sweep did not reach past the largest cache by enough to see DRAM.
     SweepTooShort { max: String, needed: String },
+    /// Loaded-latency curves whose injectors hardly ran at full load.
+    InjectorsStarved(String),
 }
 
 impl WarningKind {
@@ -47,6 +49,7 @@ impl WarningKind {
             WarningKind::NoTsc(_) => "no_tsc",
             WarningKind::LevelMismatch(_) => "level_mismatch",
             WarningKind::SweepTooShort { .. } => "sweep_too_short",
+            WarningKind::InjectorsStarved(_) => "injectors_starved",
         }
     }
 }
@@ -99,6 +102,12 @@ impl fmt::Display for WarningKind {
                 f,
                 "the sweep stops at {max}, which is not far enough past the largest cache to \
                  see DRAM (needs {needed}); use a larger --max-size"
+            ),
+            WarningKind::InjectorsStarved(curves) => write!(
+                f,
+                "loaded latency: the injector threads moved almost no data at delay 0 ({curves}); \
+                 another process was holding their CPUs, so those curves show little or no \
+                 load. Rerun on a quieter machine"
             ),
         }
     }

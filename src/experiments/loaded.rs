@@ -1,0 +1,644 @@
+//! Latency under load: one pinned thread chases pointers through DRAM while injector
+//! threads on the other CPUs stream a traffic mix with a delay between lines; sweeping the
+//! delay from 0 (full load) to an idle level traces latency against bandwidth, as Intel
+//! MLC's --loaded_latency does. The knee is found from the curve.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::UsageError;
+use crate::kernels::chase::{chase, UNROLL};
+use crate::kernels::injector::{self, Mix, LINE};
+use crate::kernels::permutation::{build_chase, ChaseOrder};
+use crate::platform::affinity;
+use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::timer::Timer;
+use crate::report::progress::Progress;
+use crate::report::warnings::WarningKind;
+use crate::stats::summary::{median, Summary};
+use crate::units::Bytes;
+
+/// Intel MLC's default delays (core cycles), from full load to nearly idle.
+pub const DEFAULT_DELAYS: [u64; 19] = [
+    0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000,
+];
+
+/// The delays of the quick curve (`--quick` and `memscope run`).
+pub const QUICK_DELAYS: [u64; 10] = [0, 15, 100, 300, 500, 1000, 1700, 3500, 9000, 20000];
+
+/// What to measure.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    pub mixes: Vec<Mix>,
+    /// Injector thread counts (each at most `injector_cpus.len()`).
+    pub thread_counts: Vec<usize>,
+    pub delays: Vec<u64>,
+    /// The latency thread's CPU (the caller's thread, already pinned there).
+    pub latency_cpu: usize,
+    /// Injector CPUs, in the order threads take them.
+    pub injector_cpus: Vec<usize>,
+    pub chase_bytes: u64,
+    /// Window of the page-local chase order, bytes.
+    pub window_bytes: usize,
+    pub injector_bytes: u64,
+    pub pages: PagePolicy,
+    pub repetitions: usize,
+    pub trial_ns: f64,
+    pub seed: u64,
+}
+
+/// `experiments.loaded` of the report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadedResult {
+    /// Latency of the chase with every injector stopped (no delay at all: idle), ns.
+    pub idle_ns: f64,
+    pub idle_cycles: f64,
+    /// Highest total bandwidth of the reference curve (see `reference`), decimal GB/s.
+    pub peak_gb_per_s: f64,
+    /// Where latency leaves its idle level on the reference curve; None when it never
+    /// does (the injectors could not load memory enough to matter).
+    pub knee: Option<Knee>,
+    /// The curve the top-level figures come from: "<mix>, <threads> injector(s)".
+    pub reference: String,
+    /// One row per mix × injector count × delay, in the order measured.
+    pub rows: Vec<LoadedRow>,
+    /// Idle, peak and knee of every mix × injector-count curve.
+    pub curves: Vec<LoadedCurve>,
+    /// Working set of the latency chase (page-local random order), bytes.
+    pub chase_bytes: u64,
+    /// Pages per window of the page-local chase order.
+    pub chase_window_pages: u64,
+    /// Working set of each injector thread, bytes.
+    pub injector_bytes: u64,
+    pub latency_cpu: usize,
+    pub injector_cpus: Vec<usize>,
+    /// Bytes per line, for Little's law.
+    pub line_bytes: u64,
+}
+
+/// The knee of a latency-vs-bandwidth curve: the last point still at the idle level.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Knee {
+    /// Injector delay of the knee point, core cycles.
+    pub delay: u64,
+    pub gb_per_s: f64,
+    pub latency_ns: f64,
+    /// `gb_per_s` as a percentage of the curve's peak bandwidth.
+    pub pct_of_peak: f64,
+}
+
+/// One point of a loaded-latency curve.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadedRow {
+    /// Traffic mix of the injectors: "read", "2:1", "1:1" or "write-nt".
+    pub mix: String,
+    /// Injector threads (the latency thread is not counted).
+    pub threads: usize,
+    /// Delay between the injectors' lines, core cycles (dependent adds).
+    pub delay_cycles: u64,
+    /// Total bandwidth: injectors plus the latency thread's own lines, decimal GB/s.
+    pub gb_per_s: f64,
+    /// The injectors' part of it.
+    pub injector_gb_per_s: f64,
+    /// Median load-to-use latency of the chase, ns.
+    pub latency_ns: f64,
+    pub latency_cycles: f64,
+    /// Spread of the latency trials (1.4826·MAD/median), percent.
+    pub spread_pct: f64,
+    /// Little's law: lines in flight = bandwidth × latency / line size.
+    pub concurrency: f64,
+}
+
+/// Summary of one mix × injector-count curve.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadedCurve {
+    pub mix: String,
+    pub threads: usize,
+    pub peak_gb_per_s: f64,
+    /// Latency at the highest load (the smallest delay), ns.
+    pub loaded_ns: f64,
+    pub knee: Option<Knee>,
+}
+
+/// Injector bandwidth at delay 0 below which the injectors cannot have been running:
+/// one thread streaming reads moves several GB/s from DRAM on any machine memscope knows.
+const STARVED_GB_PER_S: f64 = 1.0;
+
+/// How long the injectors run at a new setting before the latency trials start.
+pub const SETTLE_NS: f64 = 3e6;
+
+/// One injector's progress, on its own cache lines: the epoch of the setting it runs and
+/// the steps it has completed at that setting.
+#[repr(align(128))]
+#[derive(Default)]
+struct StepCounter {
+    steps: AtomicU64,
+    epoch: AtomicU64,
+}
+
+/// What the latency thread tells the injectors; every change bumps `epoch`.
+struct Control {
+    epoch: AtomicU64,
+    /// 0: park, 1: run, 2: exit.
+    state: AtomicU64,
+    mix: AtomicUsize,
+    delay: AtomicU64,
+    /// Injectors with an index below this run; the others park.
+    active: AtomicUsize,
+    steps: Vec<StepCounter>,
+    ready: AtomicUsize,
+    failed: Mutex<Option<UsageError>>,
+}
+
+const PARK: u64 = 0;
+const RUN: u64 = 1;
+const EXIT: u64 = 2;
+
+impl Control {
+    fn set(&self, state: u64, mix: Mix, delay: u64, active: usize) {
+        let mix_index = Mix::ALL.iter().position(|&m| m == mix).unwrap_or(0);
+        self.state.store(state, Ordering::Relaxed);
+        self.mix.store(mix_index, Ordering::Relaxed);
+        self.delay.store(delay, Ordering::Relaxed);
+        self.active.store(active, Ordering::Relaxed);
+        self.epoch.fetch_add(1, Ordering::Release);
+    }
+
+    fn total_steps(&self, active: usize) -> Vec<u64> {
+        self.steps[..active]
+            .iter()
+            .map(|c| c.steps.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Whether the first `active` injectors have all started on the current setting.
+    fn started(&self, active: usize) -> bool {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        self.steps[..active]
+            .iter()
+            .all(|c| c.epoch.load(Ordering::Acquire) == epoch)
+    }
+}
+
+/// An injector thread: pin, map and first-touch its own buffer, then follow the control.
+fn injector(worker: usize, cpu: usize, config: &LoadedConfig, control: &Control) {
+    let arena = affinity::pin_or_explain(cpu, &config.injector_cpus)
+        .and_then(|_| Arena::new(Bytes(config.injector_bytes), config.pages));
+    let arena = match arena {
+        Ok(arena) => Some(arena),
+        Err(error) => {
+            control
+                .failed
+                .lock()
+                .expect("error slot")
+                .get_or_insert(error);
+            None
+        }
+    };
+    control.ready.fetch_add(1, Ordering::AcqRel);
+    let Some(arena) = arena else { return };
+    let mut sink = 0u64;
+    loop {
+        let epoch = control.epoch.load(Ordering::Acquire);
+        let state = control.state.load(Ordering::Relaxed);
+        if state == EXIT {
+            break;
+        }
+        let active = control.active.load(Ordering::Relaxed);
+        if state == RUN && worker < active {
+            let mix = Mix::ALL[control.mix.load(Ordering::Relaxed)];
+            let delay = control.delay.load(Ordering::Relaxed);
+            let counter = &control.steps[worker];
+            counter.steps.store(0, Ordering::Relaxed);
+            counter.epoch.store(epoch, Ordering::Release);
+            let counter = &counter.steps;
+            let keep_going = || control.epoch.load(Ordering::Relaxed) == epoch;
+            // SAFETY: the arena is page aligned and owned by this thread.
+            sink ^= unsafe {
+                injector::inject(
+                    arena.as_ptr(),
+                    arena.len(),
+                    mix,
+                    delay,
+                    counter,
+                    &keep_going,
+                )
+            };
+        } else {
+            // Parked: spin on the control line (no memory traffic) until it changes.
+            let mut spins = 0u32;
+            while control.epoch.load(Ordering::Acquire) == epoch {
+                std::hint::spin_loop();
+                spins = spins.saturating_add(1);
+                if spins > 1 << 20 {
+                    std::thread::yield_now();
+                }
+            }
+        }
+    }
+    std::hint::black_box(sink);
+}
+
+/// The latency thread's view of one setting: trials of latency (ns per load) and of the
+/// injectors' bandwidth over the same intervals (decimal GB/s).
+struct Samples {
+    latency_ns: Vec<f64>,
+    injector_gb_per_s: Vec<f64>,
+}
+
+/// Times `repetitions` chase trials of `iterations` × UNROLL loads while `active`
+/// injectors run (or none), reading the injectors' step counters around each trial.
+#[allow(clippy::too_many_arguments)]
+fn sample(
+    control: &Control,
+    active: usize,
+    mix: Mix,
+    p: &mut *const usize,
+    iterations: usize,
+    repetitions: usize,
+    timer: &Timer,
+) -> Samples {
+    let mut latency_ns = Vec::with_capacity(repetitions);
+    let mut injector_gb_per_s = Vec::with_capacity(repetitions);
+    for _ in 0..repetitions {
+        let before = control.total_steps(active);
+        let t0 = timer.start();
+        // SAFETY: p is inside the complete chain built in `measure`.
+        *p = unsafe { chase(*p, iterations) };
+        let t1 = timer.stop();
+        let after = control.total_steps(active);
+        let ns = timer.ticks_to_ns(t1.saturating_sub(t0)).max(1.0);
+        let steps: u64 = before
+            .iter()
+            .zip(&after)
+            .map(|(b, a)| a.saturating_sub(*b))
+            .sum();
+        latency_ns.push(ns / (iterations * UNROLL) as f64);
+        injector_gb_per_s.push(steps as f64 * mix.bytes_per_step() as f64 / ns);
+    }
+    Samples {
+        latency_ns,
+        injector_gb_per_s,
+    }
+}
+
+/// Runs the chase without timing for about `ns` nanoseconds.
+fn settle(p: &mut *const usize, timer: &Timer, ns: f64) {
+    let t0 = timer.start();
+    // SAFETY: as in `sample`.
+    while timer.ticks_to_ns(timer.stop().saturating_sub(t0)) < ns {
+        *p = unsafe { chase(*p, 256) };
+    }
+}
+
+/// Measures the loaded-latency curves. The caller's thread is the latency thread, pinned
+/// to `config.latency_cpu`; `arena` (at least `chase_bytes`) was first-touched there.
+pub fn measure(
+    config: &LoadedConfig,
+    arena: &Arena,
+    timer: &Timer,
+    core_hz: Option<f64>,
+    progress: &Progress,
+) -> Result<(LoadedResult, Vec<WarningKind>), UsageError> {
+    let to_cycles = |ns: f64| core_hz.map_or(f64::NAN, |hz| ns * hz / 1e9);
+    let injectors = config.thread_counts.iter().copied().max().unwrap_or(1);
+    let cpus = &config.injector_cpus[..injectors.min(config.injector_cpus.len())];
+    let slots = (config.chase_bytes.min(arena.len() as u64) / LINE as u64) as usize;
+    let order = ChaseOrder::PageLocal {
+        window_bytes: config.window_bytes,
+    };
+    // SAFETY: the slots lie inside the arena, which is page aligned.
+    let mut p = unsafe { build_chase(arena.as_ptr(), slots, LINE, order, config.seed) };
+
+    let control = Control {
+        epoch: AtomicU64::new(0),
+        state: AtomicU64::new(PARK),
+        mix: AtomicUsize::new(0),
+        delay: AtomicU64::new(0),
+        active: AtomicUsize::new(0),
+        steps: (0..cpus.len()).map(|_| StepCounter::default()).collect(),
+        ready: AtomicUsize::new(0),
+        failed: Mutex::new(None),
+    };
+    let points = config.mixes.len() * config.thread_counts.len() * config.delays.len() + 2;
+    progress.start("loaded latency", points as u64);
+
+    let result = std::thread::scope(|scope| {
+        for (worker, &cpu) in cpus.iter().enumerate() {
+            let control = &control;
+            scope.spawn(move || injector(worker, cpu, config, control));
+        }
+        // Whatever happens below, the injectors must exit for the scope to end.
+        struct ExitOnDrop<'a>(&'a Control);
+        impl Drop for ExitOnDrop<'_> {
+            fn drop(&mut self) {
+                self.0.set(EXIT, Mix::Read, 0, 0);
+            }
+        }
+        let _exit = ExitOnDrop(&control);
+        while control.ready.load(Ordering::Acquire) < cpus.len() {
+            std::thread::yield_now();
+        }
+        if let Some(error) = control.failed.lock().expect("error slot").take() {
+            return Err(error);
+        }
+
+        // Size the trials from the idle chase.
+        settle(&mut p, timer, SETTLE_NS);
+        let mut iterations = 16usize;
+        let ns_per_iteration = loop {
+            let t0 = timer.start();
+            // SAFETY: as in `sample`.
+            p = unsafe { chase(p, iterations) };
+            let ns = timer.ticks_to_ns(timer.stop().saturating_sub(t0));
+            if ns >= config.trial_ns / 4.0 || iterations >= 1 << 28 {
+                break ns.max(1.0) / iterations as f64;
+            }
+            iterations *= 2;
+        };
+        let iterations = ((config.trial_ns / ns_per_iteration) as usize).max(1);
+
+        let mut idle = sample(
+            &control,
+            0,
+            Mix::Read,
+            &mut p,
+            iterations,
+            config.repetitions,
+            timer,
+        )
+        .latency_ns;
+        progress.advance();
+
+        let mut rows = Vec::new();
+        for &threads in &config.thread_counts {
+            for &mix in &config.mixes {
+                for &delay in &config.delays {
+                    progress.message(&format!("{} × {threads}, delay {delay}", mix.name()));
+                    control.set(RUN, mix, delay, threads);
+                    // Wait until every active injector has started on this setting.
+                    while !control.started(threads) {
+                        std::hint::spin_loop();
+                    }
+                    settle(&mut p, timer, SETTLE_NS);
+                    let samples = sample(
+                        &control,
+                        threads,
+                        mix,
+                        &mut p,
+                        iterations,
+                        config.repetitions,
+                        timer,
+                    );
+                    let summary = Summary::of(&samples.latency_ns).expect("trials");
+                    let injector_gb = median(&samples.injector_gb_per_s);
+                    let latency_ns = summary.median;
+                    let gb_per_s = injector_gb + LINE as f64 / latency_ns;
+                    rows.push(LoadedRow {
+                        mix: mix.name().to_string(),
+                        threads,
+                        delay_cycles: delay,
+                        gb_per_s,
+                        injector_gb_per_s: injector_gb,
+                        latency_ns,
+                        latency_cycles: to_cycles(latency_ns),
+                        spread_pct: summary.spread_pct(),
+                        concurrency: gb_per_s * latency_ns / LINE as f64,
+                    });
+                    progress.advance();
+                }
+            }
+        }
+        // Idle again at the end: the idle figure is the median of both visits.
+        control.set(PARK, Mix::Read, 0, 0);
+        settle(&mut p, timer, SETTLE_NS);
+        idle.extend(
+            sample(
+                &control,
+                0,
+                Mix::Read,
+                &mut p,
+                iterations,
+                config.repetitions,
+                timer,
+            )
+            .latency_ns,
+        );
+        progress.advance();
+        Ok((rows, median(&idle)))
+    });
+    progress.finish();
+    std::hint::black_box(p);
+    let (rows, idle_ns) = result?;
+
+    let mut warnings = Vec::new();
+    let starved: Vec<String> = rows
+        .iter()
+        .filter(|r| r.delay_cycles == 0 && r.injector_gb_per_s < STARVED_GB_PER_S)
+        .map(|r| curve_name(&r.mix, r.threads))
+        .collect();
+    if !starved.is_empty() {
+        warnings.push(WarningKind::InjectorsStarved(starved.join("; ")));
+    }
+    let curves = summarize_curves(&rows);
+    let reference = curves
+        .iter()
+        .filter(|c| c.mix == Mix::Read.name())
+        .max_by_key(|c| c.threads)
+        .or_else(|| curves.iter().max_by_key(|c| c.threads))
+        .cloned();
+    let result = LoadedResult {
+        idle_ns,
+        idle_cycles: to_cycles(idle_ns),
+        peak_gb_per_s: reference.as_ref().map_or(0.0, |c| c.peak_gb_per_s),
+        knee: reference.as_ref().and_then(|c| c.knee.clone()),
+        reference: reference.map_or_else(String::new, |c| curve_name(&c.mix, c.threads)),
+        rows,
+        curves,
+        chase_bytes: (slots * LINE) as u64,
+        chase_window_pages: (config.window_bytes / 4096) as u64,
+        injector_bytes: config.injector_bytes,
+        latency_cpu: config.latency_cpu,
+        injector_cpus: cpus.to_vec(),
+        line_bytes: LINE as u64,
+    };
+    Ok((result, warnings))
+}
+
+pub fn curve_name(mix: &str, threads: usize) -> String {
+    format!(
+        "{mix}, {threads} injector{}",
+        if threads == 1 { "" } else { "s" }
+    )
+}
+
+/// Peak, loaded latency and knee of each mix × thread-count curve, in measuring order.
+fn summarize_curves(rows: &[LoadedRow]) -> Vec<LoadedCurve> {
+    let mut keys: Vec<(String, usize)> = Vec::new();
+    for row in rows {
+        let key = (row.mix.clone(), row.threads);
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    keys.into_iter()
+        .map(|(mix, threads)| {
+            let curve: Vec<&LoadedRow> = rows
+                .iter()
+                .filter(|r| r.mix == mix && r.threads == threads)
+                .collect();
+            let peak = curve.iter().map(|r| r.gb_per_s).fold(0.0, f64::max);
+            let loaded = curve
+                .iter()
+                .min_by_key(|r| r.delay_cycles)
+                .map_or(f64::NAN, |r| r.latency_ns);
+            let bandwidth: Vec<f64> = curve.iter().map(|r| r.gb_per_s).collect();
+            let latency: Vec<f64> = curve.iter().map(|r| r.latency_ns).collect();
+            let knee = find_knee(&bandwidth, &latency).map(|i| Knee {
+                delay: curve[i].delay_cycles,
+                gb_per_s: curve[i].gb_per_s,
+                latency_ns: curve[i].latency_ns,
+                pct_of_peak: 100.0 * curve[i].gb_per_s / peak,
+            });
+            LoadedCurve {
+                mix,
+                threads,
+                peak_gb_per_s: peak,
+                loaded_ns: loaded,
+                knee,
+            }
+        })
+        .collect()
+}
+
+/// The smallest rise (relative to the idle level) that counts as latency leaving it.
+pub const KNEE_MIN_RISE: f64 = 0.10;
+
+/// The knee of a latency-vs-bandwidth curve: the index of the last point at the idle
+/// level. Fits latency = a for bandwidth ≤ x_k and a + b·(bandwidth − x_k) beyond, by
+/// least squares over every candidate knee x_k among the points (at least two points on
+/// each side), and keeps the best fit. None when the curve never rises by KNEE_MIN_RISE
+/// above its flat part, or has fewer than four points.
+pub fn find_knee(bandwidth: &[f64], latency: &[f64]) -> Option<usize> {
+    let mut order: Vec<usize> = (0..bandwidth.len().min(latency.len()))
+        .filter(|&i| bandwidth[i].is_finite() && latency[i].is_finite())
+        .collect();
+    if order.len() < 4 {
+        return None;
+    }
+    order.sort_by(|&a, &b| bandwidth[a].total_cmp(&bandwidth[b]));
+    let x: Vec<f64> = order.iter().map(|&i| bandwidth[i]).collect();
+    let y: Vec<f64> = order.iter().map(|&i| latency[i]).collect();
+    let n = x.len() as f64;
+    let mut best: Option<(f64, usize, f64, f64)> = None; // (sse, k, a, b)
+    for k in 1..x.len() - 2 {
+        let s: Vec<f64> = x.iter().map(|&xi| (xi - x[k]).max(0.0)).collect();
+        let (sum_s, sum_ss) = (s.iter().sum::<f64>(), s.iter().map(|v| v * v).sum::<f64>());
+        let sum_y: f64 = y.iter().sum();
+        let sum_sy: f64 = s.iter().zip(&y).map(|(a, b)| a * b).sum();
+        let det = n * sum_ss - sum_s * sum_s;
+        if det.abs() < 1e-12 {
+            continue;
+        }
+        let a = (sum_y * sum_ss - sum_s * sum_sy) / det;
+        let b = (n * sum_sy - sum_s * sum_y) / det;
+        if b <= 0.0 {
+            continue;
+        }
+        let sse: f64 = s
+            .iter()
+            .zip(&y)
+            .map(|(si, yi)| (yi - a - b * si).powi(2))
+            .sum();
+        if best.is_none_or(|(best_sse, ..)| sse < best_sse) {
+            best = Some((sse, k, a, b));
+        }
+    }
+    let (_, k, a, b) = best?;
+    let rise = b * (x[x.len() - 1] - x[k]);
+    (a > 0.0 && rise >= KNEE_MIN_RISE * a).then_some(order[k])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Flat at 100 ns up to `knee` GB/s, then rising 4 ns per GB/s; a little noise.
+    fn hockey_stick(knee: f64) -> (Vec<f64>, Vec<f64>) {
+        let bandwidth: Vec<f64> = (0..20).map(|i| 1.0 + 2.0 * i as f64).collect();
+        let latency = bandwidth
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| 100.0 + 4.0 * (x - knee).max(0.0) + if i % 2 == 0 { 0.8 } else { -0.8 })
+            .collect();
+        (bandwidth, latency)
+    }
+
+    #[test]
+    fn knee_is_found_where_the_synthetic_curve_bends() {
+        for knee in [13.0, 21.0, 29.0] {
+            let (bandwidth, latency) = hockey_stick(knee);
+            let found = find_knee(&bandwidth, &latency).expect("a knee");
+            assert!(
+                (bandwidth[found] - knee).abs() <= 2.0,
+                "knee {knee}: found {}",
+                bandwidth[found]
+            );
+        }
+    }
+
+    #[test]
+    fn knee_ignores_the_order_of_the_rows() {
+        let (mut bandwidth, mut latency) = hockey_stick(21.0);
+        bandwidth.reverse();
+        latency.reverse();
+        let found = find_knee(&bandwidth, &latency).expect("a knee");
+        assert!((bandwidth[found] - 21.0).abs() <= 2.0);
+    }
+
+    #[test]
+    fn a_flat_curve_has_no_knee() {
+        let bandwidth: Vec<f64> = (0..12).map(|i| i as f64).collect();
+        let latency: Vec<f64> = (0..12).map(|i| 100.0 + (i % 3) as f64).collect();
+        assert_eq!(find_knee(&bandwidth, &latency), None);
+        assert_eq!(find_knee(&[1.0, 2.0], &[100.0, 200.0]), None);
+    }
+
+    #[test]
+    fn curves_are_summarised_with_peak_and_percent_of_peak() {
+        let (bandwidth, latency) = hockey_stick(21.0);
+        let rows: Vec<LoadedRow> = bandwidth
+            .iter()
+            .zip(&latency)
+            .enumerate()
+            .map(|(i, (&gb, &ns))| LoadedRow {
+                mix: "read".into(),
+                threads: 1,
+                delay_cycles: 1000 - i as u64 * 10,
+                gb_per_s: gb,
+                injector_gb_per_s: gb,
+                latency_ns: ns,
+                latency_cycles: f64::NAN,
+                spread_pct: 1.0,
+                concurrency: gb * ns / 64.0,
+            })
+            .collect();
+        let mut warnings = Vec::new();
+        let starved: Vec<String> = rows
+            .iter()
+            .filter(|r| r.delay_cycles == 0 && r.injector_gb_per_s < STARVED_GB_PER_S)
+            .map(|r| curve_name(&r.mix, r.threads))
+            .collect();
+        if !starved.is_empty() {
+            warnings.push(WarningKind::InjectorsStarved(starved.join("; ")));
+        }
+        let curves = summarize_curves(&rows);
+        assert_eq!(curves.len(), 1);
+        let knee = curves[0].knee.as_ref().expect("knee");
+        assert_eq!(curves[0].peak_gb_per_s, 39.0);
+        assert!((knee.pct_of_peak - 100.0 * knee.gb_per_s / 39.0).abs() < 1e-9);
+        assert_eq!(curves[0].loaded_ns, *latency.last().unwrap());
+    }
+}
