@@ -273,7 +273,14 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
             &progress,
         ));
     }
+    #[cfg(target_arch = "x86_64")]
     if let Some(config) = &plan.rob {
+        crate::kernels::jit::probe().map_err(|e| {
+            UsageError::Unsupported(format!(
+                "rob generates machine code at run time and could not map executable memory \
+                 ({e}); a security policy (SELinux, PaX, a noexec container) may forbid it"
+            ))
+        })?;
         let arena = allocate(
             Bytes(config.chase_bytes),
             m.pages,

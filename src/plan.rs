@@ -658,7 +658,8 @@ fn rob_config(
         trial_ns: measure.trial_ns,
         serialized: !args.no_serialized,
         quick: measure.quick,
-        chase_bytes: dram_working_set(measure, machine),
+        // Two chains, each over the DRAM working set.
+        chase_bytes: 2 * dram_working_set(measure, machine),
     })
 }
 

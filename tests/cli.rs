@@ -323,3 +323,79 @@ fn bad_mixes_delays_and_thread_counts_exit_2_naming_the_value() {
     fails_with_usage_error(&["loaded", "--delays", "0,-5"], "'-5'");
     fails_with_usage_error(&["loaded", "--threads", "999"], "'999'");
 }
+
+#[test]
+fn quick_mlp_overlaps_dram_misses_with_four_chains() {
+    let _one_at_a_time = measuring();
+    let out = memscope()
+        .args(["mlp", "--quick", "--max-size", "128M", "--json", "-"])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    let mlp = &report["experiments"]["mlp"];
+    let rows = mlp["rows"].as_array().unwrap();
+    let at = |level: &str, chains: u64| {
+        rows.iter()
+            .find(|r| r["level"] == level && r["chains"] == chains)
+            .unwrap_or_else(|| panic!("{level} × {chains} missing: {rows:?}"))
+    };
+    let four = at("DRAM", 4);
+    assert!(
+        four["parallelism"].as_f64().unwrap() > 1.5,
+        "DRAM with 4 chains: {four}"
+    );
+    assert_eq!(at("DRAM", 1)["parallelism"].as_f64().unwrap(), 1.0);
+    let fit = &mlp["sequential_fit"];
+    assert!(fit["m_ns"].as_f64().unwrap() > 0.0, "{fit}");
+    assert!(fit["r2"].as_f64().unwrap() <= 1.0);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn quick_rob_reports_a_curve_and_a_structure_per_filler() {
+    let _one_at_a_time = measuring();
+    let out = memscope()
+        .args([
+            "rob",
+            "--quick",
+            "--fillers",
+            "nop,store",
+            "--max-k",
+            "128",
+            "--no-serialized",
+            "--max-size",
+            "64M",
+            "--json",
+            "-",
+        ])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    let rob = &report["experiments"]["rob"];
+    for filler in ["nop", "store"] {
+        let rows: Vec<&Value> = rob["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["filler"] == filler)
+            .collect();
+        assert!(rows.len() >= 4, "{filler}: {rows:?}");
+        assert!(rows
+            .iter()
+            .all(|r| r["ns_per_iter"].as_f64().unwrap() > 0.0));
+        assert!(rob["structures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["filler"] == filler));
+    }
+}
+
+#[test]
+fn bad_chains_fillers_and_k_exit_2_naming_the_value() {
+    fails_with_usage_error(&["mlp", "--max-chains", "65"], "'65'");
+    fails_with_usage_error(&["mlp", "--grid-max", "1Z"], "'1Z'");
+    fails_with_usage_error(&["mlp", "--sizes", "1K"], "--sizes 1 KiB");
+    fails_with_usage_error(&["rob", "--fillers", "nop,mul"], "'mul'");
+    fails_with_usage_error(&["rob", "--max-k", "0"], "'0'");
+}

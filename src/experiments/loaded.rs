@@ -14,6 +14,7 @@ use crate::kernels::injector::{self, Mix, LINE};
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::preemption::PreemptionWatch;
 use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
@@ -125,6 +126,9 @@ pub struct LoadedCurve {
 /// Injector bandwidth at delay 0 below which the injectors cannot have been running:
 /// one thread streaming reads moves several GB/s from DRAM on any machine memscope knows.
 const STARVED_GB_PER_S: f64 = 1.0;
+
+/// Trials of one setting that may be retaken because the latency thread was preempted.
+const MAX_PREEMPTED_RETRIES: usize = 20;
 
 /// How long the injectors run at a new setting before the latency trials start.
 pub const SETTLE_NS: f64 = 3e6;
@@ -262,13 +266,20 @@ fn sample(
 ) -> Samples {
     let mut latency_ns = Vec::with_capacity(repetitions);
     let mut injector_gb_per_s = Vec::with_capacity(repetitions);
-    for _ in 0..repetitions {
+    let mut retries = 0;
+    while latency_ns.len() < repetitions {
+        let watch = PreemptionWatch::start();
         let before = control.total_steps(active);
         let t0 = timer.start();
         // SAFETY: p is inside the complete chain built in `measure`.
         *p = unsafe { chase(*p, iterations) };
         let t1 = timer.stop();
         let after = control.total_steps(active);
+        // A trial the scheduler interrupted timed someone else's work too: take another.
+        if watch.preempted() && retries < MAX_PREEMPTED_RETRIES {
+            retries += 1;
+            continue;
+        }
         let ns = timer.ticks_to_ns(t1.saturating_sub(t0)).max(1.0);
         let steps: u64 = before
             .iter()

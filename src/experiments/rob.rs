@@ -3,6 +3,12 @@
 //! overlap (one miss latency per iteration), and once K exceeds the structure the filler
 //! fills first, they serialise (two latencies). The cliff's K is that structure's size
 //! (Henry Wong's method). x86_64 only.
+//!
+//! Each filler is swept coarsely (K step 16, 32 with --quick), then in steps of 2 around
+//! the cliff found. The ROB filler is the eight-byte NOP: Zen 4 packs short NOPs several
+//! to an entry (see `kernels::jit::Filler::Nop`). Past a cliff the curves keep rising
+//! where the filler's own throughput takes over (stores most), which `find_cliff`
+//! allows for.
 
 use serde::{Deserialize, Serialize};
 
@@ -155,11 +161,12 @@ pub fn entries_at(filler: Filler, cliff_k: u32) -> u32 {
 pub const SERIALIZED_MISSES: [u32; 8] = [1, 2, 4, 8, 12, 16, 24, 32];
 pub const SERIALIZED_MISSES_QUICK: [u32; 5] = [1, 2, 8, 16, 24];
 
-/// Misses in flight from the serialised grid at K = 0: the largest N × t(1) / t(N), how
-/// many misses' worth of work a block of N took per single-miss time. It is N as long as
-/// all N overlap and falls once the core's miss buffers are full, so its maximum is the
-/// number of misses the core keeps in flight from one instruction window (the timer's
-/// fixed cost makes it a slight underestimate). `points` are (N, ns) at K = 0.
+/// Misses in flight from the serialised grid at K = 0: the largest N × t(1) / t(N). By
+/// Little's law, N misses served in t(N), each taking t(1) alone, means N·t(1)/t(N) in
+/// flight on average. It equals N while all N overlap and stops growing once the miss
+/// buffers (or the memory behind them) are saturated; with at most 32 misses per block it
+/// is a lower bound when it still grows at N = 32. The timer's fixed cost inside t(1)
+/// and t(N) makes it a slight underestimate too. `points` are (N, ns) at K = 0.
 pub fn serialized_mlp(points: &[(u32, f64)]) -> Option<f64> {
     let t1 = points.iter().find(|(n, _)| *n == 1)?.1;
     points
@@ -455,6 +462,7 @@ mod measure {
             window = row_curve(&grid, 2).or(window);
         }
         progress.finish();
+        // At N = 2 the block is load, K nops, load: the window held K + 2 at the last fast K.
         result.serialized_window = window.map(|c| entries_at(Filler::Nop, c.k));
         let at_zero: Vec<(u32, f64)> = grid
             .iter()

@@ -3359,7 +3359,8 @@ mod tests {
         assert!(mlp.contains("<td class=\"num\">8</td><td class=\"num\">7.4</td>"));
         assert!(mlp.contains("Parallelism by working set and chains"));
         assert!(mlp.contains("M = 85.3 ns") && mlp.contains("r² = 0.9987"));
-        assert!(mlp.contains("<b>20.0</b> lines of 64 B in flight"));
+        assert!(mlp.contains("imply <b>9.1</b> lines in flight"), "{mlp}");
+        assert!(mlp.contains("GB/s imply 20.0"), "{mlp}");
 
         let rob = section(&doc, "rob");
         assert_eq!(rob.matches("<svg").count(), 2);

@@ -987,7 +987,8 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("M = 85.3 ns (255.9 cycles), C = 30.1 ns, r² = 0.9987"));
-        assert!(text.contains("= 20.0 lines in flight"), "{text}");
+        assert!(text.contains("= 9.1 lines in flight"), "{text}");
+        assert!(text.contains("= 20.0 (prefetchers"), "{text}");
         assert!(text.contains("N=16") && text.contains("10.3"), "{text}");
     }
 
