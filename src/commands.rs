@@ -241,6 +241,14 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         warnings.extend(found.into_iter().map(Warning::from));
     }
 
+    if plan.command == CommandKind::Run && plan.loaded.is_none() {
+        warnings.push(Warning::from(WarningKind::Skipped {
+            experiment: "latency under load".into(),
+            reason: "it needs a second CPU for the injector thread, and this process may use \
+                     only one"
+                .into(),
+        }));
+    }
     if let Some(config) = &plan.loaded {
         let arena = allocate(
             Bytes(config.chase_bytes),

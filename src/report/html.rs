@@ -2098,8 +2098,11 @@ fn mlp_section(result: &MlpResult) -> String {
     if !result.grid.is_empty() {
         out.push_str("<h3>Working set × chains</h3>\n");
         out.push_str(
-            "<p class=\"note\">Parallelism for every working set and chain count: it appears \
-             where the chains miss a level and stays near 1 while they fit in L1.</p>\n",
+            "<p class=\"note\">Parallelism for every working set and chain count. While the \
+             chains fit in L1 there are no misses: the overlap is the load pipeline's (several \
+             loads start each cycle and each takes a few cycles). From L2 on it is misses in \
+             flight, bounded by the miss buffers of the level above; the DRAM rows are the \
+             memory-level parallelism.</p>\n",
         );
         out.push_str(&figure_html(mlp_grid_heatmap(result)));
     }

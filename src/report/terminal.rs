@@ -781,6 +781,10 @@ pub fn mlp(result: &MlpResult) -> String {
             t.row(cells);
         }
         out.push_str(&t.render());
+        out.push_str(
+            " In L1 the overlap is the load pipeline's (no misses); from L2 on it is misses in \
+             flight; the DRAM rows are the memory-level parallelism\n",
+        );
     }
     out
 }
@@ -831,7 +835,15 @@ pub fn rob(result: &RobResult) -> String {
     }
     let fillers = distinct(result.rows.iter().map(|r| r.filler.clone()));
     if !fillers.is_empty() {
-        let mut ks = distinct(result.rows.iter().map(|r| r.k));
+        // K values every filler was measured at (the coarse sweep; refinements differ).
+        let mut ks: Vec<u32> = distinct(result.rows.iter().map(|r| r.k))
+            .into_iter()
+            .filter(|&k| {
+                fillers
+                    .iter()
+                    .all(|f| result.rows.iter().any(|r| &r.filler == f && r.k == k))
+            })
+            .collect();
         ks.sort_unstable();
         let shown = k_subset(&ks, &[], 10);
         out.push_str(&heading(&format!(

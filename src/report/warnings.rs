@@ -35,6 +35,8 @@ pub enum WarningKind {
     SweepTooShort { max: String, needed: String },
     /// Loaded-latency curves whose injectors hardly ran at full load.
     InjectorsStarved(String),
+    /// An experiment of the profile that could not run here, and why.
+    Skipped { experiment: String, reason: String },
 }
 
 impl WarningKind {
@@ -50,6 +52,7 @@ impl WarningKind {
             WarningKind::LevelMismatch(_) => "level_mismatch",
             WarningKind::SweepTooShort { .. } => "sweep_too_short",
             WarningKind::InjectorsStarved(_) => "injectors_starved",
+            WarningKind::Skipped { .. } => "skipped",
         }
     }
 }
@@ -103,6 +106,9 @@ impl fmt::Display for WarningKind {
                 "the sweep stops at {max}, which is not far enough past the largest cache to \
                  see DRAM (needs {needed}); use a larger --max-size"
             ),
+            WarningKind::Skipped { experiment, reason } => {
+                write!(f, "{experiment} was skipped: {reason}")
+            }
             WarningKind::InjectorsStarved(curves) => write!(
                 f,
                 "loaded latency: the injector threads moved almost no data at delay 0 ({curves}); \
