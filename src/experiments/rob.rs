@@ -49,8 +49,15 @@ pub struct RobStructure {
     /// The structure this filler fills first: "reorder buffer", "integer register file",
     /// "vector register file", "load queue", "store queue".
     pub structure: String,
-    /// Estimated entries (None when no cliff was found within the sweep).
+    /// Estimated entries of the structure: `window_entries` plus `architectural` (None
+    /// when no cliff was found within the sweep).
     pub entries: Option<u32>,
+    /// Entries the window held at the cliff: the fillers plus the misses' own entries.
+    pub window_entries: Option<u32>,
+    /// Entries that hold committed architectural state and so are never free for the
+    /// window: the general-purpose registers (16) for the integer register file, the
+    /// vector registers (32 with AVX-512, else 16) for the vector file; 0 for the others.
+    pub architectural: u32,
     /// Time per iteration below and above the cliff, ns.
     pub low_ns: f64,
     pub high_ns: f64,
@@ -155,6 +162,18 @@ pub fn find_cliff(ks: &[u32], ns: &[f64]) -> Option<Cliff> {
 /// estimate is as fine as the sweep's step near the cliff (2 after refinement).
 pub fn entries_at(filler: Filler, cliff_k: u32) -> u32 {
     cliff_k.saturating_sub(1) + filler.miss_entries()
+}
+
+/// Register-file entries held by committed architectural registers, which the window can
+/// never use: 16 general-purpose registers; 32 vector registers with AVX-512 (16 without).
+/// Queues and the reorder buffer hold in-flight instructions only.
+pub fn architectural_entries(filler: Filler) -> u32 {
+    match filler {
+        Filler::Add => 16,
+        Filler::Xor if crate::kernels::stream::Isa::Avx512.is_available() => 32,
+        Filler::Xor => 16,
+        Filler::Nop | Filler::Load | Filler::Store => 0,
+    }
 }
 
 /// Serialised-grid misses per block in a full and in a quick run.
@@ -305,7 +324,9 @@ mod measure {
             structures.push(RobStructure {
                 filler: filler.name().to_string(),
                 structure: filler.structure().to_string(),
-                entries: cliff.map(|c| entries_at(filler, c.k)),
+                entries: cliff.map(|c| entries_at(filler, c.k) + architectural_entries(filler)),
+                window_entries: cliff.map(|c| entries_at(filler, c.k)),
+                architectural: architectural_entries(filler),
                 low_ns: cliff.map_or(f64::NAN, |c| c.low),
                 high_ns: cliff.map_or(f64::NAN, |c| c.high),
             });

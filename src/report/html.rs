@@ -2325,6 +2325,11 @@ fn rob_section(result: &RobResult, machine: &Machine) -> String {
                         || "<span class=\"muted\">no cliff</span>".to_string(),
                         |e| format!("<b>{e}</b>"),
                     ),
+                    match (s.window_entries, s.architectural) {
+                        (Some(w), a) if a > 0 => format!("{w} + {a} architectural"),
+                        (Some(w), _) => w.to_string(),
+                        (None, _) => "–".to_string(),
+                    },
                     ns(s.low_ns),
                     ns(s.high_ns),
                     if ratio.is_finite() {
@@ -2341,6 +2346,7 @@ fn rob_section(result: &RobResult, machine: &Machine) -> String {
                 "Filler",
                 "Fills first",
                 "#Entries",
+                "#Window at the cliff",
                 "#Below the cliff (ns)",
                 "#Above the cliff (ns)",
                 "#Ratio",
@@ -2622,6 +2628,8 @@ pub(crate) mod samples {
             filler: filler.to_string(),
             structure: structure.to_string(),
             entries,
+            window_entries: entries,
+            architectural: 0,
             low_ns: 100.0,
             high_ns: if entries.is_some() { 190.0 } else { 100.0 },
         };

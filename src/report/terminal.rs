@@ -821,12 +821,21 @@ pub fn rob(result: &RobResult) -> String {
     if result.structures.is_empty() {
         out.push_str(" no cliff was analysed\n");
     } else {
-        let mut t = Table::new(&["filler", "fills first", "entries", "below ns", "above ns"]);
+        let mut t = Table::new(&[
+            "filler",
+            "fills first",
+            "entries",
+            "window + architectural",
+            "below ns",
+            "above ns",
+        ]);
         for s in &result.structures {
             t.row(vec![
                 s.filler.clone(),
                 s.structure.clone(),
                 s.entries.map_or("— (no cliff)".into(), |e| e.to_string()),
+                s.window_entries
+                    .map_or("—".into(), |w| format!("{w} + {}", s.architectural)),
                 figure(s.low_ns, 1),
                 figure(s.high_ns, 1),
             ]);
