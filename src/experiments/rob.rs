@@ -219,6 +219,8 @@ mod measure {
     /// Each chain covers at most this much of the arena (setup time grows with it, and
     /// 256 MiB is far beyond any last-level cache memscope meets).
     const MAX_CHAIN_BYTES: usize = 256 * MIB as usize;
+    /// Rounds of refinement at most (each re-measures around the current cliff).
+    const REFINE_ROUNDS: usize = 3;
     /// Step of the refinement around a coarse cliff.
     const FINE_STEP: u32 = 2;
     /// Timed calls per serialised cell (the first, warming, call is not counted).
@@ -289,16 +291,18 @@ mod measure {
                 coarse.len() as u64 + refine_points,
             );
             let mut points: BTreeMap<u32, Point> = BTreeMap::new();
-            let mut measure_at = |k: u32, points: &mut BTreeMap<u32, Point>| {
-                if let Entry::Vacant(slot) = points.entry(k) {
+            // Measures K (again, when `again`: a point near a cliff is re-measured in each
+            // refinement round, so a burst of noise cannot pin the cliff to itself).
+            let mut measure_at = |k: u32, points: &mut BTreeMap<u32, Point>, again: bool| {
+                if again || !points.contains_key(&k) {
                     if let Some(point) = measure_point(filler, k, &mut chains, timer, config) {
-                        slot.insert(point);
+                        points.insert(k, point);
                     }
                 }
                 progress.advance();
             };
             for &k in &coarse {
-                measure_at(k, &mut points);
+                measure_at(k, &mut points, false);
             }
             let curve = |points: &BTreeMap<u32, Point>| {
                 let ks: Vec<u32> = points.keys().copied().collect();
@@ -306,13 +310,18 @@ mod measure {
                 find_cliff(&ks, &ns)
             };
             let mut cliff = curve(&points);
-            if let Some(coarse_cliff) = cliff {
-                let from = coarse_cliff.k.saturating_sub(coarse_step);
-                let to = (coarse_cliff.k + coarse_step).min(config.max_k);
+            // Refine around the cliff until a round leaves it where it was.
+            for _ in 0..REFINE_ROUNDS {
+                let Some(before) = cliff else { break };
+                let from = before.k.saturating_sub(coarse_step);
+                let to = (before.k + coarse_step).min(config.max_k);
                 for k in (from..=to).step_by(FINE_STEP as usize) {
-                    measure_at(k, &mut points);
+                    measure_at(k, &mut points, true);
                 }
                 cliff = curve(&points).or(cliff);
+                if cliff.map(|c| c.k) == Some(before.k) {
+                    break;
+                }
             }
             rows.extend(points.iter().map(|(&k, p)| RobRow {
                 filler: filler.name().to_string(),
