@@ -8,3 +8,5 @@ pub mod loaded;
 pub mod mlp;
 pub mod rob;
 pub mod stride;
+pub mod numa;
+pub mod tlb;

@@ -11,8 +11,10 @@ use crate::experiments::bandwidth::BandwidthResult;
 use crate::experiments::latency::LatencyResult;
 use crate::experiments::loaded::LoadedResult;
 use crate::experiments::mlp::MlpResult;
+use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
 use crate::experiments::stride::StrideResult;
+use crate::experiments::tlb::TlbResult;
 use crate::topology::Machine;
 
 pub mod csv;
@@ -104,6 +106,10 @@ pub struct Experiments {
     pub mlp: Option<MlpResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rob: Option<RobResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb: Option<TlbResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa: Option<NumaResult>,
 }
 
 impl Report {
