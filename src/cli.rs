@@ -46,6 +46,11 @@ pub enum Command {
     /// instructions; the K where they stop overlapping sizes the ROB, register files,
     /// load and store queues.
     Rob(RobArgs),
+    /// TLB levels, reach and miss cost with 4 KiB and 2 MiB pages, what huge pages buy a
+    /// SAXPY and the misses in flight.
+    Tlb(TlbArgs),
+    /// Node × node matrix of latency and read bandwidth (threads on node i, memory on j).
+    Numa(NumaArgs),
 }
 
 /// Flags shared by every measuring command.
@@ -80,6 +85,12 @@ pub struct MeasureArgs {
     /// cache); with --quick max(64 MiB, 4 × the largest cache)].
     #[arg(long, value_name = "SIZE")]
     pub max_size: Option<String>,
+
+    /// With --pages 2m or 1g (or tlb --huge 2m): when the hugetlbfs pool has too few free
+    /// pages, reserve what the run needs (root) and restore the pool when memscope exits,
+    /// also on error and on Ctrl-C.
+    #[arg(long)]
+    pub reserve_hugepages: bool,
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -239,6 +250,42 @@ pub struct RobArgs {
     /// Skip the serialized N × K grid (misses and nops timed as one block).
     #[arg(long)]
     pub no_serialized: bool,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct TlbArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Huge pages of the second curve: thp, 2m (hugetlbfs) or none [default: thp when THP
+    /// is enabled, else 2m when its pool has pages, else none].
+    #[arg(long, value_name = "PAGES")]
+    pub huge: Option<String>,
+
+    /// Most 4 KiB pages of the sweep [default: 131072 (2^17); with --quick 65536].
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<String>,
+
+    /// Most 2 MiB pages of the sweep [default: twice the largest 2 MiB TLB CPUID reports,
+    /// at most half the free memory; with --quick 256].
+    #[arg(long, value_name = "N")]
+    pub max_huge_pages: Option<String>,
+
+    /// Footprint of x and y together in the SAXPY comparison, or 'none' [default: 1G;
+    /// with --quick none].
+    #[arg(long, value_name = "SIZE")]
+    pub saxpy_footprint: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct NumaArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Reading threads per node in the bandwidth cells: a number, or 'all' for every CPU
+    /// of the node this process may use.
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub threads: String,
 }
 
 #[cfg(test)]

@@ -8,16 +8,22 @@ use anyhow::Context;
 
 use crate::cli::Cli;
 use crate::error::UsageError;
-use crate::experiments::{bandwidth, latency, loaded, mlp, rob, stride};
+use crate::experiments::numa::NodeThreads;
+use crate::experiments::{bandwidth, latency, loaded, mlp, numa, rob, stride, tlb};
 use crate::plan::{CommandKind, MeasurePlan, Plan};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::hugepages::{self, HugepageReservation};
 use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
 use crate::report::{self, Report, Settings, Warning};
 use crate::topology::{self, Machine};
 use crate::units::Bytes;
+
+/// Environment variable that makes a run fail on purpose at a given point, so tests can
+/// check that memscope cleans up after a failure (e.g. "after-reservation").
+pub const SIMULATED_FAILURE: &str = "MEMSCOPE_SIMULATE_FAILURE";
 
 /// Runs the command line; `Err` carries either a `UsageError` (exit 2) or a failure.
 pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
@@ -185,6 +191,80 @@ fn allocate(
     Ok(arena)
 }
 
+/// The most hugetlbfs pages of `page` bytes that the plan's experiments map at the same
+/// time: each experiment's buffers that live together, each rounded up to whole pages.
+fn hugepages_needed(plan: &Plan, m: &MeasurePlan, machine: &Machine, page: u64) -> u64 {
+    let pages = |bytes: u64| hugepages::pages_for_bytes(bytes, page);
+    let mut needs: Vec<u64> = Vec::new();
+    if plan.latency.is_some() {
+        needs.push(pages(m.max_size.0));
+    }
+    if let Some(config) = &plan.bandwidth {
+        let threads = config.thread_counts.iter().copied().max().unwrap_or(1) as u64;
+        needs.push(threads * pages(config.largest_arena_bytes(machine)));
+    }
+    if let Some(config) = &plan.stride {
+        needs.push(pages(config.arena_bytes()));
+    }
+    if let Some(config) = &plan.loaded {
+        let injectors = config.thread_counts.iter().copied().max().unwrap_or(0) as u64;
+        needs.push(pages(config.chase_bytes) + injectors * pages(config.injector_bytes));
+    }
+    if let Some(config) = &plan.mlp {
+        needs.push(pages(config.arena_bytes()));
+    }
+    if let Some(config) = &plan.rob {
+        needs.push(pages(config.chase_bytes));
+    }
+    if let Some(config) = &plan.numa {
+        let threads = match config.threads_per_node {
+            NodeThreads::Count(n) => n,
+            NodeThreads::All => machine
+                .numa_nodes
+                .iter()
+                .map(|n| n.cpus.len())
+                .max()
+                .unwrap_or(1),
+        } as u64;
+        needs.push(pages(config.latency_bytes).max(threads * pages(config.bandwidth_bytes)));
+    }
+    if let Some(config) = plan.tlb.as_ref().filter(|t| t.huge == PagePolicy::Huge2M) {
+        // The huge-page sweep, the MLP and the SAXPY buffers, one after the other.
+        needs.push(
+            (config.max_pages_huge * PagePolicy::Huge2M.page_bytes())
+                .max(config.mlp_bytes)
+                .max(config.saxpy_footprint)
+                .div_ceil(page)
+                + 2,
+        );
+    }
+    needs.into_iter().max().unwrap_or(0)
+}
+
+/// For hugetlbfs pages: reserves what the run needs when asked to (the pool is restored when
+/// the returned guard drops, on error and on a signal too), else checks before anything
+/// runs that the pool has them, with a clear error naming the command that would.
+fn hugepages_for_run(
+    plan: &Plan,
+    m: &MeasurePlan,
+    machine: &Machine,
+) -> Result<Option<HugepageReservation>, UsageError> {
+    let page = match (m.pages, plan.tlb.as_ref().map(|t| t.huge)) {
+        (PagePolicy::Huge2M | PagePolicy::Huge1G, _) => m.pages.page_bytes(),
+        (_, Some(PagePolicy::Huge2M)) => PagePolicy::Huge2M.page_bytes(),
+        _ => return Ok(None),
+    };
+    let needed = hugepages_needed(plan, m, machine, page);
+    if needed == 0 {
+        return Ok(None);
+    }
+    if m.reserve_hugepages {
+        HugepageReservation::ensure(page, needed).map(Some)
+    } else {
+        hugepages::check_pool(page, needed).map(|_| None)
+    }
+}
+
 fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
     let m = plan
         .measure
@@ -196,6 +276,11 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
     let (timer, tsc_problem) = calibrate_clocks(&mut machine);
 
     let mut warnings = machine_warnings(&machine, tsc_problem);
+    // Held until the report is built; dropping it gives reserved pages back.
+    let reservation = hugepages_for_run(plan, m, &machine)?;
+    if std::env::var_os(SIMULATED_FAILURE).is_some_and(|v| v == "after-reservation") {
+        anyhow::bail!("simulated failure after the hugepage reservation ({SIMULATED_FAILURE})");
+    }
     let mut settings = Settings {
         command: plan.command.name().to_string(),
         cpus: vec![m.cpu],
@@ -241,6 +326,14 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         warnings.extend(found.into_iter().map(Warning::from));
     }
 
+    if let Some(config) = &plan.tlb {
+        let (result, found) = tlb::measure(config, &timer, &machine, &progress)?;
+        warnings.extend(found.into_iter().map(Warning::from));
+        experiments.tlb = Some(result);
+    }
+    if let Some(config) = &plan.numa {
+        experiments.numa = Some(numa::measure(config, &machine, &timer, &progress)?);
+    }
     if plan.command == CommandKind::Run && plan.loaded.is_none() {
         warnings.push(Warning::from(WarningKind::Skipped {
             experiment: "latency under load".into(),
@@ -304,6 +397,10 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         ));
     }
 
+    if let Some(summary) = reservation.as_ref().and_then(HugepageReservation::summary) {
+        settings.sampling.push_str(&format!("; {summary}"));
+    }
+    drop(reservation);
     let mut report = Report::new(machine, settings);
     report.warnings = warnings;
     report.experiments = experiments;
@@ -339,6 +436,12 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
     }
     if let Some(rob) = &experiments.rob {
         text.push_str(&report::terminal::rob(rob));
+    }
+    if let Some(tlb) = &experiments.tlb {
+        text.push_str(&report::terminal::tlb(tlb));
+    }
+    if let Some(numa) = &experiments.numa {
+        text.push_str(&report::terminal::numa(numa));
     }
     text.push_str(&report::terminal::settings_and_warnings(report));
 

@@ -3,16 +3,18 @@
 //! a `UsageError` that quotes it and says what was expected.
 
 use crate::cli::{
-    BandwidthArgs, Cli, Command, InfoArgs, LatencyArgs, LoadedArgs, MeasureArgs, MlpArgs, RobArgs,
-    RunArgs, StrideArgs,
+    BandwidthArgs, Cli, Command, InfoArgs, LatencyArgs, LoadedArgs, MeasureArgs, MlpArgs, NumaArgs,
+    RobArgs, RunArgs, StrideArgs, TlbArgs,
 };
 use crate::error::UsageError;
 use crate::experiments::bandwidth::{sweep_working_sets, BandwidthConfig, Sizes};
 use crate::experiments::latency::{sweep_sizes, LatencyConfig};
 use crate::experiments::loaded::{LoadedConfig, DEFAULT_DELAYS, QUICK_DELAYS};
 use crate::experiments::mlp::MlpConfig;
+use crate::experiments::numa::{NodeThreads, NumaConfig};
 use crate::experiments::rob::RobConfig;
 use crate::experiments::stride::StrideConfig;
+use crate::experiments::tlb::TlbConfig;
 use crate::kernels::injector::Mix;
 use crate::kernels::jit::Filler;
 use crate::kernels::permutation::ChaseOrder;
@@ -36,6 +38,8 @@ pub struct Plan {
     pub loaded: Option<LoadedConfig>,
     pub mlp: Option<MlpConfig>,
     pub rob: Option<RobConfig>,
+    pub tlb: Option<TlbConfig>,
+    pub numa: Option<NumaConfig>,
     /// Print every sweep point, not only the levels.
     pub print_points: bool,
 }
@@ -50,6 +54,8 @@ pub enum CommandKind {
     Loaded,
     Mlp,
     Rob,
+    Tlb,
+    Numa,
 }
 
 impl CommandKind {
@@ -63,6 +69,8 @@ impl CommandKind {
             CommandKind::Loaded => "loaded",
             CommandKind::Mlp => "mlp",
             CommandKind::Rob => "rob",
+            CommandKind::Tlb => "tlb",
+            CommandKind::Numa => "numa",
         }
     }
 }
@@ -104,6 +112,8 @@ pub struct MeasurePlan {
     pub max_size: Bytes,
     /// Whether --max-size was given (else each experiment picks its own default).
     pub max_size_given: bool,
+    /// Grow the hugetlbfs pool for this run when it is too small (and restore it after).
+    pub reserve_hugepages: bool,
 }
 
 impl Plan {
@@ -119,6 +129,8 @@ impl Plan {
             loaded: None,
             mlp: None,
             rob: None,
+            tlb: None,
+            numa: None,
             print_points: false,
         }
     }
@@ -134,6 +146,8 @@ impl Plan {
             Some(Command::Loaded(args)) => Plan::loaded(args, machine),
             Some(Command::Mlp(args)) => Plan::mlp(args, machine),
             Some(Command::Rob(args)) => Plan::rob(args, machine),
+            Some(Command::Tlb(args)) => Plan::tlb(args, machine),
+            Some(Command::Numa(args)) => Plan::numa(args, machine),
         }
     }
 
@@ -201,6 +215,10 @@ impl Plan {
         let mut mlp = mlp_config(&mlp_args, &quick, machine)?;
         mlp.levels.retain(|(name, _)| name == "DRAM");
         plan.mlp = Some(mlp);
+        // The TLB levels with 4 KiB pages and the quick huge-page curve.
+        let mut quick_tlb = quick.clone();
+        quick_tlb.quick = true;
+        plan.tlb = Some(tlb_config(&defaults::<TlbArgs>(), &quick_tlb, machine)?);
         Ok(plan)
     }
 
@@ -258,6 +276,34 @@ impl Plan {
         let mlp = mlp_config(args, &measure, machine)?;
         let mut plan = Plan::new(CommandKind::Mlp, Outputs::of(&args.measure)?, Some(measure));
         plan.mlp = Some(mlp);
+        Ok(plan)
+    }
+
+    fn tlb(args: &TlbArgs, machine: &Machine) -> Result<Plan, UsageError> {
+        let measure = resolve_measure(&args.measure, machine)?;
+        let tlb = tlb_config(args, &measure, machine)?;
+        let mut plan = Plan::new(CommandKind::Tlb, Outputs::of(&args.measure)?, Some(measure));
+        plan.tlb = Some(tlb);
+        Ok(plan)
+    }
+
+    fn numa(args: &NumaArgs, machine: &Machine) -> Result<Plan, UsageError> {
+        let measure = resolve_measure(&args.measure, machine)?;
+        let mut numa = NumaConfig::defaults(machine);
+        numa.threads_per_node = NodeThreads::parse(&args.threads)?;
+        numa.bandwidth_bytes = NumaConfig::default_bandwidth_bytes(machine, numa.threads_per_node);
+        if measure.max_size_given {
+            numa.latency_bytes = measure.max_size.0;
+        }
+        numa.pages = measure.pages;
+        numa.repetitions = measure.repetitions;
+        numa.trial_ns = measure.trial_ns;
+        let mut plan = Plan::new(
+            CommandKind::Numa,
+            Outputs::of(&args.measure)?,
+            Some(measure),
+        );
+        plan.numa = Some(numa);
         Ok(plan)
     }
 
@@ -663,6 +709,75 @@ fn rob_config(
     })
 }
 
+/// The TLB experiment: 4 KiB pages always, and THP or hugetlbfs 2 MiB pages.
+fn tlb_config(
+    args: &TlbArgs,
+    measure: &MeasurePlan,
+    machine: &Machine,
+) -> Result<TlbConfig, UsageError> {
+    let thp = matches!(machine.thp.enabled.as_str(), "always" | "madvise");
+    let pool_has_pages =
+        crate::topology::memory::hugepage_pool(2 * MIB).is_some_and(|pool| pool.total > 0);
+    let huge = match args.huge.as_deref().map(str::trim) {
+        None if thp => PagePolicy::Thp,
+        None if pool_has_pages || measure.reserve_hugepages => PagePolicy::Huge2M,
+        None => PagePolicy::Base,
+        Some("thp") => PagePolicy::Thp,
+        Some("2m") => PagePolicy::Huge2M,
+        Some("none") => PagePolicy::Base,
+        Some(other) => return Err(invalid("--huge", other, "thp, 2m or none")),
+    };
+    let mut config = TlbConfig::new(
+        machine,
+        huge,
+        measure.quick,
+        measure.repetitions,
+        measure.trial_ns,
+        0x0074_6c62, // "tlb"
+    );
+    if let Some(text) = &args.max_pages {
+        config.max_pages_base = parse_count("--max-pages", text, 16, 1 << 24)? as u64;
+    }
+    // At most half the free memory, in 2 MiB pages.
+    let memory_pages = (machine.memory_available_bytes / 2 / (2 * MIB)).max(16);
+    match &args.max_huge_pages {
+        Some(text) => {
+            let pages = parse_count("--max-huge-pages", text, 16, 1 << 20)? as u64;
+            check_fits_memory(
+                "--max-huge-pages (× 2 MiB)",
+                Bytes(pages * 2 * MIB),
+                machine,
+            )?;
+            config.max_pages_huge = pages;
+        }
+        None => config.max_pages_huge = config.max_pages_huge.min(memory_pages),
+    }
+    match args.saxpy_footprint.as_deref() {
+        Some("none") => config.saxpy_footprint = 0,
+        Some(text) => {
+            let bytes = Bytes::parse(text)?;
+            if bytes.0 < 2 * MIB {
+                return Err(UsageError::SizeTooSmall {
+                    flag: "--saxpy-footprint",
+                    requested: bytes,
+                    minimum: Bytes(2 * MIB),
+                });
+            }
+            check_fits_memory("--saxpy-footprint", bytes, machine)?;
+            config.saxpy_footprint = bytes.0;
+        }
+        None => {
+            config.saxpy_footprint = config
+                .saxpy_footprint
+                .min(machine.memory_available_bytes / 2)
+        }
+    }
+    if !measure.quick {
+        config.mlp_bytes = dram_working_set(measure, machine);
+    }
+    Ok(config)
+}
+
 /// A working set that must fit in the memory available now, leaving a tenth of it for
 /// everything else on the machine.
 fn check_fits_memory(
@@ -775,6 +890,7 @@ fn resolve_measure(args: &MeasureArgs, machine: &Machine) -> Result<MeasurePlan,
         trial_ns: if args.quick { 1e6 } else { 2e6 },
         max_size,
         max_size_given: args.max_size.is_some(),
+        reserve_hugepages: args.reserve_hugepages,
     })
 }
 

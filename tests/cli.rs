@@ -399,3 +399,79 @@ fn bad_chains_fillers_and_k_exit_2_naming_the_value() {
     fails_with_usage_error(&["rob", "--fillers", "nop,mul"], "'mul'");
     fails_with_usage_error(&["rob", "--max-k", "0"], "'0'");
 }
+
+const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+
+fn pool_2m() -> Option<u64> {
+    std::fs::read_to_string(POOL_2M).ok()?.trim().parse().ok()
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+#[test]
+fn hugepage_reservation_is_given_back_after_a_failure_and_after_a_run() {
+    let Some(before) = pool_2m() else {
+        eprintln!("skipped: this kernel has no 2 MiB hugetlbfs pool");
+        return;
+    };
+    if !is_root() {
+        eprintln!("skipped: reserving hugetlbfs pages needs root");
+        return;
+    }
+    let _one_at_a_time = measuring();
+    // A failure in the middle of the run, after the pool was grown.
+    let failed = memscope()
+        .env("MEMSCOPE_SIMULATE_FAILURE", "after-reservation")
+        .args([
+            "latency",
+            "--quick",
+            "--pages",
+            "2m",
+            "--reserve-hugepages",
+            "--max-size",
+            "8M",
+        ])
+        .assert()
+        .failure();
+    let stderr = String::from_utf8_lossy(&failed.get_output().stderr).to_string();
+    assert!(stderr.contains("simulated failure"), "{stderr}");
+    assert_eq!(pool_2m(), Some(before), "pool not restored after a failure");
+    // A whole run on reserved pages, then the pool as it was.
+    let out = memscope()
+        .args([
+            "latency",
+            "--quick",
+            "--pages",
+            "2m",
+            "--reserve-hugepages",
+            "--max-size",
+            "8M",
+            "--json",
+            "-",
+        ])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    assert_eq!(report["settings"]["pages_obtained"]["page_bytes"], 2 << 20);
+    assert_eq!(pool_2m(), Some(before), "pool not restored after a run");
+}
+
+#[test]
+fn hugetlbfs_pages_without_a_pool_are_a_clear_error() {
+    let free: u64 =
+        std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+            .unwrap_or(0);
+    if pool_2m().is_none() || free >= 8 {
+        eprintln!("skipped: the 2 MiB pool is absent or already has free pages");
+        return;
+    }
+    fails_with_usage_error(
+        &["latency", "--quick", "--pages", "2m", "--max-size", "8M"],
+        "--reserve-hugepages",
+    );
+}

@@ -91,6 +91,23 @@ pub struct BandwidthConfig {
     pub trial_ns: f64,
 }
 
+impl BandwidthConfig {
+    /// The largest arena one thread maps: the largest working set plus the padding that
+    /// staggers a kernel's arrays (under 64 KiB).
+    pub fn largest_arena_bytes(&self, machine: &Machine) -> u64 {
+        let levels = match &self.sizes {
+            Sizes::Levels => level_working_sets(machine, 1)
+                .into_iter()
+                .map(|(_, b)| b)
+                .max()
+                .unwrap_or(0),
+            Sizes::Custom(list) => list.iter().copied().max().unwrap_or(0),
+        };
+        let sweep = self.sweep_sizes.iter().copied().max().unwrap_or(0);
+        levels.max(sweep) + 64 * KIB
+    }
+}
+
 /// A working set inside each level, per thread: half of a private cache; for a shared one,
 /// half of this thread's share but at least twice the level below (so it is not served by
 /// the level below); DRAM four times the largest cache and at least 128 MiB.

@@ -6,7 +6,7 @@ pub mod bandwidth;
 pub mod latency;
 pub mod loaded;
 pub mod mlp;
+pub mod numa;
 pub mod rob;
 pub mod stride;
-pub mod numa;
 pub mod tlb;

@@ -1,6 +1,47 @@
 //! TLB reach and miss cost: a chase that touches one line per page, over more and more
 //! pages, with 4 KiB and with 2 MiB pages; the knees of the curve are the TLB levels. Also
 //! what huge pages buy a real kernel (SAXPY) and the misses in flight (MLP).
+//!
+//! **The curve.** For P pages, one probe line sits in each of the first P pages of a
+//! buffer, at line offsets that spread the probes evenly over the cache sets (see
+//! `kernels::pageprobe`), linked into one random cycle; the time per load is timed like a
+//! latency point. P runs from 4 to the maximum at `points_per_octave` points per doubling.
+//! The probes' lines also outgrow the data caches (512 lines fill a 32 KiB L1d), so every
+//! point is measured a second time with the same number of lines packed densely into a
+//! buffer of huge pages (the *dense* control: no TLB misses, the same data-cache misses).
+//! `tlb_ns = ns − dense_ns` is what the TLB adds per access.
+//!
+//! **Levels.** The curve the levels are found from is `hit_ns + tlb_ns`, the latency a
+//! load would have if its line were always in L1 (hit_ns is the dense latency of the
+//! smallest point): flat while the pages fit a TLB level, one step up per level missed.
+//! Its plateaus come from `stats::segment` (on log scale); the first plateaus are the TLB
+//! levels in order, one per level the CPU has for the page size (CPUID tells how many
+//! levels to expect, never where they end; two when it says nothing), and what follows is
+//! the page walk, whose cost keeps rising as the page tables themselves leave the caches.
+//! A level holds its pages up to the knee: the largest page count whose latency is still
+//! at or below the midpoint between its plateau and the cost of a miss (at least half the
+//! loads still hit), scanning down from where the next plateau starts so that noise,
+//! which only adds time, cannot carry a knee too far. The cost of a miss is read on the
+//! curve a little past the knee ([`MISS_REFERENCE_RATIO`]), not from the median of the
+//! next plateau, which for the walk lies far past it (see [`find_tlb_levels`]). After the
+//! sweep each knee is refined: the page counts between the last point at or below the
+//! midpoint and the first above it are measured (every count when there are few, twelve
+//! log-spaced ones otherwise) and the knees are placed again on all points, for up to
+//! [`REFINE_ROUNDS`] rounds. A level's miss cost is that step; the walk's figure is what
+//! a load pays just past the last TLB's reach (the rows show how it grows).
+//!
+//! **SAXPY** (`y = a·x + y`, f64) over x and y of `saxpy_footprint` bytes together:
+//! stride 1, and a stride of one 4 KiB page (512 elements), with 4 KiB and with huge
+//! pages. Every pattern updates every element once per pass (see `kernels::strided`). A
+//! strided pass over a GiB takes seconds, so strided trials time a run of whole offset
+//! sweeps lasting about [`SAXPY_STRIDED_TRIAL_NS`] and the pass time is scaled from it
+//! (`timed_fraction` says how much of a pass a trial was): every offset sweep touches the
+//! same pages in the same order, so each is representative.
+//!
+//! **MLP** at DRAM (`experiments::mlp`, all chain counts) once in 4 KiB pages and once in
+//! huge pages: a load that misses the TLB cannot leave for DRAM before its walk is done,
+//! so small pages can leave fewer misses in flight; the one-chain rows give the DRAM
+//! latency with each page size.
 
 use serde::{Deserialize, Serialize};
 
@@ -40,7 +81,7 @@ pub struct TlbRow {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TlbLevel {
     pub page_bytes: u64,
-    /// "L1 DTLB", "L2 DTLB", … in order.
+    /// "L1 DTLB", "L2 DTLB", … in order, then "page walk".
     pub name: String,
     /// Pages covered before the next knee (None for the page-walk region).
     pub entries: Option<u64>,
@@ -51,6 +92,9 @@ pub struct TlbLevel {
     pub miss_cycles: Option<f64>,
     /// The entries CPUID reports for this level and page size, if any.
     pub cpuid_entries: Option<u32>,
+    /// What the TLB adds per access on this level's plateau (`tlb_ns` of its rows): about
+    /// 0 for L1 DTLB hits, the L1 miss for L2 DTLB hits, the walk for "page walk", ns.
+    pub tlb_ns: f64,
 }
 
 /// SAXPY (y = a·x + y) over the same footprint in one access pattern.
@@ -66,6 +110,9 @@ pub struct SaxpyTlbRow {
     pub pass_ms: f64,
     /// ns per element updated.
     pub ns_per_access: f64,
+    /// Fraction of a pass each timed trial covered (1 for whole passes; strided passes
+    /// are timed in part and `pass_ms` scaled from it).
+    pub timed_fraction: f64,
 }
 
 /// DRAM MLP with one page size.
@@ -76,6 +123,9 @@ pub struct MlpByPageSize {
     pub chains: u32,
     pub ns_per_load: f64,
     pub parallelism: f64,
+    /// One chain: the random-chase DRAM latency with this page size, ns.
+    pub latency_ns: f64,
+    pub latency_cycles: f64,
 }
 
 /// Entries × page size of one TLB level.
@@ -87,4 +137,1356 @@ pub struct TlbReach {
     pub cpuid_reach_bytes: Option<u64>,
     pub measured_entries: Option<u64>,
     pub measured_reach_bytes: Option<u64>,
+}
+
+use std::collections::BTreeMap;
+
+use crate::error::UsageError;
+use crate::experiments::latency::{sweep_sizes, UNSTABLE_SPREAD_PCT};
+use crate::experiments::mlp::{self, MlpConfig};
+use crate::kernels::chase::{chase, UNROLL};
+use crate::kernels::pageprobe::{self, LINE_BYTES};
+use crate::kernels::permutation::SplitMix64;
+use crate::kernels::strided::saxpy_strided_offsets;
+use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::timer::Timer;
+use crate::report::progress::Progress;
+use crate::report::warnings::WarningKind;
+use crate::stats::segment::{find_plateaus, PlateauParams};
+use crate::stats::Summary;
+use crate::topology::Machine;
+use crate::units::{Bytes, GIB, KIB, MIB};
+
+/// What to measure; resolved from the command line by `plan` (see [`TlbConfig::new`]
+/// for the defaults).
+#[derive(Debug, Clone)]
+pub struct TlbConfig {
+    /// Page policy of the huge-page curve, SAXPY and MLP rows: `Thp` or `Huge2M`
+    /// (hugetlbfs); `Base` skips them.
+    pub huge: PagePolicy,
+    /// Largest page count of the 4 KiB curve.
+    pub max_pages_base: u64,
+    /// Largest page count of the huge-page curve (capped at run time by half the
+    /// available memory, or by the free hugetlbfs pool).
+    pub max_pages_huge: u64,
+    pub points_per_octave: u32,
+    /// Timed trials per point.
+    pub repetitions: usize,
+    /// Target length of one trial, ns.
+    pub trial_ns: f64,
+    /// Bytes of x and y together for the SAXPY rows; 0 skips them.
+    pub saxpy_footprint: u64,
+    /// DRAM working set of the MLP rows; 0 skips them.
+    pub mlp_bytes: u64,
+    pub seed: u64,
+}
+
+impl TlbConfig {
+    /// The defaults: 4 KiB pages up to 2^17 (quick: 2^16); huge pages up to the power of
+    /// two at or above 1.25 × the largest TLB CPUID reports for them (4096 when it says
+    /// nothing; quick: 256); 4 points per octave (quick: 2); SAXPY over 1 GiB and MLP at
+    /// 256 MiB (quick: neither).
+    ///
+    /// The huge-page maximum is a trade: every 2 MiB page of the curve is real memory
+    /// that must be zeroed (and, in a VM, often faulted in by the host first: 8 GiB took
+    /// 7–18 s on a KVM guest), while the sweep must reach past the largest TLB by enough
+    /// for the walk to form a plateau of its own (three sweep points).
+    pub fn new(
+        machine: &Machine,
+        huge: PagePolicy,
+        quick: bool,
+        repetitions: usize,
+        trial_ns: f64,
+        seed: u64,
+    ) -> TlbConfig {
+        let largest_huge_tlb = cpuid_levels(machine, huge.page_bytes())
+            .iter()
+            .map(|&(_, entries)| u64::from(entries))
+            .max();
+        TlbConfig {
+            huge,
+            max_pages_base: if quick { 1 << 16 } else { 1 << 17 },
+            max_pages_huge: if quick {
+                256
+            } else {
+                largest_huge_tlb.map_or(4096, |e| (e + e / 4).next_power_of_two())
+            },
+            points_per_octave: if quick { 2 } else { 4 },
+            repetitions,
+            trial_ns,
+            saxpy_footprint: if quick { 0 } else { GIB },
+            mlp_bytes: if quick { 0 } else { 256 * MIB },
+            seed,
+        }
+    }
+}
+
+/// The smallest page count of a curve.
+pub const MIN_PAGES: u64 = 4;
+
+/// Points measured between the two bracketing points of a knee (every count when fewer
+/// lie between them).
+pub const REFINE_POINTS: usize = 12;
+
+/// Rounds of knee refinement at most, and the bracket width (relative to the knee) below
+/// which a knee is placed finely enough.
+pub const REFINE_ROUNDS: usize = 3;
+pub const REFINED_WIDTH: f64 = 0.02;
+
+/// How far past a knee (ratio of page counts) the cost of a miss is read: far enough that
+/// an unevenly indexed set-associative TLB misses in (nearly) every set, near enough that
+/// the page tables have hardly outgrown the caches the walk reads them from.
+pub const MISS_REFERENCE_RATIO: f64 = 1.5;
+
+/// Target length of one strided SAXPY trial, ns.
+pub const SAXPY_STRIDED_TRIAL_NS: f64 = 60e6;
+
+/// Timed SAXPY trials per pattern (after one untimed warm-up).
+pub const SAXPY_TRIALS: usize = 3;
+
+/// A level whose knee is further than this (ratio) from the entries CPUID reports gets a
+/// warning.
+const CPUID_MISMATCH: f64 = 0.25;
+
+/// The longest a warm-up lap may run, in trials (as in the latency sweep).
+const WARM_UP_TRIALS: f64 = 10.0;
+
+/// Distance between x and y in the SAXPY buffer beyond whole pages: not a multiple of
+/// 4 KiB (no 4K aliasing between the load of x and the store to y) and not a power of two
+/// (DESIGN.md).
+const SAXPY_ARRAY_GAP: u64 = 7 * KIB + 512;
+
+/// Runs the TLB curves with 4 KiB and with huge pages, the SAXPY rows and the MLP rows,
+/// on the calling thread (pinned by the caller). Returns the result and quality
+/// warnings; fails when a buffer cannot be had (e.g. a hugetlbfs pool too small).
+pub fn measure(
+    config: &TlbConfig,
+    timer: &Timer,
+    machine: &Machine,
+    progress: &Progress,
+) -> Result<(TlbResult, Vec<WarningKind>), UsageError> {
+    let core_ghz = machine.core_hz_estimate.map(|hz| hz / 1e9);
+    let to_cycles = |ns: f64| core_ghz.map_or(f64::NAN, |ghz| ns * ghz);
+    let run = Run {
+        config,
+        sampler: Sampler {
+            timer,
+            trial_ns: config.trial_ns,
+            repetitions: config.repetitions.max(1),
+        },
+        machine,
+        progress,
+    };
+    let mut warnings = Vec::new();
+    let mut unstable = Vec::new();
+
+    let huge_pages = (config.huge != PagePolicy::Base)
+        .then(|| {
+            config
+                .max_pages_huge
+                .min(huge_page_cap(config.huge, machine))
+        })
+        .filter(|&pages| pages >= MIN_PAGES);
+    let max_lines = config
+        .max_pages_base
+        .max(huge_pages.unwrap_or(0))
+        .max(MIN_PAGES);
+    let mut dense = Dense::new(max_lines, machine)?;
+
+    // SAXPY and MLP share each page size's buffer with its curve.
+    let aux_bytes = saxpy_arena_bytes(config.saxpy_footprint).max(config.mlp_bytes);
+    let mut curves = Vec::new();
+    let mut saxpy = Vec::new();
+    let mut mlp_rows = Vec::new();
+
+    // 4 KiB pages.
+    {
+        let max_pages = config.max_pages_base.max(MIN_PAGES);
+        let arena = Arena::new(
+            Bytes((max_pages * PagePolicy::Base.page_bytes()).max(aux_bytes)),
+            PagePolicy::Base,
+        )?;
+        let page = arena.obtained().page_bytes;
+        curves.push(measure_curve(&run, &arena, page, max_pages, &mut dense));
+        saxpy.extend(saxpy_rows(config, &arena, page, "", timer, progress));
+        mlp_rows.extend(mlp_row(config, &arena, page, timer, machine, progress));
+    }
+
+    // Huge pages.
+    if let Some(max_pages) = huge_pages {
+        let arena = Arena::new(
+            Bytes((max_pages * config.huge.page_bytes()).max(aux_bytes)),
+            config.huge,
+        )?;
+        let obtained = arena.obtained();
+        if obtained.huge_fraction == 0.0 {
+            warnings.push(WarningKind::Skipped {
+                experiment: "tlb with huge pages".to_string(),
+                reason: format!(
+                    "the buffer got no huge pages (policy {}); the 4 KiB curve stands alone",
+                    config.huge
+                ),
+            });
+        } else {
+            if obtained.huge_fraction < 0.9 {
+                warnings.push(WarningKind::ThpPartial {
+                    fraction: obtained.huge_fraction,
+                });
+            }
+            let page = obtained.page_bytes;
+            curves.push(measure_curve(&run, &arena, page, max_pages, &mut dense));
+            let label = format!(", {} pages", Bytes(page));
+            saxpy.extend(saxpy_rows(config, &arena, page, &label, timer, progress));
+            mlp_rows.extend(mlp_row(config, &arena, page, timer, machine, progress));
+        }
+    }
+
+    let mut rows = Vec::new();
+    let mut levels = Vec::new();
+    for curve in &curves {
+        for point in &curve.points {
+            if point.unstable {
+                unstable.push(format!(
+                    "{} pages of {}",
+                    point.pages,
+                    Bytes(curve.page_bytes)
+                ));
+            }
+            rows.push(TlbRow {
+                page_bytes: curve.page_bytes,
+                pages: point.pages,
+                ns: point.ns,
+                cycles: to_cycles(point.ns),
+                dense_ns: point.dense_ns,
+                tlb_ns: point.ns - point.dense_ns,
+                spread_pct: point.spread_pct,
+            });
+        }
+        let cpuid = cpuid_levels(machine, curve.page_bytes);
+        for (k, found) in curve.levels.iter().enumerate() {
+            let cpuid_entries = if found.name == PAGE_WALK {
+                None
+            } else {
+                cpuid.get(k).map(|&(_, e)| e)
+            };
+            if let (Some(measured), Some(reported)) = (found.entries, cpuid_entries) {
+                let ratio = measured as f64 / f64::from(reported);
+                if (ratio - 1.0).abs() > CPUID_MISMATCH {
+                    warnings.push(WarningKind::LevelMismatch(format!(
+                        "{} with {} pages: the knee is at {measured} pages but CPUID reports \
+                         {reported} entries; part of the TLB may be shared (SMT sibling, \
+                         another guest) or indexed unevenly",
+                        found.name,
+                        Bytes(curve.page_bytes)
+                    )));
+                }
+            }
+            levels.push(TlbLevel {
+                page_bytes: curve.page_bytes,
+                name: found.name.clone(),
+                entries: found.entries,
+                reach_bytes: found.entries.map(|e| e * curve.page_bytes),
+                miss_ns: found.miss_ns,
+                miss_cycles: found.miss_ns.map(to_cycles),
+                cpuid_entries,
+                tlb_ns: found.tlb_ns,
+            });
+        }
+        if curve.walk_expected && !curve.levels.iter().any(|l| l.name == PAGE_WALK) {
+            warnings.push(WarningKind::LevelMismatch(format!(
+                "the {} curve went past every TLB CPUID reports ({} pages) but only {} \
+                 level(s) stood out from the noise; the page walk may be merged with the last",
+                Bytes(curve.page_bytes),
+                curve.points.last().map_or(0, |p| p.pages),
+                curve.levels.len()
+            )));
+        }
+    }
+    if !unstable.is_empty() {
+        warnings.push(WarningKind::UnstablePoints {
+            count: unstable.len(),
+            sizes: unstable.join(", "),
+        });
+    }
+    let reach = reach_rows(machine, &levels);
+    Ok((
+        TlbResult {
+            rows,
+            levels,
+            saxpy,
+            mlp_by_page_size: mlp_rows,
+            reach,
+        },
+        warnings,
+    ))
+}
+
+/// Pages of `policy` the machine can give the huge-page curve: half the available memory,
+/// or the free pages of a hugetlbfs pool.
+fn huge_page_cap(policy: PagePolicy, machine: &Machine) -> u64 {
+    let page = policy.page_bytes();
+    match policy {
+        PagePolicy::Huge2M | PagePolicy::Huge1G => machine
+            .hugepage_pools
+            .iter()
+            .find(|p| p.page_bytes == page)
+            .map_or(0, |p| p.free),
+        _ => machine.memory_available_bytes / 2 / page,
+    }
+}
+
+/// (level, entries) of the data and unified TLBs CPUID reports for a page size, by level.
+fn cpuid_levels(machine: &Machine, page_bytes: u64) -> Vec<(u32, u32)> {
+    let mut levels: Vec<(u32, u32)> = machine
+        .tlbs
+        .iter()
+        .filter(|t| t.page_bytes == page_bytes && (t.kind == "data" || t.kind == "unified"))
+        .map(|t| (t.level, t.entries))
+        .collect();
+    levels.sort_unstable();
+    levels.dedup_by_key(|l| l.0);
+    levels
+}
+
+/// TLB levels assumed when CPUID reports none for a page size (every current x86 and Arm
+/// core has two levels of data TLB).
+pub const DEFAULT_TLB_LEVELS: usize = 2;
+
+/// Name of the level past every TLB.
+pub const PAGE_WALK: &str = "page walk";
+
+/// How long and how often one point is timed.
+struct Sampler<'a> {
+    timer: &'a Timer,
+    trial_ns: f64,
+    repetitions: usize,
+}
+
+impl Sampler<'_> {
+    /// Trials in ns per load of the chase from `start` through `probes` probes: a warm-up
+    /// lap (at most [`WARM_UP_TRIALS`] trials long), trials sized from a run of doubling
+    /// length, the chain continuing across trials.
+    fn chase(&self, start: *const usize, probes: usize) -> Vec<f64> {
+        let timer = self.timer;
+        let mut p = start;
+        let mut remaining = probes.div_ceil(UNROLL);
+        let warm_start = timer.start();
+        while remaining > 0 {
+            let chunk = remaining.min(1024);
+            // SAFETY: `start` begins a complete chain (for every chase call below).
+            p = unsafe { chase(p, chunk) };
+            remaining -= chunk;
+            let elapsed = timer.ticks_to_ns(timer.stop().saturating_sub(warm_start));
+            if elapsed > WARM_UP_TRIALS * self.trial_ns {
+                break;
+            }
+        }
+        let mut iterations = 16usize;
+        let ns_per_iteration = loop {
+            let t0 = timer.start();
+            p = unsafe { chase(p, iterations) };
+            let ns = timer.ticks_to_ns(timer.stop().saturating_sub(t0));
+            if ns >= self.trial_ns / 4.0 || iterations >= 1 << 30 {
+                break ns.max(1.0) / iterations as f64;
+            }
+            iterations *= 2;
+        };
+        let iterations = ((self.trial_ns / ns_per_iteration) as usize).max(1);
+        let mut trials = Vec::with_capacity(self.repetitions);
+        for _ in 0..self.repetitions {
+            let t0 = timer.start();
+            p = unsafe { chase(p, iterations) };
+            let t1 = timer.stop();
+            trials.push(timer.ticks_to_ns(t1.saturating_sub(t0)) / (iterations * UNROLL) as f64);
+        }
+        std::hint::black_box(p);
+        trials
+    }
+}
+
+/// Trials of `offsets` (byte offsets of 8-byte aligned probes) in `buffer`, linked in a
+/// random cycle from `seed`; laid out and timed once more with another seed when the
+/// trials spread too much. Returns the summary and whether it stayed unstable.
+fn sample_layout(
+    buffer: *mut u8,
+    offsets: impl Fn(u64) -> Vec<usize>,
+    seed: u64,
+    sampler: &Sampler,
+) -> (Summary, bool) {
+    let mut trials = Vec::new();
+    for attempt in 0..2u64 {
+        let layout_seed = mix(seed, attempt);
+        let offsets = offsets(layout_seed);
+        // SAFETY: callers give offsets inside the buffer, line aligned.
+        let start = unsafe { pageprobe::link(buffer, &offsets, layout_seed) };
+        trials.extend(sampler.chase(start, offsets.len()));
+        let summary = Summary::of(&trials).expect("trials");
+        if summary.spread_pct() <= UNSTABLE_SPREAD_PCT {
+            return (summary, false);
+        }
+    }
+    (Summary::of(&trials).expect("trials"), true)
+}
+
+fn mix(seed: u64, salt: u64) -> u64 {
+    SplitMix64::new(seed ^ salt.rotate_left(29)).next_u64()
+}
+
+/// The dense control: `lines` consecutive lines in a buffer of huge pages (base pages when
+/// THP cannot be had), one measurement per line count.
+struct Dense {
+    arena: Arena,
+    measured: BTreeMap<u64, (Summary, bool)>,
+}
+
+impl Dense {
+    fn new(max_lines: u64, machine: &Machine) -> Result<Dense, UsageError> {
+        let bytes = Bytes((max_lines * LINE_BYTES as u64).max(2 * MIB));
+        let arena = if matches!(machine.thp.enabled.as_str(), "always" | "madvise") {
+            Arena::new(bytes, PagePolicy::Thp).or_else(|_| Arena::new(bytes, PagePolicy::Base))?
+        } else {
+            Arena::new(bytes, PagePolicy::Base)?
+        };
+        Ok(Dense {
+            arena,
+            measured: BTreeMap::new(),
+        })
+    }
+
+    fn get(&mut self, lines: u64, seed: u64, sampler: &Sampler) -> (Summary, bool) {
+        if let Some(found) = self.measured.get(&lines) {
+            return *found;
+        }
+        let found = sample_layout(
+            self.arena.as_ptr(),
+            |_| pageprobe::dense_offsets(lines as usize),
+            mix(seed, lines),
+            sampler,
+        );
+        self.measured.insert(lines, found);
+        found
+    }
+}
+
+/// One measured point of a curve.
+#[derive(Debug, Clone)]
+struct Point {
+    pages: u64,
+    ns: f64,
+    dense_ns: f64,
+    spread_pct: f64,
+    unstable: bool,
+}
+
+/// A page size's curve and the levels found from it.
+struct Curve {
+    page_bytes: u64,
+    /// All points, by page count (the sweep and the refinements).
+    points: Vec<Point>,
+    levels: Vec<FoundTlbLevel>,
+    /// The sweep went past every TLB CPUID reports, so a page walk was expected.
+    walk_expected: bool,
+}
+
+/// What the curves of one run share.
+struct Run<'a> {
+    config: &'a TlbConfig,
+    sampler: Sampler<'a>,
+    machine: &'a Machine,
+    progress: &'a Progress,
+}
+
+/// Sweeps up to `max_pages` pages of `page_bytes` in `arena`, finds the levels, refines
+/// the knees and finds the levels again on all points.
+fn measure_curve(
+    run: &Run,
+    arena: &Arena,
+    page_bytes: u64,
+    max_pages: u64,
+    dense: &mut Dense,
+) -> Curve {
+    let (config, sampler, machine, progress) =
+        (run.config, &run.sampler, run.machine, run.progress);
+    let max_pages =
+        (max_pages.max(MIN_PAGES) as usize).min(arena.len() / page_bytes as usize) as u64;
+    let sweep = sweep_sizes(MIN_PAGES, max_pages, config.points_per_octave.max(1), 1);
+    let seed = config.seed ^ page_bytes.rotate_left(17);
+    let mut measure_point = |pages: u64| -> Point {
+        let (sparse, sparse_unstable) = sample_layout(
+            arena.as_ptr(),
+            |layout_seed| {
+                let rotation = SplitMix64::new(layout_seed).below(4096 / LINE_BYTES);
+                pageprobe::sparse_offsets(pages as usize, page_bytes as usize, rotation)
+            },
+            mix(seed, pages),
+            sampler,
+        );
+        let (dense_summary, dense_unstable) = dense.get(pages, config.seed, sampler);
+        Point {
+            pages,
+            ns: sparse.median,
+            dense_ns: dense_summary.median,
+            spread_pct: sparse.spread_pct(),
+            unstable: sparse_unstable || dense_unstable,
+        }
+    };
+
+    let name = format!("tlb, {} pages", Bytes(page_bytes));
+    progress.start(&name, sweep.len() as u64);
+    let mut points = Vec::with_capacity(sweep.len());
+    for &pages in &sweep {
+        progress.message(&format!("{pages} pages"));
+        points.push(measure_point(pages));
+        progress.advance();
+    }
+    progress.finish();
+
+    let cpuid = cpuid_levels(machine, page_bytes);
+    let tlb_levels = if cpuid.is_empty() {
+        DEFAULT_TLB_LEVELS
+    } else {
+        cpuid.len()
+    };
+    let walk_expected = cpuid
+        .iter()
+        .map(|&(_, e)| u64::from(e))
+        .max()
+        .is_some_and(|e| max_pages as f64 >= 1.3 * e as f64);
+    let hit_ns = points.first().map_or(1.0, |p| p.dense_ns);
+    let find = |points: &[Point], extra: &[(u64, f64)]| {
+        let pages: Vec<u64> = points.iter().map(|p| p.pages).collect();
+        let tlb_ns: Vec<f64> = points.iter().map(|p| p.ns - p.dense_ns).collect();
+        let usable: Vec<bool> = points.iter().map(|p| !p.unstable).collect();
+        find_tlb_levels(&pages, &tlb_ns, &usable, hit_ns, tlb_levels, extra)
+    };
+    let mut levels = find(&points, &[]);
+
+    // Refine the knees: measure between each knee's bracketing points and place the knees
+    // again on all points, until every bracket is narrow (or after a few rounds).
+    let mut extra_points: Vec<Point> = Vec::new();
+    for round in 1..=REFINE_ROUNDS {
+        let refine: Vec<u64> = levels
+            .iter()
+            .filter_map(|l| l.knee)
+            .filter(|&(lo, hi)| (hi - lo) as f64 > (lo as f64 * REFINED_WIDTH).max(1.0))
+            .flat_map(|(lo, hi)| between(lo, hi, REFINE_POINTS))
+            .filter(|p| !extra_points.iter().any(|e| e.pages == *p))
+            .collect();
+        if refine.is_empty() {
+            break;
+        }
+        progress.start(&format!("{name}, knees ({round})"), refine.len() as u64);
+        for &pages in &refine {
+            progress.message(&format!("{pages} pages"));
+            extra_points.push(measure_point(pages));
+            progress.advance();
+        }
+        progress.finish();
+        let extra: Vec<(u64, f64)> = extra_points
+            .iter()
+            .map(|p| (p.pages, p.ns - p.dense_ns))
+            .collect();
+        levels = find(&points, &extra);
+    }
+
+    let mut all = points;
+    all.extend(extra_points);
+    all.sort_by_key(|p| p.pages);
+    all.dedup_by_key(|p| p.pages);
+    Curve {
+        page_bytes,
+        points: all,
+        levels,
+        walk_expected,
+    }
+}
+
+/// Up to `count` page counts strictly between `lo` and `hi`: all of them when there are
+/// that few, else spaced evenly on a log scale.
+fn between(lo: u64, hi: u64, count: usize) -> Vec<u64> {
+    if hi <= lo + 1 {
+        return Vec::new();
+    }
+    if hi - lo - 1 <= count as u64 {
+        return (lo + 1..hi).collect();
+    }
+    let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
+    let mut counts: Vec<u64> = (1..=count)
+        .map(|k| (a + (b - a) * k as f64 / (count + 1) as f64).exp().round() as u64)
+        .filter(|&p| p > lo && p < hi)
+        .collect();
+    counts.dedup();
+    counts
+}
+
+/// One level found from a curve by [`find_tlb_levels`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct FoundTlbLevel {
+    /// "L1 DTLB", "L2 DTLB", … or [`PAGE_WALK`].
+    pub name: String,
+    /// What the TLB adds per access on the level's plateau, ns.
+    pub tlb_ns: f64,
+    /// Largest page count at or below the midpoint to the next plateau; None for the walk
+    /// and for a last level whose end the sweep did not reach.
+    pub entries: Option<u64>,
+    /// Step from this plateau to the next, ns.
+    pub miss_ns: Option<f64>,
+    /// Page counts bracketing the knee: the last point at or below the midpoint and the
+    /// next point measured (where refining helps).
+    pub knee: Option<(u64, u64)>,
+    /// First and last page count of the plateau.
+    pub first_pages: u64,
+    pub last_pages: u64,
+}
+
+/// Finds the TLB levels of a curve: `tlb_ns[i]` is what the TLB adds per access with
+/// `pages[i]` pages (ascending), `usable[i]` false for unstable points (they take no part
+/// in finding plateaus, but do in placing knees), `hit_ns` the latency of an L1d hit
+/// (the curve segmented is `hit_ns + tlb_ns`, see the module documentation),
+/// `tlb_levels` the number of TLB levels expected, and `extra` more (pages, tlb_ns)
+/// points (refinements) that take part only in placing knees.
+///
+/// The first `tlb_levels` plateaus are the TLB levels, what follows is the page walk. A
+/// level ends at its knee: the largest page count E whose value is at or below the
+/// midpoint between the level's plateau and the miss cost, scanning down from where the
+/// next plateau starts. The miss cost is read on the curve at
+/// [`MISS_REFERENCE_RATIO`] × E (median of the points within a quarter octave of it,
+/// clamped between the two plateaus), not from the next plateau's median: a walk's cost
+/// keeps rising as the page tables outgrow the caches, and the walk right past the knee
+/// is what half the loads pay there. E is found by iterating from the plateau's last
+/// point upwards (a larger E reads a larger miss cost, so this converges to the first
+/// fixed point). The walk's figure is that miss cost too (its plateau median where no
+/// knee was found).
+pub fn find_tlb_levels(
+    pages: &[u64],
+    tlb_ns: &[f64],
+    usable: &[bool],
+    hit_ns: f64,
+    tlb_levels: usize,
+    extra: &[(u64, f64)],
+) -> Vec<FoundTlbLevel> {
+    let hit_ns = if hit_ns > 0.0 { hit_ns } else { 1.0 };
+    let y: Vec<f64> = tlb_ns.iter().map(|&t| hit_ns + t.max(0.0)).collect();
+    let plateaus = find_plateaus(&y, usable, PlateauParams::default());
+    let kept = plateaus.len().min(tlb_levels + 1);
+    let mut all: Vec<(u64, f64)> = pages
+        .iter()
+        .zip(&y)
+        .map(|(&p, &v)| (p, v))
+        .chain(extra.iter().map(|&(p, t)| (p, hit_ns + t.max(0.0))))
+        .collect();
+    all.sort_by_key(|&(p, _)| p);
+
+    let mut levels: Vec<FoundTlbLevel> = Vec::with_capacity(kept);
+    let mut walk_reference = None;
+    for (k, plateau) in plateaus.iter().take(kept).enumerate() {
+        let is_walk = k == tlb_levels;
+        let next = plateaus.get(k + 1).filter(|_| !is_walk);
+        let mut found = FoundTlbLevel {
+            name: if is_walk {
+                PAGE_WALK.to_string()
+            } else {
+                format!("L{} DTLB", k + 1)
+            },
+            tlb_ns: plateau.value - hit_ns,
+            entries: None,
+            miss_ns: None,
+            knee: None,
+            first_pages: pages[plateau.first],
+            last_pages: pages[plateau.last],
+        };
+        if is_walk {
+            if let Some(reference) = walk_reference {
+                found.tlb_ns = reference - hit_ns;
+            }
+        }
+        if let Some(next) = next {
+            let window: Vec<(u64, f64)> = all
+                .iter()
+                .copied()
+                .filter(|&(p, _)| p >= pages[plateau.first] && p < pages[next.first])
+                .collect();
+            let reference_at = |entries: u64| -> f64 {
+                value_near(&all, entries as f64 * MISS_REFERENCE_RATIO)
+                    .clamp(plateau.value, next.value.max(plateau.value))
+            };
+            let mut entries = pages[plateau.last];
+            for _ in 0..16 {
+                let midpoint = (plateau.value + reference_at(entries)) / 2.0;
+                let moved = window
+                    .iter()
+                    .rposition(|&(_, v)| v <= midpoint)
+                    .map_or(entries, |at| window[at].0);
+                if moved == entries {
+                    break;
+                }
+                entries = moved;
+            }
+            let above = all
+                .iter()
+                .find(|&&(p, _)| p > entries)
+                .map_or(pages[next.first], |&(p, _)| p);
+            let reference = reference_at(entries);
+            found.entries = Some(entries);
+            found.knee = Some((entries, above));
+            found.miss_ns = Some(reference - plateau.value);
+            walk_reference = Some(reference);
+        }
+        levels.push(found);
+    }
+    levels
+}
+
+/// The curve's value near page count `at`: the median of the points within a quarter
+/// octave of it, or the value interpolated on log2(pages) between its neighbours when no
+/// point is that close (the end values beyond either end).
+fn value_near(points: &[(u64, f64)], at: f64) -> f64 {
+    let near: Vec<f64> = points
+        .iter()
+        .filter(|&&(p, _)| ((p as f64) / at).log2().abs() <= 0.25)
+        .map(|&(_, v)| v)
+        .collect();
+    if !near.is_empty() {
+        return crate::stats::summary::median(&near);
+    }
+    match points.iter().position(|&(p, _)| p as f64 >= at) {
+        None => points.last().map_or(f64::NAN, |p| p.1),
+        Some(0) => points[0].1,
+        Some(i) => {
+            let ((p0, v0), (p1, v1)) = (points[i - 1], points[i]);
+            let t = (at.log2() - (p0 as f64).log2()) / ((p1 as f64).log2() - (p0 as f64).log2());
+            v0 + t * (v1 - v0)
+        }
+    }
+}
+
+/// Bytes of buffer the SAXPY rows need (0 when skipped).
+fn saxpy_arena_bytes(footprint: u64) -> u64 {
+    if footprint == 0 {
+        0
+    } else {
+        footprint + SAXPY_ARRAY_GAP + 4 * KIB
+    }
+}
+
+/// The SAXPY rows in one buffer: stride 1 and a stride of 4 KiB.
+fn saxpy_rows(
+    config: &TlbConfig,
+    arena: &Arena,
+    page_bytes: u64,
+    label: &str,
+    timer: &Timer,
+    progress: &Progress,
+) -> Vec<SaxpyTlbRow> {
+    let footprint = config.saxpy_footprint;
+    if footprint == 0 || saxpy_arena_bytes(footprint) > arena.len() as u64 {
+        return Vec::new();
+    }
+    let elements = (footprint / 2 / 8) as usize;
+    let y_offset = ((elements * 8) as u64).div_ceil(4 * KIB) * 4 * KIB + SAXPY_ARRAY_GAP;
+    let x = arena.as_ptr() as *mut f64;
+    // SAFETY: y_offset + elements × 8 ≤ footprint + gap + 4 KiB ≤ the arena's length.
+    let y = unsafe { arena.as_ptr().add(y_offset as usize) } as *mut f64;
+    // Fresh values: the buffer may hold chase pointers, which read as subnormal doubles
+    // and would make every add a slow microcode assist.
+    for i in 0..elements {
+        // SAFETY: both arrays hold `elements` doubles inside the arena.
+        unsafe {
+            x.add(i).write(1.0);
+            y.add(i).write(0.0);
+        }
+    }
+    progress.start(&format!("tlb, SAXPY{label}"), 2);
+    let mut rows = Vec::new();
+    for (stride, name) in [(1usize, "stride 1"), (4096 / 8, "stride 4 KiB")] {
+        let (ns_per_access, fraction) = saxpy_ns_per_element(x, y, elements, stride, timer);
+        rows.push(SaxpyTlbRow {
+            pattern: format!("{name}{label}"),
+            page_bytes,
+            stride_bytes: (stride * 8) as u64,
+            footprint_bytes: footprint,
+            pass_ms: ns_per_access * elements as f64 / 1e6,
+            ns_per_access,
+            timed_fraction: fraction,
+        });
+        progress.advance();
+    }
+    progress.finish();
+    rows
+}
+
+/// Median ns per element of SAXPY passes in stride order, and the fraction of a pass each
+/// trial timed. Stride 1: whole passes. Larger strides: after one untimed offset sweep,
+/// trials of consecutive offset sweeps lasting about [`SAXPY_STRIDED_TRIAL_NS`].
+fn saxpy_ns_per_element(
+    x: *const f64,
+    y: *mut f64,
+    elements: usize,
+    stride: usize,
+    timer: &Timer,
+) -> (f64, f64) {
+    let a = 0.5;
+    let offsets = stride.min(elements).max(1);
+    let visited = |first: usize, count: usize| -> usize {
+        (first..first + count)
+            .map(|o| (elements - o).div_ceil(stride))
+            .sum()
+    };
+    // SAFETY (all kernel calls): x and y hold `elements` doubles each and do not overlap.
+    let run = |first: usize, count: usize| -> f64 {
+        let t0 = timer.start();
+        unsafe { saxpy_strided_offsets(x, y, elements, stride, first, count, a) };
+        timer.ticks_to_ns(timer.stop().saturating_sub(t0))
+    };
+    // Warm-up: one whole pass with stride 1, the first offset sweep otherwise.
+    let warm_ns = run(0, 1).max(1.0);
+    let per_trial = ((SAXPY_STRIDED_TRIAL_NS / warm_ns).ceil() as usize).clamp(1, offsets);
+    let mut next = 1 % offsets;
+    let mut samples = Vec::with_capacity(SAXPY_TRIALS);
+    let mut fraction = 0.0;
+    for _ in 0..SAXPY_TRIALS {
+        let count = per_trial.min(offsets - next);
+        let ns = run(next, count);
+        let done = visited(next, count);
+        samples.push(ns / done as f64);
+        fraction = done as f64 / elements as f64;
+        next = (next + count) % offsets;
+    }
+    let median = Summary::of(&samples).expect("trials").median;
+    (median, fraction)
+}
+
+/// MLP at DRAM (`mlp_bytes`) in `arena`: the saturation row (or the most parallel one)
+/// and the one-chain latency.
+fn mlp_row(
+    config: &TlbConfig,
+    arena: &Arena,
+    page_bytes: u64,
+    timer: &Timer,
+    machine: &Machine,
+    progress: &Progress,
+) -> Option<MlpByPageSize> {
+    let bytes = config.mlp_bytes;
+    if bytes == 0 || bytes > arena.len() as u64 {
+        return None;
+    }
+    progress.start(&format!("tlb, DRAM MLP, {} pages", Bytes(page_bytes)), 1);
+    let mlp_config = MlpConfig {
+        levels: vec![("DRAM".into(), bytes)],
+        chains: MlpConfig::default_chains(),
+        grid_sizes: vec![],
+        grid_chains: vec![],
+        sequential: false,
+        littles_law: false,
+        repetitions: config.repetitions,
+        trial_ns: config.trial_ns,
+        seed: config.seed,
+    };
+    let result = mlp::measure(
+        &mlp_config,
+        arena,
+        timer,
+        machine.core_hz_estimate,
+        &Progress::hidden(),
+    );
+    progress.advance();
+    progress.finish();
+    let latency_ns = result.rows.iter().find(|r| r.chains == 1)?.ns_per_load;
+    let (chains, ns_per_load, parallelism) = match result.saturation.first() {
+        Some(s) => (s.chains, s.ns_per_load, s.parallelism),
+        None => {
+            let best = result
+                .rows
+                .iter()
+                .max_by(|a, b| a.parallelism.total_cmp(&b.parallelism))?;
+            (best.chains, best.ns_per_load, best.parallelism)
+        }
+    };
+    Some(MlpByPageSize {
+        page_bytes,
+        bytes,
+        chains,
+        ns_per_load,
+        parallelism,
+        latency_ns,
+        latency_cycles: machine
+            .core_hz_estimate
+            .map_or(f64::NAN, |hz| latency_ns * hz / 1e9),
+    })
+}
+
+/// Reach per TLB level and page size: every data or unified TLB CPUID reports and every
+/// level measured (the walk excluded), matched by name and page size.
+fn reach_rows(machine: &Machine, levels: &[TlbLevel]) -> Vec<TlbReach> {
+    let mut rows: Vec<TlbReach> = Vec::new();
+    let mut tlbs: Vec<_> = machine
+        .tlbs
+        .iter()
+        .filter(|t| t.kind == "data" || t.kind == "unified")
+        .collect();
+    tlbs.sort_by_key(|t| (t.page_bytes, t.level));
+    for t in tlbs {
+        let name = format!("L{} DTLB", t.level);
+        if rows
+            .iter()
+            .any(|r| r.name == name && r.page_bytes == t.page_bytes)
+        {
+            continue;
+        }
+        rows.push(TlbReach {
+            name,
+            page_bytes: t.page_bytes,
+            cpuid_entries: Some(t.entries),
+            cpuid_reach_bytes: Some(u64::from(t.entries) * t.page_bytes),
+            measured_entries: None,
+            measured_reach_bytes: None,
+        });
+    }
+    for level in levels.iter().filter(|l| l.name != PAGE_WALK) {
+        match rows
+            .iter_mut()
+            .find(|r| r.name == level.name && r.page_bytes == level.page_bytes)
+        {
+            Some(row) => {
+                row.measured_entries = level.entries;
+                row.measured_reach_bytes = level.reach_bytes;
+            }
+            None => rows.push(TlbReach {
+                name: level.name.clone(),
+                page_bytes: level.page_bytes,
+                cpuid_entries: None,
+                cpuid_reach_bytes: None,
+                measured_entries: level.entries,
+                measured_reach_bytes: level.reach_bytes,
+            }),
+        }
+    }
+    rows.sort_by(|a, b| (a.page_bytes, &a.name).cmp(&(b.page_bytes, &b.name)));
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::TlbInfo;
+
+    /// A 4 KiB curve measured on a 2-vCPU Zen 4 KVM guest: (pages, tlb_ns), the sweep at 4
+    /// points per octave and the refinements around both knees. L1 DTLB misses cost
+    /// 1.9 ns up to a sharp knee at 72 pages; L2 DTLB misses start before 2500 pages and
+    /// reach all loads by ~3500 (CPUID: 3072 entries); the walk costs 16 ns and rises as
+    /// the page tables leave the caches (nested paging: 200+ ns past 128 MiB).
+    const MEASURED_VM_CURVE: [(u64, f64); 96] = [
+        (4, -0.00),
+        (5, 0.00),
+        (6, -0.00),
+        (7, -0.01),
+        (8, -0.00),
+        (10, -0.00),
+        (11, 0.01),
+        (13, -0.00),
+        (16, 0.01),
+        (19, 0.00),
+        (23, 0.00),
+        (27, -0.01),
+        (32, 0.00),
+        (38, -0.00),
+        (45, 0.00),
+        (54, 0.00),
+        (64, 0.00),
+        (65, 0.00),
+        (66, 0.00),
+        (67, 0.01),
+        (68, -0.00),
+        (69, 0.00),
+        (70, 0.01),
+        (71, 0.00),
+        (72, 0.00),
+        (73, 1.89),
+        (74, 1.90),
+        (75, 1.91),
+        (76, 1.92),
+        (91, 1.92),
+        (108, 1.92),
+        (128, 1.90),
+        (152, 1.91),
+        (181, 1.92),
+        (215, 1.91),
+        (256, 1.73),
+        (304, 3.00),
+        (362, 1.92),
+        (431, 1.92),
+        (512, 1.87),
+        (609, 2.13),
+        (724, 2.22),
+        (861, 2.58),
+        (1024, 2.18),
+        (1218, 2.18),
+        (1448, 2.17),
+        (1722, 2.19),
+        (2048, 2.20),
+        (2435, 3.28),
+        (2468, 3.89),
+        (2501, 4.67),
+        (2534, 5.43),
+        (2568, 5.72),
+        (2603, 5.92),
+        (2638, 6.02),
+        (2673, 5.85),
+        (2709, 6.62),
+        (2746, 7.24),
+        (2782, 7.54),
+        (2820, 7.91),
+        (2858, 8.23),
+        (2896, 8.76),
+        (2935, 9.19),
+        (2974, 9.48),
+        (3014, 10.01),
+        (3055, 10.10),
+        (3096, 10.74),
+        (3137, 10.99),
+        (3179, 11.57),
+        (3222, 11.89),
+        (3265, 12.04),
+        (3309, 12.16),
+        (3353, 12.93),
+        (3398, 13.22),
+        (3444, 13.47),
+        (4096, 16.09),
+        (4871, 17.53),
+        (5793, 22.06),
+        (6889, 24.16),
+        (8192, 28.95),
+        (9742, 32.28),
+        (11585, 32.99),
+        (13777, 33.59),
+        (16384, 34.49),
+        (19484, 34.81),
+        (23170, 35.62),
+        (27554, 51.06),
+        (32768, 212.47),
+        (38968, 151.71),
+        (46341, 232.29),
+        (55109, 237.04),
+        (65536, 245.92),
+        (77936, 258.88),
+        (92682, 247.55),
+        (110218, 251.67),
+        (131072, 194.82),
+    ];
+
+    type Points = Vec<(u64, f64)>;
+
+    /// Splits (pages, tlb_ns) points into the sweep of `max` pages at `per_octave` and the
+    /// rest (refinements).
+    fn split(
+        points: &[(u64, f64)],
+        max: u64,
+        per_octave: u32,
+    ) -> (Vec<u64>, Vec<f64>, Vec<(u64, f64)>) {
+        let sweep = sweep_sizes(MIN_PAGES, max, per_octave, 1);
+        let (coarse, extra): (Points, Points) = points.iter().partition(|(p, _)| sweep.contains(p));
+        assert_eq!(
+            coarse.len(),
+            sweep.len(),
+            "every sweep point is in the data"
+        );
+        (
+            coarse.iter().map(|c| c.0).collect(),
+            coarse.iter().map(|c| c.1).collect(),
+            extra,
+        )
+    }
+
+    fn names(levels: &[FoundTlbLevel]) -> Vec<&str> {
+        levels.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    /// A clean curve: sharp knees at `l1` and `l2` pages, 1.9 ns per L1 miss, a walk of
+    /// `walk` ns that rises by `rise` ns per octave past the L2 knee.
+    fn synthetic(pages: &[u64], l1: u64, l2: u64, walk: f64, rise: f64) -> Vec<f64> {
+        pages
+            .iter()
+            .map(|&p| match p {
+                p if p <= l1 => 0.0,
+                p if p <= l2 => 1.9,
+                p => walk + rise * (p as f64 / l2 as f64).log2(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn knees_of_a_clean_curve_are_where_they_were_put() {
+        let pages = sweep_sizes(MIN_PAGES, 1 << 17, 4, 1);
+        let tlb = synthetic(&pages, 72, 3072, 20.0, 8.0);
+        let usable = vec![true; pages.len()];
+        // On the sweep alone a knee is the last sweep point before it.
+        let coarse = find_tlb_levels(&pages, &tlb, &usable, 1.1, 2, &[]);
+        assert_eq!(
+            names(&coarse),
+            ["L1 DTLB", "L2 DTLB", PAGE_WALK],
+            "{coarse:?}"
+        );
+        assert_eq!(coarse[0].entries, Some(64));
+        assert_eq!(coarse[0].knee, Some((64, 76)));
+        assert_eq!(coarse[1].entries, Some(2896));
+        assert_eq!(coarse[1].knee, Some((2896, 3444)));
+        assert_eq!(coarse[2].entries, None);
+        // Refinements between the bracketing points place them exactly.
+        let extra: Vec<(u64, f64)> = (65..76)
+            .chain(2897..3444)
+            .map(|p| (p, synthetic(&[p], 72, 3072, 20.0, 8.0)[0]))
+            .collect();
+        let fine = find_tlb_levels(&pages, &tlb, &usable, 1.1, 2, &extra);
+        assert_eq!(fine[0].entries, Some(72));
+        assert_eq!(fine[1].entries, Some(3072));
+        assert!((fine[0].miss_ns.unwrap() - 1.9).abs() < 1e-9, "{fine:?}");
+        assert!(fine[0].tlb_ns.abs() < 1e-9);
+        assert!((fine[1].tlb_ns - 1.9).abs() < 1e-9);
+        // The L2 miss is the walk right past the knee (1.5 × 3072 pages: 20 + 8 × 0.58 ns,
+        // read as the median of the nearby points), not the median of the rising walk.
+        let miss = fine[1].miss_ns.unwrap();
+        assert!((20.0..26.0).contains(&(miss + 1.9)), "{miss}");
+        assert!((fine[2].tlb_ns - (1.9 + miss)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn knees_survive_noise() {
+        let pages = sweep_sizes(MIN_PAGES, 1 << 17, 4, 1);
+        for seed in 0..20 {
+            let mut rng = SplitMix64::new(seed);
+            let mut noisy =
+                |v: f64| (1.1 + v) * (1.0 + 0.04 * (rng.below(2001) as f64 / 1000.0 - 1.0)) - 1.1;
+            let tlb: Vec<f64> = synthetic(&pages, 72, 3072, 20.0, 8.0)
+                .into_iter()
+                .map(&mut noisy)
+                .collect();
+            let extra: Vec<(u64, f64)> = between(2896, 3444, REFINE_POINTS)
+                .into_iter()
+                .chain(65..76)
+                .map(|p| (p, noisy(synthetic(&[p], 72, 3072, 20.0, 8.0)[0])))
+                .collect();
+            let levels = find_tlb_levels(&pages, &tlb, &vec![true; pages.len()], 1.1, 2, &extra);
+            assert_eq!(
+                names(&levels),
+                ["L1 DTLB", "L2 DTLB", PAGE_WALK],
+                "seed {seed}: {levels:?}"
+            );
+            assert_eq!(levels[0].entries, Some(72), "seed {seed}");
+            let l2 = levels[1].entries.unwrap() as f64;
+            assert!((l2 / 3072.0 - 1.0).abs() < 0.03, "seed {seed}: {l2}");
+        }
+    }
+
+    #[test]
+    fn levels_of_a_measured_vm_curve() {
+        let (pages, tlb, extra) = split(&MEASURED_VM_CURVE, 1 << 17, 4);
+        let levels = find_tlb_levels(&pages, &tlb, &vec![true; pages.len()], 1.08, 2, &extra);
+        assert_eq!(
+            names(&levels),
+            ["L1 DTLB", "L2 DTLB", PAGE_WALK],
+            "{levels:?}"
+        );
+        assert_eq!(levels[0].entries, Some(72));
+        assert!((levels[0].miss_ns.unwrap() - 1.9).abs() < 0.1, "{levels:?}");
+        // CPUID says 3072; the data say about half the loads miss by ~2900.
+        let l2 = levels[1].entries.unwrap();
+        assert!((2800..=3100).contains(&l2), "{levels:?}");
+        assert!((levels[1].tlb_ns - 1.9).abs() < 0.4, "{levels:?}");
+        let walk = levels[2].tlb_ns;
+        assert!((14.0..20.0).contains(&walk), "{levels:?}");
+        // The knee is bracketed closely enough to need no more refining.
+        let (lo, hi) = levels[1].knee.unwrap();
+        assert!(
+            ((hi - lo) as f64) <= lo as f64 * REFINED_WIDTH,
+            "{levels:?}"
+        );
+    }
+
+    #[test]
+    fn a_sweep_that_stops_inside_the_last_tlb_finds_no_walk() {
+        // The quick huge-page curve: up to 256 pages, 2 points per octave.
+        let pages = sweep_sizes(MIN_PAGES, 256, 2, 1);
+        let tlb = synthetic(&pages, 72, 3072, 20.0, 8.0);
+        let levels = find_tlb_levels(&pages, &tlb, &vec![true; pages.len()], 1.1, 2, &[]);
+        assert_eq!(names(&levels), ["L1 DTLB", "L2 DTLB"], "{levels:?}");
+        assert_eq!(levels[0].entries, Some(64));
+        assert_eq!(levels[1].entries, None);
+        assert_eq!(levels[1].miss_ns, None);
+        // Too few points for any plateau: nothing, rather than a guess.
+        assert!(find_tlb_levels(&[4, 8], &[0.0, 0.0], &[true, true], 1.1, 2, &[]).is_empty());
+    }
+
+    #[test]
+    fn refinement_points_lie_strictly_between() {
+        assert_eq!(between(71, 73, 12), vec![72]);
+        assert_eq!(between(64, 76, 12), (65..76).collect::<Vec<_>>());
+        assert!(between(5, 6, 12).is_empty());
+        let wide = between(2896, 3444, 12);
+        assert_eq!(wide.len(), 12);
+        assert!(wide.windows(2).all(|w| w[0] < w[1]));
+        assert!(wide[0] > 2896 && wide[11] < 3444);
+    }
+
+    #[test]
+    fn value_near_takes_nearby_points_or_interpolates() {
+        let points = [(100u64, 1.0), (200, 2.0), (400, 4.0)];
+        assert_eq!(value_near(&points, 200.0), 2.0);
+        // 282.8 is half an octave from both neighbours: interpolated on log2(pages).
+        assert!((value_near(&points, 200.0 * 2f64.sqrt()) - 3.0).abs() < 1e-9);
+        assert_eq!(value_near(&points, 10_000.0), 4.0);
+        assert_eq!(value_near(&points, 1.0), 1.0);
+    }
+
+    fn zen4_tlbs() -> Vec<TlbInfo> {
+        let tlb = |level, kind: &str, page_bytes, entries| TlbInfo {
+            level,
+            kind: kind.into(),
+            page_bytes,
+            entries,
+            ways: None,
+            source: "test".into(),
+        };
+        vec![
+            tlb(1, "data", 4096, 72),
+            tlb(1, "data", 2 * MIB, 72),
+            tlb(1, "instruction", 4096, 64),
+            tlb(2, "data", 4096, 3072),
+            tlb(2, "data", 2 * MIB, 3072),
+            tlb(2, "instruction", 4096, 512),
+        ]
+    }
+
+    #[test]
+    fn defaults_reach_past_the_largest_huge_page_tlb() {
+        let machine = Machine {
+            tlbs: zen4_tlbs(),
+            ..Machine::default()
+        };
+        let config = TlbConfig::new(&machine, PagePolicy::Thp, false, 9, 2e6, 1);
+        assert_eq!(config.max_pages_base, 1 << 17);
+        assert_eq!(config.max_pages_huge, 4096);
+        assert_eq!((config.saxpy_footprint, config.mlp_bytes), (GIB, 256 * MIB));
+        let quick = TlbConfig::new(&machine, PagePolicy::Thp, true, 5, 1e6, 1);
+        assert_eq!((quick.max_pages_base, quick.max_pages_huge), (1 << 16, 256));
+        assert_eq!((quick.saxpy_footprint, quick.mlp_bytes), (0, 0));
+        assert_eq!(cpuid_levels(&machine, 4096), vec![(1, 72), (2, 3072)]);
+        let unknown = TlbConfig::new(&Machine::default(), PagePolicy::Thp, false, 9, 2e6, 1);
+        assert_eq!(unknown.max_pages_huge, 4096);
+    }
+
+    #[test]
+    fn reach_rows_pair_cpuid_with_measured_levels() {
+        let machine = Machine {
+            tlbs: zen4_tlbs(),
+            ..Machine::default()
+        };
+        let level = |name: &str, page_bytes: u64, entries: Option<u64>| TlbLevel {
+            page_bytes,
+            name: name.into(),
+            entries,
+            reach_bytes: entries.map(|e| e * page_bytes),
+            miss_ns: None,
+            miss_cycles: None,
+            cpuid_entries: None,
+            tlb_ns: 0.0,
+        };
+        let levels = [
+            level("L1 DTLB", 4096, Some(72)),
+            level("L2 DTLB", 4096, Some(2900)),
+            level(PAGE_WALK, 4096, None),
+        ];
+        let reach = reach_rows(&machine, &levels);
+        assert_eq!(reach.len(), 4, "{reach:?}");
+        let l2 = reach
+            .iter()
+            .find(|r| r.name == "L2 DTLB" && r.page_bytes == 4096)
+            .unwrap();
+        assert_eq!(l2.cpuid_reach_bytes, Some(12 * MIB));
+        assert_eq!(l2.measured_reach_bytes, Some(2900 * 4096));
+        let huge = reach
+            .iter()
+            .find(|r| r.name == "L2 DTLB" && r.page_bytes == 2 * MIB)
+            .unwrap();
+        assert_eq!(
+            (huge.cpuid_entries, huge.measured_entries),
+            (Some(3072), None)
+        );
+        assert!(reach.iter().all(|r| r.name != PAGE_WALK));
+    }
+
+    #[test]
+    fn saxpy_timing_covers_a_part_of_a_strided_pass() {
+        let timer = Timer::monotonic();
+        let n = 1 << 16;
+        let x = vec![1.0f64; n];
+        let mut y = vec![0.0f64; n];
+        let (ns, fraction) = saxpy_ns_per_element(x.as_ptr(), y.as_mut_ptr(), n, 1, &timer);
+        assert!(ns > 0.0 && ns.is_finite());
+        assert_eq!(fraction, 1.0);
+        // One warm-up pass and SAXPY_TRIALS timed ones with stride 1: y = 0.5 × 4.
+        assert!(y.iter().all(|&v| v == 0.5 * (1 + SAXPY_TRIALS) as f64));
+        let (ns, fraction) = saxpy_ns_per_element(x.as_ptr(), y.as_mut_ptr(), n, 512, &timer);
+        assert!(ns > 0.0 && ns.is_finite());
+        assert!(fraction > 0.0 && fraction <= 1.0, "{fraction}");
+    }
+
+    /// `tlb --quick` with 4 KiB pages only: at least one knee, and a load over 2^16 pages
+    /// costs more than one over 16.
+    #[test]
+    fn quick_base_pages_find_a_knee() {
+        let timer = Timer::calibrate().0;
+        let machine = crate::topology::detect().unwrap();
+        let config = TlbConfig::new(&machine, PagePolicy::Base, true, 5, 1e6, 7);
+        let (result, _) = measure(&config, &timer, &machine, &Progress::hidden()).unwrap();
+        assert!(result
+            .rows
+            .iter()
+            .all(|r| r.page_bytes == machine.base_page_bytes));
+        assert!(
+            result.levels.iter().any(|l| l.entries.is_some()),
+            "{:?}",
+            result.levels
+        );
+        let at = |pages: u64| result.rows.iter().find(|r| r.pages == pages).unwrap().ns;
+        assert!(at(1 << 16) > at(16), "{:?}", result.rows);
+        assert!(result.saxpy.is_empty() && result.mlp_by_page_size.is_empty());
+    }
+
+    /// Runs `measure` on this machine and prints the result (pinned to CPU 1).
+    #[test]
+    #[ignore]
+    fn print_tlb_measurement() {
+        crate::platform::affinity::pin_current_thread(1).unwrap();
+        let timer = Timer::calibrate().0;
+        let mut machine = crate::topology::detect().unwrap();
+        machine.core_hz_estimate = timer.estimate_core_hz();
+        let quick = std::env::var("TLB_QUICK").is_ok();
+        let (repetitions, trial_ns) = if quick { (5, 1e6) } else { (9, 2e6) };
+        let config = TlbConfig::new(&machine, PagePolicy::Thp, quick, repetitions, trial_ns, 1);
+        println!("{config:?}");
+        let started = std::time::Instant::now();
+        let (result, warnings) = measure(&config, &timer, &machine, &Progress::hidden()).unwrap();
+        println!("took {:?}", started.elapsed());
+        for r in &result.rows {
+            println!(
+                "{:>8} {:>7} {:8.2} ns {:8.2} dense {:8.2} tlb  ±{:.1}%",
+                r.page_bytes, r.pages, r.ns, r.dense_ns, r.tlb_ns, r.spread_pct
+            );
+        }
+        for l in &result.levels {
+            println!("{l:?}");
+        }
+        for s in &result.saxpy {
+            println!("{s:?}");
+        }
+        for m in &result.mlp_by_page_size {
+            println!("{m:?}");
+        }
+        for r in &result.reach {
+            println!("{r:?}");
+        }
+        for w in &warnings {
+            println!("! {w}");
+        }
+    }
 }

@@ -5,6 +5,7 @@ pub mod chase;
 pub mod injector;
 pub mod jit;
 pub mod multichase;
+pub mod pageprobe;
 pub mod permutation;
 pub mod stream;
 pub mod strided;

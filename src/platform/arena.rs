@@ -6,12 +6,18 @@
 //! aligned range; verified through AnonHugePages in /proc/self/smaps), `2m` and `1g`
 //! (hugetlbfs pages through MAP_HUGETLB). A policy that cannot be had is an error that
 //! says why and what to do; there is no silent fallback.
+//!
+//! A buffer can be bound to one NUMA node (`Arena::new_on_node`): the mapping gets an
+//! MPOL_BIND policy before its first touch, so every page comes from that node whichever
+//! CPU touches it. Without a node, pages come from the touching thread's node.
 
 use std::fmt;
 use std::ptr::NonNull;
 
 use crate::error::UsageError;
+use crate::platform::numa_policy::{self, Mode, NodeMask};
 use crate::report::PagesObtained;
+use crate::topology::cpu::format_cpu_list;
 use crate::topology::memory;
 use crate::units::{Bytes, GIB, MIB};
 
@@ -75,6 +81,8 @@ pub struct Arena {
     map_start: *mut u8,
     map_len: usize,
     policy: PagePolicy,
+    /// The node the pages are bound to, if any.
+    node: Option<usize>,
 }
 
 // SAFETY: the arena owns its mapping; callers synchronise access to its contents.
@@ -85,6 +93,18 @@ impl Arena {
     /// Maps `bytes` (rounded up to the policy's page size) with the policy and touches every
     /// page from the calling thread, so its pages come from that thread's NUMA node.
     pub fn new(bytes: Bytes, policy: PagePolicy) -> Result<Arena, UsageError> {
+        Self::new_on_node(bytes, policy, None)
+    }
+
+    /// As [`Arena::new`], and with `Some(node)` every page is bound to that NUMA node
+    /// (MPOL_BIND, set before the first touch): the pages come from it whichever thread
+    /// touches them. A node without memory for this process, without enough free memory or
+    /// free huge pages, or a system that refuses the binding, is an error saying so.
+    pub fn new_on_node(
+        bytes: Bytes,
+        policy: PagePolicy,
+        node: Option<usize>,
+    ) -> Result<Arena, UsageError> {
         if policy == PagePolicy::Thp {
             let thp = memory::thp_enabled_mode();
             if thp == "never" || thp == "unavailable" {
@@ -101,10 +121,26 @@ impl Arena {
         }
         let page = policy.page_bytes() as usize;
         let len = (bytes.0 as usize).max(1).div_ceil(page) * page;
-        let arena = match policy {
+        if let Some(node) = node {
+            check_node(node, len, policy)?;
+        }
+        let mut arena = match policy {
             PagePolicy::Base | PagePolicy::Thp => Self::map_anonymous(len, policy)?,
             PagePolicy::Huge2M | PagePolicy::Huge1G => Self::map_hugetlb(len, policy)?,
         };
+        if let Some(node) = node {
+            // Before the touch: a policy only decides where pages are faulted in. On error
+            // the arena is dropped, which unmaps it.
+            numa_policy::mbind(
+                arena.as_ptr(),
+                arena.len,
+                Mode::Bind,
+                &NodeMask::single(node),
+                0,
+            )
+            .map_err(|error| binding_refused(node, policy, &error))?;
+            arena.node = Some(node);
+        }
         arena.touch();
         Ok(arena)
     }
@@ -145,6 +181,7 @@ impl Arena {
             map_start,
             map_len,
             policy,
+            node: None,
         })
     }
 
@@ -177,6 +214,7 @@ impl Arena {
             map_start: data,
             map_len: len,
             policy,
+            node: None,
         })
     }
 
@@ -207,6 +245,17 @@ impl Arena {
 
     pub fn policy(&self) -> PagePolicy {
         self.policy
+    }
+
+    /// The NUMA node the pages are bound to (None: where the touching thread ran).
+    pub fn node(&self) -> Option<usize> {
+        self.node
+    }
+
+    /// The fraction of `samples` pages, spread over the buffer, that the kernel reports on
+    /// `node` (get_mempolicy): whether a binding, or first touch, put them where intended.
+    pub fn fraction_on_node(&self, node: usize, samples: usize) -> std::io::Result<f64> {
+        numa_policy::fraction_on_node(self.data.as_ptr(), self.len, node, samples)
     }
 
     /// What the buffer really got. For THP this reads AnonHugePages of the mapping; for
@@ -252,6 +301,101 @@ fn out_of_memory(len: usize, policy: PagePolicy) -> UsageError {
             std::io::Error::last_os_error()
         ),
         advice: "Use a smaller --max-size or free some memory".to_string(),
+    }
+}
+
+/// Refuses a node binding that cannot work before anything is mapped: a node this process
+/// cannot allocate from, less free memory on the node than the buffer needs (a bound
+/// allocation does not fall back to other nodes: it reclaims, then invokes the OOM killer),
+/// or too few free huge pages on the node (a hugetlbfs fault that finds none is SIGBUS).
+fn check_node(node: usize, len: usize, policy: PagePolicy) -> Result<(), UsageError> {
+    if let Some(usable) = numa_policy::memory_nodes() {
+        if !usable.contains(&node) {
+            return Err(UsageError::InvalidValue {
+                flag: "--nodes",
+                value: node.to_string(),
+                expected: format!(
+                    "a NUMA node with memory this process may use: {}",
+                    format_cpu_list(&usable)
+                ),
+            });
+        }
+    }
+    let node_dir = format!("/sys/devices/system/node/node{node}");
+    match policy {
+        PagePolicy::Base | PagePolicy::Thp => {
+            let Ok(meminfo) = std::fs::read_to_string(format!("{node_dir}/meminfo")) else {
+                return Ok(());
+            };
+            // Free memory plus the page cache the kernel can drop for it.
+            let available: u64 = ["MemFree", "Active(file)", "Inactive(file)", "SReclaimable"]
+                .iter()
+                .filter_map(|field| memory::parse_meminfo_field(&meminfo, field))
+                .sum();
+            if len as u64 > available {
+                return Err(UsageError::PagesUnavailable {
+                    policy: policy.to_string(),
+                    reason: format!(
+                        "{} bound to NUMA node {node} are needed but the node has about {} \
+                         free or reclaimable",
+                        Bytes(len as u64),
+                        Bytes(available)
+                    ),
+                    advice: "Use a smaller size or fewer threads per node".to_string(),
+                });
+            }
+        }
+        PagePolicy::Huge2M | PagePolicy::Huge1G => {
+            let page = policy.page_bytes();
+            let pool = format!("{node_dir}/hugepages/hugepages-{}kB", page / 1024);
+            let read = |name: &str| -> Option<u64> {
+                std::fs::read_to_string(format!("{pool}/{name}"))
+                    .ok()?
+                    .trim()
+                    .parse()
+                    .ok()
+            };
+            let (Some(free), Some(total)) = (read("free_hugepages"), read("nr_hugepages")) else {
+                return Ok(());
+            };
+            let needed = (len as u64).div_ceil(page);
+            if needed > free {
+                return Err(UsageError::PagesUnavailable {
+                    policy: policy.to_string(),
+                    reason: format!(
+                        "{needed} page(s) of {} are needed on NUMA node {node} but its \
+                         hugetlbfs pool has {free} free of {total}",
+                        Bytes(page)
+                    ),
+                    advice: format!(
+                        "Reserve pages on that node with 'echo {} | sudo tee \
+                         {pool}/nr_hugepages' (and set it back to {total} afterwards), or use \
+                         --pages thp",
+                        total + needed - free
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The error for an mbind the kernel refused.
+fn binding_refused(node: usize, policy: PagePolicy, error: &std::io::Error) -> UsageError {
+    match error.kind() {
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::Unsupported => {
+            UsageError::Unsupported(format!("binding memory to NUMA node {node}: {error}"))
+        }
+        std::io::ErrorKind::InvalidInput => UsageError::InvalidValue {
+            flag: "--nodes",
+            value: node.to_string(),
+            expected: format!("a NUMA node the kernel lets this process bind memory to ({error})"),
+        },
+        _ => UsageError::PagesUnavailable {
+            policy: policy.to_string(),
+            reason: error.to_string(),
+            advice: "Use another node or a smaller size".to_string(),
+        },
     }
 }
 
@@ -315,6 +459,65 @@ mod tests {
         assert_eq!(arena.as_ptr() as usize % (2 * MIB as usize), 0);
         let fraction = arena.obtained().huge_fraction;
         assert!((0.0..=1.0).contains(&fraction));
+    }
+
+    #[test]
+    fn an_arena_bound_to_node_0_has_its_pages_there() {
+        let arena = match Arena::new_on_node(Bytes::mib(4), PagePolicy::Base, Some(0)) {
+            Ok(arena) => arena,
+            // A container may forbid mbind; a kernel may lack NUMA.
+            Err(UsageError::Unsupported(reason)) => return eprintln!("skipped: {reason}"),
+            Err(error) => panic!("{error}"),
+        };
+        assert_eq!(arena.node(), Some(0));
+        assert_eq!(arena.fraction_on_node(0, 32).unwrap(), 1.0);
+        assert_eq!(
+            Arena::new(Bytes(4096), PagePolicy::Base).unwrap().node(),
+            None
+        );
+    }
+
+    #[test]
+    fn an_arena_on_a_node_without_memory_is_a_usage_error() {
+        let error = Arena::new_on_node(Bytes::mib(1), PagePolicy::Base, Some(4000))
+            .err()
+            .expect("node 4000 does not exist");
+        if let UsageError::Unsupported(reason) = error {
+            return eprintln!("skipped: {reason}");
+        }
+        let text = error.to_string();
+        assert!(
+            text.contains("'4000'") && text.contains("--nodes"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_node_that_cannot_hold_the_buffer_is_refused_before_mapping() {
+        let too_much = Bytes(1 << 50);
+        let Err(error) = Arena::new_on_node(too_much, PagePolicy::Base, Some(0)) else {
+            panic!("a PiB on node 0");
+        };
+        let text = error.to_string();
+        if std::path::Path::new("/sys/devices/system/node/node0/meminfo").exists() {
+            assert!(text.contains("bound to NUMA node 0 are needed"), "{text}");
+        }
+        let pool = "/sys/devices/system/node/node0/hugepages/hugepages-2048kB/free_hugepages";
+        let free: u64 = std::fs::read_to_string(pool)
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(u64::MAX);
+        if free < 1 << 20 {
+            let huge = Bytes((free + 1) * 2 * MIB);
+            let Err(error) = Arena::new_on_node(huge, PagePolicy::Huge2M, Some(0)) else {
+                panic!("more 2 MiB pages than node 0's pool has free");
+            };
+            let text = error.to_string();
+            assert!(
+                text.contains("on NUMA node 0") && text.contains("nr_hugepages"),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -1,9 +1,13 @@
 //! What the measurements stand on: the clock (`timer`), thread pinning (`affinity`),
-//! memory buffers with an explicit page policy (`arena`) and teams of pinned threads that
-//! run trials together (`team`), and whether a trial was preempted (`preemption`).
+//! memory buffers with an explicit page policy (`arena`), NUMA placement of their pages
+//! through mbind and get_mempolicy (`numa_policy`), teams of pinned threads that run
+//! trials together (`team`), whether a trial was preempted (`preemption`), and hugetlbfs
+//! pages reserved for a run and always given back (`hugepages`).
 
 pub mod affinity;
 pub mod arena;
+pub mod hugepages;
+pub mod numa_policy;
 pub mod preemption;
 pub mod team;
 pub mod timer;

@@ -287,6 +287,158 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
             });
         }
     }
+    if let Some(tlb) = &report.experiments.tlb {
+        // The TLB level a point lies in: the first level of its page size whose entries
+        // cover it, else the level without entries (the page walk).
+        let level_of = |r: &crate::experiments::tlb::TlbRow| {
+            let levels = tlb.levels.iter().filter(|l| l.page_bytes == r.page_bytes);
+            levels
+                .clone()
+                .find(|l| l.entries.is_some_and(|e| r.pages <= e))
+                .or_else(|| levels.clone().find(|l| l.entries.is_none()))
+                .map_or("", |l| l.name.as_str())
+        };
+        tables.push(CsvTable {
+            name: "tlb.rows".into(),
+            header: vec![
+                "page_bytes",
+                "pages",
+                "ns",
+                "cycles",
+                "dense_ns",
+                "tlb_ns",
+                "spread_pct",
+                "level",
+            ],
+            rows: tlb
+                .rows
+                .iter()
+                .map(|r| {
+                    vec![
+                        r.page_bytes.to_string(),
+                        r.pages.to_string(),
+                        number(r.ns),
+                        number(r.cycles),
+                        number(r.dense_ns),
+                        number(r.tlb_ns),
+                        number(r.spread_pct),
+                        level_of(r).to_string(),
+                    ]
+                })
+                .collect(),
+        });
+        if !tlb.levels.is_empty() {
+            tables.push(CsvTable {
+                name: "tlb.levels".into(),
+                header: vec![
+                    "page_bytes",
+                    "name",
+                    "entries",
+                    "reach_bytes",
+                    "miss_ns",
+                    "miss_cycles",
+                    "cpuid_entries",
+                ],
+                rows: tlb
+                    .levels
+                    .iter()
+                    .map(|l| {
+                        vec![
+                            l.page_bytes.to_string(),
+                            l.name.clone(),
+                            optional(l.entries),
+                            optional(l.reach_bytes),
+                            l.miss_ns.map(number).unwrap_or_default(),
+                            l.miss_cycles.map(number).unwrap_or_default(),
+                            optional(l.cpuid_entries.map(u64::from)),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
+        if !tlb.saxpy.is_empty() {
+            tables.push(CsvTable {
+                name: "tlb.saxpy".into(),
+                header: vec![
+                    "pattern",
+                    "page_bytes",
+                    "stride_bytes",
+                    "footprint_bytes",
+                    "pass_ms",
+                    "ns_per_access",
+                ],
+                rows: tlb
+                    .saxpy
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.pattern.clone(),
+                            r.page_bytes.to_string(),
+                            r.stride_bytes.to_string(),
+                            r.footprint_bytes.to_string(),
+                            number(r.pass_ms),
+                            number(r.ns_per_access),
+                        ]
+                    })
+                    .collect(),
+            });
+        }
+    }
+    if let Some(numa) = &report.experiments.numa {
+        // One row per (threads' node, memory's node); node ids label both.
+        let n = numa
+            .nodes
+            .len()
+            .max(numa.latency_ns.len())
+            .max(numa.read_gb_per_s.len());
+        let node = |i: usize| numa.nodes.get(i).copied().unwrap_or(i).to_string();
+        let cell = |m: &[Vec<f64>], i: usize, j: usize| {
+            m.get(i)
+                .and_then(|r| r.get(j))
+                .map(|&v| number(v))
+                .unwrap_or_default()
+        };
+        let mut rows = Vec::new();
+        for i in 0..n {
+            for j in 0..n {
+                rows.push(vec![
+                    node(i),
+                    node(j),
+                    (i == j).to_string(),
+                    cell(&numa.latency_ns, i, j),
+                    cell(&numa.random_latency_ns, i, j),
+                    cell(&numa.read_gb_per_s, i, j),
+                    optional(
+                        numa.distances
+                            .get(i)
+                            .and_then(|r| r.get(j))
+                            .map(|&d| u64::from(d)),
+                    ),
+                    numa.placement_verified
+                        .get(i)
+                        .and_then(|r| r.get(j))
+                        .copied()
+                        .flatten()
+                        .map(number)
+                        .unwrap_or_default(),
+                ]);
+            }
+        }
+        tables.push(CsvTable {
+            name: "numa.cells".into(),
+            header: vec![
+                "cpu_node",
+                "memory_node",
+                "local",
+                "latency_ns",
+                "random_latency_ns",
+                "read_gb_per_s",
+                "distance",
+                "placement_verified",
+            ],
+            rows,
+        });
+    }
     if tables.is_empty() {
         tables.push(cache_table(&report.machine));
     }
@@ -419,5 +571,62 @@ mod tests {
         report.experiments.rob = Some(r);
         let text = String::from_utf8(serialize(&report)).unwrap();
         assert!(!text.contains("NaN") && !text.contains("inf"));
+    }
+
+    #[test]
+    fn tlb_and_numa_tables() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.tlb = Some(samples::tlb());
+        report.experiments.numa = Some(samples::numa());
+        let names: Vec<String> = tables(&report).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["tlb.rows", "tlb.levels", "tlb.saxpy", "numa.cells"]);
+        let text = String::from_utf8(serialize(&report)).unwrap();
+        // Each point names the TLB level its page count falls in.
+        assert!(
+            text.contains("\n4096,64,1.2,3.6,1.2,0,1,L1 DTLB\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n4096,96,3.2,9.6,1.2,2,1,L2 DTLB\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n4096,3072,29,87,4,25,1,page walk\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n4096,L1 DTLB,64,262144,2,6,72\n"), "{text}");
+        assert!(text.contains("\n4096,page walk,,,,,\n"), "{text}");
+        assert!(
+            text.contains("\n\"stride 4 KiB, huge pages\",2097152,4096,268435456,"),
+            "{text}"
+        );
+        assert!(text.contains("\n0,1,false,140,171,25,21,0.998\n"), "{text}");
+        assert!(text.contains("\n1,1,true,91,106,41,10,\n"), "{text}");
+        assert_eq!(
+            text.matches("\n0,").count() + text.matches("\n1,").count(),
+            4
+        );
+        for section in text.split("\n\n") {
+            let mut lines = section.lines().filter(|l| !l.starts_with('#'));
+            let columns = lines.next().unwrap().split(',').count();
+            // The one quoted pattern holds a comma of its own.
+            assert!(
+                lines.all(|l| l.split(',').count() == columns || l.starts_with('"')),
+                "{section}"
+            );
+        }
+
+        // Empty results give header-only main tables; NaN and ragged matrices give empty
+        // cells.
+        report.experiments.tlb = Some(samples::empty_tlb());
+        report.experiments.numa = Some(samples::empty_numa());
+        let names: Vec<String> = tables(&report).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["tlb.rows", "numa.cells"]);
+        let (t, n) = samples::nan_tlb_numa();
+        report.experiments.tlb = Some(t);
+        report.experiments.numa = Some(n);
+        let text = String::from_utf8(serialize(&report)).unwrap();
+        assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+        assert!(text.contains("\n1,1,true,91,,,10,\n"), "{text}");
     }
 }

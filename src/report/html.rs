@@ -16,10 +16,13 @@ use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::{LatencyPoint, LatencyResult, UNSTABLE_SPREAD_PCT};
 use crate::experiments::loaded::{Knee, LoadedResult, LoadedRow};
 use crate::experiments::mlp::{MlpResult, MlpRow, SequentialFit};
+use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::{RobResult, RobRow, SerializedRow};
 use crate::experiments::stride::{StrideResult, StrideRow};
+use crate::experiments::tlb::{TlbResult, TlbRow};
 use crate::report::svg::{
-    escape, Axis, Band, Heatmap, LegendEntry, LegendSymbol, LineChart, Series, TickFormat, VMarker,
+    escape, format_number, Axis, Band, BarChart, Heatmap, LegendEntry, LegendSymbol, LineChart,
+    Series, TickFormat, VMarker,
 };
 use crate::report::Report;
 use crate::topology::Machine;
@@ -143,8 +146,8 @@ struct Section {
     html: String,
 }
 
-/// Every experiment present in the report, in reading order. New experiments (loaded
-/// latency, MLP, TLB, NUMA) add one block here and one `*_section` function.
+/// Every experiment present in the report, in reading order. A new experiment adds one
+/// block here and one `*_section` function.
 fn experiment_sections(report: &Report) -> Vec<Section> {
     let mut sections = Vec::new();
     if let Some(latency) = &report.experiments.latency {
@@ -187,6 +190,20 @@ fn experiment_sections(report: &Report) -> Vec<Section> {
             id: "rob",
             title: "ROB",
             html: rob_section(rob, &report.machine),
+        });
+    }
+    if let Some(tlb) = &report.experiments.tlb {
+        sections.push(Section {
+            id: "tlb",
+            title: "TLB",
+            html: tlb_section(tlb, &report.machine),
+        });
+    }
+    if let Some(numa) = &report.experiments.numa {
+        sections.push(Section {
+            id: "numa",
+            title: "NUMA",
+            html: numa_section(numa),
         });
     }
     sections
@@ -461,6 +478,15 @@ fn machine_section(out: &mut String, m: &Machine) {
         rows.push(("Vector extensions", m.isa_extensions.join(", ")));
     }
     kv_table(out, &rows);
+
+    let notes = super::virtualization::notes(m);
+    if !notes.is_empty() {
+        out.push_str("<h3>Virtualization</h3>\n<ul class=\"notes\">\n");
+        for note in notes {
+            out.push_str(&format!("<li>{}</li>\n", escape(&note)));
+        }
+        out.push_str("</ul>\n");
+    }
 
     out.push_str("<h3>Caches</h3>\n");
     if m.caches.is_empty() {
@@ -2427,8 +2453,585 @@ fn rob_section(result: &RobResult, machine: &Machine) -> String {
     out
 }
 
-/// Small synthetic results of the loaded-latency, MLP and ROB experiments, shared by the
-/// tests of every exporter.
+// ---------------------------------------------------------------------------------------
+// TLB
+// ---------------------------------------------------------------------------------------
+
+/// Colour of a page size, shared by the curves, the knee markers and the tables' swatches.
+fn page_color(page_bytes: u64) -> &'static str {
+    match page_bytes {
+        4096 => KERNEL_PALETTE[0],
+        0x20_0000 => KERNEL_PALETTE[1],
+        0x4000_0000 => KERNEL_PALETTE[2],
+        _ => KERNEL_PALETTE[5],
+    }
+}
+
+/// A page size with its colour swatch.
+fn page_cell(page_bytes: u64) -> String {
+    format!(
+        "<span class=\"swatch\" style=\"background:{}\"></span>{}",
+        page_color(page_bytes),
+        escape(&Bytes(page_bytes).to_string())
+    )
+}
+
+/// Page sizes of the curve, smallest first.
+fn tlb_page_sizes(result: &TlbResult) -> Vec<u64> {
+    let mut pages = distinct(result.rows.iter().map(|r| r.page_bytes));
+    pages.sort_unstable();
+    pages
+}
+
+/// A count, or a dash.
+fn opt_count<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| "–".to_string(), |v| v.to_string())
+}
+
+/// Page counts as whole numbers: "16384" says more here than "16.4k".
+fn page_count_label(v: f64) -> String {
+    if v.is_finite() && v >= 1.0 {
+        format!("{}", v.round() as u64)
+    } else {
+        format_number(v, 2)
+    }
+}
+
+/// Latency against pages touched (one line per page) on a log2 axis, one solid line per
+/// page size and its TLB part (ns − dense ns) dashed in the same colour; each level's
+/// entries found from the knees as solid markers, CPUID's entries as dashed references.
+pub fn tlb_chart(result: &TlbResult, machine: &Machine) -> String {
+    let mut chart = LineChart::new("Latency vs pages touched, one line per page")
+        .size(1000.0, 540.0)
+        .x_axis(
+            Axis::log2("Pages touched, one cache line in each (log scale)")
+                .format(TickFormat::Custom(page_count_label)),
+        )
+        .y_axis(Axis::linear("Load-to-use latency (ns)").include_zero())
+        .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
+    let ratio = median_positive(result.rows.iter().map(|r| r.cycles / r.ns).collect());
+    if let Some(f) = cycles_per_ns(machine, 1.0, ratio.unwrap_or(f64::NAN)) {
+        chart = chart.secondary_y("Latency (core cycles)", f);
+    }
+    for page in tlb_page_sizes(result) {
+        let mut rows: Vec<&TlbRow> = result
+            .rows
+            .iter()
+            .filter(|r| r.page_bytes == page)
+            .collect();
+        rows.sort_by_key(|r| r.pages);
+        chart = chart
+            .series(
+                Series::new(
+                    format!("{} pages", Bytes(page)),
+                    rows.iter().map(|r| (r.pages as f64, r.ns)).collect(),
+                )
+                .color(page_color(page))
+                .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect()),
+            )
+            .series(
+                Series::new(
+                    format!("{} pages: TLB part (ns − dense ns)", Bytes(page)),
+                    rows.iter().map(|r| (r.pages as f64, r.tlb_ns)).collect(),
+                )
+                .color(page_color(page))
+                .dashed()
+                .without_markers(),
+            );
+    }
+    for l in &result.levels {
+        let page = Bytes(l.page_bytes);
+        if let Some(e) = l.entries {
+            chart = chart.marker(VMarker::found(
+                e as f64,
+                format!("{page} {}: {e}", l.name),
+                page_color(l.page_bytes),
+            ));
+        }
+        if let Some(c) = l.cpuid_entries {
+            chart = chart.marker(VMarker::reference(
+                f64::from(c),
+                format!("CPUID {page} {}: {c}", l.name),
+            ));
+        }
+    }
+    if result.levels.iter().any(|l| l.entries.is_some()) {
+        chart = chart.legend_entry(LegendEntry::new(
+            "entries found (knee)",
+            LegendSymbol::Line {
+                color: "#374151".to_string(),
+                dashed: false,
+            },
+        ));
+    }
+    if result.levels.iter().any(|l| l.cpuid_entries.is_some()) {
+        chart = chart.legend_entry(LegendEntry::new(
+            "entries CPUID reports",
+            LegendSymbol::Line {
+                color: "#6b7280".to_string(),
+                dashed: true,
+            },
+        ));
+    }
+    chart.render()
+}
+
+/// ns per element of each SAXPY pattern, one bar each.
+pub fn saxpy_chart(result: &TlbResult) -> String {
+    BarChart::new("SAXPY: ns per element updated")
+        .size(1000.0, 320.0)
+        .y_axis(Axis::linear("ns per element"))
+        .categories(result.saxpy.iter().map(|r| r.pattern.clone()).collect())
+        .series(
+            "ns per element",
+            result.saxpy.iter().map(|r| r.ns_per_access).collect(),
+            Some(CURVE_COLOR.to_string()),
+        )
+        .value_labels(Some(2))
+        .render()
+}
+
+fn tlb_section(result: &TlbResult, machine: &Machine) -> String {
+    let mut out = String::new();
+    out.push_str("<section id=\"tlb\">\n<h2>TLB reach and miss cost</h2>\n");
+    out.push_str(
+        "<p class=\"note\">A pointer chase touches one cache line in each of N pages, in \
+         random order, so every load needs its own translation: the curve steps up where N \
+         passes the entries of a TLB level. The same number of lines packed densely into as \
+         few pages as possible is timed beside it (<b>dense</b>: the data caches' share), and \
+         the <b>TLB part</b> = ns − dense ns isolates what translation adds. Past the L1 DTLB \
+         a load is translated by the L2 DTLB; past the L2 DTLB it needs a page walk, whose \
+         cost depends on where the page-table entries are cached. Under a hypervisor an L2 \
+         DTLB miss is a nested (two-dimensional) page walk: every level of the guest's page \
+         table is itself translated through the host's, so it costs more than on bare metal. \
+         A 2 MiB page covers 512 × 4 KiB with one entry.</p>\n",
+    );
+    if result.rows.is_empty() {
+        out.push_str("<p class=\"muted\">No page count was measured.</p>\n");
+    } else {
+        out.push_str(&figure_html(tlb_chart(result, machine)));
+    }
+
+    if !result.levels.is_empty() {
+        out.push_str("<h3>Levels found</h3>\n");
+        let rows: Vec<Vec<String>> = result
+            .levels
+            .iter()
+            .map(|l| {
+                vec![
+                    page_cell(l.page_bytes),
+                    escape(&l.name),
+                    l.entries
+                        .map_or_else(|| "–".to_string(), |e| format!("<b>{e}</b>")),
+                    opt_count(l.cpuid_entries),
+                    escape(&opt_bytes(l.reach_bytes)),
+                    l.miss_ns.map_or_else(|| "–".to_string(), ns),
+                    l.miss_cycles.map_or_else(|| "–".to_string(), cycles),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &[
+                "Page",
+                "Level",
+                "#Entries found",
+                "#CPUID entries",
+                "#Reach",
+                "#Miss cost (ns)",
+                "#Miss cost (cycles)",
+            ],
+            &rows,
+        );
+        out.push_str(
+            "<p class=\"note\">Entries: pages covered before the next knee. Miss cost: the \
+             step from this level's plateau to the next one.</p>\n",
+        );
+    }
+
+    if !result.saxpy.is_empty() {
+        out.push_str("<h3>SAXPY with and without huge pages</h3>\n");
+        out.push_str(
+            "<p class=\"note\">y = a·x + y over the same footprint: sequentially (one TLB miss \
+             per 4 KiB of each array, shared by a whole page of elements), one element per \
+             4 KiB page (every access a new page, as sparse or column-wise code does) and the \
+             same with huge pages. The time per element is a throughput figure: the accesses are \
+             independent.</p>\n",
+        );
+        out.push_str(&figure_html(saxpy_chart(result)));
+        let rows: Vec<Vec<String>> = result
+            .saxpy
+            .iter()
+            .map(|r| {
+                vec![
+                    escape(&r.pattern),
+                    page_cell(r.page_bytes),
+                    escape(&Bytes(r.stride_bytes).to_string()),
+                    escape(&Bytes(r.footprint_bytes).to_string()),
+                    rounded(r.pass_ms, 100.0),
+                    ns(r.ns_per_access),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &[
+                "Pattern",
+                "Page",
+                "#Stride",
+                "#Footprint (x and y)",
+                "#ms per pass",
+                "#ns per element",
+            ],
+            &rows,
+        );
+    }
+
+    if !result.mlp_by_page_size.is_empty() {
+        out.push_str("<h3>Memory-level parallelism by page size</h3>\n");
+        out.push_str(
+            "<p class=\"note\">Independent pointer chains through DRAM, as in the MLP \
+             section, with 4 KiB and with huge pages. When the chains' misses also miss the \
+             TLB (4 KiB pages over a DRAM-sized working set), each needs a page walk, and a \
+             core has only a few page walkers: if they limit how many misses overlap, the \
+             parallelism is higher with huge pages.</p>\n",
+        );
+        let rows: Vec<Vec<String>> = result
+            .mlp_by_page_size
+            .iter()
+            .map(|m| {
+                vec![
+                    page_cell(m.page_bytes),
+                    escape(&Bytes(m.bytes).to_string()),
+                    m.chains.to_string(),
+                    ns(m.ns_per_load),
+                    one_decimal(m.parallelism),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &[
+                "Page",
+                "#Working set",
+                "#Chains",
+                "#ns per load",
+                "#Parallelism",
+            ],
+            &rows,
+        );
+    }
+
+    if !result.reach.is_empty() {
+        out.push_str("<h3>Reach: entries × page size</h3>\n");
+        let rows: Vec<Vec<String>> = result
+            .reach
+            .iter()
+            .map(|r| {
+                vec![
+                    escape(&r.name),
+                    page_cell(r.page_bytes),
+                    opt_count(r.cpuid_entries),
+                    escape(&opt_bytes(r.cpuid_reach_bytes)),
+                    opt_count(r.measured_entries),
+                    escape(&opt_bytes(r.measured_reach_bytes)),
+                ]
+            })
+            .collect();
+        table(
+            &mut out,
+            &[
+                "Level",
+                "Page",
+                "#CPUID entries",
+                "#CPUID reach",
+                "#Measured entries",
+                "#Measured reach",
+            ],
+            &rows,
+        );
+    }
+
+    let _ = writeln!(
+        out,
+        "<details>\n<summary>All {} points</summary>",
+        result.rows.len()
+    );
+    let rows: Vec<Vec<String>> = result
+        .rows
+        .iter()
+        .map(|r| {
+            vec![
+                page_cell(r.page_bytes),
+                r.pages.to_string(),
+                escape(&Bytes(r.pages.saturating_mul(r.page_bytes)).to_string()),
+                ns(r.ns),
+                cycles(r.cycles),
+                ns(r.dense_ns),
+                ns(r.tlb_ns),
+                noisy_spread(r.spread_pct),
+            ]
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "Page",
+            "#Pages",
+            "#Memory spanned",
+            "#Latency (ns)",
+            "#Cycles",
+            "#Dense (ns)",
+            "#TLB part (ns)",
+            "#Spread %",
+        ],
+        &rows,
+    );
+    out.push_str("</details>\n</section>\n");
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// NUMA
+// ---------------------------------------------------------------------------------------
+
+/// The node ids labelling `n` rows or columns; an index stands in for a missing id.
+fn node_labels(result: &NumaResult, n: usize) -> Vec<usize> {
+    (0..n)
+        .map(|i| result.nodes.get(i).copied().unwrap_or(i))
+        .collect()
+}
+
+/// Nodes of the matrices: the ids, or as many as the largest matrix has rows.
+fn numa_size(result: &NumaResult) -> usize {
+    result
+        .nodes
+        .len()
+        .max(result.latency_ns.len())
+        .max(result.read_gb_per_s.len())
+}
+
+/// A cell of a possibly ragged matrix.
+fn matrix_cell<T: Copy>(m: &[Vec<T>], i: usize, j: usize) -> Option<T> {
+    m.get(i).and_then(|r| r.get(j)).copied()
+}
+
+/// A node × node matrix as a heatmap: threads' node down, memory's node across. The rows
+/// carry their meaning in their labels: a rotated y label is taller than a grid of two
+/// rows and would run into the title.
+fn node_heatmap(title: &str, labels: &[usize], m: &[Vec<f64>], value_label: &str) -> String {
+    let n = labels.len();
+    Heatmap::new(title)
+        .x_label("Memory on node")
+        .columns(labels.iter().map(|j| j.to_string()).collect())
+        .rows(
+            labels
+                .iter()
+                .map(|i| format!("threads on node {i}"))
+                .collect(),
+        )
+        .values(
+            (0..n)
+                .map(|i| {
+                    (0..n)
+                        .map(|j| matrix_cell(m, i, j).unwrap_or(f64::NAN))
+                        .collect()
+                })
+                .collect(),
+        )
+        .value_label(value_label)
+        .decimals(1)
+        .render()
+}
+
+/// A node × node matrix as a table: rows "node i" under `corner`, columns "`column` j",
+/// each cell formatted by `cell`.
+fn node_table<T: Copy>(
+    out: &mut String,
+    (corner, column): (&str, &str),
+    labels: &[usize],
+    m: &[Vec<T>],
+    cell: impl Fn(T) -> String,
+) {
+    let mut headers = vec![(escape(corner), false)];
+    headers.extend(
+        labels
+            .iter()
+            .map(|j| (format!("{} {j}", escape(column)), true)),
+    );
+    let rows: Vec<Vec<String>> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, from)| {
+            let mut row = vec![format!("node {from}")];
+            row.extend(
+                (0..labels.len())
+                    .map(|j| matrix_cell(m, i, j).map_or_else(|| "–".to_string(), &cell)),
+            );
+            row
+        })
+        .collect();
+    table_html(out, &headers, &rows);
+}
+
+/// Row and column headers of the measured matrices.
+const NODE_AXES: (&str, &str) = ("Threads on", "Memory on node");
+
+/// A fraction as a percentage with one decimal, or a dash.
+fn percent(v: Option<f64>) -> String {
+    match v {
+        Some(f) if f.is_finite() => format!("{:.1}", f * 100.0),
+        _ => "–".to_string(),
+    }
+}
+
+fn numa_section(result: &NumaResult) -> String {
+    let mut out = String::new();
+    out.push_str("<section id=\"numa\">\n<h2>NUMA: latency and bandwidth by node</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">Threads pinned to the CPUs of node i measure memory bound to node \
+         j (mbind) and first touched from node j, so its page tables are there too. One \
+         thread chases pointers through {}: in page-local order ({} pages per window, so \
+         cache misses without TLB misses, as the latency ladder's DRAM level) and in random \
+         order over the whole buffer (TLB misses and page walks included, whose page-table \
+         reads also go to node j). {} thread(s) read {} each for the bandwidth. The diagonal \
+         is local memory; off it every access crosses the interconnect. Where the pages really \
+         are is verified afterwards (get_mempolicy). The kernel's distance table (from the \
+         firmware, 10 = local) is a declared relative cost, not a measurement: it is shown \
+         for comparison.</p>",
+        escape(&Bytes(result.latency_bytes).to_string()),
+        result.page_local_window_pages,
+        result.threads_per_node,
+        escape(&Bytes(result.bandwidth_bytes).to_string()),
+    );
+    if let Some(note) = &result.note {
+        let _ = writeln!(out, "<p class=\"dram\">{}</p>", escape(note));
+    }
+    let n = numa_size(result);
+    let labels = node_labels(result, n);
+    let has_random = !result.random_latency_ns.is_empty();
+    if n == 0 {
+        out.push_str("<p class=\"muted\">No node was measured.</p>\n");
+    } else if n >= 2 {
+        out.push_str(&figure_html(node_heatmap(
+            "Idle latency, page-local chase (ns)",
+            &labels,
+            &result.latency_ns,
+            "ns",
+        )));
+        if has_random {
+            out.push_str(&figure_html(node_heatmap(
+                "Idle latency, random chase with TLB misses (ns)",
+                &labels,
+                &result.random_latency_ns,
+                "ns",
+            )));
+        }
+        out.push_str(&figure_html(node_heatmap(
+            "Read bandwidth (GB/s)",
+            &labels,
+            &result.read_gb_per_s,
+            "GB/s",
+        )));
+    } else {
+        out.push_str("<h3>Idle latency, page-local chase (ns)</h3>\n");
+        node_table(&mut out, NODE_AXES, &labels, &result.latency_ns, ns);
+        if has_random {
+            out.push_str("<h3>Idle latency, random chase (ns)</h3>\n");
+            node_table(&mut out, NODE_AXES, &labels, &result.random_latency_ns, ns);
+        }
+        out.push_str("<h3>Read bandwidth (GB/s)</h3>\n");
+        node_table(&mut out, NODE_AXES, &labels, &result.read_gb_per_s, gbs);
+    }
+    if result.remote_local_latency_ratio.is_some() || result.remote_local_bandwidth_ratio.is_some()
+    {
+        let ratio = |v: Option<f64>| match v {
+            Some(r) if r.is_finite() => format!("{r:.2}"),
+            _ => "–".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "<p class=\"dram\"><b>Remote / local</b> (means over the cells): latency × <b>{}</b>, \
+             bandwidth × <b>{}</b></p>",
+            ratio(result.remote_local_latency_ratio),
+            ratio(result.remote_local_bandwidth_ratio),
+        );
+    }
+    if n > 0 {
+        let used: Vec<String> = labels
+            .iter()
+            .zip(&result.cpus)
+            .filter(|(_, cpus)| !cpus.is_empty())
+            .map(|(node, cpus)| format!("node {node}: {}", cpu_list(cpus)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">CPUs used: {} (the latency thread on the first of each). Read \
+             kernel: {}. Widest spread of any cell: {} %.</p>",
+            escape(&if used.is_empty() {
+                "–".to_string()
+            } else {
+                used.join("; ")
+            }),
+            escape(or_dash(&result.isa)),
+            noisy_spread(result.max_spread_pct),
+        );
+    }
+    if !result.distances.is_empty() {
+        out.push_str("<h3>Kernel's node distances</h3>\n");
+        let labels = node_labels(result, result.distances.len());
+        node_table(
+            &mut out,
+            ("From", "To node"),
+            &labels,
+            &result.distances,
+            |d| d.to_string(),
+        );
+    }
+    if n > 0 {
+        let cell = |m: &[Vec<f64>], i: usize, j: usize| matrix_cell(m, i, j).unwrap_or(f64::NAN);
+        let cells: Vec<Vec<String>> = (0..n)
+            .flat_map(|i| (0..n).map(move |j| (i, j)))
+            .map(|(i, j)| {
+                vec![
+                    format!("node {}", labels[i]),
+                    format!("node {}", labels[j]),
+                    ns(cell(&result.latency_ns, i, j)),
+                    ns(cell(&result.random_latency_ns, i, j)),
+                    gbs(cell(&result.read_gb_per_s, i, j)),
+                    opt_count(matrix_cell(&result.distances, i, j)),
+                    percent(matrix_cell(&result.placement_verified, i, j).flatten()),
+                ]
+            })
+            .collect();
+        let summary = if cells.len() == 1 {
+            "The cell in detail".to_string()
+        } else {
+            format!("All {} cells", cells.len())
+        };
+        let _ = writeln!(out, "<details>\n<summary>{summary}</summary>");
+        table(
+            &mut out,
+            &[
+                "Threads on",
+                "Memory on",
+                "#Page-local latency (ns)",
+                "#Random latency (ns)",
+                "#Read GB/s",
+                "#Distance",
+                "#Pages on the node (%)",
+            ],
+            &cells,
+        );
+        out.push_str("</details>\n");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// Small synthetic results of the loaded-latency, MLP, ROB, TLB and NUMA experiments,
+/// shared by the tests of every exporter.
 #[cfg(test)]
 pub(crate) mod samples {
     use std::collections::BTreeMap;
@@ -2437,7 +3040,11 @@ pub(crate) mod samples {
     use crate::experiments::mlp::{
         LittlesLaw, MlpResult, MlpRow, MlpSaturation, SequentialFit, SequentialPoint,
     };
+    use crate::experiments::numa::NumaResult;
     use crate::experiments::rob::{RobResult, RobRow, RobStructure, SerializedRow};
+    use crate::experiments::tlb::{
+        MlpByPageSize, SaxpyTlbRow, TlbLevel, TlbReach, TlbResult, TlbRow,
+    };
     use crate::units::{KIB, MIB};
 
     /// Two curves; the read curve's knee is at 41.7 GB/s (delay 200), the 1:1 curve's at
@@ -2736,6 +3343,235 @@ pub(crate) mod samples {
         r.serialized_mlp = None;
         r.serialized_window = None;
         (l, m, r)
+    }
+
+    /// Ideal latency of the samples' chase: the data caches' part by the lines' footprint
+    /// packed densely, plus a TLB part by the pages against the levels' entries.
+    fn tlb_row(page_bytes: u64, pages: u64, entries: [u64; 2], walk_ns: f64) -> TlbRow {
+        let dense_ns = match pages * 64 {
+            0..=32768 => 1.2,
+            32769..=1048576 => 4.0,
+            _ => 14.0,
+        };
+        let tlb_ns = if pages <= entries[0] {
+            0.0
+        } else if pages <= entries[1] {
+            2.0
+        } else {
+            walk_ns
+        };
+        let ns = dense_ns + tlb_ns;
+        TlbRow {
+            page_bytes,
+            pages,
+            ns,
+            cycles: ns * 3.0,
+            dense_ns,
+            tlb_ns,
+            spread_pct: if pages == 3 { 14.0 } else { 1.0 },
+        }
+    }
+
+    /// 4 KiB pages: L1 DTLB 64 entries (CPUID 72), L2 DTLB 2048 (CPUID 3072), 30 page
+    /// counts from 1 to 32768; 2 MiB pages: L1 DTLB 32 (as CPUID), L2 DTLB 1024 (CPUID
+    /// 2048), 13 page counts from 1 to 4096.
+    pub fn tlb() -> TlbResult {
+        let mut rows = Vec::new();
+        for e in 0..=15u32 {
+            rows.push(tlb_row(4 * KIB, 1 << e, [64, 2048], 25.0));
+            if (1..15).contains(&e) {
+                rows.push(tlb_row(4 * KIB, 3 << (e - 1), [64, 2048], 25.0));
+            }
+        }
+        for e in 0..=12u32 {
+            rows.push(tlb_row(2 * MIB, 1 << e, [32, 1024], 20.0));
+        }
+        let level = |page_bytes: u64,
+                     name: &str,
+                     entries: Option<u64>,
+                     miss_ns: Option<f64>,
+                     cpuid: Option<u32>| TlbLevel {
+            page_bytes,
+            name: name.to_string(),
+            entries,
+            reach_bytes: entries.map(|e| e * page_bytes),
+            miss_ns,
+            miss_cycles: miss_ns.map(|ns| ns * 3.0),
+            cpuid_entries: cpuid,
+            tlb_ns: miss_ns.unwrap_or(40.0),
+        };
+        let saxpy = |pattern: &str, page_bytes: u64, stride_bytes: u64, ns: f64| SaxpyTlbRow {
+            pattern: pattern.to_string(),
+            page_bytes,
+            stride_bytes,
+            footprint_bytes: 256 * MIB,
+            pass_ms: ns * (32 * MIB) as f64 / 1e6,
+            ns_per_access: ns,
+            timed_fraction: 1.0,
+        };
+        let reach =
+            |name: &str, page_bytes: u64, cpuid: Option<u32>, measured: Option<u64>| TlbReach {
+                name: name.to_string(),
+                page_bytes,
+                cpuid_entries: cpuid,
+                cpuid_reach_bytes: cpuid.map(|c| u64::from(c) * page_bytes),
+                measured_entries: measured,
+                measured_reach_bytes: measured.map(|m| m * page_bytes),
+            };
+        TlbResult {
+            rows,
+            levels: vec![
+                level(4 * KIB, "L1 DTLB", Some(64), Some(2.0), Some(72)),
+                level(4 * KIB, "L2 DTLB", Some(2048), Some(23.0), Some(3072)),
+                level(4 * KIB, "page walk", None, None, None),
+                level(2 * MIB, "L1 DTLB", Some(32), Some(2.0), Some(32)),
+                level(2 * MIB, "L2 DTLB", Some(1024), Some(18.0), Some(2048)),
+                level(2 * MIB, "page walk", None, None, None),
+            ],
+            saxpy: vec![
+                saxpy("stride 1", 4 * KIB, 4, 0.45),
+                saxpy("stride 4 KiB", 4 * KIB, 4 * KIB, 12.5),
+                saxpy("stride 4 KiB, huge pages", 2 * MIB, 4 * KIB, 3.1),
+            ],
+            mlp_by_page_size: vec![
+                MlpByPageSize {
+                    page_bytes: 4 * KIB,
+                    bytes: 256 * MIB,
+                    chains: 16,
+                    ns_per_load: 9.9,
+                    parallelism: 8.6,
+                    latency_ns: 180.0,
+                    latency_cycles: 540.0,
+                },
+                MlpByPageSize {
+                    page_bytes: 2 * MIB,
+                    bytes: 256 * MIB,
+                    chains: 16,
+                    ns_per_load: 7.6,
+                    parallelism: 11.2,
+                    latency_ns: 160.0,
+                    latency_cycles: 480.0,
+                },
+            ],
+            reach: vec![
+                reach("L1 DTLB", 4 * KIB, Some(72), Some(64)),
+                reach("L2 DTLB", 4 * KIB, Some(3072), Some(2048)),
+                reach("L1 DTLB", 2 * MIB, Some(32), Some(32)),
+                reach("L2 DTLB", 2 * MIB, Some(2048), Some(1024)),
+                reach("L1 DTLB", 1024 * MIB, Some(72), None),
+            ],
+        }
+    }
+
+    /// Two nodes: local 90 / 91 ns and 40 / 41 GB/s, remote 140 / 142 ns and 25 / 24 GB/s.
+    pub fn numa() -> NumaResult {
+        NumaResult {
+            nodes: vec![0, 1],
+            latency_ns: vec![vec![90.0, 140.0], vec![142.0, 91.0]],
+            read_gb_per_s: vec![vec![40.0, 25.0], vec![24.0, 41.0]],
+            remote_local_latency_ratio: Some(1.56),
+            remote_local_bandwidth_ratio: Some(0.60),
+            distances: vec![vec![10, 21], vec![21, 10]],
+            threads_per_node: 4,
+            latency_bytes: 256 * MIB,
+            bandwidth_bytes: 128 * MIB,
+            placement_verified: vec![vec![Some(1.0), Some(0.998)], vec![Some(0.999), None]],
+            note: None,
+            random_latency_ns: vec![vec![105.0, 171.0], vec![173.0, 106.0]],
+            page_local_window_pages: 64,
+            cpus: vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]],
+            isa: "avx2".to_string(),
+            max_spread_pct: 2.5,
+        }
+    }
+
+    /// One node: a 1 × 1 matrix and the note saying why nothing remote was measured.
+    pub fn numa_single_node() -> NumaResult {
+        NumaResult {
+            nodes: vec![0],
+            latency_ns: vec![vec![95.0]],
+            read_gb_per_s: vec![vec![38.5]],
+            remote_local_latency_ratio: None,
+            remote_local_bandwidth_ratio: None,
+            distances: vec![vec![10]],
+            threads_per_node: 2,
+            latency_bytes: 256 * MIB,
+            bandwidth_bytes: 128 * MIB,
+            placement_verified: vec![vec![Some(1.0)]],
+            note: Some("one NUMA node: there is no remote memory to measure".to_string()),
+            random_latency_ns: vec![vec![112.0]],
+            page_local_window_pages: 64,
+            cpus: vec![vec![0, 1]],
+            isa: "avx512".to_string(),
+            max_spread_pct: 14.0,
+        }
+    }
+
+    pub fn empty_tlb() -> TlbResult {
+        TlbResult {
+            rows: vec![],
+            levels: vec![],
+            saxpy: vec![],
+            mlp_by_page_size: vec![],
+            reach: vec![],
+        }
+    }
+
+    pub fn empty_numa() -> NumaResult {
+        NumaResult {
+            nodes: vec![],
+            latency_ns: vec![],
+            read_gb_per_s: vec![],
+            remote_local_latency_ratio: None,
+            remote_local_bandwidth_ratio: None,
+            distances: vec![],
+            threads_per_node: 0,
+            latency_bytes: 0,
+            bandwidth_bytes: 0,
+            placement_verified: vec![],
+            note: None,
+            random_latency_ns: vec![],
+            page_local_window_pages: 0,
+            cpus: vec![],
+            isa: String::new(),
+            max_spread_pct: f64::NAN,
+        }
+    }
+
+    /// The TLB and NUMA samples with NaN figures, missing values and a ragged matrix.
+    pub fn nan_tlb_numa() -> (TlbResult, NumaResult) {
+        let mut t = tlb();
+        for r in &mut t.rows {
+            r.cycles = f64::NAN;
+            r.spread_pct = f64::NAN;
+        }
+        t.rows[5].ns = f64::NAN;
+        t.rows[6].tlb_ns = f64::NAN;
+        t.rows[7].dense_ns = f64::INFINITY;
+        for l in &mut t.levels {
+            l.miss_ns = l.miss_ns.map(|_| f64::NAN);
+            l.miss_cycles = None;
+            l.cpuid_entries = None;
+        }
+        for s in &mut t.saxpy {
+            s.ns_per_access = f64::NAN;
+            s.pass_ms = f64::NAN;
+        }
+        t.mlp_by_page_size[0].parallelism = f64::NAN;
+        for r in &mut t.reach {
+            r.measured_entries = None;
+            r.measured_reach_bytes = None;
+        }
+        let mut n = numa();
+        n.latency_ns[0][1] = f64::NAN;
+        n.read_gb_per_s[1].pop();
+        n.remote_local_latency_ratio = Some(f64::NAN);
+        n.remote_local_bandwidth_ratio = None;
+        n.placement_verified = vec![vec![None, Some(f64::NAN)]];
+        n.random_latency_ns = vec![vec![f64::NAN]];
+        n.cpus = vec![vec![], vec![4]];
+        n.max_spread_pct = f64::INFINITY;
+        (t, n)
     }
 }
 
@@ -3414,6 +4250,104 @@ mod tests {
         assert!(doc.contains("Saturation per level"));
     }
 
+    #[test]
+    fn tlb_and_numa_sections_render_with_charts_and_tables() {
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.rob = Some(samples::rob());
+        report.experiments.tlb = Some(samples::tlb());
+        report.experiments.numa = Some(samples::numa());
+        let doc = html(&report);
+        for (id, title) in [("tlb", "TLB"), ("numa", "NUMA")] {
+            assert!(
+                doc.contains(&format!("<a href=\"#{id}\">{title}</a>")),
+                "{id}"
+            );
+            assert_balanced(section(&doc, id));
+        }
+        assert!(doc.find("<section id=\"rob\">") < doc.find("<section id=\"tlb\">"));
+        assert!(doc.find("<section id=\"tlb\">") < doc.find("<section id=\"numa\">"));
+
+        let tlb = section(&doc, "tlb");
+        // The curves and the SAXPY bars.
+        assert_eq!(tlb.matches("<svg").count(), 2);
+        assert!(tlb.contains("4 KiB pages") && tlb.contains("2 MiB pages"));
+        assert!(tlb.contains("4 KiB pages: TLB part (ns − dense ns)"));
+        assert!(tlb.contains("4 KiB L1 DTLB: 64") && tlb.contains("2 MiB L2 DTLB: 1024"));
+        assert!(tlb.contains("CPUID 4 KiB L2 DTLB: 3072"));
+        assert!(tlb.contains("entries found (knee)") && tlb.contains("entries CPUID reports"));
+        assert!(tlb.contains("Latency (core cycles)"));
+        assert!(tlb.contains(">32768<"), "page counts are printed whole");
+        assert!(tlb.contains("nested (two-dimensional) page walk"));
+        assert!(
+            tlb.contains("L1 DTLB</td><td class=\"num\"><b>64</b></td><td class=\"num\">72</td>"),
+            "{tlb}"
+        );
+        assert!(tlb.contains("SAXPY: ns per element updated"));
+        assert!(tlb.contains("stride 4 KiB, huge pages"));
+        assert!(
+            tlb.contains("<td class=\"num\">11.2</td>"),
+            "MLP with huge pages"
+        );
+        assert!(tlb.contains("72 GiB") && tlb.contains("All 43 points"));
+
+        let numa = section(&doc, "numa");
+        assert_eq!(numa.matches("<svg").count(), 3, "three heatmaps");
+        assert!(numa.contains("Idle latency, random chase with TLB misses (ns)"));
+        assert!(
+            numa.contains(">140.0<") && numa.contains(">41.0<"),
+            "{numa}"
+        );
+        assert!(numa.contains("latency × <b>1.56</b>, bandwidth × <b>0.60</b>"));
+        assert!(numa.contains("Kernel's node distances") && numa.contains(">21</td>"));
+        assert!(numa.contains("All 4 cells") && numa.contains(">99.8</td>"));
+        assert!(numa.contains(">173.0<") && numa.contains("<td class=\"num\">106</td>"));
+        assert!(numa.contains("node 0: 0-3; node 1: 4-7") && numa.contains("kernel: avx2"));
+        assert!(!doc.contains("NaN") && !doc.contains("Some("));
+
+        // One node: tables and the note instead of heatmaps.
+        report.experiments.numa = Some(samples::numa_single_node());
+        let doc = html(&report);
+        let numa = section(&doc, "numa");
+        assert_balanced(numa);
+        assert!(!numa.contains("<svg"));
+        assert!(numa.contains("one NUMA node: there is no remote memory to measure"));
+        assert!(numa.contains("<td class=\"num\">95.0</td>") && numa.contains("38.5"));
+        assert!(numa.contains("Idle latency, random chase (ns)") && numa.contains(">112<"));
+        assert!(
+            numa.contains("<span class=\"noisy\">14.0</span> %"),
+            "{numa}"
+        );
+        assert!(!numa.contains("Remote / local"));
+    }
+
+    #[test]
+    fn empty_and_invalid_tlb_and_numa_do_not_panic_or_leak() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.tlb = Some(samples::empty_tlb());
+        report.experiments.numa = Some(samples::empty_numa());
+        let doc = html(&report);
+        assert!(doc.contains("No page count was measured"));
+        assert!(doc.contains("No node was measured"));
+        for id in ["tlb", "numa"] {
+            assert_balanced(section(&doc, id));
+            assert!(!section(&doc, id).contains("<svg"));
+        }
+        assert!(!doc.contains("NaN") && doc.trim_end().ends_with("</html>"));
+
+        let (tlb, numa) = samples::nan_tlb_numa();
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.tlb = Some(tlb);
+        report.experiments.numa = Some(numa);
+        let doc = html(&report);
+        for id in ["tlb", "numa"] {
+            assert_balanced(section(&doc, id));
+        }
+        assert!(!doc.contains("NaN") && !doc.contains(">inf") && !doc.contains("\"inf"));
+        assert!(section(&doc, "numa").contains("latency × <b>–</b>"));
+        // No cycles anywhere and no core clock: no cycles axis.
+        assert!(!section(&doc, "tlb").contains("core cycles"));
+    }
+
     /// Writes a sample report with every section to the file named by MEMSCOPE_HTML_SAMPLE
     /// (`cargo test --lib report::html -- --ignored`), to look at the layout in a browser;
     /// with MEMSCOPE_HTML_FROM_JSON, renders that JSON report instead of synthetic data.
@@ -3441,6 +4375,8 @@ mod tests {
         report.experiments.loaded = Some(samples::loaded());
         report.experiments.mlp = Some(samples::mlp());
         report.experiments.rob = Some(samples::rob());
+        report.experiments.tlb = Some(samples::tlb());
+        report.experiments.numa = Some(samples::numa());
         std::fs::write(path, serialize(&report)).unwrap();
     }
 }

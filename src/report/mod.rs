@@ -24,6 +24,7 @@ pub mod output;
 pub mod progress;
 pub mod svg;
 pub mod terminal;
+pub mod virtualization;
 pub mod warnings;
 
 pub use warnings::Warning;

@@ -6,8 +6,10 @@ use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::LatencyResult;
 use crate::experiments::loaded::{Knee, LoadedResult, LoadedRow};
 use crate::experiments::mlp::{MlpResult, MlpRow};
+use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
 use crate::experiments::stride::StrideResult;
+use crate::experiments::tlb::{TlbResult, TlbRow};
 use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
@@ -253,6 +255,14 @@ pub fn machine(m: &Machine) -> String {
             ]);
         }
         out.push_str(&t.render());
+    }
+
+    let notes = super::virtualization::notes(m);
+    if !notes.is_empty() {
+        out.push_str(&heading("Virtualization"));
+        for note in notes {
+            out.push_str(&format!(" - {note}\n"));
+        }
     }
 
     out.push_str(&heading("NUMA"));
@@ -789,13 +799,13 @@ pub fn mlp(result: &MlpResult) -> String {
     out
 }
 
-/// At most `max` of the sorted values `ks`: evenly spaced ones plus, for each cliff, the
-/// values on either side of it, so that a compact table still shows every step.
-fn k_subset(ks: &[u32], cliffs: &[u32], max: usize) -> Vec<u32> {
+/// `max` evenly spaced values of the sorted `ks` (K values, page counts) plus, for each
+/// cliff, the values on either side of it, so that a compact table still shows every step.
+fn k_subset<T: Copy + Ord>(ks: &[T], cliffs: &[T], max: usize) -> Vec<T> {
     if ks.len() <= max || max < 2 {
         return ks.to_vec();
     }
-    let mut picked: Vec<u32> = (0..max)
+    let mut picked: Vec<T> = (0..max)
         .map(|i| ks[i * (ks.len() - 1) / (max - 1)])
         .collect();
     for &cliff in cliffs {
@@ -915,6 +925,334 @@ pub fn rob(result: &RobResult) -> String {
         }
         out.push_str(&t.render());
         out.push_str(" (ns per block)\n");
+    }
+    out
+}
+
+/// An optional figure with `decimals` decimals, or "—" when missing or not finite.
+fn opt_figure(v: Option<f64>, decimals: usize) -> String {
+    v.map_or("—".into(), |v| figure(v, decimals))
+}
+
+/// An optional count, or "—".
+fn opt_count<T: ToString>(v: Option<T>) -> String {
+    v.map_or("—".into(), |v| v.to_string())
+}
+
+/// An optional size in binary units, or "—".
+fn opt_size(v: Option<u64>) -> String {
+    v.map_or("—".into(), |b| Bytes(b).to_string())
+}
+
+/// Page counts shown per page size in the compact curve table of `tlb`.
+const TLB_CURVE_ROWS: usize = 12;
+
+/// The `tlb` view: the levels found (entries, reach, miss cost) beside CPUID's entries, a
+/// compact curve per page size with the last point of each level marked, SAXPY with and
+/// without huge pages, DRAM parallelism by page size and the reach table.
+pub fn tlb(result: &TlbResult) -> String {
+    let mut out = heading(
+        "TLB reach and miss cost: one line per page, chased in random order over more and more pages",
+    );
+    if result.levels.is_empty() {
+        out.push_str(" no TLB level was found\n");
+    } else {
+        let mut t = Table::new(&[
+            "page",
+            "level",
+            "entries",
+            "CPUID entries",
+            "reach",
+            "miss ns",
+            "miss cycles",
+        ]);
+        for l in &result.levels {
+            t.row(vec![
+                Bytes(l.page_bytes).to_string(),
+                l.name.clone(),
+                opt_count(l.entries),
+                opt_count(l.cpuid_entries),
+                opt_size(l.reach_bytes),
+                opt_figure(l.miss_ns, 1),
+                l.miss_cycles.map_or("—".into(), cycles_or_dash),
+            ]);
+        }
+        out.push_str(&t.render());
+        out.push_str(
+            " entries: pages covered before the next knee; miss: the step to the next plateau \
+             (past the last TLB, a page walk; nested under a hypervisor)\n",
+        );
+    }
+
+    let mut page_sizes = distinct(result.rows.iter().map(|r| r.page_bytes));
+    page_sizes.sort_unstable();
+    for page in page_sizes {
+        let mut rows: Vec<&TlbRow> = result
+            .rows
+            .iter()
+            .filter(|r| r.page_bytes == page)
+            .collect();
+        rows.sort_by_key(|r| r.pages);
+        let pages: Vec<u64> = rows.iter().map(|r| r.pages).collect();
+        // Each level's last page count: the point before its knee.
+        let knees: Vec<(u64, &str)> = result
+            .levels
+            .iter()
+            .filter(|l| l.page_bytes == page)
+            .filter_map(|l| Some((l.entries?, l.name.as_str())))
+            .collect();
+        let cliffs: Vec<u64> = knees.iter().map(|k| k.0).collect();
+        let even = TLB_CURVE_ROWS.saturating_sub(2 * cliffs.len()).max(4);
+        let shown = k_subset(&pages, &cliffs, even);
+        out.push_str(&heading(&format!(
+            "{} pages: ns per load by pages touched (TLB = ns − dense, the same lines packed \
+             densely){}",
+            Bytes(page),
+            if shown.len() < pages.len() {
+                format!(
+                    " ({} of {} page counts; the HTML report plots all)",
+                    shown.len(),
+                    pages.len()
+                )
+            } else {
+                String::new()
+            }
+        )));
+        let mut t = Table::new(&[
+            "pages", "spans", "ns", "cycles", "dense ns", "TLB ns", "spread %", "",
+        ]);
+        for r in rows.iter().filter(|r| shown.contains(&r.pages)) {
+            let last_of: Vec<String> = knees
+                .iter()
+                .filter(|(entries, _)| {
+                    pages.iter().rev().find(|&&p| p <= *entries) == Some(&r.pages)
+                })
+                .map(|(entries, name)| format!("◀ last in {name} ({entries} entries)"))
+                .collect();
+            t.row(vec![
+                r.pages.to_string(),
+                Bytes(r.pages.saturating_mul(r.page_bytes)).to_string(),
+                figure(r.ns, 2),
+                cycles_or_dash(r.cycles),
+                figure(r.dense_ns, 2),
+                figure(r.tlb_ns, 2),
+                figure(r.spread_pct, 1),
+                last_of.join(", "),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+    if result.rows.is_empty() {
+        out.push_str(" no page count was measured\n");
+    }
+
+    if !result.saxpy.is_empty() {
+        out.push_str(&heading(
+            "SAXPY (y = a·x + y) over the same footprint: what huge pages buy a real kernel",
+        ));
+        let mut t = Table::new(&[
+            "pattern",
+            "page",
+            "stride",
+            "footprint",
+            "ms per pass",
+            "ns per element",
+        ]);
+        for r in &result.saxpy {
+            t.row(vec![
+                r.pattern.clone(),
+                Bytes(r.page_bytes).to_string(),
+                Bytes(r.stride_bytes).to_string(),
+                Bytes(r.footprint_bytes).to_string(),
+                figure(r.pass_ms, 2),
+                figure(r.ns_per_access, 2),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+
+    if !result.mlp_by_page_size.is_empty() {
+        out.push_str(&heading("DRAM memory-level parallelism by page size"));
+        for m in &result.mlp_by_page_size {
+            out.push_str(&format!(
+                " {} pages: parallelism {} with {} chains over {} ({} ns per load)\n",
+                Bytes(m.page_bytes),
+                figure(m.parallelism, 1),
+                m.chains,
+                Bytes(m.bytes),
+                figure(m.ns_per_load, 2)
+            ));
+        }
+    }
+
+    if !result.reach.is_empty() {
+        out.push_str(&heading(
+            "TLB reach: entries × page size, CPUID and measured",
+        ));
+        let mut t = Table::new(&[
+            "level",
+            "page",
+            "CPUID entries",
+            "CPUID reach",
+            "measured entries",
+            "measured reach",
+        ]);
+        for r in &result.reach {
+            t.row(vec![
+                r.name.clone(),
+                Bytes(r.page_bytes).to_string(),
+                opt_count(r.cpuid_entries),
+                opt_size(r.cpuid_reach_bytes),
+                opt_count(r.measured_entries),
+                opt_size(r.measured_reach_bytes),
+            ]);
+        }
+        out.push_str(&t.render());
+    }
+    out
+}
+
+/// One node × node matrix: rows are labelled "node i" under `corner`, columns
+/// "`column` j" (the threads' node down, the memory's node across).
+fn node_matrix<T>(
+    corner: &str,
+    column: &str,
+    labels: &[usize],
+    cells: &[Vec<T>],
+    cell: impl Fn(&T) -> String,
+) -> String {
+    let mut header = vec![corner.to_string()];
+    header.extend(labels.iter().map(|j| format!("{column} {j}")));
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = Table::new(&header_refs);
+    for (i, from) in labels.iter().enumerate() {
+        let mut row = vec![format!("node {from}")];
+        row.extend((0..labels.len()).map(|j| {
+            cells
+                .get(i)
+                .and_then(|r| r.get(j))
+                .map_or("—".into(), &cell)
+        }));
+        t.row(row);
+    }
+    t.render()
+}
+
+/// The `numa` view: latency (page-local and random chase) and bandwidth matrices (threads
+/// on node i × memory on node j), the remote/local ratios, the kernel's distances, the CPUs
+/// used and how much placement was verified.
+pub fn numa(result: &NumaResult) -> String {
+    // Node ids label the rows and columns; a matrix with more rows than ids (which the
+    // experiment never gives) still shows every cell, labelled by index.
+    let n = result
+        .nodes
+        .len()
+        .max(result.latency_ns.len())
+        .max(result.read_gb_per_s.len());
+    let labels: Vec<usize> = (0..n)
+        .map(|i| result.nodes.get(i).copied().unwrap_or(i))
+        .collect();
+    let matrix = |cells: &[Vec<f64>]| {
+        node_matrix("threads on", "memory on node", &labels, cells, |v| {
+            figure(*v, 1)
+        })
+    };
+    let mut out = heading(&format!(
+        "NUMA: idle latency, ns (page-local chase over {}, {} pages per window: no TLB misses)",
+        Bytes(result.latency_bytes),
+        result.page_local_window_pages
+    ));
+    if labels.is_empty() {
+        out.push_str(" no node was measured\n");
+    } else {
+        out.push_str(&matrix(&result.latency_ns));
+        if !result.random_latency_ns.is_empty() {
+            out.push_str(&heading(
+                "NUMA: idle latency, ns (random chase over the whole buffer: TLB misses and \
+                 page walks included, the page tables on the memory's node)",
+            ));
+            out.push_str(&matrix(&result.random_latency_ns));
+        }
+        out.push_str(&heading(&format!(
+            "NUMA: read bandwidth, GB/s ({} thread(s) per node, {} each, {})",
+            result.threads_per_node,
+            Bytes(result.bandwidth_bytes),
+            if result.isa.is_empty() {
+                "—"
+            } else {
+                result.isa.as_str()
+            }
+        )));
+        out.push_str(&matrix(&result.read_gb_per_s));
+    }
+    if result.remote_local_latency_ratio.is_some() || result.remote_local_bandwidth_ratio.is_some()
+    {
+        out.push_str(&format!(
+            "\n remote / local: latency × {}, bandwidth × {}\n",
+            opt_figure(result.remote_local_latency_ratio, 2),
+            opt_figure(result.remote_local_bandwidth_ratio, 2)
+        ));
+    }
+    if !result.distances.is_empty() {
+        let n = result.distances.len();
+        let labels: Vec<usize> = (0..n)
+            .map(|i| result.nodes.get(i).copied().unwrap_or(i))
+            .collect();
+        out.push_str(&heading(
+            "Kernel's node distances (firmware's relative cost, 10 = local)",
+        ));
+        out.push_str(&node_matrix(
+            "from",
+            "to node",
+            &labels,
+            &result.distances,
+            |d| d.to_string(),
+        ));
+    }
+    if !labels.is_empty() {
+        out.push('\n');
+    }
+    let used: Vec<String> = labels
+        .iter()
+        .zip(&result.cpus)
+        .filter(|(_, cpus)| !cpus.is_empty())
+        .map(|(node, cpus)| format!("node {node} on CPU {}", cpu_list(cpus)))
+        .collect();
+    if !used.is_empty() {
+        out.push_str(&format!(
+            " threads: {} (latency on the first CPU of each)\n",
+            used.join(", ")
+        ));
+    }
+    let verified: Vec<f64> = result
+        .placement_verified
+        .iter()
+        .flatten()
+        .filter_map(|v| v.filter(|v| v.is_finite()))
+        .collect();
+    if !labels.is_empty() {
+        out.push_str(&match verified.iter().copied().reduce(f64::min) {
+            Some(min) => format!(
+                " pages on the intended node (get_mempolicy): at least {} % in the {} of {} \
+                 cells verified\n",
+                figure(min * 100.0, 1),
+                verified.len(),
+                labels.len() * labels.len()
+            ),
+            None => " placement not verified (get_mempolicy gave no answer)\n".to_string(),
+        });
+        out.push_str(&format!(
+            " widest spread of any cell: {} %{}\n",
+            figure(result.max_spread_pct, 1),
+            if result.max_spread_pct.is_finite() && result.max_spread_pct > 10.0 {
+                " (noisy: compare cells with care)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if let Some(note) = &result.note {
+        out.push_str(&format!(" note: {note}\n"));
     }
     out
 }
@@ -1045,6 +1383,134 @@ mod tests {
         }
         assert!(mlp(&m).contains("saturates at 8 chains"));
         assert!(rob(&r).contains("window not found"));
+    }
+
+    /// The table under the heading that starts with `title`: its data rows.
+    fn table_rows<'a>(text: &'a str, title: &str) -> Vec<&'a str> {
+        let start = text
+            .find(&format!("\n{title}"))
+            .unwrap_or_else(|| panic!("{title}"));
+        text[start + 1..]
+            .split("\n\n")
+            .next()
+            .unwrap()
+            .lines()
+            .skip(3)
+            .collect()
+    }
+
+    #[test]
+    fn tlb_view_has_levels_compact_curves_saxpy_mlp_and_reach() {
+        let text = tlb(&samples::tlb());
+        let l1 = text
+            .lines()
+            .find(|l| l.starts_with(" 4 KiB  L1 DTLB"))
+            .unwrap();
+        for figure in ["64", "72", "256 KiB", "2.0", "6.0"] {
+            assert!(l1.contains(figure), "{figure}: {text}");
+        }
+        let walk = text
+            .lines()
+            .find(|l| l.starts_with(" 4 KiB  page walk"))
+            .unwrap();
+        assert_eq!(walk.matches('—').count(), 5, "{text}");
+
+        // At most about 12 page counts per page size, evenly spread, with both sides of
+        // every knee and the last point of each level marked.
+        assert!(text.contains("(11 of 30 page counts"), "{text}");
+        let small = table_rows(&text, "4 KiB pages:");
+        assert!(small.len() <= 12 && small.len() >= 8, "{text}");
+        assert!(small[0].starts_with(" 1 ") && small.last().unwrap().starts_with(" 32768 "));
+        let row = |p: &str| *small.iter().find(|l| l.starts_with(p)).unwrap();
+        assert!(
+            row(" 64 ").contains("◀ last in L1 DTLB (64 entries)"),
+            "{text}"
+        );
+        assert!(row(" 96 ").contains("3.20") && row(" 96 ").contains("2.00"));
+        assert!(row(" 2048 ").contains("◀ last in L2 DTLB (2048 entries)"));
+        assert!(row(" 3072 ").contains("29.00") && row(" 3072 ").contains("25.00"));
+        let huge = table_rows(&text, "2 MiB pages:");
+        assert!(huge.len() <= 12, "{text}");
+        assert_eq!(
+            huge.iter().filter(|l| l.contains("◀ last in")).count(),
+            2,
+            "{text}"
+        );
+        assert!(huge.iter().any(|l| l.starts_with(" 64 ")), "{text}");
+
+        let saxpy = text
+            .lines()
+            .find(|l| l.contains("stride 4 KiB, huge pages"))
+            .unwrap();
+        assert!(saxpy.contains("2 MiB") && saxpy.ends_with("3.10"), "{text}");
+        assert!(text.contains(" 4 KiB pages: parallelism 8.6 with 16 chains over 256 MiB"));
+        assert!(text.contains(" 2 MiB pages: parallelism 11.2"));
+        let gib = text.lines().find(|l| l.contains("1 GiB")).unwrap();
+        assert!(gib.contains("72 GiB") && gib.ends_with('—'), "{text}");
+    }
+
+    #[test]
+    fn numa_view_has_both_matrices_ratios_distances_and_the_note() {
+        let text = numa(&samples::numa());
+        let latency = table_rows(&text, "NUMA: idle latency");
+        assert_eq!(latency.len(), 2, "{text}");
+        assert!(latency[0].contains("90.0") && latency[0].ends_with("140.0"));
+        let bandwidth = table_rows(&text, "NUMA: read bandwidth");
+        assert!(bandwidth[1].contains("24.0") && bandwidth[1].ends_with("41.0"));
+        assert!(
+            text.contains("memory on node 0  memory on node 1"),
+            "{text}"
+        );
+        assert!(text.contains("4 thread(s) per node, 128 MiB each"));
+        assert!(text.contains("remote / local: latency × 1.56, bandwidth × 0.60"));
+        let distances = table_rows(&text, "Kernel's node distances");
+        assert!(distances[0].ends_with("21") && distances[1].ends_with("10"));
+        assert!(
+            text.contains("at least 99.8 % in the 3 of 4 cells verified"),
+            "{text}"
+        );
+        let random = table_rows(&text, "NUMA: idle latency, ns (random chase");
+        assert!(
+            random[1].contains("173.0") && random[1].ends_with("106.0"),
+            "{text}"
+        );
+        assert!(text.contains("64 pages per window") && text.contains("128 MiB each, avx2"));
+        assert!(
+            text.contains("threads: node 0 on CPU 0-3, node 1 on CPU 4-7"),
+            "{text}"
+        );
+        assert!(
+            text.contains("widest spread of any cell: 2.5 %\n"),
+            "{text}"
+        );
+        assert!(!text.contains("note:"));
+
+        let one = numa(&samples::numa_single_node());
+        assert!(one.contains(" note: one NUMA node"), "{one}");
+        assert!(one.contains("95.0") && one.contains("38.5"));
+        assert!(!one.contains("remote / local") && !one.contains("node 1"));
+        assert!(one.contains("14.0 % (noisy"), "{one}");
+    }
+
+    #[test]
+    fn empty_and_nan_tlb_and_numa_print_dashes() {
+        let text = tlb(&samples::empty_tlb());
+        assert!(text.contains("no TLB level was found") && text.contains("no page count"));
+        let text = numa(&samples::empty_numa());
+        assert!(text.contains("no node was measured"), "{text}");
+        let (t, n) = samples::nan_tlb_numa();
+        for text in [tlb(&t), numa(&n)] {
+            assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+            assert!(text.contains('—'), "{text}");
+        }
+        let text = tlb(&t);
+        assert!(text.contains("parallelism — with 16 chains"), "{text}");
+        let text = numa(&n);
+        assert!(text.contains("latency × —, bandwidth × —"), "{text}");
+        assert!(text.contains("placement not verified"), "{text}");
+        // The ragged row's missing cell is a dash, not a panic.
+        let bandwidth = table_rows(&text, "NUMA: read bandwidth");
+        assert!(bandwidth[1].ends_with('—'), "{text}");
     }
 
     #[test]

@@ -1,0 +1,1004 @@
+//! Reserving hugetlbfs pages for a run, and always giving them back: `check_pool` turns a
+//! pool too small for `--pages 2m|1g` into a one-line error with the command that would
+//! reserve the pages, and `HugepageReservation::ensure` (for `--reserve-hugepages`, root
+//! only) grows the pool by what the run lacks and sets it back when the guard is dropped,
+//! on success, on an error, during a panic's unwinding, and on SIGINT, SIGTERM or SIGHUP.
+//! memscope never leaves the system changed.
+//!
+//! Every pool this process grew is in one registry, so the signal path restores them all.
+//! The signal path is a thread (started at the first reservation) that waits on
+//! signal-hook's self-pipe: the process-wide handler only writes to the pipe, so it does
+//! not matter which thread the kernel delivers the signal to, and nothing has to block
+//! signals in threads started earlier. The thread restores the pools and exits with
+//! 128 + the signal number (130 for Ctrl-C), as a shell reports a command killed by it.
+//! SIGKILL and a kernel crash cannot be caught; nothing else leaves a pool changed.
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
+
+use crate::error::UsageError;
+use crate::topology::HugePagePool;
+use crate::units::{Bytes, GIB, MIB};
+
+const HUGEPAGES_SYSFS: &str = "/sys/kernel/mm/hugepages";
+
+/// The signals after which the pools are set back before the process exits.
+const RESTORING_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+/// The sysfs directory of the pool of one huge page size, e.g. `…/hugepages-2048kB`.
+pub fn pool_dir(page_bytes: u64) -> PathBuf {
+    Path::new(HUGEPAGES_SYSFS).join(format!("hugepages-{}kB", page_bytes / 1024))
+}
+
+/// Huge pages of `page_bytes` that hold `bytes`: whole pages, since a hugetlbfs mapping
+/// is a whole number of them.
+pub fn pages_for_bytes(bytes: u64, page_bytes: u64) -> u64 {
+    bytes.div_ceil(page_bytes.max(1))
+}
+
+/// Free pages that no mapping has reserved yet: what new MAP_HUGETLB mappings can have.
+/// (`free_hugepages` counts pages reserved at mmap time but not yet touched.)
+pub fn available_pages(pool: &HugePagePool) -> u64 {
+    pool.free.saturating_sub(pool.reserved)
+}
+
+/// The pool size a write of `nr_hugepages` sets: the persistent pages, not the surplus
+/// ones that overcommit lends and takes back. This is the value to restore.
+pub fn persistent_pages(pool: &HugePagePool) -> u64 {
+    pool.total.saturating_sub(pool.surplus)
+}
+
+/// The `nr_hugepages` to write so that `pages_needed` pages are available, or None when
+/// the pool has them already. A larger count first turns surplus pages (all in use) into
+/// persistent ones and only then allocates, so the shortfall goes on top of the total.
+pub fn pool_target(pool: &HugePagePool, pages_needed: u64) -> Option<u64> {
+    let shortfall = pages_needed.saturating_sub(available_pages(pool));
+    (shortfall > 0).then(|| pool.total + shortfall)
+}
+
+/// Fails with the command that would reserve the pages when the pool of `page_bytes`
+/// pages has fewer than `pages_needed` available: for `--pages 2m|1g` without
+/// `--reserve-hugepages`, before a run starts rather than at its first mapping.
+pub fn check_pool(page_bytes: u64, pages_needed: u64) -> Result<(), UsageError> {
+    check_pool_in(&pool_dir(page_bytes), page_bytes, pages_needed).map_err(UsageError::from)
+}
+
+fn check_pool_in(dir: &Path, page_bytes: u64, pages_needed: u64) -> Result<(), ReserveError> {
+    let pool = read_pool(dir, page_bytes)?;
+    match pool_target(&pool, pages_needed) {
+        None => Ok(()),
+        Some(target) => Err(ReserveError::TooFew {
+            path: dir.join("nr_hugepages"),
+            pool,
+            needed: pages_needed,
+            target,
+        }),
+    }
+}
+
+/// hugetlbfs pages reserved for a run. While it lives the pool has grown by what the run
+/// lacked (if anything); dropping it sets the pool back to its size before, unless
+/// another reservation of the same pool is still alive (the last one restores).
+#[derive(Debug)]
+#[must_use = "the pool is set back as soon as the reservation is dropped"]
+pub struct HugepageReservation {
+    page_bytes: u64,
+    pages_needed: u64,
+    /// The pool's persistent size before this reservation.
+    previous: u64,
+    /// The pool's persistent size right after it.
+    reserved: u64,
+    /// The `nr_hugepages` file this reservation wrote, or None when it changed nothing.
+    raised: Option<PathBuf>,
+}
+
+impl HugepageReservation {
+    /// Makes `pages_needed` pages of `page_bytes` available, growing the hugetlbfs pool by
+    /// the shortfall when it has fewer. Errors (one line, with the values): the kernel
+    /// has no such pool; growing it needs root (with the `echo N | sudo tee …` command);
+    /// the kernel granted fewer pages than asked (the pool is set back first).
+    pub fn ensure(page_bytes: u64, pages_needed: u64) -> Result<HugepageReservation, UsageError> {
+        Self::ensure_in(&pool_dir(page_bytes), page_bytes, pages_needed).map_err(UsageError::from)
+    }
+
+    fn ensure_in(
+        dir: &Path,
+        page_bytes: u64,
+        pages_needed: u64,
+    ) -> Result<HugepageReservation, ReserveError> {
+        // Held throughout, so the signal thread restores either before the pool grows or
+        // after this reservation is registered, never in between.
+        let mut raised = registry();
+        let before = read_pool(dir, page_bytes)?;
+        let previous = persistent_pages(&before);
+        let Some(target) = pool_target(&before, pages_needed) else {
+            return Ok(HugepageReservation {
+                page_bytes,
+                pages_needed,
+                previous,
+                reserved: previous,
+                raised: None,
+            });
+        };
+        install_signal_handler().map_err(ReserveError::SignalHandler)?;
+        let path = dir.join("nr_hugepages");
+        if let Err(error) = write_count(&path, target) {
+            return Err(ReserveError::WriteFailed {
+                path,
+                pool: before,
+                needed: pages_needed,
+                target,
+                error,
+            });
+        }
+        match raised.iter_mut().find(|r| r.path == path) {
+            Some(entry) => entry.holders += 1,
+            None => raised.push(Raised {
+                path: path.clone(),
+                previous,
+                holders: 1,
+            }),
+        }
+        let after = read_pool(dir, page_bytes);
+        match after {
+            Ok(after) if available_pages(&after) >= pages_needed => Ok(HugepageReservation {
+                page_bytes,
+                pages_needed,
+                previous,
+                reserved: persistent_pages(&after),
+                raised: Some(path),
+            }),
+            after => {
+                // Undo this call's growth only: an earlier reservation of the pool keeps
+                // its pages (and restores the first size when it ends).
+                write_back(&path, previous);
+                release(&mut raised, &path);
+                Err(match after {
+                    Ok(after) => ReserveError::NotGranted {
+                        path,
+                        before,
+                        after,
+                        needed: pages_needed,
+                        target,
+                    },
+                    Err(error) => error,
+                })
+            }
+        }
+    }
+
+    pub fn page_bytes(&self) -> u64 {
+        self.page_bytes
+    }
+
+    pub fn pages_needed(&self) -> u64 {
+        self.pages_needed
+    }
+
+    /// Whether this reservation grew the pool (and so will set it back).
+    pub fn changed_pool(&self) -> bool {
+        self.raised.is_some()
+    }
+
+    /// The pool's persistent size before the reservation: what it is set back to.
+    pub fn previous_pool(&self) -> u64 {
+        self.previous
+    }
+
+    /// The pool's persistent size while the reservation lives.
+    pub fn reserved_pool(&self) -> u64 {
+        self.reserved
+    }
+
+    /// One line for the report when the pool was changed, e.g. "hugetlbfs pool of 2 MiB
+    /// pages grown from 0 to 4 for this run and set back afterwards".
+    pub fn summary(&self) -> Option<String> {
+        self.raised.as_ref().map(|_| {
+            format!(
+                "hugetlbfs pool of {} pages grown from {} to {} for this run and set back \
+                 afterwards",
+                Bytes(self.page_bytes),
+                self.previous,
+                self.reserved
+            )
+        })
+    }
+}
+
+impl Drop for HugepageReservation {
+    fn drop(&mut self) {
+        if let Some(path) = self.raised.take() {
+            release(&mut registry(), &path);
+        }
+    }
+}
+
+/// Sets every pool this process grew back to its size before, and forgets them (so a
+/// second call, or a reservation dropped later, changes nothing). For the signal path and
+/// for tests; a failure to write is printed as a warning with the command that fixes it.
+pub fn restore_all() {
+    for entry in registry().drain(..) {
+        restore(&entry);
+    }
+}
+
+/// A pool this process grew: its `nr_hugepages` file, its persistent size before the
+/// first reservation, and how many live reservations share it.
+#[derive(Debug)]
+struct Raised {
+    path: PathBuf,
+    previous: u64,
+    holders: usize,
+}
+
+static RAISED: Mutex<Vec<Raised>> = Mutex::new(Vec::new());
+
+/// The registry, also after a panic elsewhere poisoned it: restoring must still work.
+fn registry() -> MutexGuard<'static, Vec<Raised>> {
+    RAISED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Ends one reservation of the pool at `path`; the last one sets the pool back to its
+/// first size. Absent after `restore_all`: then it is set back already.
+fn release(raised: &mut Vec<Raised>, path: &Path) {
+    if let Some(i) = raised.iter().position(|r| r.path == path) {
+        raised[i].holders -= 1;
+        if raised[i].holders == 0 {
+            restore(&raised.swap_remove(i));
+        }
+    }
+}
+
+fn restore(entry: &Raised) -> bool {
+    write_back(&entry.path, entry.previous)
+}
+
+/// Writes a pool size back; a failure is a warning with the command that fixes it.
+fn write_back(path: &Path, count: u64) -> bool {
+    let result = write_count(path, count);
+    if let Err(error) = &result {
+        eprintln!(
+            "memscope: warning: could not set {} back to {count} ({error}); run 'echo {count} \
+             | sudo tee {}'",
+            path.display(),
+            path.display()
+        );
+    }
+    result.is_ok()
+}
+
+/// Starts, once, the thread that restores the pools on SIGINT, SIGTERM and SIGHUP and
+/// then exits with 128 + the signal number. The handlers are registered on that thread and
+/// it reports back, so a failure leaves the signals' default actions in place.
+fn install_signal_handler() -> io::Result<()> {
+    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let (sender, receiver) = std::sync::mpsc::channel();
+            std::thread::Builder::new()
+                .name("memscope-signals".into())
+                .spawn(
+                    move || match signal_hook::iterator::Signals::new(RESTORING_SIGNALS) {
+                        Ok(mut signals) => {
+                            let _ = sender.send(Ok(()));
+                            if let Some(signo) = signals.forever().next() {
+                                restore_and_exit(signo);
+                            }
+                        }
+                        Err(error) => {
+                            let _ = sender.send(Err(error.to_string()));
+                        }
+                    },
+                )
+                .map_err(|error| error.to_string())?;
+            receiver
+                .recv()
+                .unwrap_or_else(|_| Err("the signal thread ended early".into()))
+        })
+        .clone()
+        .map_err(io::Error::other)
+}
+
+fn restore_and_exit(signo: libc::c_int) -> ! {
+    // Keeps the registry locked until the process is gone, so no thread can grow a pool
+    // after this restore.
+    let mut raised = registry();
+    for entry in raised.drain(..).filter(restore) {
+        eprintln!(
+            "memscope: {}: set {} back to {}",
+            signal_name(signo),
+            entry.path.display(),
+            entry.previous
+        );
+    }
+    std::process::exit(128 + signo)
+}
+
+fn signal_name(signo: libc::c_int) -> &'static str {
+    match signo {
+        libc::SIGINT => "interrupted (SIGINT)",
+        libc::SIGTERM => "terminated (SIGTERM)",
+        libc::SIGHUP => "hung up (SIGHUP)",
+        _ => "signal",
+    }
+}
+
+/// The pool's counters; unlike the topology's reader, a missing or unparsable
+/// `nr_hugepages` is an error here, since a size is about to be written from it.
+fn read_pool(dir: &Path, page_bytes: u64) -> Result<HugePagePool, ReserveError> {
+    if !dir.is_dir() {
+        return Err(ReserveError::NoSuchPool {
+            dir: dir.to_path_buf(),
+            page_bytes,
+        });
+    }
+    let count = |file: &str| -> Result<u64, ReserveError> {
+        let path = dir.join(file);
+        std::fs::read_to_string(&path)
+            .and_then(|text| {
+                text.trim()
+                    .parse()
+                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not a count"))
+            })
+            .map_err(|error| ReserveError::Unreadable { path, error })
+    };
+    Ok(HugePagePool {
+        page_bytes,
+        total: count("nr_hugepages")?,
+        free: count("free_hugepages")?,
+        reserved: count("resv_hugepages")?,
+        surplus: count("surplus_hugepages")?,
+    })
+}
+
+/// Writes a pool size the way `echo N > nr_hugepages` does (one write, no O_CREAT).
+fn write_count(path: &Path, count: u64) -> io::Result<()> {
+    OpenOptions::new()
+        .write(true)
+        .open(path)?
+        .write_all(format!("{count}\n").as_bytes())
+}
+
+/// Why pages could not be had; becomes a `UsageError::PagesUnavailable`.
+#[derive(Debug)]
+enum ReserveError {
+    NoSuchPool {
+        dir: PathBuf,
+        page_bytes: u64,
+    },
+    Unreadable {
+        path: PathBuf,
+        error: io::Error,
+    },
+    /// The pool is too small and memscope was not asked to grow it.
+    TooFew {
+        path: PathBuf,
+        pool: HugePagePool,
+        needed: u64,
+        target: u64,
+    },
+    WriteFailed {
+        path: PathBuf,
+        pool: HugePagePool,
+        needed: u64,
+        target: u64,
+        error: io::Error,
+    },
+    /// The kernel grew the pool by less than asked (fragmented memory), or another
+    /// process took the new pages first. The pool has been set back.
+    NotGranted {
+        path: PathBuf,
+        before: HugePagePool,
+        after: HugePagePool,
+        needed: u64,
+        target: u64,
+    },
+    SignalHandler(io::Error),
+}
+
+/// "2m" and "1g" as `--pages` spells them; other sizes as a size.
+fn policy_name(page_bytes: u64) -> String {
+    match page_bytes {
+        b if b == 2 * MIB => "2m".to_string(),
+        b if b == GIB => "1g".to_string(),
+        b => Bytes(b).to_string(),
+    }
+}
+
+/// "'echo 4 | sudo tee /sys/…/nr_hugepages' (and 'echo 0 | sudo tee …' afterwards)".
+fn tee_commands(path: &Path, target: u64, previous: u64) -> String {
+    let path = path.display();
+    format!(
+        "'echo {target} | sudo tee {path}' (and 'echo {previous} | sudo tee {path}' afterwards)"
+    )
+}
+
+fn is_permission_error(error: &io::Error) -> bool {
+    error.kind() == io::ErrorKind::PermissionDenied
+        || matches!(
+            error.raw_os_error(),
+            Some(libc::EACCES | libc::EPERM | libc::EROFS)
+        )
+}
+
+impl ReserveError {
+    fn page_bytes(&self) -> Option<u64> {
+        match self {
+            ReserveError::NoSuchPool { page_bytes, .. } => Some(*page_bytes),
+            ReserveError::TooFew { pool, .. } | ReserveError::WriteFailed { pool, .. } => {
+                Some(pool.page_bytes)
+            }
+            ReserveError::NotGranted { before, .. } => Some(before.page_bytes),
+            ReserveError::Unreadable { .. } | ReserveError::SignalHandler(_) => None,
+        }
+    }
+}
+
+impl From<ReserveError> for UsageError {
+    fn from(error: ReserveError) -> UsageError {
+        let policy = error
+            .page_bytes()
+            .map(policy_name)
+            .unwrap_or_else(|| "huge pages".to_string());
+        let (reason, advice) = match error {
+            ReserveError::NoSuchPool { dir, page_bytes } => (
+                format!(
+                    "this kernel offers no {} huge pages (no {})",
+                    Bytes(page_bytes),
+                    dir.display()
+                ),
+                "Use --pages thp or 4k".to_string(),
+            ),
+            ReserveError::Unreadable { path, error } => (
+                format!("cannot read {} ({error})", path.display()),
+                "Use --pages thp or 4k".to_string(),
+            ),
+            ReserveError::TooFew {
+                path,
+                pool,
+                needed,
+                target,
+            } => (
+                format!(
+                    "{needed} page(s) of {} are needed but the hugetlbfs pool has {} free of {}",
+                    Bytes(pool.page_bytes),
+                    available_pages(&pool),
+                    pool.total
+                ),
+                format!(
+                    "Pass --reserve-hugepages (as root) to reserve them for this run, or run {}, \
+                     or use --pages thp",
+                    tee_commands(&path, target, persistent_pages(&pool))
+                ),
+            ),
+            ReserveError::WriteFailed {
+                path,
+                pool,
+                needed,
+                target,
+                error,
+            } => {
+                let why = if is_permission_error(&error) {
+                    "growing it needs root"
+                } else {
+                    "growing it failed"
+                };
+                (
+                    format!(
+                        "{needed} page(s) of {} are needed but the hugetlbfs pool has {} free \
+                         of {} and {why} (writing {target} to {}: {error})",
+                        Bytes(pool.page_bytes),
+                        available_pages(&pool),
+                        pool.total,
+                        path.display()
+                    ),
+                    format!(
+                        "Run memscope as root, or reserve them yourself with {}",
+                        tee_commands(&path, target, persistent_pages(&pool))
+                    ),
+                )
+            }
+            ReserveError::NotGranted {
+                path,
+                before,
+                after,
+                needed,
+                target,
+            } => {
+                let what = if after.total < target {
+                    format!(
+                        "the kernel granted {} (memory is too fragmented)",
+                        after.total
+                    )
+                } else {
+                    format!(
+                        "only {} of them stayed free (another process took the rest)",
+                        available_pages(&after)
+                    )
+                };
+                let size = if before.page_bytes == GIB { "1G" } else { "2M" };
+                (
+                    format!(
+                        "asked the kernel to grow the pool of {} pages from {} to {target} \
+                         for {needed} free page(s), {what}; {} was set back to {}",
+                        Bytes(before.page_bytes),
+                        before.total,
+                        path.display(),
+                        persistent_pages(&before)
+                    ),
+                    format!(
+                        "Compact memory ('echo 1 | sudo tee /proc/sys/vm/compact_memory') and \
+                         retry, reserve them at boot (hugepagesz={size} hugepages={target} on \
+                         the kernel command line), or use --pages thp"
+                    ),
+                )
+            }
+            ReserveError::SignalHandler(error) => (
+                format!("cannot install the handler that gives the pages back on Ctrl-C ({error})"),
+                "Reserve the pages yourself and run without --reserve-hugepages".to_string(),
+            ),
+        };
+        UsageError::PagesUnavailable {
+            policy,
+            reason,
+            advice,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader};
+    use std::os::fd::AsRawFd;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::platform::arena::{Arena, PagePolicy};
+
+    const PAGE_2M: u64 = 2 * MIB;
+    /// Set in the child process of `a_signal_sets_the_pool_back_before_exit`.
+    const CHILD_ENV: &str = "MEMSCOPE_HUGEPAGES_SIGNAL_CHILD";
+    const CHILD_TEST: &str = "platform::hugepages::tests::signal_child_reserves_and_waits";
+    const CHILD_READY: &str = "memscope-hugepages-child-ready";
+
+    /// Tests that use the registry or the real pool run one at a time.
+    fn serial() -> MutexGuard<'static, ()> {
+        static SERIAL: Mutex<()> = Mutex::new(());
+        SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn pool(total: u64, free: u64, reserved: u64, surplus: u64) -> HugePagePool {
+        HugePagePool {
+            page_bytes: PAGE_2M,
+            total,
+            free,
+            reserved,
+            surplus,
+        }
+    }
+
+    /// A directory laid out like a sysfs pool. Writing its nr_hugepages allocates
+    /// nothing, so growing it always ends "not granted".
+    fn fake_pool(total: u64, free: u64) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (file, value) in [
+            ("nr_hugepages", total),
+            ("free_hugepages", free),
+            ("resv_hugepages", 0),
+            ("surplus_hugepages", 0),
+        ] {
+            std::fs::write(dir.path().join(file), format!("{value}\n")).unwrap();
+        }
+        dir
+    }
+
+    fn read_nr(dir: &Path) -> u64 {
+        read_pool(dir, PAGE_2M).unwrap().total
+    }
+
+    /// Held by the tests that resize the real pool, so two test runs on one machine (two
+    /// work trees, say) do not see each other's pages. Released when the file closes.
+    struct MachineLock {
+        _file: std::fs::File,
+    }
+
+    fn machine_lock() -> MachineLock {
+        let path = std::env::temp_dir().join("memscope-hugepage-pool-tests.lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .or_else(|_| std::fs::File::open(&path))
+            .unwrap();
+        // SAFETY: flock on a descriptor this function owns.
+        let locked = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        assert_eq!(locked, 0, "{}", io::Error::last_os_error());
+        MachineLock { _file: file }
+    }
+
+    /// The real 2 MiB pool when this process may resize it; otherwise why not.
+    fn writable_2m_pool() -> Result<PathBuf, String> {
+        let dir = pool_dir(PAGE_2M);
+        if !dir.is_dir() {
+            return Err(format!("{} does not exist", dir.display()));
+        }
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err("not running as root".into());
+        }
+        OpenOptions::new()
+            .write(true)
+            .open(dir.join("nr_hugepages"))
+            .map_err(|e| {
+                format!(
+                    "cannot open {}/nr_hugepages for writing: {e}",
+                    dir.display()
+                )
+            })?;
+        Ok(dir)
+    }
+
+    /// Sets the real pool back to its size at creation when dropped, whatever a test did:
+    /// the tests leave the machine as they found it even when an assertion fails.
+    struct PoolSnapshot {
+        dir: PathBuf,
+        persistent: u64,
+        total: u64,
+    }
+
+    impl PoolSnapshot {
+        fn take(dir: &Path) -> PoolSnapshot {
+            let now = read_pool(dir, PAGE_2M).unwrap();
+            PoolSnapshot {
+                dir: dir.to_path_buf(),
+                persistent: persistent_pages(&now),
+                total: now.total,
+            }
+        }
+
+        /// Also checks that no page stayed behind as surplus once its mapping was gone.
+        fn assert_restored(&self) {
+            let now = read_pool(&self.dir, PAGE_2M).unwrap();
+            assert_eq!(
+                (persistent_pages(&now), now.total),
+                (self.persistent, self.total),
+                "pool not set back: {now:?}"
+            );
+        }
+    }
+
+    impl Drop for PoolSnapshot {
+        fn drop(&mut self) {
+            restore_all();
+            let now = read_pool(&self.dir, PAGE_2M).map(|p| persistent_pages(&p));
+            if now.as_ref().ok() != Some(&self.persistent) {
+                eprintln!("test cleanup: setting the pool back to {}", self.persistent);
+                write_count(&self.dir.join("nr_hugepages"), self.persistent).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn pages_for_bytes_rounds_up_to_whole_pages() {
+        assert_eq!(pages_for_bytes(0, PAGE_2M), 0);
+        assert_eq!(pages_for_bytes(1, PAGE_2M), 1);
+        assert_eq!(pages_for_bytes(PAGE_2M, PAGE_2M), 1);
+        assert_eq!(pages_for_bytes(PAGE_2M + 1, PAGE_2M), 2);
+        assert_eq!(pages_for_bytes(3 * GIB, GIB), 3);
+        assert_eq!(pages_for_bytes(512 * MIB, GIB), 1);
+    }
+
+    #[test]
+    fn the_pool_grows_by_the_shortfall_only() {
+        // Enough available: nothing to write.
+        assert_eq!(pool_target(&pool(8, 8, 0, 0), 8), None);
+        assert_eq!(pool_target(&pool(8, 6, 0, 0), 0), None);
+        // Empty pool: exactly the pages needed.
+        assert_eq!(pool_target(&pool(0, 0, 0, 0), 4), Some(4));
+        // Partly free: the difference on top.
+        assert_eq!(pool_target(&pool(10, 3, 0, 0), 5), Some(12));
+        // Free pages reserved by a mapping are not available.
+        assert_eq!(pool_target(&pool(10, 6, 4, 0), 5), Some(13));
+        // Surplus pages in use are absorbed first, so the shortfall goes on the total,
+        // and the size to restore is the persistent count.
+        let with_surplus = pool(10, 0, 0, 2);
+        assert_eq!(pool_target(&with_surplus, 4), Some(14));
+        assert_eq!(persistent_pages(&with_surplus), 8);
+        assert_eq!(available_pages(&pool(4, 2, 3, 0)), 0);
+    }
+
+    #[test]
+    fn a_small_pool_is_one_line_with_the_command_that_grows_it() {
+        let dir = fake_pool(2, 1);
+        assert!(check_pool_in(dir.path(), PAGE_2M, 1).is_ok());
+        let error = UsageError::from(check_pool_in(dir.path(), PAGE_2M, 4).unwrap_err());
+        let text = error.to_string();
+        let nr = dir.path().join("nr_hugepages");
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.starts_with("page size '2m' cannot be had"), "{text}");
+        assert!(
+            text.contains("4 page(s) of 2 MiB are needed but the hugetlbfs pool has 1 free of 2"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("'echo 5 | sudo tee {}'", nr.display())),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("'echo 2 | sudo tee {}' afterwards", nr.display())),
+            "{text}"
+        );
+        assert!(text.contains("--reserve-hugepages"), "{text}");
+        assert_eq!(read_nr(dir.path()), 2, "a check never writes");
+    }
+
+    #[test]
+    fn a_missing_pool_names_the_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("hugepages-1048576kB");
+        let text = UsageError::from(check_pool_in(&missing, GIB, 1).unwrap_err()).to_string();
+        assert!(
+            text.starts_with(
+                "page size '1g' cannot be had: this kernel offers no 1 GiB huge pages"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn pages_not_granted_set_the_pool_back_and_say_how_many() {
+        let _serial = serial();
+        let dir = fake_pool(3, 1);
+        let error = HugepageReservation::ensure_in(dir.path(), PAGE_2M, 4).unwrap_err();
+        assert!(matches!(error, ReserveError::NotGranted { target: 6, .. }));
+        assert_eq!(read_nr(dir.path()), 3, "the pool was not set back");
+        assert!(registry().iter().all(|r| !r.path.starts_with(dir.path())));
+        let text = UsageError::from(error).to_string();
+        assert!(!text.contains('\n'), "{text}");
+        assert!(
+            text.contains("grow the pool of 2 MiB pages from 3 to 6 for 4 free page(s)"),
+            "{text}"
+        );
+        assert!(text.contains("was set back to 3"), "{text}");
+    }
+
+    #[test]
+    fn a_pool_that_is_big_enough_is_left_alone() {
+        let _serial = serial();
+        let dir = fake_pool(8, 8);
+        let reservation = HugepageReservation::ensure_in(dir.path(), PAGE_2M, 8).unwrap();
+        assert!(!reservation.changed_pool());
+        assert_eq!(reservation.summary(), None);
+        drop(reservation);
+        assert_eq!(read_nr(dir.path()), 8);
+    }
+
+    #[test]
+    fn a_pool_that_cannot_be_written_asks_for_root_with_the_command() {
+        // A read-only sysfs file refuses writes even from root, so this runs everywhere
+        // sysfs has a 2 MiB pool.
+        let real = pool_dir(PAGE_2M).join("free_hugepages");
+        if !real.exists() {
+            eprintln!("skipped: {} does not exist", real.display());
+            return;
+        }
+        let _serial = serial();
+        let dir = fake_pool(0, 0);
+        let nr = dir.path().join("nr_hugepages");
+        std::fs::remove_file(&nr).unwrap();
+        std::os::unix::fs::symlink(&real, &nr).unwrap();
+        let before = read_nr(dir.path());
+        let needed = available_pages(&read_pool(dir.path(), PAGE_2M).unwrap()) + 4;
+        let error = HugepageReservation::ensure_in(dir.path(), PAGE_2M, needed).unwrap_err();
+        assert!(
+            matches!(&error, ReserveError::WriteFailed { error, .. } if is_permission_error(error)),
+            "{error:?}"
+        );
+        let text = UsageError::from(error).to_string();
+        assert!(!text.contains('\n'), "{text}");
+        assert!(text.contains("growing it needs root"), "{text}");
+        assert!(
+            text.contains(&format!(
+                "'echo {} | sudo tee {}'",
+                before + 4,
+                nr.display()
+            )),
+            "{text}"
+        );
+    }
+
+    /// One simulated run: reserve, map and touch the pages, then fail midway.
+    fn run_that_fails(needed: u64, grown: &mut Option<u64>) -> Result<(), String> {
+        let reservation =
+            HugepageReservation::ensure(PAGE_2M, needed).map_err(|e| e.to_string())?;
+        *grown = Some(read_nr(&pool_dir(PAGE_2M)));
+        assert!(reservation.summary().is_some());
+        let _buffer =
+            Arena::new(Bytes(4 * PAGE_2M), PagePolicy::Huge2M).map_err(|e| e.to_string())?;
+        Err("simulated failure in the middle of the run".into())
+    }
+
+    #[test]
+    fn the_pool_is_set_back_after_a_failure_in_the_middle_of_a_run() {
+        let dir = match writable_2m_pool() {
+            Ok(dir) => dir,
+            Err(why) => return eprintln!("skipped (needs root and a 2 MiB pool): {why}"),
+        };
+        let _machine = machine_lock();
+        let _serial = serial();
+        let snapshot = PoolSnapshot::take(&dir);
+        let before = read_pool(&dir, PAGE_2M).unwrap();
+        // Always more than is free, so the pool must grow.
+        let needed = available_pages(&before) + 4;
+        let mut grown = None;
+        let result = run_that_fails(needed, &mut grown);
+        snapshot.assert_restored();
+        match (result, grown) {
+            (Err(e), Some(grown)) => {
+                assert_eq!(e, "simulated failure in the middle of the run");
+                assert!(grown >= before.total + 4, "{grown} after {before:?}");
+            }
+            (Err(e), None) if e.contains("memory is too fragmented") => {
+                eprintln!("skipped: the kernel could not give 4 pages of 2 MiB now: {e}")
+            }
+            other => panic!("unexpected: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn reservations_of_one_pool_set_it_back_when_the_last_one_ends() {
+        let dir = match writable_2m_pool() {
+            Ok(dir) => dir,
+            Err(why) => return eprintln!("skipped (needs root and a 2 MiB pool): {why}"),
+        };
+        let _machine = machine_lock();
+        let _serial = serial();
+        let snapshot = PoolSnapshot::take(&dir);
+        let need_two_more = || available_pages(&read_pool(&dir, PAGE_2M).unwrap()) + 2;
+        let first = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
+        let second = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
+        assert_eq!(first.previous_pool(), snapshot.persistent);
+        assert_eq!(second.previous_pool(), first.reserved_pool());
+        assert!(second.reserved_pool() >= snapshot.persistent + 4);
+        // Dropped out of order: the first one's end must not undo the second's pages.
+        drop(first);
+        assert_eq!(read_nr(&dir), second.reserved_pool());
+        drop(second);
+        snapshot.assert_restored();
+
+        // restore_all gives everything back and is idempotent; a later drop does nothing.
+        let third = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
+        assert!(read_nr(&dir) > snapshot.persistent);
+        restore_all();
+        restore_all();
+        snapshot.assert_restored();
+        drop(third);
+        snapshot.assert_restored();
+    }
+
+    #[test]
+    fn a_panic_sets_the_pool_back() {
+        let dir = match writable_2m_pool() {
+            Ok(dir) => dir,
+            Err(why) => return eprintln!("skipped (needs root and a 2 MiB pool): {why}"),
+        };
+        let _machine = machine_lock();
+        let _serial = serial();
+        let snapshot = PoolSnapshot::take(&dir);
+        let needed = available_pages(&read_pool(&dir, PAGE_2M).unwrap()) + 2;
+        let unwound = std::panic::catch_unwind(|| {
+            let _reservation = HugepageReservation::ensure(PAGE_2M, needed).unwrap();
+            assert!(read_nr(&dir) > snapshot.persistent);
+            panic!("simulated panic in the middle of the run");
+        });
+        assert!(unwound.is_err());
+        snapshot.assert_restored();
+    }
+
+    /// Kills and reaps the child if a test ends early.
+    struct ChildGuard(Child);
+
+    impl Drop for ChildGuard {
+        fn drop(&mut self) {
+            if let Ok(None) = self.0.try_wait() {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+            }
+        }
+    }
+
+    #[test]
+    fn a_signal_sets_the_pool_back_before_exit() {
+        let dir = match writable_2m_pool() {
+            Ok(dir) => dir,
+            Err(why) => return eprintln!("skipped (needs root and a 2 MiB pool): {why}"),
+        };
+        let _machine = machine_lock();
+        let _serial = serial();
+        let snapshot = PoolSnapshot::take(&dir);
+        for signo in RESTORING_SIGNALS {
+            let mut child = ChildGuard(
+                Command::new(std::env::current_exe().unwrap())
+                    .args([CHILD_TEST, "--exact", "--ignored", "--nocapture"])
+                    .env(CHILD_ENV, "1")
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap(),
+            );
+            // The child says when its pages are reserved and mapped; read on a thread so
+            // a child that never says so fails the test instead of hanging it.
+            let stdout = child.0.stdout.take().unwrap();
+            let (ready_tx, ready) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if line.starts_with(CHILD_READY) {
+                        let _ = ready_tx.send(line);
+                    }
+                }
+            });
+            let line = ready.recv_timeout(Duration::from_secs(60));
+            let mut stderr = String::new();
+            if line.is_err() {
+                let _ = child.0.kill();
+                let _ = child.0.wait();
+                io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
+                panic!("the child did not reserve its pages: {stderr}");
+            }
+            assert!(
+                read_nr(&dir) > snapshot.persistent,
+                "the child grew nothing"
+            );
+
+            // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+            assert_eq!(unsafe { libc::kill(child.0.id() as libc::pid_t, signo) }, 0);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let status = loop {
+                if let Some(status) = child.0.try_wait().unwrap() {
+                    break status;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the child ignored signal {signo}"
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
+            assert_eq!(status.code(), Some(128 + signo), "{status:?}: {stderr}");
+            assert!(
+                stderr.contains(&format!(
+                    "{}: set {}/nr_hugepages back to {}",
+                    signal_name(signo),
+                    dir.display(),
+                    snapshot.persistent
+                )),
+                "{stderr}"
+            );
+            snapshot.assert_restored();
+        }
+    }
+
+    /// The child of `a_signal_sets_the_pool_back_before_exit`: reserves four more pages
+    /// than are free, maps and touches them, says so, and waits for its signal.
+    #[test]
+    #[ignore = "the child process of a_signal_sets_the_pool_back_before_exit"]
+    fn signal_child_reserves_and_waits() {
+        if std::env::var_os(CHILD_ENV).is_none() {
+            return;
+        }
+        let needed = available_pages(&read_pool(&pool_dir(PAGE_2M), PAGE_2M).unwrap()) + 4;
+        let reservation = HugepageReservation::ensure(PAGE_2M, needed).unwrap();
+        let _buffer = Arena::new(Bytes(4 * PAGE_2M), PagePolicy::Huge2M).unwrap();
+        let mut stdout = io::stdout().lock();
+        writeln!(stdout, "{CHILD_READY} {}", reservation.reserved_pool()).unwrap();
+        stdout.flush().unwrap();
+        drop(stdout);
+        // The parent signals long before this ends; if it does not, its test fails.
+        std::thread::sleep(Duration::from_secs(120));
+    }
+}
