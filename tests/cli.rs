@@ -475,3 +475,68 @@ fn hugetlbfs_pages_without_a_pool_are_a_clear_error() {
         "--reserve-hugepages",
     );
 }
+
+#[test]
+fn quick_tlb_with_small_pages_finds_a_knee_and_dearer_accesses_far_out() {
+    let _one_at_a_time = measuring();
+    let out = memscope()
+        .args(["tlb", "--quick", "--huge", "none", "--json", "-"])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    let tlb = &report["experiments"]["tlb"];
+    let levels = tlb["levels"].as_array().unwrap();
+    assert!(
+        levels
+            .iter()
+            .any(|l| l["page_bytes"] == 4096 && l["entries"].as_u64().is_some_and(|e| e > 0)),
+        "no knee: {levels:?}"
+    );
+    let rows = tlb["rows"].as_array().unwrap();
+    let at = |pages: u64| {
+        rows.iter()
+            .find(|r| r["page_bytes"] == 4096 && r["pages"] == pages)
+            .unwrap_or_else(|| panic!("no row at {pages} pages: {rows:?}"))["ns"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        at(1 << 16) > at(16),
+        "2^16 pages: {} ns, 16 pages: {} ns",
+        at(1 << 16),
+        at(16)
+    );
+}
+
+#[test]
+fn numa_on_one_node_is_a_one_by_one_matrix_with_a_note() {
+    let nodes = std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with("node"))
+                .count()
+        })
+        .unwrap_or(1);
+    let _one_at_a_time = measuring();
+    let out = memscope()
+        .args(["numa", "--quick", "--json", "-"])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    let numa = &report["experiments"]["numa"];
+    let latency = numa["latency_ns"].as_array().unwrap();
+    let bandwidth = numa["read_gb_per_s"].as_array().unwrap();
+    assert_eq!(latency.len(), bandwidth.len());
+    assert!(latency
+        .iter()
+        .all(|row| row.as_array().unwrap().len() == latency.len()));
+    assert!(latency[0][0].as_f64().unwrap() > 0.0 && bandwidth[0][0].as_f64().unwrap() > 0.0);
+    if nodes <= 1 {
+        assert_eq!(latency.len(), 1);
+        assert!(
+            numa["note"].as_str().is_some_and(|n| !n.is_empty()),
+            "{numa}"
+        );
+        assert!(numa["remote_local_latency_ratio"].is_null());
+    }
+}
