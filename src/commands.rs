@@ -334,6 +334,21 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
     if let Some(config) = &plan.numa {
         experiments.numa = Some(numa::measure(config, &machine, &timer, &progress)?);
     }
+    if let (Some(latency), Some(tlb), Some(pages)) = (
+        experiments.latency.as_mut(),
+        &experiments.tlb,
+        &settings.pages_obtained,
+    ) {
+        if let Some(dram) = latency.dram.as_mut() {
+            // The latency buffer's page size: huge when most of it got huge pages.
+            let page = if pages.huge_fraction >= 0.9 {
+                pages.page_bytes.max(2 << 20)
+            } else {
+                4096
+            };
+            dram.tlb_measured_ns = tlb::tlb_ns_at(tlb, page, dram.bytes / page);
+        }
+    }
     if plan.command == CommandKind::Run && plan.loaded.is_none() {
         warnings.push(Warning::from(WarningKind::Skipped {
             experiment: "latency under load".into(),

@@ -72,6 +72,12 @@ pub struct DramLatency {
     pub tlb_penalty_ns: f64,
     /// Pages per page-local window.
     pub page_local_window_pages: u64,
+    /// What the TLB itself adds at this working set and page size, as `tlb` measured it
+    /// in the same run (one line per page, minus the same lines packed densely); the rest
+    /// of `tlb_penalty_ns` is DRAM locality that the page-local window enjoys (open rows,
+    /// fewer bank conflicts). None when `tlb` did not run.
+    #[serde(default)]
+    pub tlb_measured_ns: Option<f64>,
 }
 
 use crate::kernels::chase::{chase, UNROLL};
@@ -218,6 +224,7 @@ pub fn measure(
             page_local_cycles: to_cycles(page_local_ns),
             tlb_penalty_ns: random_ns - page_local_ns,
             page_local_window_pages: config.page_local_window_bytes as u64 / 4096,
+            tlb_measured_ns: None,
         }
     });
 

@@ -221,6 +221,27 @@ impl TlbConfig {
     }
 }
 
+/// What the TLB adds per access (`tlb_ns`) with `page_bytes` pages at the measured page
+/// count nearest to `pages` (on a log scale), when the curve reaches within a factor of
+/// two of it.
+pub fn tlb_ns_at(result: &TlbResult, page_bytes: u64, pages: u64) -> Option<f64> {
+    let target = (pages.max(1) as f64).log2();
+    result
+        .rows
+        .iter()
+        .filter(|r| r.page_bytes == page_bytes && r.tlb_ns.is_finite())
+        .map(|r| ((r.pages.max(1) as f64).log2() - target).abs())
+        .zip(
+            result
+                .rows
+                .iter()
+                .filter(|r| r.page_bytes == page_bytes && r.tlb_ns.is_finite()),
+        )
+        .filter(|(distance, _)| *distance <= 1.0)
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, r)| r.tlb_ns.max(0.0))
+}
+
 /// The smallest page count of a curve.
 pub const MIN_PAGES: u64 = 4;
 
