@@ -152,7 +152,7 @@ use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
-use crate::stats::segment::{find_plateaus, PlateauParams};
+use crate::stats::segment::{find_plateaus, Plateau, PlateauParams};
 use crate::stats::Summary;
 use crate::topology::Machine;
 use crate::units::{Bytes, GIB, KIB, MIB};
@@ -788,7 +788,10 @@ pub fn find_tlb_levels(
 ) -> Vec<FoundTlbLevel> {
     let hit_ns = if hit_ns > 0.0 { hit_ns } else { 1.0 };
     let y: Vec<f64> = tlb_ns.iter().map(|&t| hit_ns + t.max(0.0)).collect();
-    let plateaus = find_plateaus(&y, usable, PlateauParams::default());
+    let plateaus = keep_largest_steps(
+        find_plateaus(&y, usable, PlateauParams::default()),
+        tlb_levels,
+    );
     let kept = plateaus.len().min(tlb_levels + 1);
     let mut all: Vec<(u64, f64)> = pages
         .iter()
@@ -856,6 +859,54 @@ pub fn find_tlb_levels(
         levels.push(found);
     }
     levels
+}
+
+/// Merges plateaus so that at most `steps` steps remain, the TLBs' ends: data-cache
+/// effects add smaller steps of their own (see the rule below); a TLB's end is a large
+/// step. A merged plateau keeps the value of its first
+/// part (the level proper) and spans all of its parts.
+fn keep_largest_steps(plateaus: Vec<Plateau>, steps: usize) -> Vec<Plateau> {
+    if plateaus.len() <= steps + 1 {
+        return plateaus;
+    }
+    if steps == 0 {
+        return plateaus.into_iter().take(1).collect();
+    }
+    // The first step is the first TLB's end. A later step is the next TLB's end unless the
+    // step right after it is more than twice as large: then it was a data-cache effect
+    // inside the level, and the larger step is the TLB's end. (Past the last TLB the walk
+    // itself climbs in steps as the page tables outgrow the caches; those come after.)
+    let ratios: Vec<f64> = plateaus
+        .windows(2)
+        .map(|w| w[1].value / w[0].value)
+        .collect();
+    let mut boundaries = vec![0];
+    for i in 1..ratios.len() {
+        if boundaries.len() == steps {
+            break;
+        }
+        let next = ratios.get(i + 1).copied().unwrap_or(0.0);
+        if ratios[i] >= 0.5 * next {
+            boundaries.push(i);
+        }
+    }
+    boundaries.sort_unstable();
+    let mut merged = Vec::with_capacity(steps + 1);
+    let mut start = 0;
+    for end in boundaries
+        .into_iter()
+        .chain(std::iter::once(plateaus.len() - 1))
+    {
+        let group = &plateaus[start..=end];
+        merged.push(Plateau {
+            first: group[0].first,
+            last: group[group.len() - 1].last,
+            value: group[0].value,
+            points: group.iter().map(|p| p.points).sum(),
+        });
+        start = end + 1;
+    }
+    merged
 }
 
 /// The curve's value near page count `at`: the median of the points within a quarter
@@ -1089,6 +1140,25 @@ fn reach_rows(machine: &Machine, levels: &[TlbLevel]) -> Vec<TlbReach> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_data_cache_step_does_not_take_a_tlb_level() {
+        // 2 MiB pages on this VM: L1 DTLB to ~53 pages, L2 hits at +2 ns, a data-cache rise
+        // from 256 pages on, the L2 DTLB knee near 2048 (a large step).
+        let pages: Vec<u64> = vec![
+            4, 8, 16, 32, 45, 53, 64, 76, 128, 181, 253, 304, 431, 512, 724, 1024, 1448, 2048,
+            2435, 2896, 3444, 4096,
+        ];
+        let tlb_ns = [
+            0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.4, 2.1, 2.1, 2.2, 2.2, 2.7, 4.3, 4.7, 4.7, 4.8, 4.9,
+            5.0, 26.3, 32.6, 35.6, 40.2,
+        ];
+        let usable = vec![true; pages.len()];
+        let levels = find_tlb_levels(&pages, &tlb_ns, &usable, 1.1, 2, &[]);
+        assert_eq!(levels.len(), 3, "{levels:?}");
+        let l2 = levels[1].entries.expect("an L2 knee");
+        assert!((1448..=2435).contains(&l2), "{levels:?}");
+    }
     use crate::topology::TlbInfo;
 
     /// A 4 KiB curve measured on a 2-vCPU Zen 4 KVM guest: (pages, tlb_ns), the sweep at 4
