@@ -421,8 +421,9 @@ fn hugetlb_unavailable(len: usize, policy: PagePolicy, os_error: &std::io::Error
                 pool.total
             ),
             format!(
-                "Reserve pages with 'echo {} | sudo tee {sysfs}' (and set it back to {} \
-                 afterwards), or use --pages thp",
+                "Pass --reserve-hugepages (as root) to reserve them for the run, or reserve \
+                 pages with 'echo {} | sudo tee {sysfs}' (and set it back to {} afterwards), \
+                 or use --pages thp",
                 pool.total + needed.saturating_sub(pool.free),
                 pool.total
             ),
