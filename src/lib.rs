@@ -14,6 +14,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod counters;
 pub mod error;
 pub mod experiments;
 pub mod kernels;

@@ -64,7 +64,7 @@ impl fmt::Display for WarningKind {
                 f,
                 "running under a hypervisor ({vendor}): TLB misses cost a nested page walk, the \
                  last-level cache may be shared with other tenants, and TSC ticks are not core \
-                 cycles; compare 'page-local' and 'random' DRAM latency to see the page-walk cost"
+                 cycles; 'memscope tlb' measures what a TLB miss and a page walk cost here"
             ),
             WarningKind::ThpPartial { fraction } => write!(
                 f,

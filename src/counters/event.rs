@@ -1,0 +1,380 @@
+//! What to count: an `Event` (kind, perf `config`, name) and the parser that turns the
+//! names a user types into one.
+//!
+//! Accepted names follow `perf list`: the generic hardware and software events
+//! (`cycles`, `task-clock`, …), generic cache events `<cache>-<op>[-misses]`
+//! (`L1-dcache-load-misses`, `LLC-loads`, `dTLB-store-misses`, …), raw events `rNNNN`
+//! (hex config), and `cpu/event=0x..,umask=0x..[,cmask=N][,inv][,edge]/` in the x86
+//! core PMU layout. Names are matched exactly (case-sensitively), as perf does.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// The perf event type an `Event` is opened with (`perf_event_attr.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EventKind {
+    /// `PERF_TYPE_HARDWARE`: a generic event the kernel maps to this CPU's PMU.
+    Hardware,
+    /// `PERF_TYPE_HW_CACHE`: config is `cache | op << 8 | result << 16`.
+    HwCache,
+    /// `PERF_TYPE_SOFTWARE`: counted by the kernel, available without a PMU.
+    Software,
+    /// `PERF_TYPE_RAW`: a model-specific PMU encoding, passed through unchanged.
+    Raw,
+}
+
+impl EventKind {
+    /// The `perf_event_attr.type` value (linux/perf_event.h).
+    pub fn perf_type(self) -> u32 {
+        match self {
+            EventKind::Hardware => 0,
+            EventKind::Software => 1,
+            EventKind::HwCache => 3,
+            EventKind::Raw => 4,
+        }
+    }
+
+    /// Whether counting this kind needs a hardware PMU.
+    pub fn needs_pmu(self) -> bool {
+        !matches!(self, EventKind::Software)
+    }
+}
+
+/// One countable event, as it will be passed to `perf_event_open`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize)]
+pub struct Event {
+    pub kind: EventKind,
+    pub config: u64,
+    /// The name as the user wrote it (shown in reports and errors).
+    pub name: String,
+}
+
+impl Event {
+    /// Parses an event name; see the module documentation for the accepted forms.
+    pub fn parse(name: &str) -> Result<Event, EventParseError> {
+        let name = name.trim();
+        let err = |reason: String| EventParseError {
+            value: name.to_string(),
+            reason,
+        };
+        if name.is_empty() {
+            return Err(err("the name is empty".to_string()));
+        }
+        let event = |kind, config| Event {
+            kind,
+            config,
+            name: name.to_string(),
+        };
+        if let Some(&(_, kind, config)) = GENERIC.iter().find(|(n, _, _)| *n == name) {
+            return Ok(event(kind, config));
+        }
+        if let Some(config) = parse_hw_cache(name) {
+            return Ok(event(EventKind::HwCache, config));
+        }
+        if let Some(hex) = name.strip_prefix('r') {
+            if !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                return match u64::from_str_radix(hex, 16) {
+                    Ok(config) => Ok(event(EventKind::Raw, config)),
+                    Err(_) => Err(err("a raw config has at most 16 hex digits".to_string())),
+                };
+            }
+        }
+        if let Some(terms) = name
+            .strip_prefix("cpu/")
+            .and_then(|rest| rest.strip_suffix('/'))
+        {
+            return parse_pmu_terms(terms)
+                .map(|config| event(EventKind::Raw, config))
+                .map_err(err);
+        }
+        Err(err("it is not a known event name".to_string()))
+    }
+}
+
+impl FromStr for Event {
+    type Err = EventParseError;
+    fn from_str(s: &str) -> Result<Event, EventParseError> {
+        Event::parse(s)
+    }
+}
+
+impl fmt::Display for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// A name that is not an event; the message quotes it and lists what is accepted.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid event '{value}' ({reason}): expected {}", accepted_forms())]
+pub struct EventParseError {
+    pub value: String,
+    pub reason: String,
+}
+
+/// The accepted forms, for error messages and `--help`.
+pub fn accepted_forms() -> String {
+    let generic: Vec<&str> = GENERIC.iter().map(|(n, _, _)| *n).collect();
+    let caches: Vec<&str> = CACHES.iter().map(|(n, _)| *n).collect();
+    format!(
+        "one of {}; a cache event <cache>-<loads|stores|prefetches>[-misses] with <cache> one \
+         of {} (e.g. L1-dcache-load-misses); a raw event rNNNN (hex config, e.g. r01C4); or \
+         cpu/event=0xNN,umask=0xNN[,cmask=N][,inv][,edge]/",
+        generic.join(", "),
+        caches.join(", ")
+    )
+}
+
+/// Generic hardware and software events (linux/perf_event.h `perf_hw_id`, `perf_sw_ids`).
+const GENERIC: &[(&str, EventKind, u64)] = &[
+    ("cycles", EventKind::Hardware, 0),
+    ("cpu-cycles", EventKind::Hardware, 0),
+    ("instructions", EventKind::Hardware, 1),
+    ("cache-references", EventKind::Hardware, 2),
+    ("cache-misses", EventKind::Hardware, 3),
+    ("branches", EventKind::Hardware, 4),
+    ("branch-instructions", EventKind::Hardware, 4),
+    ("branch-misses", EventKind::Hardware, 5),
+    ("bus-cycles", EventKind::Hardware, 6),
+    ("stalled-cycles-frontend", EventKind::Hardware, 7),
+    ("stalled-cycles-backend", EventKind::Hardware, 8),
+    ("ref-cycles", EventKind::Hardware, 9),
+    ("cpu-clock", EventKind::Software, 0),
+    ("task-clock", EventKind::Software, 1),
+    ("page-faults", EventKind::Software, 2),
+    ("faults", EventKind::Software, 2),
+    ("context-switches", EventKind::Software, 3),
+    ("cs", EventKind::Software, 3),
+    ("cpu-migrations", EventKind::Software, 4),
+    ("migrations", EventKind::Software, 4),
+    ("minor-faults", EventKind::Software, 5),
+    ("major-faults", EventKind::Software, 6),
+    ("alignment-faults", EventKind::Software, 7),
+    ("emulation-faults", EventKind::Software, 8),
+];
+
+/// Which cache a `PERF_TYPE_HW_CACHE` event counts (`perf_hw_cache_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheId {
+    L1d = 0,
+    L1i = 1,
+    Ll = 2,
+    Dtlb = 3,
+    Itlb = 4,
+    Bpu = 5,
+    Node = 6,
+}
+
+/// The access a cache event counts (`perf_hw_cache_op_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheOp {
+    Read = 0,
+    Write = 1,
+    Prefetch = 2,
+}
+
+/// Whether a cache event counts accesses or misses (`perf_hw_cache_op_result_id`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CacheResult {
+    Access = 0,
+    Miss = 1,
+}
+
+/// The `PERF_TYPE_HW_CACHE` config: `id | op << 8 | result << 16`.
+pub fn hw_cache_config(id: CacheId, op: CacheOp, result: CacheResult) -> u64 {
+    (id as u64) | ((op as u64) << 8) | ((result as u64) << 16)
+}
+
+const CACHES: &[(&str, CacheId)] = &[
+    ("L1-dcache", CacheId::L1d),
+    ("L1-icache", CacheId::L1i),
+    ("LLC", CacheId::Ll),
+    ("dTLB", CacheId::Dtlb),
+    ("iTLB", CacheId::Itlb),
+    ("branch", CacheId::Bpu),
+    ("node", CacheId::Node),
+];
+
+/// `<cache>-<op>s` or `<cache>-<op>-misses`, e.g. `LLC-loads`, `dTLB-store-misses`.
+fn parse_hw_cache(name: &str) -> Option<u64> {
+    let (id, rest) = CACHES.iter().find_map(|&(prefix, id)| {
+        name.strip_prefix(prefix)
+            .and_then(|r| r.strip_prefix('-'))
+            .map(|r| (id, r))
+    })?;
+    let (op, result) = match rest {
+        "loads" => (CacheOp::Read, CacheResult::Access),
+        "load-misses" => (CacheOp::Read, CacheResult::Miss),
+        "stores" => (CacheOp::Write, CacheResult::Access),
+        "store-misses" => (CacheOp::Write, CacheResult::Miss),
+        "prefetches" => (CacheOp::Prefetch, CacheResult::Access),
+        "prefetch-misses" => (CacheOp::Prefetch, CacheResult::Miss),
+        _ => return None,
+    };
+    Some(hw_cache_config(id, op, result))
+}
+
+/// The terms of `cpu/…/` in the x86 core PMU layout (IA32_PERFEVTSELx / AMD PERF_CTL):
+/// event select in bits 0–7 (AMD's event bits 8–11 go to bits 32–35), unit mask in
+/// 8–15, edge in 18, inv in 23, counter mask in 24–31.
+fn parse_pmu_terms(terms: &str) -> Result<u64, String> {
+    let mut event = None;
+    let mut config = 0u64;
+    for term in terms.split(',').map(str::trim) {
+        let (key, value) = match term.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (term, None),
+        };
+        let number = |max: u64| -> Result<u64, String> {
+            let v = value.ok_or_else(|| format!("'{key}' needs a value, as in {key}=0x1"))?;
+            let parsed = match v.strip_prefix("0x").or_else(|| v.strip_prefix("0X")) {
+                Some(hex) => u64::from_str_radix(hex, 16),
+                None => v.parse(),
+            };
+            match parsed {
+                Ok(n) if n <= max => Ok(n),
+                _ => Err(format!(
+                    "'{key}={v}' is not a number from 0 to {max:#x} (decimal or 0x hex)"
+                )),
+            }
+        };
+        let flag = |bit: u32| -> Result<u64, String> {
+            match value {
+                None | Some("1") => Ok(1 << bit),
+                Some("0") => Ok(0),
+                Some(v) => Err(format!("'{key}={v}' must be 0 or 1")),
+            }
+        };
+        match key {
+            "event" => {
+                let e = number(0xfff)?;
+                event = Some(e);
+                config |= (e & 0xff) | ((e >> 8) << 32);
+            }
+            "umask" => config |= number(0xff)? << 8,
+            "cmask" => config |= number(0xff)? << 24,
+            "edge" => config |= flag(18)?,
+            "inv" => config |= flag(23)?,
+            "" => return Err("an empty term".to_string()),
+            other => {
+                return Err(format!(
+                    "unknown term '{other}' (known: event, umask, cmask, inv, edge)"
+                ))
+            }
+        }
+    }
+    match event {
+        Some(_) => Ok(config),
+        None => Err("an event=0xNN term is required".to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(name: &str) -> (EventKind, u64) {
+        let e = Event::parse(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(e.name, name);
+        (e.kind, e.config)
+    }
+
+    #[test]
+    fn generic_names() {
+        assert_eq!(parsed("cycles"), (EventKind::Hardware, 0));
+        assert_eq!(parsed("instructions"), (EventKind::Hardware, 1));
+        assert_eq!(parsed("cache-references"), (EventKind::Hardware, 2));
+        assert_eq!(parsed("cache-misses"), (EventKind::Hardware, 3));
+        assert_eq!(parsed("task-clock"), (EventKind::Software, 1));
+        assert_eq!(parsed("page-faults"), (EventKind::Software, 2));
+        assert_eq!(parsed("context-switches"), (EventKind::Software, 3));
+        assert_eq!(parsed("cpu-migrations"), (EventKind::Software, 4));
+    }
+
+    #[test]
+    fn hw_cache_encoding() {
+        // id | op << 8 | result << 16, values from linux/perf_event.h.
+        assert_eq!(
+            hw_cache_config(CacheId::L1d, CacheOp::Read, CacheResult::Miss),
+            0x1_00_00
+        );
+        assert_eq!(
+            hw_cache_config(CacheId::Dtlb, CacheOp::Write, CacheResult::Miss),
+            0x1_01_03
+        );
+        assert_eq!(
+            hw_cache_config(CacheId::Node, CacheOp::Prefetch, CacheResult::Access),
+            0x0_02_06
+        );
+        assert_eq!(
+            parsed("L1-dcache-load-misses"),
+            (EventKind::HwCache, 0x10000)
+        );
+        assert_eq!(parsed("LLC-loads"), (EventKind::HwCache, 0x00002));
+        assert_eq!(parsed("LLC-load-misses"), (EventKind::HwCache, 0x10002));
+        assert_eq!(parsed("dTLB-loads"), (EventKind::HwCache, 0x00003));
+        assert_eq!(parsed("dTLB-load-misses"), (EventKind::HwCache, 0x10003));
+        assert_eq!(parsed("dTLB-store-misses"), (EventKind::HwCache, 0x10103));
+        assert_eq!(parsed("iTLB-load-misses"), (EventKind::HwCache, 0x10004));
+    }
+
+    #[test]
+    fn raw_hex() {
+        assert_eq!(parsed("r01C4"), (EventKind::Raw, 0x01c4));
+        assert_eq!(parsed("r1"), (EventKind::Raw, 1));
+        assert_eq!(parsed("rffffffffffffffff"), (EventKind::Raw, u64::MAX));
+        assert!(Event::parse("r").is_err());
+        assert!(Event::parse("r01G4").is_err());
+        assert!(Event::parse("r1ffffffffffffffff").is_err());
+    }
+
+    #[test]
+    fn pmu_terms() {
+        assert_eq!(
+            parsed("cpu/event=0xc4,umask=0x01/"),
+            (EventKind::Raw, 0x01c4)
+        );
+        assert_eq!(parsed("cpu/umask=1,event=196/"), (EventKind::Raw, 0x01c4));
+        assert_eq!(
+            parsed("cpu/event=0xa3,umask=0x14,cmask=0x14/"),
+            (EventKind::Raw, 0x1400_14a3)
+        );
+        assert_eq!(
+            parsed("cpu/event=0x0e,umask=0x01,cmask=1,inv,edge/"),
+            (EventKind::Raw, 0x0184_010e)
+        );
+        assert_eq!(parsed("cpu/event=0x1c0/"), (EventKind::Raw, 0x1_0000_00c0));
+        for bad in [
+            "cpu/umask=0x01/",
+            "cpu/event=0x100000/",
+            "cpu/event=0xzz/",
+            "cpu/event=1,foo=2/",
+            "cpu/event/",
+            "cpu/event=1,inv=2/",
+            "cpu/event=1",
+        ] {
+            assert!(Event::parse(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn bad_names_quote_the_value_and_list_the_accepted_forms() {
+        let err = Event::parse("cycels").unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("'cycels'"), "{msg}");
+        for expected in ["cycles", "task-clock", "L1-dcache", "rNNNN", "umask"] {
+            assert!(msg.contains(expected), "{msg} should mention {expected}");
+        }
+        assert!(Event::parse("").is_err());
+        assert!(Event::parse("LLC-misses").is_err());
+        assert!(Event::parse("Cycles").is_err());
+    }
+
+    #[test]
+    fn from_str_and_display_round_trip() {
+        let e: Event = "dTLB-load-misses".parse().unwrap();
+        assert_eq!(e.to_string(), "dTLB-load-misses");
+        assert_eq!(e.kind.perf_type(), 3);
+    }
+}
