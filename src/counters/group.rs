@@ -309,10 +309,13 @@ mod tests {
             &Probe::detect(),
         );
         assert_eq!(group.failures().count(), 0);
-        let mut close_to_wall = Vec::new();
-        // Other tests run in parallel and may take this thread's CPU, which shortens
-        // task-clock relative to wall time; a few attempts give one that ran undisturbed.
-        for _ in 0..5 {
+        let mut attempts = Vec::new();
+        // Other tests (or programs) may take this thread's CPU, which shortens task-clock
+        // relative to wall time without anything being wrong. So: task-clock must match
+        // the thread's CPU time every time; it must be within 20% of wall time in one
+        // of a few attempts, and an attempt during which the thread was never switched
+        // out must not fall far short of wall time (only hypervisor steal can do that).
+        for _ in 0..8 {
             group.disable().unwrap();
             group.reset().unwrap();
             let (start, cpu_start) = (Instant::now(), thread_cpu_ns());
@@ -321,9 +324,12 @@ mod tests {
                 std::hint::black_box(thread_cpu_ns());
             }
             group.disable().unwrap();
-            let (wall, cpu) = (start.elapsed(), thread_cpu_ns() - cpu_start);
+            let (wall, cpu) = (
+                start.elapsed().as_nanos() as f64,
+                thread_cpu_ns() - cpu_start,
+            );
             let readings = group.read().unwrap();
-            let task = count(&readings[0]);
+            let (task, switches) = (count(&readings[0]), count(&readings[1]).raw);
             assert!(matches!(
                 task.scaled,
                 Scaled::Counted {
@@ -331,21 +337,30 @@ mod tests {
                     ..
                 }
             ));
-            // Never more than the thread's own CPU time (or wall time), and close to it.
             let task_ns = task.raw as f64;
             assert!(
                 task_ns >= 0.8 * cpu as f64 && task_ns <= 1.2 * cpu as f64,
                 "task-clock {task_ns} ns vs thread CPU time {cpu} ns"
             );
-            assert!(task_ns <= 1.2 * wall.as_nanos() as f64);
-            let ratio = task_ns / wall.as_nanos() as f64;
-            close_to_wall.push(ratio);
+            let ratio = task_ns / wall;
+            assert!(
+                ratio <= 1.2,
+                "task-clock {task_ns} ns in {wall} ns of wall time"
+            );
             if ratio >= 0.8 {
                 return;
             }
+            assert!(
+                switches > 0 || ratio >= 0.5,
+                "never switched out, yet task-clock is {ratio:.2} of wall time"
+            );
+            attempts.push((ratio, switches));
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!("task-clock / wall time never reached 0.8: {close_to_wall:?}");
+        eprintln!(
+            "task-clock vs wall time not checked: the thread was preempted in every \
+             attempt (ratio, context switches): {attempts:?}"
+        );
     }
 
     #[test]
