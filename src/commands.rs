@@ -433,31 +433,10 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
         CommandKind::Run => text.push_str(&report::terminal::machine_summary(&report.machine)),
         _ => {}
     }
-    let experiments = &report.experiments;
-    if let Some(latency) = &experiments.latency {
-        text.push_str(&report::terminal::latency(latency, plan.print_points));
-    }
-    if let Some(bandwidth) = &experiments.bandwidth {
-        text.push_str(&report::terminal::bandwidth(bandwidth));
-    }
-    if let Some(stride) = &experiments.stride {
-        text.push_str(&report::terminal::stride(stride));
-    }
-    if let Some(loaded) = &experiments.loaded {
-        text.push_str(&report::terminal::loaded(loaded));
-    }
-    if let Some(mlp) = &experiments.mlp {
-        text.push_str(&report::terminal::mlp(mlp));
-    }
-    if let Some(rob) = &experiments.rob {
-        text.push_str(&report::terminal::rob(rob));
-    }
-    if let Some(tlb) = &experiments.tlb {
-        text.push_str(&report::terminal::tlb(tlb));
-    }
-    if let Some(numa) = &experiments.numa {
-        text.push_str(&report::terminal::numa(numa));
-    }
+    text.push_str(&report::terminal::experiments(
+        &report.experiments,
+        plan.print_points,
+    ));
     text.push_str(&report::terminal::settings_and_warnings(report));
 
     let outputs = &plan.outputs;

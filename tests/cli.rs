@@ -24,6 +24,14 @@ fn json_of(output: &[u8]) -> Value {
     serde_json::from_slice(output).expect("stdout is one JSON document")
 }
 
+/// Runs a measuring command (one at a time, see `measuring`) that must succeed and write
+/// its JSON report to stdout.
+fn measured_json(args: &[&str]) -> Value {
+    let _one_at_a_time = measuring();
+    let out = memscope().args(args).assert().success();
+    json_of(&out.get_output().stdout)
+}
+
 #[test]
 fn info_json_lists_l1d_and_another_level() {
     let out = memscope().args(["info", "--json", "-"]).assert().success();
@@ -193,21 +201,16 @@ fn run_writes_json_and_an_html_report_with_an_svg_plot() {
 
 #[test]
 fn quick_bandwidth_reads_l1d_faster_than_dram() {
-    let _one_at_a_time = measuring();
-    let out = memscope()
-        .args([
-            "bandwidth",
-            "--quick",
-            "--kernels",
-            "read,copy",
-            "--threads",
-            "1",
-            "--json",
-            "-",
-        ])
-        .assert()
-        .success();
-    let report = json_of(&out.get_output().stdout);
+    let report = measured_json(&[
+        "bandwidth",
+        "--quick",
+        "--kernels",
+        "read,copy",
+        "--threads",
+        "1",
+        "--json",
+        "-",
+    ]);
     let rows = report["experiments"]["bandwidth"]["rows"]
         .as_array()
         .unwrap();
@@ -257,12 +260,7 @@ fn bad_threads_isa_and_kernels_exit_2_naming_the_value() {
 
 #[test]
 fn quick_stride_reports_throughput_rows() {
-    let _one_at_a_time = measuring();
-    let out = memscope()
-        .args(["stride", "--quick", "--max-size", "256K", "--json", "-"])
-        .assert()
-        .success();
-    let report = json_of(&out.get_output().stdout);
+    let report = measured_json(&["stride", "--quick", "--max-size", "256K", "--json", "-"]);
     let rows = report["experiments"]["stride"]["rows"].as_array().unwrap();
     assert!(rows
         .iter()
@@ -286,12 +284,7 @@ fn quick_loaded_latency_is_not_lower_under_full_load() {
         eprintln!("skipped: loaded latency needs a second CPU for its injector");
         return;
     }
-    let _one_at_a_time = measuring();
-    let out = memscope()
-        .args(["loaded", "--quick", "--max-size", "64M", "--json", "-"])
-        .assert()
-        .success();
-    let report = json_of(&out.get_output().stdout);
+    let report = measured_json(&["loaded", "--quick", "--max-size", "64M", "--json", "-"]);
     let loaded = &report["experiments"]["loaded"];
     let rows = loaded["rows"].as_array().unwrap();
     assert!(rows.len() >= 4, "{rows:?}");
@@ -326,12 +319,7 @@ fn bad_mixes_delays_and_thread_counts_exit_2_naming_the_value() {
 
 #[test]
 fn quick_mlp_overlaps_dram_misses_with_four_chains() {
-    let _one_at_a_time = measuring();
-    let out = memscope()
-        .args(["mlp", "--quick", "--max-size", "128M", "--json", "-"])
-        .assert()
-        .success();
-    let report = json_of(&out.get_output().stdout);
+    let report = measured_json(&["mlp", "--quick", "--max-size", "128M", "--json", "-"]);
     let mlp = &report["experiments"]["mlp"];
     let rows = mlp["rows"].as_array().unwrap();
     let at = |level: &str, chains: u64| {
@@ -353,24 +341,19 @@ fn quick_mlp_overlaps_dram_misses_with_four_chains() {
 #[cfg(target_arch = "x86_64")]
 #[test]
 fn quick_rob_reports_a_curve_and_a_structure_per_filler() {
-    let _one_at_a_time = measuring();
-    let out = memscope()
-        .args([
-            "rob",
-            "--quick",
-            "--fillers",
-            "nop,store",
-            "--max-k",
-            "128",
-            "--no-serialized",
-            "--max-size",
-            "64M",
-            "--json",
-            "-",
-        ])
-        .assert()
-        .success();
-    let report = json_of(&out.get_output().stdout);
+    let report = measured_json(&[
+        "rob",
+        "--quick",
+        "--fillers",
+        "nop,store",
+        "--max-k",
+        "128",
+        "--no-serialized",
+        "--max-size",
+        "64M",
+        "--json",
+        "-",
+    ]);
     let rob = &report["experiments"]["rob"];
     for filler in ["nop", "store"] {
         let rows: Vec<&Value> = rob["rows"]
@@ -478,12 +461,7 @@ fn hugetlbfs_pages_without_a_pool_are_a_clear_error() {
 
 #[test]
 fn quick_tlb_with_small_pages_finds_a_knee_and_dearer_accesses_far_out() {
-    let _one_at_a_time = measuring();
-    let out = memscope()
-        .args(["tlb", "--quick", "--huge", "none", "--json", "-"])
-        .assert()
-        .success();
-    let report = json_of(&out.get_output().stdout);
+    let report = measured_json(&["tlb", "--quick", "--huge", "none", "--json", "-"]);
     let tlb = &report["experiments"]["tlb"];
     let levels = tlb["levels"].as_array().unwrap();
     assert!(
@@ -517,12 +495,7 @@ fn numa_on_one_node_is_a_one_by_one_matrix_with_a_note() {
                 .count()
         })
         .unwrap_or(1);
-    let _one_at_a_time = measuring();
-    let out = memscope()
-        .args(["numa", "--quick", "--json", "-"])
-        .assert()
-        .success();
-    let report = json_of(&out.get_output().stdout);
+    let report = measured_json(&["numa", "--quick", "--json", "-"]);
     let numa = &report["experiments"]["numa"];
     let latency = numa["latency_ns"].as_array().unwrap();
     let bandwidth = numa["read_gb_per_s"].as_array().unwrap();

@@ -80,7 +80,7 @@ pub struct DramLatency {
     pub tlb_measured_ns: Option<f64>,
 }
 
-use crate::kernels::chase::{chase, UNROLL};
+use crate::experiments::chase_timing::ChaseCursor;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::platform::arena::Arena;
 use crate::platform::timer::Timer;
@@ -326,10 +326,6 @@ impl Layout {
     }
 }
 
-/// The longest a warm-up lap may run, in trials: enough for a lap through any cache, far
-/// less than a lap through a DRAM-sized buffer (which would warm nothing).
-const WARM_UP_TRIALS: f64 = 10.0;
-
 /// Builds a chase for `layout` and returns `repetitions` trials in ns per load. The chain
 /// continues across trials, so a trial never re-walks the lines the previous one brought
 /// into the cache.
@@ -347,54 +343,20 @@ fn chase_samples(
         layout.offset + slots * slot <= arena.len(),
         "the arena holds the working set at its offset"
     );
-    // SAFETY: the slots lie inside the arena (checked above); the arena and the offset are
-    // page aligned; slot ≥ 8 and a multiple of 8.
-    let mut p = unsafe {
-        build_chase(
+    // SAFETY: the slots lie inside the arena (checked above), which outlives the cursor;
+    // the arena and the offset are page aligned; slot ≥ 8 and a multiple of 8.
+    let mut cursor = unsafe {
+        ChaseCursor::new(build_chase(
             arena.as_ptr().add(layout.offset),
             slots,
             slot,
             order,
             layout.seed,
-        )
+        ))
     };
-
-    // Warm-up: a lap brings the working set into whatever level holds it; stop early once
-    // it has run for WARM_UP_TRIALS trials. Then time runs of doubling length until one
-    // lasts a quarter trial, and size the trials from it.
-    let mut remaining = slots.div_ceil(UNROLL);
-    let warm_start = timer.start();
-    while remaining > 0 {
-        let chunk = remaining.min(4096);
-        // SAFETY: p is inside a complete chain in the arena (for all chase calls below).
-        p = unsafe { chase(p, chunk) };
-        remaining -= chunk;
-        let elapsed = timer.ticks_to_ns(timer.stop().saturating_sub(warm_start));
-        if elapsed > WARM_UP_TRIALS * config.trial_ns {
-            break;
-        }
-    }
-    let mut iterations = 64usize;
-    let ns_per_iteration = loop {
-        let t0 = timer.start();
-        p = unsafe { chase(p, iterations) };
-        let ns = timer.ticks_to_ns(timer.stop().saturating_sub(t0));
-        if ns >= config.trial_ns / 4.0 || iterations >= 1 << 30 {
-            break ns.max(1.0) / iterations as f64;
-        }
-        iterations *= 2;
-    };
-    let iterations = ((config.trial_ns / ns_per_iteration) as usize).max(1);
-
-    let mut trials = Vec::with_capacity(repetitions);
-    for _ in 0..repetitions {
-        let t0 = timer.start();
-        p = unsafe { chase(p, iterations) };
-        let t1 = timer.stop();
-        trials.push(timer.ticks_to_ns(t1.saturating_sub(t0)) / (iterations * UNROLL) as f64);
-    }
-    std::hint::black_box(p);
-    trials
+    // A warm-up lap brings the working set into whatever level holds it.
+    cursor.warm_up_lap(slots, timer, config.trial_ns);
+    cursor.trials(timer, config.trial_ns, repetitions)
 }
 
 /// Plateaus this close (ratio of latencies) to the slowest one are the same memory: the

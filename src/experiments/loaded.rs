@@ -9,7 +9,8 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
-use crate::kernels::chase::{chase, UNROLL};
+use crate::experiments::chase_timing::ChaseCursor;
+use crate::kernels::chase::UNROLL;
 use crate::kernels::injector::{self, Mix, LINE};
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::platform::affinity;
@@ -259,7 +260,7 @@ fn sample(
     control: &Control,
     active: usize,
     mix: Mix,
-    p: &mut *const usize,
+    cursor: &mut ChaseCursor,
     iterations: usize,
     repetitions: usize,
     timer: &Timer,
@@ -270,37 +271,25 @@ fn sample(
     while latency_ns.len() < repetitions {
         let watch = PreemptionWatch::start();
         let before = control.total_steps(active);
-        let t0 = timer.start();
-        // SAFETY: p is inside the complete chain built in `measure`.
-        *p = unsafe { chase(*p, iterations) };
-        let t1 = timer.stop();
+        let ns_per_load = cursor.trial(timer, iterations);
         let after = control.total_steps(active);
         // A trial the scheduler interrupted timed someone else's work too: take another.
         if watch.preempted() && retries < MAX_PREEMPTED_RETRIES {
             retries += 1;
             continue;
         }
-        let ns = timer.ticks_to_ns(t1.saturating_sub(t0)).max(1.0);
+        let ns = (ns_per_load * (iterations * UNROLL) as f64).max(1.0);
         let steps: u64 = before
             .iter()
             .zip(&after)
             .map(|(b, a)| a.saturating_sub(*b))
             .sum();
-        latency_ns.push(ns / (iterations * UNROLL) as f64);
+        latency_ns.push(ns_per_load);
         injector_gb_per_s.push(steps as f64 * mix.bytes_per_step() as f64 / ns);
     }
     Samples {
         latency_ns,
         injector_gb_per_s,
-    }
-}
-
-/// Runs the chase without timing for about `ns` nanoseconds.
-fn settle(p: &mut *const usize, timer: &Timer, ns: f64) {
-    let t0 = timer.start();
-    // SAFETY: as in `sample`.
-    while timer.ticks_to_ns(timer.stop().saturating_sub(t0)) < ns {
-        *p = unsafe { chase(*p, 256) };
     }
 }
 
@@ -321,7 +310,9 @@ pub fn measure(
         window_bytes: config.window_bytes,
     };
     // SAFETY: the slots lie inside the arena, which is page aligned.
-    let mut p = unsafe { build_chase(arena.as_ptr(), slots, LINE, order, config.seed) };
+    // The arena outlives the cursor.
+    let mut cursor =
+        unsafe { ChaseCursor::new(build_chase(arena.as_ptr(), slots, LINE, order, config.seed)) };
 
     let control = Control {
         epoch: AtomicU64::new(0),
@@ -357,25 +348,14 @@ pub fn measure(
         }
 
         // Size the trials from the idle chase.
-        settle(&mut p, timer, SETTLE_NS);
-        let mut iterations = 16usize;
-        let ns_per_iteration = loop {
-            let t0 = timer.start();
-            // SAFETY: as in `sample`.
-            p = unsafe { chase(p, iterations) };
-            let ns = timer.ticks_to_ns(timer.stop().saturating_sub(t0));
-            if ns >= config.trial_ns / 4.0 || iterations >= 1 << 28 {
-                break ns.max(1.0) / iterations as f64;
-            }
-            iterations *= 2;
-        };
-        let iterations = ((config.trial_ns / ns_per_iteration) as usize).max(1);
+        cursor.run_for(timer, SETTLE_NS);
+        let iterations = cursor.iterations_for(timer, config.trial_ns);
 
         let mut idle = sample(
             &control,
             0,
             Mix::Read,
-            &mut p,
+            &mut cursor,
             iterations,
             config.repetitions,
             timer,
@@ -393,12 +373,12 @@ pub fn measure(
                     while !control.started(threads) {
                         std::hint::spin_loop();
                     }
-                    settle(&mut p, timer, SETTLE_NS);
+                    cursor.run_for(timer, SETTLE_NS);
                     let samples = sample(
                         &control,
                         threads,
                         mix,
-                        &mut p,
+                        &mut cursor,
                         iterations,
                         config.repetitions,
                         timer,
@@ -424,13 +404,13 @@ pub fn measure(
         }
         // Idle again at the end: the idle figure is the median of both visits.
         control.set(PARK, Mix::Read, 0, 0);
-        settle(&mut p, timer, SETTLE_NS);
+        cursor.run_for(timer, SETTLE_NS);
         idle.extend(
             sample(
                 &control,
                 0,
                 Mix::Read,
-                &mut p,
+                &mut cursor,
                 iterations,
                 config.repetitions,
                 timer,
@@ -441,18 +421,10 @@ pub fn measure(
         Ok((rows, median(&idle)))
     });
     progress.finish();
-    std::hint::black_box(p);
+    std::hint::black_box(cursor.position());
     let (rows, idle_ns) = result?;
 
-    let mut warnings = Vec::new();
-    let starved: Vec<String> = rows
-        .iter()
-        .filter(|r| r.delay_cycles == 0 && r.injector_gb_per_s < STARVED_GB_PER_S)
-        .map(|r| curve_name(&r.mix, r.threads))
-        .collect();
-    if !starved.is_empty() {
-        warnings.push(WarningKind::InjectorsStarved(starved.join("; ")));
-    }
+    let warnings: Vec<WarningKind> = starved_injectors(&rows).into_iter().collect();
     let curves = summarize_curves(&rows);
     let reference = curves
         .iter()
@@ -483,6 +455,17 @@ pub fn curve_name(mix: &str, threads: usize) -> String {
         "{mix}, {threads} injector{}",
         if threads == 1 { "" } else { "s" }
     )
+}
+
+/// The curves whose injectors hardly moved any data at delay 0 (their CPUs were taken by
+/// another process), as a warning.
+fn starved_injectors(rows: &[LoadedRow]) -> Option<WarningKind> {
+    let starved: Vec<String> = rows
+        .iter()
+        .filter(|r| r.delay_cycles == 0 && r.injector_gb_per_s < STARVED_GB_PER_S)
+        .map(|r| curve_name(&r.mix, r.threads))
+        .collect();
+    (!starved.is_empty()).then(|| WarningKind::InjectorsStarved(starved.join("; ")))
 }
 
 /// Peak, loaded latency and knee of each mix × thread-count curve, in measuring order.
@@ -638,20 +621,37 @@ mod tests {
                 concurrency: gb * ns / 64.0,
             })
             .collect();
-        let mut warnings = Vec::new();
-        let starved: Vec<String> = rows
-            .iter()
-            .filter(|r| r.delay_cycles == 0 && r.injector_gb_per_s < STARVED_GB_PER_S)
-            .map(|r| curve_name(&r.mix, r.threads))
-            .collect();
-        if !starved.is_empty() {
-            warnings.push(WarningKind::InjectorsStarved(starved.join("; ")));
-        }
         let curves = summarize_curves(&rows);
         assert_eq!(curves.len(), 1);
         let knee = curves[0].knee.as_ref().expect("knee");
         assert_eq!(curves[0].peak_gb_per_s, 39.0);
         assert!((knee.pct_of_peak - 100.0 * knee.gb_per_s / 39.0).abs() < 1e-9);
         assert_eq!(curves[0].loaded_ns, *latency.last().unwrap());
+    }
+
+    #[test]
+    fn injectors_that_moved_nothing_at_full_load_are_reported() {
+        let row = |mix: &str, delay: u64, injector: f64| LoadedRow {
+            mix: mix.into(),
+            threads: 1,
+            delay_cycles: delay,
+            gb_per_s: injector + 0.6,
+            injector_gb_per_s: injector,
+            latency_ns: 100.0,
+            latency_cycles: f64::NAN,
+            spread_pct: 1.0,
+            concurrency: 1.0,
+        };
+        let busy = [row("read", 0, 30.0), row("read", 9000, 0.1)];
+        assert_eq!(starved_injectors(&busy), None);
+        let starved = [
+            row("read", 0, 30.0),
+            row("2:1", 0, 0.2),
+            row("2:1", 20000, 0.1),
+        ];
+        assert_eq!(
+            starved_injectors(&starved),
+            Some(WarningKind::InjectorsStarved("2:1, 1 injector".into()))
+        );
     }
 }

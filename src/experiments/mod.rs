@@ -3,6 +3,7 @@
 //! prints (progress goes through `report::progress`).
 
 pub mod bandwidth;
+pub mod chase_timing;
 pub mod latency;
 pub mod loaded;
 pub mod mlp;

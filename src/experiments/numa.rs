@@ -20,7 +20,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
-use crate::kernels::chase::{chase, UNROLL};
+use crate::experiments::chase_timing::ChaseCursor;
+use crate::kernels::chase::UNROLL;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
 use crate::platform::affinity;
@@ -375,34 +376,14 @@ fn chase_trials(
     trial_ns: f64,
     repetitions: usize,
 ) -> (Vec<f64>, usize) {
-    let mut p = start as *const usize;
-    // SAFETY (every chase call): p is inside a complete chain laid by `build` in an
-    // arena that outlives this function.
+    // SAFETY: `start` is inside a complete chain laid by `build` in an arena that outlives
+    // this function.
+    let mut cursor = unsafe { ChaseCursor::new(start as *const usize) };
     // Warm-up: TLB and page-walk caches for the first windows; a DRAM-sized chain has
     // nothing else to warm, so two trials' worth is enough.
-    let warm_start = timer.start();
-    while timer.ticks_to_ns(timer.stop().saturating_sub(warm_start)) < 2.0 * trial_ns {
-        p = unsafe { chase(p, 256) };
-    }
-    let mut iterations = 64usize;
-    let ns_per_iteration = loop {
-        let t0 = timer.start();
-        p = unsafe { chase(p, iterations) };
-        let ns = timer.ticks_to_ns(timer.stop().saturating_sub(t0));
-        if ns >= trial_ns / 4.0 || iterations >= 1 << 30 {
-            break ns.max(1.0) / iterations as f64;
-        }
-        iterations *= 2;
-    };
-    let iterations = ((trial_ns / ns_per_iteration) as usize).max(1);
-    let mut trials = Vec::with_capacity(repetitions);
-    for _ in 0..repetitions {
-        let t0 = timer.start();
-        p = unsafe { chase(p, iterations) };
-        let t1 = timer.stop();
-        trials.push(timer.ticks_to_ns(t1.saturating_sub(t0)) / (iterations * UNROLL) as f64);
-    }
-    (trials, std::hint::black_box(p) as usize)
+    cursor.run_for(timer, 2.0 * trial_ns);
+    let trials = cursor.trials(timer, trial_ns, repetitions);
+    (trials, cursor.position() as usize)
 }
 
 /// The bandwidth cell's job: worker `w` reads its own buffer `readers[w]` of the column.

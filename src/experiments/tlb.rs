@@ -61,6 +61,27 @@ pub struct TlbResult {
     pub reach: Vec<TlbReach>,
 }
 
+impl TlbResult {
+    /// The page sizes measured, smallest first.
+    pub fn page_sizes(&self) -> Vec<u64> {
+        let mut sizes: Vec<u64> = self.rows.iter().map(|r| r.page_bytes).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
+    }
+
+    /// The curve of one page size, by page count.
+    pub fn curve(&self, page_bytes: u64) -> Vec<&TlbRow> {
+        let mut rows: Vec<&TlbRow> = self
+            .rows
+            .iter()
+            .filter(|r| r.page_bytes == page_bytes)
+            .collect();
+        rows.sort_by_key(|r| r.pages);
+        rows
+    }
+}
+
 /// One point: `pages` pages, one line touched in each, in a random cyclic order.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TlbRow {
@@ -142,9 +163,9 @@ pub struct TlbReach {
 use std::collections::BTreeMap;
 
 use crate::error::UsageError;
+use crate::experiments::chase_timing::ChaseCursor;
 use crate::experiments::latency::{sweep_sizes, UNSTABLE_SPREAD_PCT};
 use crate::experiments::mlp::{self, MlpConfig};
-use crate::kernels::chase::{chase, UNROLL};
 use crate::kernels::pageprobe::{self, LINE_BYTES};
 use crate::kernels::permutation::SplitMix64;
 use crate::kernels::strided::saxpy_strided_offsets;
@@ -268,9 +289,6 @@ pub const SAXPY_TRIALS: usize = 3;
 /// A level whose knee is further than this (ratio) from the entries CPUID reports gets a
 /// warning.
 const CPUID_MISMATCH: f64 = 0.25;
-
-/// The longest a warm-up lap may run, in trials (as in the latency sweep).
-const WARM_UP_TRIALS: f64 = 10.0;
 
 /// Distance between x and y in the SAXPY buffer beyond whole pages: not a multiple of
 /// 4 KiB (no 4K aliasing between the load of x and the store to y) and not a power of two
@@ -485,43 +503,14 @@ struct Sampler<'a> {
 
 impl Sampler<'_> {
     /// Trials in ns per load of the chase from `start` through `probes` probes: a warm-up
-    /// lap (at most [`WARM_UP_TRIALS`] trials long), trials sized from a run of doubling
-    /// length, the chain continuing across trials.
-    fn chase(&self, start: *const usize, probes: usize) -> Vec<f64> {
-        let timer = self.timer;
-        let mut p = start;
-        let mut remaining = probes.div_ceil(UNROLL);
-        let warm_start = timer.start();
-        while remaining > 0 {
-            let chunk = remaining.min(1024);
-            // SAFETY: `start` begins a complete chain (for every chase call below).
-            p = unsafe { chase(p, chunk) };
-            remaining -= chunk;
-            let elapsed = timer.ticks_to_ns(timer.stop().saturating_sub(warm_start));
-            if elapsed > WARM_UP_TRIALS * self.trial_ns {
-                break;
-            }
-        }
-        let mut iterations = 16usize;
-        let ns_per_iteration = loop {
-            let t0 = timer.start();
-            p = unsafe { chase(p, iterations) };
-            let ns = timer.ticks_to_ns(timer.stop().saturating_sub(t0));
-            if ns >= self.trial_ns / 4.0 || iterations >= 1 << 30 {
-                break ns.max(1.0) / iterations as f64;
-            }
-            iterations *= 2;
-        };
-        let iterations = ((self.trial_ns / ns_per_iteration) as usize).max(1);
-        let mut trials = Vec::with_capacity(self.repetitions);
-        for _ in 0..self.repetitions {
-            let t0 = timer.start();
-            p = unsafe { chase(p, iterations) };
-            let t1 = timer.stop();
-            trials.push(timer.ticks_to_ns(t1.saturating_sub(t0)) / (iterations * UNROLL) as f64);
-        }
-        std::hint::black_box(p);
-        trials
+    /// lap, then trials sized to `trial_ns` (see `chase_timing`).
+    ///
+    /// # Safety
+    /// `start` begins a complete chain that outlives the call.
+    unsafe fn chase(&self, start: *const usize, probes: usize) -> Vec<f64> {
+        let mut cursor = ChaseCursor::new(start);
+        cursor.warm_up_lap(probes, self.timer, self.trial_ns);
+        cursor.trials(self.timer, self.trial_ns, self.repetitions)
     }
 }
 
@@ -540,7 +529,8 @@ fn sample_layout(
         let offsets = offsets(layout_seed);
         // SAFETY: callers give offsets inside the buffer, line aligned.
         let start = unsafe { pageprobe::link(buffer, &offsets, layout_seed) };
-        trials.extend(sampler.chase(start, offsets.len()));
+        // SAFETY: `link` wrote a complete cycle through the probes, inside the buffer.
+        trials.extend(unsafe { sampler.chase(start, offsets.len()) });
         let summary = Summary::of(&trials).expect("trials");
         if summary.spread_pct() <= UNSTABLE_SPREAD_PCT {
             return (summary, false);

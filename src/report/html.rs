@@ -19,7 +19,7 @@ use crate::experiments::mlp::{MlpResult, MlpRow, SequentialFit};
 use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::{RobResult, RobRow, SerializedRow};
 use crate::experiments::stride::{StrideResult, StrideRow};
-use crate::experiments::tlb::{TlbResult, TlbRow};
+use crate::experiments::tlb::TlbResult;
 use crate::report::svg::{
     escape, format_number, Axis, Band, BarChart, Heatmap, LegendEntry, LegendSymbol, LineChart,
     Series, TickFormat, VMarker,
@@ -2484,12 +2484,6 @@ fn page_cell(page_bytes: u64) -> String {
 }
 
 /// Page sizes of the curve, smallest first.
-fn tlb_page_sizes(result: &TlbResult) -> Vec<u64> {
-    let mut pages = distinct(result.rows.iter().map(|r| r.page_bytes));
-    pages.sort_unstable();
-    pages
-}
-
 /// A count, or a dash.
 fn opt_count<T: ToString>(v: Option<T>) -> String {
     v.map_or_else(|| "–".to_string(), |v| v.to_string())
@@ -2521,13 +2515,8 @@ pub fn tlb_chart(result: &TlbResult, machine: &Machine) -> String {
     if let Some(f) = cycles_per_ns(machine, 1.0, ratio.unwrap_or(f64::NAN)) {
         chart = chart.secondary_y("Latency (core cycles)", f);
     }
-    for page in tlb_page_sizes(result) {
-        let mut rows: Vec<&TlbRow> = result
-            .rows
-            .iter()
-            .filter(|r| r.page_bytes == page)
-            .collect();
-        rows.sort_by_key(|r| r.pages);
+    for page in result.page_sizes() {
+        let rows = result.curve(page);
         chart = chart
             .series(
                 Series::new(

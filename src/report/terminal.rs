@@ -9,7 +9,7 @@ use crate::experiments::mlp::{MlpResult, MlpRow};
 use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
 use crate::experiments::stride::StrideResult;
-use crate::experiments::tlb::{TlbResult, TlbRow};
+use crate::experiments::tlb::TlbResult;
 use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
@@ -992,15 +992,8 @@ pub fn tlb(result: &TlbResult) -> String {
         );
     }
 
-    let mut page_sizes = distinct(result.rows.iter().map(|r| r.page_bytes));
-    page_sizes.sort_unstable();
-    for page in page_sizes {
-        let mut rows: Vec<&TlbRow> = result
-            .rows
-            .iter()
-            .filter(|r| r.page_bytes == page)
-            .collect();
-        rows.sort_by_key(|r| r.pages);
+    for page in result.page_sizes() {
+        let rows = result.curve(page);
         let pages: Vec<u64> = rows.iter().map(|r| r.pages).collect();
         // Each level's last page count: the point before its knee.
         let knees: Vec<(u64, &str)> = result
@@ -1266,6 +1259,36 @@ pub fn numa(result: &NumaResult) -> String {
 }
 
 /// Settings and warnings, printed after the results.
+/// The tables of every experiment in the report, in the order they ran.
+pub fn experiments(e: &super::Experiments, with_points: bool) -> String {
+    let mut out = String::new();
+    if let Some(r) = &e.latency {
+        out.push_str(&latency(r, with_points));
+    }
+    if let Some(r) = &e.bandwidth {
+        out.push_str(&bandwidth(r));
+    }
+    if let Some(r) = &e.stride {
+        out.push_str(&stride(r));
+    }
+    if let Some(r) = &e.loaded {
+        out.push_str(&loaded(r));
+    }
+    if let Some(r) = &e.mlp {
+        out.push_str(&mlp(r));
+    }
+    if let Some(r) = &e.rob {
+        out.push_str(&rob(r));
+    }
+    if let Some(r) = &e.tlb {
+        out.push_str(&tlb(r));
+    }
+    if let Some(r) = &e.numa {
+        out.push_str(&numa(r));
+    }
+    out
+}
+
 pub fn settings_and_warnings(report: &Report) -> String {
     let s = &report.settings;
     let mut out = String::new();
