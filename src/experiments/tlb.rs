@@ -246,21 +246,17 @@ impl TlbConfig {
 /// count nearest to `pages` (on a log scale), when the curve reaches within a factor of
 /// two of it.
 pub fn tlb_ns_at(result: &TlbResult, page_bytes: u64, pages: u64) -> Option<f64> {
-    let target = (pages.max(1) as f64).log2();
+    let distance = |r: &TlbRow| {
+        ((r.pages.max(1) as f64) / (pages.max(1) as f64))
+            .log2()
+            .abs()
+    };
     result
-        .rows
-        .iter()
-        .filter(|r| r.page_bytes == page_bytes && r.tlb_ns.is_finite())
-        .map(|r| ((r.pages.max(1) as f64).log2() - target).abs())
-        .zip(
-            result
-                .rows
-                .iter()
-                .filter(|r| r.page_bytes == page_bytes && r.tlb_ns.is_finite()),
-        )
-        .filter(|(distance, _)| *distance <= 1.0)
-        .min_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, r)| r.tlb_ns.max(0.0))
+        .curve(page_bytes)
+        .into_iter()
+        .filter(|r| r.tlb_ns.is_finite() && distance(r) <= 1.0)
+        .min_by(|a, b| distance(a).total_cmp(&distance(b)))
+        .map(|r| r.tlb_ns.max(0.0))
 }
 
 /// The smallest page count of a curve.
@@ -1130,6 +1126,35 @@ fn reach_rows(machine: &Machine, levels: &[TlbLevel]) -> Vec<TlbReach> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tlb_share_is_read_at_the_nearest_page_count_of_the_right_page_size() {
+        let row = |page_bytes: u64, pages: u64, tlb_ns: f64| TlbRow {
+            page_bytes,
+            pages,
+            ns: 1.0 + tlb_ns,
+            cycles: f64::NAN,
+            dense_ns: 1.0,
+            tlb_ns,
+            spread_pct: 1.0,
+        };
+        let result = TlbResult {
+            rows: vec![
+                row(4096, 64, 0.0),
+                row(4096, 128, 2.0),
+                row(2 << 20, 128, 1.9),
+            ],
+            levels: vec![],
+            saxpy: vec![],
+            mlp_by_page_size: vec![],
+            reach: vec![],
+        };
+        assert_eq!(tlb_ns_at(&result, 2 << 20, 120), Some(1.9));
+        assert_eq!(tlb_ns_at(&result, 4096, 100), Some(2.0));
+        assert_eq!(tlb_ns_at(&result, 4096, 70), Some(0.0));
+        // Further than a factor of two from anything measured: nothing.
+        assert_eq!(tlb_ns_at(&result, 2 << 20, 4096), None);
+    }
 
     #[test]
     fn a_small_data_cache_step_does_not_take_a_tlb_level() {
