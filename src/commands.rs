@@ -349,14 +349,12 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
             dram.tlb_measured_ns = tlb::tlb_ns_at(tlb, page, dram.bytes / page);
         }
     }
-    if plan.command == CommandKind::Run && plan.loaded.is_none() {
-        warnings.push(Warning::from(WarningKind::Skipped {
-            experiment: "latency under load".into(),
-            reason: "it needs a second CPU for the injector thread, and this process may use \
-                     only one"
-                .into(),
-        }));
-    }
+    warnings.extend(plan.skipped.iter().map(|s| {
+        Warning::from(WarningKind::Skipped {
+            experiment: s.experiment.into(),
+            reason: s.reason.into(),
+        })
+    }));
     if let Some(config) = &plan.loaded {
         let arena = allocate(
             Bytes(config.chase_bytes),

@@ -40,8 +40,17 @@ pub struct Plan {
     pub rob: Option<RobConfig>,
     pub tlb: Option<TlbConfig>,
     pub numa: Option<NumaConfig>,
+    /// Experiments of the profile that cannot run on this machine, and why.
+    pub skipped: Vec<Skipped>,
     /// Print every sweep point, not only the levels.
     pub print_points: bool,
+}
+
+/// An experiment the plan leaves out on this machine.
+#[derive(Debug, Clone)]
+pub struct Skipped {
+    pub experiment: &'static str,
+    pub reason: &'static str,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +140,7 @@ impl Plan {
             rob: None,
             tlb: None,
             numa: None,
+            skipped: Vec::new(),
             print_points: false,
         }
     }
@@ -192,6 +202,7 @@ impl Plan {
         let stride = stride_config(&quick, machine, true);
         // A quick loaded-latency curve (read mix, every injector), when there is a CPU
         // to inject from.
+        // (`loaded_config` refuses a machine with one CPU: the profile skips it instead.)
         let loaded = (thread_cpus(machine, measure.cpu).len() > 1)
             .then(|| {
                 let mut loaded_args = defaults::<LoadedArgs>();
@@ -199,6 +210,15 @@ impl Plan {
                 loaded_config(&loaded_args, &quick, machine)
             })
             .transpose()?;
+        let skipped = if loaded.is_none() {
+            vec![Skipped {
+                experiment: "latency under load",
+                reason: "it needs a second CPU for the injector thread, and this process may \
+                         use only one",
+            }]
+        } else {
+            Vec::new()
+        };
         let outputs = Outputs {
             json: Some(Target::parse(&json)?),
             csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
@@ -209,6 +229,7 @@ impl Plan {
         plan.bandwidth = Some(bandwidth);
         plan.stride = Some(stride);
         plan.loaded = loaded;
+        plan.skipped = skipped;
         // DRAM parallelism with the quick chain counts, the sequential model and Little's law.
         let mut mlp_args = defaults::<MlpArgs>();
         mlp_args.grid_max = Some("none".into());
