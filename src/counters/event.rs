@@ -4,8 +4,11 @@
 //! Accepted names follow `perf list`: the generic hardware and software events
 //! (`cycles`, `task-clock`, …), generic cache events `<cache>-<op>[-misses]`
 //! (`L1-dcache-load-misses`, `LLC-loads`, `dTLB-store-misses`, …), raw events `rNNNN`
-//! (hex config), and `cpu/event=0x..,umask=0x..[,cmask=N][,inv][,edge]/` in the x86
-//! core PMU layout. Names are matched exactly (case-sensitively), as perf does.
+//! (hex config), and `cpu/event=0x..,umask=0x..[,cmask=N][,inv][,edge][,name=LABEL]/` in
+//! the x86 core PMU layout. On a hybrid CPU, `cpu_core/…/` and `cpu_atom/…/` name one core
+//! PMU, with either a generic hardware/cache name or the terms inside. Names are matched
+//! exactly (case-sensitively), as perf does. `parse_event_list` reads a `-e` value: events
+//! separated by commas (not the commas inside `/…/`), `{a,b}` marking a group.
 
 use std::fmt;
 use std::str::FromStr;
@@ -46,8 +49,12 @@ impl EventKind {
 pub struct Event {
     pub kind: EventKind,
     pub config: u64,
-    /// The name as the user wrote it (shown in reports and errors).
+    /// The name as the user wrote it, or the `name=` term (shown in reports and errors).
     pub name: String,
+    /// The core PMU the event is meant for (`cpu_core`, `cpu_atom` on a hybrid CPU);
+    /// `None` for the default one (`cpu`) and for software events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pmu: Option<String>,
 }
 
 impl Event {
@@ -65,6 +72,7 @@ impl Event {
             kind,
             config,
             name: name.to_string(),
+            pmu: None,
         };
         if let Some(&(_, kind, config)) = GENERIC.iter().find(|(n, _, _)| *n == name) {
             return Ok(event(kind, config));
@@ -80,16 +88,107 @@ impl Event {
                 };
             }
         }
-        if let Some(terms) = name
-            .strip_prefix("cpu/")
-            .and_then(|rest| rest.strip_suffix('/'))
-        {
-            return parse_pmu_terms(terms)
-                .map(|config| event(EventKind::Raw, config))
-                .map_err(err);
+        if let Some((pmu, inner)) = name.strip_suffix('/').and_then(|rest| rest.split_once('/')) {
+            if !(pmu == "cpu" || pmu.starts_with("cpu_")) {
+                return Err(err(format!(
+                    "'{pmu}' is not a core PMU (cpu, or cpu_core/cpu_atom on a hybrid CPU)"
+                )));
+            }
+            let pmu = (pmu != "cpu").then(|| pmu.to_string());
+            let generic = GENERIC
+                .iter()
+                .find(|(n, kind, _)| *n == inner && *kind == EventKind::Hardware)
+                .map(|&(_, kind, config)| (kind, config))
+                .or_else(|| parse_hw_cache(inner).map(|config| (EventKind::HwCache, config)));
+            if let Some((kind, config)) = generic {
+                return Ok(Event {
+                    pmu,
+                    ..event(kind, config)
+                });
+            }
+            let (config, label) = parse_pmu_terms(inner).map_err(err)?;
+            return Ok(Event {
+                name: label.unwrap_or_else(|| name.to_string()),
+                pmu,
+                ..event(EventKind::Raw, config)
+            });
         }
         Err(err("it is not a known event name".to_string()))
     }
+
+    /// This event, meant for the core PMU `pmu` of a hybrid CPU, labelled `pmu/name/`.
+    pub fn on_pmu(&self, pmu: &str) -> Event {
+        Event {
+            name: format!("{pmu}/{}/", self.name),
+            pmu: Some(pmu.to_string()),
+            ..self.clone()
+        }
+    }
+}
+
+/// Parses a `-e` value: events separated by commas, the commas inside `cpu/…/` not
+/// counting; `{a,b,…}` puts events in one group, which the PMU schedules together.
+/// Every other event is a group of its own, as in `perf stat`.
+pub fn parse_event_list(list: &str) -> Result<Vec<Vec<Event>>, EventParseError> {
+    let err = |reason: &str| EventParseError {
+        value: list.to_string(),
+        reason: reason.to_string(),
+    };
+    let mut groups: Vec<Vec<Event>> = Vec::new();
+    let mut open_group: Option<Vec<Event>> = None;
+    let mut token = String::new();
+    let mut in_pmu = false;
+    let finish = |token: &mut String,
+                  open_group: &mut Option<Vec<Event>>,
+                  groups: &mut Vec<Vec<Event>>|
+     -> Result<(), EventParseError> {
+        let name = std::mem::take(token);
+        if name.trim().is_empty() {
+            return Ok(());
+        }
+        let event = Event::parse(&name)?;
+        match open_group {
+            Some(group) => group.push(event),
+            None => groups.push(vec![event]),
+        }
+        Ok(())
+    };
+    for c in list.chars() {
+        match c {
+            '/' => {
+                // `cpu/` opens the terms and the next `/` closes them.
+                in_pmu = !in_pmu;
+                token.push(c);
+            }
+            ',' if !in_pmu => finish(&mut token, &mut open_group, &mut groups)?,
+            '{' if !in_pmu => {
+                if open_group.is_some() {
+                    return Err(err("groups cannot be nested"));
+                }
+                if !token.trim().is_empty() {
+                    return Err(err("'{' must start an event"));
+                }
+                open_group = Some(Vec::new());
+            }
+            '}' if !in_pmu => {
+                finish(&mut token, &mut open_group, &mut groups)?;
+                match open_group.take() {
+                    Some(group) if !group.is_empty() => groups.push(group),
+                    Some(_) => return Err(err("a group '{}' is empty")),
+                    None => return Err(err("'}' without '{'")),
+                }
+            }
+            _ => token.push(c),
+        }
+    }
+    if open_group.is_some() {
+        return Err(err("a group '{' is not closed"));
+    }
+    finish(&mut token, &mut open_group, &mut groups)?;
+    if groups.is_empty() {
+        return Err(err("no event is named"));
+    }
+    Ok(groups)
 }
 
 impl FromStr for Event {
@@ -119,8 +218,9 @@ pub fn accepted_forms() -> String {
     let caches: Vec<&str> = CACHES.iter().map(|(n, _)| *n).collect();
     format!(
         "one of {}; a cache event <cache>-<loads|stores|prefetches>[-misses] with <cache> one \
-         of {} (e.g. L1-dcache-load-misses); a raw event rNNNN (hex config, e.g. r01C4); or \
-         cpu/event=0xNN,umask=0xNN[,cmask=N][,inv][,edge]/",
+         of {} (e.g. L1-dcache-load-misses); a raw event rNNNN (hex config, e.g. r01C4); \
+         cpu/event=0xNN,umask=0xNN[,cmask=N][,inv][,edge][,name=LABEL]/; or, on a hybrid \
+         CPU, cpu_core/<event>/ or cpu_atom/<event>/",
         generic.join(", "),
         caches.join(", ")
     )
@@ -218,8 +318,10 @@ fn parse_hw_cache(name: &str) -> Option<u64> {
 /// The terms of `cpu/…/` in the x86 core PMU layout (IA32_PERFEVTSELx / AMD PERF_CTL):
 /// event select in bits 0–7 (AMD's event bits 8–11 go to bits 32–35), unit mask in
 /// 8–15, edge in 18, inv in 23, counter mask in 24–31.
-fn parse_pmu_terms(terms: &str) -> Result<u64, String> {
+/// Returns the config and the `name=` label, if any.
+fn parse_pmu_terms(terms: &str) -> Result<(u64, Option<String>), String> {
     let mut event = None;
+    let mut label = None;
     let mut config = 0u64;
     for term in terms.split(',').map(str::trim) {
         let (key, value) = match term.split_once('=') {
@@ -256,16 +358,20 @@ fn parse_pmu_terms(terms: &str) -> Result<u64, String> {
             "cmask" => config |= number(0xff)? << 24,
             "edge" => config |= flag(18)?,
             "inv" => config |= flag(23)?,
+            "name" => match value {
+                Some(v) if !v.is_empty() => label = Some(v.to_string()),
+                _ => return Err("'name' needs a label, as in name=l2-misses".to_string()),
+            },
             "" => return Err("an empty term".to_string()),
             other => {
                 return Err(format!(
-                    "unknown term '{other}' (known: event, umask, cmask, inv, edge)"
+                    "unknown term '{other}' (known: event, umask, cmask, inv, edge, name)"
                 ))
             }
         }
     }
     match event {
-        Some(_) => Ok(config),
+        Some(_) => Ok((config, label)),
         None => Err("an event=0xNN term is required".to_string()),
     }
 }
@@ -369,6 +475,74 @@ mod tests {
         assert!(Event::parse("").is_err());
         assert!(Event::parse("LLC-misses").is_err());
         assert!(Event::parse("Cycles").is_err());
+    }
+
+    #[test]
+    fn hybrid_pmu_names_and_labels() {
+        let e = Event::parse("cpu_atom/cycles/").unwrap();
+        assert_eq!(
+            (e.kind, e.config, e.pmu.as_deref()),
+            (EventKind::Hardware, 0, Some("cpu_atom"))
+        );
+        let e = Event::parse("cpu_core/LLC-load-misses/").unwrap();
+        assert_eq!((e.kind, e.config), (EventKind::HwCache, 0x10002));
+        let e = Event::parse("cpu_core/event=0xd1,umask=0x10/").unwrap();
+        assert_eq!(
+            (e.kind, e.config, e.pmu.as_deref()),
+            (EventKind::Raw, 0x10d1, Some("cpu_core"))
+        );
+        let e = Event::parse("cpu/event=0x43,umask=0x1,name=l1-fills-from-l2/").unwrap();
+        assert_eq!(
+            (e.name.as_str(), e.config, e.pmu),
+            ("l1-fills-from-l2", 0x0143, None)
+        );
+        assert_eq!(Event::parse("cpu/cycles/").unwrap().config, 0);
+        assert_eq!(
+            Event::parse("cycles").unwrap().on_pmu("cpu_core").name,
+            "cpu_core/cycles/"
+        );
+        for bad in [
+            "amd_l3/event=1/",
+            "cpu_core/task-clock/",
+            "cpu/name=x/",
+            "cpu/event=1,name=/",
+        ] {
+            assert!(Event::parse(bad).is_err(), "{bad} should be rejected");
+        }
+    }
+
+    #[test]
+    fn event_lists_split_on_commas_outside_pmu_terms_and_keep_groups() {
+        let names = |list: &str| -> Vec<Vec<String>> {
+            parse_event_list(list)
+                .unwrap_or_else(|e| panic!("{list}: {e}"))
+                .into_iter()
+                .map(|g| g.into_iter().map(|e| e.name).collect())
+                .collect()
+        };
+        assert_eq!(names("cycles,instructions"), [["cycles"], ["instructions"]]);
+        assert_eq!(
+            names("{cycles,instructions},cpu/event=0xc4,umask=0x01/,task-clock"),
+            vec![
+                vec!["cycles".to_string(), "instructions".to_string()],
+                vec!["cpu/event=0xc4,umask=0x01/".to_string()],
+                vec!["task-clock".to_string()],
+            ]
+        );
+        assert_eq!(names("{cpu/event=0x43,umask=0x1/,r01C4}").len(), 1);
+        for bad in [
+            "",
+            ",",
+            "{cycles",
+            "cycles}",
+            "{}",
+            "{{cycles}}",
+            "cycles,bogus",
+        ] {
+            assert!(parse_event_list(bad).is_err(), "{bad:?} should be rejected");
+        }
+        let msg = parse_event_list("cycles,bogus").unwrap_err().to_string();
+        assert!(msg.contains("'bogus'"), "{msg}");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! Opening, driving and reading a set of events for one target.
 //!
-//! Events are opened as one perf group where possible, so they are scheduled onto the
-//! PMU together and their ratios (misses per load, IPC) come from the same time slices.
-//! An event that cannot join the group (e.g. the PMU has too few counters for the group
+//! Each requested list of events is opened as one perf group where possible, so its
+//! events are scheduled onto the PMU together and their ratios (misses per load, IPC)
+//! come from the same time slices. An event that cannot join its group (e.g. the PMU has too few counters for the group
 //! as a whole) is retried as the leader of its own single-event group; it still counts,
 //! but is multiplexed independently, which `Count::own_group` records. An event that
 //! cannot be opened at all is kept with its `Refusal`, and the others count regardless.
@@ -51,7 +51,7 @@ pub struct Count {
     pub scaled: Scaled,
     /// Kernel-mode execution is excluded (counting it was not permitted).
     pub user_only: bool,
-    /// The event could not join the main group and was scheduled on its own.
+    /// The event could not join the group it was listed in and was scheduled on its own.
     pub own_group: bool,
 }
 
@@ -66,14 +66,16 @@ struct Member {
     slot: usize,
     id: u64,
     user_only: bool,
+    /// Split off from the group it was listed in (see `Count::own_group`).
+    own_group: bool,
     fd: OwnedFd,
 }
 
 /// The open events for one target; closed when dropped.
 pub struct CounterGroup {
     events: Vec<Event>,
-    /// Each inner vector is one perf group, its leader first. `groups[0]` is the main
-    /// group; later ones hold events that could not join it.
+    /// Each inner vector is one perf group, its leader first: the requested lists, and
+    /// single-event groups of events that could not join theirs.
     groups: Vec<Vec<Member>>,
     failures: Vec<(usize, Unavailable)>,
 }
@@ -84,10 +86,16 @@ const READ_FORMAT: u64 = sys::FORMAT_TOTAL_TIME_ENABLED
     | sys::FORMAT_GROUP;
 
 impl CounterGroup {
-    /// Opens `events` for `target`, disabled (a `ChildBeforeExec` group enables itself
-    /// at the exec). Failing to open an event is not an error: it is recorded with its
-    /// reason (see `failures` and `read`). The probe explains the refusals.
+    /// Opens `events` as one perf group for `target`; see `open_groups`.
     pub fn open(events: &[Event], target: Target, probe: &Probe) -> CounterGroup {
+        CounterGroup::open_groups(&[events.to_vec()], target, probe)
+    }
+
+    /// Opens each inner list as one perf group for `target`, disabled (a
+    /// `ChildBeforeExec` target enables itself at the exec). Failing to open an event is
+    /// not an error: it is recorded with its reason (see `failures` and `read`), which
+    /// the probe gives. Readings come back in the order of the flattened lists.
+    pub fn open_groups(requested: &[Vec<Event>], target: Target, probe: &Probe) -> CounterGroup {
         let (pid, leader_flags, member_flags) = match target {
             Target::CallingThread => (0, sys::FLAG_DISABLED, 0),
             Target::ChildBeforeExec(pid) => (
@@ -97,54 +105,95 @@ impl CounterGroup {
             ),
         };
         let mut group = CounterGroup {
-            events: events.to_vec(),
+            events: requested.iter().flatten().cloned().collect(),
             groups: Vec::new(),
             failures: Vec::new(),
         };
-        for (slot, event) in events.iter().enumerate() {
-            let mut attr = sys::PerfEventAttr::new(event.kind.perf_type(), event.config);
-            attr.read_format = READ_FORMAT;
-            let joined = match group.groups.first() {
-                Some(main) => {
-                    attr.flags = member_flags;
-                    sys::open_with_fallback(&attr, pid, Some(main[0].fd.as_raw_fd()))
-                        .ok()
-                        .map(|opened| (0, opened))
+        let mut slot = 0;
+        for events in requested {
+            // The perf group this list's events join, once its leader is open.
+            let mut leader: Option<usize> = None;
+            for event in events {
+                let at = group.open_event(
+                    event,
+                    slot,
+                    leader,
+                    (pid, leader_flags, member_flags),
+                    probe,
+                );
+                if leader.is_none() {
+                    leader = at;
                 }
-                None => None,
-            };
-            let opened = match joined {
-                Some(joined) => Ok(joined),
-                None => {
-                    attr.flags = leader_flags;
-                    sys::open_with_fallback(&attr, pid, None)
-                        .map(|opened| (group.groups.len(), opened))
-                }
-            };
-            match opened.and_then(|(index, (fd, user_only))| {
-                let id = sys::event_id(fd.as_raw_fd())?;
-                Ok((
-                    index,
-                    Member {
-                        slot,
-                        id,
-                        user_only,
-                        fd,
-                    },
-                ))
-            }) {
-                Ok((index, member)) if index == group.groups.len() => {
-                    group.groups.push(vec![member])
-                }
-                Ok((index, member)) => group.groups[index].push(member),
-                Err(e) => {
-                    let errno = e.raw_os_error().unwrap_or(0);
-                    let reason = probe.explain(event, errno);
-                    group.failures.push((slot, Unavailable { errno, reason }));
-                }
+                slot += 1;
             }
         }
         group
+    }
+
+    /// Opens one event: into perf group `leader` when given and possible, else as the
+    /// leader of a new perf group. Returns the perf group it is in, or records why it
+    /// could not be opened.
+    fn open_event(
+        &mut self,
+        event: &Event,
+        slot: usize,
+        leader: Option<usize>,
+        (pid, leader_flags, member_flags): (libc::pid_t, u64, u64),
+        probe: &Probe,
+    ) -> Option<usize> {
+        let (type_, config) = match probe.attr_type_and_config(event) {
+            Ok(attr) => attr,
+            Err(reason) => {
+                self.failures.push((slot, Unavailable { errno: 0, reason }));
+                return None;
+            }
+        };
+        let mut attr = sys::PerfEventAttr::new(type_, config);
+        attr.read_format = READ_FORMAT;
+        let wanted_group = leader.is_some();
+        let joined = leader.and_then(|index| {
+            attr.flags = member_flags;
+            let leader_fd = self.groups[index][0].fd.as_raw_fd();
+            sys::open_with_fallback(&attr, pid, Some(leader_fd))
+                .ok()
+                .map(|opened| (index, opened))
+        });
+        let own_group = wanted_group && joined.is_none();
+        let opened = match joined {
+            Some(joined) => Ok(joined),
+            None => {
+                attr.flags = leader_flags;
+                sys::open_with_fallback(&attr, pid, None).map(|opened| (self.groups.len(), opened))
+            }
+        };
+        let member = opened.and_then(|(index, (fd, user_only))| {
+            let id = sys::event_id(fd.as_raw_fd())?;
+            Ok((
+                index,
+                Member {
+                    slot,
+                    id,
+                    user_only,
+                    own_group,
+                    fd,
+                },
+            ))
+        });
+        match member {
+            Ok((index, member)) => {
+                if index == self.groups.len() {
+                    self.groups.push(Vec::new());
+                }
+                self.groups[index].push(member);
+                Some(index)
+            }
+            Err(e) => {
+                let errno = e.raw_os_error().unwrap_or(0);
+                let reason = probe.explain(event, errno);
+                self.failures.push((slot, Unavailable { errno, reason }));
+                None
+            }
+        }
     }
 
     /// The events that could not be opened, with the reason.
@@ -188,7 +237,7 @@ impl CounterGroup {
         for (slot, unavailable) in &self.failures {
             results[*slot] = Some(Err(unavailable.clone()));
         }
-        for (index, members) in self.groups.iter().enumerate() {
+        for members in &self.groups {
             let words = sys::read_group(members[0].fd.as_raw_fd(), members.len())?;
             let (time_enabled, time_running) = (words[1], words[2]);
             for pair in words[3..].chunks_exact(2) {
@@ -202,7 +251,7 @@ impl CounterGroup {
                     time_running,
                     scaled: scale(raw, time_enabled, time_running),
                     user_only: member.user_only,
-                    own_group: index > 0,
+                    own_group: member.own_group,
                 }));
             }
         }

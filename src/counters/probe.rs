@@ -86,10 +86,55 @@ impl Probe {
         }
     }
 
+    /// The `perf_event_attr` type and config that open `event` here: an event meant for
+    /// one PMU of a hybrid CPU goes to that PMU's type number (raw events) or carries it
+    /// in the config's upper half (generic events).
+    pub fn attr_type_and_config(&self, event: &Event) -> Result<(u32, u64), Refusal> {
+        let Some(name) = &event.pmu else {
+            return Ok((event.kind.perf_type(), event.config));
+        };
+        let Some(pmu) = self.core_pmus.iter().find(|p| &p.name == name) else {
+            return Err(Refusal::NoSuchPmu {
+                name: name.clone(),
+                core_pmus: self.core_pmus.iter().map(|p| p.name.clone()).collect(),
+            });
+        };
+        Ok(match event.kind {
+            EventKind::Raw => (pmu.pmu_type, event.config),
+            kind => (kind.perf_type(), hybrid_config(event.config, pmu.pmu_type)),
+        })
+    }
+
+    /// The groups to open on this machine: on a hybrid CPU, every group with hardware
+    /// events not aimed at one PMU becomes one group per core PMU (`cpu_core/cycles/`, …),
+    /// since a group cannot span two PMUs and a thread may run on either kind of core;
+    /// software events stay with the first copy. Elsewhere the groups are unchanged.
+    pub fn expand_for_core_pmus(&self, groups: &[Vec<Event>]) -> Vec<Vec<Event>> {
+        let hybrid: Vec<&str> = self.hybrid_pmus().iter().map(|p| p.name.as_str()).collect();
+        let mut expanded = Vec::new();
+        for group in groups {
+            let spread = |e: &Event| e.kind.needs_pmu() && e.pmu.is_none();
+            if hybrid.len() < 2 || !group.iter().any(spread) {
+                expanded.push(group.clone());
+                continue;
+            }
+            for (i, pmu) in hybrid.iter().enumerate() {
+                let copy: Vec<Event> = group
+                    .iter()
+                    .filter(|e| i == 0 || spread(e))
+                    .map(|e| if spread(e) { e.on_pmu(pmu) } else { e.clone() })
+                    .collect();
+                expanded.push(copy);
+            }
+        }
+        expanded
+    }
+
     /// Opens `event` for the calling thread and closes it again: `Ok` when it can be
     /// counted here, otherwise the reason.
     pub fn check(&self, event: &Event) -> Result<(), Refusal> {
-        let mut attr = sys::PerfEventAttr::new(event.kind.perf_type(), event.config);
+        let (type_, config) = self.attr_type_and_config(event)?;
+        let mut attr = sys::PerfEventAttr::new(type_, config);
         attr.flags = sys::FLAG_DISABLED;
         match sys::open_with_fallback(&attr, 0, None) {
             Ok(_) => Ok(()),
@@ -117,6 +162,11 @@ pub enum Refusal {
     PmuBusy,
     /// The kernel was built without perf events (ENOSYS).
     NoPerfEvents,
+    /// An event names a core PMU (`cpu_atom/…/`) this machine does not have.
+    NoSuchPmu {
+        name: String,
+        core_pmus: Vec<String>,
+    },
     Other {
         errno: i32,
         message: String,
@@ -153,6 +203,15 @@ impl fmt::Display for Refusal {
             Refusal::NoPerfEvents => {
                 f.write_str("this kernel was built without perf events (CONFIG_PERF_EVENTS)")
             }
+            Refusal::NoSuchPmu { name, core_pmus } if core_pmus.is_empty() => write!(
+                f,
+                "this machine has no core PMU named {name} (it lists no core PMU at all)"
+            ),
+            Refusal::NoSuchPmu { name, core_pmus } => write!(
+                f,
+                "this machine has no core PMU named {name} (its core PMUs: {})",
+                core_pmus.join(", ")
+            ),
             Refusal::Other { errno, message } => {
                 write!(f, "perf_event_open failed: {message} (errno {errno})")
             }
@@ -298,6 +357,44 @@ mod tests {
         let types: Vec<u32> = p.hybrid_pmus().iter().map(|p| p.pmu_type).collect();
         assert_eq!(types, [10, 4]);
         assert!(probe(Some(2), &[("cpu", 4)]).hybrid_pmus().is_empty());
+    }
+
+    #[test]
+    fn hybrid_groups_are_split_per_core_pmu() {
+        let hybrid = probe(Some(2), &[("cpu_atom", 10), ("cpu_core", 4)]);
+        let groups = vec![
+            vec![ev("cycles"), ev("instructions")],
+            vec![ev("task-clock"), ev("page-faults")],
+            vec![ev("cpu_core/LLC-load-misses/")],
+        ];
+        let names: Vec<Vec<String>> = hybrid
+            .expand_for_core_pmus(&groups)
+            .iter()
+            .map(|g| g.iter().map(|e| e.name.clone()).collect())
+            .collect();
+        assert_eq!(
+            names,
+            vec![
+                vec!["cpu_atom/cycles/", "cpu_atom/instructions/"],
+                vec!["cpu_core/cycles/", "cpu_core/instructions/"],
+                vec!["task-clock", "page-faults"],
+                vec!["cpu_core/LLC-load-misses/"],
+            ]
+        );
+        let plain = probe(Some(2), &[("cpu", 4)]);
+        assert_eq!(plain.expand_for_core_pmus(&groups), groups);
+        // Generic events carry the PMU type in the config; raw ones use it as the type.
+        let atom_cycles = ev("cycles").on_pmu("cpu_atom");
+        assert_eq!(
+            hybrid.attr_type_and_config(&atom_cycles),
+            Ok((0, 0xa_0000_0000))
+        );
+        let raw = ev("cpu_core/event=0xd1,umask=0x10/");
+        assert_eq!(hybrid.attr_type_and_config(&raw), Ok((4, 0x10d1)));
+        let missing = plain.attr_type_and_config(&raw).unwrap_err();
+        assert!(missing
+            .to_string()
+            .contains("no core PMU named cpu_core (its core PMUs: cpu)"));
     }
 
     #[test]
