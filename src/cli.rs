@@ -52,6 +52,11 @@ pub enum Command {
     Tlb(TlbArgs),
     /// Node × node matrix of latency and read bandwidth (threads on node i, memory on j).
     Numa(NumaArgs),
+    /// Count hardware and software events around a command, like `perf stat` with a
+    /// memory focus: IPC, miss ratios, misses per kilo-instruction, dTLB miss rate, a
+    /// bandwidth estimate and the run time. The command runs directly (no shell); its
+    /// output is left alone, the table goes to stderr, and its exit status is memscope's.
+    Stat(StatArgs),
 }
 
 /// Flags shared by every measuring command.
@@ -287,6 +292,42 @@ pub struct NumaArgs {
     /// of the node this process may use.
     #[arg(long, value_name = "N", default_value = "1")]
     pub threads: String,
+}
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct StatArgs {
+    /// Events to count, comma-separated; '{a,b}' groups events so they are counted over
+    /// the same time; repeatable. Generic names (cycles, instructions, cache-misses,
+    /// LLC-load-misses, dTLB-load-misses, task-clock, page-faults …), raw rNNNN,
+    /// cpu/event=0xNN,umask=0xNN/, cpu_core/…/ or cpu_atom/…/ [default: task-clock,
+    /// context-switches, cpu-migrations, page-faults, {cycles,instructions},
+    /// {cache-references,cache-misses}, {L1-dcache-loads,L1-dcache-load-misses},
+    /// {LLC-loads,LLC-load-misses}, {dTLB-loads,dTLB-load-misses}, dTLB-store-misses].
+    #[arg(short = 'e', long = "events", value_name = "EVENTS")]
+    pub events: Vec<String>,
+
+    /// Run the command N times and report the median and spread of every count; stops
+    /// early at a run that fails.
+    #[arg(short = 'r', long, value_name = "N", default_value = "1")]
+    pub repeat: String,
+
+    /// Write the JSON report to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write the counts and derived figures as CSV to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+
+    /// The command and its arguments (put `--` before it when it has options of its own).
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[cfg(test)]

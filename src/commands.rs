@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use crate::cli::Cli;
+use crate::counters::Probe;
 use crate::error::UsageError;
 use crate::experiments::numa::NodeThreads;
 use crate::experiments::{bandwidth, latency, loaded, mlp, numa, rob, stride, tlb};
@@ -18,6 +19,7 @@ use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
 use crate::report::{self, Report, Settings, Warning};
+use crate::stat;
 use crate::topology::{self, Machine};
 use crate::units::Bytes;
 
@@ -31,11 +33,42 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
     let plan = Plan::resolve(cli, &machine)?;
     let mut report = match plan.command {
         CommandKind::Info => info(&mut machine),
+        CommandKind::Stat => stat(&plan, machine)?,
         _ => measure(&plan, machine)?,
     };
     report.settings.command = plan.command.name().to_string();
     export(&plan, &report)?;
-    Ok(ExitCode::SUCCESS)
+    Ok(match &report.stat {
+        // memscope stat passes the command's exit status through.
+        Some(stat) => ExitCode::from(stat.exit_status()),
+        None => ExitCode::SUCCESS,
+    })
+}
+
+/// `memscope stat`: runs the command with its counters; no calibration, pinning or
+/// warnings about the machine, so memscope adds as little as possible to the run.
+fn stat(plan: &Plan, machine: Machine) -> anyhow::Result<Report> {
+    let stat_plan = plan
+        .stat
+        .as_ref()
+        .expect("the stat command has a stat plan");
+    let probe = Probe::detect();
+    let line_bytes = machine
+        .caches
+        .iter()
+        .map(|c| c.line_bytes)
+        .find(|&l| l > 0)
+        .unwrap_or(64);
+    let result = stat::run(stat_plan, &probe, line_bytes)?;
+    let mut report = Report::new(machine, Settings::default());
+    report.settings.sampling = format!(
+        "{} run(s) of the command, counted from its exec to its exit with the processes \
+         and threads it starts; counts scaled by time enabled / time running when \
+         multiplexed; median over the runs, spread = 1.4826·MAD/median",
+        result.runs.len()
+    );
+    report.stat = Some(result);
+    Ok(report)
 }
 
 /// Calibrates the clock on the calling thread and records the TSC rate and the measured
@@ -431,6 +464,9 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
         CommandKind::Run => text.push_str(&report::terminal::machine_summary(&report.machine)),
         _ => {}
     }
+    if let Some(stat) = &report.stat {
+        text.push_str(&report::terminal::stat(stat));
+    }
     text.push_str(&report::terminal::experiments(
         &report.experiments,
         plan.print_points,
@@ -459,7 +495,8 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
     if !files.is_empty() {
         text.push_str(&format!("\n Wrote {}\n", files.join(", ")));
     }
-    if outputs.uses_stdout() {
+    // stat's table goes to stderr like perf stat's: stdout belongs to the command.
+    if outputs.uses_stdout() || report.stat.is_some() {
         eprint!("{text}");
     } else {
         print!("{text}");

@@ -10,6 +10,8 @@
 //! - `kernels`: the timed inner loops and the layouts they walk;
 //! - `stats`: robust summaries and level (plateau) detection;
 //! - `experiments`: one file per experiment, each returning a typed result;
+//! - `counters`, `stat`: hardware and software event counters (perf_event_open), and
+//!   `memscope stat`, which counts them around a user's command;
 //! - `report`: the serde model and its exporters (terminal, JSON, CSV, HTML + SVG).
 
 pub mod cli;
@@ -21,6 +23,7 @@ pub mod kernels;
 pub mod plan;
 pub mod platform;
 pub mod report;
+pub mod stat;
 pub mod stats;
 pub mod topology;
 pub mod units;

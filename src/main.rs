@@ -1,10 +1,12 @@
 //! memscope's entry point: parse the command line, run it, map errors to exit codes
-//! (2 for the user's errors, 1 for failures), and treat a closed stdout as success.
+//! (2 for the user's errors, 126/127 for a command `stat` cannot start, as a shell does,
+//! 1 for other failures), and treat a closed stdout as success.
 
 use std::process::ExitCode;
 
 use clap::Parser;
 use memscope::error::{UsageError, USAGE_EXIT_CODE};
+use memscope::platform::child::SpawnError;
 
 fn main() -> ExitCode {
     let cli = memscope::cli::Cli::parse();
@@ -15,7 +17,9 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("memscope: error: {error:#}");
-            if error.downcast_ref::<UsageError>().is_some() {
+            if let Some(spawn) = error.downcast_ref::<SpawnError>() {
+                ExitCode::from(spawn.exit_code())
+            } else if error.downcast_ref::<UsageError>().is_some() {
                 ExitCode::from(USAGE_EXIT_CODE)
             } else {
                 ExitCode::FAILURE

@@ -4,8 +4,10 @@
 
 use crate::cli::{
     BandwidthArgs, Cli, Command, InfoArgs, LatencyArgs, LoadedArgs, MeasureArgs, MlpArgs, NumaArgs,
-    RobArgs, RunArgs, StrideArgs, TlbArgs,
+    RobArgs, RunArgs, StatArgs, StrideArgs, TlbArgs,
 };
+use crate::counters::event::accepted_forms;
+use crate::counters::parse_event_list;
 use crate::error::UsageError;
 use crate::experiments::bandwidth::{sweep_working_sets, BandwidthConfig, Sizes};
 use crate::experiments::latency::{sweep_sizes, LatencyConfig};
@@ -21,6 +23,7 @@ use crate::kernels::permutation::ChaseOrder;
 use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::platform::arena::PagePolicy;
 use crate::report::output::Target;
+use crate::stat::{self, StatPlan};
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::units::{Bytes, KIB, MIB};
@@ -40,6 +43,8 @@ pub struct Plan {
     pub rob: Option<RobConfig>,
     pub tlb: Option<TlbConfig>,
     pub numa: Option<NumaConfig>,
+    /// `memscope stat`: the events and the command.
+    pub stat: Option<StatPlan>,
     /// Experiments of the profile that cannot run on this machine, and why.
     pub skipped: Vec<Skipped>,
     /// Print every sweep point, not only the levels.
@@ -65,6 +70,7 @@ pub enum CommandKind {
     Rob,
     Tlb,
     Numa,
+    Stat,
 }
 
 impl CommandKind {
@@ -80,6 +86,7 @@ impl CommandKind {
             CommandKind::Rob => "rob",
             CommandKind::Tlb => "tlb",
             CommandKind::Numa => "numa",
+            CommandKind::Stat => "stat",
         }
     }
 }
@@ -140,6 +147,7 @@ impl Plan {
             rob: None,
             tlb: None,
             numa: None,
+            stat: None,
             skipped: Vec::new(),
             print_points: false,
         }
@@ -158,7 +166,42 @@ impl Plan {
             Some(Command::Rob(args)) => Plan::rob(args, machine),
             Some(Command::Tlb(args)) => Plan::tlb(args, machine),
             Some(Command::Numa(args)) => Plan::numa(args, machine),
+            Some(Command::Stat(args)) => Plan::stat(args),
         }
+    }
+
+    fn stat(args: &StatArgs) -> Result<Plan, UsageError> {
+        let outputs = Outputs {
+            json: args.json.as_deref().map(Target::parse).transpose()?,
+            csv: args.csv.as_deref().map(Target::parse).transpose()?,
+            html: None,
+        };
+        let groups = if args.events.is_empty() {
+            stat::default_groups()
+        } else {
+            let mut groups = Vec::new();
+            for list in &args.events {
+                groups.extend(
+                    parse_event_list(list).map_err(|e| UsageError::InvalidValue {
+                        flag: "-e/--events",
+                        value: e.value.clone(),
+                        expected: format!(
+                            "an event ({}); accepted: {}",
+                            e.reason,
+                            accepted_forms()
+                        ),
+                    })?,
+                );
+            }
+            groups
+        };
+        let mut plan = Plan::new(CommandKind::Stat, outputs, None);
+        plan.stat = Some(StatPlan {
+            groups,
+            repeat: parse_count("--repeat", &args.repeat, 1, 10_000)?,
+            command: args.command.clone(),
+        });
+        Ok(plan)
     }
 
     fn info(args: &InfoArgs) -> Result<Plan, UsageError> {

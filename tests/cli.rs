@@ -513,3 +513,148 @@ fn numa_on_one_node_is_a_one_by_one_matrix_with_a_note() {
         assert!(numa["remote_local_latency_ratio"].is_null());
     }
 }
+
+#[test]
+fn stat_passes_the_exit_status_through_and_leaves_stdout_to_the_command() {
+    let ok = memscope()
+        .args(["stat", "--", "echo", "hello"])
+        .assert()
+        .success();
+    assert_eq!(ok.get_output().stdout, b"hello\n");
+    let table = String::from_utf8_lossy(&ok.get_output().stderr).into_owned();
+    assert!(table.contains("Counters for 'echo hello'"), "{table}");
+    assert!(table.contains("task-clock"), "{table}");
+    memscope().args(["stat", "--", "true"]).assert().code(0);
+    memscope().args(["stat", "--", "false"]).assert().code(1);
+    memscope()
+        .args(["stat", "sh", "-c", "exit 7"])
+        .assert()
+        .code(7);
+    memscope()
+        .args(["stat", "--", "sh", "-c", "kill -TERM $$"])
+        .assert()
+        .code(128 + 15);
+}
+
+#[test]
+fn stat_of_a_missing_program_is_a_clear_error() {
+    memscope()
+        .args(["stat", "--", "/nonexistent"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains(
+            "cannot run '/nonexistent': No such file or directory",
+        ));
+    memscope()
+        .args(["stat", "--", "memscope-no-such-program"])
+        .assert()
+        .code(127)
+        .stderr(predicate::str::contains(
+            "cannot run 'memscope-no-such-program'",
+        ));
+    memscope()
+        .args(["stat"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("COMMAND"));
+}
+
+#[test]
+fn stat_rejects_bad_events_and_repeats_naming_the_value() {
+    fails_with_usage_error(&["stat", "-e", "cycels", "--", "true"], "'cycels'");
+    fails_with_usage_error(&["stat", "-e", "{cycles", "--", "true"], "{cycles");
+    fails_with_usage_error(&["stat", "-e", "cpu/umask=1/", "--", "true"], "event=0xNN");
+    fails_with_usage_error(&["stat", "--repeat", "0", "--", "true"], "'0'");
+}
+
+#[test]
+fn stat_counts_software_events_and_explains_hardware_ones() {
+    let out = memscope()
+        .args([
+            "stat",
+            "--repeat",
+            "3",
+            "--json",
+            "-",
+            "-e",
+            "task-clock,page-faults,{cycles,instructions},r01C4",
+            "--",
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done",
+        ])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    assert_eq!(report["settings"]["command"], "stat");
+    let stat = &report["stat"];
+    assert_eq!(stat["runs"].as_array().unwrap().len(), 3);
+    let events = stat["events"].as_array().unwrap();
+    let event = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["event"] == name)
+            .unwrap_or_else(|| panic!("{name} in {events:?}"))
+    };
+    assert!(event("task-clock")["count"]["median"].as_f64().unwrap() > 0.0);
+    assert!(event("page-faults")["count"]["median"].as_f64().unwrap() > 0.0);
+    assert_eq!(event("page-faults")["count"]["count"], 3);
+    let pmu = memscope::counters::Probe::detect().has_hardware_pmu();
+    for name in ["cycles", "instructions", "r01C4"] {
+        let e = event(name);
+        match e["not_supported"].as_str() {
+            Some(why) => assert!(why.starts_with("not supported: "), "{why}"),
+            None => assert!(pmu, "{name} counted without a PMU: {e}"),
+        }
+        if !pmu {
+            assert!(e["not_supported"]
+                .as_str()
+                .unwrap()
+                .contains("no hardware PMU"));
+        }
+    }
+    let ipc = stat["derived"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["name"] == "IPC")
+        .expect("IPC is derived from cycles and instructions");
+    assert!(pmu || ipc["not_supported"].as_str().is_some(), "{ipc}");
+    let table = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(table.contains("median of 3 runs"), "{table}");
+}
+
+#[test]
+fn stat_csv_has_event_derived_and_time_rows() {
+    let out = memscope()
+        .args([
+            "stat",
+            "--csv",
+            "-",
+            "-e",
+            "task-clock,cycles",
+            "--",
+            "true",
+        ])
+        .assert()
+        .success();
+    let csv = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("kind,name,unit,median,spread_pct,min,max,multiplexed,running_pct,not_supported")
+    );
+    assert!(
+        csv.lines().any(|l| l.starts_with("event,task-clock,")),
+        "{csv}"
+    );
+    assert!(csv.lines().any(|l| l.starts_with("event,cycles,")), "{csv}");
+    assert!(
+        csv.lines().any(|l| l.starts_with("derived,CPUs utilized,")),
+        "{csv}"
+    );
+    assert!(
+        csv.lines().any(|l| l.starts_with("time,elapsed,s,")),
+        "{csv}"
+    );
+}

@@ -14,7 +14,7 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The perf event type an `Event` is opened with (`perf_event_attr.type`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EventKind {
     /// `PERF_TYPE_HARDWARE`: a generic event the kernel maps to this CPU's PMU.

@@ -2,10 +2,12 @@
 //! memory buffers with an explicit page policy (`arena`), NUMA placement of their pages
 //! through mbind and get_mempolicy (`numa_policy`), teams of pinned threads that run
 //! trials together (`team`), whether a trial was preempted (`preemption`), and hugetlbfs
-//! pages reserved for a run and always given back (`hugepages`).
+//! pages reserved for a run and always given back (`hugepages`), and a user's command
+//! started paused so counters can be attached before its exec (`child`).
 
 pub mod affinity;
 pub mod arena;
+pub mod child;
 pub mod hugepages;
 pub mod numa_policy;
 pub mod preemption;

@@ -4,6 +4,8 @@
 //! e.g. pandas' `comment='#'` per section, or run the single command you need).
 
 use super::Report;
+use crate::stat::StatResult;
+use crate::stats::summary::Summary;
 use crate::topology::Machine;
 
 /// A table of text cells with a header row.
@@ -439,10 +441,74 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
             rows,
         });
     }
+    if let Some(stat) = &report.stat {
+        tables.push(stat_table(stat));
+    }
     if tables.is_empty() {
         tables.push(cache_table(&report.machine));
     }
     tables
+}
+
+/// `memscope stat`: one row per event, derived figure and time, with the median over
+/// the runs, its spread and the reason when not counted.
+fn stat_table(stat: &StatResult) -> CsvTable {
+    let summary_cells = |s: Option<&Summary>| match s {
+        Some(s) => vec![
+            number(s.median),
+            number(s.spread_pct()),
+            number(s.min),
+            number(s.max),
+        ],
+        None => vec![String::new(); 4],
+    };
+    let mut rows = Vec::new();
+    for e in &stat.events {
+        let mut row = vec!["event".to_string(), e.event.clone(), String::new()];
+        row.extend(summary_cells(e.count.as_ref()));
+        row.extend([
+            e.multiplexed.to_string(),
+            e.running_pct.map(number).unwrap_or_default(),
+            e.not_supported.clone().unwrap_or_default(),
+        ]);
+        rows.push(row);
+    }
+    for d in &stat.derived {
+        let mut row = vec!["derived".to_string(), d.name.clone(), d.unit.clone()];
+        row.extend(summary_cells(d.value.as_ref()));
+        row.extend([
+            String::new(),
+            String::new(),
+            d.not_supported.clone().unwrap_or_default(),
+        ]);
+        rows.push(row);
+    }
+    for (name, s) in [
+        ("elapsed", &stat.elapsed_s),
+        ("user", &stat.user_s),
+        ("system", &stat.system_s),
+    ] {
+        let mut row = vec!["time".to_string(), name.to_string(), "s".to_string()];
+        row.extend(summary_cells(Some(s)));
+        row.extend([String::new(), String::new(), String::new()]);
+        rows.push(row);
+    }
+    CsvTable {
+        name: "stat".into(),
+        header: vec![
+            "kind",
+            "name",
+            "unit",
+            "median",
+            "spread_pct",
+            "min",
+            "max",
+            "multiplexed",
+            "running_pct",
+            "not_supported",
+        ],
+        rows,
+    }
 }
 
 fn cache_table(machine: &Machine) -> CsvTable {

@@ -15,6 +15,7 @@ use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
 use crate::experiments::stride::StrideResult;
 use crate::experiments::tlb::TlbResult;
+use crate::stat::StatResult;
 use crate::topology::Machine;
 
 pub mod csv;
@@ -41,6 +42,9 @@ pub struct Report {
     pub settings: Settings,
     pub warnings: Vec<Warning>,
     pub experiments: Experiments,
+    /// `memscope stat`: a user's command and its counts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stat: Option<StatResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -122,6 +126,7 @@ impl Report {
             settings,
             warnings: Vec::new(),
             experiments: Experiments::default(),
+            stat: None,
         }
     }
 }

@@ -19,6 +19,8 @@ pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     align_numbers: bool,
+    /// Rows whose second cell runs across the remaining columns (a reason, not a value).
+    spanning: Vec<usize>,
 }
 
 impl Table {
@@ -27,6 +29,7 @@ impl Table {
             header: header.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
             align_numbers: true,
+            spanning: Vec::new(),
         }
     }
 
@@ -40,12 +43,22 @@ impl Table {
         self.rows.push(cells);
     }
 
+    /// A row with a first cell and a text that runs across the other columns without
+    /// widening them (e.g. "not supported: <reason>" in place of the values).
+    pub fn spanning_row(&mut self, first: String, text: String) {
+        self.spanning.push(self.rows.len());
+        self.rows.push(vec![first, text]);
+    }
+
     pub fn render(&self) -> String {
         let columns = self.header.len();
         let mut widths: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
-        for row in &self.rows {
+        for (r, row) in self.rows.iter().enumerate() {
+            let spans = self.spanning.contains(&r);
             for (i, cell) in row.iter().enumerate().take(columns) {
-                widths[i] = widths[i].max(cell.chars().count());
+                if !(spans && i > 0) {
+                    widths[i] = widths[i].max(cell.chars().count());
+                }
             }
         }
         let numeric =
@@ -75,8 +88,14 @@ impl Table {
                 .join("  "),
         );
         out.push('\n');
-        for row in &self.rows {
-            out.push_str(&line(row, false));
+        for (r, row) in self.rows.iter().enumerate() {
+            if self.spanning.contains(&r) {
+                let first = &row[0];
+                let pad = widths[0] - first.chars().count();
+                out.push_str(&format!(" {first}{}  {}\n", " ".repeat(pad), row[1]));
+            } else {
+                out.push_str(&line(row, false));
+            }
         }
         out
     }
@@ -1285,6 +1304,116 @@ pub fn experiments(e: &super::Experiments, with_points: bool) -> String {
     }
     if let Some(r) = &e.numa {
         out.push_str(&numa(r));
+    }
+    out
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if value < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+fn spread_text(summary: &crate::stats::summary::Summary) -> String {
+    if summary.count < 2 {
+        String::new()
+    } else {
+        format!("±{:.1}%", summary.spread_pct())
+    }
+}
+
+/// A derived figure with the digits that matter: 0.412, 3.27, 51.2, 51,744.
+fn derived_value(v: f64) -> String {
+    match v.abs() {
+        a if a >= 1000.0 => thousands(v),
+        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 10.0 => format!("{v:.1}"),
+        a if a >= 1.0 => format!("{v:.2}"),
+        _ => format!("{v:.3}"),
+    }
+}
+
+/// `memscope stat`: the counts, the derived figures, the times and the notes.
+pub fn stat(result: &crate::stat::StatResult) -> String {
+    let runs = result.runs.len();
+    let mut out = heading(&format!(
+        "Counters for '{}' ({})",
+        result.command.join(" "),
+        if runs == 1 {
+            "1 run".to_string()
+        } else {
+            format!("median of {runs} runs, spread = 1.4826·MAD/median")
+        }
+    ));
+    let mut table = Table::new(&["event", "count", "unit", "spread", "counted"]);
+    for e in &result.events {
+        let Some(count) = &e.count else {
+            let why = e.not_supported.clone().unwrap_or_default();
+            table.spanning_row(e.event.clone(), why);
+            continue;
+        };
+        let (value, unit) = match e.event.as_str() {
+            "task-clock" | "cpu-clock" => (format!("{:.2}", count.median / 1e6), "ms"),
+            _ => (thousands(count.median), ""),
+        };
+        let marks = format!(
+            "{}{}",
+            if e.multiplexed { "*" } else { "" },
+            if e.user_only { " (u)" } else { "" }
+        );
+        table.row(vec![
+            e.event.clone(),
+            value + &marks,
+            unit.to_string(),
+            spread_text(count),
+            e.running_pct
+                .map(|p| format!("{p:.0}%"))
+                .unwrap_or_default(),
+        ]);
+    }
+    out.push_str(&table.render());
+    if !result.derived.is_empty() {
+        out.push('\n');
+        let mut table = Table::new(&["derived", "value", "unit", "spread", "from"]);
+        for d in &result.derived {
+            match &d.value {
+                Some(v) => table.row(vec![
+                    d.name.clone(),
+                    derived_value(v.median),
+                    d.unit.clone(),
+                    spread_text(v),
+                    d.formula.clone(),
+                ]),
+                None => {
+                    table.spanning_row(d.name.clone(), d.not_supported.clone().unwrap_or_default())
+                }
+            }
+        }
+        out.push_str(&table.render());
+    }
+    out.push_str(&format!(
+        "\n {:.4} s elapsed{}, {:.4} s user, {:.4} s system; {}\n",
+        result.elapsed_s.median,
+        match spread_text(&result.elapsed_s) {
+            s if s.is_empty() => String::new(),
+            s => format!(" ({s})"),
+        },
+        result.user_s.median,
+        result.system_s.median,
+        result.termination
+    ));
+    for note in &result.notes {
+        out.push_str(&format!(" - {note}\n"));
     }
     out
 }

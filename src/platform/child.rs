@@ -1,0 +1,403 @@
+//! Running a user's command as a child process that waits, after the fork, until the
+//! parent has attached its counters, then execs the program directly (argv, no shell).
+//!
+//! `std::process::Command` cannot be used: it returns only after the exec, too late to
+//! open counters with `enable_on_exec` on the child. So: the program is looked up on
+//! PATH before the fork (as execvp would), the child blocks reading a pipe, the parent
+//! opens its counters for the child's pid and writes one byte, and the child execs. A
+//! second, close-on-exec pipe carries the errno back when the exec fails, so "no such
+//! program" is an error the parent reports, not an exit status it has to guess from.
+//! The child calls only async-signal-safe functions between fork and exec.
+
+use std::ffi::{CString, OsStr, OsString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// Why a command could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("cannot run '{program}': {error}")]
+    Exec { program: String, error: io::Error },
+    #[error("the command contains a NUL byte: '{0}'")]
+    NulByte(String),
+    #[error("the command is empty")]
+    Empty,
+    #[error("could not start a child process: {0}")]
+    Fork(#[source] io::Error),
+}
+
+impl SpawnError {
+    /// The exit status a shell gives the same failure: 127 for a program that is not
+    /// found, 126 for one that is found but cannot be executed.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            SpawnError::Exec { error, .. } if error.kind() == io::ErrorKind::NotFound => 127,
+            SpawnError::Exec { .. } => 126,
+            _ => 1,
+        }
+    }
+}
+
+/// How the command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Termination {
+    Exited(i32),
+    Signaled(i32),
+}
+
+impl Termination {
+    /// The status a shell reports: the exit code, or 128 + the signal number.
+    pub fn shell_status(self) -> i32 {
+        match self {
+            Termination::Exited(code) => code,
+            Termination::Signaled(signal) => 128 + signal,
+        }
+    }
+
+    pub fn success(self) -> bool {
+        self == Termination::Exited(0)
+    }
+}
+
+impl std::fmt::Display for Termination {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Termination::Exited(code) => write!(f, "exit status {code}"),
+            Termination::Signaled(signal) => write!(f, "killed by signal {signal}"),
+        }
+    }
+}
+
+/// A finished command: how it ended, its wall time from the release to the exit, and
+/// the CPU time it and the descendants it waited for used.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished {
+    pub termination: Termination,
+    pub elapsed: Duration,
+    pub user: Duration,
+    pub system: Duration,
+}
+
+/// A forked child blocked before its exec. Dropping it without `release` kills it.
+pub struct PausedChild {
+    pid: libc::pid_t,
+    program: String,
+    go: Option<OwnedFd>,
+    exec_error: OwnedFd,
+}
+
+/// Everything the child needs, prepared before the fork (the child must not allocate).
+struct ExecPlan {
+    candidates: Vec<CString>,
+    argv: Vec<CString>,
+}
+
+impl ExecPlan {
+    fn new(command: &[OsString]) -> Result<ExecPlan, SpawnError> {
+        let program = command.first().ok_or(SpawnError::Empty)?;
+        let cstring = |s: &OsStr| {
+            CString::new(s.as_bytes()).map_err(|_| SpawnError::NulByte(s.to_string_lossy().into()))
+        };
+        let argv = command
+            .iter()
+            .map(|a| cstring(a))
+            .collect::<Result<Vec<_>, _>>()?;
+        if program.is_empty() {
+            return Err(SpawnError::Exec {
+                program: String::new(),
+                error: io::Error::from_raw_os_error(libc::ENOENT),
+            });
+        }
+        let candidates = if program.as_bytes().contains(&b'/') {
+            vec![argv[0].clone()]
+        } else {
+            let path = std::env::var_os("PATH")
+                .unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+            std::env::split_paths(&path)
+                .map(|dir| {
+                    let dir = if dir.as_os_str().is_empty() {
+                        Path::new(".").to_path_buf()
+                    } else {
+                        dir
+                    };
+                    cstring(dir.join(program).as_os_str())
+                })
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        Ok(ExecPlan { candidates, argv })
+    }
+}
+
+fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
+    let mut fds = [0; 2];
+    // SAFETY: pipe2 writes two new descriptors into the array.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Forks a child that will exec `command` (looked up on PATH when it has no '/') once
+/// released. Its stdin, stdout and stderr are memscope's.
+pub fn spawn_paused(command: &[OsString]) -> Result<PausedChild, SpawnError> {
+    let plan = ExecPlan::new(command)?;
+    let (go_read, go_write) = pipe().map_err(SpawnError::Fork)?;
+    let (err_read, err_write) = pipe().map_err(SpawnError::Fork)?;
+    let mut argv: Vec<*const libc::c_char> = plan.argv.iter().map(|a| a.as_ptr()).collect();
+    argv.push(std::ptr::null());
+    // SAFETY: the child runs only async-signal-safe calls (read, write, sigaction,
+    // execv, _exit) on memory prepared before the fork, then execs or exits.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(SpawnError::Fork(io::Error::last_os_error()));
+    }
+    if pid == 0 {
+        // SAFETY: see above; the descriptors and strings stay valid in the child.
+        unsafe {
+            libc::close(go_write.as_raw_fd());
+            libc::close(err_read.as_raw_fd());
+            child_after_fork(&plan, &argv, go_read.as_raw_fd(), err_write.as_raw_fd())
+        }
+    }
+    drop(go_read);
+    drop(err_write);
+    Ok(PausedChild {
+        pid,
+        program: command[0].to_string_lossy().into_owned(),
+        go: Some(go_write),
+        exec_error: err_read,
+    })
+}
+
+/// The child's side (its copies of the parent's pipe ends already closed, so the go
+/// pipe reads end-of-file when the parent gives up): wait for the go byte, restore the default disposition of the
+/// signals Rust's runtime ignores, try each candidate path, report the errno, exit.
+unsafe fn child_after_fork(
+    plan: &ExecPlan,
+    argv: &[*const libc::c_char],
+    go: libc::c_int,
+    exec_error: libc::c_int,
+) -> ! {
+    let mut byte = 0u8;
+    loop {
+        let n = libc::read(go, (&mut byte as *mut u8).cast(), 1);
+        if n == 1 {
+            break;
+        }
+        if n == 0 || *libc::__errno_location() != libc::EINTR {
+            // The parent gave up before releasing us.
+            libc::_exit(125);
+        }
+    }
+    let mut default: libc::sigaction = std::mem::zeroed();
+    default.sa_sigaction = libc::SIG_DFL;
+    for signal in [libc::SIGPIPE, libc::SIGINT, libc::SIGQUIT] {
+        libc::sigaction(signal, &default, std::ptr::null_mut());
+    }
+    // As execvp: ENOENT-like failures try the next directory, and a program found but
+    // not executable (EACCES) is reported in preference to "not found".
+    let mut errno = libc::ENOENT;
+    for candidate in &plan.candidates {
+        libc::execv(candidate.as_ptr(), argv.as_ptr());
+        match *libc::__errno_location() {
+            libc::ENOENT | libc::ENOTDIR | libc::ELOOP | libc::ENAMETOOLONG => {}
+            libc::EACCES => errno = libc::EACCES,
+            other => {
+                errno = other;
+                break;
+            }
+        }
+    }
+    let bytes = errno.to_ne_bytes();
+    libc::write(exec_error, bytes.as_ptr().cast(), bytes.len());
+    libc::_exit(127)
+}
+
+impl PausedChild {
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Lets the child exec and waits for the command to end. While it runs, memscope
+    /// ignores SIGINT and SIGQUIT (as `time` and `perf stat` do): Ctrl-C stops the
+    /// command, and memscope still reports what was counted.
+    pub fn run(mut self) -> Result<Finished, SpawnError> {
+        let ignored = IgnoredSignals::new();
+        let start = Instant::now();
+        let go = self.go.take().expect("released once");
+        // SAFETY: writing one byte to our end of the pipe.
+        unsafe { libc::write(go.as_raw_fd(), [1u8].as_ptr().cast(), 1) };
+        drop(go);
+        let mut errno = [0u8; 4];
+        let n = read_fully(&self.exec_error, &mut errno);
+        let exec_failed = n == errno.len();
+        let mut status = 0;
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: waiting for our own child, with valid out-pointers.
+            let r = unsafe { libc::wait4(self.pid, &mut status, 0, &mut usage) };
+            if r == self.pid {
+                break;
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(SpawnError::Fork(e));
+            }
+        }
+        let elapsed = start.elapsed();
+        drop(ignored);
+        self.pid = 0;
+        if exec_failed {
+            return Err(SpawnError::Exec {
+                program: self.program.clone(),
+                error: io::Error::from_raw_os_error(i32::from_ne_bytes(errno)),
+            });
+        }
+        let termination = if libc::WIFSIGNALED(status) {
+            Termination::Signaled(libc::WTERMSIG(status))
+        } else {
+            Termination::Exited(libc::WEXITSTATUS(status))
+        };
+        let time = |tv: libc::timeval| {
+            Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
+        };
+        Ok(Finished {
+            termination,
+            elapsed,
+            user: time(usage.ru_utime),
+            system: time(usage.ru_stime),
+        })
+    }
+}
+
+impl Drop for PausedChild {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            // Never released: closing the go pipe makes the child exit; reap it.
+            self.go.take();
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        }
+    }
+}
+
+/// Reads until `buf` is full or end of file; returns the bytes read.
+fn read_fully(fd: &OwnedFd, buf: &mut [u8]) -> usize {
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: reading into the unfilled part of `buf`.
+        let n = unsafe {
+            libc::read(
+                fd.as_raw_fd(),
+                buf[got..].as_mut_ptr().cast(),
+                buf.len() - got,
+            )
+        };
+        match n {
+            n if n > 0 => got += n as usize,
+            0 => break,
+            _ if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted => {}
+            _ => break,
+        }
+    }
+    got
+}
+
+/// SIGINT and SIGQUIT ignored in memscope until dropped.
+struct IgnoredSignals(Vec<(libc::c_int, libc::sigaction)>);
+
+impl IgnoredSignals {
+    fn new() -> IgnoredSignals {
+        let mut saved = Vec::new();
+        for signal in [libc::SIGINT, libc::SIGQUIT] {
+            // SAFETY: sigaction with valid pointers; the old action is kept to restore.
+            unsafe {
+                let mut ignore: libc::sigaction = std::mem::zeroed();
+                ignore.sa_sigaction = libc::SIG_IGN;
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &ignore, &mut old) == 0 {
+                    saved.push((signal, old));
+                }
+            }
+        }
+        IgnoredSignals(saved)
+    }
+}
+
+impl Drop for IgnoredSignals {
+    fn drop(&mut self) {
+        for (signal, old) in &self.0 {
+            // SAFETY: restoring the action saved in `new`.
+            unsafe { libc::sigaction(*signal, old, std::ptr::null_mut()) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Finished, SpawnError> {
+        let command: Vec<OsString> = args.iter().map(OsString::from).collect();
+        spawn_paused(&command)?.run()
+    }
+
+    #[test]
+    fn exit_statuses_come_back() {
+        assert_eq!(run(&["true"]).unwrap().termination, Termination::Exited(0));
+        assert_eq!(run(&["false"]).unwrap().termination, Termination::Exited(1));
+        let killed = run(&["sh", "-c", "kill -TERM $$"]).unwrap().termination;
+        assert_eq!(killed, Termination::Signaled(libc::SIGTERM));
+        assert_eq!(killed.shell_status(), 128 + libc::SIGTERM);
+    }
+
+    #[test]
+    fn a_missing_program_is_an_error_with_the_shells_status() {
+        for missing in ["/nonexistent", "memscope-no-such-program"] {
+            let err = run(&[missing]).unwrap_err();
+            assert!(
+                err.to_string().contains(&format!("cannot run '{missing}'")),
+                "{err}"
+            );
+            assert!(err.to_string().contains("No such file"), "{err}");
+            assert_eq!(err.exit_code(), 127);
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("not-executable");
+        std::fs::write(&script, "#!/bin/sh\n").unwrap();
+        let err = run(&[script.to_str().unwrap()]).unwrap_err();
+        assert_eq!(err.exit_code(), 126, "{err}");
+        assert!(matches!(run(&[]), Err(SpawnError::Empty)));
+        assert!(matches!(run(&["tr\0ue"]), Err(SpawnError::NulByte(_))));
+    }
+
+    #[test]
+    fn elapsed_and_cpu_times_are_measured() {
+        let finished = run(&["sleep", "0.05"]).unwrap();
+        assert!(finished.elapsed >= Duration::from_millis(50));
+        assert!(finished.elapsed < Duration::from_secs(5));
+        let busy = run(&[
+            "sh",
+            "-c",
+            "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done",
+        ])
+        .unwrap();
+        assert!(busy.user + busy.system > Duration::ZERO, "{busy:?}");
+    }
+
+    #[test]
+    fn a_child_that_is_never_released_is_reaped() {
+        let child = spawn_paused(&[OsString::from("true")]).unwrap();
+        let pid = child.pid();
+        drop(child);
+        // SAFETY: probing whether the pid still names our child.
+        let r = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+        assert_eq!(r, -1, "the child should already have been reaped");
+    }
+}

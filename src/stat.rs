@@ -1,0 +1,792 @@
+//! `memscope stat -- CMD`: counts a command's events (a memory-focused set by default)
+//! over one or more runs, and derives IPC, miss ratios, misses per kilo-instruction, the
+//! dTLB miss rate and a bandwidth estimate from the counts that exist on this machine.
+//!
+//! Each run forks the command paused, opens every event group on the child with
+//! `enable_on_exec`, releases it and waits (`platform::child`), so counting covers the
+//! command from its exec to its exit and nothing of memscope. Counts are scaled for
+//! multiplexing and flagged; with several runs the median and the spread
+//! (1.4826·MAD/median) are reported. An event the machine cannot count keeps its row,
+//! with `not supported: <reason>`, and so does every figure derived from it.
+
+use std::ffi::OsString;
+
+use serde::{Deserialize, Serialize};
+
+use crate::counters::event::{hw_cache_config, CacheId, CacheOp, CacheResult};
+use crate::counters::{CounterGroup, Event, EventKind, Probe, Reading, Refusal, Scaled, Target};
+use crate::platform::child::{self, SpawnError, Termination};
+use crate::stats::summary::Summary;
+
+/// What `memscope stat` runs.
+#[derive(Debug, Clone)]
+pub struct StatPlan {
+    /// Event groups as requested (before spreading over a hybrid CPU's core PMUs).
+    pub groups: Vec<Vec<Event>>,
+    pub repeat: usize,
+    pub command: Vec<OsString>,
+}
+
+/// The default event set: the software events, then hardware pairs grouped so each
+/// ratio comes from the same time slices when the PMU has to multiplex.
+pub const DEFAULT_EVENTS: &[&[&str]] = &[
+    &[
+        "task-clock",
+        "context-switches",
+        "cpu-migrations",
+        "page-faults",
+    ],
+    &["cycles", "instructions"],
+    &["cache-references", "cache-misses"],
+    &["L1-dcache-loads", "L1-dcache-load-misses"],
+    &["LLC-loads", "LLC-load-misses"],
+    &["dTLB-loads", "dTLB-load-misses"],
+    &["dTLB-store-misses"],
+];
+
+pub fn default_groups() -> Vec<Vec<Event>> {
+    DEFAULT_EVENTS
+        .iter()
+        .map(|group| {
+            group
+                .iter()
+                .map(|name| Event::parse(name).expect("built-in event names parse"))
+                .collect()
+        })
+        .collect()
+}
+
+/// One run of the command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatRun {
+    pub elapsed_s: f64,
+    pub user_s: f64,
+    pub system_s: f64,
+    pub termination: Termination,
+    /// Scaled counts in the order of `StatResult::events`; `None` when not counted.
+    pub counts: Vec<Option<f64>>,
+}
+
+/// One event over all runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EventStat {
+    /// The name as requested, `pmu/name/` for one core PMU of a hybrid CPU.
+    pub event: String,
+    pub kind: EventKind,
+    /// Median, MAD, min and max of the scaled counts over the runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Summary>,
+    /// Percentage of the enabled time the event had a hardware counter (lowest run);
+    /// below 100 the count is extrapolated (multiplexed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_pct: Option<f64>,
+    #[serde(default)]
+    pub multiplexed: bool,
+    /// Only user-mode execution was counted (kernel counting not permitted).
+    #[serde(default)]
+    pub user_only: bool,
+    /// Could not join the group it was listed in; scheduled alone.
+    #[serde(default)]
+    pub own_group: bool,
+    /// `not supported: <reason>` when the event could not be counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_supported: Option<String>,
+}
+
+/// A figure computed from counts, per run, then summarised over the runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DerivedFigure {
+    pub name: String,
+    pub unit: String,
+    /// How it is computed, e.g. "instructions / cycles".
+    pub formula: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Summary>,
+    /// `not supported: <reason>` when an input event was not counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_supported: Option<String>,
+}
+
+/// The result of `memscope stat`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StatResult {
+    pub command: Vec<String>,
+    pub runs_requested: usize,
+    pub runs: Vec<StatRun>,
+    pub events: Vec<EventStat>,
+    pub derived: Vec<DerivedFigure>,
+    /// Wall time from the exec to the exit, and the command's CPU time, in seconds.
+    pub elapsed_s: Summary,
+    pub user_s: Summary,
+    pub system_s: Summary,
+    /// How the last run ended; memscope exits with its shell status.
+    pub termination: Termination,
+    /// The cache line size used for the bandwidth estimate.
+    pub line_bytes: u64,
+    /// The full explanation of each distinct refusal, and other remarks.
+    pub notes: Vec<String>,
+}
+
+impl StatResult {
+    /// memscope's exit status: the command's (128 + signal when it was killed).
+    pub fn exit_status(&self) -> u8 {
+        self.termination.shell_status().clamp(0, 255) as u8
+    }
+}
+
+/// Runs the plan: `repeat` runs, stopping after a run that fails (its status is passed
+/// through). Errors only when the command cannot be started at all.
+pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult, SpawnError> {
+    let groups = probe.expand_for_core_pmus(&plan.groups);
+    let events: Vec<Event> = groups.iter().flatten().cloned().collect();
+    let mut runs = Vec::new();
+    let mut readings_per_run: Vec<Vec<Reading>> = Vec::new();
+    let mut notes = Vec::new();
+    for index in 0..plan.repeat {
+        let paused = child::spawn_paused(&plan.command)?;
+        let counters =
+            CounterGroup::open_groups(&groups, Target::ChildBeforeExec(paused.pid()), probe);
+        let finished = paused.run()?;
+        let readings = counters.read().unwrap_or_else(|e| {
+            notes.push(format!(
+                "reading the counters failed in run {}: {e}",
+                index + 1
+            ));
+            Vec::new()
+        });
+        let counts = events
+            .iter()
+            .enumerate()
+            .map(|(i, _)| readings.get(i).and_then(scaled))
+            .collect();
+        runs.push(StatRun {
+            elapsed_s: finished.elapsed.as_secs_f64(),
+            user_s: finished.user.as_secs_f64(),
+            system_s: finished.system.as_secs_f64(),
+            termination: finished.termination,
+            counts,
+        });
+        readings_per_run.push(readings);
+        if !finished.termination.success() {
+            if index + 1 < plan.repeat {
+                notes.push(format!(
+                    "run {} of {} ended with {}; the remaining runs were not made",
+                    index + 1,
+                    plan.repeat,
+                    finished.termination
+                ));
+            }
+            break;
+        }
+    }
+    let event_stats = event_stats(&events, &runs, &readings_per_run);
+    for note in refusals(&readings_per_run) {
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+    if event_stats.iter().any(|e| e.multiplexed) {
+        notes.push(
+            "counts marked * were multiplexed: the PMU had fewer counters than events, so \
+             each was counted part of the time and scaled by time enabled / time running"
+                .to_string(),
+        );
+    }
+    if event_stats.iter().any(|e| e.user_only) {
+        notes.push(
+            "counts marked (u) exclude the kernel: counting kernel mode is not permitted at \
+             this perf_event_paranoid level"
+                .to_string(),
+        );
+    }
+    let derived = derive(&events, &event_stats, &runs, line_bytes);
+    let summary = |f: fn(&StatRun) -> f64| {
+        Summary::of(&runs.iter().map(f).collect::<Vec<_>>()).expect("at least one run")
+    };
+    Ok(StatResult {
+        command: plan
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        runs_requested: plan.repeat,
+        elapsed_s: summary(|r| r.elapsed_s),
+        user_s: summary(|r| r.user_s),
+        system_s: summary(|r| r.system_s),
+        termination: runs.last().expect("at least one run").termination,
+        runs,
+        events: event_stats,
+        derived,
+        line_bytes,
+        notes,
+    })
+}
+
+fn scaled(reading: &Reading) -> Option<f64> {
+    match &reading.result {
+        Ok(count) => match count.scaled {
+            Scaled::Counted { value, .. } => Some(value as f64),
+            Scaled::NotCounted => None,
+        },
+        Err(_) => None,
+    }
+}
+
+/// The short form of a refusal for a table row; the full advice goes in the notes.
+fn short_reason(refusal: &Refusal) -> String {
+    match refusal {
+        Refusal::NoHardwarePmu => "no hardware PMU (e.g. a VM without PMU passthrough)".into(),
+        Refusal::NotPermitted {
+            paranoid: Some(level),
+        } => format!("not permitted (perf_event_paranoid is {level})"),
+        Refusal::NotPermitted { paranoid: None } => "not permitted".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The full explanation of every refusal whose table row shows a shorter form.
+fn refusals(readings: &[Vec<Reading>]) -> Vec<String> {
+    readings
+        .iter()
+        .flatten()
+        .filter_map(|r| r.result.as_ref().err())
+        .filter(|u| short_reason(&u.reason) != u.reason.to_string())
+        .map(|u| format!("not supported: {}", u.reason))
+        .collect()
+}
+
+fn event_stats(events: &[Event], runs: &[StatRun], readings: &[Vec<Reading>]) -> Vec<EventStat> {
+    events
+        .iter()
+        .enumerate()
+        .map(|(i, event)| {
+            let values: Vec<f64> = runs.iter().filter_map(|r| r.counts[i]).collect();
+            let counts: Vec<_> = readings
+                .iter()
+                .filter_map(|r| r.get(i))
+                .filter_map(|r| r.result.as_ref().ok())
+                .collect();
+            let refusal = readings
+                .iter()
+                .filter_map(|r| r.get(i))
+                .find_map(|r| r.result.as_ref().err());
+            let running_pct = counts
+                .iter()
+                .filter(|c| c.time_enabled > 0)
+                .map(|c| (c.time_running as f64 / c.time_enabled as f64 * 100.0).min(100.0))
+                .reduce(f64::min);
+            let not_supported = match (values.is_empty(), refusal) {
+                (false, _) => None,
+                (true, Some(u)) => Some(format!("not supported: {}", short_reason(&u.reason))),
+                (true, None) => Some(
+                    "not counted: the event never got a hardware counter (the PMU was busy or \
+                     the group cannot be scheduled)"
+                        .to_string(),
+                ),
+            };
+            EventStat {
+                event: event.name.clone(),
+                kind: event.kind,
+                count: Summary::of(&values),
+                running_pct,
+                multiplexed: counts.iter().any(|c| {
+                    matches!(
+                        c.scaled,
+                        Scaled::Counted {
+                            multiplexed: true,
+                            ..
+                        }
+                    )
+                }),
+                user_only: counts.iter().any(|c| c.user_only),
+                own_group: counts.iter().any(|c| c.own_group),
+                not_supported,
+            }
+        })
+        .collect()
+}
+
+/// Identifies a generic event whatever it was called (`cycles`, `cpu-cycles`,
+/// `cpu_core/cycles/`): its kind and the low half of its config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct EventId(EventKind, u64);
+
+const CYCLES: EventId = EventId(EventKind::Hardware, 0);
+const INSTRUCTIONS: EventId = EventId(EventKind::Hardware, 1);
+const CACHE_REFERENCES: EventId = EventId(EventKind::Hardware, 2);
+const CACHE_MISSES: EventId = EventId(EventKind::Hardware, 3);
+const TASK_CLOCK: EventId = EventId(EventKind::Software, 1);
+const PAGE_FAULTS: EventId = EventId(EventKind::Software, 2);
+
+fn cache(id: CacheId, op: CacheOp, result: CacheResult) -> EventId {
+    EventId(EventKind::HwCache, hw_cache_config(id, op, result))
+}
+
+fn id_of(event: &Event) -> Option<EventId> {
+    match event.kind {
+        EventKind::Raw => None,
+        kind => Some(EventId(kind, event.config & 0xffff_ffff)),
+    }
+}
+
+/// What a derived figure divides.
+#[derive(Debug, Clone, Copy)]
+enum Denominator {
+    Event(EventId),
+    ElapsedNs,
+}
+
+/// A derived figure: numerator × scale / denominator.
+struct Formula {
+    name: &'static str,
+    unit: &'static str,
+    numerator: EventId,
+    denominator: Denominator,
+    /// Multiplies the ratio (100 for %, 1000 for MPKI, the line size for bytes).
+    scale: f64,
+}
+
+/// Inputs of the derived figures, by the events present in one run.
+struct RunCounts<'a> {
+    events: &'a [Event],
+    run: &'a StatRun,
+}
+
+impl RunCounts<'_> {
+    /// The sum of the counts of every copy of `id` (one per core PMU on a hybrid CPU);
+    /// `None` when no copy was counted.
+    fn total(&self, id: EventId) -> Option<f64> {
+        self.events
+            .iter()
+            .zip(&self.run.counts)
+            .filter(|(e, _)| id_of(e) == Some(id))
+            .filter_map(|(_, c)| *c)
+            .reduce(|a, b| a + b)
+    }
+}
+
+fn formulas(line_bytes: u64) -> Vec<(Formula, String)> {
+    let l1_loads = cache(CacheId::L1d, CacheOp::Read, CacheResult::Access);
+    let l1_misses = cache(CacheId::L1d, CacheOp::Read, CacheResult::Miss);
+    let llc_loads = cache(CacheId::Ll, CacheOp::Read, CacheResult::Access);
+    let llc_misses = cache(CacheId::Ll, CacheOp::Read, CacheResult::Miss);
+    let dtlb_loads = cache(CacheId::Dtlb, CacheOp::Read, CacheResult::Access);
+    let dtlb_load_misses = cache(CacheId::Dtlb, CacheOp::Read, CacheResult::Miss);
+    let dtlb_store_misses = cache(CacheId::Dtlb, CacheOp::Write, CacheResult::Miss);
+    let ratio = |name, unit, numerator, denominator, scale, formula: String| {
+        (
+            Formula {
+                name,
+                unit,
+                numerator,
+                denominator: Denominator::Event(denominator),
+                scale,
+            },
+            formula,
+        )
+    };
+    let per_second = |name, unit, numerator, scale, formula: String| {
+        (
+            Formula {
+                name,
+                unit,
+                numerator,
+                denominator: Denominator::ElapsedNs,
+                scale,
+            },
+            formula,
+        )
+    };
+    let line = line_bytes as f64;
+    vec![
+        ratio(
+            "IPC",
+            "instructions/cycle",
+            INSTRUCTIONS,
+            CYCLES,
+            1.0,
+            "instructions / cycles".into(),
+        ),
+        ratio(
+            "clock",
+            "GHz",
+            CYCLES,
+            TASK_CLOCK,
+            1.0,
+            "cycles / task-clock".into(),
+        ),
+        per_second(
+            "CPUs utilized",
+            "",
+            TASK_CLOCK,
+            1.0,
+            "task-clock / elapsed".into(),
+        ),
+        ratio(
+            "cache miss ratio",
+            "%",
+            CACHE_MISSES,
+            CACHE_REFERENCES,
+            100.0,
+            "cache-misses / cache-references".into(),
+        ),
+        ratio(
+            "L1d load miss ratio",
+            "%",
+            l1_misses,
+            l1_loads,
+            100.0,
+            "L1-dcache-load-misses / L1-dcache-loads".into(),
+        ),
+        ratio(
+            "LLC load miss ratio",
+            "%",
+            llc_misses,
+            llc_loads,
+            100.0,
+            "LLC-load-misses / LLC-loads".into(),
+        ),
+        ratio(
+            "dTLB load miss rate",
+            "%",
+            dtlb_load_misses,
+            dtlb_loads,
+            100.0,
+            "dTLB-load-misses / dTLB-loads".into(),
+        ),
+        ratio(
+            "L1d load MPKI",
+            "misses/1000 instr",
+            l1_misses,
+            INSTRUCTIONS,
+            1000.0,
+            "1000 × L1-dcache-load-misses / instructions".into(),
+        ),
+        ratio(
+            "LLC load MPKI",
+            "misses/1000 instr",
+            llc_misses,
+            INSTRUCTIONS,
+            1000.0,
+            "1000 × LLC-load-misses / instructions".into(),
+        ),
+        ratio(
+            "cache-miss MPKI",
+            "misses/1000 instr",
+            CACHE_MISSES,
+            INSTRUCTIONS,
+            1000.0,
+            "1000 × cache-misses / instructions".into(),
+        ),
+        ratio(
+            "dTLB load MPKI",
+            "misses/1000 instr",
+            dtlb_load_misses,
+            INSTRUCTIONS,
+            1000.0,
+            "1000 × dTLB-load-misses / instructions".into(),
+        ),
+        ratio(
+            "dTLB store MPKI",
+            "misses/1000 instr",
+            dtlb_store_misses,
+            INSTRUCTIONS,
+            1000.0,
+            "1000 × dTLB-store-misses / instructions".into(),
+        ),
+        per_second(
+            "page faults",
+            "/s",
+            PAGE_FAULTS,
+            1e9,
+            "page-faults / elapsed".into(),
+        ),
+        per_second(
+            "LLC-miss read bandwidth",
+            "GB/s",
+            llc_misses,
+            line,
+            format!(
+                "LLC-load-misses × {line_bytes} B / elapsed: demand reads that missed the LLC; \
+                 prefetches and write-backs not included"
+            ),
+        ),
+        per_second(
+            "cache-miss bandwidth",
+            "GB/s",
+            CACHE_MISSES,
+            line,
+            format!("cache-misses × {line_bytes} B / elapsed: one line per miss"),
+        ),
+    ]
+}
+
+/// The derived figures whose input events were all requested: their value per run,
+/// summarised, or why an input was not counted.
+fn derive(
+    events: &[Event],
+    stats: &[EventStat],
+    runs: &[StatRun],
+    line_bytes: u64,
+) -> Vec<DerivedFigure> {
+    let present = |id: EventId| events.iter().any(|e| id_of(e) == Some(id));
+    let reason = |id: EventId| {
+        events
+            .iter()
+            .zip(stats)
+            .filter(|(e, _)| id_of(e) == Some(id))
+            .find_map(|(_, s)| s.not_supported.clone())
+    };
+    formulas(line_bytes)
+        .into_iter()
+        .filter(|(f, _)| {
+            present(f.numerator)
+                && match f.denominator {
+                    Denominator::Event(d) => present(d),
+                    Denominator::ElapsedNs => true,
+                }
+        })
+        .map(|(f, formula)| {
+            let values: Vec<f64> = runs
+                .iter()
+                .filter_map(|run| {
+                    let counts = RunCounts { events, run };
+                    let numerator = counts.total(f.numerator)?;
+                    let denominator = match f.denominator {
+                        Denominator::Event(d) => counts.total(d)?,
+                        Denominator::ElapsedNs => run.elapsed_s * 1e9,
+                    };
+                    (denominator > 0.0).then(|| numerator * f.scale / denominator)
+                })
+                .collect();
+            let value = Summary::of(&values);
+            let not_supported = match value {
+                Some(_) => None,
+                None => Some(
+                    [
+                        Some(f.numerator),
+                        match f.denominator {
+                            Denominator::Event(d) => Some(d),
+                            Denominator::ElapsedNs => None,
+                        },
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .find_map(reason)
+                    .unwrap_or_else(|| "not computed: a denominator was zero".to_string()),
+                ),
+            };
+            DerivedFigure {
+                name: f.name.to_string(),
+                unit: f.unit.to_string(),
+                formula,
+                value,
+                not_supported,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::parse_event_list;
+
+    fn events(list: &str) -> Vec<Event> {
+        parse_event_list(list)
+            .unwrap()
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+
+    fn run_with(counts: &[Option<f64>], elapsed_s: f64) -> StatRun {
+        StatRun {
+            elapsed_s,
+            user_s: 0.0,
+            system_s: 0.0,
+            termination: Termination::Exited(0),
+            counts: counts.to_vec(),
+        }
+    }
+
+    fn stats_for(events: &[Event], runs: &[StatRun]) -> Vec<EventStat> {
+        event_stats(events, runs, &[])
+    }
+
+    fn figure<'a>(derived: &'a [DerivedFigure], name: &str) -> &'a DerivedFigure {
+        derived
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {derived:?}"))
+    }
+
+    #[test]
+    fn derived_figures_follow_from_the_counts() {
+        let evs = events(
+            "task-clock,page-faults,cycles,instructions,LLC-loads,LLC-load-misses,dTLB-loads,dTLB-load-misses",
+        );
+        let runs = [
+            run_with(
+                &[
+                    Some(1e9),
+                    Some(500.0),
+                    Some(3e9),
+                    Some(6e9),
+                    Some(1e8),
+                    Some(2.5e7),
+                    Some(2e9),
+                    Some(2e6),
+                ],
+                1.0,
+            ),
+            run_with(
+                &[
+                    Some(1e9),
+                    Some(700.0),
+                    Some(3e9),
+                    Some(6.6e9),
+                    Some(1e8),
+                    Some(2.5e7),
+                    Some(2e9),
+                    Some(2e6),
+                ],
+                1.0,
+            ),
+        ];
+        let derived = derive(&evs, &stats_for(&evs, &runs), &runs, 64);
+        let median = |name| figure(&derived, name).value.unwrap().median;
+        assert!((median("IPC") - 2.1).abs() < 1e-9);
+        assert!((median("clock") - 3.0).abs() < 1e-9);
+        assert!((median("CPUs utilized") - 1.0).abs() < 1e-9);
+        assert!((median("LLC load miss ratio") - 25.0).abs() < 1e-9);
+        assert!((median("dTLB load miss rate") - 0.1).abs() < 1e-9);
+        // 2.5e7 misses per 6e9 and 6.6e9 instructions: medians of 4.1667 and 3.7879.
+        assert!((median("LLC load MPKI") - (25.0 / 6.0 + 25.0 / 6.6) / 2.0).abs() < 1e-9);
+        assert!((median("LLC-miss read bandwidth") - 1.6).abs() < 1e-9);
+        assert!((median("page faults") - 600.0).abs() < 1e-9);
+        // Figures whose inputs were not requested are left out.
+        assert!(derived.iter().all(|d| d.name != "cache miss ratio"));
+        assert!(derived.iter().all(|d| d.name != "L1d load MPKI"));
+    }
+
+    #[test]
+    fn a_figure_with_an_uncounted_input_says_why() {
+        let evs = events("task-clock,cycles,instructions");
+        let runs = [run_with(&[Some(1e6), None, None], 0.01)];
+        let mut stats = stats_for(&evs, &runs);
+        stats[1].not_supported = Some("not supported: no hardware PMU".into());
+        stats[2].not_supported = Some("not supported: no hardware PMU".into());
+        let derived = derive(&evs, &stats, &runs, 64);
+        let ipc = figure(&derived, "IPC");
+        assert_eq!(ipc.value, None);
+        assert_eq!(
+            ipc.not_supported.as_deref(),
+            Some("not supported: no hardware PMU")
+        );
+        assert!(figure(&derived, "CPUs utilized").value.is_some());
+    }
+
+    #[test]
+    fn hybrid_copies_are_summed_and_aliases_match() {
+        let evs = vec![
+            Event::parse("cpu-cycles").unwrap().on_pmu("cpu_core"),
+            Event::parse("cpu-cycles").unwrap().on_pmu("cpu_atom"),
+            Event::parse("instructions").unwrap().on_pmu("cpu_core"),
+            Event::parse("instructions").unwrap().on_pmu("cpu_atom"),
+        ];
+        let runs = [run_with(&[Some(1e9), Some(1e9), Some(3e9), Some(1e9)], 1.0)];
+        let derived = derive(&evs, &stats_for(&evs, &runs), &runs, 64);
+        assert!((figure(&derived, "IPC").value.unwrap().median - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn default_set_is_the_memory_set() {
+        let names: Vec<String> = default_groups()
+            .into_iter()
+            .flatten()
+            .map(|e| e.name)
+            .collect();
+        for wanted in [
+            "cycles",
+            "instructions",
+            "cache-references",
+            "cache-misses",
+            "L1-dcache-load-misses",
+            "LLC-loads",
+            "LLC-load-misses",
+            "dTLB-loads",
+            "dTLB-load-misses",
+            "dTLB-store-misses",
+            "task-clock",
+            "page-faults",
+            "context-switches",
+            "cpu-migrations",
+        ] {
+            assert!(
+                names.iter().any(|n| n == wanted),
+                "{wanted} missing from {names:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn software_events_of_a_real_command_are_counted() {
+        let plan = StatPlan {
+            groups: default_groups(),
+            repeat: 2,
+            command: vec![
+                "sh".into(),
+                "-c".into(),
+                "i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done".into(),
+            ],
+        };
+        let probe = Probe::detect();
+        let result = run(&plan, &probe, 64).unwrap();
+        assert_eq!(result.runs.len(), 2);
+        assert_eq!(result.exit_status(), 0);
+        let stat = |name: &str| result.events.iter().find(|e| e.event == name).unwrap();
+        let task_clock = stat("task-clock").count.expect("task-clock counted");
+        assert!(task_clock.median > 0.0);
+        // The command's CPU time and its task-clock agree within a scheduler tick or so.
+        let cpu_s = result.user_s.median + result.system_s.median;
+        assert!(task_clock.median / 1e9 <= result.elapsed_s.max * 1.05 + 0.002);
+        assert!(cpu_s <= result.elapsed_s.max + 0.02);
+        assert!(stat("page-faults").count.unwrap().median > 10.0);
+        if !probe.has_hardware_pmu() {
+            let cycles = stat("cycles");
+            assert_eq!(cycles.count, None);
+            assert!(cycles
+                .not_supported
+                .as_deref()
+                .unwrap()
+                .starts_with("not supported: no hardware PMU"));
+            let ipc = figure(&result.derived, "IPC");
+            assert!(ipc
+                .not_supported
+                .as_deref()
+                .unwrap()
+                .starts_with("not supported: "));
+            assert!(result
+                .notes
+                .iter()
+                .any(|n| n.contains("/sys/bus/event_source/devices")));
+        }
+    }
+
+    #[test]
+    fn a_failing_run_stops_the_repeats_and_passes_its_status() {
+        let plan = StatPlan {
+            groups: default_groups(),
+            repeat: 3,
+            command: vec!["false".into()],
+        };
+        let result = run(&plan, &Probe::detect(), 64).unwrap();
+        assert_eq!(result.runs.len(), 1);
+        assert_eq!(result.exit_status(), 1);
+        assert!(result
+            .notes
+            .iter()
+            .any(|n| n.contains("run 1 of 3 ended with exit status 1")));
+    }
+}
