@@ -270,7 +270,8 @@ impl Plan {
 
     fn stride(args: &StrideArgs, machine: &Machine) -> Result<Plan, UsageError> {
         let measure = resolve_measure(&args.measure, machine)?;
-        let stride = stride_config(&measure, machine, false);
+        let mut stride = stride_config(&measure, machine, false);
+        stride.counters = args.counters;
         let mut plan = Plan::new(
             CommandKind::Stride,
             Outputs::of(&args.measure)?,
@@ -796,6 +797,7 @@ fn tlb_config(
     if !measure.quick {
         config.mlp_bytes = dram_working_set(measure, machine);
     }
+    config.counters = args.counters;
     Ok(config)
 }
 
@@ -956,5 +958,6 @@ fn latency_config(args: &LatencyArgs, measure: &MeasurePlan) -> Result<LatencyCo
         trial_ns: measure.trial_ns,
         page_local_window_bytes: window_pages * 4096,
         seed: 0x6d65_6d73_636f_7065, // "memscope"
+        counters: args.counters,
     })
 }

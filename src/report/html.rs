@@ -3370,6 +3370,7 @@ pub(crate) mod samples {
             dense_ns,
             tlb_ns,
             spread_pct: if pages == 3 { 14.0 } else { 1.0 },
+            counters: None,
         }
     }
 
@@ -3615,6 +3616,7 @@ mod tests {
                     spread_pct: 1.0,
                     trials: 7,
                     unstable: e == 21,
+                    counters: None,
                 }
             })
             .collect();
@@ -3951,6 +3953,7 @@ mod tests {
                         gb_per_s: useful / ns,
                         ns_per_access: ns,
                         spread_pct: if stride == Some(4 * KIB) { 12.0 } else { 2.0 },
+                        counters: None,
                     });
                 };
                 for &s in &strides {
