@@ -961,3 +961,34 @@ fn latency_config(args: &LatencyArgs, measure: &MeasurePlan) -> Result<LatencyCo
         counters: args.counters,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Plan {
+        let machine = crate::topology::detect().expect("the machine's topology");
+        let cli = Cli::try_parse_from(args).expect("valid arguments");
+        Plan::resolve(&cli, &machine).expect("a plan")
+    }
+
+    #[test]
+    fn counters_reach_latency_stride_and_tlb_and_stay_off_in_run() {
+        let on = |command: &str| plan(&["memscope", command, "--quick", "--counters"]);
+        assert!(on("latency").latency.unwrap().counters);
+        assert!(on("stride").stride.unwrap().counters);
+        assert!(on("tlb").tlb.unwrap().counters);
+        assert!(!plan(&["memscope", "latency"]).latency.unwrap().counters);
+        assert!(!plan(&["memscope", "stride"]).stride.unwrap().counters);
+        assert!(!plan(&["memscope", "tlb"]).tlb.unwrap().counters);
+        let run = plan(&["memscope", "run", "--quick"]);
+        assert!(!run.latency.unwrap().counters);
+        assert!(!run.stride.unwrap().counters);
+        assert!(!run.tlb.unwrap().counters);
+        // Only the experiments that count take the flag.
+        for command in ["run", "bandwidth", "mlp"] {
+            assert!(Cli::try_parse_from(["memscope", command, "--counters"]).is_err());
+        }
+    }
+}
