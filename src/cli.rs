@@ -155,6 +155,12 @@ pub struct LatencyArgs {
     /// Also print every point of the sweep.
     #[arg(long)]
     pub points: bool,
+
+    /// Count L1, L2, LLC and dTLB misses per access for every point with the hardware
+    /// counters (in a short untimed pass after the point's timed trials); on a machine
+    /// without a PMU each row says why instead.
+    #[arg(long)]
+    pub counters: bool,
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -195,6 +201,12 @@ pub struct BandwidthArgs {
 pub struct StrideArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
+
+    /// Count L1, L2, LLC and dTLB misses per access for every point with the hardware
+    /// counters (in a short untimed pass after the point's timed trials); on a machine
+    /// without a PMU each row says why instead.
+    #[arg(long)]
+    pub counters: bool,
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -281,6 +293,12 @@ pub struct TlbArgs {
     /// with --quick none].
     #[arg(long, value_name = "SIZE")]
     pub saxpy_footprint: Option<String>,
+
+    /// Count L1, L2, LLC and dTLB misses per access for every point with the hardware
+    /// counters (in a short untimed pass after the point's timed trials); on a machine
+    /// without a PMU each row says why instead.
+    #[arg(long)]
+    pub counters: bool,
 }
 
 #[derive(Debug, Clone, Default, Args)]

@@ -189,6 +189,28 @@ fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
             rob.trial_ns / 1e6
         ));
     }
+    let counted: Vec<&str> = [
+        (
+            "latency point",
+            plan.latency.as_ref().is_some_and(|c| c.counters),
+        ),
+        (
+            "stride row",
+            plan.stride.as_ref().is_some_and(|c| c.counters),
+        ),
+        ("tlb row", plan.tlb.as_ref().is_some_and(|c| c.counters)),
+    ]
+    .iter()
+    .filter(|(_, on)| *on)
+    .map(|(what, _)| *what)
+    .collect();
+    if !counted.is_empty() {
+        parts.push(format!(
+            "counters: misses per access of each {} counted over one more trial's worth of \
+             the same kernel, untimed, after its timed trials",
+            counted.join(", ")
+        ));
+    }
     parts.join("; ")
 }
 
@@ -354,7 +376,7 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
             &mut settings,
             &mut warnings,
         )?;
-        let (result, found) = stride::measure(config, &arena, &timer, &progress);
+        let (result, found) = stride::measure(config, &arena, &timer, &machine, &progress);
         experiments.stride = Some(result);
         warnings.extend(found.into_iter().map(Warning::from));
     }

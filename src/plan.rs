@@ -313,7 +313,8 @@ impl Plan {
 
     fn stride(args: &StrideArgs, machine: &Machine) -> Result<Plan, UsageError> {
         let measure = resolve_measure(&args.measure, machine)?;
-        let stride = stride_config(&measure, machine, false);
+        let mut stride = stride_config(&measure, machine, false);
+        stride.counters = args.counters;
         let mut plan = Plan::new(
             CommandKind::Stride,
             Outputs::of(&args.measure)?,
@@ -839,6 +840,7 @@ fn tlb_config(
     if !measure.quick {
         config.mlp_bytes = dram_working_set(measure, machine);
     }
+    config.counters = args.counters;
     Ok(config)
 }
 
@@ -999,5 +1001,37 @@ fn latency_config(args: &LatencyArgs, measure: &MeasurePlan) -> Result<LatencyCo
         trial_ns: measure.trial_ns,
         page_local_window_bytes: window_pages * 4096,
         seed: 0x6d65_6d73_636f_7065, // "memscope"
+        counters: args.counters,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Plan {
+        let machine = crate::topology::detect().expect("the machine's topology");
+        let cli = Cli::try_parse_from(args).expect("valid arguments");
+        Plan::resolve(&cli, &machine).expect("a plan")
+    }
+
+    #[test]
+    fn counters_reach_latency_stride_and_tlb_and_stay_off_in_run() {
+        let on = |command: &str| plan(&["memscope", command, "--quick", "--counters"]);
+        assert!(on("latency").latency.unwrap().counters);
+        assert!(on("stride").stride.unwrap().counters);
+        assert!(on("tlb").tlb.unwrap().counters);
+        assert!(!plan(&["memscope", "latency"]).latency.unwrap().counters);
+        assert!(!plan(&["memscope", "stride"]).stride.unwrap().counters);
+        assert!(!plan(&["memscope", "tlb"]).tlb.unwrap().counters);
+        let run = plan(&["memscope", "run", "--quick"]);
+        assert!(!run.latency.unwrap().counters);
+        assert!(!run.stride.unwrap().counters);
+        assert!(!run.tlb.unwrap().counters);
+        // Only the experiments that count take the flag.
+        for command in ["run", "bandwidth", "mlp"] {
+            assert!(Cli::try_parse_from(["memscope", command, "--counters"]).is_err());
+        }
+    }
 }

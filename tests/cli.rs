@@ -471,6 +471,8 @@ fn quick_tlb_with_small_pages_finds_a_knee_and_dearer_accesses_far_out() {
         "no knee: {levels:?}"
     );
     let rows = tlb["rows"].as_array().unwrap();
+    // Without --counters the rows carry no counters at all.
+    assert!(rows.iter().all(|r| r.get("counters").is_none()));
     let at = |pages: u64| {
         rows.iter()
             .find(|r| r["page_bytes"] == 4096 && r["pages"] == pages)
@@ -512,6 +514,105 @@ fn numa_on_one_node_is_a_one_by_one_matrix_with_a_note() {
         );
         assert!(numa["remote_local_latency_ratio"].is_null());
     }
+}
+
+/// Checks the `counters` of every row of a `--counters` run: the four levels in order,
+/// each either counted or saying why; without a hardware PMU, none counted and every one
+/// saying why (nothing is guessed).
+fn assert_counted_rows(rows: &[Value], what: &str) {
+    assert!(!rows.is_empty(), "{what}: no rows");
+    let pmu = memscope::counters::Probe::detect().has_hardware_pmu();
+    for row in rows {
+        let counters = &row["counters"];
+        assert!(
+            counters["accesses"].as_u64().is_some_and(|n| n > 0),
+            "{what}: {row}"
+        );
+        let levels = counters["levels"].as_array().expect("levels");
+        let names: Vec<&str> = levels.iter().filter_map(|l| l["level"].as_str()).collect();
+        assert_eq!(names, ["l1", "l2", "llc", "dtlb"], "{what}: {row}");
+        for level in levels {
+            let why = level["not_supported"].as_str();
+            if pmu {
+                // Counted, or refused with a reason (e.g. an event this CPU lacks).
+                assert_eq!(level["per_access"].is_null(), why.is_some(), "{level}");
+            } else {
+                assert!(level["per_access"].is_null(), "{what}: {level}");
+            }
+            if let Some(why) = why {
+                assert!(why.starts_with("not supported: "), "{what}: {why}");
+            }
+        }
+    }
+}
+
+#[test]
+fn latency_counters_give_every_point_its_misses_or_the_reason() {
+    let _one_at_a_time = measuring();
+    let out = memscope()
+        .args([
+            "latency",
+            "--quick",
+            "--counters",
+            "--max-size",
+            "1M",
+            "--order",
+            "page-local",
+            "--json",
+            "-",
+        ])
+        .assert()
+        .success();
+    let report = json_of(&out.get_output().stdout);
+    let points = report["experiments"]["latency"]["points"]
+        .as_array()
+        .unwrap();
+    assert_counted_rows(points, "latency");
+    // The table (on stderr, since the JSON went to stdout) has the miss columns, and each
+    // level not counted is explained once under it.
+    let tables = String::from_utf8_lossy(&out.get_output().stderr);
+    assert!(
+        tables.contains("L1 miss") && tables.contains("dTLB miss"),
+        "{tables}"
+    );
+    for level in &points[0]["counters"]["levels"].as_array().unwrap()[..] {
+        if let (Some(event), Some(why)) = (level["event"].as_str(), level["not_supported"].as_str())
+        {
+            let note = format!(" ({event}): {why}\n");
+            assert_eq!(tables.matches(&note).count(), 1, "{note}: {tables}");
+        }
+    }
+    // Where both ends were counted: 1 MiB (far past any L1d) misses L1 more per load
+    // than 4 KiB (inside every L1d).
+    let l1 = |p: &Value| p["counters"]["levels"][0]["per_access"].as_f64();
+    if let (Some(small), Some(large)) = (l1(&points[0]), l1(points.last().unwrap())) {
+        assert!(
+            large > small,
+            "L1 misses per load: {small} at 4 KiB, {large} at 1 MiB"
+        );
+    }
+}
+
+#[test]
+fn stride_counters_give_every_row_its_misses_or_the_reason() {
+    let report = measured_json(&[
+        "stride",
+        "--quick",
+        "--counters",
+        "--max-size",
+        "256K",
+        "--json",
+        "-",
+    ]);
+    let rows = report["experiments"]["stride"]["rows"].as_array().unwrap();
+    assert_counted_rows(rows, "stride");
+}
+
+#[test]
+fn tlb_counters_give_every_row_of_both_curves_its_misses_or_the_reason() {
+    let report = measured_json(&["tlb", "--quick", "--counters", "--json", "-"]);
+    let rows = report["experiments"]["tlb"]["rows"].as_array().unwrap();
+    assert_counted_rows(rows, "tlb");
 }
 
 #[test]

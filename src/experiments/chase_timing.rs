@@ -1,7 +1,10 @@
 //! How every pointer-chase experiment times its chase: an untimed warm-up, trials sized
 //! from runs of doubling length, then timed trials in ns per load. The chain continues
 //! across calls, so a trial never re-walks lines the previous one brought into the cache.
+//! With hardware counters, a point's misses are counted in a separate untimed pass after
+//! its trials (`counted`), so counting never perturbs the timed figures.
 
+use crate::counters::{AccessCounter, AccessCounts};
 use crate::kernels::chase::{chase, UNROLL};
 use crate::platform::timer::Timer;
 
@@ -77,12 +80,38 @@ impl ChaseCursor {
         timer.ticks_to_ns(t1.saturating_sub(t0)) / (iterations * UNROLL) as f64
     }
 
+    /// Follows the chain untimed for about one trial (`trial_ns` at the trials' median of
+    /// `ns_per_load`) with `counter` enabled, and returns the misses per load at each level
+    /// over exactly the loads it made. Run it after a point's trials: the chain continues
+    /// where they stopped, so the caches and TLBs are as the trials left them.
+    pub fn counted(
+        &mut self,
+        counter: &AccessCounter,
+        trial_ns: f64,
+        ns_per_load: f64,
+    ) -> AccessCounts {
+        let iterations = counted_iterations(trial_ns, ns_per_load);
+        let loads = (iterations * UNROLL) as u64;
+        counter.count(loads, || self.run(iterations)).1
+    }
+
     /// `repetitions` trials sized to `trial_ns`, in ns per load.
     pub fn trials(&mut self, timer: &Timer, trial_ns: f64, repetitions: usize) -> Vec<f64> {
         let iterations = self.iterations_for(timer, trial_ns);
         (0..repetitions)
             .map(|_| self.trial(timer, iterations))
             .collect()
+    }
+}
+
+/// Iterations (of UNROLL loads) of a counted pass lasting about `trial_ns` at
+/// `ns_per_load`: at least one, at most 2^30 (as `iterations_for`).
+pub fn counted_iterations(trial_ns: f64, ns_per_load: f64) -> usize {
+    let iterations = trial_ns / (ns_per_load * UNROLL as f64);
+    if iterations.is_finite() && iterations >= 1.0 {
+        (iterations.round() as usize).min(1 << 30)
+    } else {
+        1
     }
 }
 
@@ -114,5 +143,38 @@ mod tests {
         let base = buffer.as_ptr() as usize;
         let at = cursor.position() as usize;
         assert!(at >= base && at < base + slots * 64 && (at - base).is_multiple_of(64));
+    }
+
+    #[test]
+    fn a_counted_pass_counts_whole_iterations_and_continues_the_chain() {
+        assert_eq!(counted_iterations(1e6, 1.0), 62_500);
+        assert_eq!(counted_iterations(1e6, f64::NAN), 1);
+        assert_eq!(counted_iterations(1.0, 100.0), 1);
+        assert_eq!(counted_iterations(1e18, 1e-9), 1 << 30);
+
+        let slots = 256;
+        let mut buffer = vec![0u64; slots * 8];
+        // SAFETY: 64-byte slots fit the buffer, which outlives the cursor.
+        let mut cursor = unsafe {
+            ChaseCursor::new(build_chase(
+                buffer.as_mut_ptr() as *mut u8,
+                slots,
+                64,
+                ChaseOrder::Random,
+                5,
+            ))
+        };
+        let before = cursor.position();
+        let probe = crate::counters::Probe::detect();
+        let counter = AccessCounter::open("AuthenticAMD", Some(0x19), &probe);
+        // 960 ns at 1 ns per load: 60 iterations of 16 loads.
+        let counts = cursor.counted(&counter, 960.0, 1.0);
+        assert_eq!(counts.accesses, 60 * UNROLL as u64);
+        assert_eq!(counts.levels.len(), 4);
+        // 960 loads = 3 laps of 256 slots and 192 more: not back at the start.
+        assert_ne!(cursor.position(), before);
+        if !probe.has_hardware_pmu() {
+            assert!(!counts.any_counted());
+        }
     }
 }

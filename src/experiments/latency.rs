@@ -1,5 +1,7 @@
 //! Latency ladder: load-to-use latency versus working-set size, measured with a dependent
 //! pointer chase, and the memory levels (plateaus and where they end) found from the curve.
+//! With `counters`, every point also carries its misses per load at each level, counted
+//! in a separate untimed pass after its trials (`ChaseCursor::counted`).
 
 use serde::{Deserialize, Serialize};
 
@@ -38,6 +40,11 @@ pub struct LatencyPoint {
     pub trials: usize,
     /// True when the spread stayed above the stability threshold after re-measuring.
     pub unstable: bool,
+    /// Misses per load at each level (`--counters`), counted over one trial's worth of
+    /// the same chase after the timed trials of the last pass; each level not counted
+    /// says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<AccessCounts>,
 }
 
 /// One level of the hierarchy, found as a plateau of the curve.
@@ -80,6 +87,7 @@ pub struct DramLatency {
     pub tlb_measured_ns: Option<f64>,
 }
 
+use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::experiments::chase_timing::ChaseCursor;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::platform::arena::Arena;
@@ -115,6 +123,8 @@ pub struct LatencyConfig {
     /// Window of the page-local order, bytes.
     pub page_local_window_bytes: usize,
     pub seed: u64,
+    /// Count each point's misses per load with the hardware counters (`--counters`).
+    pub counters: bool,
 }
 
 /// Sizes from `min` to `max` with `per_octave` points per doubling (always including the
@@ -153,18 +163,18 @@ pub fn measure(
     let core_ghz = machine.core_hz_estimate.map(|hz| hz / 1e9);
     let to_cycles = |ns: f64| core_ghz.map_or(f64::NAN, |ghz| ns * ghz);
     let mut warnings = Vec::new();
+    // Opened once, on this (the measuring, pinned) thread: the counters follow it.
+    let counter = config
+        .counters
+        .then(|| AccessCounter::open(&machine.cpu_vendor, machine.cpu_family, &Probe::detect()));
+    let sweep_in = |order: ChaseOrder| {
+        let counter = counter.as_ref();
+        sweep(config, order, arena, timer, &to_cycles, counter, progress)
+    };
 
-    let points = sweep(config, config.order, arena, timer, &to_cycles, progress);
-    let random_points = (config.random_curve && config.order != ChaseOrder::Random).then(|| {
-        sweep(
-            config,
-            ChaseOrder::Random,
-            arena,
-            timer,
-            &to_cycles,
-            progress,
-        )
-    });
+    let points = sweep_in(config.order);
+    let random_points = (config.random_curve && config.order != ChaseOrder::Random)
+        .then(|| sweep_in(ChaseOrder::Random));
 
     let unstable_in = |curve: &[LatencyPoint]| -> Vec<String> {
         curve
@@ -208,7 +218,15 @@ pub fn measure(
             }
             progress.start(&format!("DRAM latency ({order} chase)"), 1);
             let layout = Layout::new(config, arena, largest, 0, config.sizes.len());
-            let trials = chase_samples(config, arena, timer, &layout, order, config.repetitions);
+            let (trials, _) = chase_samples(
+                config,
+                arena,
+                timer,
+                &layout,
+                order,
+                config.repetitions,
+                None,
+            );
             progress.finish();
             Summary::of(&trials).expect("trials").median
         };
@@ -246,12 +264,14 @@ pub fn measure(
 /// disturbs one pass, not every trial of a point; each pass lays the chase out afresh at
 /// another offset of the arena, so no single set of physical pages (and its cache-set
 /// conflicts) decides a point. Points whose trials still disagree get one more pass.
+/// With a `counter`, each point's misses are counted after its trials in the last pass.
 fn sweep(
     config: &LatencyConfig,
     order: ChaseOrder,
     arena: &Arena,
     timer: &Timer,
     to_cycles: &impl Fn(f64) -> f64,
+    counter: Option<&AccessCounter>,
     progress: &Progress,
 ) -> Vec<LatencyPoint> {
     let passes = config.passes.max(1);
@@ -261,13 +281,16 @@ fn sweep(
         (passes * config.sizes.len()) as u64,
     );
     let mut samples: Vec<Vec<f64>> = vec![Vec::new(); config.sizes.len()];
+    let mut counts: Vec<Option<AccessCounts>> = vec![None; config.sizes.len()];
     for pass in 0..passes {
         for (i, &bytes) in config.sizes.iter().enumerate() {
             progress.message(&format!("pass {}/{passes}, {}", pass + 1, Bytes(bytes)));
             let layout = Layout::new(config, arena, bytes, pass, i);
-            samples[i].extend(chase_samples(
-                config, arena, timer, &layout, order, per_pass,
-            ));
+            let counter = counter.filter(|_| pass + 1 == passes);
+            let (trials, counted) =
+                chase_samples(config, arena, timer, &layout, order, per_pass, counter);
+            samples[i].extend(trials);
+            counts[i] = counted.or(counts[i].take());
             progress.advance();
         }
     }
@@ -279,7 +302,7 @@ fn sweep(
                 Bytes(bytes)
             ));
             let layout = Layout::new(config, arena, bytes, passes, i);
-            let more = chase_samples(config, arena, timer, &layout, order, per_pass);
+            let (more, _) = chase_samples(config, arena, timer, &layout, order, per_pass, None);
             samples[i].extend(more);
         }
     }
@@ -288,7 +311,8 @@ fn sweep(
         .sizes
         .iter()
         .zip(&samples)
-        .map(|(&bytes, trials)| {
+        .zip(counts)
+        .map(|((&bytes, trials), counters)| {
             let summary = Summary::of(trials).expect("every point has trials");
             LatencyPoint {
                 bytes,
@@ -297,6 +321,7 @@ fn sweep(
                 spread_pct: summary.spread_pct(),
                 trials: summary.count,
                 unstable: summary.spread_pct() > UNSTABLE_SPREAD_PCT,
+                counters,
             }
         })
         .collect()
@@ -326,9 +351,10 @@ impl Layout {
     }
 }
 
-/// Builds a chase for `layout` and returns `repetitions` trials in ns per load. The chain
-/// continues across trials, so a trial never re-walks the lines the previous one brought
-/// into the cache.
+/// Builds a chase for `layout` and returns `repetitions` trials in ns per load and, with
+/// a `counter`, the misses per load of one more (untimed) trial's worth of the chase. The
+/// chain continues across trials, so a trial never re-walks the lines the previous one
+/// brought into the cache.
 fn chase_samples(
     config: &LatencyConfig,
     arena: &Arena,
@@ -336,7 +362,8 @@ fn chase_samples(
     layout: &Layout,
     order: ChaseOrder,
     repetitions: usize,
-) -> Vec<f64> {
+    counter: Option<&AccessCounter>,
+) -> (Vec<f64>, Option<AccessCounts>) {
     let slot = config.stride_bytes;
     let slots = (layout.bytes as usize / slot).max(1);
     assert!(
@@ -356,7 +383,12 @@ fn chase_samples(
     };
     // A warm-up lap brings the working set into whatever level holds it.
     cursor.warm_up_lap(slots, timer, config.trial_ns);
-    cursor.trials(timer, config.trial_ns, repetitions)
+    let trials = cursor.trials(timer, config.trial_ns, repetitions);
+    let counted = counter.map(|counter| {
+        let median = Summary::of(&trials).map_or(f64::NAN, |s| s.median);
+        cursor.counted(counter, config.trial_ns, median)
+    });
+    (trials, counted)
 }
 
 /// Plateaus this close (ratio of latencies) to the slowest one are the same memory: the
@@ -677,6 +709,7 @@ mod tests {
                     spread_pct: 1.0,
                     trials: 5,
                     unstable: false,
+                    counters: None,
                 }
             })
             .collect();
@@ -715,6 +748,7 @@ mod tests {
                 spread_pct: 1.0,
                 trials: 9,
                 unstable: unstable.contains(&i),
+                counters: None,
             })
             .collect()
     }

@@ -20,10 +20,15 @@
 //! Only the 8 bytes an access asks for count as useful (24 bytes for a SAXPY element:
 //! x read, y read, y written). The random order reads a 4-byte index per access beside
 //! the array, traffic that is real but not counted.
+//!
+//! With `counters`, every row also carries its misses per element visited at each level,
+//! counted in a separate untimed run of one trial's units after the row's timed trials,
+//! continuing the walk where the trials left it.
 
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 
+use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::experiments::latency::sweep_sizes;
 use crate::kernels::permutation::{sattolo_cycle, SplitMix64};
 use crate::kernels::strided::{
@@ -35,6 +40,7 @@ use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
 use crate::stats::Summary;
+use crate::topology::Machine;
 use crate::units::{Bytes, KIB};
 
 /// Bytes of one array element (u64 for the read, f64 for SAXPY).
@@ -86,6 +92,8 @@ pub struct StrideConfig {
     /// its walk: a pass, a sweep or a run of eight sweeps, see `samples`).
     pub trial_ns: f64,
     pub seed: u64,
+    /// Count each row's misses per access with the hardware counters (`--counters`).
+    pub counters: bool,
 }
 
 impl StrideConfig {
@@ -99,6 +107,7 @@ impl StrideConfig {
             repetitions,
             trial_ns,
             seed: 0x5712_1de5,
+            counters: false,
         }
     }
 
@@ -139,6 +148,12 @@ pub struct StrideRow {
     pub ns_per_access: f64,
     /// Robust spread of the trials: 1.4826 × MAD / median, in percent.
     pub spread_pct: f64,
+    /// Misses per element visited at each level (`--counters`), like `ns_per_access`: a
+    /// SAXPY visit loads x[i] and y[i] and stores y[i], and a random-order visit also
+    /// reads its 4-byte index. Counted over one trial's worth of the walk after the timed
+    /// trials; each level not counted says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<AccessCounts>,
 }
 
 /// Where x, y and the index array lie in the arena, byte offsets.
@@ -174,11 +189,13 @@ fn elements(bytes: u64) -> usize {
     (bytes / ELEMENT_BYTES).max(1) as usize
 }
 
-/// Runs the experiment single-threaded on the calling (already pinned) thread inside `arena`.
+/// Runs the experiment single-threaded on the calling (already pinned) thread inside
+/// `arena`; `machine` names the CPU whose miss events `config.counters` counts.
 pub fn measure(
     config: &StrideConfig,
     arena: &Arena,
     timer: &Timer,
+    machine: &Machine,
     progress: &Progress,
 ) -> (StrideResult, Vec<WarningKind>) {
     let regions = Regions::of(config);
@@ -224,6 +241,10 @@ pub fn measure(
     } else {
         &[Kernel::Read]
     };
+    // Opened once, on this (the measuring, pinned) thread: the counters follow it.
+    let counter = config
+        .counters
+        .then(|| AccessCounter::open(&machine.cpu_vendor, machine.cpu_family, &Probe::detect()));
     let per_size = kernels.len() * (config.strides_bytes.len() + usize::from(config.random));
     progress.start("access patterns", (per_size * config.sizes.len()) as u64);
 
@@ -264,8 +285,10 @@ pub fn measure(
                     }
                 ));
                 let mut walk = Walk::new(kernel, order, arrays, elements);
-                let trials = samples(config, timer, &mut walk);
-                rows.push(row(bytes, stride_bytes, order, kernel, &trials));
+                let (trials, units) = samples(config, timer, &mut walk);
+                let mut row = row(bytes, stride_bytes, order, kernel, &trials);
+                row.counters = counter.as_ref().map(|c| counted(c, &mut walk, units));
+                rows.push(row);
                 progress.advance();
             }
         }
@@ -336,7 +359,18 @@ fn row(
         gb_per_s: kernel.useful_bytes() as f64 / summary.median,
         ns_per_access: summary.median,
         spread_pct: summary.spread_pct(),
+        counters: None,
     }
+}
+
+/// The misses per element visited of `units` more units of `walk` (untimed, after the
+/// trials): the visits are known before the walk runs, so the counts are divided by
+/// exactly the accesses made.
+fn counted(counter: &AccessCounter, walk: &mut Walk, units: usize) -> AccessCounts {
+    let visits = walk.visits_in(units);
+    let (made, counts) = counter.count(visits as u64, || walk.run(units));
+    debug_assert_eq!(made, visits, "visits_in predicts run");
+    counts
 }
 
 /// Elements in one cache line (64 B, on every machine memscope targets): the offsets of a
@@ -356,6 +390,7 @@ const WARM_UP_TRIALS: f64 = 4.0;
 /// pass: a step is one offset's sweep of a strided pass, or one element of the random
 /// order. Trials are made of whole units (runs of steps) and continue where the previous
 /// one stopped, so that over a row the trials walk the passes in order.
+#[derive(Clone)]
 struct Walk {
     kernel: Kernel,
     order: Order,
@@ -393,13 +428,26 @@ impl Walk {
     /// Runs the next `units` units and returns the elements they visited. The bookkeeping
     /// is a few integer operations per call, nothing next to a trial.
     fn run(&mut self, units: usize) -> usize {
+        self.advance(units, true)
+    }
+
+    /// The elements the next `units` units would visit, without running them.
+    fn visits_in(&self, units: usize) -> usize {
+        self.clone().advance(units, false)
+    }
+
+    /// Moves on `units` units, running the kernel over them when `execute`; returns the
+    /// elements visited.
+    fn advance(&mut self, units: usize, execute: bool) -> usize {
         let per_pass = self.units_per_pass();
         let mut left = units;
         let mut visits = 0;
         while left > 0 {
             if self.position == 0 && left >= per_pass {
                 let passes = left / per_pass;
-                self.run_passes(passes);
+                if execute {
+                    self.run_passes(passes);
+                }
                 visits += passes * self.elements;
                 left -= passes * per_pass;
                 continue;
@@ -407,7 +455,12 @@ impl Walk {
             let first_unit = self.position / self.unit;
             let take = left.min(per_pass - first_unit);
             let end = ((first_unit + take) * self.unit).min(self.steps);
-            visits += self.run_steps(self.position, end - self.position);
+            let count = end - self.position;
+            visits += if execute {
+                self.run_steps(self.position, count)
+            } else {
+                self.step_visits(self.position, count)
+            };
             self.position = if end == self.steps { 0 } else { end };
             left -= take;
         }
@@ -463,9 +516,15 @@ impl Walk {
                 }
             }
         }
+        self.step_visits(first, count)
+    }
+
+    /// The elements steps `first .. first + count` of a pass visit.
+    fn step_visits(&self, first: usize, count: usize) -> usize {
         match self.order {
             // Sweeps of offsets below n % stride visit one element more than the others.
             Order::Strided { stride } => {
+                let n = self.elements;
                 let (quotient, remainder) = (n / stride, n % stride);
                 count * quotient + remainder.min(first + count).saturating_sub(first)
             }
@@ -500,8 +559,8 @@ fn timed(timer: &Timer, walk: &mut Walk, units: usize) -> (f64, usize) {
 ///
 /// The warm-up is one pass, stopped after `WARM_UP_TRIALS` trials' time; runs of doubling
 /// length then size the trials (when a unit already lasts a quarter trial, the warm-up's
-/// last unit sizes them).
-fn samples(config: &StrideConfig, timer: &Timer, walk: &mut Walk) -> Vec<f64> {
+/// last unit sizes them). Also returns the units of one trial.
+fn samples(config: &StrideConfig, timer: &Timer, walk: &mut Walk) -> (Vec<f64>, usize) {
     let warm_up_limit = WARM_UP_TRIALS * config.trial_ns;
     let mut warm_up_ns = 0.0;
     let mut warm_up_steps = 0;
@@ -550,12 +609,13 @@ fn samples(config: &StrideConfig, timer: &Timer, walk: &mut Walk) -> Vec<f64> {
     };
     let visits_per_unit = walk.elements as f64 / walk.units_per_pass() as f64;
     let units = ((config.trial_ns / (ns_per_visit * visits_per_unit)).round() as usize).max(1);
-    (0..config.repetitions.max(1))
+    let trials = (0..config.repetitions.max(1))
         .map(|_| {
             let (ns, visits) = timed(timer, walk, units);
             ns / visits.max(1) as f64
         })
-        .collect()
+        .collect();
+    (trials, units)
 }
 
 #[cfg(test)]
@@ -617,7 +677,12 @@ mod tests {
                         break;
                     }
                     let units = (*length).min(left);
-                    visits += walk.run(units);
+                    let position = walk.position;
+                    let predicted = walk.visits_in(units);
+                    assert_eq!(walk.position, position, "a dry run does not move the walk");
+                    let made = walk.run(units);
+                    assert_eq!(made, predicted, "{order:?} unit {unit} {kernel:?}");
+                    visits += made;
                     left -= units;
                 }
                 assert_eq!(visits, 3 * n, "{order:?} unit {unit} {kernel:?}");
@@ -636,10 +701,16 @@ mod tests {
             repetitions: 1,
             trial_ns: 50_000.0,
             seed: 1,
+            counters: true,
         };
         let arena = Arena::new(Bytes(config.arena_bytes()), PagePolicy::Base).unwrap();
         let timer = Timer::calibrate().0;
-        let (result, _warnings) = measure(&config, &arena, &timer, &Progress::hidden());
+        let machine = Machine {
+            cpu_vendor: "AuthenticAMD".into(),
+            cpu_family: Some(0x19),
+            ..Machine::default()
+        };
+        let (result, _warnings) = measure(&config, &arena, &timer, &machine, &Progress::hidden());
         assert_eq!(config.sizes.len(), 6);
         assert_eq!(result.rows.len(), 6 * (2 * 2 + 2));
         for &bytes in &config.sizes {
@@ -669,6 +740,14 @@ mod tests {
                 r.ns_per_access.is_finite() && r.ns_per_access > 0.0,
                 "{r:?}"
             );
+            // Every row is counted over whole visits (or says why per level).
+            let counts = r.counters.as_ref().expect("counters were asked for");
+            assert!(counts.accesses > 0, "{r:?}");
+            assert_eq!(counts.levels.len(), 4, "{r:?}");
+            assert!(counts
+                .levels
+                .iter()
+                .all(|l| l.per_access.is_some() != l.not_supported.is_some()));
             let useful = if r.kernel == "saxpy" { 24.0 } else { 8.0 };
             assert!(
                 (r.gb_per_s * r.ns_per_access - useful).abs() < 1e-9,

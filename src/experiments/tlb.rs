@@ -42,6 +42,10 @@
 //! huge pages: a load that misses the TLB cannot leave for DRAM before its walk is done,
 //! so small pages can leave fewer misses in flight; the one-chain rows give the DRAM
 //! latency with each page size.
+//!
+//! **Counters.** With `counters`, every row of the curves also carries the misses per load
+//! at each level (L1, L2, LLC, DTLB) of its one-line-per-page chase, counted over one more
+//! trial's worth of the chase, untimed, after its trials (`ChaseCursor::counted`).
 
 use serde::{Deserialize, Serialize};
 
@@ -96,6 +100,10 @@ pub struct TlbRow {
     /// `ns − dense_ns`: what the TLB adds per access at this page count, ns.
     pub tlb_ns: f64,
     pub spread_pct: f64,
+    /// Misses per load of the one-line-per-page chase at each level (`--counters`),
+    /// counted after its timed trials; each level not counted says why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<AccessCounts>,
 }
 
 /// One TLB level found from the data.
@@ -162,6 +170,7 @@ pub struct TlbReach {
 
 use std::collections::BTreeMap;
 
+use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::error::UsageError;
 use crate::experiments::chase_timing::ChaseCursor;
 use crate::experiments::latency::{sweep_sizes, UNSTABLE_SPREAD_PCT};
@@ -200,6 +209,9 @@ pub struct TlbConfig {
     /// DRAM working set of the MLP rows; 0 skips them.
     pub mlp_bytes: u64,
     pub seed: u64,
+    /// Count the misses per load of every row of the curves with the hardware counters
+    /// (`--counters`).
+    pub counters: bool,
 }
 
 impl TlbConfig {
@@ -238,6 +250,7 @@ impl TlbConfig {
             saxpy_footprint: if quick { 0 } else { GIB },
             mlp_bytes: if quick { 0 } else { 256 * MIB },
             seed,
+            counters: false,
         }
     }
 }
@@ -302,12 +315,17 @@ pub fn measure(
 ) -> Result<(TlbResult, Vec<WarningKind>), UsageError> {
     let core_ghz = machine.core_hz_estimate.map(|hz| hz / 1e9);
     let to_cycles = |ns: f64| core_ghz.map_or(f64::NAN, |ghz| ns * ghz);
+    // Opened once, on this (the measuring, pinned) thread: the counters follow it.
+    let counter = config
+        .counters
+        .then(|| AccessCounter::open(&machine.cpu_vendor, machine.cpu_family, &Probe::detect()));
     let run = Run {
         config,
         sampler: Sampler {
             timer,
             trial_ns: config.trial_ns,
             repetitions: config.repetitions.max(1),
+            counter: counter.as_ref(),
         },
         machine,
         progress,
@@ -395,6 +413,7 @@ pub fn measure(
                 dense_ns: point.dense_ns,
                 tlb_ns: point.ns - point.dense_ns,
                 spread_pct: point.spread_pct,
+                counters: point.counters.clone(),
             });
         }
         let cpuid = cpuid_levels(machine, curve.page_bytes);
@@ -490,49 +509,66 @@ pub const DEFAULT_TLB_LEVELS: usize = 2;
 /// Name of the level past every TLB.
 pub const PAGE_WALK: &str = "page walk";
 
-/// How long and how often one point is timed.
+/// How long and how often one point is timed, and the counters of `--counters`.
 struct Sampler<'a> {
     timer: &'a Timer,
     trial_ns: f64,
     repetitions: usize,
+    counter: Option<&'a AccessCounter>,
 }
 
 impl Sampler<'_> {
     /// Trials in ns per load of the chase from `start` through `probes` probes: a warm-up
-    /// lap, then trials sized to `trial_ns` (see `chase_timing`).
+    /// lap, then trials sized to `trial_ns` (see `chase_timing`); when `count` and the
+    /// sampler has a counter, also the misses per load of one more trial's worth, untimed.
     ///
     /// # Safety
     /// `start` begins a complete chain that outlives the call.
-    unsafe fn chase(&self, start: *const usize, probes: usize) -> Vec<f64> {
+    unsafe fn chase(
+        &self,
+        start: *const usize,
+        probes: usize,
+        count: bool,
+    ) -> (Vec<f64>, Option<AccessCounts>) {
         let mut cursor = ChaseCursor::new(start);
         cursor.warm_up_lap(probes, self.timer, self.trial_ns);
-        cursor.trials(self.timer, self.trial_ns, self.repetitions)
+        let trials = cursor.trials(self.timer, self.trial_ns, self.repetitions);
+        let counted = self.counter.filter(|_| count).map(|counter| {
+            let median = Summary::of(&trials).map_or(f64::NAN, |s| s.median);
+            cursor.counted(counter, self.trial_ns, median)
+        });
+        (trials, counted)
     }
 }
 
 /// Trials of `offsets` (byte offsets of 8-byte aligned probes) in `buffer`, linked in a
 /// random cycle from `seed`; laid out and timed once more with another seed when the
-/// trials spread too much. Returns the summary and whether it stayed unstable.
+/// trials spread too much. Returns the summary, whether it stayed unstable and, when
+/// `count`, the misses per load counted on the last layout (see `Sampler::chase`).
 fn sample_layout(
     buffer: *mut u8,
     offsets: impl Fn(u64) -> Vec<usize>,
     seed: u64,
     sampler: &Sampler,
-) -> (Summary, bool) {
+    count: bool,
+) -> (Summary, bool, Option<AccessCounts>) {
     let mut trials = Vec::new();
+    let mut counted = None;
     for attempt in 0..2u64 {
         let layout_seed = mix(seed, attempt);
         let offsets = offsets(layout_seed);
         // SAFETY: callers give offsets inside the buffer, line aligned.
         let start = unsafe { pageprobe::link(buffer, &offsets, layout_seed) };
         // SAFETY: `link` wrote a complete cycle through the probes, inside the buffer.
-        trials.extend(unsafe { sampler.chase(start, offsets.len()) });
+        let (more, counts) = unsafe { sampler.chase(start, offsets.len(), count) };
+        trials.extend(more);
+        counted = counts;
         let summary = Summary::of(&trials).expect("trials");
         if summary.spread_pct() <= UNSTABLE_SPREAD_PCT {
-            return (summary, false);
+            return (summary, false, counted);
         }
     }
-    (Summary::of(&trials).expect("trials"), true)
+    (Summary::of(&trials).expect("trials"), true, counted)
 }
 
 fn mix(seed: u64, salt: u64) -> u64 {
@@ -564,12 +600,14 @@ impl Dense {
         if let Some(found) = self.measured.get(&lines) {
             return *found;
         }
-        let found = sample_layout(
+        let (summary, unstable, _) = sample_layout(
             self.arena.as_ptr(),
             |_| pageprobe::dense_offsets(lines as usize),
             mix(seed, lines),
             sampler,
+            false,
         );
+        let found = (summary, unstable);
         self.measured.insert(lines, found);
         found
     }
@@ -583,6 +621,7 @@ struct Point {
     dense_ns: f64,
     spread_pct: f64,
     unstable: bool,
+    counters: Option<AccessCounts>,
 }
 
 /// A page size's curve and the levels found from it.
@@ -619,7 +658,7 @@ fn measure_curve(
     let sweep = sweep_sizes(MIN_PAGES, max_pages, config.points_per_octave.max(1), 1);
     let seed = config.seed ^ page_bytes.rotate_left(17);
     let mut measure_point = |pages: u64| -> Point {
-        let (sparse, sparse_unstable) = sample_layout(
+        let (sparse, sparse_unstable, counters) = sample_layout(
             arena.as_ptr(),
             |layout_seed| {
                 let rotation = SplitMix64::new(layout_seed).below(4096 / LINE_BYTES);
@@ -627,6 +666,7 @@ fn measure_curve(
             },
             mix(seed, pages),
             sampler,
+            true,
         );
         let (dense_summary, dense_unstable) = dense.get(pages, config.seed, sampler);
         Point {
@@ -635,6 +675,7 @@ fn measure_curve(
             dense_ns: dense_summary.median,
             spread_pct: sparse.spread_pct(),
             unstable: sparse_unstable || dense_unstable,
+            counters,
         }
     };
 
@@ -1137,6 +1178,7 @@ mod tests {
             dense_ns: 1.0,
             tlb_ns,
             spread_pct: 1.0,
+            counters: None,
         };
         let result = TlbResult {
             rows: vec![

@@ -4,6 +4,7 @@
 //! e.g. pandas' `comment='#'` per section, or run the single command you need).
 
 use super::Report;
+use crate::counters::{AccessCounts, MissLevel};
 use crate::stat::StatResult;
 use crate::stats::summary::Summary;
 use crate::topology::Machine;
@@ -25,6 +26,40 @@ fn number(value: f64) -> String {
 
 fn optional(value: Option<u64>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// Columns of a row's misses per access (`--counters`): the accesses counted, then each
+/// level in `MissLevel::ALL` order; a level not counted is an empty cell (the JSON report
+/// says why).
+const MISS_COLUMNS: [&str; 5] = [
+    "counted_accesses",
+    "l1_miss_per_access",
+    "l2_miss_per_access",
+    "llc_miss_per_access",
+    "dtlb_miss_per_access",
+];
+
+/// `MISS_COLUMNS` of the random curve of the latency sweep.
+const RANDOM_MISS_COLUMNS: [&str; 5] = [
+    "random_counted_accesses",
+    "random_l1_miss_per_access",
+    "random_l2_miss_per_access",
+    "random_llc_miss_per_access",
+    "random_dtlb_miss_per_access",
+];
+
+/// The `MISS_COLUMNS` cells of a row: misses per access to six decimals (a rare miss is
+/// still visible), empty when not counted.
+fn miss_values(counts: Option<&AccessCounts>) -> Vec<String> {
+    let mut cells = vec![counts.map(|c| c.accesses.to_string()).unwrap_or_default()];
+    cells.extend(MissLevel::ALL.iter().map(|&level| {
+        counts
+            .and_then(|c| c.per_access(level))
+            .filter(|v| v.is_finite())
+            .map(|v| format!("{}", (v * 1e6).round() / 1e6))
+            .unwrap_or_default()
+    }));
+    cells
 }
 
 fn quote(cell: &str) -> String {
@@ -59,6 +94,14 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                 "random_unstable",
             ]);
         }
+        let counted = latency.points.iter().any(|p| p.counters.is_some());
+        let random_counted = random.iter().any(|p| p.counters.is_some());
+        if counted {
+            header.extend(MISS_COLUMNS);
+        }
+        if random_counted {
+            header.extend(RANDOM_MISS_COLUMNS);
+        }
         tables.push(CsvTable {
             name: "latency.points".into(),
             header,
@@ -89,6 +132,13 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                             number(r.spread_pct),
                             r.unstable.to_string(),
                         ]);
+                    }
+                    if counted {
+                        row.extend(miss_values(p.counters.as_ref()));
+                    }
+                    if random_counted {
+                        let r = random.get(i).and_then(|r| r.counters.as_ref());
+                        row.extend(miss_values(r));
                     }
                     row
                 })
@@ -140,22 +190,27 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
         }
     }
     if let Some(stride) = &report.experiments.stride {
+        let counted = stride.rows.iter().any(|r| r.counters.is_some());
+        let mut header = vec![
+            "bytes",
+            "stride_bytes",
+            "pattern",
+            "kernel",
+            "gb_per_s",
+            "ns_per_access",
+            "spread_pct",
+        ];
+        if counted {
+            header.extend(MISS_COLUMNS);
+        }
         tables.push(CsvTable {
             name: "stride.rows".into(),
-            header: vec![
-                "bytes",
-                "stride_bytes",
-                "pattern",
-                "kernel",
-                "gb_per_s",
-                "ns_per_access",
-                "spread_pct",
-            ],
+            header,
             rows: stride
                 .rows
                 .iter()
                 .map(|r| {
-                    vec![
+                    let mut row = vec![
                         r.bytes.to_string(),
                         optional(r.stride_bytes),
                         r.pattern.clone(),
@@ -163,7 +218,11 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                         number(r.gb_per_s),
                         number(r.ns_per_access),
                         number(r.spread_pct),
-                    ]
+                    ];
+                    if counted {
+                        row.extend(miss_values(r.counters.as_ref()));
+                    }
+                    row
                 })
                 .collect(),
         });
@@ -300,23 +359,28 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                 .or_else(|| levels.clone().find(|l| l.entries.is_none()))
                 .map_or("", |l| l.name.as_str())
         };
+        let counted = tlb.rows.iter().any(|r| r.counters.is_some());
+        let mut header = vec![
+            "page_bytes",
+            "pages",
+            "ns",
+            "cycles",
+            "dense_ns",
+            "tlb_ns",
+            "spread_pct",
+            "level",
+        ];
+        if counted {
+            header.extend(MISS_COLUMNS);
+        }
         tables.push(CsvTable {
             name: "tlb.rows".into(),
-            header: vec![
-                "page_bytes",
-                "pages",
-                "ns",
-                "cycles",
-                "dense_ns",
-                "tlb_ns",
-                "spread_pct",
-                "level",
-            ],
+            header,
             rows: tlb
                 .rows
                 .iter()
                 .map(|r| {
-                    vec![
+                    let mut row = vec![
                         r.page_bytes.to_string(),
                         r.pages.to_string(),
                         number(r.ns),
@@ -325,7 +389,11 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                         number(r.tlb_ns),
                         number(r.spread_pct),
                         level_of(r).to_string(),
-                    ]
+                    ];
+                    if counted {
+                        row.extend(miss_values(r.counters.as_ref()));
+                    }
+                    row
                 })
                 .collect(),
         });
@@ -637,6 +705,57 @@ mod tests {
         report.experiments.rob = Some(r);
         let text = String::from_utf8(serialize(&report)).unwrap();
         assert!(!text.contains("NaN") && !text.contains("inf"));
+    }
+
+    #[test]
+    fn miss_columns_only_with_counters_and_empty_where_not_counted() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.latency = Some(samples::latency_counted(false));
+        report.experiments.stride = Some(samples::stride_counted(false));
+        report.experiments.tlb = Some(samples::tlb());
+        let text = String::from_utf8(serialize(&report)).unwrap();
+        assert!(!text.contains("miss_per_access"), "{text}");
+
+        report.experiments.latency = Some(samples::latency_counted(true));
+        report.experiments.stride = Some(samples::stride_counted(true));
+        let mut tlb = samples::tlb();
+        tlb.rows[0].counters = Some(samples::uncounted_access());
+        report.experiments.tlb = Some(tlb);
+        let tables = tables(&report);
+        let table = |name: &str| tables.iter().find(|t| t.name == name).unwrap();
+        let cell = |t: &CsvTable, row: usize, column: &str| {
+            let at = t.header.iter().position(|h| *h == column).unwrap();
+            t.rows[row][at].clone()
+        };
+        let latency = table("latency.points");
+        assert!(latency.header.ends_with(&RANDOM_MISS_COLUMNS));
+        // 16 KiB: L1 0.2, no L2 event, the LLC counted (multiplexed), the DTLB refused.
+        for (column, value) in [
+            ("counted_accesses", "1000"),
+            ("l1_miss_per_access", "0.2"),
+            ("l2_miss_per_access", ""),
+            ("llc_miss_per_access", "0.01"),
+            ("dtlb_miss_per_access", ""),
+            ("random_counted_accesses", "1000"),
+            ("random_l1_miss_per_access", ""),
+        ] {
+            assert_eq!(cell(latency, 2, column), value, "{column}");
+        }
+        let stride = table("stride.rows");
+        assert!(stride.header.ends_with(&MISS_COLUMNS));
+        assert_eq!(cell(stride, 1, "l1_miss_per_access"), "1");
+        // Rows without counts (the TLB rows past the first) have empty cells.
+        let tlb = table("tlb.rows");
+        assert!(tlb.header.ends_with(&MISS_COLUMNS));
+        assert_eq!(cell(tlb, 0, "counted_accesses"), "1000");
+        assert_eq!(cell(tlb, 1, "counted_accesses"), "");
+        for t in &tables {
+            assert!(
+                t.rows.iter().all(|r| r.len() == t.header.len()),
+                "{}",
+                t.name
+            );
+        }
     }
 
     #[test]

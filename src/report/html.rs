@@ -12,6 +12,7 @@
 
 use std::fmt::Write as _;
 
+use crate::counters::{AccessCounts, MissLevel};
 use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::{LatencyPoint, LatencyResult, UNSTABLE_SPREAD_PCT};
 use crate::experiments::loaded::{Knee, LoadedResult, LoadedRow};
@@ -911,6 +912,8 @@ fn latency_section(result: &LatencyResult, machine: &Machine) -> String {
     );
     // The random sweep, when measured, shares the sizes of the main one: matched by size.
     let random_at = |bytes: u64| random.iter().find(|r| r.bytes == bytes);
+    let counted = result.points.iter().any(|p| p.counters.is_some());
+    let random_counted = random.iter().any(|p| p.counters.is_some());
     let stability = |p: &LatencyPoint| {
         if p.unstable {
             "<span class=\"unstable\">unstable</span>".to_string()
@@ -949,6 +952,14 @@ fn latency_section(result: &LatencyResult, machine: &Machine) -> String {
                     ]),
                 }
             }
+            if counted {
+                row.extend(miss_cells(p.counters.as_ref()));
+            }
+            if random_counted {
+                row.extend(miss_cells(
+                    random_at(p.bytes).and_then(|r| r.counters.as_ref()),
+                ));
+            }
             row
         })
         .collect();
@@ -969,8 +980,85 @@ fn latency_section(result: &LatencyResult, machine: &Machine) -> String {
             "Random stability",
         ]);
     }
+    let miss = miss_headers("");
+    let random_miss = miss_headers("Random ");
+    if counted {
+        headers.extend(miss.iter().map(String::as_str));
+    }
+    if random_counted {
+        headers.extend(random_miss.iter().map(String::as_str));
+    }
     table(&mut out, &headers, &rows);
+    if counted || random_counted {
+        let all = result.points.iter().chain(random);
+        out.push_str(&miss_notes(all.filter_map(|p| p.counters.as_ref())));
+    }
     out.push_str("</details>\n</section>\n");
+    out
+}
+
+/// Headers of the per-level miss columns (numeric), e.g. "Random L1 miss".
+fn miss_headers(prefix: &str) -> Vec<String> {
+    MissLevel::ALL
+        .iter()
+        .map(|l| format!("#{prefix}{}", l.label()))
+        .collect()
+}
+
+/// Cells of the miss columns: misses per access ("*" when multiplexed); "n/s" with its
+/// reason as a tooltip for a level not counted; "–" for a row without counts.
+fn miss_cells(counts: Option<&AccessCounts>) -> Vec<String> {
+    MissLevel::ALL
+        .iter()
+        .map(|&level| {
+            let Some(counts) = counts else {
+                return "–".to_string();
+            };
+            let why = counts
+                .levels
+                .iter()
+                .find(|l| l.level == level && l.per_access.is_none())
+                .map(|l| l.not_supported.clone().unwrap_or_default());
+            match why {
+                Some(why) => format!(
+                    "<span class=\"muted\" title=\"{}\">n/s</span>",
+                    escape(&why)
+                ),
+                None => escape(&counts.cell(level)),
+            }
+        })
+        .collect()
+}
+
+/// The note under a table with miss columns: what the figures are, then every distinct
+/// reason a level was not counted, once.
+fn miss_notes<'a>(counts: impl IntoIterator<Item = &'a AccessCounts>) -> String {
+    let counts: Vec<&AccessCounts> = counts.into_iter().collect();
+    let mut notes: Vec<String> = Vec::new();
+    for note in counts.iter().flat_map(|c| c.unsupported_notes()) {
+        if !notes.contains(&note) {
+            notes.push(note);
+        }
+    }
+    let multiplexed = counts.iter().any(|c| {
+        c.levels
+            .iter()
+            .any(|l| l.multiplexed && l.per_access.is_some())
+    });
+    let mut out = String::from(
+        "<p class=\"note\">Miss columns: misses per access at each level from the hardware \
+         counters, counted in an untimed pass after each row's timed trials.",
+    );
+    if multiplexed {
+        out.push_str(
+            " * the PMU was shared with other events: the count is scaled by the time the \
+             event was enabled over the time it counted (an estimate).",
+        );
+    }
+    for note in notes {
+        let _ = write!(out, "<br>n/s — {}", escape(&note));
+    }
+    out.push_str("</p>\n");
     out
 }
 
@@ -1556,11 +1644,12 @@ fn stride_section(result: &StrideResult) -> String {
         "<details>\n<summary>All {} rows</summary>",
         result.rows.len()
     );
+    let counted = result.rows.iter().any(|r| r.counters.is_some());
     let rows: Vec<Vec<String>> = result
         .rows
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 escape(&Bytes(r.bytes).to_string()),
                 r.stride_bytes
                     .map_or_else(|| "–".to_string(), |s| s.to_string()),
@@ -1577,22 +1666,32 @@ fn stride_section(result: &StrideResult) -> String {
                 } else {
                     spread_text(r.spread_pct)
                 },
-            ]
+            ];
+            if counted {
+                row.extend(miss_cells(r.counters.as_ref()));
+            }
+            row
         })
         .collect();
-    table(
-        &mut out,
-        &[
-            "#Array size",
-            "#Stride (bytes)",
-            "Pattern",
-            "Kernel",
-            "#GB/s (useful)",
-            "#ns per access",
-            "#Spread %",
-        ],
-        &rows,
-    );
+    let mut headers = vec![
+        "#Array size",
+        "#Stride (bytes)",
+        "Pattern",
+        "Kernel",
+        "#GB/s (useful)",
+        "#ns per access",
+        "#Spread %",
+    ];
+    let miss = miss_headers("");
+    if counted {
+        headers.extend(miss.iter().map(String::as_str));
+    }
+    table(&mut out, &headers, &rows);
+    if counted {
+        out.push_str(&miss_notes(
+            result.rows.iter().filter_map(|r| r.counters.as_ref()),
+        ));
+    }
     out.push_str("</details>\n</section>\n");
     out
 }
@@ -2758,11 +2857,12 @@ fn tlb_section(result: &TlbResult, machine: &Machine) -> String {
         "<details>\n<summary>All {} points</summary>",
         result.rows.len()
     );
+    let counted = result.rows.iter().any(|r| r.counters.is_some());
     let rows: Vec<Vec<String>> = result
         .rows
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 page_cell(r.page_bytes),
                 r.pages.to_string(),
                 escape(&Bytes(r.pages.saturating_mul(r.page_bytes)).to_string()),
@@ -2771,23 +2871,33 @@ fn tlb_section(result: &TlbResult, machine: &Machine) -> String {
                 ns(r.dense_ns),
                 ns(r.tlb_ns),
                 noisy_spread(r.spread_pct),
-            ]
+            ];
+            if counted {
+                row.extend(miss_cells(r.counters.as_ref()));
+            }
+            row
         })
         .collect();
-    table(
-        &mut out,
-        &[
-            "Page",
-            "#Pages",
-            "#Memory spanned",
-            "#Latency (ns)",
-            "#Cycles",
-            "#Dense (ns)",
-            "#TLB part (ns)",
-            "#Spread %",
-        ],
-        &rows,
-    );
+    let mut headers = vec![
+        "Page",
+        "#Pages",
+        "#Memory spanned",
+        "#Latency (ns)",
+        "#Cycles",
+        "#Dense (ns)",
+        "#TLB part (ns)",
+        "#Spread %",
+    ];
+    let miss = miss_headers("");
+    if counted {
+        headers.extend(miss.iter().map(String::as_str));
+    }
+    table(&mut out, &headers, &rows);
+    if counted {
+        out.push_str(&miss_notes(
+            result.rows.iter().filter_map(|r| r.counters.as_ref()),
+        ));
+    }
     out.push_str("</details>\n</section>\n");
     out
 }
@@ -3036,6 +3146,10 @@ fn numa_section(result: &NumaResult) -> String {
 #[cfg(test)]
 pub(crate) mod samples {
     use std::collections::BTreeMap;
+
+    use crate::counters::{AccessCounts, LevelMisses, MissLevel};
+    use crate::experiments::latency::{LatencyLevel, LatencyPoint, LatencyResult};
+    use crate::experiments::stride::{StrideResult, StrideRow};
 
     use crate::experiments::loaded::{Knee, LoadedCurve, LoadedResult, LoadedRow};
     use crate::experiments::mlp::{
@@ -3370,6 +3484,7 @@ pub(crate) mod samples {
             dense_ns,
             tlb_ns,
             spread_pct: if pages == 3 { 14.0 } else { 1.0 },
+            counters: None,
         }
     }
 
@@ -3574,6 +3689,139 @@ pub(crate) mod samples {
         n.max_spread_pct = f64::INFINITY;
         (t, n)
     }
+
+    /// Misses per access over 1000 accesses as a machine might count them: L1 counted
+    /// (`l1`), no L2 event, the LLC counted on a shared PMU (multiplexed), the DTLB event
+    /// refused.
+    pub fn access_counts(l1: f64) -> AccessCounts {
+        let level = |level, event: &str, per_access, multiplexed, why: Option<&str>| LevelMisses {
+            level,
+            event: event.to_string(),
+            per_access,
+            multiplexed,
+            not_supported: why.map(str::to_string),
+        };
+        AccessCounts {
+            accesses: 1000,
+            levels: vec![
+                level(MissLevel::L1, "l1_event", Some(l1), false, None),
+                level(
+                    MissLevel::L2,
+                    "none",
+                    None,
+                    false,
+                    Some("not supported: no generic L2 event"),
+                ),
+                level(MissLevel::Llc, "llc_event", Some(0.01), true, None),
+                level(
+                    MissLevel::Dtlb,
+                    "dTLB-load-misses",
+                    None,
+                    false,
+                    Some("not supported: the CPU has no such event"),
+                ),
+            ],
+        }
+    }
+
+    /// A page-local sweep of 4 KiB … 64 MiB, one point per octave, with L1d (4–32 KiB),
+    /// L2 (64 KiB–1 MiB) and DRAM levels; with `counted`, every point carries
+    /// `access_counts` with L1 = (log2(bytes) − 12) / 10, and a random curve whose points
+    /// were not counted (`uncounted_access`).
+    pub fn latency_counted(counted: bool) -> LatencyResult {
+        let points: Vec<LatencyPoint> = (12..=26u32)
+            .map(|e| {
+                let ns = match e {
+                    ..=15 => 1.0,
+                    16..=20 => 4.0,
+                    _ => 90.0,
+                };
+                LatencyPoint {
+                    bytes: 1 << e,
+                    ns,
+                    cycles: ns * 4.0,
+                    spread_pct: 1.0,
+                    trials: 5,
+                    unstable: false,
+                    counters: counted.then(|| access_counts(f64::from(e - 12) / 10.0)),
+                }
+            })
+            .collect();
+        let random = points
+            .iter()
+            .map(|p| LatencyPoint {
+                ns: p.ns * 1.2,
+                counters: counted.then(uncounted_access),
+                ..p.clone()
+            })
+            .collect();
+        let level = |name: &str, ns: f64, first: u32, last: u32| LatencyLevel {
+            name: name.to_string(),
+            latency_ns: ns,
+            latency_cycles: ns * 4.0,
+            capacity_bytes: (name != "DRAM").then_some(1 << last),
+            os_size_bytes: None,
+            first_bytes: 1 << first,
+            last_bytes: 1 << last,
+            points: (last - first + 1) as usize,
+        };
+        LatencyResult {
+            order: "page-local".to_string(),
+            stride_bytes: 64,
+            points,
+            random_points: Some(random),
+            levels: vec![
+                level("L1d", 1.0, 12, 15),
+                level("L2", 4.0, 16, 20),
+                level("DRAM", 90.0, 21, 26),
+            ],
+            dram: None,
+        }
+    }
+
+    /// Read rows at 4 KiB and 1 MiB, strides 8 and 64 and random; with `counted`, each
+    /// row carries `access_counts` with L1 = 0.125 × stride / 8 (random: 1).
+    pub fn stride_counted(counted: bool) -> StrideResult {
+        let mut rows = Vec::new();
+        for bytes in [4 * KIB, MIB] {
+            for stride in [Some(8), Some(64), None] {
+                rows.push(StrideRow {
+                    bytes,
+                    stride_bytes: stride,
+                    pattern: if stride.is_some() {
+                        "strided"
+                    } else {
+                        "random"
+                    }
+                    .to_string(),
+                    kernel: "read".to_string(),
+                    gb_per_s: 8.0,
+                    ns_per_access: 1.0,
+                    spread_pct: 1.0,
+                    counters: counted
+                        .then(|| access_counts(stride.map_or(1.0, |s| 0.125 * s as f64 / 8.0))),
+                });
+            }
+        }
+        StrideResult { rows }
+    }
+
+    /// The counts of a machine without a PMU: every level says why.
+    pub fn uncounted_access() -> AccessCounts {
+        AccessCounts {
+            accesses: 1000,
+            levels: MissLevel::ALL
+                .iter()
+                .map(|&level| LevelMisses {
+                    level,
+                    event: format!("{}_event", level.label().replace(' ', "_")),
+                    per_access: None,
+                    multiplexed: false,
+                    not_supported: Some("not supported: no hardware PMU (test)".to_string()),
+                })
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -3615,6 +3863,7 @@ mod tests {
                     spread_pct: 1.0,
                     trials: 7,
                     unstable: e == 21,
+                    counters: None,
                 }
             })
             .collect();
@@ -3690,6 +3939,49 @@ mod tests {
 
     fn html(report: &Report) -> String {
         String::from_utf8(serialize(report)).unwrap()
+    }
+
+    #[test]
+    fn counted_rows_get_miss_columns_with_reasons_and_one_note_per_reason() {
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.latency = Some(samples::latency_counted(false));
+        report.experiments.stride = Some(samples::stride_counted(false));
+        report.experiments.tlb = Some(samples::tlb());
+        assert!(!html(&report).contains("L1 miss"));
+
+        report.experiments.latency = Some(samples::latency_counted(true));
+        report.experiments.stride = Some(samples::stride_counted(true));
+        let mut tlb = samples::tlb();
+        for r in &mut tlb.rows {
+            r.counters = Some(samples::uncounted_access());
+        }
+        report.experiments.tlb = Some(tlb);
+        let doc = html(&report);
+        let latency = section(&doc, "latency");
+        assert!(latency.contains(">Random dTLB miss</th>"), "{latency}");
+        assert!(latency.contains("<td class=\"num\">0.010*</td>"));
+        assert!(latency.contains("title=\"not supported: no generic L2 event\">n/s</span>"));
+        assert_eq!(
+            latency
+                .matches("n/s — L2 miss (none): not supported: no generic L2 event")
+                .count(),
+            1
+        );
+        let stride = section(&doc, "stride");
+        assert!(stride.contains("<td class=\"num\">0.125</td>"), "{stride}");
+        let tlb = section(&doc, "tlb");
+        assert_eq!(
+            tlb.matches("not supported: no hardware PMU (test)\">n/s</span>")
+                .count(),
+            {
+                let rows = samples::tlb().rows.len();
+                4 * rows
+            }
+        );
+        assert_eq!(tlb.matches("n/s — ").count(), 4, "one note per level");
+        for id in ["latency", "stride", "tlb"] {
+            assert_balanced(section(&doc, id));
+        }
     }
 
     #[test]
@@ -3951,6 +4243,7 @@ mod tests {
                         gb_per_s: useful / ns,
                         ns_per_access: ns,
                         spread_pct: if stride == Some(4 * KIB) { 12.0 } else { 2.0 },
+                        counters: None,
                     });
                 };
                 for &s in &strides {

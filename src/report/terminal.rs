@@ -2,13 +2,14 @@
 //! experiment and the warnings.
 
 use super::Report;
+use crate::counters::{AccessCounts, MissLevel};
 use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
-use crate::experiments::latency::LatencyResult;
+use crate::experiments::latency::{LatencyPoint, LatencyResult};
 use crate::experiments::loaded::{Knee, LoadedResult, LoadedRow};
 use crate::experiments::mlp::{MlpResult, MlpRow};
 use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
-use crate::experiments::stride::StrideResult;
+use crate::experiments::stride::{StrideResult, StrideRow};
 use crate::experiments::tlb::TlbResult;
 use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
@@ -318,17 +319,23 @@ pub fn latency(result: &LatencyResult, with_points: bool) -> String {
         "Load-to-use latency (dependent {} chase, {}-byte slots)",
         result.order, result.stride_bytes
     ));
-    let mut t = Table::new(&[
+    let counted = result.points.iter().any(|p| p.counters.is_some());
+    let mut header = vec![
         "level",
         "latency ns",
         "cycles",
         "ends at (measured)",
         "OS size",
         "plateau",
-    ]);
+    ];
+    if counted {
+        header.extend(miss_headers());
+    }
+    let mut t = Table::new(&header);
+    let mut level_counts = Vec::new();
     for level in &result.levels {
         let (ns, cyc) = ns_cycles(level.latency_ns, level.latency_cycles);
-        t.row(vec![
+        let mut row = vec![
             level.name.clone(),
             ns,
             cyc,
@@ -344,9 +351,23 @@ pub fn latency(result: &LatencyResult, with_points: bool) -> String {
                 Bytes(level.last_bytes),
                 level.points
             ),
-        ]);
+        ];
+        if counted {
+            let counts = plateau_centre(&result.points, level.first_bytes, level.last_bytes)
+                .and_then(|p| p.counters.as_ref());
+            row.extend(miss_cells(counts));
+            level_counts.extend(counts);
+        }
+        t.row(row);
     }
     out.push_str(&t.render());
+    if counted {
+        out.push_str(
+            " L1/L2/LLC/dTLB miss: misses per load at the sweep point nearest the middle of \
+             each plateau (hardware counters, an untimed pass after the point's trials)\n",
+        );
+        out.push_str(&miss_notes(level_counts));
+    }
     if let Some(dram) = &result.dram {
         out.push_str(&format!(
             "\n DRAM at {}: random {:.1} ns ({}), page-local {:.1} ns ({}); TLB misses and page walks add {:.1} ns\n",
@@ -369,7 +390,7 @@ pub fn latency(result: &LatencyResult, with_points: bool) -> String {
     if with_points {
         out.push_str(&heading("Sweep"));
         let random = result.random_points.as_deref().unwrap_or(&[]);
-        let mut header = vec!["working set", "ns", "cycles", "spread %", "trials", ""];
+        let mut header = vec!["working set", "ns", "cycles", "spread %", "trials"];
         if !random.is_empty() {
             header = vec![
                 "working set",
@@ -379,9 +400,12 @@ pub fn latency(result: &LatencyResult, with_points: bool) -> String {
                 "random ns",
                 "cycles",
                 "spread %",
-                "",
             ];
         }
+        if counted {
+            header.extend(miss_headers());
+        }
+        header.push("");
         let mut t = Table::new(&header);
         for (i, p) in result.points.iter().enumerate() {
             let (ns, cyc) = ns_cycles(p.ns, p.cycles);
@@ -400,6 +424,9 @@ pub fn latency(result: &LatencyResult, with_points: bool) -> String {
                 }
                 None => row.push(p.trials.to_string()),
             }
+            if counted {
+                row.extend(miss_cells(p.counters.as_ref()));
+            }
             row.push(if unstable {
                 "unstable".into()
             } else {
@@ -408,8 +435,92 @@ pub fn latency(result: &LatencyResult, with_points: bool) -> String {
             t.row(row);
         }
         out.push_str(&t.render());
+        let random_counted = random.iter().any(|p| p.counters.is_some());
+        if random_counted {
+            out.push_str(&heading("Sweep, random chase: misses per load"));
+            let mut header = vec!["working set"];
+            header.extend(miss_headers());
+            let mut t = Table::new(&header);
+            for p in random {
+                let mut row = vec![Bytes(p.bytes).to_string()];
+                row.extend(miss_cells(p.counters.as_ref()));
+                t.row(row);
+            }
+            out.push_str(&t.render());
+        }
+        if counted || random_counted {
+            out.push_str(&format!(
+                " L1/L2/LLC/dTLB miss: misses per load{} (hardware counters, an untimed pass \
+                 after each point's trials)\n",
+                if random_counted && counted {
+                    ", in the order of each table"
+                } else {
+                    ""
+                }
+            ));
+            let all = result.points.iter().chain(random);
+            out.push_str(&miss_notes(all.filter_map(|p| p.counters.as_ref())));
+        }
     }
     out
+}
+
+/// The point of a curve nearest the middle (on a log scale) of the plateau from `first`
+/// to `last` bytes.
+fn plateau_centre(points: &[LatencyPoint], first: u64, last: u64) -> Option<&LatencyPoint> {
+    let centre = ((first.max(1) as f64).log2() + (last.max(1) as f64).log2()) / 2.0;
+    points
+        .iter()
+        .filter(|p| (first..=last).contains(&p.bytes))
+        .min_by(|a, b| {
+            let distance = |p: &LatencyPoint| ((p.bytes.max(1) as f64).log2() - centre).abs();
+            distance(a).total_cmp(&distance(b))
+        })
+}
+
+/// Headers of the miss columns: "L1 miss", "L2 miss", "LLC miss", "dTLB miss".
+fn miss_headers() -> Vec<&'static str> {
+    MissLevel::ALL.iter().map(|l| l.label()).collect()
+}
+
+/// The miss cells of a row: misses per access ("*" when multiplexed), "n/s" for a level
+/// not counted (the reason is in the notes under the table), "-" without counts.
+fn miss_cells(counts: Option<&AccessCounts>) -> Vec<String> {
+    MissLevel::ALL
+        .iter()
+        .map(|&level| counts.map_or("-".to_string(), |c| c.cell(level)))
+        .collect()
+}
+
+/// The notes under a table with miss columns: "* multiplexed" when any count was, then
+/// every distinct reason a level was not counted, once, however many rows share it.
+fn miss_notes<'a>(counts: impl IntoIterator<Item = &'a AccessCounts>) -> String {
+    let counts: Vec<&AccessCounts> = counts.into_iter().collect();
+    multiplexed_note(&counts) + &unsupported_notes(&counts)
+}
+
+/// The "*" footnote, when any count was multiplexed.
+fn multiplexed_note(counts: &[&AccessCounts]) -> String {
+    let multiplexed = counts.iter().any(|c| {
+        c.levels
+            .iter()
+            .any(|l| l.multiplexed && l.per_access.is_some())
+    });
+    if multiplexed {
+        " * the PMU was shared with other events: the count is scaled by the time the event \
+         was enabled over the time it counted (an estimate)\n"
+            .to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// Every distinct reason a level was not counted, once.
+fn unsupported_notes(counts: &[&AccessCounts]) -> String {
+    distinct(counts.iter().flat_map(|c| c.unsupported_notes()))
+        .iter()
+        .map(|note| format!(" {note}\n"))
+        .collect()
 }
 
 /// Distinct values in order of first appearance.
@@ -536,7 +647,9 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
 }
 
 /// The `stride` view: ns per access (a throughput figure: accesses are independent) for
-/// each kernel, working set × stride, with the random order last.
+/// each kernel, working set × stride, with the random order last. With counters, the same
+/// matrix of misses per access for every level counted in some row, and a note for each
+/// reason a level was not counted.
 pub fn stride(result: &StrideResult) -> String {
     let mut out = String::new();
     for kernel in distinct(result.rows.iter().map(|r| r.kernel.clone())) {
@@ -544,30 +657,62 @@ pub fn stride(result: &StrideResult) -> String {
         let mut strides = distinct(rows.iter().filter_map(|r| r.stride_bytes));
         strides.sort_unstable();
         let has_random = rows.iter().any(|r| r.stride_bytes.is_none());
+        let matrix = |cell: &dyn Fn(&StrideRow) -> String| {
+            let mut header = vec!["working set".to_string()];
+            header.extend(strides.iter().map(|s| s.to_string()));
+            if has_random {
+                header.push("random".to_string());
+            }
+            let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+            let mut t = Table::new(&header_refs);
+            for bytes in distinct(rows.iter().map(|r| r.bytes)) {
+                let mut cells = vec![Bytes(bytes).to_string()];
+                let at = |stride: Option<u64>| {
+                    rows.iter()
+                        .find(|r| r.bytes == bytes && r.stride_bytes == stride)
+                        .map_or("-".to_string(), |r| cell(r))
+                };
+                cells.extend(strides.iter().map(|&s| at(Some(s))));
+                if has_random {
+                    cells.push(at(None));
+                }
+                t.row(cells);
+            }
+            t.render()
+        };
         out.push_str(&heading(&format!(
             "Access cost, {kernel}: ns per access by stride in bytes (independent accesses: a throughput figure, not latency)"
         )));
-        let mut header = vec!["working set".to_string()];
-        header.extend(strides.iter().map(|s| s.to_string()));
-        if has_random {
-            header.push("random".to_string());
+        out.push_str(&matrix(&|r| format!("{:.2}", r.ns_per_access)));
+
+        let counts: Vec<&AccessCounts> = rows.iter().filter_map(|r| r.counters.as_ref()).collect();
+        if counts.is_empty() {
+            continue;
         }
-        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut t = Table::new(&header_refs);
-        for bytes in distinct(rows.iter().map(|r| r.bytes)) {
-            let mut cells = vec![Bytes(bytes).to_string()];
-            let cell = |stride: Option<u64>| {
-                rows.iter()
-                    .find(|r| r.bytes == bytes && r.stride_bytes == stride)
-                    .map_or("-".to_string(), |r| format!("{:.2}", r.ns_per_access))
-            };
-            cells.extend(strides.iter().map(|&s| cell(Some(s))));
-            if has_random {
-                cells.push(cell(None));
+        let mut uncounted = Vec::new();
+        for level in MissLevel::ALL {
+            if !counts.iter().any(|c| c.per_access(level).is_some()) {
+                uncounted.push(level.label());
+                continue;
             }
-            t.row(cells);
+            out.push_str(&heading(&format!(
+                "{} per access, {kernel}, by stride in bytes (hardware counters)",
+                level.label()
+            )));
+            out.push_str(&matrix(&|r| {
+                r.counters
+                    .as_ref()
+                    .map_or("-".to_string(), |c| c.cell(level))
+            }));
         }
-        out.push_str(&t.render());
+        out.push_str(&multiplexed_note(&counts));
+        if !uncounted.is_empty() {
+            out.push_str(&format!(
+                "\n {kernel}: {} per access not counted in any row:\n",
+                uncounted.join(", ")
+            ));
+        }
+        out.push_str(&unsupported_notes(&counts));
     }
     out
 }
@@ -1038,9 +1183,15 @@ pub fn tlb(result: &TlbResult) -> String {
                 String::new()
             }
         )));
-        let mut t = Table::new(&[
-            "pages", "spans", "ns", "cycles", "dense ns", "TLB ns", "spread %", "",
-        ]);
+        let counted = rows.iter().any(|r| r.counters.is_some());
+        let mut header = vec![
+            "pages", "spans", "ns", "cycles", "dense ns", "TLB ns", "spread %",
+        ];
+        if counted {
+            header.extend(miss_headers());
+        }
+        header.push("");
+        let mut t = Table::new(&header);
         for r in rows.iter().filter(|r| shown.contains(&r.pages)) {
             let last_of: Vec<String> = knees
                 .iter()
@@ -1049,7 +1200,7 @@ pub fn tlb(result: &TlbResult) -> String {
                 })
                 .map(|(entries, name)| format!("◀ last in {name} ({entries} entries)"))
                 .collect();
-            t.row(vec![
+            let mut row = vec![
                 r.pages.to_string(),
                 Bytes(r.pages.saturating_mul(r.page_bytes)).to_string(),
                 figure(r.ns, 2),
@@ -1057,10 +1208,21 @@ pub fn tlb(result: &TlbResult) -> String {
                 figure(r.dense_ns, 2),
                 figure(r.tlb_ns, 2),
                 figure(r.spread_pct, 1),
-                last_of.join(", "),
-            ]);
+            ];
+            if counted {
+                row.extend(miss_cells(r.counters.as_ref()));
+            }
+            row.push(last_of.join(", "));
+            t.row(row);
         }
         out.push_str(&t.render());
+        if counted {
+            out.push_str(
+                " L1/L2/LLC/dTLB miss: misses per load of the one-line-per-page chase \
+                 (hardware counters, an untimed pass after each point's trials)\n",
+            );
+            out.push_str(&miss_notes(rows.iter().filter_map(|r| r.counters.as_ref())));
+        }
     }
     if result.rows.is_empty() {
         out.push_str(" no page count was measured\n");
@@ -1671,6 +1833,106 @@ mod tests {
         // The ragged row's missing cell is a dash, not a panic.
         let bandwidth = table_rows(&text, "NUMA: read bandwidth");
         assert!(bandwidth[1].ends_with('—'), "{text}");
+    }
+
+    #[test]
+    fn latency_levels_and_points_with_counters_show_misses_and_each_note_once_per_table() {
+        let plain = latency(&samples::latency_counted(false), true);
+        assert!(
+            !plain.contains("L1 miss") && !plain.contains("n/s"),
+            "{plain}"
+        );
+
+        let result = samples::latency_counted(true);
+        let text = latency(&result, false);
+        let header = text.lines().find(|l| l.starts_with(" level")).unwrap();
+        for label in ["L1 miss", "L2 miss", "LLC miss", "dTLB miss"] {
+            assert!(header.contains(label), "{header}");
+        }
+        // Each level shows the point nearest its plateau's middle: 8 KiB (L1 0.1), 256 KiB
+        // (0.6) and 8 MiB (1.1); L2 and the DTLB were not counted, the LLC multiplexed.
+        let row = |name: &str| text.lines().find(|l| l.starts_with(name)).unwrap();
+        for (name, l1) in [(" L1d", "0.100"), (" L2 ", "0.600"), (" DRAM", "1.100")] {
+            let cells: Vec<&str> = row(name).split_whitespace().rev().take(4).collect();
+            assert_eq!(cells, ["n/s", "0.010*", "n/s", l1], "{}", row(name));
+        }
+        let l2_note = " L2 miss (none): not supported: no generic L2 event\n";
+        let dtlb_note = " dTLB miss (dTLB-load-misses): not supported: the CPU has no such event\n";
+        assert_eq!(text.matches(l2_note).count(), 1, "{text}");
+        assert_eq!(text.matches(dtlb_note).count(), 1, "{text}");
+        assert_eq!(text.matches("the PMU was shared").count(), 1, "{text}");
+        assert!(
+            !text.contains("no hardware PMU (test)"),
+            "the random curve is not shown"
+        );
+
+        // With the points: the sweep table and the random curve's table, whose notes come
+        // once after both.
+        let text = latency(&result, true);
+        assert_eq!(text.matches(l2_note).count(), 2, "{text}");
+        assert_eq!(text.matches(dtlb_note).count(), 2, "{text}");
+        assert_eq!(
+            text.matches(" L1 miss (L1_miss_event): not supported: no hardware PMU (test)\n")
+                .count(),
+            1,
+            "{text}"
+        );
+        let sweep = table_rows(&text, "Sweep\n");
+        assert_eq!(sweep.len(), result.points.len());
+        let last_four = |row: &str| -> Vec<String> {
+            let cells: Vec<&str> = row.split_whitespace().collect();
+            cells[cells.len() - 4..]
+                .iter()
+                .map(|c| c.to_string())
+                .collect()
+        };
+        assert_eq!(last_four(sweep[0]), ["0.000", "n/s", "0.010*", "n/s"]);
+        let random = table_rows(&text, "Sweep, random chase: misses per load");
+        assert!(random
+            .iter()
+            .take(result.points.len())
+            .all(|r| last_four(r) == ["n/s"; 4]));
+    }
+
+    #[test]
+    fn stride_with_counters_adds_a_matrix_per_counted_level_and_notes_for_the_rest() {
+        let plain = stride(&samples::stride_counted(false));
+        assert!(!plain.contains("miss"), "{plain}");
+        let text = stride(&samples::stride_counted(true));
+        let l1 = table_rows(&text, "L1 miss per access, read");
+        let cells: Vec<&str> = l1[0].split_whitespace().collect();
+        assert_eq!(cells, ["4", "KiB", "0.125", "1.000", "1.000"]);
+        assert!(table_rows(&text, "LLC miss per access, read")[1].contains("0.010*"));
+        assert!(!text.contains("\nL2 miss per access") && !text.contains("\ndTLB miss per"));
+        assert!(text.contains(" read: L2 miss, dTLB miss per access not counted in any row:\n"));
+        assert_eq!(
+            text.matches("L2 miss (none): not supported").count(),
+            1,
+            "{text}"
+        );
+        assert_eq!(
+            text.matches("dTLB miss (dTLB-load-misses)").count(),
+            1,
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn tlb_curves_with_counters_have_miss_columns_and_notes_per_page_size() {
+        let mut result = samples::tlb();
+        assert!(!tlb(&result).contains("L1 miss"));
+        for r in &mut result.rows {
+            r.counters = Some(samples::uncounted_access());
+        }
+        let text = tlb(&result);
+        assert_eq!(text.matches("  dTLB miss").count(), 2, "{text}");
+        let note = " LLC miss (LLC_miss_event): not supported: no hardware PMU (test)\n";
+        assert_eq!(text.matches(note).count(), 2, "one per page size: {text}");
+        let curve = table_rows(&text, "4 KiB pages: ns per load");
+        let rows = curve.iter().take_while(|r| !r.contains("miss"));
+        assert!(rows
+            .map(|r| r.split_whitespace().filter(|c| *c == "n/s").count())
+            .all(|n| n == 4));
     }
 
     #[test]
