@@ -1617,7 +1617,13 @@ pub fn miss_impact_chart(result: &MissImpactResult) -> String {
         Pattern::Random => "chase",
         Pattern::RandomIndependent => "indep",
     };
-    let mut chart = BarChart::new("Time per access: measured and AMAT")
+    let with_amat = result.rows.iter().any(|r| r.amat_ns.is_some());
+    let title = if with_amat {
+        "Time per access: measured and AMAT"
+    } else {
+        "Time per access, measured (no AMAT: the miss rates were not counted)"
+    };
+    let mut chart = BarChart::new(title)
         .size(1000.0, 340.0)
         .y_axis(Axis::log10("ns per access"))
         .categories(
@@ -1632,7 +1638,7 @@ pub fn miss_impact_chart(result: &MissImpactResult) -> String {
             result.rows.iter().map(|r| r.ns_per_access).collect(),
             Some(CURVE_COLOR.to_string()),
         );
-    if result.rows.iter().any(|r| r.amat_ns.is_some()) {
+    if with_amat {
         chart = chart.series(
             "AMAT from the counted miss rates",
             result
@@ -1656,8 +1662,8 @@ fn miss_impact_section(result: &MissImpactResult) -> String {
          <b>random</b> (a dependent {} pointer chase: one miss at a time) and \
          <b>random-independent</b> (the chase's lines as independent loads). Each row has the \
          median time per access over its trials, the run time of one counted pass through \
-         every line (repeated to last a few trials), the misses per access counted at each \
-         level over that pass (<b>n/s</b>: not supported here, see below; <b>*</b>: \
+         every line (repeated to last a few trials), the misses <i>per access</i> counted at \
+         each level over that pass (<b>n/s</b>: not supported here, see below; <b>*</b>: \
          multiplexed), the page faults of the pass, and <b>AMAT</b> = {} built from the \
          latency ladder's levels ({}) and the row's own miss rates. The chase takes about \
          AMAT per access, as AMAT assumes misses one at a time; sequential and independent \
@@ -1719,10 +1725,10 @@ fn miss_impact_section(result: &MissImpactResult) -> String {
             "#ns per access",
             "#Spread %",
             "#Run time (ms)",
-            "#L1 misses / access",
-            "#L2 misses / access",
-            "#LLC misses / access",
-            "#dTLB misses / access",
+            "#L1 miss",
+            "#L2 miss",
+            "#LLC miss",
+            "#dTLB miss",
             "#Page faults",
             "#AMAT (ns)",
             "#Measured / AMAT",
@@ -4328,6 +4334,12 @@ mod tests {
         assert!(section.contains("<td class=\"num\">1.01</td>"), "{section}");
         assert_eq!(section.matches("<li>").count(), 2, "{section}");
         assert!(section.contains("<li>AMAT: not computed: L1 misses not supported: "));
+        // Nothing counted: measured bars only, and the title says why.
+        let mut uncounted = crate::experiments::miss_impact::tests::sample();
+        uncounted.rows.retain(|r| r.amat_ns.is_none());
+        let chart = miss_impact_chart(&uncounted);
+        assert!(chart.contains("no AMAT: the miss rates were not counted"));
+        assert!(!chart.contains("AMAT from the counted miss rates"));
     }
 
     #[test]
