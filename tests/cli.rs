@@ -218,6 +218,10 @@ fn run_writes_json_and_an_html_report_with_an_svg_plot() {
         assert!(row["run_time_ns"].as_f64().unwrap() > 0.0, "{row}");
         // Software events need no PMU: the page faults of the pass are counted.
         assert!(row["page_faults"].is_u64(), "{row}");
+        assert!(
+            row["task_clock_ns"].as_u64().is_some_and(|t| t > 0),
+            "{row}"
+        );
     }
     if !memscope::counters::Probe::detect().has_hardware_pmu() {
         for row in rows {

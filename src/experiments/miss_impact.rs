@@ -1052,6 +1052,10 @@ pub mod tests {
                 row.page_faults.is_some() || row.software_not_supported.is_some(),
                 "{row:?}"
             );
+            // The task clock runs while the pass runs (it ran on this thread).
+            if row.software_not_supported.is_none() {
+                assert!(row.task_clock_ns.is_some_and(|t| t > 0), "{row:?}");
+            }
             assert_eq!(row.amat_ns.is_some(), row.amat_not_computed.is_none());
             if !result.hardware_pmu {
                 assert!(row.amat_ns.is_none() && row.llc_miss_rate.is_none());
