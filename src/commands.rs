@@ -10,7 +10,7 @@ use crate::cli::Cli;
 use crate::counters::Probe;
 use crate::error::UsageError;
 use crate::experiments::numa::NodeThreads;
-use crate::experiments::{bandwidth, latency, loaded, mlp, numa, rob, stride, tlb};
+use crate::experiments::{bandwidth, latency, loaded, miss_impact, mlp, numa, rob, stride, tlb};
 use crate::plan::{CommandKind, MeasurePlan, Plan};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
@@ -211,6 +211,17 @@ fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
             counted.join(", ")
         ));
     }
+    if let Some(impact) = &plan.miss_impact {
+        parts.push(format!(
+            "miss impact: per footprint × pattern a warm-up lap, then {} trials of ~{:.0} ms \
+             (median ns per access), then one counted pass through every line, repeated to \
+             last at least {:.0} trials, with the miss counters, page faults and task clock \
+             on; AMAT from the latency ladder's levels",
+            impact.repetitions,
+            impact.trial_ns / 1e6,
+            miss_impact::COUNTED_TRIALS
+        ));
+    }
     parts.join("; ")
 }
 
@@ -270,6 +281,9 @@ fn hugepages_needed(plan: &Plan, m: &MeasurePlan, machine: &Machine, page: u64) 
     }
     if let Some(config) = &plan.rob {
         needs.push(pages(config.chase_bytes));
+    }
+    if let Some(config) = &plan.miss_impact {
+        needs.push(pages(config.arena_bytes()));
     }
     if let Some(config) = &plan.numa {
         let threads = match config.threads_per_node {
@@ -356,6 +370,17 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         let (result, found) = latency::measure(config, &arena, &timer, &machine, &progress);
         experiments.latency = Some(result);
         warnings.extend(found.into_iter().map(Warning::from));
+    }
+    if let (Some(config), Some(latency)) = (&plan.miss_impact, &experiments.latency) {
+        let arena = allocate(
+            Bytes(config.arena_bytes()),
+            m.pages,
+            &mut settings,
+            &mut warnings,
+        )?;
+        experiments.miss_impact = Some(miss_impact::measure(
+            config, &arena, latency, &timer, &machine, &progress,
+        ));
     }
     if let Some(config) = &plan.bandwidth {
         let result = bandwidth::measure(config, &timer, &machine, &progress)?;

@@ -12,6 +12,7 @@ use crate::error::UsageError;
 use crate::experiments::bandwidth::{sweep_working_sets, BandwidthConfig, Sizes};
 use crate::experiments::latency::{sweep_sizes, LatencyConfig};
 use crate::experiments::loaded::{LoadedConfig, DEFAULT_DELAYS, QUICK_DELAYS};
+use crate::experiments::miss_impact::{self, MissImpactConfig};
 use crate::experiments::mlp::MlpConfig;
 use crate::experiments::numa::{NodeThreads, NumaConfig};
 use crate::experiments::rob::RobConfig;
@@ -45,6 +46,8 @@ pub struct Plan {
     pub numa: Option<NumaConfig>,
     /// `memscope stat`: the events and the command.
     pub stat: Option<StatPlan>,
+    /// The cache-miss-impact table (with `run`, after the latency ladder it builds on).
+    pub miss_impact: Option<MissImpactConfig>,
     /// Experiments of the profile that cannot run on this machine, and why.
     pub skipped: Vec<Skipped>,
     /// Print every sweep point, not only the levels.
@@ -148,6 +151,7 @@ impl Plan {
             tlb: None,
             numa: None,
             stat: None,
+            miss_impact: None,
             skipped: Vec::new(),
             print_points: false,
         }
@@ -283,6 +287,10 @@ impl Plan {
         let mut quick_tlb = quick.clone();
         quick_tlb.quick = true;
         plan.tlb = Some(tlb_config(&defaults::<TlbArgs>(), &quick_tlb, machine)?);
+        plan.miss_impact = plan
+            .latency
+            .as_ref()
+            .map(|latency| miss_impact_config(latency, &quick, machine));
         Ok(plan)
     }
 
@@ -772,6 +780,29 @@ fn rob_config(
         // Two chains, each over the DRAM working set.
         chase_bytes: 2 * dram_working_set(measure, machine),
     })
+}
+
+/// The cache-miss-impact table: one footprint inside each cache and one in DRAM (within
+/// --max-size), its random patterns in the latency ladder's chase order.
+fn miss_impact_config(
+    latency: &LatencyConfig,
+    measure: &MeasurePlan,
+    machine: &Machine,
+) -> MissImpactConfig {
+    let line = machine
+        .data_caches()
+        .first()
+        .map(|c| c.line_bytes as usize)
+        .filter(|l| l.is_power_of_two() && (8..=1024).contains(l))
+        .unwrap_or(64);
+    MissImpactConfig {
+        footprints: miss_impact::footprints(&machine.data_caches(), measure.max_size.0),
+        line_bytes: line,
+        order: latency.order,
+        repetitions: measure.repetitions,
+        trial_ns: measure.trial_ns,
+        seed: 0x6d69_7373, // "miss"
+    }
 }
 
 /// The TLB experiment: 4 KiB pages always, and THP or hugetlbfs 2 MiB pages.

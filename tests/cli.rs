@@ -197,6 +197,47 @@ fn run_writes_json_and_an_html_report_with_an_svg_plot() {
     );
     // Only the two reports: no temporary files left behind.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+
+    // The cache-miss-impact table: every footprint with every pattern.
+    assert!(html.contains("<section id=\"miss-impact\">"));
+    let rows = report["experiments"]["miss_impact"]["rows"]
+        .as_array()
+        .expect("run measures the miss impact");
+    assert!(rows.len() >= 6 && rows.len().is_multiple_of(3), "{rows:?}");
+    let ns = |level: &str, pattern: &str| {
+        rows.iter()
+            .find(|r| r["level"] == level && r["pattern"] == pattern)
+            .and_then(|r| r["ns_per_access"].as_f64())
+            .unwrap_or_else(|| panic!("{level} {pattern}"))
+    };
+    let largest = rows.last().unwrap()["level"].as_str().unwrap();
+    // Dependent loads wait for each other; the same loads made independently overlap.
+    assert!(ns(largest, "random") > ns(largest, "random-independent"));
+    assert!(ns(largest, "random") > ns("L1d", "random"));
+    for row in rows {
+        assert!(row["run_time_ns"].as_f64().unwrap() > 0.0, "{row}");
+        // Software events need no PMU: the page faults of the pass are counted.
+        assert!(row["page_faults"].is_u64(), "{row}");
+        assert!(
+            row["task_clock_ns"].as_u64().is_some_and(|t| t > 0),
+            "{row}"
+        );
+    }
+    if !memscope::counters::Probe::detect().has_hardware_pmu() {
+        for row in rows {
+            assert!(row["amat_ns"].is_null() && row["llc_miss_rate"].is_null());
+            let why = row["amat_not_computed"].as_str().unwrap();
+            assert!(why.starts_with("not computed: "), "{why}");
+            let llc = row["misses"]["levels"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|l| l["level"] == "llc")
+                .unwrap();
+            let why = llc["not_supported"].as_str().unwrap();
+            assert!(why.starts_with("not supported: "), "{why}");
+        }
+    }
 }
 
 #[test]

@@ -413,6 +413,33 @@ mod tests {
     }
 
     #[test]
+    fn group_members_count_in_every_enable_disable_cycle() {
+        // Members follow their leader: enabling every member with PERF_IOC_FLAG_GROUP
+        // left them switched off after the first disable (they read 0 from then on).
+        let group = CounterGroup::open(
+            &events(&["page-faults", "task-clock"]),
+            Target::CallingThread,
+            &Probe::detect(),
+        );
+        assert_eq!(group.failures().count(), 0);
+        for cycle in 0..3 {
+            group.reset().unwrap();
+            group.enable().unwrap();
+            let cpu_start = thread_cpu_ns();
+            while thread_cpu_ns() - cpu_start < 5_000_000 {
+                std::hint::black_box(thread_cpu_ns());
+            }
+            group.disable().unwrap();
+            let cpu = (thread_cpu_ns() - cpu_start) as f64;
+            let task = count(&group.read().unwrap()[1]).raw as f64;
+            assert!(
+                task >= 0.5 * cpu && task <= 1.5 * cpu,
+                "cycle {cycle}: task-clock (a member) {task} ns vs thread CPU time {cpu} ns"
+            );
+        }
+    }
+
+    #[test]
     fn an_unsupported_event_is_explained_and_the_rest_still_count() {
         let probe = Probe::detect();
         let group = CounterGroup::open(

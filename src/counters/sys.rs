@@ -144,14 +144,18 @@ fn ioctl(fd: RawFd, request: u64, arg: libc::c_ulong) -> io::Result<()> {
     Ok(())
 }
 
-/// Enables the group led by `leader` (all its members).
+/// Enables the group led by `leader`: the leader only, as `perf` does. Members are opened
+/// enabled and count whenever their leader does; enabling them too (PERF_IOC_FLAG_GROUP)
+/// would pair with a group disable that switches them off, after which the kernel (seen
+/// on Linux 6.18) does not schedule them back in with the leader: they read 0 from the
+/// second interval on.
 pub fn enable_group(leader: RawFd) -> io::Result<()> {
-    ioctl(leader, IOC_ENABLE, PERF_IOC_FLAG_GROUP)
+    ioctl(leader, IOC_ENABLE, 0)
 }
 
-/// Disables the group led by `leader`.
+/// Disables the group led by `leader` (the leader only: its members stop with it).
 pub fn disable_group(leader: RawFd) -> io::Result<()> {
-    ioctl(leader, IOC_DISABLE, PERF_IOC_FLAG_GROUP)
+    ioctl(leader, IOC_DISABLE, 0)
 }
 
 /// Sets the counts of the group led by `leader` to zero (the times keep running).

@@ -6,6 +6,7 @@ pub mod bandwidth;
 pub mod chase_timing;
 pub mod latency;
 pub mod loaded;
+pub mod miss_impact;
 pub mod mlp;
 pub mod numa;
 pub mod rob;

@@ -145,6 +145,72 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                 .collect(),
         });
     }
+    if let Some(impact) = &report.experiments.miss_impact {
+        use crate::counters::MissLevel;
+        tables.push(CsvTable {
+            name: "miss_impact.rows".into(),
+            header: vec![
+                "level",
+                "footprint_bytes",
+                "pattern",
+                "ns_per_access",
+                "spread_pct",
+                "run_time_ns",
+                "laps",
+                "accesses",
+                "l1_misses_per_access",
+                "l2_misses_per_access",
+                "llc_miss_rate",
+                "dtlb_misses_per_access",
+                "multiplexed",
+                "misses_not_supported",
+                "page_faults",
+                "task_clock_ns",
+                "amat_ns",
+                "measured_over_amat",
+                "amat_not_computed",
+            ],
+            rows: impact
+                .rows
+                .iter()
+                .map(|r| {
+                    let misses = |level| r.misses.per_access(level).map(number).unwrap_or_default();
+                    let mut reasons: Vec<&str> = Vec::new();
+                    for why in r
+                        .misses
+                        .levels
+                        .iter()
+                        .filter_map(|l| l.not_supported.as_deref())
+                    {
+                        if !reasons.contains(&why) {
+                            reasons.push(why);
+                        }
+                    }
+                    vec![
+                        r.level.clone(),
+                        r.footprint_bytes.to_string(),
+                        r.pattern.label().to_string(),
+                        number(r.ns_per_access),
+                        number(r.spread_pct),
+                        number(r.run_time_ns),
+                        r.laps.to_string(),
+                        r.misses.accesses.to_string(),
+                        misses(MissLevel::L1),
+                        misses(MissLevel::L2),
+                        misses(MissLevel::Llc),
+                        misses(MissLevel::Dtlb),
+                        r.misses.levels.iter().any(|l| l.multiplexed).to_string(),
+                        reasons.join("; "),
+                        optional(r.page_faults),
+                        optional(r.task_clock_ns),
+                        r.amat_ns.map(number).unwrap_or_default(),
+                        r.measured_over_amat.map(number).unwrap_or_default(),
+                        r.amat_not_computed.clone().unwrap_or_default(),
+                    ]
+                })
+                .collect(),
+        });
+    }
     if let Some(bandwidth) = &report.experiments.bandwidth {
         let header = vec![
             "kernel",
@@ -756,6 +822,30 @@ mod tests {
                 t.name
             );
         }
+    }
+
+    #[test]
+    fn miss_impact_table_has_a_row_per_footprint_and_pattern() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.miss_impact = Some(crate::experiments::miss_impact::tests::sample());
+        let names: Vec<String> = tables(&report).into_iter().map(|t| t.name).collect();
+        assert_eq!(names, ["miss_impact.rows"]);
+        let text = String::from_utf8(serialize(&report)).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert!(lines[0].starts_with("level,footprint_bytes,pattern,ns_per_access"));
+        // Counted: the AMAT and its ratio; not counted: empty cells and the reasons.
+        assert!(
+            lines[2].starts_with(
+                "DRAM,134217728,random,101,1.5,4200000,3,1000,1,1,1,0,false,,0,4200000,100,1.01,"
+            ),
+            "{text}"
+        );
+        assert!(
+            lines[3].starts_with("DRAM,134217728,sequential,5,1.5,4200000,3,1000,,,,0,false,not supported: no hardware PMU (a VM),0,4200000,,,"),
+            "{text}"
+        );
+        assert!(lines[3].ends_with("not computed: L1 misses not supported: no hardware PMU (a VM)"));
     }
 
     #[test]

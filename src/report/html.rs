@@ -16,6 +16,7 @@ use crate::counters::{AccessCounts, MissLevel};
 use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::{LatencyPoint, LatencyResult, UNSTABLE_SPREAD_PCT};
 use crate::experiments::loaded::{Knee, LoadedResult, LoadedRow};
+use crate::experiments::miss_impact::{MissImpactResult, Pattern};
 use crate::experiments::mlp::{MlpResult, MlpRow, SequentialFit};
 use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::{RobResult, RobRow, SerializedRow};
@@ -156,6 +157,13 @@ fn experiment_sections(report: &Report) -> Vec<Section> {
             id: "latency",
             title: "Latency",
             html: latency_section(latency, &report.machine),
+        });
+    }
+    if let Some(impact) = &report.experiments.miss_impact {
+        sections.push(Section {
+            id: "miss-impact",
+            title: "Miss impact",
+            html: miss_impact_section(impact),
         });
     }
     if let Some(bandwidth) = &report.experiments.bandwidth {
@@ -1693,6 +1701,148 @@ fn stride_section(result: &StrideResult) -> String {
         ));
     }
     out.push_str("</details>\n</section>\n");
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// Cache-miss impact
+// ---------------------------------------------------------------------------------------
+
+/// Measured ns per access beside the AMAT estimate, one pair of bars per row (log scale:
+/// L1 and DRAM differ a hundredfold).
+pub fn miss_impact_chart(result: &MissImpactResult) -> String {
+    let short = |p: Pattern| match p {
+        Pattern::Sequential => "seq",
+        Pattern::Random => "chase",
+        Pattern::RandomIndependent => "indep",
+    };
+    let with_amat = result.rows.iter().any(|r| r.amat_ns.is_some());
+    let title = if with_amat {
+        "Time per access: measured and AMAT"
+    } else {
+        "Time per access, measured (no AMAT: the miss rates were not counted)"
+    };
+    let mut chart = BarChart::new(title)
+        .size(1000.0, 340.0)
+        .y_axis(Axis::log10("ns per access"))
+        .categories(
+            result
+                .rows
+                .iter()
+                .map(|r| format!("{} {}", r.level, short(r.pattern)))
+                .collect(),
+        )
+        .series(
+            "measured",
+            result.rows.iter().map(|r| r.ns_per_access).collect(),
+            Some(CURVE_COLOR.to_string()),
+        );
+    if with_amat {
+        chart = chart.series(
+            "AMAT from the counted miss rates",
+            result
+                .rows
+                .iter()
+                .map(|r| r.amat_ns.unwrap_or(f64::NAN))
+                .collect(),
+            Some(level_color("DRAM").to_string()),
+        );
+    }
+    chart.value_labels(Some(2)).render()
+}
+
+fn miss_impact_section(result: &MissImpactResult) -> String {
+    let mut out = String::new();
+    out.push_str("<section id=\"miss-impact\">\n<h2>Cache-miss impact</h2>\n");
+    let _ = writeln!(
+        out,
+        "<p class=\"note\">One footprint inside each cache level and one in DRAM, each walked \
+         one {}-byte line per access: <b>sequential</b> (every line in address order), \
+         <b>random</b> (a dependent {} pointer chase: one miss at a time) and \
+         <b>random-independent</b> (the chase's lines as independent loads). Each row has the \
+         median time per access over its trials, the run time of one counted pass through \
+         every line (repeated to last a few trials), the misses <i>per access</i> counted at \
+         each level over that pass (<b>n/s</b>: not supported here, see below; <b>*</b>: \
+         multiplexed), the page faults of the pass, and <b>AMAT</b> = {} built from the \
+         latency ladder's levels ({}) and the row's own miss rates. The chase takes about \
+         AMAT per access, as AMAT assumes misses one at a time; sequential and independent \
+         loads take far less, since prefetchers and memory-level parallelism overlap their \
+         misses.</p>",
+        result.line_bytes,
+        escape(&result.random_order),
+        escape(&result.amat_formula()),
+        escape(
+            &result
+                .level_latencies
+                .iter()
+                .map(|l| format!("{} {} ns", l.name, ns(l.ns)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    );
+    if result.rows.is_empty() {
+        out.push_str("<p class=\"muted\">No footprint was measured.</p>\n");
+    } else {
+        out.push_str(&figure_html(miss_impact_chart(result)));
+    }
+    let rows: Vec<Vec<String>> = result
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                format!(
+                    "<span class=\"swatch\" style=\"background:{}\"></span>{}",
+                    level_color(&r.level),
+                    escape(&r.level)
+                ),
+                escape(&Bytes(r.footprint_bytes).to_string()),
+                escape(r.pattern.label()),
+                rounded(r.ns_per_access, 100.0),
+                noisy_spread(r.spread_pct),
+                format!("{:.2}", r.run_time_ns / 1e6),
+            ];
+            row.extend(
+                crate::counters::MissLevel::ALL
+                    .iter()
+                    .map(|&l| escape(&r.misses.cell(l))),
+            );
+            row.push(r.page_faults.map_or("n/s".into(), |f| f.to_string()));
+            row.push(r.amat_ns.map_or("n/c".into(), |a| rounded(a, 100.0)));
+            row.push(
+                r.measured_over_amat
+                    .map_or("–".into(), |x| format!("{x:.2}")),
+            );
+            row
+        })
+        .collect();
+    table(
+        &mut out,
+        &[
+            "Level",
+            "#Footprint",
+            "Pattern",
+            "#ns per access",
+            "#Spread %",
+            "#Run time (ms)",
+            "#L1 miss",
+            "#L2 miss",
+            "#LLC miss",
+            "#dTLB miss",
+            "#Page faults",
+            "#AMAT (ns)",
+            "#Measured / AMAT",
+        ],
+        &rows,
+    );
+    let notes = result.notes();
+    if !notes.is_empty() {
+        out.push_str("<ul class=\"muted\">\n");
+        for note in notes {
+            let _ = writeln!(out, "<li>{}</li>", escape(&note));
+        }
+        out.push_str("</ul>\n");
+    }
+    out.push_str("</section>\n");
     out
 }
 
@@ -4457,6 +4607,35 @@ mod tests {
     }
 
     #[test]
+    fn miss_impact_section_has_the_chart_the_table_and_one_note_per_reason() {
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.latency = Some(sample_latency());
+        report.experiments.miss_impact = Some(crate::experiments::miss_impact::tests::sample());
+        let doc = html(&report);
+        assert!(doc.contains("<a href=\"#miss-impact\">Miss impact</a>"));
+        assert!(doc.find("<section id=\"latency\">") < doc.find("<section id=\"miss-impact\">"));
+        let section = section(&doc, "miss-impact");
+        assert_balanced(section);
+        assert_eq!(section.matches("<svg").count(), 1);
+        assert!(section.contains("AMAT from the counted miss rates"));
+        assert!(section.contains("DRAM chase") && section.contains("L1d seq"));
+        assert!(section.contains("m_LLC·(t_DRAM − t_L3)"), "{section}");
+        // One table row per footprint × pattern; n/s and n/c where nothing was counted.
+        assert_eq!(section.matches("<tr>").count(), 1 + 3);
+        assert!(section.contains("<td class=\"num\">n/s</td>"));
+        assert!(section.contains("<td class=\"num\">n/c</td>"));
+        assert!(section.contains("<td class=\"num\">1.01</td>"), "{section}");
+        assert_eq!(section.matches("<li>").count(), 2, "{section}");
+        assert!(section.contains("<li>AMAT: not computed: L1 misses not supported: "));
+        // Nothing counted: measured bars only, and the title says why.
+        let mut uncounted = crate::experiments::miss_impact::tests::sample();
+        uncounted.rows.retain(|r| r.amat_ns.is_none());
+        let chart = miss_impact_chart(&uncounted);
+        assert!(chart.contains("no AMAT: the miss rates were not counted"));
+        assert!(!chart.contains("AMAT from the counted miss rates"));
+    }
+
+    #[test]
     fn loaded_mlp_and_rob_sections_render_with_charts_and_tables() {
         let mut report = Report::new(sample_machine(), Settings::default());
         report.experiments.latency = Some(sample_latency());
@@ -4672,6 +4851,7 @@ mod tests {
         report.experiments.rob = Some(samples::rob());
         report.experiments.tlb = Some(samples::tlb());
         report.experiments.numa = Some(samples::numa());
+        report.experiments.miss_impact = Some(crate::experiments::miss_impact::tests::sample());
         std::fs::write(path, serialize(&report)).unwrap();
     }
 }

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::experiments::bandwidth::BandwidthResult;
 use crate::experiments::latency::LatencyResult;
 use crate::experiments::loaded::LoadedResult;
+use crate::experiments::miss_impact::MissImpactResult;
 use crate::experiments::mlp::MlpResult;
 use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
@@ -115,6 +116,8 @@ pub struct Experiments {
     pub tlb: Option<TlbResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<NumaResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_impact: Option<MissImpactResult>,
 }
 
 impl Report {

@@ -6,6 +6,7 @@ use crate::counters::{AccessCounts, MissLevel};
 use crate::experiments::bandwidth::{BandwidthResult, BandwidthRow};
 use crate::experiments::latency::{LatencyPoint, LatencyResult};
 use crate::experiments::loaded::{Knee, LoadedResult, LoadedRow};
+use crate::experiments::miss_impact::MissImpactResult;
 use crate::experiments::mlp::{MlpResult, MlpRow};
 use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
@@ -521,6 +522,79 @@ fn unsupported_notes(counts: &[&AccessCounts]) -> String {
         .iter()
         .map(|note| format!(" {note}\n"))
         .collect()
+}
+
+/// A duration: "850 ns", "412.3 µs", "4.21 ms", "1.23 s".
+fn duration(ns: f64) -> String {
+    match ns {
+        ns if !ns.is_finite() => "—".into(),
+        ns if ns < 1e3 => format!("{ns:.0} ns"),
+        ns if ns < 1e6 => format!("{:.1} µs", ns / 1e3),
+        ns if ns < 1e9 => format!("{:.2} ms", ns / 1e6),
+        ns => format!("{:.2} s", ns / 1e9),
+    }
+}
+
+/// The cache-miss-impact table: per footprint × pattern the time per access, the counted
+/// pass's run time, misses per access at each level ("n/s" where not counted), page
+/// faults and the AMAT estimate; then the formula and one note per distinct reason.
+pub fn miss_impact(result: &MissImpactResult) -> String {
+    let mut out = heading(&format!(
+        "Cache-miss impact: one {}-byte line per access; random = dependent {} chase{}, \
+         random-independent = the same lines as independent loads",
+        result.line_bytes,
+        result.random_order,
+        result
+            .window_pages
+            .map_or(String::new(), |w| format!(" ({w} pages per window)"))
+    ));
+    let mut header = vec!["level", "footprint", "pattern", "ns/access", "run time"];
+    header.extend(crate::counters::MissLevel::ALL.iter().map(|l| l.label()));
+    header.extend(["page faults", "AMAT ns", "measured/AMAT"]);
+    let mut t = Table::new(&header);
+    for r in &result.rows {
+        let mut row = vec![
+            r.level.clone(),
+            Bytes(r.footprint_bytes).to_string(),
+            r.pattern.label().to_string(),
+            figure(r.ns_per_access, 2),
+            duration(r.run_time_ns),
+        ];
+        row.extend(
+            crate::counters::MissLevel::ALL
+                .iter()
+                .map(|&l| r.misses.cell(l)),
+        );
+        row.push(r.page_faults.map_or("n/s".into(), |f| f.to_string()));
+        row.push(r.amat_ns.map_or("n/c".into(), |a| figure(a, 2)));
+        row.push(r.measured_over_amat.map_or("—".into(), |x| figure(x, 2)));
+        t.row(row);
+    }
+    out.push_str(&t.render());
+    let latencies: Vec<String> = result
+        .level_latencies
+        .iter()
+        .map(|l| format!("{} {}", l.name, figure(l.ns, 2)))
+        .collect();
+    out.push_str(&format!(
+        " AMAT = {} with m = misses per access and t = the latency ladder's levels ({} ns)\n",
+        result.amat_formula(),
+        latencies.join(", ")
+    ));
+    out.push_str(
+        " measured/AMAT is about 1 for the dependent chase (one miss at a time, as AMAT \
+         assumes) and far below 1 for sequential and independent loads, whose misses \
+         prefetchers and memory-level parallelism overlap\n",
+    );
+    for note in result.notes() {
+        let mark = if note.starts_with("AMAT") {
+            "n/c"
+        } else {
+            "n/s"
+        };
+        out.push_str(&format!(" {mark}: {note}\n"));
+    }
+    out
 }
 
 /// Distinct values in order of first appearance.
@@ -1446,6 +1520,9 @@ pub fn experiments(e: &super::Experiments, with_points: bool) -> String {
     if let Some(r) = &e.latency {
         out.push_str(&latency(r, with_points));
     }
+    if let Some(r) = &e.miss_impact {
+        out.push_str(&miss_impact(r));
+    }
     if let Some(r) = &e.bandwidth {
         out.push_str(&bandwidth(r));
     }
@@ -1624,6 +1701,54 @@ mod tests {
         assert_eq!(lines.len(), 4);
         assert!(lines[2].ends_with("  1.5"), "{text}");
         assert!(lines[3].ends_with("12.25"), "{text}");
+    }
+
+    #[test]
+    fn miss_impact_view_has_a_row_per_pattern_and_one_note_per_reason() {
+        let text = miss_impact(&crate::experiments::miss_impact::tests::sample());
+        let row = |start: &str| {
+            text.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("{start}: {text}"))
+                .split_whitespace()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            row(" DRAM     128 MiB  random"),
+            [
+                "DRAM", "128", "MiB", "random", "101.00", "4.20", "ms", "1.000", "1.000", "1.000",
+                "0.000", "0", "100.00", "1.01"
+            ]
+        );
+        assert_eq!(
+            row(" DRAM     128 MiB  sequential"),
+            [
+                "DRAM",
+                "128",
+                "MiB",
+                "sequential",
+                "5.00",
+                "4.20",
+                "ms",
+                "n/s",
+                "n/s",
+                "n/s",
+                "0.000",
+                "0",
+                "n/c",
+                "—"
+            ]
+        );
+        assert!(
+            text.contains("AMAT = t_L1d + m_L1·(t_L2 − t_L1d)"),
+            "{text}"
+        );
+        assert!(text.contains("(L1d 1.00, L2 4.00, L3 12.00, DRAM 100.00 ns)"));
+        assert_eq!(text.matches(" n/s: ").count(), 1, "{text}");
+        assert!(text.contains(" n/c: AMAT: not computed: L1 misses not supported: "));
+        assert_eq!(duration(850.0), "850 ns");
+        assert_eq!(duration(4.2e6), "4.20 ms");
+        assert_eq!(duration(1.5e9), "1.50 s");
     }
 
     #[test]
