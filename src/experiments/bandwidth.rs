@@ -481,17 +481,7 @@ mod tests {
     use super::*;
 
     fn cache(level: u32, kind: &str, size: u64, shared: Vec<usize>) -> CacheInfo {
-        CacheInfo {
-            level,
-            kind: kind.into(),
-            size_bytes: size,
-            line_bytes: 64,
-            ways: Some(8),
-            sets: None,
-            shared_with_cpus: shared,
-            instances: 1,
-            cpuid_size_bytes: None,
-        }
+        CacheInfo::sample(level, kind, size, shared)
     }
 
     fn zen4_vm() -> Machine {

@@ -669,17 +669,7 @@ mod tests {
     }
 
     fn cache(level: u32, kind: &str, size: u64) -> CacheInfo {
-        CacheInfo {
-            level,
-            kind: kind.into(),
-            size_bytes: size,
-            line_bytes: 64,
-            ways: Some(8),
-            sets: None,
-            shared_with_cpus: vec![0],
-            instances: 1,
-            cpuid_size_bytes: None,
-        }
+        CacheInfo::sample(level, kind, size, vec![0])
     }
 
     #[test]

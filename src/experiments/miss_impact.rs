@@ -685,17 +685,7 @@ pub mod tests {
     use crate::counters::LevelMisses;
 
     fn cache(level: u32, kind: &str, size: u64, shared: usize) -> CacheInfo {
-        CacheInfo {
-            level,
-            kind: kind.into(),
-            size_bytes: size,
-            line_bytes: 64,
-            ways: Some(8),
-            sets: None,
-            shared_with_cpus: (0..shared).collect(),
-            instances: 1,
-            cpuid_size_bytes: None,
-        }
+        CacheInfo::sample(level, kind, size, (0..shared).collect())
     }
 
     fn sizes(rows: &[(String, u64)]) -> Vec<(&str, u64)> {

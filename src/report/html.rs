@@ -1006,6 +1006,25 @@ fn latency_section(result: &LatencyResult, machine: &Machine) -> String {
 }
 
 /// Headers of the per-level miss columns (numeric), e.g. "Random L1 miss".
+/// A table whose rows may end with the miss columns (when `counts` is given: the
+/// rows' counters), followed by the reasons levels were not counted.
+fn table_with_misses<'a>(
+    out: &mut String,
+    headers: Vec<&str>,
+    rows: &[Vec<String>],
+    counts: Option<impl Iterator<Item = &'a AccessCounts>>,
+) {
+    let miss = miss_headers("");
+    let mut all: Vec<&str> = headers;
+    if counts.is_some() {
+        all.extend(miss.iter().map(String::as_str));
+    }
+    table(out, &all, rows);
+    if let Some(counts) = counts {
+        out.push_str(&miss_notes(counts));
+    }
+}
+
 fn miss_headers(prefix: &str) -> Vec<String> {
     MissLevel::ALL
         .iter()
@@ -1681,7 +1700,7 @@ fn stride_section(result: &StrideResult) -> String {
             row
         })
         .collect();
-    let mut headers = vec![
+    let headers = vec![
         "#Array size",
         "#Stride (bytes)",
         "Pattern",
@@ -1690,16 +1709,12 @@ fn stride_section(result: &StrideResult) -> String {
         "#ns per access",
         "#Spread %",
     ];
-    let miss = miss_headers("");
-    if counted {
-        headers.extend(miss.iter().map(String::as_str));
-    }
-    table(&mut out, &headers, &rows);
-    if counted {
-        out.push_str(&miss_notes(
-            result.rows.iter().filter_map(|r| r.counters.as_ref()),
-        ));
-    }
+    table_with_misses(
+        &mut out,
+        headers,
+        &rows,
+        counted.then(|| result.rows.iter().filter_map(|r| r.counters.as_ref())),
+    );
     out.push_str("</details>\n</section>\n");
     out
 }
@@ -3028,7 +3043,7 @@ fn tlb_section(result: &TlbResult, machine: &Machine) -> String {
             row
         })
         .collect();
-    let mut headers = vec![
+    let headers = vec![
         "Page",
         "#Pages",
         "#Memory spanned",
@@ -3038,16 +3053,12 @@ fn tlb_section(result: &TlbResult, machine: &Machine) -> String {
         "#TLB part (ns)",
         "#Spread %",
     ];
-    let miss = miss_headers("");
-    if counted {
-        headers.extend(miss.iter().map(String::as_str));
-    }
-    table(&mut out, &headers, &rows);
-    if counted {
-        out.push_str(&miss_notes(
-            result.rows.iter().filter_map(|r| r.counters.as_ref()),
-        ));
-    }
+    table_with_misses(
+        &mut out,
+        headers,
+        &rows,
+        counted.then(|| result.rows.iter().filter_map(|r| r.counters.as_ref())),
+    );
     out.push_str("</details>\n</section>\n");
     out
 }

@@ -84,6 +84,27 @@ pub struct CacheInfo {
 }
 
 impl CacheInfo {
+    /// A cache for tests: 64-byte lines, 8 ways, one instance, no CPUID size.
+    #[cfg(test)]
+    pub fn sample(
+        level: u32,
+        kind: &str,
+        size_bytes: u64,
+        shared_with_cpus: Vec<usize>,
+    ) -> CacheInfo {
+        CacheInfo {
+            level,
+            kind: kind.to_string(),
+            size_bytes,
+            line_bytes: 64,
+            ways: Some(8),
+            sets: None,
+            shared_with_cpus,
+            instances: 1,
+            cpuid_size_bytes: None,
+        }
+    }
+
     /// "L1d", "L1i", "L2", "L3" …
     pub fn name(&self) -> String {
         match self.kind.as_str() {
