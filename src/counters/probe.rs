@@ -21,14 +21,14 @@ const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
 
 /// A core PMU as the kernel lists it (e.g. `cpu`, or `cpu_core`/`cpu_atom` on a hybrid
 /// CPU), with the perf type number in its `type` file.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CorePmu {
     pub name: String,
     pub pmu_type: u32,
 }
 
 /// What the kernel says about performance counters on this machine.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Probe {
     /// /proc/sys/kernel/perf_event_paranoid, `None` when it cannot be read.
     pub paranoid: Option<i32>,
@@ -49,6 +49,25 @@ impl Probe {
     /// without PMU passthrough has only the software, tracepoint and breakpoint ones.
     pub fn has_hardware_pmu(&self) -> bool {
         !self.core_pmus.is_empty()
+    }
+
+    /// One line for `info`: which core PMUs count hardware events, or why none does.
+    pub fn summary(&self) -> String {
+        let paranoid = self
+            .paranoid
+            .map_or("perf_event_paranoid unreadable".to_string(), |p| {
+                format!("perf_event_paranoid {p}")
+            });
+        if self.core_pmus.is_empty() {
+            return format!("{}; {paranoid}", Refusal::NoHardwarePmu);
+        }
+        let names: Vec<&str> = self.core_pmus.iter().map(|p| p.name.as_str()).collect();
+        let hybrid = if self.hybrid_pmus().len() > 1 {
+            " (hybrid: each event is counted on every core PMU)"
+        } else {
+            ""
+        };
+        format!("hardware PMU {}{hybrid}; {paranoid}", names.join(", "))
     }
 
     /// The core PMUs of a hybrid CPU (`cpu_core`, `cpu_atom`); empty on other CPUs.
@@ -348,6 +367,22 @@ mod tests {
         assert_eq!(hybrid_config(0x10003, 10), 0xa_0001_0003);
         assert!(supports_hybrid_config(EventKind::HwCache));
         assert!(!supports_hybrid_config(EventKind::Software));
+    }
+
+    #[test]
+    fn summary_names_the_pmus_or_why_there_is_none() {
+        let vm = probe(Some(2), &[]).summary();
+        assert!(vm.starts_with("no hardware PMU"), "{vm}");
+        assert!(vm.ends_with("perf_event_paranoid 2"), "{vm}");
+        let hybrid = probe(Some(1), &[("cpu_atom", 10), ("cpu_core", 4)]).summary();
+        assert!(
+            hybrid.starts_with("hardware PMU cpu_atom, cpu_core (hybrid"),
+            "{hybrid}"
+        );
+        assert_eq!(
+            probe(None, &[("cpu", 4)]).summary(),
+            "hardware PMU cpu; perf_event_paranoid unreadable"
+        );
     }
 
     #[test]

@@ -486,6 +486,9 @@ fn machine_section(out: &mut String, m: &Machine) {
     if !m.isa_extensions.is_empty() {
         rows.push(("Vector extensions", m.isa_extensions.join(", ")));
     }
+    if let Some(counters) = &m.counters {
+        rows.push(("Performance counters", counters.summary()));
+    }
     kv_table(out, &rows);
 
     let notes = super::virtualization::notes(m);

@@ -210,6 +210,9 @@ pub fn machine(m: &Machine) -> String {
             .unwrap_or_else(|| "none detected".into()),
     );
     kv("kernel", m.kernel.clone());
+    if let Some(counters) = &m.counters {
+        kv("counters", counters.summary());
+    }
     kv(
         "clock source",
         m.clocksource.clone().unwrap_or_else(|| "unknown".into()),

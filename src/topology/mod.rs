@@ -62,6 +62,9 @@ pub struct Machine {
     pub cpufreq: Option<CpuFreq>,
     /// Vector ISA extensions relevant to the kernels ("avx512f", "avx2", "sse2" …).
     pub isa_extensions: Vec<String>,
+    /// Performance counters: the core PMUs the kernel lists and perf_event_paranoid.
+    #[serde(default)]
+    pub counters: Option<crate::counters::Probe>,
 }
 
 /// One cache as sysfs reports it, cross-checked with CPUID.
@@ -246,6 +249,7 @@ pub fn detect() -> anyhow::Result<Machine> {
         core_hz_estimate: None,
         cpufreq: cpu::cpufreq(),
         isa_extensions: cpu::isa_extensions(&cpuinfo),
+        counters: Some(crate::counters::Probe::detect()),
     })
 }
 
