@@ -486,7 +486,7 @@ fn machine_section(out: &mut String, m: &Machine) {
     if !m.isa_extensions.is_empty() {
         rows.push(("Vector extensions", m.isa_extensions.join(", ")));
     }
-    if let Some(counters) = &m.counters {
+    if let Some(counters) = &m.perf_counters {
         rows.push(("Performance counters", counters.summary()));
     }
     kv_table(out, &rows);

@@ -210,7 +210,7 @@ pub fn machine(m: &Machine) -> String {
             .unwrap_or_else(|| "none detected".into()),
     );
     kv("kernel", m.kernel.clone());
-    if let Some(counters) = &m.counters {
+    if let Some(counters) = &m.perf_counters {
         kv("counters", counters.summary());
     }
     kv(

@@ -64,7 +64,7 @@ pub struct Machine {
     pub isa_extensions: Vec<String>,
     /// Performance counters: the core PMUs the kernel lists and perf_event_paranoid.
     #[serde(default)]
-    pub counters: Option<crate::counters::Probe>,
+    pub perf_counters: Option<crate::counters::Probe>,
 }
 
 /// One cache as sysfs reports it, cross-checked with CPUID.
@@ -249,7 +249,7 @@ pub fn detect() -> anyhow::Result<Machine> {
         core_hz_estimate: None,
         cpufreq: cpu::cpufreq(),
         isa_extensions: cpu::isa_extensions(&cpuinfo),
-        counters: Some(crate::counters::Probe::detect()),
+        perf_counters: Some(crate::counters::Probe::detect()),
     })
 }
 
