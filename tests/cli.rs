@@ -664,7 +664,7 @@ fn stat_passes_the_exit_status_through_and_leaves_stdout_to_the_command() {
         .success();
     assert_eq!(ok.get_output().stdout, b"hello\n");
     let table = String::from_utf8_lossy(&ok.get_output().stderr).into_owned();
-    assert!(table.contains("Counters for 'echo hello'"), "{table}");
+    assert!(table.contains("Counters for \"echo hello\""), "{table}");
     assert!(table.contains("task-clock"), "{table}");
     memscope().args(["stat", "--", "true"]).assert().code(0);
     memscope().args(["stat", "--", "false"]).assert().code(1);

@@ -1585,12 +1585,32 @@ fn derived_value(v: f64) -> String {
     }
 }
 
+/// The command as a shell would need it typed: words with spaces or shell characters
+/// in single quotes, the whole in double quotes when it has several words.
+fn shell_quoted(argv: &[String]) -> String {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    format!("\"{}\"", words.join(" "))
+}
+
 /// `memscope stat`: the counts, the derived figures, the times and the notes.
 pub fn stat(result: &crate::stat::StatResult) -> String {
     let runs = result.runs.len();
     let mut out = heading(&format!(
-        "Counters for '{}' ({})",
-        result.command.join(" "),
+        "Counters for {} ({})",
+        shell_quoted(&result.command),
         if runs == 1 {
             "1 run".to_string()
         } else {
@@ -1692,7 +1712,29 @@ pub fn settings_and_warnings(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_are_shown_as_they_would_be_typed() {
+        let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(shell_quoted(&argv(&["true"])), "\"true\"");
+        assert_eq!(
+            shell_quoted(&argv(&["sh", "-c", "echo it's; exit 1"])),
+            r#""sh -c 'echo it'\''s; exit 1'""#
+        );
+        assert_eq!(shell_quoted(&argv(&["ls", ""])), "\"ls ''\"");
+    }
     use crate::report::html::samples;
+
+    #[test]
+    fn a_spanning_row_does_not_widen_the_columns() {
+        let mut t = Table::new(&["event", "count"]);
+        t.row(vec!["task-clock".into(), "0.55".into()]);
+        t.spanning_row("cycles".into(), "not supported: no hardware PMU".into());
+        let text = t.render();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[2], " task-clock   0.55");
+        assert_eq!(lines[3], " cycles      not supported: no hardware PMU");
+    }
 
     #[test]
     fn tables_align_columns() {
