@@ -1,6 +1,9 @@
 //! Output files: checked for writability before any measurement starts, and written
 //! atomically (a temporary file in the same directory, then a rename), so a run that
-//! fails or is interrupted never leaves a half-written report behind. `-` is stdout.
+//! fails or is interrupted never leaves a half-written report behind. `-` is stdout. A
+//! path that is not a regular file (`/dev/null`, a named pipe, `/dev/stderr`) is written
+//! in place: renaming over it would replace the device with a file. A symbolic link is
+//! followed, so the file it points to is replaced, not the link.
 
 use std::fs;
 use std::io::Write;
@@ -12,7 +15,10 @@ use crate::error::UsageError;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Target {
     Stdout,
+    /// A regular file (or one to create), replaced atomically.
     File(PathBuf),
+    /// An existing device, pipe or socket, opened and written directly.
+    Special(PathBuf),
 }
 
 impl Target {
@@ -21,9 +27,22 @@ impl Target {
         if value == "-" {
             return Ok(Target::Stdout);
         }
-        let path = PathBuf::from(value);
-        check_writable(&path)?;
-        Ok(Target::File(path))
+        let given = PathBuf::from(value);
+        // A link's target is what gets written (a dangling link: the link's own path).
+        let path = match fs::symlink_metadata(&given) {
+            Ok(m) if m.file_type().is_symlink() => fs::canonicalize(&given).unwrap_or(given),
+            _ => given,
+        };
+        match fs::metadata(&path) {
+            Ok(m) if !m.is_file() && !m.is_dir() => {
+                check_special_writable(&path)?;
+                Ok(Target::Special(path))
+            }
+            _ => {
+                check_writable(&path)?;
+                Ok(Target::File(path))
+            }
+        }
     }
 
     pub fn is_stdout(&self) -> bool {
@@ -40,6 +59,15 @@ impl Target {
                 Ok(())
             }
             Target::File(path) => write_atomically(path, bytes),
+            Target::Special(path) => {
+                use anyhow::Context;
+                let mut file = fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                file.write_all(bytes)
+                    .with_context(|| format!("writing {}", path.display()))
+            }
         }
     }
 }
@@ -48,7 +76,7 @@ impl std::fmt::Display for Target {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Target::Stdout => f.write_str("stdout"),
-            Target::File(path) => write!(f, "{}", path.display()),
+            Target::File(path) | Target::Special(path) => write!(f, "{}", path.display()),
         }
     }
 }
@@ -93,6 +121,27 @@ pub fn check_writable(path: &Path) -> Result<(), UsageError> {
     }
 }
 
+/// Fails with a `UsageError` naming the path when this process may not write to the
+/// device or pipe at `path` (checked with access(2), so a pipe is not opened early).
+fn check_special_writable(path: &Path) -> Result<(), UsageError> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
+        UsageError::OutputPath {
+            path: path.display().to_string(),
+            reason: "the path contains a NUL byte".into(),
+        }
+    })?;
+    // SAFETY: access reads the NUL-terminated path it is given.
+    if unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } == 0 {
+        Ok(())
+    } else {
+        Err(UsageError::OutputPath {
+            path: path.display().to_string(),
+            reason: std::io::Error::last_os_error().to_string(),
+        })
+    }
+}
+
 /// Writes `bytes` to a temporary file beside `path` and renames it over `path`.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
@@ -122,6 +171,44 @@ mod tests {
         target.write(b"second").unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"second");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_pipe_is_written_in_place_not_replaced() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let c_path = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads the NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+        let target = Target::parse(fifo.to_str().unwrap()).unwrap();
+        assert!(matches!(target, Target::Special(_)), "{target:?}");
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::read(fifo).unwrap())
+        };
+        target.write(b"report").unwrap();
+        assert_eq!(reader.join().unwrap(), b"report");
+        assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_link_is_followed_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        fs::write(&real, "old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        Target::parse(link.to_str().unwrap())
+            .unwrap()
+            .write(b"new")
+            .unwrap();
+        assert!(fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(fs::read(&real).unwrap(), b"new");
     }
 
     #[test]
