@@ -253,12 +253,16 @@ pub fn footprints(caches: &[&CacheInfo], max_bytes: u64) -> Vec<(String, u64)> {
 /// The footprints with each cache level shrunk to half the capacity the latency ladder
 /// measured for it (rounded down to a power of two), where the ladder found the level
 /// clearly smaller than the OS reports (below 3/4, the latency warning's threshold) and
-/// the result stays above the row below: a busy shared cache holds less than its size.
+/// the result is at least twice what the level below holds (its measured capacity, else
+/// its OS size), so the footprint is not served by that level: a busy shared cache holds
+/// less than its size.
 pub fn fit_to_ladder(footprints: &[(String, u64)], levels: &[LatencyLevel]) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = Vec::new();
+    let mut below_holds = 0u64;
     for (name, bytes) in footprints {
         let mut bytes = *bytes;
-        let measured = levels.iter().find(|l| &l.name == name).and_then(|l| {
+        let level = levels.iter().find(|l| &l.name == name);
+        let measured = level.and_then(|l| {
             let capacity = l.capacity_bytes?;
             let os = l.os_size_bytes?;
             ((capacity as f64) < 0.75 * os as f64).then_some(capacity)
@@ -270,10 +274,16 @@ pub fn fit_to_ladder(footprints: &[(String, u64)], levels: &[LatencyLevel]) -> V
             } else {
                 PAGE
             };
-            if fitted < bytes && out.last().is_none_or(|(_, below)| fitted > *below) {
+            if fitted < bytes
+                && fitted >= 2 * below_holds
+                && out.last().is_none_or(|(_, below)| fitted > *below)
+            {
                 bytes = fitted;
             }
         }
+        below_holds = level
+            .and_then(|l| l.capacity_bytes.or(l.os_size_bytes))
+            .unwrap_or(bytes);
         out.push((name.clone(), bytes));
     }
     out
@@ -791,6 +801,22 @@ pub mod tests {
         // A level measured so small that half of it is not above the row below: unchanged.
         let tiny = [level("L3", 10.0, Some(MIB), Some(32 * MIB))];
         assert_eq!(fit_to_ladder(&planned, &tiny), planned);
+        // Half the L3 (1 MiB) would still fit in what the L2 holds (724 KiB, doubled):
+        // the L3 row keeps its planned size, seen in a quick run on this VM.
+        let quick = [
+            level("L1d", 1.1, Some(32 * KIB), Some(32 * KIB)),
+            level("L2", 3.9, Some(724 * KIB), Some(MIB)),
+            level("L3", 10.0, Some(2 * MIB), Some(32 * MIB)),
+        ];
+        assert_eq!(
+            sizes(&fit_to_ladder(&planned, &quick)),
+            [
+                ("L1d", 16 * KIB),
+                ("L2", 256 * KIB),
+                ("L3", 4 * MIB),
+                ("DRAM", 128 * MIB)
+            ]
+        );
         // Nothing found: the plan as it was.
         assert_eq!(fit_to_ladder(&planned, &[]), planned);
     }

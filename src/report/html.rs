@@ -74,6 +74,7 @@ table.kv th { background: none; font-weight: 500; color: #4b5563; white-space: n
 figure.chart { margin: 12px 0; }
 figure.chart svg { max-width: 100%; height: auto; display: block; }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
+td:has(> .swatch) { white-space: nowrap; }
 .unstable { color: #b91c1c; font-weight: 600; }
 .noisy { color: #b91c1c; font-weight: 600; margin-right: 1px; }
 .bpc { color: #6b7280; font-size: 11px; margin-left: 6px; }
