@@ -10,9 +10,10 @@ use clap::{Args, Parser, Subcommand};
     about = "Measure this machine's memory hierarchy: latency of every level, where each ends, and more",
     long_about = "Measure this machine's memory hierarchy.\n\n\
                   Without a subcommand, memscope runs the full profile ('memscope run'): \
-                  topology, the latency ladder with its levels, bandwidth per level, the \
-                  stride matrix, a loaded-latency curve, DRAM memory-level parallelism and \
-                  the TLB levels, written as a table, memscope-report.json and a \
+                  topology, the latency ladder with its levels, a cache-miss-impact table \
+                  with an AMAT estimate, bandwidth per level, the stride matrix, a \
+                  loaded-latency curve, DRAM memory-level parallelism and the TLB levels, \
+                  written as a table, memscope-report.json and a \
                   self-contained memscope-report.html.",
     args_conflicts_with_subcommands = true
 )]

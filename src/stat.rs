@@ -154,10 +154,8 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
             ));
             Vec::new()
         });
-        let counts = events
-            .iter()
-            .enumerate()
-            .map(|(i, _)| readings.get(i).and_then(scaled))
+        let counts = (0..events.len())
+            .map(|i| readings.get(i).and_then(scaled))
             .collect();
         runs.push(StatRun {
             elapsed_s: finished.elapsed.as_secs_f64(),

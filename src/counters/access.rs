@@ -182,8 +182,10 @@ pub struct AccessCounter {
 
 impl AccessCounter {
     /// Opens the level events of this CPU for the calling thread (the measuring thread,
-    /// pinned). On a hybrid CPU every event is opened on each core PMU and the copies
-    /// are summed (only the PMU of the core the thread runs on counts).
+    /// pinned). On a hybrid CPU the generic events are opened on each core PMU and the
+    /// copies summed (only the PMU of the core the thread runs on counts); raw events go
+    /// to the core PMU their encoding is for, and where the thread runs on the other
+    /// kind of core they are reported as never scheduled, not as zero.
     pub fn open(vendor: &str, family: Option<u32>, probe: &Probe) -> AccessCounter {
         AccessCounter::with_events(level_events(vendor, family), probe)
     }

@@ -277,6 +277,7 @@ impl CounterGroup {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::arena::UntouchedMapping;
     use std::ffi::CString;
     use std::time::{Duration, Instant};
 
@@ -294,24 +295,7 @@ mod tests {
     /// Page faults of the calling thread while it writes one byte to each of `pages`
     /// fresh base pages.
     fn faults_touching(pages: usize) -> u64 {
-        let page = 4096usize;
-        let len = 2048 * page;
-        // SAFETY: a private anonymous mapping, unmapped below; no other code sees it.
-        let base = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(base, libc::MAP_FAILED);
-        // Base pages only, so every touched page is its own fault (THP would map 2 MiB
-        // at a time). The advice is best effort: kernels without THP refuse it.
-        // SAFETY: the range is the mapping just created.
-        unsafe { libc::madvise(base, len, libc::MADV_NOHUGEPAGE) };
+        let mapping = UntouchedMapping::new(2048);
         let group = CounterGroup::open(
             &events(&["page-faults"]),
             Target::CallingThread,
@@ -319,15 +303,9 @@ mod tests {
         );
         group.reset().unwrap();
         group.enable().unwrap();
-        for i in 0..pages.min(2048) {
-            // SAFETY: i * page is inside the mapping.
-            unsafe { std::ptr::write_volatile(base.cast::<u8>().add(i * page), 1) };
-        }
+        mapping.touch_pages(pages);
         group.disable().unwrap();
-        let readings = group.read().unwrap();
-        // SAFETY: unmapping the mapping created above, no longer used.
-        unsafe { libc::munmap(base, len) };
-        count(&readings[0]).raw
+        count(&group.read().unwrap()[0]).raw
     }
 
     #[test]

@@ -14,7 +14,6 @@ use std::io;
 use std::path::Path;
 
 use super::event::{Event, EventKind};
-use super::sys;
 
 const EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
 const PARANOID: &str = "/proc/sys/kernel/perf_event_paranoid";
@@ -124,41 +123,38 @@ impl Probe {
         })
     }
 
-    /// The groups to open on this machine: on a hybrid CPU, every group with hardware
-    /// events not aimed at one PMU becomes one group per core PMU (`cpu_core/cycles/`, …),
-    /// since a group cannot span two PMUs and a thread may run on either kind of core;
-    /// software events stay with the first copy. Elsewhere the groups are unchanged.
+    /// The groups to open on this machine: on a hybrid CPU, every group with generic
+    /// hardware or cache events not aimed at one PMU becomes one group per core PMU
+    /// (`cpu_core/cycles/`, …), since a group cannot span two PMUs and a thread may run
+    /// on either kind of core. The group's other events (software, raw, or aimed at one
+    /// PMU) stay together in a group of their own, ahead of the copies. Raw events are
+    /// not copied: their encoding belongs to one core type, and a raw event without a
+    /// PMU goes where the kernel sends `PERF_TYPE_RAW` (the `cpu_core` PMU), counting
+    /// only while the thread runs there. Elsewhere the groups are unchanged.
     pub fn expand_for_core_pmus(&self, groups: &[Vec<Event>]) -> Vec<Vec<Event>> {
         let hybrid: Vec<&str> = self.hybrid_pmus().iter().map(|p| p.name.as_str()).collect();
         let mut expanded = Vec::new();
         for group in groups {
-            let spread = |e: &Event| e.kind.needs_pmu() && e.pmu.is_none();
+            let spread = |e: &Event| supports_hybrid_config(e.kind) && e.pmu.is_none();
             if hybrid.len() < 2 || !group.iter().any(spread) {
                 expanded.push(group.clone());
                 continue;
             }
-            for (i, pmu) in hybrid.iter().enumerate() {
-                let copy: Vec<Event> = group
-                    .iter()
-                    .filter(|e| i == 0 || spread(e))
-                    .map(|e| if spread(e) { e.on_pmu(pmu) } else { e.clone() })
-                    .collect();
-                expanded.push(copy);
+            let rest: Vec<Event> = group.iter().filter(|e| !spread(e)).cloned().collect();
+            if !rest.is_empty() {
+                expanded.push(rest);
+            }
+            for pmu in &hybrid {
+                expanded.push(
+                    group
+                        .iter()
+                        .filter(|e| spread(e))
+                        .map(|e| e.on_pmu(pmu))
+                        .collect(),
+                );
             }
         }
         expanded
-    }
-
-    /// Opens `event` for the calling thread and closes it again: `Ok` when it can be
-    /// counted here, otherwise the reason.
-    pub fn check(&self, event: &Event) -> Result<(), Refusal> {
-        let (type_, config) = self.attr_type_and_config(event)?;
-        let mut attr = sys::PerfEventAttr::new(type_, config);
-        attr.flags = sys::FLAG_DISABLED;
-        match sys::open_with_fallback(&attr, 0, None) {
-            Ok(_) => Ok(()),
-            Err(e) => Err(self.explain(event, e.raw_os_error().unwrap_or(0))),
-        }
     }
 }
 
@@ -401,6 +397,7 @@ mod tests {
             vec![ev("cycles"), ev("instructions")],
             vec![ev("task-clock"), ev("page-faults")],
             vec![ev("cpu_core/LLC-load-misses/")],
+            vec![ev("r01C4"), ev("dTLB-load-misses"), ev("task-clock")],
         ];
         let names: Vec<Vec<String>> = hybrid
             .expand_for_core_pmus(&groups)
@@ -414,6 +411,11 @@ mod tests {
                 vec!["cpu_core/cycles/", "cpu_core/instructions/"],
                 vec!["task-clock", "page-faults"],
                 vec!["cpu_core/LLC-load-misses/"],
+                // A raw encoding belongs to one core type: not copied; it keeps the
+                // group's other uncopied events.
+                vec!["r01C4", "task-clock"],
+                vec!["cpu_atom/dTLB-load-misses/"],
+                vec!["cpu_core/dTLB-load-misses/"],
             ]
         );
         let plain = probe(Some(2), &[("cpu", 4)]);
@@ -455,17 +457,5 @@ mod tests {
         let paranoid = dir.path().join("paranoid");
         fs::write(&paranoid, "-1\n").unwrap();
         assert_eq!(read_paranoid(&paranoid), Some(-1));
-    }
-
-    #[test]
-    fn live_probe_explains_cycles_or_counts_them() {
-        let p = Probe::detect();
-        match p.check(&ev("cycles")) {
-            // A machine with a PMU (or one whose PMU sysfs is hidden) may count cycles.
-            Ok(()) => {}
-            Err(r) if !p.has_hardware_pmu() => assert_eq!(r, Refusal::NoHardwarePmu),
-            Err(r) => assert!(!r.to_string().is_empty()),
-        }
-        assert_eq!(p.check(&ev("task-clock")), Ok(()));
     }
 }

@@ -436,6 +436,62 @@ fn hugetlb_unavailable(len: usize, policy: PagePolicy, os_error: &std::io::Error
     }
 }
 
+/// A private anonymous mapping of base pages that nothing has touched yet, for tests that
+/// must act before the first touch (a NUMA policy, counting page faults); unmapped on
+/// drop. THP is advised off, so every page is faulted in on its own.
+#[cfg(test)]
+pub struct UntouchedMapping {
+    pub ptr: *mut u8,
+    pub len: usize,
+}
+
+#[cfg(test)]
+impl UntouchedMapping {
+    pub fn new(pages: usize) -> UntouchedMapping {
+        let len = pages * crate::topology::memory::base_page_bytes() as usize;
+        // SAFETY: a fresh anonymous mapping, checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED);
+        // Best effort: kernels without THP refuse the advice.
+        // SAFETY: the range is the mapping just created.
+        unsafe { libc::madvise(ptr, len, libc::MADV_NOHUGEPAGE) };
+        UntouchedMapping {
+            ptr: ptr as *mut u8,
+            len,
+        }
+    }
+
+    /// Writes one byte to each of the first `pages` pages (all of them with `usize::MAX`).
+    pub fn touch_pages(&self, pages: usize) {
+        let page = crate::topology::memory::base_page_bytes() as usize;
+        for offset in (0..self.len).step_by(page).take(pages) {
+            // SAFETY: inside the mapping.
+            unsafe { std::ptr::write_volatile(self.ptr.add(offset), 1) };
+        }
+    }
+
+    pub fn touch(&self) {
+        self.touch_pages(usize::MAX);
+    }
+}
+
+#[cfg(test)]
+impl Drop for UntouchedMapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in new().
+        unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -435,48 +435,7 @@ fn possible_nodes() -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A fresh private anonymous mapping of `pages` base pages, unmapped on drop.
-    struct Mapping {
-        ptr: *mut u8,
-        len: usize,
-    }
-
-    impl Mapping {
-        fn new(pages: usize) -> Mapping {
-            let len = pages * crate::topology::memory::base_page_bytes() as usize;
-            // SAFETY: a fresh anonymous mapping, checked below.
-            let ptr = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                    -1,
-                    0,
-                )
-            };
-            assert_ne!(ptr, libc::MAP_FAILED);
-            Mapping {
-                ptr: ptr as *mut u8,
-                len,
-            }
-        }
-
-        fn touch(&self) {
-            for offset in (0..self.len).step_by(4096) {
-                // SAFETY: inside the mapping.
-                unsafe { std::ptr::write_volatile(self.ptr.add(offset), 1) };
-            }
-        }
-    }
-
-    impl Drop for Mapping {
-        fn drop(&mut self) {
-            // SAFETY: the mapping made in new().
-            unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-        }
-    }
+    use crate::platform::arena::UntouchedMapping;
 
     /// True (after saying why) when the policy calls are unavailable here: a container
     /// may forbid them, a kernel may lack NUMA.
@@ -526,7 +485,7 @@ mod tests {
 
     #[test]
     fn a_mapping_bound_to_node_0_gets_its_pages_there() {
-        let mapping = Mapping::new(64);
+        let mapping = UntouchedMapping::new(64);
         if let Err(error) = mbind(
             mapping.ptr,
             mapping.len,
@@ -552,7 +511,7 @@ mod tests {
 
     #[test]
     fn the_kernel_reads_one_bit_less_than_maxnode() {
-        let mapping = Mapping::new(4);
+        let mapping = UntouchedMapping::new(4);
         let mask = NodeMask::single(0);
         // maxnode 1: the kernel reads no bit at all, so the mask is empty and MPOL_BIND
         // has no node to bind to. maxnode 2 reads bit 0: node 0.
@@ -589,7 +548,7 @@ mod tests {
 
     #[test]
     fn moving_touched_pages_to_their_own_node_succeeds() {
-        let mapping = Mapping::new(8);
+        let mapping = UntouchedMapping::new(8);
         mapping.touch();
         let flags = MPOL_MF_STRICT | MPOL_MF_MOVE;
         let result = mbind(
@@ -609,7 +568,7 @@ mod tests {
 
     #[test]
     fn binding_to_a_node_that_does_not_exist_fails_and_says_so() {
-        let mapping = Mapping::new(4);
+        let mapping = UntouchedMapping::new(4);
         let absent = possible_nodes().unwrap_or(1);
         for node in [absent, 5000] {
             let error = mbind(
@@ -643,7 +602,7 @@ mod tests {
 
     #[test]
     fn an_unaligned_address_is_refused_before_the_kernel_sees_it() {
-        let mapping = Mapping::new(2);
+        let mapping = UntouchedMapping::new(2);
         // SAFETY: inside the mapping.
         let inside = unsafe { mapping.ptr.add(8) };
         let error = mbind(inside, 4096, Mode::Bind, &NodeMask::single(0), 0).unwrap_err();

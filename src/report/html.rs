@@ -150,73 +150,40 @@ struct Section {
 }
 
 /// Every experiment present in the report, in reading order. A new experiment adds one
-/// block here and one `*_section` function.
+/// line here and one `*_section` function.
 fn experiment_sections(report: &Report) -> Vec<Section> {
-    let mut sections = Vec::new();
-    if let Some(latency) = &report.experiments.latency {
-        sections.push(Section {
-            id: "latency",
-            title: "Latency",
-            html: latency_section(latency, &report.machine),
-        });
-    }
-    if let Some(impact) = &report.experiments.miss_impact {
-        sections.push(Section {
-            id: "miss-impact",
-            title: "Miss impact",
-            html: miss_impact_section(impact),
-        });
-    }
-    if let Some(bandwidth) = &report.experiments.bandwidth {
-        sections.push(Section {
-            id: "bandwidth",
-            title: "Bandwidth",
-            html: bandwidth_section(bandwidth, &report.machine),
-        });
-    }
-    if let Some(stride) = &report.experiments.stride {
-        sections.push(Section {
-            id: "stride",
-            title: "Stride",
-            html: stride_section(stride),
-        });
-    }
-    if let Some(loaded) = &report.experiments.loaded {
-        sections.push(Section {
-            id: "loaded",
-            title: "Loaded latency",
-            html: loaded_section(loaded, &report.machine),
-        });
-    }
-    if let Some(mlp) = &report.experiments.mlp {
-        sections.push(Section {
-            id: "mlp",
-            title: "MLP",
-            html: mlp_section(mlp),
-        });
-    }
-    if let Some(rob) = &report.experiments.rob {
-        sections.push(Section {
-            id: "rob",
-            title: "ROB",
-            html: rob_section(rob, &report.machine),
-        });
-    }
-    if let Some(tlb) = &report.experiments.tlb {
-        sections.push(Section {
-            id: "tlb",
-            title: "TLB",
-            html: tlb_section(tlb, &report.machine),
-        });
-    }
-    if let Some(numa) = &report.experiments.numa {
-        sections.push(Section {
-            id: "numa",
-            title: "NUMA",
-            html: numa_section(numa),
-        });
-    }
-    sections
+    let (e, m) = (&report.experiments, &report.machine);
+    let candidates = [
+        (
+            "latency",
+            "Latency",
+            e.latency.as_ref().map(|r| latency_section(r, m)),
+        ),
+        (
+            "miss-impact",
+            "Miss impact",
+            e.miss_impact.as_ref().map(miss_impact_section),
+        ),
+        (
+            "bandwidth",
+            "Bandwidth",
+            e.bandwidth.as_ref().map(|r| bandwidth_section(r, m)),
+        ),
+        ("stride", "Stride", e.stride.as_ref().map(stride_section)),
+        (
+            "loaded",
+            "Loaded latency",
+            e.loaded.as_ref().map(|r| loaded_section(r, m)),
+        ),
+        ("mlp", "MLP", e.mlp.as_ref().map(mlp_section)),
+        ("rob", "ROB", e.rob.as_ref().map(|r| rob_section(r, m))),
+        ("tlb", "TLB", e.tlb.as_ref().map(|r| tlb_section(r, m))),
+        ("numa", "NUMA", e.numa.as_ref().map(numa_section)),
+    ];
+    candidates
+        .into_iter()
+        .filter_map(|(id, title, html)| html.map(|html| Section { id, title, html }))
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------
