@@ -14,7 +14,9 @@ use crate::experiments::{bandwidth, latency, loaded, miss_impact, mlp, numa, rob
 use crate::plan::{CommandKind, MeasurePlan, Plan};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::cpu_time::MIN_OVERLAP;
 use crate::platform::hugepages::{self, HugepageReservation};
+use crate::platform::team;
 use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
@@ -151,9 +153,14 @@ fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
         parts.push(format!(
             "bandwidth: one untimed pass, then {} trials of ~{:.0} ms (repetitions doubled \
              until a trial lasts a quarter of that), all threads released together, each \
-             trial as long as its slowest thread; median and 1.4826·MAD/median",
+             trial timed from the first thread's start to the last one's end on a clock all \
+             CPUs share; a multi-thread trial whose threads overlapped less than {:.0}% is \
+             run again (up to {}× the trials), and a row none of whose trials reach it is \
+             marked !; median and 1.4826·MAD/median",
             bandwidth.repetitions,
-            bandwidth.trial_ns / 1e6
+            bandwidth.trial_ns / 1e6,
+            MIN_OVERLAP * 100.0,
+            team::ATTEMPTS_PER_TRIAL
         ));
     }
     if let Some(stride) = &plan.stride {
@@ -166,8 +173,10 @@ fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
     if let Some(loaded) = &plan.loaded {
         parts.push(format!(
             "loaded: per delay, the injectors run {:.0} ms before {} chase trials of ~{:.0} ms; \
-             injector bandwidth from their step counts over the same trials; median; idle \
-             latency measured before and after the curves",
+             injector bandwidth from their step counts over the same trials; a trial during \
+             which the chase was preempted or the injectors ran less than 90% of the time is \
+             taken again (up to 20 times per point); median; idle latency measured before \
+             and after the curves",
             loaded::SETTLE_NS / 1e6,
             loaded.repetitions,
             loaded.trial_ns / 1e6
@@ -360,6 +369,7 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         trial_ms: m.trial_ns / 1e6,
         max_size_bytes: m.max_size.0,
         timer: timer.name().to_string(),
+        team_clock: timer.across_cpus_description(),
         sampling: sampling_policy(plan, m),
     };
     let progress = Progress::for_stderr();
@@ -392,6 +402,13 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
             .collect();
         cpus.retain(|c| !settings.cpus.contains(c));
         settings.cpus.extend(cpus);
+        warnings.extend(
+            WarningKind::not_concurrent(
+                "bandwidth row",
+                result.rows.iter().chain(&result.sweep).map(|r| r.overlap),
+            )
+            .map(Warning::from),
+        );
         experiments.bandwidth = Some(result);
     }
     if let Some(config) = &plan.stride {
@@ -412,7 +429,12 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         experiments.tlb = Some(result);
     }
     if let Some(config) = &plan.numa {
-        experiments.numa = Some(numa::measure(config, &machine, &timer, &progress)?);
+        let result = numa::measure(config, &machine, &timer, &progress)?;
+        warnings.extend(
+            WarningKind::not_concurrent("NUMA cell", result.read_overlap.iter().flatten().copied())
+                .map(Warning::from),
+        );
+        experiments.numa = Some(result);
     }
     if let (Some(latency), Some(tlb), Some(pages)) = (
         experiments.latency.as_mut(),

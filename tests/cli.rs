@@ -248,10 +248,16 @@ fn quick_bandwidth_reads_l1d_faster_than_dram() {
         "--kernels",
         "read,copy",
         "--threads",
-        "1",
+        "1,all",
         "--json",
         "-",
     ]);
+    // Multi-thread trials are timed on a clock every CPU shares, and the settings say which.
+    let clock = report["settings"]["team_clock"].as_str().unwrap();
+    assert!(
+        clock.starts_with("tsc") || clock.starts_with("clock_gettime"),
+        "{clock}"
+    );
     let rows = report["experiments"]["bandwidth"]["rows"]
         .as_array()
         .unwrap();
@@ -276,10 +282,22 @@ fn quick_bandwidth_reads_l1d_faster_than_dram() {
             "gb_per_s",
             "bytes_per_cycle",
             "spread_pct",
+            "overlap",
+            "concurrent",
+            "attempts",
         ] {
             assert!(r.get(key).is_some(), "row.{key} missing");
         }
         assert!(r["gb_per_s"].as_f64().unwrap() > 0.0);
+        // How much the threads ran together: whole for one thread, a fraction otherwise,
+        // and a row is flagged exactly when it stays below 90%.
+        let overlap = r["overlap"].as_f64().unwrap();
+        assert!(overlap > 0.0 && overlap <= 1.0, "{r}");
+        if r["threads"] == 1 {
+            assert_eq!(overlap, 1.0);
+        }
+        assert_eq!(r["concurrent"].as_bool(), Some(overlap >= 0.9), "{r}");
+        assert!(r["attempts"].as_u64() >= r["trials"].as_u64(), "{r}");
     }
     let copy = rows.iter().find(|r| r["kernel"] == "copy").unwrap();
     assert_eq!(
@@ -333,6 +351,14 @@ fn quick_loaded_latency_is_not_lower_under_full_load() {
         assert!(r["gb_per_s"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["latency_ns"].as_f64().unwrap() > 0.0, "{r}");
         assert!(r["concurrency"].as_f64().unwrap() > 0.0, "{r}");
+        // The share of each trial the injectors ran, and the flag that goes with it.
+        let overlap = r["injector_overlap"].as_f64().unwrap();
+        assert!(overlap > 0.0 && overlap <= 1.0, "{r}");
+        assert_eq!(
+            r["injectors_concurrent"].as_bool(),
+            Some(overlap >= 0.9),
+            "{r}"
+        );
     }
     let delay = |r: &Value| r["delay_cycles"].as_u64().unwrap();
     let full = rows.iter().min_by_key(|r| delay(r)).unwrap();
@@ -547,6 +573,8 @@ fn numa_on_one_node_is_a_one_by_one_matrix_with_a_note() {
         .iter()
         .all(|row| row.as_array().unwrap().len() == latency.len()));
     assert!(latency[0][0].as_f64().unwrap() > 0.0 && bandwidth[0][0].as_f64().unwrap() > 0.0);
+    let overlap = numa["read_overlap"][0][0].as_f64().unwrap();
+    assert!(overlap > 0.0 && overlap <= 1.0, "{numa}");
     if nodes <= 1 {
         assert_eq!(latency.len(), 1);
         assert!(

@@ -6,7 +6,8 @@
 //! read-for-ownership), so every kernel is counted the same way; GB/s are decimal (10^9
 //! bytes per second), like STREAM and Intel MLC. Each thread has its own arrays, in its
 //! own arena, first-touched by itself; all threads start each trial together and a trial
-//! lasts until the slowest thread is done.
+//! lasts from the first thread's start to the last one's end (its union interval). A row
+//! whose threads did not run together (overlap below 90% in every trial) is flagged.
 
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +63,26 @@ pub struct BandwidthRow {
     pub spread_pct: f64,
     /// Timed trials behind the median.
     pub trials: usize,
+    /// How much the threads ran together: the median, over the trials behind the row, of
+    /// the threads' CPU time ÷ (threads × the trial's union interval); 1 for one thread.
+    #[serde(default = "whole")]
+    pub overlap: f64,
+    /// False when no trial reached 90% overlap: the figure is then the bytes of every
+    /// attempt over its union interval, what the threads got, not the bandwidth of threads
+    /// running together.
+    #[serde(default = "yes")]
+    pub concurrent: bool,
+    /// Trials run for the row, the ones re-run for a low overlap included.
+    #[serde(default)]
+    pub attempts: usize,
+}
+
+fn whole() -> f64 {
+    1.0
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Where a row's working set comes from.
@@ -457,6 +478,7 @@ fn measure_points(
                 * threads as f64;
             let rates: Vec<f64> = timing.trials_ns.iter().map(|&ns| bytes / ns).collect();
             let summary = Summary::of(&rates).expect("every job has trials");
+            let concurrency = timing.concurrency();
             BandwidthRow {
                 kernel: kernel.name.to_string(),
                 read_parts: kernel.read_streams,
@@ -471,6 +493,9 @@ fn measure_points(
                 bytes_per_cycle: core_ghz.map(|ghz| summary.median / threads as f64 / ghz),
                 spread_pct: summary.spread_pct(),
                 trials: summary.count,
+                overlap: concurrency.overlap,
+                concurrent: concurrency.concurrent,
+                attempts: timing.attempts,
             }
         })
         .collect())
@@ -508,6 +533,48 @@ mod tests {
         let two = level_working_sets(&zen4_vm(), 2);
         assert_eq!(two[2].1, 8 * MIB);
         assert!(two.iter().all(|(_, b)| b % GRANULE as u64 == 0));
+    }
+
+    #[test]
+    fn threads_that_cannot_run_together_are_flagged_not_doubled() {
+        // Two threads pinned to one CPU cannot overlap: the row must say so, and its
+        // bandwidth must stay near one thread's (timed by each thread's own duration it
+        // came out twice as high).
+        let cpu = crate::platform::affinity::allowed_cpus().unwrap()[0];
+        let config = BandwidthConfig {
+            kernels: vec![stream::find("read").unwrap()],
+            isa: Some(Isa::best_available()),
+            thread_counts: vec![1, 2],
+            cpus: vec![cpu, cpu],
+            sizes: Sizes::Custom(vec![16 * KIB]),
+            sweep_kernels: vec![],
+            sweep_sizes: vec![],
+            pages: PagePolicy::Base,
+            repetitions: 5,
+            trial_ns: 2e6,
+        };
+        let result = measure(
+            &config,
+            &Timer::calibrate().0,
+            &Machine::default(),
+            &Progress::hidden(),
+        )
+        .unwrap();
+        let [one, two] = &result.rows[..] else {
+            panic!("{:?}", result.rows)
+        };
+        assert!(one.concurrent && one.overlap == 1.0, "{one:?}");
+        assert!(!two.concurrent, "{two:?}");
+        assert!(two.overlap < 0.75, "{two:?}");
+        // None of its trials ran together: every attempt was made, and all are behind it.
+        let attempts = 5 * crate::platform::team::ATTEMPTS_PER_TRIAL;
+        assert_eq!((two.attempts, two.trials), (attempts, attempts), "{two:?}");
+        assert!(
+            two.gb_per_s < 1.5 * one.gb_per_s,
+            "2 threads on one CPU {} GB/s, 1 thread {} GB/s",
+            two.gb_per_s,
+            one.gb_per_s
+        );
     }
 
     #[test]

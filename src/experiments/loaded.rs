@@ -15,7 +15,9 @@ use crate::kernels::injector::{self, Mix, LINE};
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::cpu_time::{ThreadClock, MIN_OVERLAP};
 use crate::platform::preemption::PreemptionWatch;
+use crate::platform::team::Concurrency;
 use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
@@ -111,6 +113,22 @@ pub struct LoadedRow {
     pub spread_pct: f64,
     /// Little's law: lines in flight = bandwidth × latency / line size.
     pub concurrency: f64,
+    /// How much the injectors ran during the latency trials: the median over the trials
+    /// of the injectors' CPU time ÷ (injectors × the trial's length). Trials below 0.9 are
+    /// taken again; a row still below it is flagged (`injectors_concurrent` false): its
+    /// latency was not measured under the load of every injector.
+    #[serde(default = "whole")]
+    pub injector_overlap: f64,
+    #[serde(default = "yes")]
+    pub injectors_concurrent: bool,
+}
+
+fn whole() -> f64 {
+    1.0
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Summary of one mix × injector-count curve.
@@ -153,6 +171,8 @@ struct Control {
     /// Injectors with an index below this run; the others park.
     active: AtomicUsize,
     steps: Vec<StepCounter>,
+    /// Each injector's CPU-time clock, published before it counts itself ready.
+    clocks: Mutex<Vec<Option<ThreadClock>>>,
     ready: AtomicUsize,
     failed: Mutex<Option<UsageError>>,
 }
@@ -202,6 +222,7 @@ fn injector(worker: usize, cpu: usize, config: &LoadedConfig, control: &Control)
             None
         }
     };
+    control.clocks.lock().expect("clock slots")[worker] = ThreadClock::of_current_thread();
     control.ready.fetch_add(1, Ordering::AcqRel);
     let Some(arena) = arena else { return };
     let mut sink = 0u64;
@@ -246,11 +267,21 @@ fn injector(worker: usize, cpu: usize, config: &LoadedConfig, control: &Control)
     std::hint::black_box(sink);
 }
 
-/// The latency thread's view of one setting: trials of latency (ns per load) and of the
-/// injectors' bandwidth over the same intervals (decimal GB/s).
+/// The latency thread's view of one setting: trials of latency (ns per load), of the
+/// injectors' bandwidth over the same intervals (decimal GB/s) and of how much of those
+/// intervals the injectors ran.
 struct Samples {
     latency_ns: Vec<f64>,
     injector_gb_per_s: Vec<f64>,
+    overlaps: Vec<f64>,
+}
+
+/// The CPU time of each injector so far, ns (None when any clock cannot be read).
+fn injector_cpu_ns(clocks: &[Option<ThreadClock>]) -> Option<Vec<u64>> {
+    clocks
+        .iter()
+        .map(|c| c.and_then(ThreadClock::now_ns))
+        .collect()
 }
 
 /// Times `repetitions` chase trials of `iterations` × UNROLL loads while `active`
@@ -258,6 +289,7 @@ struct Samples {
 #[allow(clippy::too_many_arguments)]
 fn sample(
     control: &Control,
+    clocks: &[Option<ThreadClock>],
     active: usize,
     mix: Mix,
     cursor: &mut ChaseCursor,
@@ -267,18 +299,29 @@ fn sample(
 ) -> Samples {
     let mut latency_ns = Vec::with_capacity(repetitions);
     let mut injector_gb_per_s = Vec::with_capacity(repetitions);
+    let mut overlaps = Vec::with_capacity(repetitions);
     let mut retries = 0;
     while latency_ns.len() < repetitions {
         let watch = PreemptionWatch::start();
+        let cpu_before = injector_cpu_ns(&clocks[..active]);
         let before = control.total_steps(active);
         let ns_per_load = cursor.trial(timer, iterations);
         let after = control.total_steps(active);
-        // A trial the scheduler interrupted timed someone else's work too: take another.
-        if watch.preempted() && retries < MAX_PREEMPTED_RETRIES {
+        let cpu_after = injector_cpu_ns(&clocks[..active]);
+        let ns = (ns_per_load * (iterations * UNROLL) as f64).max(1.0);
+        let overlap = match (cpu_before, cpu_after) {
+            (Some(b), Some(a)) if active > 0 => {
+                let ran: u64 = a.iter().zip(&b).map(|(a, b)| a.saturating_sub(*b)).sum();
+                (ran as f64 / (active as f64 * ns)).min(1.0)
+            }
+            _ => 1.0,
+        };
+        // A trial the scheduler interrupted timed someone else's work too, and one whose
+        // injectors were off their CPUs was not loaded by all of them: take another.
+        if (watch.preempted() || overlap < MIN_OVERLAP) && retries < MAX_PREEMPTED_RETRIES {
             retries += 1;
             continue;
         }
-        let ns = (ns_per_load * (iterations * UNROLL) as f64).max(1.0);
         let steps: u64 = before
             .iter()
             .zip(&after)
@@ -286,10 +329,12 @@ fn sample(
             .sum();
         latency_ns.push(ns_per_load);
         injector_gb_per_s.push(steps as f64 * mix.bytes_per_step() as f64 / ns);
+        overlaps.push(overlap);
     }
     Samples {
         latency_ns,
         injector_gb_per_s,
+        overlaps,
     }
 }
 
@@ -321,6 +366,7 @@ pub fn measure(
         delay: AtomicU64::new(0),
         active: AtomicUsize::new(0),
         steps: (0..cpus.len()).map(|_| StepCounter::default()).collect(),
+        clocks: Mutex::new(vec![None; cpus.len()]),
         ready: AtomicUsize::new(0),
         failed: Mutex::new(None),
     };
@@ -346,6 +392,7 @@ pub fn measure(
         if let Some(error) = control.failed.lock().expect("error slot").take() {
             return Err(error);
         }
+        let clocks = control.clocks.lock().expect("clock slots").clone();
 
         // Size the trials from the idle chase.
         cursor.run_for(timer, SETTLE_NS);
@@ -353,6 +400,7 @@ pub fn measure(
 
         let mut idle = sample(
             &control,
+            &clocks,
             0,
             Mix::Read,
             &mut cursor,
@@ -376,6 +424,7 @@ pub fn measure(
                     cursor.run_for(timer, SETTLE_NS);
                     let samples = sample(
                         &control,
+                        &clocks,
                         threads,
                         mix,
                         &mut cursor,
@@ -384,6 +433,7 @@ pub fn measure(
                         timer,
                     );
                     let summary = Summary::of(&samples.latency_ns).expect("trials");
+                    let concurrency = Concurrency::of(&samples.overlaps);
                     let injector_gb = median(&samples.injector_gb_per_s);
                     let latency_ns = summary.median;
                     let gb_per_s = injector_gb + LINE as f64 / latency_ns;
@@ -397,6 +447,8 @@ pub fn measure(
                         latency_cycles: to_cycles(latency_ns),
                         spread_pct: summary.spread_pct(),
                         concurrency: gb_per_s * latency_ns / LINE as f64,
+                        injector_overlap: concurrency.overlap,
+                        injectors_concurrent: concurrency.concurrent,
                     });
                     progress.advance();
                 }
@@ -408,6 +460,7 @@ pub fn measure(
         idle.extend(
             sample(
                 &control,
+                &clocks,
                 0,
                 Mix::Read,
                 &mut cursor,
@@ -424,7 +477,13 @@ pub fn measure(
     std::hint::black_box(cursor.position());
     let (rows, idle_ns) = result?;
 
-    let warnings: Vec<WarningKind> = starved_injectors(&rows).into_iter().collect();
+    let warnings: Vec<WarningKind> = starved_injectors(&rows)
+        .into_iter()
+        .chain(WarningKind::not_concurrent(
+            "loaded-latency point",
+            rows.iter().map(|r| r.injector_overlap),
+        ))
+        .collect();
     let curves = summarize_curves(&rows);
     let reference = curves
         .iter()
@@ -619,6 +678,8 @@ mod tests {
                 latency_cycles: f64::NAN,
                 spread_pct: 1.0,
                 concurrency: gb * ns / 64.0,
+                injector_overlap: 1.0,
+                injectors_concurrent: true,
             })
             .collect();
         let curves = summarize_curves(&rows);
@@ -641,6 +702,8 @@ mod tests {
             latency_cycles: f64::NAN,
             spread_pct: 1.0,
             concurrency: 1.0,
+            injector_overlap: 1.0,
+            injectors_concurrent: true,
         };
         let busy = [row("read", 0, 30.0), row("read", 9000, 0.1)];
         assert_eq!(starved_injectors(&busy), None);

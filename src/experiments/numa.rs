@@ -26,6 +26,7 @@ use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::cpu_time::MIN_OVERLAP;
 use crate::platform::numa_policy;
 use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
 use crate::platform::timer::Timer;
@@ -44,6 +45,12 @@ pub struct NumaResult {
     pub latency_ns: Vec<Vec<f64>>,
     /// read_gb_per_s[i][j]: read bandwidth of the threads on node i from node j.
     pub read_gb_per_s: Vec<Vec<f64>>,
+    /// read_overlap[i][j]: how much the reading threads of the cell ran together (median
+    /// over its trials of their CPU time ÷ (threads × the trial's union interval); 1 with
+    /// one thread). Below 0.9 the note names the cell: its bandwidth is what the threads
+    /// got, not that of threads reading together.
+    #[serde(default)]
+    pub read_overlap: Vec<Vec<f64>>,
     /// Mean remote latency / mean local latency (None on one node).
     pub remote_local_latency_ratio: Option<f64>,
     /// Mean remote bandwidth / mean local bandwidth (None on one node).
@@ -452,6 +459,7 @@ pub fn measure(
     let mut latency = vec![vec![f64::NAN; n]; n];
     let mut random = vec![vec![f64::NAN; n]; n];
     let mut bandwidth = vec![vec![f64::NAN; n]; n];
+    let mut overlap = vec![vec![1.0; n]; n];
     let mut placement = vec![vec![None; n]; n];
     let mut max_spread = 0f64;
     let mut summarise = |samples: &[f64]| -> f64 {
@@ -545,6 +553,7 @@ pub fn measure(
                 kernel.bytes_per_pass(array_bytes) as f64 * timing.repeats as f64 * threads as f64;
             let rates: Vec<f64> = timing.trials_ns.iter().map(|&ns| bytes / ns).collect();
             bandwidth[i][j] = summarise(&rates);
+            overlap[i][j] = timing.concurrency().overlap;
             // The cell's buffers: the chase (checked after its cells) and the readers' now.
             if let (Some(node), Some(chase)) = (bind_to, &chase_placement) {
                 placement[i][j] = fractions_on_node(&readers, node).map(|readers| {
@@ -570,13 +579,20 @@ pub fn measure(
         })
         .collect();
     let node_ids: Vec<usize> = matrix.nodes.iter().map(|n| n.id).collect();
-    let note = note(&node_ids, &matrix.left_out, unbound.as_deref(), &placement);
+    let note = note(
+        &node_ids,
+        &matrix.left_out,
+        unbound.as_deref(),
+        &placement,
+        &overlap,
+    );
     Ok(NumaResult {
         nodes: node_ids,
         remote_local_latency_ratio: remote_local_ratio(&latency),
         remote_local_bandwidth_ratio: remote_local_ratio(&bandwidth),
         latency_ns: latency,
         read_gb_per_s: bandwidth,
+        read_overlap: overlap,
         distances,
         threads_per_node: threads,
         latency_bytes: (slots * LINE) as u64,
@@ -592,12 +608,14 @@ pub fn measure(
 }
 
 /// What the reader of the matrix should know: one node (nothing remote), nodes left out,
-/// pages that could not be bound, cells whose pages were not all where they should be.
+/// pages that could not be bound, cells whose pages were not all where they should be,
+/// cells whose reading threads did not run together.
 fn note(
     nodes: &[usize],
     left_out: &[String],
     unbound: Option<&str>,
     placement: &[Vec<Option<f64>>],
+    overlap: &[Vec<f64>],
 ) -> Option<String> {
     let mut parts = Vec::new();
     if let [node] = nodes {
@@ -621,6 +639,21 @@ fn note(
                     nodes[j],
                     fraction * 100.0,
                     nodes[j]
+                ));
+            }
+        }
+    }
+    for (i, row) in overlap.iter().enumerate() {
+        for (j, &overlap) in row.iter().enumerate() {
+            if overlap < MIN_OVERLAP {
+                parts.push(format!(
+                    "cell node {} → node {}: the reading threads did not run together \
+                     (overlap {:.0}%, below {:.0}%, in every trial); its bandwidth is what \
+                     they got over the whole interval",
+                    nodes[i],
+                    nodes[j],
+                    overlap * 100.0,
+                    MIN_OVERLAP * 100.0
                 ));
             }
         }
@@ -755,11 +788,35 @@ mod tests {
 
     #[test]
     fn a_single_node_says_there_is_nothing_remote() {
-        let text = note(&[0], &[], None, &[vec![Some(1.0)]]).unwrap();
+        let whole = vec![vec![1.0; 2]; 2];
+        let text = note(&[0], &[], None, &[vec![Some(1.0)]], &[vec![1.0]]).unwrap();
         assert!(text.contains("nothing remote to measure"), "{text}");
-        assert_eq!(note(&[0, 1], &[], None, &vec![vec![Some(1.0); 2]; 2]), None);
-        let text = note(&[0, 1], &[], None, &vec![vec![Some(1.0), Some(0.5)]; 2]).unwrap();
+        assert_eq!(
+            note(&[0, 1], &[], None, &vec![vec![Some(1.0); 2]; 2], &whole),
+            None
+        );
+        let text = note(
+            &[0, 1],
+            &[],
+            None,
+            &vec![vec![Some(1.0), Some(0.5)]; 2],
+            &whole,
+        )
+        .unwrap();
         assert!(text.contains("node 0 → node 1: only 50%"), "{text}");
+    }
+
+    #[test]
+    fn a_cell_whose_readers_did_not_run_together_is_named() {
+        let overlap = vec![vec![0.95, 1.0], vec![1.0, 0.52]];
+        let text = note(&[0, 1], &[], None, &vec![vec![Some(1.0); 2]; 2], &overlap).unwrap();
+        assert!(
+            text.contains(
+                "cell node 1 → node 1: the reading threads did not run together (overlap 52%"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("node 0 → node 0"), "{text}");
     }
 
     fn this_machine() -> (Machine, Timer) {

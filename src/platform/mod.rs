@@ -8,6 +8,7 @@
 pub mod affinity;
 pub mod arena;
 pub mod child;
+pub mod cpu_time;
 pub mod hugepages;
 pub mod numa_policy;
 pub mod preemption;

@@ -1,7 +1,16 @@
 //! A team of pinned worker threads that run a list of jobs together: each worker pins
 //! itself to its CPU, maps and first-touches its own arena (so its pages come from its
-//! node), and then every timed trial starts for all workers at one barrier. A trial's
-//! elapsed time is the slowest worker's, as in STREAM and Intel MLC.
+//! node), and then every timed trial starts for all workers at one barrier.
+//!
+//! A trial's elapsed time is its union interval, from the earliest worker's start to the
+//! latest worker's end, read on a clock that every CPU shares (`Timer::across_cpus`), as
+//! STREAM and Intel MLC time their whole parallel region. Each worker's own duration is
+//! not enough: when the host runs the vCPUs one after the other, every worker gets
+//! single-thread bandwidth over its own short interval, and dividing all the bytes by the
+//! longest of those intervals reports up to N× the truth. Each trial also measures how much
+//! the workers overlapped (`cpu_time::union_and_overlap`); a trial below
+//! `cpu_time::MIN_OVERLAP` is run again, and a job none of whose trials reach it is marked
+//! as not concurrent, its figures then being those of every attempt.
 //!
 //! Workers meet at a spinning barrier: a parked thread takes tens to hundreds of
 //! microseconds to wake (more under a hypervisor), which would skew the start of a
@@ -10,14 +19,19 @@
 //! Trial length adapts per job: the workers run doubling repetition counts together until
 //! one trial lasts a quarter of the target, then size every trial to the target.
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::UsageError;
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::cpu_time::{self, WorkerSpan, MIN_OVERLAP};
 use crate::platform::timer::Timer;
 use crate::units::Bytes;
+
+/// Attempts per kept trial before a job is given up as not concurrent.
+pub const ATTEMPTS_PER_TRIAL: usize = 3;
 
 /// A barrier whose waiters spin (then yield, so a team with more workers than CPUs still
 /// makes progress): all workers leave it within a fraction of a microsecond.
@@ -64,11 +78,48 @@ pub trait TeamJob: Sync {
     fn work(&self, worker: usize, arena: &Arena, repeats: usize);
 }
 
-/// Timing of one job: `repeats` per trial, and each trial's elapsed nanoseconds.
+/// Timing of one job: `repeats` per trial, and each kept trial's union interval and
+/// overlap.
 #[derive(Debug, Clone)]
 pub struct JobTiming {
     pub repeats: usize,
+    /// Union interval of each kept trial, ns.
     pub trials_ns: Vec<f64>,
+    /// Overlap of the workers in each kept trial (1 for a team of one).
+    pub overlaps: Vec<f64>,
+    /// Trials run in all, the ones not kept included.
+    pub attempts: usize,
+}
+
+impl JobTiming {
+    /// The job's concurrency: the median overlap of its kept trials, and whether the
+    /// workers ran together (false when no trial reached `MIN_OVERLAP`).
+    pub fn concurrency(&self) -> Concurrency {
+        Concurrency::of(&self.overlaps)
+    }
+}
+
+/// How much a row's threads ran together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Concurrency {
+    /// Median overlap of the trials behind the row (0–1).
+    pub overlap: f64,
+    /// Whether that reaches `MIN_OVERLAP`.
+    pub concurrent: bool,
+}
+
+impl Concurrency {
+    pub fn of(overlaps: &[f64]) -> Concurrency {
+        let overlap = if overlaps.is_empty() {
+            1.0
+        } else {
+            crate::stats::summary::median(overlaps)
+        };
+        Concurrency {
+            overlap,
+            concurrent: overlap >= MIN_OVERLAP,
+        }
+    }
 }
 
 /// How trials are sized and counted.
@@ -76,6 +127,83 @@ pub struct JobTiming {
 pub struct TrialPolicy {
     pub trial_ns: f64,
     pub trials: usize,
+}
+
+/// Trials of one job as worker 0 collects them: every attempt, and which to keep.
+#[derive(Default)]
+struct TrialLog {
+    union_ns: Vec<f64>,
+    overlaps: Vec<f64>,
+}
+
+impl TrialLog {
+    fn concurrent_count(&self) -> usize {
+        self.overlaps.iter().filter(|&&o| o >= MIN_OVERLAP).count()
+    }
+
+    /// Done when enough trials ran together, or the attempts are spent.
+    fn done(&self, policy: TrialPolicy) -> bool {
+        self.concurrent_count() >= policy.trials
+            || self.union_ns.len() >= policy.trials * ATTEMPTS_PER_TRIAL
+    }
+
+    /// The trials that ran together; every attempt when none did.
+    fn into_timing(self, repeats: usize) -> JobTiming {
+        let attempts = self.union_ns.len();
+        let keep: Vec<bool> = if self.concurrent_count() > 0 {
+            self.overlaps.iter().map(|&o| o >= MIN_OVERLAP).collect()
+        } else {
+            vec![true; attempts]
+        };
+        let pick = |values: &[f64]| -> Vec<f64> {
+            values
+                .iter()
+                .zip(&keep)
+                .filter(|(_, &k)| k)
+                .map(|(&v, _)| v)
+                .collect()
+        };
+        JobTiming {
+            repeats,
+            trials_ns: pick(&self.union_ns),
+            overlaps: pick(&self.overlaps),
+            attempts,
+        }
+    }
+}
+
+/// Where each worker records its part of the trial just run.
+struct Spans {
+    starts: Vec<AtomicU64>,
+    ends: Vec<AtomicU64>,
+    /// CPU time in the trial, ns; u64::MAX when it could not be read.
+    cpu: Vec<AtomicU64>,
+}
+
+impl Spans {
+    fn new(workers: usize) -> Spans {
+        let zeros = || (0..workers).map(|_| AtomicU64::new(0)).collect();
+        Spans {
+            starts: zeros(),
+            ends: zeros(),
+            cpu: zeros(),
+        }
+    }
+
+    /// Union interval and overlap of the trial just run (read after its closing barrier).
+    fn union_and_overlap(&self, clock: &Timer) -> (f64, f64) {
+        let spans: Vec<WorkerSpan> = (0..self.starts.len())
+            .map(|w| {
+                let cpu = self.cpu[w].load(Ordering::SeqCst);
+                WorkerSpan {
+                    start_ns: clock.ticks_to_ns(self.starts[w].load(Ordering::SeqCst)),
+                    end_ns: clock.ticks_to_ns(self.ends[w].load(Ordering::SeqCst)),
+                    cpu_ns: (cpu != u64::MAX).then_some(cpu as f64),
+                }
+            })
+            .collect();
+        cpu_time::union_and_overlap(&spans)
+    }
 }
 
 /// Runs `jobs` on one pinned worker per CPU in `cpus`, each with an arena of
@@ -91,18 +219,18 @@ pub fn run_jobs(
     on_job_done: &(dyn Fn(usize) + Sync),
 ) -> Result<Vec<JobTiming>, UsageError> {
     let workers = cpus.len().max(1);
+    let clock = timer.across_cpus();
     let barrier = SpinBarrier::new(workers);
     let failed: Mutex<Option<UsageError>> = Mutex::new(None);
     let any_failed = AtomicBool::new(false);
-    let starts: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
-    let ends: Vec<AtomicU64> = (0..workers).map(|_| AtomicU64::new(0)).collect();
-    let repeats = AtomicUsize::new(1);
+    let spans = Spans::new(workers);
+    let decision = AtomicUsize::new(1);
     let timings: Mutex<Vec<JobTiming>> = Mutex::new(Vec::with_capacity(jobs.len()));
 
     std::thread::scope(|scope| {
         for (worker, &cpu) in cpus.iter().enumerate() {
             let (barrier, failed, any_failed) = (&barrier, &failed, &any_failed);
-            let (starts, ends, repeats, timings) = (&starts, &ends, &repeats, &timings);
+            let (spans, decision, timings, clock) = (&spans, &decision, &timings, &clock);
             scope.spawn(move || {
                 // Pin before mapping: the first touch decides where the pages live.
                 let arena = affinity::pin_or_explain(cpu, cpus)
@@ -120,69 +248,75 @@ pub fn run_jobs(
                     return;
                 };
 
-                // Elapsed time of the trial just run: the slowest worker's own duration.
-                // Each duration is read from one CPU's TSC; comparing readings across CPUs
-                // (latest end − earliest start) would add any offset between their TSCs,
-                // which hypervisors do not always keep in step.
-                let elapsed = || {
-                    let slowest = starts
-                        .iter()
-                        .zip(ends)
-                        .map(|(s, e)| {
-                            e.load(Ordering::SeqCst)
-                                .saturating_sub(s.load(Ordering::SeqCst))
-                        })
-                        .max()
-                        .unwrap_or(0);
-                    timer.ticks_to_ns(slowest)
-                };
                 let timed = |job: &dyn TeamJob, count: usize| {
                     barrier.wait();
-                    let t0 = timer.start();
+                    let cpu0 = cpu_time::thread_cpu_ns();
+                    let t0 = clock.start();
                     job.work(worker, &arena, count);
-                    let t1 = timer.stop();
-                    starts[worker].store(t0, Ordering::SeqCst);
-                    ends[worker].store(t1, Ordering::SeqCst);
+                    let t1 = clock.stop();
+                    let cpu1 = cpu_time::thread_cpu_ns();
+                    let ran = match (cpu0, cpu1) {
+                        (Some(a), Some(b)) => b.saturating_sub(a),
+                        _ => u64::MAX,
+                    };
+                    spans.starts[worker].store(t0, Ordering::SeqCst);
+                    spans.ends[worker].store(t1, Ordering::SeqCst);
+                    spans.cpu[worker].store(ran, Ordering::SeqCst);
                     barrier.wait();
+                };
+                // Worker 0 decides, everyone reads the decision.
+                let agree = |decide: &dyn Fn() -> usize| -> usize {
+                    if worker == 0 {
+                        decision.store(decide(), Ordering::SeqCst);
+                    }
+                    barrier.wait();
+                    let value = decision.load(Ordering::SeqCst);
+                    barrier.wait();
+                    value
                 };
 
                 for (index, job) in jobs.iter().enumerate() {
                     job.prepare(worker, &arena);
-                    // Calibration: worker 0 decides, everyone reads the decision.
+                    // Calibration on the union interval, so that sequential workers cannot
+                    // make the trials too short either.
                     let mut count = 1usize;
                     loop {
                         timed(*job, count);
-                        if worker == 0 {
-                            let ns = elapsed();
-                            let next = if ns >= policy.trial_ns / 4.0 || count >= 1 << 30 {
+                        let next = agree(&|| {
+                            let (ns, _) = spans.union_and_overlap(clock);
+                            if ns >= policy.trial_ns / 4.0 || count >= 1 << 30 {
                                 let per = ns.max(1.0) / count as f64;
                                 ((policy.trial_ns / per) as usize).max(1) | (1 << 62)
                             } else {
                                 count * 2
-                            };
-                            repeats.store(next, Ordering::SeqCst);
-                        }
-                        barrier.wait();
-                        let decision = repeats.load(Ordering::SeqCst);
-                        barrier.wait();
-                        if decision & (1 << 62) != 0 {
-                            count = decision & !(1 << 62);
+                            }
+                        });
+                        if next & (1 << 62) != 0 {
+                            count = next & !(1 << 62);
                             break;
                         }
-                        count = decision;
+                        count = next;
                     }
-                    let mut trials_ns = Vec::with_capacity(policy.trials);
-                    for _ in 0..policy.trials {
+                    let log = RefCell::new(TrialLog::default());
+                    loop {
                         timed(*job, count);
-                        if worker == 0 {
-                            trials_ns.push(elapsed());
+                        let done = agree(&|| {
+                            let (union, overlap) = spans.union_and_overlap(clock);
+                            let mut log = log.borrow_mut();
+                            log.union_ns.push(union);
+                            log.overlaps.push(overlap);
+                            usize::from(log.done(policy))
+                        });
+                        if done == 1 {
+                            break;
                         }
                     }
                     if worker == 0 {
-                        timings.lock().expect("timings").push(JobTiming {
-                            repeats: count,
-                            trials_ns,
-                        });
+                        let log = log.into_inner();
+                        timings
+                            .lock()
+                            .expect("timings")
+                            .push(log.into_timing(count));
                         on_job_done(index);
                     }
                 }
@@ -247,8 +381,17 @@ mod tests {
         assert_eq!(timings.len(), 2);
         assert_eq!(done.load(Ordering::SeqCst), 2);
         for timing in &timings {
-            assert_eq!(timing.trials_ns.len(), 3);
+            // Three trials that ran together, or (on a busy machine) every attempt.
+            assert!(!timing.trials_ns.is_empty());
+            assert_eq!(timing.trials_ns.len(), timing.overlaps.len());
+            assert!(timing.trials_ns.len() <= timing.attempts);
+            assert!(timing.attempts <= 3 * ATTEMPTS_PER_TRIAL);
             assert!(timing.trials_ns.iter().all(|&ns| ns > 0.0));
+            assert!(timing.overlaps.iter().all(|&o| (0.0..=1.0).contains(&o)));
+            if workers == 1 {
+                assert_eq!(timing.concurrency().overlap, 1.0);
+                assert_eq!(timing.attempts, 3);
+            }
         }
         // Every worker ran the same repetitions as worker 0 (one barrier-released team).
         let first = probe.calls[0].load(Ordering::SeqCst);
@@ -270,6 +413,68 @@ mod tests {
     #[test]
     fn a_team_of_two_runs_in_step_on_their_cpus() {
         team_of(2);
+    }
+
+    /// A fixed amount of dependent integer work per repeat: its rate is a property of the
+    /// core alone, whatever the memory system does.
+    struct Spin;
+
+    impl TeamJob for Spin {
+        fn prepare(&self, _worker: usize, _arena: &Arena) {}
+        fn work(&self, _worker: usize, _arena: &Arena, repeats: usize) {
+            let mut x = 1u64;
+            for _ in 0..repeats * 200_000 {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
+            }
+            std::hint::black_box(x);
+        }
+    }
+
+    /// Repeats per second of `Spin` on a team pinned to `cpus`, from the team's timings.
+    fn spin_rate(cpus: &[usize]) -> (f64, JobTiming) {
+        let timings = run_jobs(
+            cpus,
+            Bytes(4096),
+            PagePolicy::Base,
+            &Timer::calibrate().0,
+            TrialPolicy {
+                trial_ns: 4e6,
+                trials: 5,
+            },
+            &[&Spin],
+            &|_| {},
+        )
+        .unwrap();
+        let timing = timings.into_iter().next().unwrap();
+        let fastest = timing
+            .trials_ns
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min);
+        let rate = cpus.len() as f64 * timing.repeats as f64 / fastest * 1e9;
+        (rate, timing)
+    }
+
+    #[test]
+    fn workers_that_cannot_overlap_are_not_counted_as_concurrent() {
+        // Two workers pinned to one CPU run one after the other by construction: the
+        // scheduler gives the CPU to one at a time, as a host does with two vCPUs on one
+        // core. Timed by each worker's own duration this reported twice the rate of one
+        // worker (seen: 9.2e3 against 4.6e3 repeats/s); on the union interval it is at most
+        // one worker's rate, and no trial's overlap exceeds about one half.
+        let cpu = affinity::allowed_cpus().unwrap()[0];
+        let (one, _) = spin_rate(&[cpu]);
+        let (two, timing) = spin_rate(&[cpu, cpu]);
+        assert!(
+            two < 1.5 * one,
+            "two workers on one CPU: {two:.3e}/s against {one:.3e}/s for one"
+        );
+        let concurrency = timing.concurrency();
+        assert!(!concurrency.concurrent, "{timing:?}");
+        assert!(concurrency.overlap < 0.75, "{timing:?}");
+        // Every attempt was made, and every one is kept (none ran together).
+        assert_eq!(timing.attempts, 5 * ATTEMPTS_PER_TRIAL);
+        assert_eq!(timing.trials_ns.len(), timing.attempts);
     }
 
     #[test]

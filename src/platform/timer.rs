@@ -92,6 +92,36 @@ impl Timer {
         }
     }
 
+    /// The clock for intervals that start on one CPU and end on another (the union of a
+    /// team's trial): the TSC only where the kernel keeps time with it (clocksource "tsc",
+    /// which the kernel checks is synchronised across CPUs and drops when it is not), else
+    /// CLOCK_MONOTONIC, which every CPU shares.
+    pub fn across_cpus(&self) -> Timer {
+        match self.source {
+            Source::Tsc { .. } if kernel_clocksource().as_deref() == Some("tsc") => *self,
+            Source::Tsc { .. } => Timer::monotonic(),
+            Source::Monotonic { .. } => *self,
+        }
+    }
+
+    /// What `across_cpus` chose and why, for the report's settings.
+    pub fn across_cpus_description(&self) -> String {
+        let clock = self.across_cpus();
+        let source = kernel_clocksource().unwrap_or_else(|| "unknown".to_string());
+        match (clock.source, self.source) {
+            (Source::Tsc { .. }, _) => {
+                "tsc (the kernel's clocksource, kept in step across CPUs)".to_string()
+            }
+            (Source::Monotonic { .. }, Source::Tsc { .. }) => format!(
+                "clock_gettime(CLOCK_MONOTONIC) (the kernel's clocksource is {source}, so \
+                 TSC readings of different CPUs are not known to agree)"
+            ),
+            (Source::Monotonic { .. }, Source::Monotonic { .. }) => {
+                "clock_gettime(CLOCK_MONOTONIC)".to_string()
+            }
+        }
+    }
+
     /// Estimates the core clock in Hz: times a long chain of dependent adds (one cycle each
     /// on every core memscope targets) and keeps the fastest of several trials, so a trial
     /// disturbed by an interrupt or a frequency ramp does not count. None where no add chain
@@ -118,6 +148,14 @@ impl Timer {
     }
 }
 
+/// The clocksource the kernel keeps time with ("tsc", "kvm-clock", "hpet" …).
+pub fn kernel_clocksource() -> Option<String> {
+    std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
 #[cfg(target_arch = "x86_64")]
 mod tsc {
     use core::arch::x86_64::{__cpuid, __rdtscp, _mm_lfence, _rdtsc};
@@ -138,11 +176,7 @@ mod tsc {
         if edx & (1 << 8) == 0 {
             // Hypervisors often hide the bit while the kernel still trusts the TSC as its
             // clock source; trust the kernel's judgement then.
-            let clocksource = std::fs::read_to_string(
-                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
-            )
-            .unwrap_or_default();
-            if clocksource.trim() != "tsc" {
+            if super::kernel_clocksource().as_deref() != Some("tsc") {
                 return Some(
                     "the TSC is not invariant and the kernel does not use it as clock source"
                         .into(),
@@ -275,6 +309,20 @@ mod tests {
         // Sleeps only overshoot; allow a very loaded machine plenty of slack.
         assert!(ns >= 19e6, "{ns} ns");
         assert!(ns < 2e9, "{ns} ns");
+    }
+
+    #[test]
+    fn the_cross_cpu_clock_is_the_tsc_only_with_the_kernels_blessing() {
+        let (timer, _) = Timer::calibrate();
+        let across = timer.across_cpus();
+        if across.name() == "tsc" {
+            assert_eq!(kernel_clocksource().as_deref(), Some("tsc"));
+        }
+        assert_eq!(
+            Timer::monotonic().across_cpus().name(),
+            Timer::monotonic().name()
+        );
+        assert!(timer.across_cpus_description().starts_with(across.name()));
     }
 
     #[test]

@@ -225,6 +225,9 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
             "gb_per_s",
             "bytes_per_cycle",
             "spread_pct",
+            "overlap",
+            "concurrent",
+            "attempts",
         ];
         let row = |r: &crate::experiments::bandwidth::BandwidthRow| {
             vec![
@@ -240,6 +243,9 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                 number(r.gb_per_s),
                 r.bytes_per_cycle.map(number).unwrap_or_default(),
                 number(r.spread_pct),
+                number(r.overlap),
+                r.concurrent.to_string(),
+                r.attempts.to_string(),
             ]
         };
         tables.push(CsvTable {
@@ -315,6 +321,8 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                 "latency_cycles",
                 "spread_pct",
                 "concurrency",
+                "injector_overlap",
+                "injectors_concurrent",
                 "knee",
             ],
             rows: loaded
@@ -331,6 +339,8 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                         number(r.latency_cycles),
                         number(r.spread_pct),
                         number(r.concurrency),
+                        number(r.injector_overlap),
+                        r.injectors_concurrent.to_string(),
                         (knee_delay(&r.mix, r.threads) == Some(r.delay_cycles)).to_string(),
                     ]
                 })
@@ -544,6 +554,7 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                     cell(&numa.latency_ns, i, j),
                     cell(&numa.random_latency_ns, i, j),
                     cell(&numa.read_gb_per_s, i, j),
+                    cell(&numa.read_overlap, i, j),
                     optional(
                         numa.distances
                             .get(i)
@@ -569,6 +580,7 @@ pub fn tables(report: &Report) -> Vec<CsvTable> {
                 "latency_ns",
                 "random_latency_ns",
                 "read_gb_per_s",
+                "read_overlap",
                 "distance",
                 "placement_verified",
             ],
@@ -744,7 +756,7 @@ mod tests {
         );
         let text = String::from_utf8(serialize(&report)).unwrap();
         assert!(
-            text.contains("read,3,200,41.7,40.9,81.5,244.5,1,53.1023,true\n"),
+            text.contains("read,3,200,41.7,40.9,81.5,244.5,1,53.1023,1,true,true\n"),
             "{text}"
         );
         assert_eq!(text.matches(",true\n").count(), 2, "one knee per curve");
@@ -875,8 +887,11 @@ mod tests {
             text.contains("\n\"stride 4 KiB, huge pages\",2097152,4096,268435456,"),
             "{text}"
         );
-        assert!(text.contains("\n0,1,false,140,171,25,21,0.998\n"), "{text}");
-        assert!(text.contains("\n1,1,true,91,106,41,10,\n"), "{text}");
+        assert!(
+            text.contains("\n0,1,false,140,171,25,0.98,21,0.998\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n1,1,true,91,106,41,0.99,10,\n"), "{text}");
         assert_eq!(
             text.matches("\n0,").count() + text.matches("\n1,").count(),
             4
@@ -902,6 +917,6 @@ mod tests {
         report.experiments.numa = Some(n);
         let text = String::from_utf8(serialize(&report)).unwrap();
         assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
-        assert!(text.contains("\n1,1,true,91,,,10,\n"), "{text}");
+        assert!(text.contains("\n1,1,true,91,,,0.99,10,\n"), "{text}");
     }
 }

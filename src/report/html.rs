@@ -22,6 +22,7 @@ use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::{RobResult, RobRow, SerializedRow};
 use crate::experiments::stride::{StrideResult, StrideRow};
 use crate::experiments::tlb::TlbResult;
+use crate::platform::cpu_time::MIN_OVERLAP;
 use crate::report::svg::{
     escape, format_number, Axis, Band, BarChart, Heatmap, LegendEntry, LegendSymbol, LineChart,
     Series, TickFormat, VMarker,
@@ -624,6 +625,10 @@ fn settings_section(out: &mut String, report: &Report) {
                 opt_bytes(Some(s.max_size_bytes).filter(|&b| b > 0)),
             ),
             ("Timer", or_dash(&s.timer).to_string()),
+            (
+                "Clock of multi-thread trials",
+                or_dash(&s.team_clock).to_string(),
+            ),
             ("Sampling", or_dash(&s.sampling).to_string()),
         ],
     );
@@ -1332,11 +1337,15 @@ fn bandwidth_cell(r: &BandwidthRow) -> String {
     let mut cell = String::new();
     let _ = write!(
         cell,
-        "<span title=\"spread {} %, {} trials, {} per thread\">",
+        "<span title=\"spread {} %, {} trials, {} per thread{}\">",
         spread_text(r.spread_pct),
         r.trials,
-        escape(&Bytes(r.bytes_per_thread).to_string())
+        escape(&Bytes(r.bytes_per_thread).to_string()),
+        overlap_title(r.threads, r.overlap, r.attempts)
     );
+    if !r.concurrent {
+        cell.push_str(NOT_CONCURRENT_MARK);
+    }
     if noisy(r.spread_pct) {
         cell.push_str("<span class=\"noisy\">~</span>");
     }
@@ -1356,6 +1365,37 @@ fn bandwidth_cell(r: &BandwidthRow) -> String {
     }
     cell.push_str("</span>");
     cell
+}
+
+/// The mark of a figure whose threads did not run together.
+const NOT_CONCURRENT_MARK: &str =
+    "<span class=\"noisy\" title=\"the threads did not run together\">!</span>";
+
+/// ", threads overlapped 97 % (7 attempts)" for a multi-thread figure's tooltip.
+fn overlap_title(threads: usize, overlap: f64, attempts: usize) -> String {
+    if threads < 2 {
+        return String::new();
+    }
+    format!(
+        ", threads overlapped {:.0} % ({attempts} attempts)",
+        overlap * 100.0
+    )
+}
+
+/// The legend of the `!` mark, when any of `overlaps` is below the threshold.
+fn not_concurrent_note(what: &str, overlaps: impl Iterator<Item = f64>) -> String {
+    match overlaps.filter(|&o| o < MIN_OVERLAP).reduce(f64::min) {
+        Some(lowest) => format!(
+            "<p class=\"note\">{NOT_CONCURRENT_MARK} marks {what} whose threads did not run \
+             together: their overlap (CPU time of the threads ÷ threads × the trial's length) \
+             stayed below {:.0} % in every trial even when re-run, down to {:.0} %. Such a \
+             figure is what the threads got over the whole interval, not what threads running \
+             together reach.</p>\n",
+            MIN_OVERLAP * 100.0,
+            lowest * 100.0
+        ),
+        None => String::new(),
+    }
 }
 
 fn bandwidth_table(out: &mut String, result: &BandwidthResult, threads: usize) {
@@ -1509,6 +1549,10 @@ fn bandwidth_section(result: &BandwidthResult, machine: &Machine) -> String {
                 ""
             }
         );
+        out.push_str(&not_concurrent_note(
+            "figures",
+            result.rows.iter().chain(&result.sweep).map(|r| r.overlap),
+        ));
         for &threads in &thread_counts {
             bandwidth_table(&mut out, result, threads);
         }
@@ -1529,7 +1573,11 @@ fn bandwidth_section(result: &BandwidthResult, machine: &Machine) -> String {
                     escape(&r.kernel),
                     escape(&Bytes(r.bytes_per_thread).to_string()),
                     escape(&r.level),
-                    gbs(r.gb_per_s),
+                    if r.concurrent {
+                        gbs(r.gb_per_s)
+                    } else {
+                        format!("{NOT_CONCURRENT_MARK}{}", gbs(r.gb_per_s))
+                    },
                     r.bytes_per_cycle
                         .filter(|b| b.is_finite())
                         .map_or_else(|| "–".to_string(), |b| format!("{b:.2}")),
@@ -2081,8 +2129,13 @@ fn loaded_section(result: &LoadedResult, machine: &Machine) -> String {
                 escape(&r.mix),
                 r.threads.to_string(),
                 r.delay_cycles.to_string(),
-                gbs(r.gb_per_s),
+                if r.injectors_concurrent {
+                    gbs(r.gb_per_s)
+                } else {
+                    format!("{NOT_CONCURRENT_MARK}{}", gbs(r.gb_per_s))
+                },
                 gbs(r.injector_gb_per_s),
+                rounded(r.injector_overlap * 100.0, 1.0),
                 ns(r.latency_ns),
                 cycles(r.latency_cycles),
                 noisy_spread(r.spread_pct),
@@ -2103,6 +2156,7 @@ fn loaded_section(result: &LoadedResult, machine: &Machine) -> String {
             "#Delay (cycles)",
             "#GB/s",
             "#Injectors' GB/s",
+            "#Injectors ran (%)",
             "#Latency (ns)",
             "#Cycles",
             "#Spread %",
@@ -2111,7 +2165,12 @@ fn loaded_section(result: &LoadedResult, machine: &Machine) -> String {
         ],
         &rows,
     );
-    out.push_str("</details>\n</section>\n");
+    out.push_str("</details>\n");
+    out.push_str(&not_concurrent_note(
+        "points",
+        result.rows.iter().map(|r| r.injector_overlap),
+    ));
+    out.push_str("</section>\n");
     out
 }
 
@@ -3243,6 +3302,8 @@ fn numa_section(result: &NumaResult) -> String {
                     ns(cell(&result.latency_ns, i, j)),
                     ns(cell(&result.random_latency_ns, i, j)),
                     gbs(cell(&result.read_gb_per_s, i, j)),
+                    matrix_cell(&result.read_overlap, i, j)
+                        .map_or_else(|| "–".to_string(), |o| rounded(o * 100.0, 1.0)),
                     opt_count(matrix_cell(&result.distances, i, j)),
                     percent(matrix_cell(&result.placement_verified, i, j).flatten()),
                 ]
@@ -3262,6 +3323,7 @@ fn numa_section(result: &NumaResult) -> String {
                 "#Page-local latency (ns)",
                 "#Random latency (ns)",
                 "#Read GB/s",
+                "#Readers' overlap (%)",
                 "#Distance",
                 "#Pages on the node (%)",
             ],
@@ -3332,6 +3394,8 @@ pub(crate) mod samples {
                     latency_cycles: ns * 3.0,
                     spread_pct: if delay == 0 { 14.0 } else { 1.0 },
                     concurrency: gb * ns / 64.0,
+                    injector_overlap: 1.0,
+                    injectors_concurrent: true,
                 });
             }
         }
@@ -3717,6 +3781,7 @@ pub(crate) mod samples {
             nodes: vec![0, 1],
             latency_ns: vec![vec![90.0, 140.0], vec![142.0, 91.0]],
             read_gb_per_s: vec![vec![40.0, 25.0], vec![24.0, 41.0]],
+            read_overlap: vec![vec![0.99, 0.98], vec![0.97, 0.99]],
             remote_local_latency_ratio: Some(1.56),
             remote_local_bandwidth_ratio: Some(0.60),
             distances: vec![vec![10, 21], vec![21, 10]],
@@ -3739,6 +3804,7 @@ pub(crate) mod samples {
             nodes: vec![0],
             latency_ns: vec![vec![95.0]],
             read_gb_per_s: vec![vec![38.5]],
+            read_overlap: vec![vec![1.0]],
             remote_local_latency_ratio: None,
             remote_local_bandwidth_ratio: None,
             distances: vec![vec![10]],
@@ -3770,6 +3836,7 @@ pub(crate) mod samples {
             nodes: vec![],
             latency_ns: vec![],
             read_gb_per_s: vec![],
+            read_overlap: vec![],
             remote_local_latency_ratio: None,
             remote_local_bandwidth_ratio: None,
             distances: vec![],
@@ -4293,6 +4360,9 @@ mod tests {
                 1.5
             },
             trials: 7,
+            overlap: 1.0,
+            concurrent: true,
+            attempts: 7,
         }
     }
 
@@ -4414,6 +4484,44 @@ mod tests {
         ));
         report.experiments.stride = Some(sample_stride(64 * MIB));
         report
+    }
+
+    #[test]
+    fn figures_whose_threads_did_not_run_together_are_marked_everywhere() {
+        let mut bandwidth = sample_bandwidth(&[1, 4], &KERNELS[..2], &[], 0);
+        let row = bandwidth
+            .rows
+            .iter_mut()
+            .find(|r| r.threads == 4 && r.level == "DRAM")
+            .unwrap();
+        (row.concurrent, row.overlap, row.attempts) = (false, 0.52, 21);
+        let mut loaded = samples::loaded();
+        loaded.rows[0].injectors_concurrent = false;
+        loaded.rows[0].injector_overlap = 0.4;
+        let mut report = Report::new(sample_machine(), Settings::default());
+        report.experiments.bandwidth = Some(bandwidth.clone());
+        report.experiments.loaded = Some(loaded.clone());
+        let doc = html(&report);
+        // One mark in each section's note and one on each flagged figure.
+        assert_eq!(doc.matches(NOT_CONCURRENT_MARK).count(), 4, "{doc}");
+        assert!(doc.contains("down to 52 %"), "{doc}");
+        assert!(doc.contains("down to 40 %"), "{doc}");
+        assert!(
+            doc.contains("threads overlapped 52 % (21 attempts)"),
+            "{doc}"
+        );
+        let text = crate::report::terminal::bandwidth(&bandwidth);
+        assert!(
+            text.contains("! marks cells whose threads did not run together"),
+            "{text}"
+        );
+        assert_eq!(text.matches(" !").count(), 2, "{text}");
+        let text = crate::report::terminal::loaded(&loaded);
+        assert!(text.contains("down to 40%"), "{text}");
+        // Nothing is marked when every figure ran together.
+        report.experiments.bandwidth = Some(sample_bandwidth(&[1, 4], &KERNELS[..2], &[], 0));
+        report.experiments.loaded = Some(samples::loaded());
+        assert!(!html(&report).contains(NOT_CONCURRENT_MARK));
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub struct Settings {
     pub max_size_bytes: u64,
     /// "tsc" or "clock_gettime(CLOCK_MONOTONIC)".
     pub timer: String,
+    /// The clock of multi-thread trials, whose start and end are read on different CPUs:
+    /// the TSC where the kernel keeps time with it, else CLOCK_MONOTONIC, and why.
+    #[serde(default)]
+    pub team_clock: String,
     /// The sampling policy in words, as printed with the results.
     pub sampling: String,
 }

@@ -12,6 +12,7 @@ use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
 use crate::experiments::stride::{StrideResult, StrideRow};
 use crate::experiments::tlb::TlbResult;
+use crate::platform::cpu_time::MIN_OVERLAP;
 use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
@@ -611,6 +612,29 @@ fn distinct<T: PartialEq + Clone>(values: impl Iterator<Item = T>) -> Vec<T> {
     out
 }
 
+/// A bandwidth cell's marks: `!` when its threads did not run together, `~` when its
+/// trials spread by more than 10 %.
+fn bandwidth_flag(row: &BandwidthRow) -> String {
+    format!(
+        "{}{}",
+        if row.concurrent { "" } else { "!" },
+        if row.spread_pct > 10.0 { "~" } else { "" }
+    )
+}
+
+/// The legend line of the `!` mark, when a row carries it.
+fn not_concurrent_legend(overlaps: impl Iterator<Item = (f64, bool)>, what: &str) -> String {
+    let low: Vec<f64> = overlaps.filter(|(_, c)| !c).map(|(o, _)| o).collect();
+    match low.iter().copied().reduce(f64::min) {
+        Some(lowest) => format!(
+            " ! marks {what} whose threads did not run together (overlap below 90% in every \
+             trial, down to {:.0}%): the figure is what they got over the whole interval\n",
+            lowest * 100.0
+        ),
+        None => String::new(),
+    }
+}
+
 /// The `bandwidth` view: one kernel × level table per thread count, then the sweep.
 pub fn bandwidth(result: &BandwidthResult) -> String {
     let mut out = String::new();
@@ -659,7 +683,7 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
                         r.kernel == kernel && &r.level == level && r.working_set_bytes == *bytes
                     })
                     .map_or("-".to_string(), |r| {
-                        let flag = if r.spread_pct > 10.0 { "~" } else { "" };
+                        let flag = bandwidth_flag(r);
                         match r.bytes_per_cycle {
                             Some(bpc) if level != "DRAM" && level != "custom" => {
                                 format!("{flag}{:.1} ({bpc:.1})", r.gb_per_s)
@@ -697,7 +721,9 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
                         .sweep
                         .iter()
                         .find(|r| &r.kernel == kernel && r.working_set_bytes == bytes)
-                        .map_or("-".into(), |r| format!("{:.1}", r.gb_per_s)),
+                        .map_or("-".into(), |r| {
+                            format!("{}{:.1}", bandwidth_flag(r), r.gb_per_s)
+                        }),
                 );
             }
             t.row(cells);
@@ -719,6 +745,14 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
         } else {
             format!("; read + copy GB/s in L1 / beyond the caches: {}", probe.join(", "))
         }
+    ));
+    out.push_str(&not_concurrent_legend(
+        result
+            .rows
+            .iter()
+            .chain(&result.sweep)
+            .map(|r| (r.overlap, r.concurrent)),
+        "cells",
     ));
     out
 }
@@ -921,7 +955,11 @@ pub fn loaded(result: &LoadedResult) -> String {
         for r in rows {
             let mut cells = vec![
                 r.delay_cycles.to_string(),
-                figure(r.gb_per_s, 1),
+                format!(
+                    "{}{}",
+                    if r.injectors_concurrent { "" } else { "!" },
+                    figure(r.gb_per_s, 1)
+                ),
                 figure(r.latency_ns, 1),
                 cycles_or_dash(r.latency_cycles),
                 figure(r.concurrency, 1),
@@ -939,6 +977,13 @@ pub fn loaded(result: &LoadedResult) -> String {
              thread included; concurrency: lines in flight by Little's law (GB/s × latency / \
              {} B)\n",
             result.line_bytes
+        ));
+        out.push_str(&not_concurrent_legend(
+            result
+                .rows
+                .iter()
+                .map(|r| (r.injector_overlap, r.injectors_concurrent)),
+            "points",
         ));
     }
     out
@@ -1442,7 +1487,33 @@ pub fn numa(result: &NumaResult) -> String {
                 result.isa.as_str()
             }
         )));
-        out.push_str(&matrix(&result.read_gb_per_s));
+        // A cell whose reading threads did not run together is marked like bandwidth's.
+        let cells: Vec<Vec<String>> = result
+            .read_gb_per_s
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                row.iter()
+                    .enumerate()
+                    .map(|(j, v)| {
+                        let overlap = result.read_overlap.get(i).and_then(|r| r.get(j));
+                        let flag = if overlap.is_some_and(|&o| o < MIN_OVERLAP) {
+                            "!"
+                        } else {
+                            ""
+                        };
+                        format!("{flag}{}", figure(*v, 1))
+                    })
+                    .collect()
+            })
+            .collect();
+        out.push_str(&node_matrix(
+            "threads on",
+            "memory on node",
+            &labels,
+            &cells,
+            String::clone,
+        ));
     }
     if result.remote_local_latency_ratio.is_some() || result.remote_local_bandwidth_ratio.is_some()
     {
@@ -1693,10 +1764,15 @@ pub fn settings_and_warnings(report: &Report) -> String {
             None => s.pages_requested.clone(),
         };
         out.push_str(&format!(
-            "\n Pinned to CPU {}; pages: {}; timer: {}; {}\n",
+            "\n Pinned to CPU {}; pages: {}; timer: {}{}; {}\n",
             cpu_list(&s.cpus),
             pages,
             s.timer,
+            if s.team_clock.is_empty() {
+                String::new()
+            } else {
+                format!("; clock of multi-thread trials: {}", s.team_clock)
+            },
             s.sampling
         ));
     }

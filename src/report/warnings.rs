@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use crate::platform::cpu_time::MIN_OVERLAP;
+
 /// One warning; serialised as `{"code": "...", "message": "..."}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,9 +39,30 @@ pub enum WarningKind {
     InjectorsStarved(String),
     /// An experiment of the profile that could not run here, and why.
     Skipped { experiment: String, reason: String },
+    /// Multi-thread figures whose threads did not run together in any trial: `rows`
+    /// names them ("bandwidth: 2 rows"), `lowest` is the smallest overlap (0–1).
+    NotConcurrent { rows: String, lowest: f64 },
 }
 
 impl WarningKind {
+    /// The warning for the figures among `overlaps` (one per row, cell or point called
+    /// `what`) whose threads did not run together; None when all did.
+    pub fn not_concurrent(
+        what: &str,
+        overlaps: impl IntoIterator<Item = f64>,
+    ) -> Option<WarningKind> {
+        let low: Vec<f64> = overlaps.into_iter().filter(|&o| o < MIN_OVERLAP).collect();
+        let lowest = low.iter().copied().fold(f64::INFINITY, f64::min);
+        (!low.is_empty()).then(|| WarningKind::NotConcurrent {
+            rows: format!(
+                "{} {what}{}",
+                low.len(),
+                if low.len() == 1 { "" } else { "s" }
+            ),
+            lowest,
+        })
+    }
+
     pub fn code(&self) -> &'static str {
         match self {
             WarningKind::Hypervisor(_) => "hypervisor",
@@ -53,6 +76,7 @@ impl WarningKind {
             WarningKind::SweepTooShort { .. } => "sweep_too_short",
             WarningKind::InjectorsStarved(_) => "injectors_starved",
             WarningKind::Skipped { .. } => "skipped",
+            WarningKind::NotConcurrent { .. } => "not_concurrent",
         }
     }
 }
@@ -109,6 +133,15 @@ impl fmt::Display for WarningKind {
             WarningKind::Skipped { experiment, reason } => {
                 write!(f, "{experiment} was skipped: {reason}")
             }
+            WarningKind::NotConcurrent { rows, lowest } => write!(
+                f,
+                "threads that did not run together ({rows}, marked ! in the tables): their \
+                 overlap stayed below 90% in every trial even when re-run (down to {:.0}%), \
+                 because the host ran the vCPUs in turn or other tasks held the CPUs. Those \
+                 figures are what the threads got over the whole interval, not what threads \
+                 running together reach; rerun on a quieter machine",
+                lowest * 100.0
+            ),
             WarningKind::InjectorsStarved(curves) => write!(
                 f,
                 "loaded latency: the injector threads moved almost no data at delay 0 ({curves}); \
@@ -125,5 +158,23 @@ impl From<WarningKind> for Warning {
             code: kind.code().to_string(),
             message: kind.to_string(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_whose_threads_did_not_run_together_are_counted_once() {
+        assert_eq!(
+            WarningKind::not_concurrent("bandwidth row", [1.0, 0.95]),
+            None
+        );
+        let warning = WarningKind::not_concurrent("bandwidth row", [1.0, 0.5, 0.62]).unwrap();
+        assert_eq!(warning.code(), "not_concurrent");
+        let text = warning.to_string();
+        assert!(text.contains("2 bandwidth rows"), "{text}");
+        assert!(text.contains("down to 50%"), "{text}");
     }
 }
