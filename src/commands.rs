@@ -154,9 +154,10 @@ fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
             "bandwidth: one untimed pass, then {} trials of ~{:.0} ms (repetitions doubled \
              until a trial lasts a quarter of that), all threads released together, each \
              trial timed from the first thread's start to the last one's end on a clock all \
-             CPUs share; a multi-thread trial whose threads overlapped less than {:.0}% is \
-             run again (up to {}× the trials), and a row none of whose trials reach it is \
-             marked !; median and 1.4826·MAD/median",
+             CPUs share; a trial whose threads overlapped less than {:.0}% (their CPU time \
+             ÷ threads × the trial; one thread: its time on the CPU) is run again (up to {}× \
+             the trials), and a row none of whose trials reach it is marked !; median and \
+             1.4826·MAD/median",
             bandwidth.repetitions,
             bandwidth.trial_ns / 1e6,
             MIN_OVERLAP * 100.0,

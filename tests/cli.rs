@@ -289,13 +289,10 @@ fn quick_bandwidth_reads_l1d_faster_than_dram() {
             assert!(r.get(key).is_some(), "row.{key} missing");
         }
         assert!(r["gb_per_s"].as_f64().unwrap() > 0.0);
-        // How much the threads ran together: whole for one thread, a fraction otherwise,
-        // and a row is flagged exactly when it stays below 90%.
+        // How much the threads ran together (one thread: how much it was on its CPU); a
+        // row is flagged exactly when it stays below 90%.
         let overlap = r["overlap"].as_f64().unwrap();
         assert!(overlap > 0.0 && overlap <= 1.0, "{r}");
-        if r["threads"] == 1 {
-            assert_eq!(overlap, 1.0);
-        }
         assert_eq!(r["concurrent"].as_bool(), Some(overlap >= 0.9), "{r}");
         assert!(r["attempts"].as_u64() >= r["trials"].as_u64(), "{r}");
     }

@@ -64,12 +64,13 @@ pub struct BandwidthRow {
     /// Timed trials behind the median.
     pub trials: usize,
     /// How much the threads ran together: the median, over the trials behind the row, of
-    /// the threads' CPU time ÷ (threads × the trial's union interval); 1 for one thread.
+    /// the threads' CPU time ÷ (threads × the trial's union interval); for one thread, the
+    /// share of the trial it was on its CPU.
     #[serde(default = "whole")]
     pub overlap: f64,
     /// False when no trial reached 90% overlap: the figure is then the bytes of every
     /// attempt over its union interval, what the threads got, not the bandwidth of threads
-    /// running together.
+    /// running together (or of one thread running undisturbed).
     #[serde(default = "yes")]
     pub concurrent: bool,
     /// Trials run for the row, the ones re-run for a low overlap included.
@@ -563,7 +564,6 @@ mod tests {
         let [one, two] = &result.rows[..] else {
             panic!("{:?}", result.rows)
         };
-        assert!(one.concurrent && one.overlap == 1.0, "{one:?}");
         assert!(!two.concurrent, "{two:?}");
         assert!(two.overlap < 0.75, "{two:?}");
         // None of its trials ran together: every attempt was made, and all are behind it.

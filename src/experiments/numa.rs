@@ -46,8 +46,8 @@ pub struct NumaResult {
     /// read_gb_per_s[i][j]: read bandwidth of the threads on node i from node j.
     pub read_gb_per_s: Vec<Vec<f64>>,
     /// read_overlap[i][j]: how much the reading threads of the cell ran together (median
-    /// over its trials of their CPU time ÷ (threads × the trial's union interval); 1 with
-    /// one thread). Below 0.9 the note names the cell: its bandwidth is what the threads
+    /// over its trials of their CPU time ÷ (threads × the trial's union interval); with one
+    /// thread, the share of the trial it was on its CPU). Below 0.9 the note names the cell: its bandwidth is what the threads
     /// got, not that of threads reading together.
     #[serde(default)]
     pub read_overlap: Vec<Vec<f64>>,

@@ -77,7 +77,9 @@ impl WorkerSpan {
 }
 
 /// The union interval of a trial (earliest start to latest end, ns) and how much the
-/// workers overlapped in it (0–1; 1 for a team of one or an empty trial).
+/// workers overlapped in it (0–1; 1 for an empty trial). For a team of one it is the share
+/// of the trial the worker was on its CPU: a trial the scheduler or the host interrupted
+/// is no more a one-thread figure than sequential workers are an N-thread one.
 pub fn union_and_overlap(spans: &[WorkerSpan]) -> (f64, f64) {
     let start = spans
         .iter()
@@ -91,9 +93,6 @@ pub fn union_and_overlap(spans: &[WorkerSpan]) -> (f64, f64) {
         return (0.0, 1.0);
     }
     let union = end - start;
-    if spans.len() == 1 {
-        return (union, 1.0);
-    }
     let ran: f64 = spans.iter().map(WorkerSpan::ran_ns).sum();
     (union, (ran / (spans.len() as f64 * union)).min(1.0))
 }
@@ -140,10 +139,14 @@ mod tests {
     }
 
     #[test]
-    fn a_team_of_one_and_an_empty_trial_are_whole() {
+    fn a_team_of_one_counts_its_time_on_the_cpu_and_an_empty_trial_is_whole() {
         assert_eq!(
-            union_and_overlap(&[span(5.0, 15.0, Some(1.0))]),
+            union_and_overlap(&[span(5.0, 15.0, Some(10.0))]),
             (10.0, 1.0)
+        );
+        assert_eq!(
+            union_and_overlap(&[span(5.0, 15.0, Some(4.0))]),
+            (10.0, 0.4)
         );
         assert_eq!(union_and_overlap(&[]), (0.0, 1.0));
     }

@@ -85,7 +85,8 @@ pub struct JobTiming {
     pub repeats: usize,
     /// Union interval of each kept trial, ns.
     pub trials_ns: Vec<f64>,
-    /// Overlap of the workers in each kept trial (1 for a team of one).
+    /// Overlap of the workers in each kept trial (for a team of one, the share of the trial
+    /// it was on its CPU).
     pub overlaps: Vec<f64>,
     /// Trials run in all, the ones not kept included.
     pub attempts: usize,
@@ -388,10 +389,6 @@ mod tests {
             assert!(timing.attempts <= 3 * ATTEMPTS_PER_TRIAL);
             assert!(timing.trials_ns.iter().all(|&ns| ns > 0.0));
             assert!(timing.overlaps.iter().all(|&o| (0.0..=1.0).contains(&o)));
-            if workers == 1 {
-                assert_eq!(timing.concurrency().overlap, 1.0);
-                assert_eq!(timing.attempts, 3);
-            }
         }
         // Every worker ran the same repetitions as worker 0 (one barrier-released team).
         let first = probe.calls[0].load(Ordering::SeqCst);

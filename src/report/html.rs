@@ -1373,11 +1373,13 @@ const NOT_CONCURRENT_MARK: &str =
 
 /// ", threads overlapped 97 % (7 attempts)" for a multi-thread figure's tooltip.
 fn overlap_title(threads: usize, overlap: f64, attempts: usize) -> String {
-    if threads < 2 {
-        return String::new();
-    }
     format!(
-        ", threads overlapped {:.0} % ({attempts} attempts)",
+        ", {} {:.0} % ({attempts} attempts)",
+        if threads == 1 {
+            "on its CPU"
+        } else {
+            "threads overlapped"
+        },
         overlap * 100.0
     )
 }
@@ -1387,7 +1389,8 @@ fn not_concurrent_note(what: &str, overlaps: impl Iterator<Item = f64>) -> Strin
     match overlaps.filter(|&o| o < MIN_OVERLAP).reduce(f64::min) {
         Some(lowest) => format!(
             "<p class=\"note\">{NOT_CONCURRENT_MARK} marks {what} whose threads did not run \
-             together: their overlap (CPU time of the threads ÷ threads × the trial's length) \
+             together (or whose one thread was kept off its CPU): their overlap (CPU time of \
+             the threads ÷ threads × the trial's length) \
              stayed below {:.0} % in every trial even when re-run, down to {:.0} %. Such a \
              figure is what the threads got over the whole interval, not what threads running \
              together reach.</p>\n",

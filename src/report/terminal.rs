@@ -627,8 +627,9 @@ fn not_concurrent_legend(overlaps: impl Iterator<Item = (f64, bool)>, what: &str
     let low: Vec<f64> = overlaps.filter(|(_, c)| !c).map(|(o, _)| o).collect();
     match low.iter().copied().reduce(f64::min) {
         Some(lowest) => format!(
-            " ! marks {what} whose threads did not run together (overlap below 90% in every \
-             trial, down to {:.0}%): the figure is what they got over the whole interval\n",
+            " ! marks {what} whose threads did not run together or were kept off their CPUs \
+             (overlap below 90% in every trial, down to {:.0}%): the figure is what they got \
+             over the whole interval\n",
             lowest * 100.0
         ),
         None => String::new(),
