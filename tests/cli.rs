@@ -292,7 +292,7 @@ fn quick_bandwidth_reads_l1d_faster_than_dram() {
         // How much the threads ran together (one thread: how much it was on its CPU); a
         // row is flagged exactly when it stays below 90%.
         let overlap = r["overlap"].as_f64().unwrap();
-        assert!(overlap > 0.0 && overlap <= 1.0, "{r}");
+        assert!((0.0..=1.0).contains(&overlap), "{r}");
         assert_eq!(r["concurrent"].as_bool(), Some(overlap >= 0.9), "{r}");
         assert!(r["attempts"].as_u64() >= r["trials"].as_u64(), "{r}");
     }
@@ -350,7 +350,7 @@ fn quick_loaded_latency_is_not_lower_under_full_load() {
         assert!(r["concurrency"].as_f64().unwrap() > 0.0, "{r}");
         // The share of each trial the injectors ran, and the flag that goes with it.
         let overlap = r["injector_overlap"].as_f64().unwrap();
-        assert!(overlap > 0.0 && overlap <= 1.0, "{r}");
+        assert!((0.0..=1.0).contains(&overlap), "{r}");
         assert_eq!(
             r["injectors_concurrent"].as_bool(),
             Some(overlap >= 0.9),
@@ -571,7 +571,7 @@ fn numa_on_one_node_is_a_one_by_one_matrix_with_a_note() {
         .all(|row| row.as_array().unwrap().len() == latency.len()));
     assert!(latency[0][0].as_f64().unwrap() > 0.0 && bandwidth[0][0].as_f64().unwrap() > 0.0);
     let overlap = numa["read_overlap"][0][0].as_f64().unwrap();
-    assert!(overlap > 0.0 && overlap <= 1.0, "{numa}");
+    assert!((0.0..=1.0).contains(&overlap), "{numa}");
     if nodes <= 1 {
         assert_eq!(latency.len(), 1);
         assert!(

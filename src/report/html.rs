@@ -1119,17 +1119,31 @@ fn kernel_color(families: &[&str], kernel: &str) -> &'static str {
 }
 
 /// A kernel as a chart series: coloured by family, dashed with streaming stores, noisy
-/// points hollow.
+/// points and points whose threads did not run together hollow.
 fn kernel_series(families: &[&str], rows: &[&BandwidthRow], points: Vec<(f64, f64)>) -> Series {
     let first = rows[0];
     let series = Series::new(first.kernel.clone(), points)
         .color(kernel_color(families, &first.kernel))
-        .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect());
+        .unstable(
+            rows.iter()
+                .map(|r| noisy(r.spread_pct) || !r.concurrent)
+                .collect(),
+        );
     if first.nontemporal {
         series.dashed()
     } else {
         series
     }
+}
+
+/// What a hollow point of a bandwidth chart means: a wide spread, and (when some row has
+/// it) threads that did not run together.
+fn bandwidth_unstable_label<'a>(rows: impl Iterator<Item = &'a BandwidthRow>) -> String {
+    let mut label = format!("spread > {NOISY_SPREAD_PCT:.0}%");
+    if rows.into_iter().any(|r| !r.concurrent) {
+        label.push_str(" or threads not together (!)");
+    }
+    label
 }
 
 /// "1 thread", "8 threads".
@@ -1172,7 +1186,7 @@ pub fn bandwidth_sweep_chart(result: &BandwidthResult, machine: &Machine) -> Str
     .size(1000.0, 520.0)
     .x_axis(Axis::log2("Working set per thread, all arrays of the kernel (log scale)").bytes())
     .y_axis(Axis::log10("Bandwidth (GB/s, log scale)"))
-    .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
+    .unstable_label(bandwidth_unstable_label(result.sweep.iter()));
     if let Some(hz) = machine
         .core_hz_estimate
         .filter(|hz| hz.is_finite() && *hz > 0.0)
@@ -1245,7 +1259,7 @@ pub fn bandwidth_threads_chart(result: &BandwidthResult, level: &str) -> String 
             .range(min_threads as f64, max_threads as f64),
     )
     .y_axis(Axis::linear("Bandwidth (GB/s)").include_zero())
-    .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
+    .unstable_label(bandwidth_unstable_label(rows.iter().copied()));
     for kernel in distinct(rows.iter().map(|r| r.kernel.as_str())) {
         let mut points: Vec<&BandwidthRow> = Vec::new();
         for threads in distinct(rows.iter().map(|r| r.threads)) {
