@@ -175,12 +175,14 @@ fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
         parts.push(format!(
             "loaded: per delay, the injectors run {:.0} ms before {} chase trials of ~{:.0} ms; \
              injector bandwidth from their step counts over the same trials; a trial during \
-             which the chase was preempted or the injectors ran less than 90% of the time is \
-             taken again (up to 20 times per point); median; idle latency measured before \
+             which the chase was preempted or the injectors ran less than {:.0}% of the time \
+             is taken again (up to {} times per point); median; idle latency measured before \
              and after the curves",
             loaded::SETTLE_NS / 1e6,
             loaded.repetitions,
-            loaded.trial_ns / 1e6
+            loaded.trial_ns / 1e6,
+            MIN_OVERLAP * 100.0,
+            loaded::MAX_RETRIES
         ));
     }
     if let Some(mlp) = &plan.mlp {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::UsageError;
 use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
 use crate::platform::arena::{Arena, PagePolicy};
+use crate::platform::cpu_time;
 use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
 use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
@@ -66,24 +67,16 @@ pub struct BandwidthRow {
     /// How much the threads ran together: the median, over the trials behind the row, of
     /// the threads' CPU time ÷ (threads × the trial's union interval); for one thread, the
     /// share of the trial it was on its CPU.
-    #[serde(default = "whole")]
+    #[serde(default = "cpu_time::whole")]
     pub overlap: f64,
     /// False when no trial reached 90% overlap: the figure is then the bytes of every
     /// attempt over its union interval, what the threads got, not the bandwidth of threads
     /// running together (or of one thread running undisturbed).
-    #[serde(default = "yes")]
+    #[serde(default = "cpu_time::ran_together")]
     pub concurrent: bool,
     /// Trials run for the row, the ones re-run for a low overlap included.
     #[serde(default)]
     pub attempts: usize,
-}
-
-fn whole() -> f64 {
-    1.0
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Where a row's working set comes from.

@@ -15,9 +15,8 @@ use crate::kernels::injector::{self, Mix, LINE};
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
-use crate::platform::cpu_time::{ThreadClock, MIN_OVERLAP};
+use crate::platform::cpu_time::{self, Concurrency, ThreadClock, MIN_OVERLAP};
 use crate::platform::preemption::PreemptionWatch;
-use crate::platform::team::Concurrency;
 use crate::platform::timer::Timer;
 use crate::report::progress::Progress;
 use crate::report::warnings::WarningKind;
@@ -117,18 +116,10 @@ pub struct LoadedRow {
     /// of the injectors' CPU time ÷ (injectors × the trial's length). Trials below 0.9 are
     /// taken again; a row still below it is flagged (`injectors_concurrent` false): its
     /// latency was not measured under the load of every injector.
-    #[serde(default = "whole")]
+    #[serde(default = "cpu_time::whole")]
     pub injector_overlap: f64,
-    #[serde(default = "yes")]
+    #[serde(default = "cpu_time::ran_together")]
     pub injectors_concurrent: bool,
-}
-
-fn whole() -> f64 {
-    1.0
-}
-
-fn yes() -> bool {
-    true
 }
 
 /// Summary of one mix × injector-count curve.
@@ -146,8 +137,9 @@ pub struct LoadedCurve {
 /// one thread streaming reads moves several GB/s from DRAM on any machine memscope knows.
 const STARVED_GB_PER_S: f64 = 1.0;
 
-/// Trials of one setting that may be retaken because the latency thread was preempted.
-const MAX_PREEMPTED_RETRIES: usize = 20;
+/// Trials of one setting that may be retaken because the latency thread was preempted or
+/// the injectors were off their CPUs.
+pub const MAX_RETRIES: usize = 20;
 
 /// How long the injectors run at a new setting before the latency trials start.
 pub const SETTLE_NS: f64 = 3e6;
@@ -310,15 +302,19 @@ fn sample(
         let cpu_after = injector_cpu_ns(&clocks[..active]);
         let ns = (ns_per_load * (iterations * UNROLL) as f64).max(1.0);
         let overlap = match (cpu_before, cpu_after) {
-            (Some(b), Some(a)) if active > 0 => {
-                let ran: u64 = a.iter().zip(&b).map(|(a, b)| a.saturating_sub(*b)).sum();
-                (ran as f64 / (active as f64 * ns)).min(1.0)
+            (Some(b), Some(a)) => {
+                let ran: Vec<f64> = a
+                    .iter()
+                    .zip(&b)
+                    .map(|(a, b)| a.saturating_sub(*b) as f64)
+                    .collect();
+                cpu_time::overlap_in(ns, &ran)
             }
             _ => 1.0,
         };
         // A trial the scheduler interrupted timed someone else's work too, and one whose
         // injectors were off their CPUs was not loaded by all of them: take another.
-        if (watch.preempted() || overlap < MIN_OVERLAP) && retries < MAX_PREEMPTED_RETRIES {
+        if (watch.preempted() || overlap < MIN_OVERLAP) && retries < MAX_RETRIES {
             retries += 1;
             continue;
         }

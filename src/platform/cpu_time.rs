@@ -76,6 +76,58 @@ impl WorkerSpan {
     }
 }
 
+/// How much a row's threads ran together.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Concurrency {
+    /// Median overlap of the trials behind the row (0–1).
+    pub overlap: f64,
+    /// Whether that reaches `MIN_OVERLAP`.
+    pub concurrent: bool,
+}
+
+impl Concurrency {
+    pub fn of(overlaps: &[f64]) -> Concurrency {
+        let overlap = if overlaps.is_empty() {
+            1.0
+        } else {
+            crate::stats::summary::median(overlaps)
+        };
+        Concurrency {
+            overlap,
+            concurrent: overlap >= MIN_OVERLAP,
+        }
+    }
+}
+
+/// The lowest of `overlaps` below `MIN_OVERLAP`: None when every figure ran together.
+pub fn lowest_not_concurrent(overlaps: impl IntoIterator<Item = f64>) -> Option<f64> {
+    overlaps
+        .into_iter()
+        .filter(|&o| o < MIN_OVERLAP)
+        .reduce(f64::min)
+}
+
+/// Overlap of workers that each ran `ran_ns` (CPU time) within an interval of
+/// `interval_ns`: Σ ran ÷ (workers × interval), each worker's part capped at the interval.
+/// 1 for no workers or an empty interval.
+pub fn overlap_in(interval_ns: f64, ran_ns: &[f64]) -> f64 {
+    if ran_ns.is_empty() || interval_ns <= 0.0 {
+        return 1.0;
+    }
+    let ran: f64 = ran_ns.iter().map(|r| r.clamp(0.0, interval_ns)).sum();
+    ran / (ran_ns.len() as f64 * interval_ns)
+}
+
+/// Serde default of an overlap in a report written before overlaps were measured.
+pub fn whole() -> f64 {
+    1.0
+}
+
+/// Serde default of a concurrency flag in a report written before it was measured.
+pub fn ran_together() -> bool {
+    true
+}
+
 /// The union interval of a trial (earliest start to latest end, ns) and how much the
 /// workers overlapped in it (0–1; 1 for an empty trial). For a team of one it is the share
 /// of the trial the worker was on its CPU: a trial the scheduler or the host interrupted
@@ -93,8 +145,8 @@ pub fn union_and_overlap(spans: &[WorkerSpan]) -> (f64, f64) {
         return (0.0, 1.0);
     }
     let union = end - start;
-    let ran: f64 = spans.iter().map(WorkerSpan::ran_ns).sum();
-    (union, (ran / (spans.len() as f64 * union)).min(1.0))
+    let ran: Vec<f64> = spans.iter().map(WorkerSpan::ran_ns).collect();
+    (union, overlap_in(union, &ran))
 }
 
 #[cfg(test)]
@@ -149,6 +201,16 @@ mod tests {
             (10.0, 0.4)
         );
         assert_eq!(union_and_overlap(&[]), (0.0, 1.0));
+    }
+
+    #[test]
+    fn overlap_in_an_interval_caps_each_worker_and_lowest_finds_the_flagged() {
+        assert_eq!(overlap_in(100.0, &[100.0, 50.0]), 0.75);
+        assert_eq!(overlap_in(100.0, &[130.0, 100.0]), 1.0);
+        assert_eq!(overlap_in(100.0, &[]), 1.0);
+        assert_eq!(overlap_in(0.0, &[1.0]), 1.0);
+        assert_eq!(lowest_not_concurrent([1.0, 0.95]), None);
+        assert_eq!(lowest_not_concurrent([0.5, 1.0, 0.3]), Some(0.3));
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::sync::Mutex;
 use crate::error::UsageError;
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
-use crate::platform::cpu_time::{self, WorkerSpan, MIN_OVERLAP};
+use crate::platform::cpu_time::{self, Concurrency, WorkerSpan, MIN_OVERLAP};
 use crate::platform::timer::Timer;
 use crate::units::Bytes;
 
@@ -97,29 +97,6 @@ impl JobTiming {
     /// workers ran together (false when no trial reached `MIN_OVERLAP`).
     pub fn concurrency(&self) -> Concurrency {
         Concurrency::of(&self.overlaps)
-    }
-}
-
-/// How much a row's threads ran together.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Concurrency {
-    /// Median overlap of the trials behind the row (0–1).
-    pub overlap: f64,
-    /// Whether that reaches `MIN_OVERLAP`.
-    pub concurrent: bool,
-}
-
-impl Concurrency {
-    pub fn of(overlaps: &[f64]) -> Concurrency {
-        let overlap = if overlaps.is_empty() {
-            1.0
-        } else {
-            crate::stats::summary::median(overlaps)
-        };
-        Concurrency {
-            overlap,
-            concurrent: overlap >= MIN_OVERLAP,
-        }
     }
 }
 

@@ -715,7 +715,7 @@ pub fn serialize(report: &Report) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::html::samples;
+    use crate::report::samples;
     use crate::report::Settings;
 
     #[test]

@@ -24,6 +24,8 @@ pub mod html;
 pub mod json;
 pub mod output;
 pub mod progress;
+#[cfg(test)]
+pub(crate) mod samples;
 pub mod svg;
 pub mod terminal;
 pub mod virtualization;

@@ -12,7 +12,7 @@ use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
 use crate::experiments::stride::{StrideResult, StrideRow};
 use crate::experiments::tlb::TlbResult;
-use crate::platform::cpu_time::MIN_OVERLAP;
+use crate::platform::cpu_time::{self, MIN_OVERLAP};
 use crate::topology::cpu::format_cpu_list as cpu_list;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
@@ -622,14 +622,14 @@ fn bandwidth_flag(row: &BandwidthRow) -> String {
     )
 }
 
-/// The legend line of the `!` mark, when a row carries it.
-fn not_concurrent_legend(overlaps: impl Iterator<Item = (f64, bool)>, what: &str) -> String {
-    let low: Vec<f64> = overlaps.filter(|(_, c)| !c).map(|(o, _)| o).collect();
-    match low.iter().copied().reduce(f64::min) {
+/// The legend line of the `!` mark, when one of `overlaps` carries it.
+fn not_concurrent_legend(overlaps: impl Iterator<Item = f64>, what: &str) -> String {
+    match cpu_time::lowest_not_concurrent(overlaps) {
         Some(lowest) => format!(
             " ! marks {what} whose threads did not run together or were kept off their CPUs \
-             (overlap below 90% in every trial, down to {:.0}%): the figure is what they got \
-             over the whole interval\n",
+             (overlap below {:.0}% in every trial, down to {:.0}%): the figure is what they \
+             got over the whole interval\n",
+            MIN_OVERLAP * 100.0,
             lowest * 100.0
         ),
         None => String::new(),
@@ -748,11 +748,7 @@ pub fn bandwidth(result: &BandwidthResult) -> String {
         }
     ));
     out.push_str(&not_concurrent_legend(
-        result
-            .rows
-            .iter()
-            .chain(&result.sweep)
-            .map(|r| (r.overlap, r.concurrent)),
+        result.rows.iter().chain(&result.sweep).map(|r| r.overlap),
         "cells",
     ));
     out
@@ -980,10 +976,7 @@ pub fn loaded(result: &LoadedResult) -> String {
             result.line_bytes
         ));
         out.push_str(&not_concurrent_legend(
-            result
-                .rows
-                .iter()
-                .map(|r| (r.injector_overlap, r.injectors_concurrent)),
+            result.rows.iter().map(|r| r.injector_overlap),
             "points",
         ));
     }
@@ -1800,7 +1793,7 @@ mod tests {
         );
         assert_eq!(shell_quoted(&argv(&["ls", ""])), "\"ls ''\"");
     }
-    use crate::report::html::samples;
+    use crate::report::samples;
 
     #[test]
     fn a_spanning_row_does_not_widen_the_columns() {

@@ -136,11 +136,12 @@ impl fmt::Display for WarningKind {
             WarningKind::NotConcurrent { rows, lowest } => write!(
                 f,
                 "threads that did not run together or were kept off their CPUs ({rows}, marked \
-                 ! in the tables): their overlap (CPU time ÷ threads × trial) stayed below 90% \
-                 in every trial even when re-run (down to {:.0}%), because the host ran the \
+                 ! in the tables): their overlap (CPU time ÷ threads × trial) stayed below \
+                 {:.0}% in every trial even when re-run (down to {:.0}%), because the host ran the \
                  vCPUs in turn or other tasks held the CPUs. Those figures are what the threads \
                  got over the whole interval, not what threads running undisturbed and \
                  together reach; rerun on a quieter machine",
+                MIN_OVERLAP * 100.0,
                 lowest * 100.0
             ),
             WarningKind::InjectorsStarved(curves) => write!(
