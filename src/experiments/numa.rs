@@ -47,8 +47,8 @@ pub struct NumaResult {
     pub read_gb_per_s: Vec<Vec<f64>>,
     /// read_overlap[i][j]: how much the reading threads of the cell ran together (median
     /// over its trials of their CPU time ÷ (threads × the trial's union interval); with one
-    /// thread, the share of the trial it was on its CPU). Below 0.9 the note names the cell: its bandwidth is what the threads
-    /// got, not that of threads reading together.
+    /// thread, the share of the trial it was on its CPU). Below 0.9 the note names the
+    /// cell: its bandwidth is what the threads got, not that of threads reading together.
     #[serde(default)]
     pub read_overlap: Vec<Vec<f64>>,
     /// Mean remote latency / mean local latency (None on one node).
