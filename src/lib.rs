@@ -9,6 +9,7 @@
 //! - `platform`: timer, thread pinning, memory arenas with an explicit page policy;
 //! - `kernels`: the timed inner loops and the layouts they walk;
 //! - `stats`: robust summaries and level (plateau) detection;
+//! - `session`: progress on stderr and the typed warnings raised while measuring;
 //! - `experiments`: one file per experiment, each returning a typed result;
 //! - `counters`, `stat`: hardware and software event counters (perf_event_open), and
 //!   `memscope stat`, which counts them around a user's command;
@@ -23,6 +24,7 @@ pub mod kernels;
 pub mod plan;
 pub mod platform;
 pub mod report;
+pub mod session;
 pub mod stat;
 pub mod stats;
 pub mod topology;

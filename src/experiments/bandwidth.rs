@@ -17,7 +17,7 @@ use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::cpu_time;
 use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
 use crate::platform::timer::Timer;
-use crate::report::progress::Progress;
+use crate::session::progress::Progress;
 use crate::stats::Summary;
 use crate::topology::{CacheInfo, Machine};
 use crate::units::{Bytes, KIB, MIB};

@@ -18,8 +18,8 @@ use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::cpu_time::{self, Concurrency, ThreadClock, MIN_OVERLAP};
 use crate::platform::preemption::PreemptionWatch;
 use crate::platform::timer::Timer;
-use crate::report::progress::Progress;
-use crate::report::warnings::WarningKind;
+use crate::session::progress::Progress;
+use crate::session::warnings::WarningKind;
 use crate::stats::summary::{median, Summary};
 use crate::units::Bytes;
 

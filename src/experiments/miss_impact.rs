@@ -24,7 +24,7 @@ use crate::kernels::stream::{self, Isa, GRANULE};
 use crate::kernels::strided::indexed_sum;
 use crate::platform::arena::Arena;
 use crate::platform::timer::Timer;
-use crate::report::progress::Progress;
+use crate::session::progress::Progress;
 use crate::stats::Summary;
 use crate::topology::{CacheInfo, Machine};
 use crate::units::{Bytes, GIB, KIB, MIB};

@@ -15,7 +15,7 @@ use crate::kernels::stream::{self, Isa, GRANULE};
 use crate::kernels::strided;
 use crate::platform::arena::Arena;
 use crate::platform::timer::Timer;
-use crate::report::progress::Progress;
+use crate::session::progress::Progress;
 use crate::stats::summary::median;
 use crate::stats::Summary;
 use crate::units::Bytes;

@@ -30,7 +30,7 @@ use crate::platform::cpu_time::MIN_OVERLAP;
 use crate::platform::numa_policy;
 use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
 use crate::platform::timer::Timer;
-use crate::report::progress::Progress;
+use crate::session::progress::Progress;
 use crate::stats::Summary;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;

@@ -207,7 +207,7 @@ mod measure {
     use crate::kernels::permutation::{build_chase, ChaseOrder, SplitMix64};
     use crate::platform::arena::Arena;
     use crate::platform::timer::Timer;
-    use crate::report::progress::Progress;
+    use crate::session::progress::Progress;
     use crate::stats::summary::Summary;
     use crate::units::MIB;
     use core::arch::x86_64::{_mm_clflush, _mm_mfence};
@@ -659,7 +659,7 @@ mod tests {
     fn print_rob_curves() {
         use crate::platform::arena::{Arena, PagePolicy};
         use crate::platform::timer::Timer;
-        use crate::report::progress::Progress;
+        use crate::session::progress::Progress;
         use crate::units::{Bytes, MIB};
 
         let quick = std::env::var_os("ROB_QUICK").is_some();

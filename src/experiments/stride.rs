@@ -37,8 +37,8 @@ use crate::kernels::strided::{
 };
 use crate::platform::arena::Arena;
 use crate::platform::timer::Timer;
-use crate::report::progress::Progress;
-use crate::report::warnings::WarningKind;
+use crate::session::progress::Progress;
+use crate::session::warnings::WarningKind;
 use crate::stats::Summary;
 use crate::topology::Machine;
 use crate::units::{Bytes, KIB};

@@ -3,19 +3,9 @@
 
 use std::io;
 
-/// CPUs this process may run on (its affinity mask), ascending.
-pub fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((0..libc::CPU_SETSIZE as usize)
-            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
-            .collect())
-    }
-}
+/// CPUs this process may run on (its affinity mask), ascending: what the OS says, so it
+/// is read in `topology`.
+pub use crate::topology::cpu::affinity_mask as allowed_cpus;
 
 /// Pins the calling thread to `cpu`.
 pub fn pin_current_thread(cpu: usize) -> io::Result<()> {

@@ -14,9 +14,10 @@
 use std::fmt;
 use std::ptr::NonNull;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::UsageError;
 use crate::platform::numa_policy::{self, Mode, NodeMask};
-use crate::report::PagesObtained;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::memory;
 use crate::units::{Bytes, GIB, MIB};
@@ -70,6 +71,16 @@ impl fmt::Display for PagePolicy {
             PagePolicy::Huge1G => "1g",
         })
     }
+}
+
+/// The page backing that a measurement buffer really had, verified after first touch
+/// (reported in the settings).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PagesObtained {
+    pub policy: String,
+    pub page_bytes: u64,
+    /// Fraction of the largest buffer backed by huge pages (AnonHugePages / size for THP).
+    pub huge_fraction: f64,
 }
 
 /// An mmap'ed buffer; unmapped on drop.

@@ -16,6 +16,7 @@ use crate::experiments::numa::NumaResult;
 use crate::experiments::rob::RobResult;
 use crate::experiments::stride::StrideResult;
 use crate::experiments::tlb::TlbResult;
+pub use crate::platform::arena::PagesObtained;
 use crate::stat::StatResult;
 use crate::topology::Machine;
 
@@ -23,15 +24,13 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod output;
-pub mod progress;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod svg;
 pub mod terminal;
 pub mod virtualization;
-pub mod warnings;
 
-pub use warnings::Warning;
+pub use crate::session::warnings::Warning;
 
 /// Version of the JSON document layout; bumped when a field is renamed or removed.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -91,15 +90,6 @@ pub struct Settings {
     pub team_clock: String,
     /// The sampling policy in words, as printed with the results.
     pub sampling: String,
-}
-
-/// The page backing that the measurement buffers really had.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct PagesObtained {
-    pub policy: String,
-    pub page_bytes: u64,
-    /// Fraction of the largest buffer backed by huge pages (AnonHugePages / size for THP).
-    pub huge_fraction: f64,
 }
 
 /// `experiments` of the report; each experiment is present only when it ran.

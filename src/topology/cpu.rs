@@ -410,10 +410,24 @@ pub fn online_cpus() -> Vec<usize> {
         })
 }
 
+/// CPUs this process may run on (its affinity mask, sched_getaffinity), ascending.
+pub fn affinity_mask() -> std::io::Result<Vec<usize>> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok((0..libc::CPU_SETSIZE as usize)
+            .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+            .collect())
+    }
+}
+
 /// CPUs this process may run on (its affinity mask); the online CPUs if it cannot be read
 /// (e.g. more CPUs than a `cpu_set_t` holds).
 pub fn allowed_cpus() -> Vec<usize> {
-    crate::platform::affinity::allowed_cpus()
+    affinity_mask()
         .ok()
         .filter(|cpus| !cpus.is_empty())
         .unwrap_or_else(online_cpus)
