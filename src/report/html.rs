@@ -27,7 +27,7 @@ use crate::report::svg::{
     escape, format_number, Axis, Band, BarChart, Heatmap, LegendEntry, LegendSymbol, LineChart,
     Series, TickFormat, VMarker,
 };
-use crate::report::Report;
+use crate::report::{summary, Report};
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
 
@@ -81,6 +81,14 @@ td:has(> .swatch) { white-space: nowrap; }
 .bpc { color: #6b7280; font-size: 11px; margin-left: 6px; }
 th .sub { display: block; font-weight: 400; font-size: 11px; color: #6b7280; }
 code { font-family: ui-monospace, monospace; font-size: 12px; }
+.glance { display: grid; grid-template-columns: repeat(auto-fill, minmax(200px, 1fr)); gap: 8px; }
+.glance a { display: block; border: 1px solid #e5e7eb; border-radius: 4px; padding: 8px 12px;
+  color: inherit; text-decoration: none; background: #f9fafb; }
+.glance a:hover { border-color: #1d4ed8; }
+.glance .label { color: #4b5563; font-size: 12px; }
+.glance .value { font-size: 20px; font-weight: 600; font-variant-numeric: tabular-nums; }
+.glance .detail { color: #6b7280; font-size: 12px; }
+.glance a.warn { background: #fffbeb; border-color: #f59e0b; }
 .dram { background: #f9fafb; border: 1px solid #e5e7eb; padding: 8px 12px; border-radius: 4px; }
 details summary { cursor: pointer; color: #1d4ed8; margin: 8px 0; }
 footer { margin-top: 40px; color: #6b7280; font-size: 12px; }
@@ -120,12 +128,14 @@ fn render(report: &Report) -> String {
 
     let experiments = experiment_sections(report);
     header(&mut out, report, &experiments);
-    // Results first (the first plot is the latency ladder), then what qualifies them,
-    // then the machine description they are compared with.
+    // The headline figures and the warnings that qualify them first, then the results
+    // (the first plot is the latency ladder), then how they were measured and the machine
+    // description they are compared with.
+    summary_section(&mut out, report);
+    warnings_section(&mut out, report);
     for section in &experiments {
         out.push_str(&section.html);
     }
-    warnings_section(&mut out, report);
     settings_section(&mut out, report);
     if experiments.is_empty() {
         out.push_str(
@@ -633,6 +643,29 @@ fn settings_section(out: &mut String, report: &Report) {
         ],
     );
     out.push_str("</section>\n");
+}
+
+/// The headline figures as cards, each linking to its section.
+fn summary_section(out: &mut String, report: &Report) {
+    let headlines = summary::headlines(report);
+    if headlines.is_empty() {
+        return;
+    }
+    out.push_str("<section id=\"summary\">\n<h2>At a glance</h2>\n<div class=\"glance\">\n");
+    for h in &headlines {
+        let warn = h.anchor == "warnings" && h.value != "0";
+        let _ = writeln!(
+            out,
+            "<a href=\"#{}\"{}><div class=\"label\">{}</div><div class=\"value\">{}</div>\
+             <div class=\"detail\">{}</div></a>",
+            h.anchor,
+            if warn { " class=\"warn\"" } else { "" },
+            escape(&h.label),
+            escape(&h.value),
+            escape(&h.detail)
+        );
+    }
+    out.push_str("</div>\n</section>\n");
 }
 
 fn warnings_section(out: &mut String, report: &Report) {
@@ -3815,6 +3848,34 @@ mod tests {
         ));
         report.experiments.stride = Some(sample_stride(64 * MIB));
         report
+    }
+
+    #[test]
+    fn the_summary_and_the_warnings_come_before_the_results() {
+        let mut report = bandwidth_report();
+        report.warnings.push(Warning {
+            code: "hypervisor".into(),
+            message: "running under KVM".into(),
+        });
+        let doc = html(&report);
+        let at = |id: &str| {
+            doc.find(&format!("<section id=\"{id}\">"))
+                .unwrap_or_else(|| panic!("no {id} section"))
+        };
+        assert!(at("summary") < at("warnings"));
+        assert!(at("warnings") < at("latency"));
+        assert!(at("latency") < at("settings"));
+        let summary = section(&doc, "summary");
+        assert!(summary.contains("Bandwidth, 1 thread<"), "{summary}");
+        assert!(summary.contains("Bandwidth, 4 threads<"), "{summary}");
+        assert!(summary.contains("href=\"#latency\""), "{summary}");
+        assert!(
+            summary.contains("<a href=\"#warnings\" class=\"warn\">"),
+            "{summary}"
+        );
+        // A report without results has no summary.
+        let empty = html(&Report::new(sample_machine(), Settings::default()));
+        assert!(!empty.contains("<section id=\"summary\">"));
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub mod json;
 pub mod output;
 #[cfg(test)]
 pub(crate) mod samples;
+pub mod summary;
 pub mod svg;
 pub mod terminal;
 pub mod virtualization;
