@@ -29,3 +29,4 @@ pub mod stat;
 pub mod stats;
 pub mod topology;
 pub mod units;
+pub mod view;

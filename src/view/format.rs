@@ -1,0 +1,171 @@
+//! Number formats shared by every experiment's view: the digits that matter for each kind
+//! of figure, a dash for a missing or invalid value, and raw forms for CSV cells.
+
+use crate::units::Bytes;
+
+/// What every output shows for a missing, unknown or invalid value.
+pub const DASH: &str = "–";
+
+/// A number with two decimals below 10, one below `one_decimal_below`, none above; a
+/// dash when it is not finite.
+pub fn rounded(v: f64, one_decimal_below: f64) -> String {
+    if !v.is_finite() {
+        DASH.to_string()
+    } else if v < 10.0 {
+        format!("{v:.2}")
+    } else if v < one_decimal_below {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// Nanoseconds without the unit: more decimals for the small L1 values, none for DRAM.
+pub fn ns(v: f64) -> String {
+    rounded(v, 100.0)
+}
+
+/// Decimal GB/s without the unit: two decimals below 10, none from 1000 up, else one.
+pub fn gbs(v: f64) -> String {
+    rounded(v, 1000.0)
+}
+
+/// Core cycles without the unit; a dash when unknown (no core clock estimate gives 0 or
+/// NaN).
+pub fn cycles(v: f64) -> String {
+    if !(v.is_finite() && v > 0.0) {
+        DASH.to_string()
+    } else if v < 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+/// A figure with `decimals` decimals, or a dash when it is not finite.
+pub fn fixed(v: f64, decimals: usize) -> String {
+    if v.is_finite() {
+        format!("{v:.decimals$}")
+    } else {
+        DASH.to_string()
+    }
+}
+
+/// An optional figure with `decimals` decimals, or a dash.
+pub fn opt_fixed(v: Option<f64>, decimals: usize) -> String {
+    v.map_or_else(|| DASH.to_string(), |v| fixed(v, decimals))
+}
+
+/// A spread in percent with one decimal, or a dash.
+pub fn spread(spread_pct: f64) -> String {
+    fixed(spread_pct, 1)
+}
+
+/// A fraction (0.42) as a percentage with one decimal (42.0), or a dash.
+pub fn percent(fraction: Option<f64>) -> String {
+    opt_fixed(fraction.map(|f| f * 100.0), 1)
+}
+
+/// An optional count, or a dash.
+pub fn opt_count<T: ToString>(v: Option<T>) -> String {
+    v.map_or_else(|| DASH.to_string(), |v| v.to_string())
+}
+
+/// An optional size in binary units ("32 KiB"), or a dash.
+pub fn opt_bytes(v: Option<u64>) -> String {
+    v.map_or_else(|| DASH.to_string(), |b| Bytes(b).to_string())
+}
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(value: f64) -> String {
+    let digits = format!("{:.0}", value.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if value < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// A derived figure with the digits that matter: 0.412, 3.27, 51.2, 51,744.
+pub fn derived(v: f64) -> String {
+    match v.abs() {
+        a if !a.is_finite() => DASH.to_string(),
+        a if a >= 1000.0 => thousands(v),
+        a if a >= 100.0 => format!("{v:.0}"),
+        a if a >= 10.0 => format!("{v:.1}"),
+        a if a >= 1.0 => format!("{v:.2}"),
+        _ => format!("{v:.3}"),
+    }
+}
+
+/// A duration: "850 ns", "412.3 µs", "4.21 ms", "1.23 s".
+pub fn duration(ns: f64) -> String {
+    match ns {
+        ns if !ns.is_finite() => DASH.to_string(),
+        ns if ns < 1e3 => format!("{ns:.0} ns"),
+        ns if ns < 1e6 => format!("{:.1} µs", ns / 1e3),
+        ns if ns < 1e9 => format!("{:.2} ms", ns / 1e6),
+        ns => format!("{:.2} s", ns / 1e9),
+    }
+}
+
+/// "1 thread", "8 threads" (any noun with a plain plural).
+pub fn count_of(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Distinct values in order of first appearance.
+pub fn distinct<T: PartialEq>(values: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
+    for v in values {
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    out
+}
+
+/// A CSV number: up to four decimals, empty when not finite.
+pub fn raw(value: f64) -> String {
+    if value.is_finite() {
+        format!("{}", (value * 1e4).round() / 1e4)
+    } else {
+        String::new()
+    }
+}
+
+/// A CSV optional value: empty when absent.
+pub fn raw_opt<T: ToString>(value: Option<T>) -> String {
+    value.map(|v| v.to_string()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_keep_the_digits_that_matter_and_dash_the_invalid() {
+        assert_eq!(ns(1.234), "1.23");
+        assert_eq!(ns(45.67), "45.7");
+        assert_eq!(ns(123.4), "123");
+        assert_eq!(ns(f64::NAN), DASH);
+        assert_eq!(cycles(0.0), DASH);
+        assert_eq!(thousands(-1234567.0), "-1,234,567");
+        assert_eq!(derived(0.4123), "0.412");
+        assert_eq!(duration(4.21e6), "4.21 ms");
+        assert_eq!(count_of(1, "thread"), "1 thread");
+        assert_eq!(raw(f64::INFINITY), "");
+        assert_eq!(raw(1.234567), "1.2346");
+        assert_eq!(distinct([2, 1, 2, 3]), vec![2, 1, 3]);
+    }
+}

@@ -1,0 +1,627 @@
+//! The presentation model: what a result shows, as data, for renderers that know no
+//! experiment.
+//!
+//! Each experiment turns its typed result into one `Section`: a title, headline figures
+//! for the report's summary, and blocks in reading order — prose (`Text` made of styled
+//! spans), tables (`Table`: columns with alignment, cells with text and an optional
+//! tooltip), charts (`chart::Chart`: line charts with axes, series, bands and markers;
+//! heatmaps; bar charts), collapsible groups, and CSV tables of raw values (`DataTable`).
+//! The terminal, CSV and HTML renderers in `report` walk these blocks; none of them knows
+//! what a latency or a TLB is. A block meant for one output only is wrapped in
+//! `Block::Only`.
+//!
+//! Nothing here formats a number: `format` holds the shared number formats the rooms use.
+
+pub mod chart;
+pub mod format;
+
+pub use chart::Chart;
+
+use crate::topology::Machine;
+
+/// A result that can present itself: every experiment's result type implements it in its
+/// room's `view.rs`, and the registry in `experiments` calls it.
+pub trait Present {
+    /// The result's section of every output; `machine` gives what the figures are compared
+    /// with (cache sizes from the OS, the core clock).
+    fn section(&self, machine: &Machine) -> Section;
+}
+
+/// One experiment's part of every output.
+#[derive(Debug, Clone)]
+pub struct Section {
+    /// Anchor of the HTML section and the name CSV tables are prefixed with: "latency".
+    pub id: &'static str,
+    /// Short name for the HTML navigation bar: "Latency".
+    pub nav: &'static str,
+    /// Heading of the section (HTML `h2`, the terminal's first line).
+    pub title: String,
+    /// The figures this section contributes to the report's at-a-glance summary.
+    pub headlines: Vec<Headline>,
+    pub blocks: Vec<Block>,
+}
+
+impl Section {
+    pub fn new(id: &'static str, nav: &'static str, title: impl Into<String>) -> Section {
+        Section {
+            id,
+            nav,
+            title: title.into(),
+            headlines: Vec::new(),
+            blocks: Vec::new(),
+        }
+    }
+
+    pub fn push(&mut self, block: impl Into<Block>) {
+        self.blocks.push(block.into());
+    }
+
+    /// Every block, nested ones included (inside details, verbose and one-output groups),
+    /// in reading order.
+    pub fn all_blocks(&self) -> Vec<&Block> {
+        fn walk<'a>(blocks: &'a [Block], out: &mut Vec<&'a Block>) {
+            for b in blocks {
+                out.push(b);
+                match b {
+                    Block::Details { blocks, .. }
+                    | Block::Verbose(blocks)
+                    | Block::Only(_, blocks) => walk(blocks, out),
+                    _ => {}
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(&self.blocks, &mut out);
+        out
+    }
+
+    /// Every table, nested ones included.
+    pub fn tables(&self) -> Vec<&Table> {
+        self.all_blocks()
+            .into_iter()
+            .filter_map(|b| match b {
+                Block::Table(t) => Some(t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The table titled `title`, if any.
+    pub fn table(&self, title: &str) -> Option<&Table> {
+        self.tables()
+            .into_iter()
+            .find(|t| t.title.as_deref() == Some(title))
+    }
+
+    /// Every CSV table.
+    pub fn data_tables(&self) -> Vec<&DataTable> {
+        self.all_blocks()
+            .into_iter()
+            .filter_map(|b| match b {
+                Block::Data(t) => Some(t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Every chart.
+    pub fn charts(&self) -> Vec<&Chart> {
+        self.all_blocks()
+            .into_iter()
+            .filter_map(|b| match b {
+                Block::Chart(c) => Some(c),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The section's words as plain text, one line per heading, paragraph, table row and
+    /// note (cells separated by " | "), for tests and searches; charts are left out.
+    pub fn plain_text(&self) -> String {
+        let mut out = format!("{}\n", self.title);
+        for b in self.all_blocks() {
+            match b {
+                Block::Heading(h) => out.push_str(&format!("{h}\n")),
+                Block::Paragraph(p) => out.push_str(&format!("{}\n", p.text.to_plain())),
+                Block::Details { summary, .. } => out.push_str(&format!("{summary}\n")),
+                Block::Table(t) => out.push_str(&t.plain_text()),
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// One headline figure of the summary at the top of the HTML report.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Headline {
+    /// What it is: "L2", "Bandwidth, 2 threads", "DRAM MLP", "L1 DTLB (4 KiB pages)".
+    pub label: String,
+    /// The figure with its unit: "3.85 ns".
+    pub value: String,
+    /// What qualifies it: "measured capacity 724.1 KiB".
+    pub detail: String,
+}
+
+/// The outputs a block can be limited to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Medium {
+    Terminal,
+    Html,
+}
+
+/// One element of a section, in reading order.
+#[derive(Debug, Clone)]
+pub enum Block {
+    /// A sub-heading (HTML `h3`; a blank line and the text in the terminal).
+    Heading(String),
+    /// A paragraph of prose.
+    Paragraph(Paragraph),
+    Table(Table),
+    /// A chart; drawn in HTML only (the terminal shows the tables instead).
+    Chart(Chart),
+    /// Raw values for the CSV output only.
+    Data(DataTable),
+    /// A group the HTML report folds away under `summary`; the terminal shows it as is.
+    Details {
+        summary: String,
+        blocks: Vec<Block>,
+    },
+    /// Blocks the terminal shows only when asked for every point (`--points`); HTML shows
+    /// them always.
+    Verbose(Vec<Block>),
+    /// Blocks for one output only.
+    Only(Medium, Vec<Block>),
+}
+
+impl From<Paragraph> for Block {
+    fn from(p: Paragraph) -> Block {
+        Block::Paragraph(p)
+    }
+}
+
+impl From<Table> for Block {
+    fn from(t: Table) -> Block {
+        Block::Table(t)
+    }
+}
+
+impl From<Chart> for Block {
+    fn from(c: Chart) -> Block {
+        Block::Chart(c)
+    }
+}
+
+impl From<DataTable> for Block {
+    fn from(t: DataTable) -> Block {
+        Block::Data(t)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Prose
+// ---------------------------------------------------------------------------------------
+
+/// How a run of text is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    Plain,
+    /// A figure the sentence is about (HTML bold).
+    Strong,
+    /// A command, a path or a value to type (HTML `code`).
+    Code,
+    /// Secondary text (HTML grey).
+    Muted,
+    /// A flag such as "unstable" (HTML red).
+    Warn,
+}
+
+/// A run of text with one style, and an optional tooltip (HTML `title`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Span {
+    pub text: String,
+    pub style: Style,
+    pub title: Option<String>,
+}
+
+/// Inline content: styled spans, line breaks and colour swatches.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inline {
+    Span(Span),
+    /// A line break inside the paragraph or cell.
+    Break,
+    /// A small square of a series' colour (HTML only), e.g. before a level's name.
+    Swatch(String),
+}
+
+/// A sequence of inline content, built with the chained methods.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Text(pub Vec<Inline>);
+
+impl Text {
+    pub fn new() -> Text {
+        Text::default()
+    }
+
+    pub fn plain(text: impl Into<String>) -> Text {
+        Text::new().add(text)
+    }
+
+    fn styled(mut self, text: impl Into<String>, style: Style) -> Text {
+        self.0.push(Inline::Span(Span {
+            text: text.into(),
+            style,
+            title: None,
+        }));
+        self
+    }
+
+    /// Appends plain text.
+    pub fn add(self, text: impl Into<String>) -> Text {
+        self.styled(text, Style::Plain)
+    }
+
+    pub fn strong(self, text: impl Into<String>) -> Text {
+        self.styled(text, Style::Strong)
+    }
+
+    pub fn code(self, text: impl Into<String>) -> Text {
+        self.styled(text, Style::Code)
+    }
+
+    pub fn muted(self, text: impl Into<String>) -> Text {
+        self.styled(text, Style::Muted)
+    }
+
+    pub fn warn(self, text: impl Into<String>) -> Text {
+        self.styled(text, Style::Warn)
+    }
+
+    /// Appends text with a tooltip (HTML `title`; the terminal shows only the text).
+    pub fn titled(
+        mut self,
+        text: impl Into<String>,
+        style: Style,
+        title: impl Into<String>,
+    ) -> Text {
+        self.0.push(Inline::Span(Span {
+            text: text.into(),
+            style,
+            title: Some(title.into()),
+        }));
+        self
+    }
+
+    pub fn line_break(mut self) -> Text {
+        self.0.push(Inline::Break);
+        self
+    }
+
+    pub fn swatch(mut self, color: impl Into<String>) -> Text {
+        self.0.push(Inline::Swatch(color.into()));
+        self
+    }
+
+    /// Appends another text.
+    pub fn extend(mut self, other: Text) -> Text {
+        self.0.extend(other.0);
+        self
+    }
+
+    /// The text without styles, tooltips or swatches; line breaks become newlines.
+    pub fn to_plain(&self) -> String {
+        let mut out = String::new();
+        for inline in &self.0 {
+            match inline {
+                Inline::Span(s) => out.push_str(&s.text),
+                Inline::Break => out.push('\n'),
+                Inline::Swatch(_) => {}
+            }
+        }
+        out
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.iter().all(|i| match i {
+            Inline::Span(s) => s.text.is_empty(),
+            Inline::Break => false,
+            Inline::Swatch(_) => true,
+        })
+    }
+}
+
+impl From<&str> for Text {
+    fn from(s: &str) -> Text {
+        Text::plain(s)
+    }
+}
+
+impl From<String> for Text {
+    fn from(s: String) -> Text {
+        Text::plain(s)
+    }
+}
+
+/// What kind of paragraph: an explanation, a muted aside, or a key result set apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    /// An explanation of what was measured (HTML `p.note`).
+    Note,
+    /// An aside, e.g. "No plateau was found" (HTML `p.muted`).
+    Muted,
+    /// A key result in a sentence (HTML `p.callout`).
+    Callout,
+}
+
+#[derive(Debug, Clone)]
+pub struct Paragraph {
+    pub tone: Tone,
+    pub text: Text,
+}
+
+impl Paragraph {
+    pub fn note(text: impl Into<Text>) -> Paragraph {
+        Paragraph {
+            tone: Tone::Note,
+            text: text.into(),
+        }
+    }
+
+    pub fn muted(text: impl Into<Text>) -> Paragraph {
+        Paragraph {
+            tone: Tone::Muted,
+            text: text.into(),
+        }
+    }
+
+    pub fn callout(text: impl Into<Text>) -> Paragraph {
+        Paragraph {
+            tone: Tone::Callout,
+            text: text.into(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Tables
+// ---------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Align {
+    Left,
+    /// Numbers: right-aligned.
+    Right,
+}
+
+/// A table column: its header (with the unit, if any, in parentheses) and alignment.
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub name: String,
+    pub unit: Option<String>,
+    pub align: Align,
+    /// Explains the column (HTML tooltip on the header).
+    pub title: Option<String>,
+}
+
+impl Column {
+    /// A text column, left-aligned.
+    pub fn text(name: impl Into<String>) -> Column {
+        Column {
+            name: name.into(),
+            unit: None,
+            align: Align::Left,
+            title: None,
+        }
+    }
+
+    /// A numeric column, right-aligned.
+    pub fn number(name: impl Into<String>) -> Column {
+        Column {
+            align: Align::Right,
+            ..Column::text(name)
+        }
+    }
+
+    /// A numeric column with its unit: "Latency (ns)".
+    pub fn quantity(name: impl Into<String>, unit: impl Into<String>) -> Column {
+        Column {
+            unit: Some(unit.into()),
+            ..Column::number(name)
+        }
+    }
+
+    pub fn titled(mut self, title: impl Into<String>) -> Column {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// The header as shown: "name (unit)".
+    pub fn header(&self) -> String {
+        match &self.unit {
+            Some(unit) => format!("{} ({unit})", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// One table cell: its content (usually one span), shown the same in every output
+/// except for styles, tooltips and swatches, which only HTML draws.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Cell(pub Text);
+
+impl Cell {
+    pub fn new(text: impl Into<String>) -> Cell {
+        Cell(Text::plain(text))
+    }
+
+    /// "–": no value.
+    pub fn dash() -> Cell {
+        Cell::new(format::DASH)
+    }
+
+    pub fn styled(text: impl Into<String>, style: Style) -> Cell {
+        Cell(Text::new().styled(text, style))
+    }
+
+    /// A cell with a tooltip (HTML), e.g. "n/s" with the reason it was not counted.
+    pub fn titled(text: impl Into<String>, style: Style, title: impl Into<String>) -> Cell {
+        Cell(Text::new().titled(text, style, title))
+    }
+}
+
+impl From<String> for Cell {
+    fn from(s: String) -> Cell {
+        Cell::new(s)
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(s: &str) -> Cell {
+        Cell::new(s)
+    }
+}
+
+impl From<Text> for Cell {
+    fn from(t: Text) -> Cell {
+        Cell(t)
+    }
+}
+
+/// A row: one cell per column, or a first cell and a text running across the others
+/// (a reason in place of values) that does not widen them.
+#[derive(Debug, Clone)]
+pub enum Row {
+    Cells(Vec<Cell>),
+    Spanning(Cell, Text),
+}
+
+/// How a table is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    /// Columns with a header row.
+    Grid,
+    /// Two columns, a key and a value per row, without a header (settings, machine).
+    KeyValue,
+}
+
+#[derive(Debug, Clone)]
+pub struct Table {
+    /// Shown above the table (HTML `h3`; a heading line in the terminal).
+    pub title: Option<String>,
+    pub layout: Layout,
+    pub columns: Vec<Column>,
+    pub rows: Vec<Row>,
+    /// Footnotes under the table, one paragraph each.
+    pub notes: Vec<Text>,
+}
+
+impl Table {
+    pub fn new(columns: Vec<Column>) -> Table {
+        Table {
+            title: None,
+            layout: Layout::Grid,
+            columns,
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// A key/value table.
+    pub fn key_value() -> Table {
+        Table {
+            layout: Layout::KeyValue,
+            ..Table::new(vec![Column::text("key"), Column::text("value")])
+        }
+    }
+
+    pub fn titled(mut self, title: impl Into<String>) -> Table {
+        self.title = Some(title.into());
+        self
+    }
+
+    pub fn row<C: Into<Cell>>(&mut self, cells: impl IntoIterator<Item = C>) {
+        self.rows
+            .push(Row::Cells(cells.into_iter().map(Into::into).collect()));
+    }
+
+    pub fn spanning_row(&mut self, first: impl Into<Cell>, text: impl Into<Text>) {
+        self.rows.push(Row::Spanning(first.into(), text.into()));
+    }
+
+    /// A key/value row.
+    pub fn pair(&mut self, key: impl Into<String>, value: impl Into<Cell>) {
+        self.rows
+            .push(Row::Cells(vec![Cell::new(key.into()), value.into()]));
+    }
+
+    pub fn note(&mut self, text: impl Into<Text>) {
+        self.notes.push(text.into());
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// The cells of column `k` as plain text, one per row (spanning rows give their first
+    /// cell for column 0 and their text for every other).
+    pub fn column_text(&self, k: usize) -> Vec<String> {
+        self.rows
+            .iter()
+            .map(|r| match r {
+                Row::Cells(cells) => cells.get(k).map(|c| c.0.to_plain()).unwrap_or_default(),
+                Row::Spanning(first, _) if k == 0 => first.0.to_plain(),
+                Row::Spanning(_, text) => text.to_plain(),
+            })
+            .collect()
+    }
+
+    /// Title, header, rows and notes as plain text lines, cells separated by " | ".
+    pub fn plain_text(&self) -> String {
+        let mut out = String::new();
+        if let Some(title) = &self.title {
+            out.push_str(&format!("{title}\n"));
+        }
+        if self.layout == Layout::Grid {
+            let header: Vec<String> = self.columns.iter().map(Column::header).collect();
+            out.push_str(&format!("{}\n", header.join(" | ")));
+        }
+        for row in &self.rows {
+            let cells: Vec<String> = match row {
+                Row::Cells(cells) => cells.iter().map(|c| c.0.to_plain()).collect(),
+                Row::Spanning(first, text) => vec![first.0.to_plain(), text.to_plain()],
+            };
+            out.push_str(&format!("{}\n", cells.join(" | ")));
+        }
+        for note in &self.notes {
+            out.push_str(&format!("{}\n", note.to_plain()));
+        }
+        out
+    }
+}
+
+/// A table of raw values for CSV: machine-readable column names (`snake_case`, unit in
+/// the name: `latency_ns`) and cells as plain numbers or words, empty when unknown.
+#[derive(Debug, Clone)]
+pub struct DataTable {
+    /// The table's name within its section: "levels" (written as `# latency.levels`).
+    pub name: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl DataTable {
+    pub fn new<S: Into<String>>(
+        name: impl Into<String>,
+        header: impl IntoIterator<Item = S>,
+    ) -> DataTable {
+        DataTable {
+            name: name.into(),
+            header: header.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+}
