@@ -18,6 +18,8 @@ pub mod columns;
 pub mod event;
 pub mod group;
 pub mod probe;
+#[cfg(test)]
+pub(crate) mod samples;
 pub mod scale;
 pub mod sys;
 
