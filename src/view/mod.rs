@@ -30,7 +30,7 @@ pub trait Present {
 /// One experiment's part of every output.
 #[derive(Debug, Clone)]
 pub struct Section {
-    /// Anchor of the HTML section and the name CSV tables are prefixed with: "latency".
+    /// Anchor of the HTML section: "latency", "miss-impact".
     pub id: &'static str,
     /// Short name for the HTML navigation bar: "Latency".
     pub nav: &'static str,
@@ -603,7 +603,8 @@ impl Table {
 /// the name: `latency_ns`) and cells as plain numbers or words, empty when unknown.
 #[derive(Debug, Clone)]
 pub struct DataTable {
-    /// The table's name within its section: "levels" (written as `# latency.levels`).
+    /// The table's full name, written as the `# latency.points` line above it when a file
+    /// holds several tables: the section's name (snake_case), a dot, the table's.
     pub name: String,
     pub header: Vec<String>,
     pub rows: Vec<Vec<String>>,
