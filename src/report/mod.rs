@@ -20,7 +20,9 @@ pub use crate::platform::arena::PagesObtained;
 use crate::stat::StatResult;
 use crate::topology::Machine;
 
+#[path = "csv_old.rs"]
 pub mod csv;
+#[path = "html_old.rs"]
 pub mod html;
 pub mod json;
 pub mod output;
@@ -28,6 +30,7 @@ pub mod output;
 pub(crate) mod samples;
 pub mod summary;
 pub mod svg;
+#[path = "terminal_old.rs"]
 pub mod terminal;
 pub mod virtualization;
 
