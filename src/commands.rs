@@ -532,18 +532,18 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
 fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
     let mut text = String::new();
     match plan.command {
-        CommandKind::Info => text.push_str(&report::terminal::machine(&report.machine)),
-        CommandKind::Run => text.push_str(&report::terminal::machine_summary(&report.machine)),
+        CommandKind::Info => text.push_str(&report::terminal_old::machine(&report.machine)),
+        CommandKind::Run => text.push_str(&report::terminal_old::machine_summary(&report.machine)),
         _ => {}
     }
     if let Some(stat) = &report.stat {
-        text.push_str(&report::terminal::stat(stat));
+        text.push_str(&report::terminal_old::stat(stat));
     }
-    text.push_str(&report::terminal::experiments(
+    text.push_str(&report::terminal_old::experiments(
         &report.experiments,
         plan.print_points,
     ));
-    text.push_str(&report::terminal::settings_and_warnings(report));
+    text.push_str(&report::terminal_old::settings_and_warnings(report));
 
     let outputs = &plan.outputs;
     let mut written = Vec::new();
@@ -552,11 +552,11 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
         written.push(target.clone());
     }
     if let Some(target) = &outputs.csv {
-        target.write(&report::csv::serialize(report))?;
+        target.write(&report::csv_old::serialize(report))?;
         written.push(target.clone());
     }
     if let Some(target) = &outputs.html {
-        target.write(&report::html::serialize(report))?;
+        target.write(&report::html_old::serialize(report))?;
         written.push(target.clone());
     }
     let files: Vec<String> = written

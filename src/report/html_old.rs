@@ -3902,13 +3902,13 @@ mod tests {
             doc.contains("threads overlapped 52 % (21 attempts)"),
             "{doc}"
         );
-        let text = crate::report::terminal::bandwidth(&bandwidth);
+        let text = crate::report::terminal_old::bandwidth(&bandwidth);
         assert!(
             text.contains("! marks cells whose threads did not run together"),
             "{text}"
         );
         assert_eq!(text.matches(" !").count(), 2, "{text}");
-        let text = crate::report::terminal::loaded(&loaded);
+        let text = crate::report::terminal_old::loaded(&loaded);
         assert!(text.contains("down to 40%"), "{text}");
         // Nothing is marked when every figure ran together.
         report.experiments.bandwidth = Some(sample_bandwidth(&[1, 4], &KERNELS[..2], &[], 0));

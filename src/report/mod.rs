@@ -20,18 +20,18 @@ pub use crate::platform::arena::PagesObtained;
 use crate::stat::StatResult;
 use crate::topology::Machine;
 
-#[path = "csv_old.rs"]
 pub mod csv;
-#[path = "html_old.rs"]
+pub mod csv_old;
 pub mod html;
+pub mod html_old;
 pub mod json;
 pub mod output;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod summary;
 pub mod svg;
-#[path = "terminal_old.rs"]
 pub mod terminal;
+pub mod terminal_old;
 pub mod virtualization;
 
 pub use crate::session::warnings::Warning;

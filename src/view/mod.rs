@@ -33,7 +33,7 @@ pub struct Section {
     /// Anchor of the HTML section: "latency", "miss-impact".
     pub id: &'static str,
     /// Short name for the HTML navigation bar: "Latency".
-    pub nav: &'static str,
+    pub nav: String,
     /// Heading of the section (HTML `h2`, the terminal's first line).
     pub title: String,
     /// The figures this section contributes to the report's at-a-glance summary.
@@ -42,10 +42,10 @@ pub struct Section {
 }
 
 impl Section {
-    pub fn new(id: &'static str, nav: &'static str, title: impl Into<String>) -> Section {
+    pub fn new(id: &'static str, nav: impl Into<String>, title: impl Into<String>) -> Section {
         Section {
             id,
-            nav,
+            nav: nav.into(),
             title: title.into(),
             headlines: Vec::new(),
             blocks: Vec::new(),
@@ -351,6 +351,10 @@ pub enum Tone {
     Muted,
     /// A key result in a sentence (HTML `p.callout`).
     Callout,
+    /// Something that qualifies the figures (HTML: a yellow box).
+    Warning,
+    /// Good news, e.g. "No warnings" (HTML: a green box).
+    Fine,
 }
 
 #[derive(Debug, Clone)]
@@ -377,6 +381,20 @@ impl Paragraph {
     pub fn callout(text: impl Into<Text>) -> Paragraph {
         Paragraph {
             tone: Tone::Callout,
+            text: text.into(),
+        }
+    }
+
+    pub fn warning(text: impl Into<Text>) -> Paragraph {
+        Paragraph {
+            tone: Tone::Warning,
+            text: text.into(),
+        }
+    }
+
+    pub fn fine(text: impl Into<Text>) -> Paragraph {
+        Paragraph {
+            tone: Tone::Fine,
             text: text.into(),
         }
     }
