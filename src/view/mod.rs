@@ -151,6 +151,8 @@ pub enum Medium {
 }
 
 /// One element of a section, in reading order.
+// A section holds a few dozen blocks at most: boxing the large chart variant buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Block {
     /// A sub-heading (HTML `h3`; a blank line and the text in the terminal).
@@ -256,7 +258,8 @@ impl Text {
         self
     }
 
-    /// Appends plain text.
+    /// Appends plain text (a builder step, not arithmetic: `Text` is no number).
+    #[allow(clippy::should_implement_trait)]
     pub fn add(self, text: impl Into<String>) -> Text {
         self.styled(text, Style::Plain)
     }
