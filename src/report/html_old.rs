@@ -23,13 +23,14 @@ use crate::experiments::rob::{RobResult, RobRow, SerializedRow};
 use crate::experiments::stride::{StrideResult, StrideRow};
 use crate::experiments::tlb::TlbResult;
 use crate::platform::cpu_time::{self, MIN_OVERLAP};
-use crate::report::svg::{
-    escape, format_number, Axis, Band, BarChart, Heatmap, LegendEntry, LegendSymbol, LineChart,
-    Series, TickFormat, VMarker,
-};
+use crate::report::svg::{escape, format_number};
 use crate::report::{summary, Report};
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
+use crate::view::chart::{
+    Axis, Band, BarChart, Heatmap, LegendEntry, LegendSymbol, LineChart, Series, TickFormat,
+    VMarker,
+};
 
 /// Colours of the hierarchy levels, shared by the chart bands, the boundary markers and the
 /// swatches of the levels table so that a colour means the same level everywhere.

@@ -1,12 +1,7 @@
 //! Charts as data: line charts (axes with a linear, log2 or log10 scale and a tick format;
 //! series of points with error bars and flagged points; shaded bands; vertical markers; a
 //! legend), heatmaps and grouped bar charts. Experiments build them with the chained
-//! methods; `report::svg` draws them.
-
-pub use crate::report::svg::{
-    Axis, Band, BarChart, Heatmap, LegendEntry, LegendSymbol, LineChart, MarkerStyle, Scale,
-    Series, TickFormat, VMarker, PALETTE,
-};
+//! methods; `report::svg` draws them (its `render` methods and `render(&Chart)`).
 
 /// One chart of a section.
 #[derive(Debug, Clone)]
@@ -62,5 +57,556 @@ pub fn level_color(name: &str) -> &'static str {
         "L4" => "#8c564b",
         "DRAM" => "#ff7f0e",
         _ => "#7f7f7f",
+    }
+}
+
+/// Default series colours (the "category10" palette: distinct, and readable when printed).
+pub const PALETTE: [&str; 8] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+];
+
+// ---------------------------------------------------------------------------------------
+// Scales and axes
+// ---------------------------------------------------------------------------------------
+
+/// How values map onto an axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    Linear,
+    /// Powers of two equally spaced (sizes, strides).
+    Log2,
+    /// Powers of ten equally spaced (latencies spanning 1 to 300 ns).
+    Log10,
+}
+
+/// How tick labels (and value labels) are printed.
+#[derive(Debug, Clone, Copy)]
+pub enum TickFormat {
+    /// Plain numbers; 10 000 and above are shortened to `10k`, `2M`, `1G`.
+    Number,
+    /// Binary sizes through `units::Bytes` ("4 KiB", "1 MiB").
+    Bytes,
+    /// Counts (threads, nodes): linear ticks only at whole numbers, printed as numbers.
+    Integer,
+    /// Any other unit.
+    Custom(fn(f64) -> String),
+}
+
+/// One axis of a chart: its label, scale, label format and optional fixed range.
+#[derive(Debug, Clone)]
+#[must_use = "charts and their parts do nothing until rendered"]
+pub struct Axis {
+    pub(crate) label: String,
+    pub(crate) scale: Scale,
+    pub(crate) format: TickFormat,
+    pub(crate) range: Option<(f64, f64)>,
+    pub(crate) include_zero: bool,
+}
+
+impl Axis {
+    pub fn new(label: impl Into<String>, scale: Scale) -> Axis {
+        Axis {
+            label: label.into(),
+            scale,
+            format: TickFormat::Number,
+            range: None,
+            include_zero: false,
+        }
+    }
+
+    pub fn linear(label: impl Into<String>) -> Axis {
+        Axis::new(label, Scale::Linear)
+    }
+
+    pub fn log2(label: impl Into<String>) -> Axis {
+        Axis::new(label, Scale::Log2)
+    }
+
+    pub fn log10(label: impl Into<String>) -> Axis {
+        Axis::new(label, Scale::Log10)
+    }
+
+    /// Labels ticks as binary sizes ("4 KiB", "256 MiB").
+    pub fn bytes(mut self) -> Axis {
+        self.format = TickFormat::Bytes;
+        self
+    }
+
+    pub fn format(mut self, format: TickFormat) -> Axis {
+        self.format = format;
+        self
+    }
+
+    /// Fixes the range instead of fitting it to the data (ignored when invalid for the scale).
+    pub fn range(mut self, min: f64, max: f64) -> Axis {
+        self.range = Some((min, max));
+        self
+    }
+
+    /// Extends a linear axis to zero (bandwidths, counts); ignored on log scales.
+    pub fn include_zero(mut self) -> Axis {
+        self.include_zero = true;
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Legend
+// ---------------------------------------------------------------------------------------
+
+/// The small drawing in front of a legend label.
+#[derive(Debug, Clone, PartialEq)]
+pub enum LegendSymbol {
+    /// A line, solid or dashed.
+    Line { color: String, dashed: bool },
+    /// A line with a marker in the middle (a series).
+    LineMarker { color: String, dashed: bool },
+    /// A marker alone; hollow for unstable points.
+    Marker { color: String, hollow: bool },
+    /// A filled rectangle (a band or a bar).
+    Swatch { color: String, opacity: f64 },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct LegendEntry {
+    pub label: String,
+    pub symbol: LegendSymbol,
+}
+
+impl LegendEntry {
+    pub fn new(label: impl Into<String>, symbol: LegendSymbol) -> LegendEntry {
+        LegendEntry {
+            label: label.into(),
+            symbol,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Line chart
+// ---------------------------------------------------------------------------------------
+
+/// One named line of a `LineChart`.
+#[derive(Debug, Clone)]
+#[must_use = "charts and their parts do nothing until rendered"]
+pub struct Series {
+    pub(crate) name: String,
+    pub(crate) points: Vec<(f64, f64)>,
+    pub(crate) color: Option<String>,
+    /// Per point (low, high) in y units.
+    pub(crate) errors: Option<Vec<(f64, f64)>>,
+    /// Per point: draw hollow and red.
+    pub(crate) unstable: Vec<bool>,
+    pub(crate) dashed: bool,
+    pub(crate) markers: bool,
+    /// Points alone, as rings (see `highlight`).
+    pub(crate) highlight: bool,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            points,
+            color: None,
+            errors: None,
+            unstable: Vec::new(),
+            dashed: false,
+            markers: true,
+            highlight: false,
+        }
+    }
+
+    /// Any CSS colour; the default is the palette entry of the series' position.
+    pub fn color(mut self, color: impl Into<String>) -> Series {
+        self.color = Some(color.into());
+        self
+    }
+
+    /// Error bars: one (low, high) per point, in y units (missing or invalid ones are skipped).
+    pub fn error_bars(mut self, bounds: Vec<(f64, f64)>) -> Series {
+        self.errors = Some(bounds);
+        self
+    }
+
+    /// One flag per point; flagged points are drawn hollow and red.
+    pub fn unstable(mut self, flags: Vec<bool>) -> Series {
+        self.unstable = flags;
+        self
+    }
+
+    pub fn dashed(mut self) -> Series {
+        self.dashed = true;
+        self
+    }
+
+    /// Draws the line only, without a marker on each point.
+    pub fn without_markers(mut self) -> Series {
+        self.markers = false;
+        self
+    }
+
+    /// Draws each point as a ring around it, without a connecting line: points found in
+    /// the data (a knee, a saturation point) marked on the curves they belong to.
+    pub fn highlight(mut self) -> Series {
+        self.highlight = true;
+        self
+    }
+}
+
+/// How a vertical marker is drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MarkerStyle {
+    /// Dashed grey, label at the top: a reference value (a size the OS reports).
+    Reference,
+    /// Solid, coloured, label at the bottom: something found in the data (a boundary).
+    Found { color: String },
+}
+
+/// A labelled vertical line at one x value.
+#[derive(Debug, Clone)]
+#[must_use = "charts and their parts do nothing until rendered"]
+pub struct VMarker {
+    pub x: f64,
+    pub label: String,
+    pub style: MarkerStyle,
+}
+
+impl VMarker {
+    pub fn reference(x: f64, label: impl Into<String>) -> VMarker {
+        VMarker {
+            x,
+            label: label.into(),
+            style: MarkerStyle::Reference,
+        }
+    }
+
+    pub fn found(x: f64, label: impl Into<String>, color: impl Into<String>) -> VMarker {
+        VMarker {
+            x,
+            label: label.into(),
+            style: MarkerStyle::Found {
+                color: color.into(),
+            },
+        }
+    }
+}
+
+/// A shaded x range (say a detected plateau), labelled above the plot.
+#[derive(Debug, Clone)]
+#[must_use = "charts and their parts do nothing until rendered"]
+pub struct Band {
+    pub x0: f64,
+    pub x1: f64,
+    pub label: String,
+    pub color: String,
+}
+
+impl Band {
+    pub fn new(x0: f64, x1: f64, label: impl Into<String>) -> Band {
+        Band {
+            x0,
+            x1,
+            label: label.into(),
+            color: PALETTE[2].to_string(),
+        }
+    }
+
+    pub fn color(mut self, color: impl Into<String>) -> Band {
+        self.color = color.into();
+        self
+    }
+}
+
+/// A second y axis on the right: the left axis' values times `factor` (ns → cycles).
+#[derive(Debug, Clone)]
+pub(crate) struct SecondaryAxis {
+    pub(crate) label: String,
+    pub(crate) factor: f64,
+}
+
+/// Lines over a shared x axis, built step by step and rendered with `render`.
+///
+/// ```
+/// use memscope::view::chart::{Axis, LineChart, Series};
+/// let svg = LineChart::new("Latency")
+///     .x_axis(Axis::log2("Working set").bytes())
+///     .y_axis(Axis::log10("ns"))
+///     .series(Series::new("random", vec![(4096.0, 1.2), (1048576.0, 4.0)]))
+///     .render();
+/// assert!(svg.starts_with("<svg"));
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "charts and their parts do nothing until rendered"]
+pub struct LineChart {
+    pub(crate) title: String,
+    pub(crate) width: f64,
+    pub(crate) height: f64,
+    pub(crate) x_axis: Axis,
+    pub(crate) y_axis: Axis,
+    pub(crate) secondary: Option<SecondaryAxis>,
+    pub(crate) series: Vec<Series>,
+    pub(crate) markers: Vec<VMarker>,
+    pub(crate) bands: Vec<Band>,
+    pub(crate) legend: Vec<LegendEntry>,
+    pub(crate) unstable_label: String,
+    pub(crate) show_legend: bool,
+}
+
+impl LineChart {
+    pub fn new(title: impl Into<String>) -> LineChart {
+        LineChart {
+            title: title.into(),
+            width: 960.0,
+            height: 540.0,
+            x_axis: Axis::linear(""),
+            y_axis: Axis::linear(""),
+            secondary: None,
+            series: Vec::new(),
+            markers: Vec::new(),
+            bands: Vec::new(),
+            legend: Vec::new(),
+            unstable_label: "unstable point".to_string(),
+            show_legend: true,
+        }
+    }
+
+    /// Size in pixels (the viewBox keeps it scalable); clamped to something drawable.
+    pub fn size(mut self, width: f64, height: f64) -> LineChart {
+        self.width = if width.is_finite() {
+            width.clamp(240.0, 8000.0)
+        } else {
+            960.0
+        };
+        self.height = if height.is_finite() {
+            height.clamp(180.0, 8000.0)
+        } else {
+            540.0
+        };
+        self
+    }
+
+    pub fn x_axis(mut self, axis: Axis) -> LineChart {
+        self.x_axis = axis;
+        self
+    }
+
+    pub fn y_axis(mut self, axis: Axis) -> LineChart {
+        self.y_axis = axis;
+        self
+    }
+
+    /// A right-hand axis showing left-axis values × `factor`, with its own label. Ignored
+    /// when the factor is not a positive finite number.
+    pub fn secondary_y(mut self, label: impl Into<String>, factor: f64) -> LineChart {
+        self.secondary = Some(SecondaryAxis {
+            label: label.into(),
+            factor,
+        });
+        self
+    }
+
+    /// Adds a line; the legend lists series in this order, and the first one is drawn on
+    /// top of the others.
+    pub fn series(mut self, series: Series) -> LineChart {
+        self.series.push(series);
+        self
+    }
+
+    pub fn marker(mut self, marker: VMarker) -> LineChart {
+        self.markers.push(marker);
+        self
+    }
+
+    pub fn band(mut self, band: Band) -> LineChart {
+        self.bands.push(band);
+        self
+    }
+
+    /// An extra legend entry after the series (to explain markers and bands).
+    pub fn legend_entry(mut self, entry: LegendEntry) -> LineChart {
+        self.legend.push(entry);
+        self
+    }
+
+    /// Legend text for the hollow red markers of unstable points.
+    pub fn unstable_label(mut self, label: impl Into<String>) -> LineChart {
+        self.unstable_label = label.into();
+        self
+    }
+
+    pub fn hide_legend(mut self) -> LineChart {
+        self.show_legend = false;
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Heatmap
+// ---------------------------------------------------------------------------------------
+
+/// A matrix of values as coloured cells with the value printed in each (for example,
+/// latency by working-set size × stride). Non-finite values are shown as empty grey cells.
+#[derive(Debug, Clone)]
+#[must_use = "charts and their parts do nothing until rendered"]
+pub struct Heatmap {
+    pub(crate) title: String,
+    pub(crate) x_label: String,
+    pub(crate) y_label: String,
+    pub(crate) columns: Vec<String>,
+    pub(crate) rows: Vec<String>,
+    pub(crate) values: Vec<Vec<f64>>,
+    pub(crate) value_label: String,
+    pub(crate) log_color: bool,
+    pub(crate) decimals: usize,
+}
+
+impl Heatmap {
+    pub fn new(title: impl Into<String>) -> Heatmap {
+        Heatmap {
+            title: title.into(),
+            x_label: String::new(),
+            y_label: String::new(),
+            columns: Vec::new(),
+            rows: Vec::new(),
+            values: Vec::new(),
+            value_label: String::new(),
+            log_color: false,
+            decimals: 1,
+        }
+    }
+
+    /// Label under the column labels.
+    pub fn x_label(mut self, label: impl Into<String>) -> Heatmap {
+        self.x_label = label.into();
+        self
+    }
+
+    /// Label beside the row labels.
+    pub fn y_label(mut self, label: impl Into<String>) -> Heatmap {
+        self.y_label = label.into();
+        self
+    }
+
+    pub fn columns(mut self, labels: Vec<String>) -> Heatmap {
+        self.columns = labels;
+        self
+    }
+
+    pub fn rows(mut self, labels: Vec<String>) -> Heatmap {
+        self.rows = labels;
+        self
+    }
+
+    /// Row-major values; ragged rows are padded with empty cells.
+    pub fn values(mut self, values: Vec<Vec<f64>>) -> Heatmap {
+        self.values = values;
+        self
+    }
+
+    /// Title of the colour bar (the unit of the values).
+    pub fn value_label(mut self, label: impl Into<String>) -> Heatmap {
+        self.value_label = label.into();
+        self
+    }
+
+    /// Colours by log10 of the value, for values spanning decades.
+    pub fn log_color(mut self) -> Heatmap {
+        self.log_color = true;
+        self
+    }
+
+    /// Decimals of the value printed in each cell.
+    pub fn decimals(mut self, decimals: usize) -> Heatmap {
+        self.decimals = decimals.min(6);
+        self
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Bar chart
+// ---------------------------------------------------------------------------------------
+
+/// Grouped bars: one group per category, one bar per series (bandwidth per kernel, per
+/// NUMA node …). The value axis is linear from zero unless a range is given.
+#[derive(Debug, Clone)]
+#[must_use = "charts and their parts do nothing until rendered"]
+pub struct BarChart {
+    pub(crate) title: String,
+    pub(crate) width: f64,
+    pub(crate) height: f64,
+    pub(crate) x_label: String,
+    pub(crate) y_axis: Axis,
+    pub(crate) categories: Vec<String>,
+    pub(crate) series: Vec<(String, Vec<f64>, Option<String>)>,
+    pub(crate) value_labels: bool,
+    pub(crate) value_decimals: usize,
+}
+
+impl BarChart {
+    pub fn new(title: impl Into<String>) -> BarChart {
+        BarChart {
+            title: title.into(),
+            width: 960.0,
+            height: 420.0,
+            x_label: String::new(),
+            y_axis: Axis::linear("").include_zero(),
+            categories: Vec::new(),
+            series: Vec::new(),
+            value_labels: true,
+            value_decimals: 1,
+        }
+    }
+
+    pub fn size(mut self, width: f64, height: f64) -> BarChart {
+        self.width = if width.is_finite() {
+            width.clamp(240.0, 8000.0)
+        } else {
+            960.0
+        };
+        self.height = if height.is_finite() {
+            height.clamp(180.0, 8000.0)
+        } else {
+            420.0
+        };
+        self
+    }
+
+    pub fn x_label(mut self, label: impl Into<String>) -> BarChart {
+        self.x_label = label.into();
+        self
+    }
+
+    /// The value axis; a linear one always includes zero, since bar length encodes value.
+    pub fn y_axis(mut self, axis: Axis) -> BarChart {
+        self.y_axis = if axis.scale == Scale::Linear {
+            axis.include_zero()
+        } else {
+            axis
+        };
+        self
+    }
+
+    pub fn categories(mut self, labels: Vec<String>) -> BarChart {
+        self.categories = labels;
+        self
+    }
+
+    /// One value per category (missing or non-finite values leave a gap).
+    pub fn series(
+        mut self,
+        name: impl Into<String>,
+        values: Vec<f64>,
+        color: Option<String>,
+    ) -> BarChart {
+        self.series.push((name.into(), values, color));
+        self
+    }
+
+    /// Decimals of the value printed above each bar; `None` hides the values.
+    pub fn value_labels(mut self, decimals: Option<usize>) -> BarChart {
+        self.value_labels = decimals.is_some();
+        self.value_decimals = decimals.unwrap_or(1).min(6);
+        self
     }
 }

@@ -1,0 +1,334 @@
+//! Draws a `Heatmap`: coloured cells with their values, row and column labels, and a
+//! colour bar.
+
+use super::axis::{make_ticks, Mapper};
+use super::*;
+use crate::view::chart::{Heatmap, Scale};
+
+/// Light yellow → dark red: low values (fast) read as calm, high values (slow) as hot.
+const HEAT_STOPS: [(f64, [f64; 3]); 5] = [
+    (0.0, [255.0, 255.0, 204.0]),
+    (0.25, [254.0, 217.0, 118.0]),
+    (0.5, [253.0, 141.0, 60.0]),
+    (0.75, [227.0, 26.0, 28.0]),
+    (1.0, [128.0, 0.0, 38.0]),
+];
+
+/// Colour of the ramp at `t` ∈ [0, 1], and whether text over it should be white.
+fn heat_color(t: f64) -> (String, bool) {
+    let t = if t.is_finite() {
+        t.clamp(0.0, 1.0)
+    } else {
+        0.0
+    };
+    let mut rgb = HEAT_STOPS[0].1;
+    for w in HEAT_STOPS.windows(2) {
+        let ((t0, c0), (t1, c1)) = (w[0], w[1]);
+        if t >= t0 && t <= t1 {
+            let f = if t1 > t0 { (t - t0) / (t1 - t0) } else { 0.0 };
+            for (k, v) in rgb.iter_mut().enumerate() {
+                *v = c0[k] + f * (c1[k] - c0[k]);
+            }
+            break;
+        }
+    }
+    let luminance = (0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]) / 255.0;
+    (
+        format!(
+            "#{:02x}{:02x}{:02x}",
+            rgb[0].round() as u8,
+            rgb[1].round() as u8,
+            rgb[2].round() as u8
+        ),
+        luminance < 0.5,
+    )
+}
+
+impl Heatmap {
+    pub fn render(&self) -> String {
+        let n_rows = self.rows.len().max(self.values.len());
+        let n_cols = self
+            .columns
+            .len()
+            .max(self.values.iter().map(Vec::len).max().unwrap_or(0));
+        let value = |r: usize, c: usize| {
+            self.values
+                .get(r)
+                .and_then(|row| row.get(c))
+                .copied()
+                .unwrap_or(f64::NAN)
+        };
+        let scale = if self.log_color {
+            Scale::Log10
+        } else {
+            Scale::Linear
+        };
+        let all: Vec<f64> = self.values.iter().flatten().copied().collect();
+        let (lo, hi) = {
+            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+            for &v in &all {
+                if scale.forward(v).is_some() {
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                }
+            }
+            if lo > hi {
+                (1.0, 10.0)
+            } else {
+                (lo, hi)
+            }
+        };
+        let color_map = Mapper::new(scale, lo, hi, 0.0, 1.0);
+        let cell_text = |v: f64| {
+            if v.is_finite() {
+                format_number(v, self.decimals)
+            } else {
+                String::new()
+            }
+        };
+
+        let widest_value = all
+            .iter()
+            .map(|&v| text_width(&cell_text(v), FONT))
+            .fold(0.0, f64::max);
+        let widest_col = self
+            .columns
+            .iter()
+            .map(|l| text_width(l, FONT))
+            .fold(0.0, f64::max);
+        let cell_w = (widest_value + 14.0).clamp(44.0, 120.0);
+        let cell_h = 24.0;
+        // Column labels wider than a cell are turned 45° rather than overlapping.
+        let rotate_cols = widest_col > cell_w - 6.0;
+        let col_label_h = if rotate_cols {
+            widest_col * 0.72 + FONT
+        } else {
+            FONT + 6.0
+        };
+        let widest_row = self
+            .rows
+            .iter()
+            .map(|l| text_width(l, FONT))
+            .fold(0.0, f64::max);
+
+        let top = 12.0 + TITLE_FONT + 14.0;
+        let left =
+            10.0 + if self.y_label.is_empty() {
+                0.0
+            } else {
+                FONT + 12.0
+            } + widest_row
+                + 8.0;
+        let grid_w = n_cols as f64 * cell_w;
+        let grid_h = (n_rows as f64 * cell_h).max(cell_h);
+        let colorbar_x = left + grid_w + 20.0;
+        // The colour bar is as tall as the grid, but at least as tall as its rotated
+        // title, which would otherwise run out of the image for a grid of a few rows.
+        let bar_h = grid_h
+            .max(80.0)
+            .max(text_width(&self.value_label, FONT) + 8.0);
+        let ticks = make_ticks(scale, TickFormat::Number, lo, hi, bar_h, false);
+        let tick_w = ticks
+            .major
+            .iter()
+            .map(|t| text_width(&t.label, FONT))
+            .fold(0.0, f64::max);
+        let right = 20.0
+            + 14.0
+            + 6.0
+            + tick_w
+            + if self.value_label.is_empty() {
+                0.0
+            } else {
+                FONT + 12.0
+            }
+            + 10.0;
+        let bottom = 6.0
+            + col_label_h
+            + if self.x_label.is_empty() {
+                0.0
+            } else {
+                FONT + 12.0
+            }
+            + 10.0;
+        let width = (left + grid_w + right).max(text_width(&self.title, TITLE_FONT) + 40.0);
+        let height = top + bar_h + bottom;
+
+        let mut svg = Svg::new(width, height, &self.title);
+        svg.text(
+            width / 2.0,
+            12.0 + TITLE_FONT,
+            &self.title,
+            &format!(
+                "text-anchor=\"middle\" font-size=\"{TITLE_FONT}\" font-weight=\"600\" \
+                 fill=\"{TEXT_COLOR}\""
+            ),
+        );
+        if n_rows == 0 || n_cols == 0 {
+            svg.text(
+                width / 2.0,
+                top + 40.0,
+                "no data",
+                &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
+            );
+            return svg.finish();
+        }
+        for r in 0..n_rows {
+            let y = top + r as f64 * cell_h;
+            for c in 0..n_cols {
+                let x = left + c as f64 * cell_w;
+                let v = value(r, c);
+                let (fill, white_text) = match color_map.px(v) {
+                    Some(t) => heat_color(t),
+                    None => ("#f3f4f6".to_string(), false),
+                };
+                svg.rect(
+                    x,
+                    y,
+                    cell_w,
+                    cell_h,
+                    &format!("fill=\"{fill}\" stroke=\"#ffffff\""),
+                );
+                let text = cell_text(v);
+                if !text.is_empty() {
+                    let color = if white_text { "#ffffff" } else { TEXT_COLOR };
+                    svg.text(
+                        x + cell_w / 2.0,
+                        y + cell_h / 2.0 + FONT * 0.35,
+                        &text,
+                        &format!("text-anchor=\"middle\" fill=\"{color}\""),
+                    );
+                }
+            }
+            if let Some(label) = self.rows.get(r) {
+                svg.text(
+                    left - 6.0,
+                    y + cell_h / 2.0 + FONT * 0.35,
+                    label,
+                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
+                );
+            }
+        }
+        let grid_bottom = top + n_rows as f64 * cell_h;
+        for (c, label) in self.columns.iter().enumerate().take(n_cols) {
+            let x = left + (c as f64 + 0.5) * cell_w;
+            if rotate_cols {
+                svg.text_rotated(
+                    x,
+                    grid_bottom + 6.0 + FONT * 0.7,
+                    -45.0,
+                    label,
+                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
+                );
+            } else {
+                svg.text(
+                    x,
+                    grid_bottom + 6.0 + FONT,
+                    label,
+                    &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
+                );
+            }
+        }
+        if !self.x_label.is_empty() {
+            svg.text(
+                left + grid_w / 2.0,
+                grid_bottom + 6.0 + col_label_h + FONT + 6.0,
+                &self.x_label,
+                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
+            );
+        }
+        if !self.y_label.is_empty() {
+            svg.text_rotated(
+                10.0 + FONT,
+                top + n_rows as f64 * cell_h / 2.0,
+                -90.0,
+                &self.y_label,
+                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
+            );
+        }
+
+        // Colour bar: discrete steps rather than a gradient, which would need another id.
+        let steps = 32;
+        for k in 0..steps {
+            let t = 1.0 - (k as f64 + 0.5) / steps as f64;
+            let (fill, _) = heat_color(t);
+            svg.rect(
+                colorbar_x,
+                top + k as f64 * bar_h / steps as f64,
+                14.0,
+                bar_h / steps as f64 + 0.5,
+                &format!("fill=\"{fill}\""),
+            );
+        }
+        svg.rect(
+            colorbar_x,
+            top,
+            14.0,
+            bar_h,
+            &format!("fill=\"none\" stroke=\"{FRAME_COLOR}\""),
+        );
+        let bar_map = Mapper::new(scale, lo, hi, top + bar_h, top);
+        for t in &ticks.major {
+            if let Some(y) = bar_map.px(t.value) {
+                svg.line(
+                    colorbar_x + 14.0,
+                    y,
+                    colorbar_x + 18.0,
+                    y,
+                    &format!("stroke=\"{FRAME_COLOR}\""),
+                );
+                svg.text(
+                    colorbar_x + 20.0,
+                    y + FONT * 0.35,
+                    &t.label,
+                    &format!("fill=\"{MUTED_TEXT_COLOR}\""),
+                );
+            }
+        }
+        if !self.value_label.is_empty() {
+            svg.text_rotated(
+                colorbar_x + 20.0 + tick_w + 8.0 + FONT * 0.5,
+                top + bar_h / 2.0,
+                90.0,
+                &self.value_label,
+                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
+            );
+        }
+        svg.finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heatmap_renders() {
+        let svg = Heatmap::new("Size × stride")
+            .rows(vec!["4 KiB".into(), "1 MiB".into()])
+            .columns(vec!["64 B".into(), "4 KiB".into(), "<x>".into()])
+            .values(vec![vec![1.0, 2.0, f64::NAN], vec![10.0, 100.0]])
+            .value_label("ns")
+            .log_color()
+            .render();
+        assert!(svg.starts_with("<svg") && svg.contains("&lt;x&gt;"));
+        assert!(svg.contains(">100.0<"));
+        assert!(!svg.contains("NaN"));
+        assert!(Heatmap::new("empty").render().contains("no data"));
+        // One row: the image is still tall enough for the colour bar's rotated title.
+        let label = "ns per access (log colour scale)";
+        let svg = Heatmap::new("one row")
+            .rows(vec!["4 KiB".into()])
+            .columns(vec!["8".into()])
+            .values(vec![vec![1.0]])
+            .value_label(label)
+            .render();
+        let height: f64 = svg
+            .split("height=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .and_then(|h| h.parse().ok())
+            .unwrap();
+        assert!(height > text_width(label, FONT) + 40.0, "{height}");
+    }
+}

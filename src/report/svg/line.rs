@@ -1,0 +1,655 @@
+//! Draws a `LineChart`: layout, grid, shaded bands, vertical markers and their labels,
+//! series (lines, markers, error bars, unstable points), the axes and the legend.
+
+use std::fmt::Write as _;
+
+use super::axis::{make_ticks, Mapper};
+use super::*;
+use crate::view::chart::{LineChart, MarkerStyle, VMarker, PALETTE};
+
+impl LineChart {
+    fn series_color(&self, i: usize) -> String {
+        self.series[i]
+            .color
+            .clone()
+            .unwrap_or_else(|| PALETTE[i % PALETTE.len()].to_string())
+    }
+
+    fn legend_entries(&self) -> Vec<LegendEntry> {
+        let mut entries: Vec<LegendEntry> = Vec::new();
+        let mut any_unstable = false;
+        for (i, s) in self.series.iter().enumerate() {
+            let color = self.series_color(i);
+            let symbol = if s.highlight {
+                LegendSymbol::Marker {
+                    color,
+                    hollow: true,
+                }
+            } else if s.markers {
+                LegendSymbol::LineMarker {
+                    color,
+                    dashed: s.dashed,
+                }
+            } else {
+                LegendSymbol::Line {
+                    color,
+                    dashed: s.dashed,
+                }
+            };
+            if !s.name.is_empty() {
+                entries.push(LegendEntry::new(s.name.clone(), symbol));
+            }
+            any_unstable |= s.points.iter().zip(&s.unstable).any(|(&(x, y), &u)| {
+                u && self.x_axis.scale.forward(x).is_some()
+                    && self.y_axis.scale.forward(y).is_some()
+            });
+        }
+        if any_unstable {
+            entries.push(LegendEntry::new(
+                self.unstable_label.clone(),
+                LegendSymbol::Marker {
+                    color: UNSTABLE_COLOR.to_string(),
+                    hollow: true,
+                },
+            ));
+        }
+        entries.extend(self.legend.iter().cloned());
+        entries
+    }
+
+    /// The complete `<svg>` element.
+    pub fn render(&self) -> String {
+        let (width, height) = (self.width, self.height);
+        let xs: Vec<f64> = self
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .chain(self.markers.iter().map(|m| m.x))
+            .chain(self.bands.iter().flat_map(|b| [b.x0, b.x1]))
+            .collect();
+        let mut ys: Vec<f64> = Vec::new();
+        for s in &self.series {
+            ys.extend(s.points.iter().map(|p| p.1));
+            if let Some(errors) = &s.errors {
+                // Only bars of drawable points widen the range.
+                for (p, e) in s.points.iter().zip(errors) {
+                    if self.x_axis.scale.forward(p.0).is_some() && p.1.is_finite() {
+                        ys.extend([e.0, e.1]);
+                    }
+                }
+            }
+        }
+        let (x_lo, x_hi) = self.x_axis.domain(&xs);
+        let (y_lo, y_hi) = self.y_axis.domain(&ys);
+
+        let entries = if self.show_legend {
+            self.legend_entries()
+        } else {
+            Vec::new()
+        };
+        let legend_width = width - 40.0;
+        let legend_height = legend_rows(&entries, legend_width).len() as f64 * LEGEND_ROW;
+
+        // Vertical layout first: it does not depend on any tick label.
+        let band_rows = self.bands.len().min(2) as f64;
+        let top =
+            12.0 + TITLE_FONT + 12.0 + band_rows * 16.0 + if band_rows > 0.0 { 6.0 } else { 0.0 };
+        let has_x_label = !self.x_axis.label.is_empty();
+        let bottom = 6.0
+            + FONT
+            + 8.0
+            + if has_x_label { FONT + 10.0 } else { 0.0 }
+            + if legend_height > 0.0 {
+                legend_height + 8.0
+            } else {
+                0.0
+            }
+            + 6.0;
+        let plot_h = (height - top - bottom).max(40.0);
+
+        // Then the y ticks, whose label widths decide the side margins.
+        let y_ticks = make_ticks(
+            self.y_axis.scale,
+            self.y_axis.format,
+            y_lo,
+            y_hi,
+            plot_h - 2.0 * INSET,
+            false,
+        );
+        let y_label_w = y_ticks
+            .major
+            .iter()
+            .map(|t| text_width(&t.label, FONT))
+            .fold(0.0, f64::max);
+        let has_y_label = !self.y_axis.label.is_empty();
+        let left = 10.0 + if has_y_label { FONT + 12.0 } else { 0.0 } + y_label_w + 8.0;
+
+        let secondary = self
+            .secondary
+            .as_ref()
+            .filter(|s| s.factor.is_finite() && s.factor > 0.0);
+        let sec_ticks = secondary.map(|s| {
+            make_ticks(
+                self.y_axis.scale,
+                TickFormat::Number,
+                y_lo * s.factor,
+                y_hi * s.factor,
+                plot_h - 2.0 * INSET,
+                false,
+            )
+        });
+        let right = match (&secondary, &sec_ticks) {
+            (Some(s), Some(t)) => {
+                let w = t
+                    .major
+                    .iter()
+                    .map(|t| text_width(&t.label, FONT))
+                    .fold(0.0, f64::max);
+                8.0 + w + if s.label.is_empty() { 0.0 } else { 12.0 + FONT } + 10.0
+            }
+            _ => 24.0,
+        };
+        let plot_w = (width - left - right).max(40.0);
+        let x_ticks = make_ticks(
+            self.x_axis.scale,
+            self.x_axis.format,
+            x_lo,
+            x_hi,
+            plot_w - 2.0 * INSET,
+            true,
+        );
+
+        let (px0, px1, py0, py1) = (left, left + plot_w, top, top + plot_h);
+        let xm = Mapper::new(self.x_axis.scale, x_lo, x_hi, px0 + INSET, px1 - INSET);
+        let ym = Mapper::new(self.y_axis.scale, y_lo, y_hi, py1 - INSET, py0 + INSET);
+
+        let mut svg = Svg::new(width, height, &self.title);
+        let clip = format!(
+            "msc{:08x}",
+            short_hash(&format!(
+                "{}|{width}|{height}|{left}|{top}|{plot_w}|{plot_h}",
+                self.title
+            ))
+        );
+        let _ = writeln!(
+            svg.out,
+            "<defs><clipPath id=\"{clip}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\
+             </clipPath></defs>",
+            n(px0),
+            n(py0),
+            n(plot_w),
+            n(plot_h)
+        );
+        svg.text(
+            width / 2.0,
+            12.0 + TITLE_FONT,
+            &self.title,
+            &format!(
+                "text-anchor=\"middle\" font-size=\"{TITLE_FONT}\" font-weight=\"600\" \
+                 fill=\"{TEXT_COLOR}\""
+            ),
+        );
+
+        // Grid first, so everything else is drawn over it.
+        for &v in &x_ticks.minor {
+            if let Some(x) = xm.px(v) {
+                svg.line(x, py0, x, py1, &format!("stroke=\"{MINOR_GRID_COLOR}\""));
+            }
+        }
+        for t in &x_ticks.major {
+            if let Some(x) = xm.px(t.value) {
+                svg.line(x, py0, x, py1, &format!("stroke=\"{GRID_COLOR}\""));
+            }
+        }
+        for t in &y_ticks.major {
+            if let Some(y) = ym.px(t.value) {
+                svg.line(px0, y, px1, y, &format!("stroke=\"{GRID_COLOR}\""));
+            }
+        }
+
+        self.draw_bands(&mut svg, &xm, (px0, px1, py0, py1), &clip, width);
+        self.draw_markers(&mut svg, &xm, (py0, py1), &clip);
+        self.draw_series(&mut svg, &xm, &ym, &clip);
+        self.draw_marker_labels(&mut svg, &xm, (px0, px1, py0, py1));
+
+        svg.rect(
+            px0,
+            py0,
+            plot_w,
+            plot_h,
+            &format!("fill=\"none\" stroke=\"{FRAME_COLOR}\""),
+        );
+
+        // Axes: tick marks and labels.
+        let tick_attrs = format!("stroke=\"{FRAME_COLOR}\"");
+        for t in &x_ticks.major {
+            if let Some(x) = xm.px(t.value) {
+                svg.line(x, py1, x, py1 + 4.0, &tick_attrs);
+                svg.text(
+                    x,
+                    py1 + 6.0 + FONT,
+                    &t.label,
+                    &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
+                );
+            }
+        }
+        for t in &y_ticks.major {
+            if let Some(y) = ym.px(t.value) {
+                svg.line(px0 - 4.0, y, px0, y, &tick_attrs);
+                svg.text(
+                    px0 - 7.0,
+                    y + FONT * 0.35,
+                    &t.label,
+                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
+                );
+            }
+        }
+        if has_x_label {
+            svg.text(
+                (px0 + px1) / 2.0,
+                py1 + 6.0 + FONT + 8.0 + FONT + 2.0,
+                &self.x_axis.label,
+                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
+            );
+        }
+        if has_y_label {
+            svg.text_rotated(
+                10.0 + FONT,
+                (py0 + py1) / 2.0,
+                -90.0,
+                &self.y_axis.label,
+                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
+            );
+        }
+        if let (Some(s), Some(t)) = (secondary, &sec_ticks) {
+            let mut label_w: f64 = 0.0;
+            for tick in &t.major {
+                if let Some(y) = ym.px(tick.value / s.factor) {
+                    svg.line(px1, y, px1 + 4.0, y, &tick_attrs);
+                    svg.text(
+                        px1 + 7.0,
+                        y + FONT * 0.35,
+                        &tick.label,
+                        &format!("fill=\"{MUTED_TEXT_COLOR}\""),
+                    );
+                    label_w = label_w.max(text_width(&tick.label, FONT));
+                }
+            }
+            if !s.label.is_empty() {
+                svg.text_rotated(
+                    px1 + 8.0 + label_w + 8.0 + FONT * 0.5,
+                    (py0 + py1) / 2.0,
+                    90.0,
+                    &s.label,
+                    &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
+                );
+            }
+        }
+
+        if !entries.is_empty() {
+            draw_legend(
+                &mut svg,
+                &entries,
+                legend_x(&entries, 20.0, legend_width, px0),
+                height - 6.0 - legend_height + LEGEND_ROW - 6.0,
+                legend_width,
+            );
+        }
+        svg.finish()
+    }
+
+    /// Shaded ranges in the plot, with labels in a strip above it. Labels are placed
+    /// greedily in up to two rows so that neighbouring plateaus do not print over each other.
+    fn draw_bands(
+        &self,
+        svg: &mut Svg,
+        xm: &Mapper,
+        (px0, px1, py0, py1): (f64, f64, f64, f64),
+        clip: &str,
+        width: f64,
+    ) {
+        let rows = self.bands.len().min(2);
+        let mut row_end = vec![f64::NEG_INFINITY; rows];
+        for band in &self.bands {
+            let (Some(a), Some(b)) = (xm.px(band.x0), xm.px(band.x1)) else {
+                continue;
+            };
+            let (mut a, mut b) = (a.min(b).max(px0), a.max(b).min(px1));
+            if b < a {
+                continue;
+            }
+            // A one-point plateau still gets a visible sliver.
+            if b - a < 6.0 {
+                let mid = (a + b) / 2.0;
+                a = mid - 3.0;
+                b = mid + 3.0;
+            }
+            svg.rect(
+                a,
+                py0,
+                b - a,
+                py1 - py0,
+                &format!(
+                    "{} fill-opacity=\"0.12\" clip-path=\"url(#{clip})\"",
+                    color_attr("fill", &band.color)
+                ),
+            );
+            if band.label.is_empty() || rows == 0 {
+                continue;
+            }
+            let w = text_width(&band.label, FONT);
+            let cx = ((a + b) / 2.0).clamp(w / 2.0 + 4.0, width - w / 2.0 - 4.0);
+            // The first row (nearest the plot) that is free, else the one that ends first.
+            let row = (0..rows)
+                .find(|&r| row_end[r] + 8.0 <= cx - w / 2.0)
+                .unwrap_or_else(|| {
+                    (0..rows)
+                        .min_by(|&p, &q| row_end[p].total_cmp(&row_end[q]))
+                        .unwrap_or(0)
+                });
+            row_end[row] = cx + w / 2.0;
+            let y_line = py0 - 3.0 - row as f64 * 16.0;
+            svg.line(
+                a,
+                y_line,
+                b,
+                y_line,
+                &format!("{} stroke-width=\"2\"", color_attr("stroke", &band.color)),
+            );
+            svg.text(
+                cx,
+                y_line - 4.0,
+                &band.label,
+                &format!(
+                    "text-anchor=\"middle\" font-weight=\"600\" {}",
+                    color_attr("fill", &band.color)
+                ),
+            );
+        }
+    }
+
+    fn draw_markers(&self, svg: &mut Svg, xm: &Mapper, (py0, py1): (f64, f64), clip: &str) {
+        for m in &self.markers {
+            let Some(x) = xm.px(m.x) else { continue };
+            let attrs = match &m.style {
+                MarkerStyle::Reference => format!(
+                    "stroke=\"{REFERENCE_COLOR}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\""
+                ),
+                MarkerStyle::Found { color } => {
+                    format!("{} stroke-width=\"1.6\"", color_attr("stroke", color))
+                }
+            };
+            svg.line(
+                x,
+                py0,
+                x,
+                py1,
+                &format!("{attrs} clip-path=\"url(#{clip})\""),
+            );
+        }
+    }
+
+    /// Marker labels run down their line from the top of the plot, where the curve rarely
+    /// is (it is high only past the last cache, where no boundary is found). Reference labels
+    /// sit left of their line and found labels right of it, so a reference and a found marker
+    /// at the same x (the usual case: "L1d 32 KiB" / "L1d ends") do not collide; a found
+    /// label that would still touch a nearby reference label starts below it.
+    fn draw_marker_labels(
+        &self,
+        svg: &mut Svg,
+        xm: &Mapper,
+        (px0, px1, py0, _py1): (f64, f64, f64, f64),
+    ) {
+        let visible = |m: &VMarker| {
+            xm.px(m.x)
+                .filter(|&x| x >= px0 && x <= px1 && !m.label.is_empty())
+        };
+        // Horizontal extent and length of every reference label.
+        let references: Vec<(f64, f64, f64)> = self
+            .markers
+            .iter()
+            .filter(|m| m.style == MarkerStyle::Reference)
+            .filter_map(|m| {
+                let x = visible(m)?;
+                Some((x - 4.0 - FONT, x - 4.0, text_width(&m.label, FONT)))
+            })
+            .collect();
+        for m in &self.markers {
+            let Some(x) = visible(m) else { continue };
+            match &m.style {
+                MarkerStyle::Reference => svg.text_rotated(
+                    x - 4.0,
+                    py0 + 4.0,
+                    -90.0,
+                    &m.label,
+                    &format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}"),
+                ),
+                MarkerStyle::Found { color } => {
+                    let (a, b) = (x + 3.0, x + 4.0 + FONT);
+                    let start = references
+                        .iter()
+                        .filter(|&&(ra, rb, _)| a < rb && ra < b)
+                        .map(|&(_, _, len)| len + 8.0)
+                        .fold(0.0, f64::max);
+                    svg.text_rotated(
+                        x + 4.0 + FONT * 0.8,
+                        py0 + 4.0 + start,
+                        -90.0,
+                        &m.label,
+                        &format!(
+                            "text-anchor=\"end\" font-weight=\"600\" {} {HALO}",
+                            color_attr("fill", color)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+
+    fn draw_series(&self, svg: &mut Svg, xm: &Mapper, ym: &Mapper, clip: &str) {
+        let _ = writeln!(svg.out, "<g clip-path=\"url(#{clip})\">");
+        // Last added is drawn first: the first series is the main one and stays on top
+        // where curves coincide.
+        for (i, s) in self.series.iter().enumerate().rev() {
+            let color = self.series_color(i);
+            // (index into the series, x px, y px) of every drawable point.
+            let pts: Vec<(usize, f64, f64)> = s
+                .points
+                .iter()
+                .enumerate()
+                .filter_map(|(k, &(x, y))| Some((k, xm.px(x)?, ym.px(y)?)))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            if s.highlight {
+                for &(_, x, y) in &pts {
+                    svg.circle(
+                        x,
+                        y,
+                        7.0,
+                        &format!(
+                            "fill=\"none\" {} stroke-width=\"2.5\"",
+                            color_attr("stroke", &color)
+                        ),
+                    );
+                }
+                continue;
+            }
+            if let Some(errors) = &s.errors {
+                let err_attrs = format!("{} stroke-width=\"1\"", color_attr("stroke", &color));
+                for &(k, x, _) in &pts {
+                    let Some(&(lo, hi)) = errors.get(k) else {
+                        continue;
+                    };
+                    // A lower bound at or below zero on a log axis runs to the plot edge.
+                    let (Some(y_lo), Some(y_hi)) = (ym.px(lo).or(Some(ym.p0)), ym.px(hi)) else {
+                        continue;
+                    };
+                    if !lo.is_finite() || (y_lo - y_hi).abs() < 1.0 {
+                        continue;
+                    }
+                    svg.line(x, y_lo, x, y_hi, &err_attrs);
+                    svg.line(x - 3.0, y_lo, x + 3.0, y_lo, &err_attrs);
+                    svg.line(x - 3.0, y_hi, x + 3.0, y_hi, &err_attrs);
+                }
+            }
+            let mut points = String::new();
+            for (j, &(_, x, y)) in pts.iter().enumerate() {
+                if j > 0 {
+                    points.push(' ');
+                }
+                let _ = write!(points, "{},{}", n(x), n(y));
+            }
+            let dash = if s.dashed {
+                " stroke-dasharray=\"6 4\""
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                svg.out,
+                "<polyline points=\"{points}\" fill=\"none\" {} stroke-width=\"2\" \
+                 stroke-linejoin=\"round\"{dash}/>",
+                color_attr("stroke", &color)
+            );
+            for &(k, x, y) in &pts {
+                if s.unstable.get(k).copied().unwrap_or(false) {
+                    svg.circle(
+                        x,
+                        y,
+                        4.5,
+                        &format!("fill=\"#ffffff\" stroke=\"{UNSTABLE_COLOR}\" stroke-width=\"2\""),
+                    );
+                } else if s.markers {
+                    svg.circle(
+                        x,
+                        y,
+                        3.0,
+                        &format!(
+                            "{} stroke=\"#ffffff\" stroke-width=\"0.8\"",
+                            color_attr("fill", &color)
+                        ),
+                    );
+                }
+            }
+        }
+        svg.raw("</g>\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::svg::tests::latency_like;
+    use crate::units::KIB;
+    use crate::view::chart::{Axis, Band, Series};
+
+    #[test]
+    fn renders_one_polyline_per_non_empty_series() {
+        let svg = latency_like()
+            .series(Series::new("empty", vec![]))
+            .series(Series::new("second", vec![(8192.0, 2.0), (65536.0, 3.0)]))
+            .render();
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.contains("viewBox=\"0 0 960 540\""));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
+    }
+
+    #[test]
+    fn skips_nan_infinite_and_non_positive_on_log_axes() {
+        let svg = LineChart::new("t")
+            .x_axis(Axis::log2("x"))
+            .y_axis(Axis::log10("y"))
+            .series(Series::new(
+                "s",
+                vec![
+                    (f64::NAN, 1.0),
+                    (4.0, f64::NAN),
+                    (8.0, 2.0),
+                    (16.0, f64::INFINITY),
+                    (0.0, 3.0),
+                    (32.0, -1.0),
+                    (64.0, 4.0),
+                ],
+            ))
+            .render();
+        assert!(!svg.contains("NaN") && !svg.contains("inf"));
+        assert_eq!(svg.matches("<polyline").count(), 1);
+        let points = svg
+            .split("points=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert_eq!(points.split(' ').count(), 2, "{points}");
+        // A series of nothing but invalid values draws no line at all.
+        let svg = LineChart::new("t")
+            .series(Series::new("s", vec![(f64::NAN, f64::NAN)]))
+            .render();
+        assert_eq!(svg.matches("<polyline").count(), 0);
+    }
+
+    #[test]
+    fn highlighted_points_are_rings_without_a_line() {
+        let svg = LineChart::new("t")
+            .series(Series::new(
+                "curve",
+                vec![(1.0, 1.0), (2.0, 4.0), (3.0, 5.0)],
+            ))
+            .series(
+                Series::new("found", vec![(2.0, 4.0), (3.0, 5.0), (f64::NAN, 1.0)])
+                    .color("#111827")
+                    .highlight(),
+            )
+            .render();
+        assert_eq!(svg.matches("<polyline").count(), 1, "{svg}");
+        assert_eq!(svg.matches("r=\"7\" fill=\"none\"").count(), 2, "{svg}");
+        assert!(svg.contains(">found</text>"), "{svg}");
+    }
+
+    #[test]
+    fn degenerate_charts_render_without_panicking() {
+        for chart in [
+            LineChart::new(""),
+            LineChart::new("one").series(Series::new("s", vec![(4096.0, 3.0)])),
+            LineChart::new("flat")
+                .x_axis(Axis::log2("x").bytes())
+                .y_axis(Axis::log10("y"))
+                .series(Series::new("s", vec![(4096.0, 3.0), (8192.0, 3.0)])),
+            LineChart::new("zeros").series(Series::new("s", vec![(0.0, 0.0), (0.0, 0.0)])),
+            LineChart::new("huge").series(Series::new("s", vec![(-1e308, 1e308), (1e308, -1e308)])),
+            LineChart::new("bad range")
+                .x_axis(Axis::log2("x").range(-1.0, 0.0))
+                .secondary_y("c", f64::NAN)
+                .marker(VMarker::reference(f64::NAN, "nan"))
+                .band(Band::new(5.0, 1.0, "reversed"))
+                .size(f64::NAN, 0.0),
+        ] {
+            let svg = chart.render();
+            assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+            assert!(!svg.contains("NaN") && !svg.contains("inf"), "{svg}");
+        }
+    }
+
+    #[test]
+    fn markers_bands_errors_and_unstable_points_are_drawn() {
+        let svg = latency_like()
+            .series(
+                Series::new("noisy", vec![(4096.0, 2.0), (8192.0, 3.0)])
+                    .error_bars(vec![(1.5, 2.5), (2.0, 4.0)])
+                    .unstable(vec![false, true]),
+            )
+            .marker(VMarker::reference(32.0 * KIB as f64, "L1d 32 KiB"))
+            .marker(VMarker::found(32.0 * KIB as f64, "L1d ends", "#2ca02c"))
+            .band(Band::new(4096.0, 32768.0, "L1d 1.2 ns"))
+            .render();
+        assert!(svg.contains("L1d 32 KiB") && svg.contains("L1d ends"));
+        assert!(svg.contains("L1d 1.2 ns"));
+        assert!(svg.contains("stroke-dasharray=\"5 4\""));
+        assert!(svg.contains(&format!("stroke=\"{UNSTABLE_COLOR}\"")));
+        assert!(svg.contains("unstable point"));
+        assert!(svg.contains("cycles"));
+    }
+}
