@@ -112,7 +112,10 @@ fn levels_table(result: &LatencyResult) -> Table {
     }
     if counted {
         let mut notes = miss_notes(level_counts);
-        notes[0] = Text::plain(
+        let Some(first) = notes.first_mut() else {
+            return table;
+        };
+        *first = Text::plain(
             "Miss columns: misses per load at the sweep point nearest the middle of each \
              plateau (hardware counters, an untimed pass after the point's trials).",
         );
