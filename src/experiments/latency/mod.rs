@@ -3,6 +3,11 @@
 //! With `counters`, every point also carries its misses per load at each level, counted
 //! in a separate untimed pass after its trials (`ChaseCursor::counted`).
 
+pub mod charts;
+#[cfg(test)]
+pub(crate) mod samples;
+pub mod view;
+
 use serde::{Deserialize, Serialize};
 
 /// `experiments.latency` of the report.

@@ -12,6 +12,8 @@
 //! not computed and says why; nothing is estimated. Software events (page faults, task
 //! clock) are counted around the same pass on every machine.
 
+pub mod view;
+
 use serde::{Deserialize, Serialize};
 
 use crate::counters::{AccessCounter, AccessCounts, CounterGroup, Event, MissLevel, Probe};

@@ -1,0 +1,677 @@
+//! The latency ladder's section of every output: how it was measured, the chart, the
+//! levels found, DRAM both ways, every point of the sweep (folded in HTML, terminal only
+//! with `--points`), the `latency.points` CSV table and each level's headline.
+
+use super::charts::{latency_chart, or_dash};
+use super::{LatencyLevel, LatencyPoint, LatencyResult};
+use crate::counters::columns::{miss_cells, miss_columns, miss_data, miss_data_header, miss_notes};
+use crate::counters::AccessCounts;
+use crate::topology::Machine;
+use crate::units::Bytes;
+use crate::view::chart::level_color;
+use crate::view::format::{cycles, ns, opt_bytes, raw, spread};
+use crate::view::{
+    Block, Cell, Column, DataTable, Headline, Paragraph, Present, Section, Style, Table, Text,
+};
+
+impl Present for LatencyResult {
+    fn section(&self, machine: &Machine) -> Section {
+        let mut section = Section::new("latency", "Latency", "Latency ladder");
+        section.headlines = headlines(self);
+        section.push(intro(self));
+        section.push(latency_chart(self, machine));
+        if self.levels.is_empty() {
+            section.push(Block::Heading("Levels found".to_string()));
+            section.push(Paragraph::muted("No plateau was found in the curve."));
+        } else {
+            section.push(levels_table(self));
+        }
+        if let Some(dram) = dram_paragraph(self) {
+            section.push(dram);
+        }
+        section.push(Block::Verbose(vec![Block::Details {
+            summary: format!("All {} points of the sweep", self.points.len()),
+            blocks: vec![sweep_table(self).into()],
+        }]));
+        section.push(points_data(self));
+        section
+    }
+}
+
+/// How the curve was measured: chase order, stride, trials, and the dashed random curve.
+fn intro(result: &LatencyResult) -> Paragraph {
+    let trials = result.points.iter().map(|p| p.trials).max().unwrap_or(0);
+    let order = match result.order.as_str() {
+        "page-local" => "page-local order (random lines within a small window of pages at a \
+                         time, so the caches are measured without TLB misses)"
+            .to_string(),
+        "random" => "random order over the whole buffer".to_string(),
+        other => format!("{} order", or_dash(other)),
+    };
+    let mut text = format!(
+        "Dependent pointer chase in {order} with a {} stride: every load's address comes \
+         from the previous load, so each step costs the full load-to-use latency of the \
+         level the working set fits in. Each point is the median of up to {trials} timed \
+         trials; bars show the robust spread.",
+        Bytes(result.stride_bytes)
+    );
+    if result.random_points.as_ref().is_some_and(|r| !r.is_empty()) {
+        text.push_str(
+            " The dashed curve repeats the sweep with a random chase over the whole buffer: \
+             the gap between the two curves is what TLB misses and page walks cost at each \
+             size.",
+        );
+    }
+    Paragraph::note(text)
+}
+
+/// The point of a curve nearest the middle (on a log scale) of the plateau from `first`
+/// to `last` bytes.
+pub(super) fn plateau_centre(
+    points: &[LatencyPoint],
+    first: u64,
+    last: u64,
+) -> Option<&LatencyPoint> {
+    let centre = ((first.max(1) as f64).log2() + (last.max(1) as f64).log2()) / 2.0;
+    points
+        .iter()
+        .filter(|p| (first..=last).contains(&p.bytes))
+        .min_by(|a, b| {
+            let distance = |p: &LatencyPoint| ((p.bytes.max(1) as f64).log2() - centre).abs();
+            distance(a).total_cmp(&distance(b))
+        })
+}
+
+/// One row per level found; with counters, the misses per load at the sweep point
+/// nearest the middle of each plateau.
+fn levels_table(result: &LatencyResult) -> Table {
+    let counted = result.points.iter().any(|p| p.counters.is_some());
+    let mut columns = vec![
+        Column::text("Level"),
+        Column::quantity("Latency", "ns"),
+        Column::number("Cycles"),
+        Column::number("Plateau"),
+        Column::number("Measured capacity"),
+        Column::number("OS size"),
+        Column::number("Points"),
+    ];
+    if counted {
+        columns.extend(miss_columns(""));
+    }
+    let mut table = Table::new(columns).titled("Levels found");
+    let mut level_counts: Vec<&AccessCounts> = Vec::new();
+    for level in &result.levels {
+        let mut row = level_cells(level);
+        if counted {
+            let counts = plateau_centre(&result.points, level.first_bytes, level.last_bytes)
+                .and_then(|p| p.counters.as_ref());
+            row.extend(miss_cells(counts));
+            level_counts.extend(counts);
+        }
+        table.row(row);
+    }
+    if counted {
+        let mut notes = miss_notes(level_counts);
+        let Some(first) = notes.first_mut() else {
+            return table;
+        };
+        *first = Text::plain(
+            "Miss columns: misses per load at the sweep point nearest the middle of each \
+             plateau (hardware counters, an untimed pass after the point's trials).",
+        );
+        table.notes = notes;
+    }
+    table
+}
+
+fn level_cells(level: &LatencyLevel) -> Vec<Cell> {
+    vec![
+        Cell(
+            Text::new()
+                .swatch(level_color(&level.name))
+                .add(level.name.clone()),
+        ),
+        Cell::new(ns(level.latency_ns)),
+        Cell::new(cycles(level.latency_cycles)),
+        Cell::new(format!(
+            "{} – {}",
+            Bytes(level.first_bytes),
+            Bytes(level.last_bytes)
+        )),
+        Cell::new(opt_bytes(level.capacity_bytes)),
+        Cell::new(opt_bytes(level.os_size_bytes)),
+        Cell::new(level.points.to_string()),
+    ]
+}
+
+/// DRAM measured both ways at the largest working set, and what the TLB's own share of
+/// the difference is when the TLB experiment measured it.
+fn dram_paragraph(result: &LatencyResult) -> Option<Paragraph> {
+    let d = result.dram.as_ref()?;
+    let mut text = Text::new()
+        .strong("DRAM")
+        .add(format!(" at {}: random chase ", Bytes(d.bytes)))
+        .strong(format!("{} ns", ns(d.random_ns)))
+        .add(format!(
+            " ({} cycles), page-local chase ",
+            cycles(d.random_cycles)
+        ))
+        .strong(format!("{} ns", ns(d.page_local_ns)))
+        .add(format!(
+            " ({} cycles, {} pages per window). TLB misses and page walks add ",
+            cycles(d.page_local_cycles),
+            d.page_local_window_pages
+        ))
+        .strong(format!("{} ns", ns(d.tlb_penalty_ns)))
+        .add(" per access");
+    if let Some(tlb) = d.tlb_measured_ns {
+        text = text
+            .add(
+                ", together with DRAM locality: the TLB experiment puts the TLB's own share \
+                 at ",
+            )
+            .strong(format!("{} ns", ns(tlb)))
+            .add(format!(
+                " here, so about {} ns come from the page-local window's open DRAM rows and \
+                 fewer bank conflicts",
+                ns((d.tlb_penalty_ns - tlb).max(0.0))
+            ));
+    }
+    Some(Paragraph::callout(text.add(".")))
+}
+
+/// "unstable" in red, or nothing.
+fn stability(p: &LatencyPoint) -> Cell {
+    if p.unstable {
+        Cell::styled("unstable", Style::Warn)
+    } else {
+        Cell::default()
+    }
+}
+
+/// Every point of the sweep; beside it the random curve at the same size (when measured)
+/// and the misses per load of either (when counted).
+fn sweep_table(result: &LatencyResult) -> Table {
+    let random = result.random_points.as_deref().unwrap_or(&[]);
+    // The random sweep, when measured, shares the sizes of the main one: matched by size.
+    let random_at = |bytes: u64| random.iter().find(|r| r.bytes == bytes);
+    let counted = result.points.iter().any(|p| p.counters.is_some());
+    let random_counted = random.iter().any(|p| p.counters.is_some());
+    let mut columns = vec![
+        Column::number("Working set"),
+        Column::number("Bytes"),
+        Column::number("ns"),
+        Column::number("Cycles"),
+        Column::number("Spread %"),
+        Column::number("Trials"),
+        Column::text("Stability"),
+    ];
+    if !random.is_empty() {
+        columns.extend([
+            Column::number("Random ns"),
+            Column::number("Random cycles"),
+            Column::number("TLB cost ns"),
+            Column::number("Random spread %"),
+            Column::text("Random stability"),
+        ]);
+    }
+    if counted {
+        columns.extend(miss_columns(""));
+    }
+    if random_counted {
+        columns.extend(miss_columns("Random "));
+    }
+    let mut table = Table::new(columns);
+    for p in &result.points {
+        let mut row = vec![
+            Cell::new(Bytes(p.bytes).to_string()),
+            Cell::new(p.bytes.to_string()),
+            Cell::new(ns(p.ns)),
+            Cell::new(cycles(p.cycles)),
+            Cell::new(spread(p.spread_pct)),
+            Cell::new(p.trials.to_string()),
+            stability(p),
+        ];
+        if !random.is_empty() {
+            match random_at(p.bytes) {
+                Some(r) => row.extend([
+                    Cell::new(ns(r.ns)),
+                    Cell::new(cycles(r.cycles)),
+                    Cell::new(ns(r.ns - p.ns)),
+                    Cell::new(spread(r.spread_pct)),
+                    stability(r),
+                ]),
+                None => row.extend([
+                    Cell::dash(),
+                    Cell::dash(),
+                    Cell::dash(),
+                    Cell::dash(),
+                    Cell::default(),
+                ]),
+            }
+        }
+        if counted {
+            row.extend(miss_cells(p.counters.as_ref()));
+        }
+        if random_counted {
+            row.extend(miss_cells(
+                random_at(p.bytes).and_then(|r| r.counters.as_ref()),
+            ));
+        }
+        table.row(row);
+    }
+    if counted || random_counted {
+        let all = result.points.iter().chain(random);
+        table.notes = miss_notes(all.filter_map(|p| p.counters.as_ref()));
+    }
+    table
+}
+
+/// `latency.points`: one row per size of the sweep, the random curve's figures beside it
+/// (matched by position), the level the point belongs to, and the misses when counted.
+fn points_data(result: &LatencyResult) -> DataTable {
+    let random = result.random_points.as_deref().unwrap_or(&[]);
+    let mut header: Vec<String> = [
+        "bytes",
+        "order",
+        "ns",
+        "cycles",
+        "spread_pct",
+        "trials",
+        "unstable",
+        "level",
+    ]
+    .map(String::from)
+    .to_vec();
+    if !random.is_empty() {
+        header.extend(
+            [
+                "random_ns",
+                "random_cycles",
+                "random_spread_pct",
+                "random_unstable",
+            ]
+            .map(String::from),
+        );
+    }
+    let counted = result.points.iter().any(|p| p.counters.is_some());
+    let random_counted = random.iter().any(|p| p.counters.is_some());
+    if counted {
+        header.extend(miss_data_header(""));
+    }
+    if random_counted {
+        header.extend(miss_data_header("random_"));
+    }
+    let mut data = DataTable::new("latency.points", header);
+    for (i, p) in result.points.iter().enumerate() {
+        let level = result
+            .levels
+            .iter()
+            .find(|l| (l.first_bytes..=l.last_bytes).contains(&p.bytes))
+            .map_or("", |l| l.name.as_str());
+        let mut row = vec![
+            p.bytes.to_string(),
+            result.order.clone(),
+            raw(p.ns),
+            raw(p.cycles),
+            raw(p.spread_pct),
+            p.trials.to_string(),
+            p.unstable.to_string(),
+            level.to_string(),
+        ];
+        if let Some(r) = random.get(i) {
+            row.extend([
+                raw(r.ns),
+                raw(r.cycles),
+                raw(r.spread_pct),
+                r.unstable.to_string(),
+            ]);
+        }
+        if counted {
+            row.extend(miss_data(p.counters.as_ref()));
+        }
+        if random_counted {
+            row.extend(miss_data(random.get(i).and_then(|r| r.counters.as_ref())));
+        }
+        data.row(row);
+    }
+    data
+}
+
+/// Each level's load-to-use latency and measured capacity.
+fn headlines(result: &LatencyResult) -> Vec<Headline> {
+    result
+        .levels
+        .iter()
+        .filter(|l| l.latency_ns.is_finite())
+        .map(|level| Headline {
+            label: level.name.clone(),
+            value: format!("{} ns", ns(level.latency_ns)),
+            detail: match level.capacity_bytes {
+                Some(bytes) => format!("load-to-use; measured capacity {}", Bytes(bytes)),
+                None => "load-to-use".to_string(),
+            },
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::samples;
+    use super::*;
+    use crate::view::Row;
+
+    fn section(result: &LatencyResult) -> Section {
+        result.section(&samples::machine())
+    }
+
+    /// The sweep table: the one table inside the `--points` group.
+    fn sweep(section: &Section) -> &Table {
+        let verbose = section.blocks.iter().find_map(|b| match b {
+            Block::Verbose(blocks) => Some(blocks),
+            _ => None,
+        });
+        let Some([Block::Details { blocks, .. }]) = verbose.map(Vec::as_slice) else {
+            panic!("no sweep group: {section:?}");
+        };
+        let Some(Block::Table(table)) = blocks.first() else {
+            panic!("no sweep table: {blocks:?}");
+        };
+        table
+    }
+
+    fn notes(table: &Table) -> Vec<String> {
+        table.notes.iter().map(Text::to_plain).collect()
+    }
+
+    fn row(table: &Table, first: &str) -> Vec<String> {
+        let at = table
+            .column_text(0)
+            .iter()
+            .position(|c| c == first)
+            .unwrap_or_else(|| panic!("{first}: {}", table.plain_text()));
+        (0..table.columns.len())
+            .map(|k| table.column_text(k)[at].clone())
+            .collect()
+    }
+
+    fn header(table: &Table) -> Vec<String> {
+        table.columns.iter().map(Column::header).collect()
+    }
+
+    #[test]
+    fn levels_dram_chart_and_folded_sweep() {
+        let result = samples::latency();
+        let s = section(&result);
+        assert_eq!(
+            (s.id, s.nav, s.title.as_str()),
+            ("latency", "Latency", "Latency ladder")
+        );
+        let levels = s.table("Levels found").unwrap();
+        assert_eq!(levels.column_text(0), ["L1d", "L2", "L3", "DRAM"]);
+        assert_eq!(
+            row(levels, "L2"),
+            [
+                "L2",
+                "4.10",
+                "12.3",
+                "64 KiB – 1 MiB",
+                "1 MiB",
+                "1 MiB",
+                "4"
+            ]
+        );
+        assert_eq!(levels.column_text(4)[3], "–", "DRAM has no capacity");
+        let text = s.plain_text();
+        assert!(text.contains("random order over the whole buffer with a 64 B stride"));
+        assert!(text.contains("up to 7 timed trials"));
+        assert!(text.contains(
+            "DRAM at 256 MiB: random chase 95.0 ns (285 cycles), page-local chase 80.0 ns \
+             (240 cycles, 16 pages per window). TLB misses and page walks add 15.0 ns per \
+             access, together with DRAM locality: the TLB experiment puts the TLB's own share \
+             at 9.50 ns here, so about 5.50 ns come from"
+        ));
+        assert!(!text.contains("L1 miss"), "no counters, no miss columns");
+        // The sweep: every point, folded, only with --points in the terminal.
+        let sweep = sweep(&s);
+        assert_eq!(sweep.rows.len(), result.points.len());
+        assert_eq!(header(sweep).len(), 7);
+        assert!(matches!(
+            s.all_blocks().iter().find(|b| matches!(b, Block::Details { .. })),
+            Some(Block::Details { summary, .. }) if summary == "All 17 points of the sweep"
+        ));
+        assert_eq!(sweep.column_text(6)[9], "unstable");
+        // The chart: found ends, OS sizes, the cycles axis.
+        let charts = s.charts();
+        assert_eq!(charts.len(), 1);
+        let chart = format!("{:?}", charts[0]);
+        for label in [
+            "L1d ends",
+            "L1d 32 KiB",
+            "Latency (core cycles)",
+            "L3 14.0 ns",
+        ] {
+            assert!(chart.contains(label), "{label}");
+        }
+    }
+
+    #[test]
+    fn empty_and_nan_results_give_dashes_and_do_not_panic() {
+        let empty = LatencyResult {
+            order: String::new(),
+            stride_bytes: 64,
+            points: vec![],
+            random_points: None,
+            levels: vec![],
+            dram: None,
+        };
+        let s = empty.section(&Machine::default());
+        assert!(s
+            .plain_text()
+            .contains("No plateau was found in the curve."));
+        assert!(s.plain_text().contains("– order"));
+        assert!(s.headlines.is_empty());
+        assert!(sweep(&s).is_empty());
+        assert!(!format!("{:?}", s.charts()[0]).contains("core cycles"));
+
+        let mut one = samples::latency();
+        one.points.truncate(1);
+        one.points[0].ns = f64::NAN;
+        one.points[0].cycles = f64::NAN;
+        one.points[0].spread_pct = f64::NAN;
+        one.levels[0].latency_ns = f64::NAN;
+        let s = section(&one);
+        assert_eq!(row(sweep(&s), "4 KiB")[2..5], ["–", "–", "–"]);
+        assert_eq!(s.table("Levels found").unwrap().column_text(1)[0], "–");
+        assert_eq!(
+            s.headlines.len(),
+            3,
+            "a level without a latency has no headline"
+        );
+        let data = &s.data_tables()[0];
+        assert_eq!(data.rows[0][2..5], ["", "", ""]);
+    }
+
+    #[test]
+    fn random_curve_is_tabulated_next_to_the_page_local_one() {
+        let mut result = samples::latency();
+        result.order = "page-local".to_string();
+        let random: Vec<LatencyPoint> = result
+            .points
+            .iter()
+            .map(|p| LatencyPoint {
+                ns: p.ns * 1.2,
+                ..p.clone()
+            })
+            .collect();
+        result.random_points = Some(random);
+        let s = section(&result);
+        let chart = format!("{:?}", s.charts()[0]);
+        assert!(chart.contains("random chase over the whole buffer"));
+        assert!(s.plain_text().contains("page-local order") && s.plain_text().contains("dashed"));
+        let sweep = sweep(&s);
+        assert!(header(sweep).contains(&"TLB cost ns".to_string()));
+        // 95 ns page-local vs 114 ns random at the largest size: 19 ns of TLB cost.
+        let last = row(sweep, "256 MiB");
+        assert_eq!(last[7..12], ["114", "285", "19.0", "1.0", ""]);
+    }
+
+    #[test]
+    fn counted_points_get_miss_columns_and_each_note_once_per_table() {
+        let plain = section(&samples::latency_counted(false));
+        let text = plain.plain_text();
+        assert!(!text.contains("L1 miss") && !text.contains("n/s"), "{text}");
+
+        let result = samples::latency_counted(true);
+        let s = section(&result);
+        let levels = s.table("Levels found").unwrap();
+        assert!(header(levels).ends_with(&[
+            "L1 miss".to_string(),
+            "L2 miss".to_string(),
+            "LLC miss".to_string(),
+            "dTLB miss".to_string()
+        ]));
+        // Each level shows the point nearest its plateau's middle: 8 KiB (L1 0.1), 256 KiB
+        // (0.6) and 8 MiB (1.1); L2 and the DTLB were not counted, the LLC multiplexed.
+        for (name, l1) in [("L1d", "0.100"), ("L2", "0.600"), ("DRAM", "1.100")] {
+            assert_eq!(
+                row(levels, name)[7..],
+                [l1, "n/s", "0.010*", "n/s"],
+                "{name}"
+            );
+        }
+        let l2_note = "n/s — L2 miss (none): not supported: no generic L2 event";
+        let dtlb_note =
+            "n/s — dTLB miss (dTLB-load-misses): not supported: the CPU has no such event";
+        let level_notes = notes(levels);
+        assert!(level_notes[0].contains("nearest the middle of each plateau"));
+        for note in [l2_note, dtlb_note] {
+            assert_eq!(
+                level_notes.iter().filter(|n| *n == note).count(),
+                1,
+                "{note}"
+            );
+        }
+        assert_eq!(
+            level_notes
+                .iter()
+                .filter(|n| n.contains("the PMU was shared"))
+                .count(),
+            1
+        );
+        assert!(
+            !level_notes
+                .iter()
+                .any(|n| n.contains("no hardware PMU (test)")),
+            "the random curve is not shown in the levels table"
+        );
+        // A level's "n/s" carries its reason as a tooltip.
+        let l2_cell = &levels.rows[0];
+        let Row::Cells(cells) = l2_cell else {
+            panic!("a spanning row")
+        };
+        assert_eq!(
+            cells[8],
+            Cell::titled("n/s", Style::Muted, "not supported: no generic L2 event")
+        );
+
+        // The sweep: both curves' misses in one table, the notes once after it.
+        let sweep = sweep(&s);
+        assert_eq!(sweep.rows.len(), result.points.len());
+        assert!(header(sweep).contains(&"Random dTLB miss".to_string()));
+        let sweep_notes = notes(sweep);
+        for note in [
+            l2_note,
+            dtlb_note,
+            "n/s — L1 miss (L1_miss_event): not supported: no hardware PMU (test)",
+        ] {
+            assert_eq!(
+                sweep_notes.iter().filter(|n| *n == note).count(),
+                1,
+                "{note}"
+            );
+        }
+        let first = row(sweep, "4 KiB");
+        let n = first.len();
+        assert_eq!(first[n - 8..n - 4], ["0.000", "n/s", "0.010*", "n/s"]);
+        assert!(
+            (0..sweep.rows.len()).all(|i| { (n - 4..n).all(|k| sweep.column_text(k)[i] == "n/s") })
+        );
+    }
+
+    #[test]
+    fn csv_has_miss_columns_only_with_counters_and_empty_where_not_counted() {
+        let plain = section(&samples::latency_counted(false));
+        let data = plain.data_tables();
+        assert_eq!(data.len(), 1);
+        assert_eq!(data[0].name, "latency.points");
+        assert_eq!(
+            data[0].header,
+            [
+                "bytes",
+                "order",
+                "ns",
+                "cycles",
+                "spread_pct",
+                "trials",
+                "unstable",
+                "level",
+                "random_ns",
+                "random_cycles",
+                "random_spread_pct",
+                "random_unstable"
+            ]
+        );
+        assert_eq!(
+            data[0].rows[0],
+            [
+                "4096",
+                "page-local",
+                "1",
+                "4",
+                "1",
+                "5",
+                "false",
+                "L1d",
+                "1.2",
+                "4",
+                "1",
+                "false"
+            ]
+        );
+
+        let counted = section(&samples::latency_counted(true));
+        let t = counted.data_tables()[0];
+        assert!(t.header.ends_with(&miss_data_header("random_")));
+        let cell = |row: usize, column: &str| {
+            let at = t.header.iter().position(|h| h == column).unwrap();
+            t.rows[row][at].clone()
+        };
+        // 16 KiB: L1 0.2, no L2 event, the LLC counted (multiplexed), the DTLB refused.
+        for (column, value) in [
+            ("counted_accesses", "1000"),
+            ("l1_miss_per_access", "0.2"),
+            ("l2_miss_per_access", ""),
+            ("llc_miss_per_access", "0.01"),
+            ("dtlb_miss_per_access", ""),
+            ("random_counted_accesses", "1000"),
+            ("random_l1_miss_per_access", ""),
+        ] {
+            assert_eq!(cell(2, column), value, "{column}");
+        }
+        assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
+    }
+
+    #[test]
+    fn each_level_is_a_headline() {
+        let s = section(&samples::latency_counted(false));
+        let labels: Vec<&str> = s.headlines.iter().map(|h| h.label.as_str()).collect();
+        assert_eq!(labels, ["L1d", "L2", "DRAM"]);
+        assert_eq!(s.headlines[1].value, "4.00 ns");
+        assert_eq!(
+            s.headlines[1].detail,
+            "load-to-use; measured capacity 1 MiB"
+        );
+        assert_eq!(s.headlines[2].detail, "load-to-use");
+    }
+}
