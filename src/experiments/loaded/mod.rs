@@ -3,6 +3,10 @@
 //! delay from 0 (full load) to an idle level traces latency against bandwidth, as Intel
 //! MLC's --loaded_latency does. The knee is found from the curve.
 
+#[cfg(test)]
+pub(crate) mod samples;
+pub mod view;
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 

@@ -4,6 +4,10 @@
 //! model T(n) = n·M + C of n dependent misses, and a working-set × N grid that shows
 //! where parallelism appears.
 
+#[cfg(test)]
+pub(crate) mod samples;
+pub mod view;
+
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
