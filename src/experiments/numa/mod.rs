@@ -17,6 +17,10 @@
 //! remote/local ratios are the mean of the off-diagonal cells over the mean of the
 //! diagonal. One node gives the 1×1 matrix and a note that there is nothing remote.
 
+#[cfg(test)]
+pub(crate) mod samples;
+pub mod view;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;

@@ -10,6 +10,11 @@
 //! where the filler's own throughput takes over (stores most), which `find_cliff`
 //! allows for.
 
+mod charts;
+#[cfg(test)]
+pub(crate) mod samples;
+pub mod view;
+
 use serde::{Deserialize, Serialize};
 
 use crate::kernels::jit::Filler;

@@ -1,0 +1,93 @@
+//! Small synthetic `rob` results for the view's tests: four fillers with three cliffs,
+//! an empty result, and one with NaN figures and missing values.
+
+use super::{RobResult, RobRow, RobStructure, SerializedRow};
+use crate::units::MIB;
+
+/// nop cliff at 224 (reorder buffer), add at 180, load at 72; store has no cliff.
+pub fn rob() -> RobResult {
+    let cliffs = [
+        ("nop", Some(224)),
+        ("add", Some(180)),
+        ("load", Some(72)),
+        ("store", None),
+    ];
+    let mut rows = Vec::new();
+    for (filler, cliff) in cliffs {
+        for k in (0..=320).step_by(16) {
+            let ns = if cliff.is_some_and(|c| k > c) {
+                190.0
+            } else {
+                100.0
+            };
+            rows.push(RobRow {
+                filler: filler.to_string(),
+                k,
+                ns_per_iter: ns,
+                cycles_per_iter: ns * 3.0,
+                spread_pct: 1.0,
+            });
+        }
+    }
+    let structure = |filler: &str, structure: &str, entries: Option<u32>| RobStructure {
+        filler: filler.to_string(),
+        structure: structure.to_string(),
+        entries,
+        window_entries: entries,
+        architectural: 0,
+        low_ns: 100.0,
+        high_ns: if entries.is_some() { 190.0 } else { 100.0 },
+    };
+    let mut serialized = Vec::new();
+    for misses in 1..=4 {
+        for k in (0..=320).step_by(32) {
+            let ns = if k > 224 {
+                95.0 * f64::from(misses)
+            } else {
+                95.0 + 20.0 * f64::from(misses - 1)
+            };
+            serialized.push(SerializedRow {
+                misses,
+                k,
+                ns,
+                cycles: ns * 3.0,
+            });
+        }
+    }
+    RobResult {
+        rows,
+        structures: vec![
+            structure("nop", "reorder buffer", Some(224)),
+            structure("add", "integer register file", Some(180)),
+            structure("load", "load queue", Some(72)),
+            structure("store", "store queue", None),
+        ],
+        serialized,
+        serialized_window: Some(224),
+        serialized_mlp: Some(3.6),
+        chase_bytes: 256 * MIB,
+    }
+}
+
+pub fn empty_rob() -> RobResult {
+    RobResult {
+        rows: vec![],
+        structures: vec![],
+        serialized: vec![],
+        serialized_window: None,
+        serialized_mlp: None,
+        chase_bytes: 0,
+    }
+}
+
+/// The sample with NaN in every cycle count and one time, and no window or MLP.
+pub fn nan_rob() -> RobResult {
+    let mut r = rob();
+    for row in &mut r.rows {
+        row.cycles_per_iter = f64::NAN;
+    }
+    r.rows[3].ns_per_iter = f64::NAN;
+    r.serialized_mlp = None;
+    r.serialized_window = None;
+    r
+}
