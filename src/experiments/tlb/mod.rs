@@ -47,6 +47,12 @@
 //! at each level (L1, L2, LLC, DTLB) of its one-line-per-page chase, counted over one more
 //! trial's worth of the chase, untimed, after its trials (`ChaseCursor::counted`).
 
+mod charts;
+mod data;
+#[cfg(test)]
+pub(crate) mod samples;
+pub mod view;
+
 use serde::{Deserialize, Serialize};
 
 /// `experiments.tlb` of the report.
