@@ -23,9 +23,11 @@ use crate::topology::Machine;
 pub mod csv;
 pub mod html;
 pub mod json;
+pub mod machine;
 pub mod output;
 #[cfg(test)]
 pub(crate) mod samples;
+pub mod settings;
 pub mod summary;
 pub mod svg;
 pub mod terminal;
