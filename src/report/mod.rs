@@ -18,9 +18,11 @@ pub mod document;
 pub mod html;
 pub mod html_old;
 pub mod json;
+pub mod machine;
 pub mod output;
 #[cfg(test)]
 pub(crate) mod samples;
+pub mod settings;
 pub mod summary;
 pub mod svg;
 pub mod terminal;

@@ -1,0 +1,607 @@
+//! The machine's section of every output: identity, clocks and memory as key/value rows,
+//! the caches, TLBs, NUMA nodes and huge page pools as tables, the distortions of a
+//! hypervisor in words, and the caches as the CSV table `machine.caches`; plus the two
+//! lines `run` prints about the machine before its results.
+
+use std::fmt::Write as _;
+
+use super::virtualization;
+use crate::topology::Machine;
+use crate::units::{format_hz, Bytes};
+use crate::view::format::{self, DASH};
+use crate::view::{Block, Cell, Column, DataTable, Paragraph, Section, Style, Table};
+
+/// A run of CPU numbers as ranges (`0-7,16`), or a dash when there is none.
+pub(crate) fn cpu_list(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        DASH.to_string()
+    } else {
+        crate::topology::cpu::format_cpu_list(cpus)
+    }
+}
+
+/// The text, or a dash when it is blank.
+pub(crate) fn or_dash(s: &str) -> String {
+    if s.trim().is_empty() {
+        DASH.to_string()
+    } else {
+        s.to_string()
+    }
+}
+
+/// A positive, finite frequency, or a dash.
+fn opt_hz(v: Option<f64>) -> String {
+    match v {
+        Some(hz) if hz.is_finite() && hz > 0.0 => format_hz(hz),
+        _ => DASH.to_string(),
+    }
+}
+
+fn valid_hz(v: Option<f64>) -> Option<f64> {
+    v.filter(|hz| hz.is_finite() && *hz > 0.0)
+}
+
+/// The `info` view and the report's machine section: everything the OS and CPUID report.
+pub fn machine_section(m: &Machine) -> Section {
+    let mut section = Section::new("machine", "Machine", "Machine");
+    section.push(identity_table(m));
+
+    let notes = virtualization::notes(m);
+    if !notes.is_empty() {
+        section.push(Block::Heading("Virtualization".to_string()));
+        for note in notes {
+            section.push(Paragraph::note(note));
+        }
+    }
+
+    if m.caches.is_empty() {
+        section.push(Block::Heading("Caches".to_string()));
+        section.push(Paragraph::muted("The OS reports no caches."));
+    } else {
+        section.push(cache_table(m));
+    }
+
+    if m.tlbs.is_empty() {
+        section.push(Block::Heading("TLBs".to_string()));
+        section.push(Paragraph::muted(
+            "TLB geometry not available (CPUID does not describe it on this CPU).",
+        ));
+    } else {
+        section.push(tlb_table(m));
+    }
+
+    if !m.numa_nodes.is_empty() {
+        section.push(numa_table(m));
+    }
+    if !m.hugepage_pools.is_empty() {
+        section.push(hugepage_table(m));
+    }
+    section.push(cache_data(m));
+    section
+}
+
+/// The few lines `run` prints about the machine before its results (`info` has the full
+/// view).
+pub fn machine_summary(m: &Machine) -> Section {
+    let mut section = Section::new("machine", "Machine", "Machine");
+    let caches: Vec<String> = m
+        .data_caches()
+        .iter()
+        .map(|c| format!("{} {}", c.name(), Bytes(c.size_bytes)))
+        .collect();
+    section.push(Paragraph::note(format!(
+        "{} · {} logical CPUs on {} cores · {} NUMA node(s) · {}",
+        m.cpu_model,
+        m.logical_cpus,
+        m.physical_cores,
+        m.numa_nodes.len(),
+        m.hypervisor
+            .as_ref()
+            .map_or("no hypervisor detected".to_string(), |h| format!(
+                "{h} guest"
+            )),
+    )));
+    section.push(Paragraph::note(format!(
+        "caches {} · THP {} · TSC {} · core clock {} (measured)",
+        caches.join(", "),
+        m.thp.enabled,
+        valid_hz(m.tsc_hz).map_or("not used".into(), format_hz),
+        valid_hz(m.core_hz_estimate).map_or("not estimated".into(), format_hz),
+    )));
+    section
+}
+
+fn identity_table(m: &Machine) -> Table {
+    let mut identity = Vec::new();
+    if let Some(family) = m.cpu_family {
+        identity.push(format!("family {family} (0x{family:x})"));
+    }
+    if let Some(model) = m.cpu_model_number {
+        identity.push(format!("model {model} (0x{model:x})"));
+    }
+    if let Some(stepping) = m.cpu_stepping {
+        identity.push(format!("stepping {stepping}"));
+    }
+    let mut t = Table::key_value();
+    t.pair("CPU", or_dash(&m.cpu_model));
+    t.pair("Vendor", or_dash(&m.cpu_vendor));
+    t.pair(
+        "Family / model",
+        if identity.is_empty() {
+            DASH.to_string()
+        } else {
+            identity.join(", ")
+        },
+    );
+    t.pair("Architecture", or_dash(&m.architecture));
+    t.pair(
+        "CPUs",
+        format!(
+            "{} logical, {} physical cores, {} thread(s) per core",
+            m.logical_cpus, m.physical_cores, m.threads_per_core
+        ),
+    );
+    t.pair("SMT sibling groups", smt_groups(m));
+    t.pair("Allowed CPUs", cpu_list(&m.allowed_cpus));
+    t.pair(
+        "Memory",
+        format!(
+            "{} total, {} available",
+            Bytes(m.memory_total_bytes),
+            Bytes(m.memory_available_bytes)
+        ),
+    );
+    t.pair("NUMA nodes", m.numa_nodes.len().to_string());
+    let offered: Vec<String> = m
+        .page_sizes_bytes
+        .iter()
+        .map(|&b| Bytes(b).to_string())
+        .collect();
+    t.pair(
+        "Page sizes",
+        format!(
+            "base {}; offered: {}",
+            format::opt_bytes(Some(m.base_page_bytes).filter(|&b| b > 0)),
+            if offered.is_empty() {
+                DASH.to_string()
+            } else {
+                offered.join(", ")
+            }
+        ),
+    );
+    let mut thp = or_dash(&m.thp.enabled);
+    if let Some(defrag) = &m.thp.defrag {
+        let _ = write!(thp, ", defrag: {defrag}");
+    }
+    if let Some(pmd) = m.thp.pmd_bytes {
+        let _ = write!(thp, ", huge page size {}", Bytes(pmd));
+    }
+    t.pair("Transparent huge pages", thp);
+    t.pair(
+        "Hypervisor",
+        m.hypervisor
+            .clone()
+            .unwrap_or_else(|| "none detected".to_string()),
+    );
+    t.pair("Kernel", or_dash(&m.kernel));
+    t.pair(
+        "Clock source",
+        m.clocksource.clone().unwrap_or_else(|| DASH.to_string()),
+    );
+    t.pair(
+        "TSC",
+        valid_hz(m.tsc_hz).map_or("not used".into(), format_hz),
+    );
+    t.pair(
+        "Core clock (estimated)",
+        valid_hz(m.core_hz_estimate).map_or("not estimated".into(), |hz| {
+            format!("{} (measured: dependent adds)", format_hz(hz))
+        }),
+    );
+    t.pair("Frequency scaling", cpufreq(m));
+    if !m.isa_extensions.is_empty() {
+        t.pair("Vector extensions", m.isa_extensions.join(", "));
+    }
+    if let Some(counters) = &m.perf_counters {
+        t.pair("Performance counters", counters.summary());
+    }
+    t
+}
+
+/// A handful of SMT groups shows the numbering scheme; all of them would be a wall of
+/// text, so the rest are counted (and listed in the tooltip).
+fn smt_groups(m: &Machine) -> Cell {
+    if m.smt_sibling_groups.is_empty() {
+        return Cell::new("none");
+    }
+    let groups: Vec<String> = m
+        .smt_sibling_groups
+        .iter()
+        .map(|g| format!("{{{}}}", cpu_list(g)))
+        .collect();
+    let more = groups.len().saturating_sub(4);
+    let shown = groups[..groups.len().min(4)].join(" ");
+    if more > 0 {
+        Cell::titled(
+            format!("{shown} … and {more} more"),
+            Style::Plain,
+            groups.join(" "),
+        )
+    } else {
+        Cell::new(shown)
+    }
+}
+
+fn cpufreq(m: &Machine) -> String {
+    let Some(f) = &m.cpufreq else {
+        return "not exposed".to_string();
+    };
+    let mut parts = Vec::new();
+    if let Some(g) = &f.governor {
+        parts.push(format!("governor {g}"));
+    }
+    if f.min_hz.is_some() || f.max_hz.is_some() {
+        parts.push(format!("{} – {}", opt_hz(f.min_hz), opt_hz(f.max_hz)));
+    }
+    if let Some(boost) = f.boost {
+        parts.push(format!("boost {}", if boost { "on" } else { "off" }));
+    }
+    if parts.is_empty() {
+        DASH.to_string()
+    } else {
+        parts.join(", ")
+    }
+}
+
+fn cache_table(m: &Machine) -> Table {
+    let mut t = Table::new(vec![
+        Column::text("Cache"),
+        Column::text("Kind"),
+        Column::number("Size"),
+        Column::number("Line"),
+        Column::number("Ways"),
+        Column::number("Sets"),
+        Column::text("Shared with CPUs"),
+        Column::number("Instances"),
+        Column::number("CPUID size")
+            .titled("The size CPUID reports; it differs only when a hypervisor or the kernel presents something else"),
+    ])
+    .titled("Caches");
+    for c in &m.caches {
+        let cpuid = match c.cpuid_size_bytes {
+            Some(b) if b != c.size_bytes => format!("{} (differs)", Bytes(b)),
+            Some(b) => Bytes(b).to_string(),
+            None => DASH.to_string(),
+        };
+        let shared = match c.shared_with_cpus.len() {
+            0 => DASH.to_string(),
+            1 => format!("{} (1 CPU)", cpu_list(&c.shared_with_cpus)),
+            count => format!("{} ({count} CPUs)", cpu_list(&c.shared_with_cpus)),
+        };
+        t.row([
+            c.name(),
+            c.kind.clone(),
+            Bytes(c.size_bytes).to_string(),
+            Bytes(c.line_bytes).to_string(),
+            format::opt_count(c.ways),
+            format::opt_count(c.sets),
+            shared,
+            c.instances.to_string(),
+            cpuid,
+        ]);
+    }
+    t
+}
+
+fn tlb_table(m: &Machine) -> Table {
+    let mut t = Table::new(vec![
+        Column::text("Level"),
+        Column::text("Kind"),
+        Column::number("Page"),
+        Column::number("Entries"),
+        Column::number("Ways"),
+        Column::number("Reach").titled("Entries × page size"),
+        Column::text("Source"),
+    ])
+    .titled("TLBs");
+    for tlb in &m.tlbs {
+        t.row([
+            format!("L{}", tlb.level),
+            tlb.kind.clone(),
+            Bytes(tlb.page_bytes).to_string(),
+            tlb.entries.to_string(),
+            tlb.ways
+                .map_or_else(|| "fully associative".to_string(), |w| w.to_string()),
+            Bytes(tlb.page_bytes.saturating_mul(u64::from(tlb.entries))).to_string(),
+            tlb.source.clone(),
+        ]);
+    }
+    t
+}
+
+fn numa_table(m: &Machine) -> Table {
+    let mut t = Table::new(vec![
+        Column::number("Node"),
+        Column::text("CPUs"),
+        Column::number("Memory"),
+        Column::number("Free"),
+        Column::text("Distances"),
+    ])
+    .titled("NUMA nodes");
+    for node in &m.numa_nodes {
+        let distances: Vec<String> = node.distances.iter().map(u32::to_string).collect();
+        t.row([
+            node.id.to_string(),
+            cpu_list(&node.cpus),
+            Bytes(node.memory_total_bytes).to_string(),
+            Bytes(node.memory_free_bytes).to_string(),
+            distances.join(" "),
+        ]);
+    }
+    t
+}
+
+fn hugepage_table(m: &Machine) -> Table {
+    let mut t = Table::new(vec![
+        Column::number("Page size"),
+        Column::number("Total"),
+        Column::number("Free"),
+        Column::number("Reserved"),
+        Column::number("Surplus"),
+    ])
+    .titled("Huge page pools (hugetlbfs)");
+    for p in &m.hugepage_pools {
+        t.row([
+            Bytes(p.page_bytes).to_string(),
+            p.total.to_string(),
+            p.free.to_string(),
+            p.reserved.to_string(),
+            p.surplus.to_string(),
+        ]);
+    }
+    t
+}
+
+/// The CSV table of the caches (the whole CSV output of `info`).
+fn cache_data(m: &Machine) -> DataTable {
+    let mut t = DataTable::new(
+        "machine.caches",
+        [
+            "level",
+            "kind",
+            "size_bytes",
+            "line_bytes",
+            "ways",
+            "shared_with_cpus",
+            "instances",
+        ],
+    );
+    for c in &m.caches {
+        t.row(vec![
+            c.level.to_string(),
+            c.kind.clone(),
+            c.size_bytes.to_string(),
+            c.line_bytes.to_string(),
+            format::raw_opt(c.ways),
+            c.shared_with_cpus
+                .iter()
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(" "),
+            c.instances.to_string(),
+        ]);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::{CacheInfo, HugePagePool, NumaNode, TlbInfo};
+    use crate::units::{KIB, MIB};
+
+    fn cache(level: u32, kind: &str, size: u64) -> CacheInfo {
+        CacheInfo {
+            level,
+            kind: kind.to_string(),
+            size_bytes: size,
+            line_bytes: 64,
+            ways: Some(8),
+            sets: Some(size / 64 / 8),
+            shared_with_cpus: vec![0, 1],
+            instances: 4,
+            cpuid_size_bytes: Some(size),
+        }
+    }
+
+    fn sample_machine() -> Machine {
+        Machine {
+            cpu_model: "Test CPU 9000".to_string(),
+            cpu_vendor: "AuthenticAMD".to_string(),
+            logical_cpus: 8,
+            physical_cores: 4,
+            threads_per_core: 2,
+            caches: vec![
+                cache(1, "data", 32 * KIB),
+                cache(1, "instruction", 32 * KIB),
+                cache(2, "unified", MIB),
+                cache(3, "unified", 32 * MIB),
+            ],
+            core_hz_estimate: Some(3.0e9),
+            tsc_hz: Some(2.6e9),
+            ..Machine::default()
+        }
+    }
+
+    /// The value of the identity row `key`.
+    fn value(section: &Section, key: &str) -> String {
+        let t = section.tables()[0];
+        let k = t.column_text(0).iter().position(|k| k == key);
+        t.column_text(1)[k.unwrap_or_else(|| panic!("no row {key}"))].clone()
+    }
+
+    #[test]
+    fn identity_clocks_caches_and_the_csv_table() {
+        let mut m = sample_machine();
+        m.cpu_family = Some(25);
+        m.cpu_model_number = Some(17);
+        m.cpu_stepping = Some(1);
+        m.tlbs = vec![TlbInfo {
+            level: 1,
+            kind: "data".into(),
+            page_bytes: 4 * KIB,
+            entries: 64,
+            ways: None,
+            source: "CPUID 0x80000005".into(),
+        }];
+        m.numa_nodes = vec![NumaNode {
+            id: 0,
+            cpus: vec![0, 1, 2, 3],
+            memory_total_bytes: 16 * 1024 * MIB,
+            memory_free_bytes: 8 * 1024 * MIB,
+            distances: vec![10, 21],
+        }];
+        m.hugepage_pools = vec![HugePagePool {
+            page_bytes: 2 * MIB,
+            total: 16,
+            free: 8,
+            reserved: 0,
+            surplus: 0,
+        }];
+        let s = machine_section(&m);
+        assert_eq!(
+            (s.id, s.nav, s.title.as_str()),
+            ("machine", "Machine", "Machine")
+        );
+        assert_eq!(value(&s, "CPU"), "Test CPU 9000");
+        assert_eq!(
+            value(&s, "Family / model"),
+            "family 25 (0x19), model 17 (0x11), stepping 1"
+        );
+        assert_eq!(value(&s, "TSC"), "2.60 GHz");
+        assert_eq!(
+            value(&s, "Core clock (estimated)"),
+            "3.00 GHz (measured: dependent adds)"
+        );
+        assert_eq!(value(&s, "Frequency scaling"), "not exposed");
+        let caches = s.table("Caches").expect("caches");
+        assert_eq!(caches.column_text(0), ["L1d", "L1i", "L2", "L3"]);
+        assert_eq!(caches.column_text(3)[0], "64 B");
+        assert_eq!(caches.column_text(6)[0], "0-1 (2 CPUs)");
+        let tlbs = s.table("TLBs").expect("tlbs");
+        assert_eq!(tlbs.column_text(4), ["fully associative"]);
+        assert_eq!(tlbs.column_text(5), ["256 KiB"]);
+        assert_eq!(
+            s.table("NUMA nodes").expect("numa").column_text(4),
+            ["10 21"]
+        );
+        let pools = s.table("Huge page pools (hugetlbfs)").expect("pools");
+        assert_eq!(pools.column_text(0), ["2 MiB"]);
+        // Bare metal: no virtualization notes.
+        assert!(!s.plain_text().contains("Virtualization"));
+
+        let data = s.data_tables();
+        assert_eq!(data.len(), 1);
+        assert_eq!(data[0].name, "machine.caches");
+        assert_eq!(
+            data[0].header,
+            [
+                "level",
+                "kind",
+                "size_bytes",
+                "line_bytes",
+                "ways",
+                "shared_with_cpus",
+                "instances"
+            ]
+        );
+        assert_eq!(
+            data[0].rows[0],
+            ["1", "data", "32768", "64", "8", "0 1", "4"]
+        );
+    }
+
+    #[test]
+    fn info_csv_is_one_plain_table_even_without_machine_data() {
+        let s = machine_section(&Machine::default());
+        let data = s.data_tables();
+        assert_eq!(data.len(), 1);
+        assert!(data[0]
+            .header
+            .join(",")
+            .starts_with("level,kind,size_bytes"));
+        assert!(data[0].rows.is_empty());
+    }
+
+    #[test]
+    fn works_without_machine_data() {
+        let s = machine_section(&Machine::default());
+        assert!(s.charts().is_empty());
+        let text = s.plain_text();
+        assert!(text.contains("The OS reports no caches."), "{text}");
+        assert!(text.contains("TLB geometry not available"), "{text}");
+        assert_eq!(value(&s, "CPU"), DASH);
+        assert_eq!(value(&s, "Allowed CPUs"), DASH);
+        assert_eq!(
+            value(&s, "Page sizes"),
+            format!("base {DASH}; offered: {DASH}")
+        );
+        assert_eq!(value(&s, "TSC"), "not used");
+        assert_eq!(value(&s, "SMT sibling groups"), "none");
+        assert!(s.table("NUMA nodes").is_none());
+        let summary = machine_summary(&Machine::default());
+        assert_eq!(summary.blocks.len(), 2);
+    }
+
+    #[test]
+    fn machine_strings_are_kept_as_plain_text_for_the_renderers_to_escape() {
+        let mut m = sample_machine();
+        m.cpu_model = "<script>alert(\"x\")</script>".to_string();
+        m.kernel = "6.1 & <b>".to_string();
+        let s = machine_section(&m);
+        assert_eq!(value(&s, "CPU"), "<script>alert(\"x\")</script>");
+        assert_eq!(value(&s, "Kernel"), "6.1 & <b>");
+    }
+
+    #[test]
+    fn empty_cpu_lists_show_a_dash() {
+        assert_eq!(cpu_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
+        assert_eq!(cpu_list(&[]), DASH);
+    }
+
+    #[test]
+    fn many_smt_groups_are_counted_and_listed_in_the_tooltip() {
+        let mut m = sample_machine();
+        m.smt_sibling_groups = (0..6).map(|i| vec![i, i + 6]).collect();
+        let s = machine_section(&m);
+        assert_eq!(
+            value(&s, "SMT sibling groups"),
+            "{0,6} {1,7} {2,8} {3,9} … and 2 more"
+        );
+    }
+
+    #[test]
+    fn a_guest_gets_the_virtualization_notes_and_the_summary_says_so() {
+        let mut m = sample_machine();
+        m.hypervisor = Some("KVM".into());
+        let s = machine_section(&m);
+        let at = s
+            .blocks
+            .iter()
+            .position(|b| matches!(b, Block::Heading(h) if h == "Virtualization"))
+            .expect("heading");
+        assert!(
+            matches!(&s.blocks[at + 1], Block::Paragraph(p) if p.text.to_plain().contains("KVM"))
+        );
+        let summary = machine_summary(&m).plain_text();
+        assert!(summary.contains("KVM guest"), "{summary}");
+        assert!(
+            summary.contains("caches L1d 32 KiB, L2 1 MiB, L3 32 MiB"),
+            "{summary}"
+        );
+        assert!(
+            summary.contains("core clock 3.00 GHz (measured)"),
+            "{summary}"
+        );
+    }
+}

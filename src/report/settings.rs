@@ -1,0 +1,192 @@
+//! The settings and warnings sections of every output: what was asked and obtained (CPUs,
+//! pages, repetitions, clocks, sampling) as key/value rows, and the warnings that qualify
+//! the figures, or a sentence saying there are none.
+
+use super::machine::{cpu_list, or_dash};
+use super::Report;
+use crate::units::Bytes;
+use crate::view::{format, Block, Headline, Medium, Paragraph, Section, Table, Text};
+
+/// What was asked and what was obtained. Without pinned CPUs (`info`, `stat`: nothing was
+/// measured) the table is for HTML only, as the terminal printed no settings then.
+pub fn settings_section(report: &Report) -> Section {
+    let s = &report.settings;
+    let mut section = Section::new("settings", "Settings", "Settings");
+    let obtained = s.pages_obtained.as_ref().map_or_else(
+        || format::DASH.to_string(),
+        |p| {
+            format!(
+                "{}: {} pages, {:.0}% of the largest buffer on huge pages",
+                p.policy,
+                Bytes(p.page_bytes),
+                if p.huge_fraction.is_finite() {
+                    p.huge_fraction * 100.0
+                } else {
+                    0.0
+                }
+            )
+        },
+    );
+    let mut t = Table::key_value();
+    t.pair("Command", or_dash(&s.command));
+    t.pair("Pinned to CPUs", cpu_list(&s.cpus));
+    t.pair("Pages requested", or_dash(&s.pages_requested));
+    t.pair("Pages obtained", obtained);
+    t.pair("Quick mode", if s.quick { "yes" } else { "no" });
+    t.pair("Repetitions per point", s.repetitions.to_string());
+    t.pair(
+        "Trial duration",
+        format!("{} ms", format::fixed(s.trial_ms, 1)),
+    );
+    t.pair(
+        "Largest working set",
+        format::opt_bytes(Some(s.max_size_bytes).filter(|&b| b > 0)),
+    );
+    t.pair("Timer", or_dash(&s.timer));
+    t.pair("Clock of multi-thread trials", or_dash(&s.team_clock));
+    t.pair("Sampling", or_dash(&s.sampling));
+    if s.cpus.is_empty() {
+        section.push(Block::Only(Medium::Html, vec![t.into()]));
+    } else {
+        section.push(t);
+    }
+    section
+}
+
+/// The warnings, each with its code; a callout saying there are none otherwise. The
+/// headline is the number of warnings.
+pub fn warnings_section(report: &Report) -> Section {
+    let mut section = Section::new("warnings", "Warnings", "Warnings");
+    let n = report.warnings.len();
+    section.headlines.push(Headline {
+        label: "Warnings".to_string(),
+        value: n.to_string(),
+        detail: if n == 0 {
+            "nothing found that distorts these figures".to_string()
+        } else {
+            "read them before the figures".to_string()
+        },
+    });
+    if report.warnings.is_empty() {
+        section.push(Paragraph::callout(
+            "No warnings: nothing was found that distorts these measurements.",
+        ));
+    }
+    for w in &report.warnings {
+        section.push(Paragraph::note(
+            Text::new()
+                .warn("!")
+                .add(" ")
+                .code(&w.code)
+                .add(": ")
+                .add(&w.message),
+        ));
+    }
+    section
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::arena::PagesObtained;
+    use crate::report::{Settings, Warning};
+    use crate::topology::Machine;
+    use crate::view::{Style, Tone};
+
+    fn value(section: &Section, key: &str) -> String {
+        let t = section.tables()[0];
+        let k = t.column_text(0).iter().position(|k| k == key);
+        t.column_text(1)[k.unwrap_or_else(|| panic!("no row {key}"))].clone()
+    }
+
+    #[test]
+    fn settings_show_what_was_asked_and_obtained() {
+        let settings = Settings {
+            command: "latency".into(),
+            cpus: vec![2],
+            pages_requested: "thp".into(),
+            pages_obtained: Some(PagesObtained {
+                policy: "thp".into(),
+                page_bytes: 4096,
+                huge_fraction: 0.5,
+            }),
+            quick: true,
+            repetitions: 5,
+            trial_ms: 2.0,
+            max_size_bytes: 1 << 30,
+            timer: "tsc".into(),
+            team_clock: "tsc (the kernel keeps time with it)".into(),
+            sampling: "8 points per octave".into(),
+        };
+        let s = settings_section(&Report::new(Machine::default(), settings));
+        assert_eq!(s.id, "settings");
+        assert!(
+            matches!(s.blocks[0], Block::Table(_)),
+            "shown in the terminal too"
+        );
+        assert_eq!(value(&s, "Pinned to CPUs"), "2");
+        assert_eq!(
+            value(&s, "Pages obtained"),
+            "thp: 4 KiB pages, 50% of the largest buffer on huge pages"
+        );
+        assert_eq!(value(&s, "Quick mode"), "yes");
+        assert_eq!(value(&s, "Trial duration"), "2.0 ms");
+        assert_eq!(value(&s, "Largest working set"), "1 GiB");
+        assert_eq!(
+            value(&s, "Clock of multi-thread trials"),
+            "tsc (the kernel keeps time with it)"
+        );
+        assert_eq!(value(&s, "Sampling"), "8 points per octave");
+    }
+
+    #[test]
+    fn empty_settings_give_dashes_and_stay_out_of_the_terminal() {
+        let s = settings_section(&Report::new(Machine::default(), Settings::default()));
+        assert!(matches!(&s.blocks[0], Block::Only(Medium::Html, _)));
+        for key in [
+            "Command",
+            "Pinned to CPUs",
+            "Pages obtained",
+            "Largest working set",
+        ] {
+            assert_eq!(value(&s, key), format::DASH, "{key}");
+        }
+    }
+
+    #[test]
+    fn no_warnings_is_said_in_a_callout() {
+        let s = warnings_section(&Report::new(Machine::default(), Settings::default()));
+        assert_eq!(s.id, "warnings");
+        assert_eq!(s.headlines[0].value, "0");
+        let [Block::Paragraph(p)] = s.blocks.as_slice() else {
+            panic!("{:?}", s.blocks)
+        };
+        assert_eq!(p.tone, Tone::Callout);
+        assert!(p.text.to_plain().starts_with("No warnings"));
+    }
+
+    #[test]
+    fn each_warning_has_its_code_and_message_as_plain_text() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        for (code, message) in [
+            ("system_busy", "the system is busy & noisy"),
+            ("hypervisor", "running under KVM"),
+        ] {
+            report.warnings.push(Warning {
+                code: code.into(),
+                message: message.into(),
+            });
+        }
+        let s = warnings_section(&report);
+        assert_eq!(s.headlines[0].value, "2");
+        assert_eq!(s.blocks.len(), 2);
+        let Block::Paragraph(p) = &s.blocks[0] else {
+            panic!("{:?}", s.blocks)
+        };
+        assert_eq!(
+            p.text.to_plain(),
+            "! system_busy: the system is busy & noisy"
+        );
+        assert!(p.text.0.iter().any(|i| matches!(i, crate::view::Inline::Span(s) if s.style == Style::Code && s.text == "system_busy")));
+    }
+}

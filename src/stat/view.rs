@@ -1,0 +1,391 @@
+//! `memscope stat` in every output: the counts with their spread and counted share, the
+//! figures derived from them, the times and the notes, and the CSV table `stat`.
+
+use super::StatResult;
+use crate::stats::summary::Summary;
+use crate::topology::Machine;
+use crate::view::format::{self, raw};
+use crate::view::{Column, DataTable, Paragraph, Present, Section, Table};
+
+impl Present for StatResult {
+    fn section(&self, _machine: &Machine) -> Section {
+        let runs = self.runs.len();
+        let mut section = Section::new(
+            "stat",
+            "Counters",
+            format!(
+                "Counters for {} ({})",
+                shell_quoted(&self.command),
+                if runs == 1 {
+                    "1 run".to_string()
+                } else {
+                    format!("median of {runs} runs, spread = 1.4826·MAD/median")
+                }
+            ),
+        );
+        section.push(event_table(self));
+        if !self.derived.is_empty() {
+            section.push(derived_table(self));
+        }
+        section.push(Paragraph::note(format!(
+            "{:.4} s elapsed{}, {:.4} s user, {:.4} s system; {}",
+            self.elapsed_s.median,
+            match spread_text(&self.elapsed_s) {
+                s if s.is_empty() => String::new(),
+                s => format!(" ({s})"),
+            },
+            self.user_s.median,
+            self.system_s.median,
+            self.termination
+        )));
+        for note in &self.notes {
+            section.push(Paragraph::note(note.as_str()));
+        }
+        section.push(stat_data(self));
+        section
+    }
+}
+
+fn event_table(result: &StatResult) -> Table {
+    let mut table = Table::new(vec![
+        Column::text("event"),
+        Column::number("count").titled("* multiplexed (extrapolated), (u) user mode only"),
+        Column::text("unit"),
+        Column::number("spread"),
+        Column::number("counted").titled("Share of the time the event had a hardware counter"),
+    ]);
+    for e in &result.events {
+        let Some(count) = &e.count else {
+            table.spanning_row(
+                e.event.as_str(),
+                e.not_supported.clone().unwrap_or_default(),
+            );
+            continue;
+        };
+        let (value, unit) = match e.event.as_str() {
+            "task-clock" | "cpu-clock" => (format::fixed(count.median / 1e6, 2), "ms"),
+            _ if count.median.is_finite() => (format::thousands(count.median), ""),
+            _ => (format::DASH.to_string(), ""),
+        };
+        let marks = format!(
+            "{}{}",
+            if e.multiplexed { "*" } else { "" },
+            if e.user_only { " (u)" } else { "" }
+        );
+        table.row([
+            e.event.clone(),
+            value + &marks,
+            unit.to_string(),
+            spread_text(count),
+            e.running_pct
+                .map(|p| format!("{}%", format::fixed(p, 0)))
+                .unwrap_or_default(),
+        ]);
+    }
+    table
+}
+
+fn derived_table(result: &StatResult) -> Table {
+    let mut table = Table::new(vec![
+        Column::text("derived"),
+        Column::number("value"),
+        Column::text("unit"),
+        Column::number("spread"),
+        Column::text("from"),
+    ]);
+    for d in &result.derived {
+        match &d.value {
+            Some(v) => table.row([
+                d.name.clone(),
+                format::derived(v.median),
+                d.unit.clone(),
+                spread_text(v),
+                d.formula.clone(),
+            ]),
+            None => {
+                table.spanning_row(d.name.as_str(), d.not_supported.clone().unwrap_or_default())
+            }
+        }
+    }
+    table
+}
+
+/// `±1.2%`; empty for a single run, which has no spread.
+fn spread_text(summary: &Summary) -> String {
+    if summary.count < 2 {
+        String::new()
+    } else {
+        format!("±{}%", format::spread(summary.spread_pct()))
+    }
+}
+
+/// The command as a shell would need it typed: words with spaces or shell characters
+/// in single quotes, the whole in double quotes when it has several words.
+fn shell_quoted(argv: &[String]) -> String {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    format!("\"{}\"", words.join(" "))
+}
+
+/// The CSV table: one row per event, derived figure and time, with the median over the
+/// runs, its spread and the reason when not counted.
+fn stat_data(stat: &StatResult) -> DataTable {
+    let summary_cells = |s: Option<&Summary>| match s {
+        Some(s) => vec![raw(s.median), raw(s.spread_pct()), raw(s.min), raw(s.max)],
+        None => vec![String::new(); 4],
+    };
+    let mut t = DataTable::new(
+        "stat",
+        [
+            "kind",
+            "name",
+            "unit",
+            "median",
+            "spread_pct",
+            "min",
+            "max",
+            "multiplexed",
+            "running_pct",
+            "not_supported",
+        ],
+    );
+    for e in &stat.events {
+        let mut row = vec!["event".to_string(), e.event.clone(), String::new()];
+        row.extend(summary_cells(e.count.as_ref()));
+        row.extend([
+            e.multiplexed.to_string(),
+            e.running_pct.map(raw).unwrap_or_default(),
+            e.not_supported.clone().unwrap_or_default(),
+        ]);
+        t.row(row);
+    }
+    for d in &stat.derived {
+        let mut row = vec!["derived".to_string(), d.name.clone(), d.unit.clone()];
+        row.extend(summary_cells(d.value.as_ref()));
+        row.extend([
+            String::new(),
+            String::new(),
+            d.not_supported.clone().unwrap_or_default(),
+        ]);
+        t.row(row);
+    }
+    for (name, s) in [
+        ("elapsed", &stat.elapsed_s),
+        ("user", &stat.user_s),
+        ("system", &stat.system_s),
+    ] {
+        let mut row = vec!["time".to_string(), name.to_string(), "s".to_string()];
+        row.extend(summary_cells(Some(s)));
+        row.extend([String::new(), String::new(), String::new()]);
+        t.row(row);
+    }
+    t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::counters::EventKind;
+    use crate::platform::child::Termination;
+    use crate::stat::{DerivedFigure, EventStat, StatRun};
+    use crate::view::{Block, Row};
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn summary(samples: &[f64]) -> Summary {
+        Summary::of(samples).expect("finite samples")
+    }
+
+    fn event(name: &str, samples: &[f64]) -> EventStat {
+        EventStat {
+            event: name.into(),
+            kind: EventKind::Hardware,
+            count: Some(summary(samples)),
+            running_pct: Some(100.0),
+            multiplexed: false,
+            user_only: false,
+            own_group: false,
+            not_supported: None,
+        }
+    }
+
+    fn run() -> StatRun {
+        StatRun {
+            elapsed_s: 1.0,
+            user_s: 0.9,
+            system_s: 0.1,
+            termination: Termination::Exited(0),
+            counts: vec![],
+        }
+    }
+
+    fn sample(runs: usize) -> StatResult {
+        let mut multiplexed = event("LLC-load-misses", &[2.5e7, 2.6e7, 2.4e7]);
+        multiplexed.multiplexed = true;
+        multiplexed.user_only = true;
+        multiplexed.running_pct = Some(49.6);
+        let unsupported = EventStat {
+            count: None,
+            running_pct: None,
+            not_supported: Some("not supported: no hardware PMU".into()),
+            ..event("dTLB-loads", &[1.0])
+        };
+        StatResult {
+            command: argv(&["sh", "-c", "echo it's"]),
+            runs_requested: runs,
+            runs: vec![run(); runs],
+            events: vec![
+                event("task-clock", &[1.0e9, 1.1e9, 0.9e9]),
+                event("instructions", &[1234567.0, 1234567.0, 1234567.0]),
+                multiplexed,
+                unsupported,
+            ],
+            derived: vec![
+                DerivedFigure {
+                    name: "IPC".into(),
+                    unit: "".into(),
+                    formula: "instructions / cycles".into(),
+                    value: Some(summary(&[2.1, 2.1, 2.1])),
+                    not_supported: None,
+                },
+                DerivedFigure {
+                    name: "dTLB load miss rate".into(),
+                    unit: "%".into(),
+                    formula: "dTLB-load-misses / dTLB-loads".into(),
+                    value: None,
+                    not_supported: Some("not supported: no hardware PMU".into()),
+                },
+            ],
+            elapsed_s: summary(&[1.0, 1.1, 0.9]),
+            user_s: summary(&[0.9]),
+            system_s: summary(&[0.1]),
+            termination: Termination::Exited(0),
+            line_bytes: 64,
+            notes: vec!["not supported: no hardware PMU: the kernel lists none".into()],
+        }
+    }
+
+    #[test]
+    fn commands_are_shown_as_they_would_be_typed() {
+        assert_eq!(shell_quoted(&argv(&["true"])), "\"true\"");
+        assert_eq!(
+            shell_quoted(&argv(&["sh", "-c", "echo it's; exit 1"])),
+            r#""sh -c 'echo it'\''s; exit 1'""#
+        );
+        assert_eq!(shell_quoted(&argv(&["ls", ""])), "\"ls ''\"");
+    }
+
+    #[test]
+    fn counts_marks_reasons_derived_figures_times_and_notes() {
+        let s = sample(3).section(&Machine::default());
+        assert_eq!(s.id, "stat");
+        assert_eq!(
+            s.title,
+            r#"Counters for "sh -c 'echo it'\''s'" (median of 3 runs, spread = 1.4826·MAD/median)"#
+        );
+        let tables = s.tables();
+        assert_eq!(tables.len(), 2);
+        let events = tables[0];
+        assert_eq!(
+            events.column_text(0),
+            [
+                "task-clock",
+                "instructions",
+                "LLC-load-misses",
+                "dTLB-loads"
+            ]
+        );
+        assert_eq!(
+            events.column_text(1)[..3],
+            ["1000.00", "1,234,567", "25,000,000* (u)"]
+        );
+        assert_eq!(events.column_text(2)[0], "ms");
+        assert_eq!(events.column_text(3)[1], "±0.0%");
+        assert_eq!(events.column_text(4)[2], "50%");
+        // Not counted: the reason runs across the row.
+        assert!(
+            matches!(&events.rows[3], Row::Spanning(_, why) if why.to_plain() == "not supported: no hardware PMU")
+        );
+        let derived = tables[1];
+        assert_eq!(derived.column_text(1)[0], "2.10");
+        assert_eq!(derived.column_text(4)[0], "instructions / cycles");
+        assert!(matches!(derived.rows[1], Row::Spanning(..)));
+        let text = s.plain_text();
+        assert!(text.contains("1.0000 s elapsed (±"), "{text}");
+        assert!(
+            text.contains("0.9000 s user, 0.1000 s system; exit status 0"),
+            "{text}"
+        );
+        assert!(text.contains("the kernel lists none"), "{text}");
+    }
+
+    #[test]
+    fn one_run_has_no_spread_and_no_derived_table_when_none() {
+        let mut result = sample(1);
+        result.derived.clear();
+        result.elapsed_s = summary(&[1.0]);
+        let s = result.section(&Machine::default());
+        assert!(s.title.ends_with("(1 run)"), "{}", s.title);
+        assert_eq!(s.tables().len(), 1);
+        assert!(s.plain_text().contains("1.0000 s elapsed, "));
+        let nan = Summary {
+            median: f64::NAN,
+            mad: f64::NAN,
+            min: f64::NAN,
+            max: f64::NAN,
+            count: 1,
+        };
+        result.events[1].count = Some(nan);
+        let s = result.section(&Machine::default());
+        assert_eq!(s.tables()[0].column_text(1)[1], format::DASH);
+        assert_eq!(s.data_tables()[0].rows[1][3], "");
+    }
+
+    #[test]
+    fn csv_has_a_row_per_event_figure_and_time() {
+        let s = sample(3).section(&Machine::default());
+        let data = s.data_tables();
+        assert_eq!(data.len(), 1);
+        let t = data[0];
+        assert_eq!(t.name, "stat");
+        assert_eq!(
+            t.header.join(","),
+            "kind,name,unit,median,spread_pct,min,max,multiplexed,running_pct,not_supported"
+        );
+        assert_eq!(t.rows.len(), 4 + 2 + 3);
+        assert_eq!(
+            t.rows[2],
+            [
+                "event",
+                "LLC-load-misses",
+                "",
+                "25000000",
+                "5.9304",
+                "24000000",
+                "26000000",
+                "true",
+                "49.6",
+                ""
+            ]
+        );
+        assert_eq!(t.rows[3][9], "not supported: no hardware PMU");
+        assert_eq!(t.rows[3][3], "");
+        assert_eq!(t.rows[5][..3], ["derived", "dTLB load miss rate", "%"]);
+        assert_eq!(t.rows[6][..4], ["time", "elapsed", "s", "1"]);
+        assert!(s.blocks.iter().any(|b| matches!(b, Block::Data(_))));
+    }
+}
