@@ -7,15 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::experiments::bandwidth::BandwidthResult;
-use crate::experiments::latency::LatencyResult;
-use crate::experiments::loaded::LoadedResult;
-use crate::experiments::miss_impact::MissImpactResult;
-use crate::experiments::mlp::MlpResult;
-use crate::experiments::numa::NumaResult;
-use crate::experiments::rob::RobResult;
-use crate::experiments::stride::StrideResult;
-use crate::experiments::tlb::TlbResult;
+pub use crate::experiments::Results as Experiments;
 pub use crate::platform::arena::PagesObtained;
 use crate::stat::StatResult;
 use crate::topology::Machine;
@@ -94,30 +86,6 @@ pub struct Settings {
     pub team_clock: String,
     /// The sampling policy in words, as printed with the results.
     pub sampling: String,
-}
-
-/// `experiments` of the report; each experiment is present only when it ran.
-#[derive(Debug, Clone, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct Experiments {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub latency: Option<LatencyResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bandwidth: Option<BandwidthResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stride: Option<StrideResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub loaded: Option<LoadedResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mlp: Option<MlpResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rob: Option<RobResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tlb: Option<TlbResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub numa: Option<NumaResult>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub miss_impact: Option<MissImpactResult>,
 }
 
 impl Report {

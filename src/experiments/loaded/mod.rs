@@ -714,3 +714,5 @@ mod tests {
         );
     }
 }
+
+mod run;

@@ -1081,3 +1081,5 @@ pub mod tests {
         }
     }
 }
+
+mod run;

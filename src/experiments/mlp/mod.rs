@@ -1148,3 +1148,5 @@ mod tests {
         }
     }
 }
+
+mod run;

@@ -715,3 +715,5 @@ mod tests {
         );
     }
 }
+
+mod run;

@@ -1638,3 +1638,5 @@ mod tests {
         }
     }
 }
+
+mod run;
