@@ -9,21 +9,17 @@ use anyhow::Context;
 use crate::cli::Cli;
 use crate::counters::Probe;
 use crate::error::UsageError;
-use crate::experiments::numa::NodeThreads;
-use crate::experiments::{bandwidth, latency, loaded, miss_impact, mlp, numa, rob, stride, tlb};
 use crate::plan::{CommandKind, MeasurePlan, Plan};
 use crate::platform::affinity;
-use crate::platform::arena::{Arena, PagePolicy};
-use crate::platform::cpu_time::MIN_OVERLAP;
+use crate::platform::arena::PagePolicy;
 use crate::platform::hugepages::{self, HugepageReservation};
-use crate::platform::team;
 use crate::platform::timer::Timer;
 use crate::report::{self, Report, Settings, Warning};
+use crate::session::context::Session;
 use crate::session::progress::Progress;
 use crate::session::warnings::WarningKind;
 use crate::stat;
 use crate::topology::{self, Machine};
-use crate::units::Bytes;
 
 /// Environment variable that makes a run fail on purpose at a given point, so tests can
 /// check that memscope cleans up after a failure (e.g. "after-reservation").
@@ -135,87 +131,9 @@ fn other_running_tasks() -> Option<f64> {
 }
 
 /// The sampling policy of every experiment the plan runs, in words.
-fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
-    let mut parts = Vec::new();
-    if let Some(latency) = &plan.latency {
-        let passes = latency.passes.max(1);
-        let trials = m.repetitions.div_ceil(passes) * passes;
-        parts.push(format!(
-            "latency: {trials} timed trials of ~{:.0} ms per point in {passes} pass(es) through \
-             the sweep, each pass a fresh random layout after a warm-up lap; median reported, \
-             spread = 1.4826·MAD/median; points above {:.0}% spread get one more pass and are \
-             flagged if still above",
-            m.trial_ns / 1e6,
-            latency::UNSTABLE_SPREAD_PCT
-        ));
-    }
-    if let Some(bandwidth) = &plan.bandwidth {
-        parts.push(format!(
-            "bandwidth: one untimed pass, then {} trials of ~{:.0} ms (repetitions doubled \
-             until a trial lasts a quarter of that), all threads released together, each \
-             trial timed from the first thread's start to the last one's end on a clock all \
-             CPUs share; a trial whose threads overlapped less than {:.0}% (their CPU time \
-             ÷ threads × the trial; one thread: its time on the CPU) is run again (up to {}× \
-             the trials), and a row none of whose trials reach it is marked !; median and \
-             1.4826·MAD/median",
-            bandwidth.repetitions,
-            bandwidth.trial_ns / 1e6,
-            MIN_OVERLAP * 100.0,
-            team::ATTEMPTS_PER_TRIAL
-        ));
-    }
-    if let Some(stride) = &plan.stride {
-        parts.push(format!(
-            "stride: a warm-up pass, then {} trials of ~{:.1} ms per row; median",
-            stride.repetitions,
-            stride.trial_ns / 1e6
-        ));
-    }
-    if let Some(loaded) = &plan.loaded {
-        parts.push(format!(
-            "loaded: per delay, the injectors run {:.0} ms before {} chase trials of ~{:.0} ms; \
-             injector bandwidth from their step counts over the same trials; a trial during \
-             which the chase was preempted or the injectors ran less than {:.0}% of the time \
-             is taken again (up to {} times per point); median; idle latency measured before \
-             and after the curves",
-            loaded::SETTLE_NS / 1e6,
-            loaded.repetitions,
-            loaded.trial_ns / 1e6,
-            MIN_OVERLAP * 100.0,
-            loaded::MAX_RETRIES
-        ));
-    }
-    if let Some(mlp) = &plan.mlp {
-        parts.push(format!(
-            "mlp: a warm-up lap, then {} trials of ~{:.0} ms per level × chains (grid: fewer, \
-             shorter trials); median",
-            mlp.repetitions,
-            mlp.trial_ns / 1e6
-        ));
-    }
-    if let Some(rob) = &plan.rob {
-        parts.push(format!(
-            "rob: {} trials of ~{:.0} ms per filler × K, a coarse sweep then steps of 2 around \
-             each cliff; median",
-            rob.repetitions,
-            rob.trial_ns / 1e6
-        ));
-    }
-    let counted: Vec<&str> = [
-        (
-            "latency point",
-            plan.latency.as_ref().is_some_and(|c| c.counters),
-        ),
-        (
-            "stride row",
-            plan.stride.as_ref().is_some_and(|c| c.counters),
-        ),
-        ("tlb row", plan.tlb.as_ref().is_some_and(|c| c.counters)),
-    ]
-    .iter()
-    .filter(|(_, on)| *on)
-    .map(|(what, _)| *what)
-    .collect();
+fn sampling_policy(plan: &Plan) -> String {
+    let mut parts = plan.experiments.sampling();
+    let counted = plan.experiments.counted();
     if !counted.is_empty() {
         parts.push(format!(
             "counters: misses per access of each {} counted over one more trial's worth of \
@@ -223,103 +141,7 @@ fn sampling_policy(plan: &Plan, m: &MeasurePlan) -> String {
             counted.join(", ")
         ));
     }
-    if let Some(impact) = &plan.miss_impact {
-        parts.push(format!(
-            "miss impact: per footprint × pattern a warm-up lap, then {} trials of ~{:.0} ms \
-             (median ns per access), then one counted pass through every line, repeated to \
-             last at least {:.0} trials, with the miss counters, page faults and task clock \
-             on; AMAT from the latency ladder's levels",
-            impact.repetitions,
-            impact.trial_ns / 1e6,
-            miss_impact::COUNTED_TRIALS
-        ));
-    }
     parts.join("; ")
-}
-
-/// Maps a measurement buffer on the calling (pinned) thread and records what it got: the
-/// first buffer's backing goes into the settings; THP that was not obtained is an error
-/// when none of the buffer got huge pages, a warning when part of it did.
-fn allocate(
-    bytes: Bytes,
-    pages: PagePolicy,
-    settings: &mut Settings,
-    warnings: &mut Vec<Warning>,
-) -> Result<Arena, UsageError> {
-    let arena = Arena::new(bytes, pages)?;
-    let obtained = arena.obtained();
-    if pages == PagePolicy::Thp && obtained.huge_fraction < 0.9 {
-        if obtained.huge_fraction == 0.0 && arena.len() >= 4 << 20 {
-            return Err(UsageError::PagesUnavailable {
-                policy: "thp".into(),
-                reason: "none of the buffer was backed by transparent huge pages after first \
-                         touch (memory fragmentation, or THP limited by the system)"
-                    .into(),
-                advice: "Try --pages 2m with a reserved hugetlbfs pool, or --pages 4k".into(),
-            });
-        }
-        let warning = Warning::from(WarningKind::ThpPartial {
-            fraction: obtained.huge_fraction,
-        });
-        if !warnings.contains(&warning) {
-            warnings.push(warning);
-        }
-    }
-    settings.pages_obtained.get_or_insert(obtained);
-    Ok(arena)
-}
-
-/// The most hugetlbfs pages of `page` bytes that the plan's experiments map at the same
-/// time: each experiment's buffers that live together, each rounded up to whole pages.
-fn hugepages_needed(plan: &Plan, m: &MeasurePlan, machine: &Machine, page: u64) -> u64 {
-    let pages = |bytes: u64| hugepages::pages_for_bytes(bytes, page);
-    let mut needs: Vec<u64> = Vec::new();
-    if plan.latency.is_some() {
-        needs.push(pages(m.max_size.0));
-    }
-    if let Some(config) = &plan.bandwidth {
-        let threads = config.thread_counts.iter().copied().max().unwrap_or(1) as u64;
-        needs.push(threads * pages(config.largest_arena_bytes(machine)));
-    }
-    if let Some(config) = &plan.stride {
-        needs.push(pages(config.arena_bytes()));
-    }
-    if let Some(config) = &plan.loaded {
-        let injectors = config.thread_counts.iter().copied().max().unwrap_or(0) as u64;
-        needs.push(pages(config.chase_bytes) + injectors * pages(config.injector_bytes));
-    }
-    if let Some(config) = &plan.mlp {
-        needs.push(pages(config.arena_bytes()));
-    }
-    if let Some(config) = &plan.rob {
-        needs.push(pages(config.chase_bytes));
-    }
-    if let Some(config) = &plan.miss_impact {
-        needs.push(pages(config.arena_bytes()));
-    }
-    if let Some(config) = &plan.numa {
-        let threads = match config.threads_per_node {
-            NodeThreads::Count(n) => n,
-            NodeThreads::All => machine
-                .numa_nodes
-                .iter()
-                .map(|n| n.cpus.len())
-                .max()
-                .unwrap_or(1),
-        } as u64;
-        needs.push(pages(config.latency_bytes).max(threads * pages(config.bandwidth_bytes)));
-    }
-    if let Some(config) = plan.tlb.as_ref().filter(|t| t.huge == PagePolicy::Huge2M) {
-        // The huge-page sweep, the MLP and the SAXPY buffers, one after the other.
-        needs.push(
-            (config.max_pages_huge * PagePolicy::Huge2M.page_bytes())
-                .max(config.mlp_bytes)
-                .max(config.saxpy_footprint)
-                .div_ceil(page)
-                + 2,
-        );
-    }
-    needs.into_iter().max().unwrap_or(0)
 }
 
 /// For hugetlbfs pages: reserves what the run needs when asked to (the pool is restored when
@@ -330,12 +152,12 @@ fn hugepages_for_run(
     m: &MeasurePlan,
     machine: &Machine,
 ) -> Result<Option<HugepageReservation>, UsageError> {
-    let page = match (m.pages, plan.tlb.as_ref().map(|t| t.huge)) {
+    let page = match (m.pages, plan.experiments.tlb.as_ref().map(|t| t.huge)) {
         (PagePolicy::Huge2M | PagePolicy::Huge1G, _) => m.pages.page_bytes(),
         (_, Some(PagePolicy::Huge2M)) => PagePolicy::Huge2M.page_bytes(),
         _ => return Ok(None),
     };
-    let needed = hugepages_needed(plan, m, machine, page);
+    let needed = plan.experiments.hugepages(machine, page);
     if needed == 0 {
         return Ok(None);
     }
@@ -373,147 +195,19 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         max_size_bytes: m.max_size.0,
         timer: timer.name().to_string(),
         team_clock: timer.across_cpus_description(),
-        sampling: sampling_policy(plan, m),
+        sampling: sampling_policy(plan),
     };
     let progress = Progress::for_stderr();
-    let mut experiments = report::Experiments::default();
-
-    if let Some(config) = &plan.latency {
-        let arena = allocate(m.max_size, m.pages, &mut settings, &mut warnings)?;
-        let (result, found) = latency::measure(config, &arena, &timer, &machine, &progress);
-        experiments.latency = Some(result);
-        warnings.extend(found.into_iter().map(Warning::from));
-    }
-    if let (Some(config), Some(latency)) = (&plan.miss_impact, &experiments.latency) {
-        let arena = allocate(
-            Bytes(config.arena_bytes()),
-            m.pages,
-            &mut settings,
-            &mut warnings,
-        )?;
-        experiments.miss_impact = Some(miss_impact::measure(
-            config, &arena, latency, &timer, &machine, &progress,
-        ));
-    }
-    if let Some(config) = &plan.bandwidth {
-        let result = bandwidth::measure(config, &timer, &machine, &progress)?;
-        let mut cpus: Vec<usize> = result
-            .cpus
-            .iter()
-            .copied()
-            .take(config.thread_counts.iter().copied().max().unwrap_or(1))
-            .collect();
-        cpus.retain(|c| !settings.cpus.contains(c));
-        settings.cpus.extend(cpus);
-        warnings.extend(
-            WarningKind::not_concurrent(
-                "bandwidth row",
-                result.rows.iter().chain(&result.sweep).map(|r| r.overlap),
-            )
-            .map(Warning::from),
-        );
-        experiments.bandwidth = Some(result);
-    }
-    if let Some(config) = &plan.stride {
-        let arena = allocate(
-            Bytes(config.arena_bytes()),
-            m.pages,
-            &mut settings,
-            &mut warnings,
-        )?;
-        let (result, found) = stride::measure(config, &arena, &timer, &machine, &progress);
-        experiments.stride = Some(result);
-        warnings.extend(found.into_iter().map(Warning::from));
-    }
-
-    if let Some(config) = &plan.tlb {
-        let (result, found) = tlb::measure(config, &timer, &machine, &progress)?;
-        warnings.extend(found.into_iter().map(Warning::from));
-        experiments.tlb = Some(result);
-    }
-    if let Some(config) = &plan.numa {
-        let result = numa::measure(config, &machine, &timer, &progress)?;
-        warnings.extend(
-            WarningKind::not_concurrent("NUMA cell", result.read_overlap.iter().flatten().copied())
-                .map(Warning::from),
-        );
-        experiments.numa = Some(result);
-    }
-    if let (Some(latency), Some(tlb), Some(pages)) = (
-        experiments.latency.as_mut(),
-        &experiments.tlb,
-        &settings.pages_obtained,
-    ) {
-        if let Some(dram) = latency.dram.as_mut() {
-            // The latency buffer's page size: huge when most of it got huge pages.
-            let page = if pages.huge_fraction >= 0.9 {
-                pages.page_bytes.max(2 << 20)
-            } else {
-                4096
-            };
-            dram.tlb_measured_ns = tlb::tlb_ns_at(tlb, page, dram.bytes / page);
-        }
-    }
-    warnings.extend(plan.skipped.iter().map(|s| {
-        Warning::from(WarningKind::Skipped {
-            experiment: s.experiment.into(),
-            reason: s.reason.into(),
-        })
+    let mut session = Session::new(&timer, &machine, &progress, m.pages, m.cpu);
+    session.warn(plan.skipped.iter().map(|s| WarningKind::Skipped {
+        experiment: s.experiment.into(),
+        reason: s.reason.into(),
     }));
-    if let Some(config) = &plan.loaded {
-        let arena = allocate(
-            Bytes(config.chase_bytes),
-            m.pages,
-            &mut settings,
-            &mut warnings,
-        )?;
-        let (result, found) =
-            loaded::measure(config, &arena, &timer, machine.core_hz_estimate, &progress)?;
-        warnings.extend(found.into_iter().map(Warning::from));
-        for cpu in &result.injector_cpus {
-            if !settings.cpus.contains(cpu) {
-                settings.cpus.push(*cpu);
-            }
-        }
-        experiments.loaded = Some(result);
-    }
-    if let Some(config) = &plan.mlp {
-        let arena = allocate(
-            Bytes(config.arena_bytes()),
-            m.pages,
-            &mut settings,
-            &mut warnings,
-        )?;
-        experiments.mlp = Some(mlp::measure(
-            config,
-            &arena,
-            &timer,
-            machine.core_hz_estimate,
-            &progress,
-        ));
-    }
-    #[cfg(target_arch = "x86_64")]
-    if let Some(config) = &plan.rob {
-        crate::kernels::jit::probe().map_err(|e| {
-            UsageError::Unsupported(format!(
-                "rob generates machine code at run time and could not map executable memory \
-                 ({e}); a security policy (SELinux, PaX, a noexec container) may forbid it"
-            ))
-        })?;
-        let arena = allocate(
-            Bytes(config.chase_bytes),
-            m.pages,
-            &mut settings,
-            &mut warnings,
-        )?;
-        experiments.rob = Some(rob::measure(
-            config,
-            &arena,
-            &timer,
-            machine.core_hz_estimate,
-            &progress,
-        ));
-    }
+    let mut experiments = plan.experiments.measure(&mut session)?;
+    experiments.link(session.pages_obtained.as_ref());
+    warnings.extend(session.warnings);
+    settings.cpus = session.cpus;
+    settings.pages_obtained = session.pages_obtained;
 
     if let Some(summary) = reservation.as_ref().and_then(HugepageReservation::summary) {
         settings.sampling.push_str(&format!("; {summary}"));

@@ -18,6 +18,7 @@ use crate::experiments::numa::{NodeThreads, NumaConfig};
 use crate::experiments::rob::RobConfig;
 use crate::experiments::stride::StrideConfig;
 use crate::experiments::tlb::TlbConfig;
+use crate::experiments::Configs;
 use crate::kernels::injector::Mix;
 use crate::kernels::jit::Filler;
 use crate::kernels::permutation::ChaseOrder;
@@ -36,18 +37,10 @@ pub struct Plan {
     pub outputs: Outputs,
     /// Settings of measuring commands (None for `info`).
     pub measure: Option<MeasurePlan>,
-    pub latency: Option<LatencyConfig>,
-    pub bandwidth: Option<BandwidthConfig>,
-    pub stride: Option<StrideConfig>,
-    pub loaded: Option<LoadedConfig>,
-    pub mlp: Option<MlpConfig>,
-    pub rob: Option<RobConfig>,
-    pub tlb: Option<TlbConfig>,
-    pub numa: Option<NumaConfig>,
+    /// The experiments it runs, each with its validated configuration.
+    pub experiments: Configs,
     /// `memscope stat`: the events and the command.
     pub stat: Option<StatPlan>,
-    /// The cache-miss-impact table (with `run`, after the latency ladder it builds on).
-    pub miss_impact: Option<MissImpactConfig>,
     /// Experiments of the profile that cannot run on this machine, and why.
     pub skipped: Vec<Skipped>,
     /// Print every sweep point, not only the levels.
@@ -142,16 +135,8 @@ impl Plan {
             command,
             outputs,
             measure,
-            latency: None,
-            bandwidth: None,
-            stride: None,
-            loaded: None,
-            mlp: None,
-            rob: None,
-            tlb: None,
-            numa: None,
+            experiments: Configs::default(),
             stat: None,
-            miss_impact: None,
             skipped: Vec::new(),
             print_points: false,
         }
@@ -272,22 +257,23 @@ impl Plan {
             html: Some(Target::parse(&html)?),
         };
         let mut plan = Plan::new(CommandKind::Run, outputs, Some(measure));
-        plan.latency = Some(latency);
-        plan.bandwidth = Some(bandwidth);
-        plan.stride = Some(stride);
-        plan.loaded = loaded;
+        plan.experiments.latency = Some(latency);
+        plan.experiments.bandwidth = Some(bandwidth);
+        plan.experiments.stride = Some(stride);
+        plan.experiments.loaded = loaded;
         plan.skipped = skipped;
         // DRAM parallelism with the quick chain counts, the sequential model and Little's law.
         let mut mlp_args = defaults::<MlpArgs>();
         mlp_args.grid_max = Some("none".into());
         let mut mlp = mlp_config(&mlp_args, &quick, machine)?;
         mlp.levels.retain(|(name, _)| name == "DRAM");
-        plan.mlp = Some(mlp);
+        plan.experiments.mlp = Some(mlp);
         // The TLB levels with 4 KiB pages and the quick huge-page curve.
         let mut quick_tlb = quick.clone();
         quick_tlb.quick = true;
-        plan.tlb = Some(tlb_config(&defaults::<TlbArgs>(), &quick_tlb, machine)?);
-        plan.miss_impact = plan
+        plan.experiments.tlb = Some(tlb_config(&defaults::<TlbArgs>(), &quick_tlb, machine)?);
+        plan.experiments.miss_impact = plan
+            .experiments
             .latency
             .as_ref()
             .map(|latency| miss_impact_config(latency, &quick, machine));
@@ -302,7 +288,7 @@ impl Plan {
             Outputs::of(&args.measure)?,
             Some(measure),
         );
-        plan.latency = Some(latency);
+        plan.experiments.latency = Some(latency);
         plan.print_points = args.points;
         Ok(plan)
     }
@@ -315,7 +301,7 @@ impl Plan {
             Outputs::of(&args.measure)?,
             Some(measure),
         );
-        plan.bandwidth = Some(bandwidth);
+        plan.experiments.bandwidth = Some(bandwidth);
         Ok(plan)
     }
 
@@ -328,7 +314,7 @@ impl Plan {
             Outputs::of(&args.measure)?,
             Some(measure),
         );
-        plan.stride = Some(stride);
+        plan.experiments.stride = Some(stride);
         Ok(plan)
     }
 
@@ -340,7 +326,7 @@ impl Plan {
             Outputs::of(&args.measure)?,
             Some(measure),
         );
-        plan.loaded = Some(loaded);
+        plan.experiments.loaded = Some(loaded);
         Ok(plan)
     }
 
@@ -348,7 +334,7 @@ impl Plan {
         let measure = resolve_measure(&args.measure, machine)?;
         let mlp = mlp_config(args, &measure, machine)?;
         let mut plan = Plan::new(CommandKind::Mlp, Outputs::of(&args.measure)?, Some(measure));
-        plan.mlp = Some(mlp);
+        plan.experiments.mlp = Some(mlp);
         Ok(plan)
     }
 
@@ -356,7 +342,7 @@ impl Plan {
         let measure = resolve_measure(&args.measure, machine)?;
         let tlb = tlb_config(args, &measure, machine)?;
         let mut plan = Plan::new(CommandKind::Tlb, Outputs::of(&args.measure)?, Some(measure));
-        plan.tlb = Some(tlb);
+        plan.experiments.tlb = Some(tlb);
         Ok(plan)
     }
 
@@ -376,7 +362,7 @@ impl Plan {
             Outputs::of(&args.measure)?,
             Some(measure),
         );
-        plan.numa = Some(numa);
+        plan.experiments.numa = Some(numa);
         Ok(plan)
     }
 
@@ -389,7 +375,7 @@ impl Plan {
         let measure = resolve_measure(&args.measure, machine)?;
         let rob = rob_config(args, &measure, machine)?;
         let mut plan = Plan::new(CommandKind::Rob, Outputs::of(&args.measure)?, Some(measure));
-        plan.rob = Some(rob);
+        plan.experiments.rob = Some(rob);
         Ok(plan)
     }
 }
@@ -1024,6 +1010,7 @@ fn latency_config(args: &LatencyArgs, measure: &MeasurePlan) -> Result<LatencyCo
     let per_octave = parse_count("--points-per-octave", &args.points_per_octave, 1, 32)? as u32;
     Ok(LatencyConfig {
         sizes: sweep_sizes(min_size.0, measure.max_size.0, per_octave, stride as u64),
+        arena_bytes: measure.max_size.0,
         order,
         random_curve,
         stride_bytes: stride,
@@ -1050,16 +1037,16 @@ mod tests {
     #[test]
     fn counters_reach_latency_stride_and_tlb_and_stay_off_in_run() {
         let on = |command: &str| plan(&["memscope", command, "--quick", "--counters"]);
-        assert!(on("latency").latency.unwrap().counters);
-        assert!(on("stride").stride.unwrap().counters);
-        assert!(on("tlb").tlb.unwrap().counters);
-        assert!(!plan(&["memscope", "latency"]).latency.unwrap().counters);
-        assert!(!plan(&["memscope", "stride"]).stride.unwrap().counters);
-        assert!(!plan(&["memscope", "tlb"]).tlb.unwrap().counters);
+        assert!(on("latency").experiments.latency.unwrap().counters);
+        assert!(on("stride").experiments.stride.unwrap().counters);
+        assert!(on("tlb").experiments.tlb.unwrap().counters);
+        assert!(!plan(&["memscope", "latency"]).experiments.latency.unwrap().counters);
+        assert!(!plan(&["memscope", "stride"]).experiments.stride.unwrap().counters);
+        assert!(!plan(&["memscope", "tlb"]).experiments.tlb.unwrap().counters);
         let run = plan(&["memscope", "run", "--quick"]);
-        assert!(!run.latency.unwrap().counters);
-        assert!(!run.stride.unwrap().counters);
-        assert!(!run.tlb.unwrap().counters);
+        assert!(!run.experiments.latency.unwrap().counters);
+        assert!(!run.experiments.stride.unwrap().counters);
+        assert!(!run.experiments.tlb.unwrap().counters);
         // Only the experiments that count take the flag.
         for command in ["run", "bandwidth", "mlp"] {
             assert!(Cli::try_parse_from(["memscope", command, "--counters"]).is_err());

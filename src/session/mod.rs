@@ -2,5 +2,6 @@
 //! report: progress shown on stderr (`progress`) and the typed quality warnings raised
 //! while measuring (`warnings`). Nothing here imports an experiment or an exporter.
 
+pub mod context;
 pub mod progress;
 pub mod warnings;

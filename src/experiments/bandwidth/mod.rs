@@ -582,3 +582,5 @@ mod tests {
         assert_eq!(*sizes.last().unwrap(), 256 * MIB);
     }
 }
+
+mod run;

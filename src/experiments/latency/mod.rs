@@ -113,6 +113,8 @@ pub const UNSTABLE_SPREAD_PCT: f64 = 10.0;
 pub struct LatencyConfig {
     /// Working-set sizes, ascending, each a multiple of `stride_bytes`.
     pub sizes: Vec<u64>,
+    /// The buffer every point is laid out in (`--max-size`).
+    pub arena_bytes: u64,
     /// Order of the sweep the levels are found from.
     pub order: ChaseOrder,
     /// Also sweep with a random chase (when `order` is page-local).
@@ -795,3 +797,5 @@ mod tests {
             .any(|w| matches!(w, WarningKind::SweepTooShort { .. })));
     }
 }
+
+mod run;

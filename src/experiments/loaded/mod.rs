@@ -718,3 +718,5 @@ mod tests {
         );
     }
 }
+
+mod run;

@@ -1083,3 +1083,5 @@ pub mod tests {
         }
     }
 }
+
+mod run;

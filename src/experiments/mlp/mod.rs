@@ -1152,3 +1152,5 @@ mod tests {
         }
     }
 }
+
+mod run;

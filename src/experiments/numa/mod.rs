@@ -883,3 +883,5 @@ mod tests {
         eprintln!("took {:.2} s", start.elapsed().as_secs_f64());
     }
 }
+
+mod run;

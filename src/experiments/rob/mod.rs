@@ -720,3 +720,5 @@ mod tests {
         );
     }
 }
+
+mod run;

@@ -756,3 +756,5 @@ mod tests {
         }
     }
 }
+
+mod run;

@@ -1644,3 +1644,5 @@ mod tests {
         }
     }
 }
+
+mod run;
