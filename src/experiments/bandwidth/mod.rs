@@ -9,6 +9,12 @@
 //! lasts from the first thread's start to the last one's end (its union interval). A row
 //! whose threads did not run together (overlap below 90% in every trial) is flagged.
 
+pub mod charts;
+#[cfg(test)]
+pub(crate) mod samples;
+pub mod tables;
+pub mod view;
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;

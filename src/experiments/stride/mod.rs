@@ -25,6 +25,10 @@
 //! counted in a separate untimed run of one trial's units after the row's timed trials,
 //! continuing the walk where the trials left it.
 
+#[cfg(test)]
+pub(crate) mod samples;
+pub mod view;
+
 use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 

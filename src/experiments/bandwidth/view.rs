@@ -1,0 +1,504 @@
+//! The bandwidth section of every output: the charts against working set and threads,
+//! one kernel × level table per thread count, the sweep's points, the CSV tables and the
+//! peak-bandwidth headlines.
+
+use super::charts::{self, is_cache_level, NOISY_SPREAD_PCT};
+use super::tables::{level_table, not_concurrent_note, sweep_table};
+use super::{BandwidthResult, BandwidthRow};
+use crate::topology::cpu::format_cpu_list;
+use crate::topology::Machine;
+use crate::view::format::{self, count_of, distinct, raw, raw_opt, DASH};
+use crate::view::{Block, DataTable, Headline, Medium, Paragraph, Present, Section, Text};
+
+/// Columns of the CSV tables `bandwidth.rows` and `bandwidth.sweep`.
+const DATA_HEADER: [&str; 15] = [
+    "kernel",
+    "read_parts",
+    "write_parts",
+    "nontemporal",
+    "isa",
+    "threads",
+    "working_set_bytes",
+    "bytes_per_thread",
+    "level",
+    "gb_per_s",
+    "bytes_per_cycle",
+    "spread_pct",
+    "overlap",
+    "concurrent",
+    "attempts",
+];
+
+impl Present for BandwidthResult {
+    fn section(&self, machine: &Machine) -> Section {
+        let mut s = Section::new("bandwidth", "Bandwidth", "Bandwidth");
+        s.headlines = headlines(self);
+        s.push(intro(self));
+        if !self.sweep.is_empty() {
+            s.push(charts::sweep_chart(self, machine));
+        }
+        let thread_counts = {
+            let mut t = distinct(self.rows.iter().map(|r| r.threads));
+            t.sort_unstable();
+            t
+        };
+        if let Some(level) = charts::scaling_level(&self.rows) {
+            if thread_counts.len() >= 2 {
+                s.push(charts::threads_chart(self, level));
+            } else if let Some(&threads) = thread_counts.first() {
+                s.push(Block::Only(
+                    Medium::Html,
+                    vec![Paragraph::muted(
+                        Text::plain(format!(
+                            "Measured with {} only, so there is no thread-scaling chart (",
+                            count_of(threads, "thread")
+                        ))
+                        .code("--threads 1,2,4,all")
+                        .add(" draws one)."),
+                    )
+                    .into()],
+                ));
+            }
+        }
+        s.push(Block::Heading("Per level".to_string()));
+        if self.rows.is_empty() {
+            s.push(Paragraph::muted("No bandwidth was measured."));
+        } else {
+            s.push(level_note(self));
+        }
+        if let Some(note) = not_concurrent_note(
+            "figures",
+            self.rows.iter().chain(&self.sweep).map(|r| r.overlap),
+        ) {
+            s.push(note);
+        }
+        for &threads in &thread_counts {
+            s.push(level_table(self, threads));
+        }
+        if !self.sweep.is_empty() {
+            s.push(Block::Details {
+                summary: format!(
+                    "Bandwidth vs working set, {}: GB/s at all {} points of the sweep",
+                    count_of(self.sweep[0].threads, "thread"),
+                    self.sweep.len()
+                ),
+                blocks: vec![sweep_table(&self.sweep).into()],
+            });
+        }
+        s.push(data_table("bandwidth.rows", &self.rows));
+        if !self.sweep.is_empty() {
+            s.push(data_table("bandwidth.sweep", &self.sweep));
+        }
+        s
+    }
+}
+
+/// What the figures count, the instruction set (and how it was chosen), the CPUs and the
+/// trials.
+fn intro(result: &BandwidthResult) -> Paragraph {
+    let rows = || result.rows.iter().chain(&result.sweep);
+    let trials = rows().map(|r| r.trials).max().unwrap_or(0);
+    let choice = &result.isa_choice;
+    let probe: Vec<String> = choice
+        .probe
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {} / {}",
+                p.isa,
+                format::fixed(p.cache_gb_per_s, 0),
+                format::fixed(p.dram_gb_per_s, 1)
+            )
+        })
+        .collect();
+    let isa = if result.isa.trim().is_empty() {
+        DASH
+    } else {
+        &result.isa
+    };
+    let mut text = Text::plain(
+        "GB/s are decimal (10^9 bytes per second) and count the bytes each kernel reads plus \
+         the bytes it writes (no read-for-ownership traffic), the same way for every kernel; \
+         with several threads they are the total of all threads, each streaming over its own \
+         arrays. The kernels ran with ",
+    )
+    .strong(isa)
+    .add(format!(
+        " instructions (chosen by {}{}){}. Each figure is the median of up to {trials} timed \
+         trials.",
+        choice.chosen_by,
+        if probe.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; read + copy GB/s in L1 / beyond the caches: {}",
+                probe.join(", ")
+            )
+        },
+        if result.cpus.is_empty() {
+            String::new()
+        } else {
+            format!(
+                ", threads placed on CPUs {} in that order",
+                format_cpu_list(&result.cpus)
+            )
+        },
+    ));
+    if result.isa == "portable" && rows().any(|r| r.nontemporal) {
+        text = text.add(
+            " The portable kernels have no streaming store: their -nt variants use normal \
+             stores.",
+        );
+    }
+    Paragraph::note(text)
+}
+
+/// How to read the per-level tables.
+fn level_note(result: &BandwidthResult) -> Paragraph {
+    let bpc = result
+        .rows
+        .iter()
+        .any(|r| is_cache_level(&r.level) && r.bytes_per_cycle.is_some_and(|b| b.is_finite()));
+    Paragraph::note(
+        Text::plain(format!(
+            "GB/s per kernel at a working set inside each level; the size in each level's \
+             header is the working set of one thread, all of the kernel's arrays together \
+             (kernels with three or four arrays round it down to whole 1 KiB granules, hence \
+             the ≈).{} R:W is the number of arrays read and written per element. ",
+            if bpc {
+                " The figure in parentheses in cache levels is bytes per core cycle per \
+                 thread, at the estimated core clock."
+            } else {
+                ""
+            }
+        ))
+        .warn("~")
+        .add(format!(
+            " marks a spread above {NOISY_SPREAD_PCT:.0} % (each figure's spread and trials \
+             are in its tooltip, and in the JSON and CSV)."
+        )),
+    )
+}
+
+/// The CSV table of `rows`.
+fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
+    let mut t = DataTable::new(name, DATA_HEADER);
+    for r in rows {
+        t.row(vec![
+            r.kernel.clone(),
+            r.read_parts.to_string(),
+            r.write_parts.to_string(),
+            r.nontemporal.to_string(),
+            r.isa.clone(),
+            r.threads.to_string(),
+            r.working_set_bytes.to_string(),
+            r.bytes_per_thread.to_string(),
+            r.level.clone(),
+            raw(r.gb_per_s),
+            raw_opt(r.bytes_per_cycle.map(raw)),
+            raw(r.spread_pct),
+            raw(r.overlap),
+            r.concurrent.to_string(),
+            r.attempts.to_string(),
+        ]);
+    }
+    t
+}
+
+/// The peak bandwidth with the fewest and with the most threads measured, each with the
+/// best DRAM figure beside it.
+fn headlines(result: &BandwidthResult) -> Vec<Headline> {
+    let mut threads: Vec<usize> = result.rows.iter().map(|r| r.threads).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    let ends = match threads[..] {
+        [] => vec![],
+        [one] => vec![one],
+        [first, .., last] => vec![first, last],
+    };
+    let figure = |v: f64| format::rounded(v, 100.0);
+    let mut out = Vec::new();
+    for t in ends {
+        let rows = || {
+            result
+                .rows
+                .iter()
+                .filter(move |r| r.threads == t && r.gb_per_s.is_finite())
+        };
+        let faster = |a: &&BandwidthRow, b: &&BandwidthRow| a.gb_per_s.total_cmp(&b.gb_per_s);
+        let Some(peak) = rows().max_by(faster) else {
+            continue;
+        };
+        let dram = rows().filter(|r| r.level == "DRAM").max_by(faster);
+        out.push(Headline {
+            label: format!("Bandwidth, {}", count_of(t, "thread")),
+            value: format!("{} GB/s", figure(peak.gb_per_s)),
+            detail: format!(
+                "peak ({} in {}){}{}",
+                peak.kernel,
+                peak.level,
+                dram.map_or(String::new(), |d| format!(
+                    "; DRAM {} GB/s ({})",
+                    figure(d.gb_per_s),
+                    d.kernel
+                )),
+                if rows().any(|r| !r.concurrent) {
+                    "; some rows flagged !"
+                } else {
+                    ""
+                }
+            ),
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::bandwidth::samples::{self, KERNELS};
+    use crate::experiments::bandwidth::tables::NOT_CONCURRENT_TITLE;
+    use crate::units::{KIB, MIB};
+    use crate::view::Column;
+    use crate::view::Row;
+
+    fn section(result: &BandwidthResult) -> Section {
+        result.section(&samples::machine())
+    }
+
+    fn chart_titles(s: &Section) -> Vec<String> {
+        s.charts().iter().map(|c| format!("{c:?}")).collect()
+    }
+
+    /// Every span of the section's texts and table cells with its tooltip.
+    fn titled_spans(s: &Section) -> Vec<(String, String)> {
+        let mut texts: Vec<&Text> = Vec::new();
+        for b in s.all_blocks() {
+            match b {
+                Block::Paragraph(p) => texts.push(&p.text),
+                Block::Table(t) => {
+                    for row in &t.rows {
+                        if let Row::Cells(cells) = row {
+                            texts.extend(cells.iter().map(|c| &c.0));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        texts
+            .into_iter()
+            .flat_map(|t| &t.0)
+            .filter_map(|i| match i {
+                crate::view::Inline::Span(span) => Some((span.text.clone(), span.title.clone()?)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn figures_whose_threads_did_not_run_together_are_marked_everywhere() {
+        let mut result = samples::bandwidth(&[1, 4], &KERNELS[..2], &[], 0);
+        let row = result
+            .rows
+            .iter_mut()
+            .find(|r| r.threads == 4 && r.level == "DRAM")
+            .unwrap();
+        (row.concurrent, row.overlap, row.attempts) = (false, 0.52, 21);
+        let s = section(&result);
+        let marks: Vec<(String, String)> = titled_spans(&s)
+            .into_iter()
+            .filter(|(text, title)| text == "!" && title == NOT_CONCURRENT_TITLE)
+            .collect();
+        // One mark in the note and one on the flagged figure.
+        assert_eq!(marks.len(), 2, "{marks:?}");
+        let text = s.plain_text();
+        assert!(text.contains("down to 52 %"), "{text}");
+        assert!(
+            text.contains("! marks figures whose threads did not run together"),
+            "{text}"
+        );
+        let table = s.table("4 threads (CPUs 0-2,7)").expect("4-thread table");
+        let dram = table.columns.iter().position(|c| c.name == "DRAM").unwrap();
+        assert!(table.column_text(dram)[0].starts_with('!'));
+        assert!(titled_spans(&s)
+            .iter()
+            .any(|(_, title)| title.ends_with("threads overlapped 52 % (21 attempts)")));
+        let headline = &s.headlines[1];
+        assert!(
+            headline.detail.ends_with("; some rows flagged !"),
+            "{headline:?}"
+        );
+
+        // Nothing is marked when every figure ran together.
+        let s = section(&samples::bandwidth(&[1, 4], &KERNELS[..2], &[], 0));
+        assert!(!s.plain_text().contains('!'));
+    }
+
+    #[test]
+    fn charts_tables_and_notes_of_a_full_result() {
+        let result = samples::bandwidth(
+            &[1, 8],
+            &[KERNELS[0], KERNELS[3], KERNELS[7]],
+            &[KERNELS[0], KERNELS[3]],
+            2,
+        );
+        let s = section(&result);
+        assert_eq!(
+            (s.id, s.nav, s.title.as_str()),
+            ("bandwidth", "Bandwidth", "Bandwidth")
+        );
+        // Sweep chart with the OS cache sizes, and the scaling chart.
+        let charts = chart_titles(&s);
+        assert_eq!(charts.len(), 2);
+        assert!(charts[0].contains("Bandwidth vs working set, 1 thread"));
+        assert!(charts[0].contains("bytes read + written"));
+        assert!(charts[0].contains("L1d 32 KiB"), "OS cache markers");
+        assert!(charts[1].contains("Bandwidth vs threads in DRAM"));
+        let one = s.table("1 thread (CPU 7)").expect("1-thread table");
+        let eight = s.table("8 threads (CPUs 0-7)").expect("8-thread table");
+        assert_eq!(one.column_text(0), ["read", "copy", "mix-3:1"]);
+        assert_eq!(one.column_text(1), ["1:0", "1:1", "3:1"]);
+        let names: Vec<&str> = eight.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Kernel", "R:W", "Stores", "L1d", "L2", "L3", "DRAM"]
+        );
+        assert_eq!(one.columns[3].header(), "L1d (16 KiB per thread)");
+        // Copy in L3 is noisy; cache levels carry bytes per cycle, DRAM does not.
+        let l3 = one.column_text(5);
+        assert!(l3[1].starts_with('~') && !l3[0].starts_with('~'), "{l3:?}");
+        assert!(
+            one.column_text(3)[0].ends_with(" (63.3)"),
+            "{:?}",
+            one.column_text(3)
+        );
+        assert!(!one.column_text(6)[0].contains('('));
+        let text = s.plain_text();
+        assert!(text.contains("no read-for-ownership") && text.contains("chosen by --isa"));
+        assert!(
+            text.contains("threads placed on CPUs 0-7 in that order"),
+            "{text}"
+        );
+        assert!(!text.contains("NaN") && !text.contains("Some("));
+        // The sweep: one row per working set, one column per kernel.
+        let sweep = s
+            .tables()
+            .into_iter()
+            .find(|t| t.title.is_none())
+            .expect("sweep table");
+        assert_eq!(sweep.rows.len(), 33);
+        assert_eq!(sweep.columns[2].header(), "read (GB/s)");
+        assert_eq!(sweep.column_text(0)[0], "4 KiB");
+        assert!(text.contains("GB/s at all 66 points of the sweep"));
+        // Headlines for the fewest and the most threads.
+        let labels: Vec<&str> = s.headlines.iter().map(|h| h.label.as_str()).collect();
+        assert_eq!(labels, ["Bandwidth, 1 thread", "Bandwidth, 8 threads"]);
+        assert_eq!(s.headlines[0].value, "190 GB/s");
+        assert!(s.headlines[0]
+            .detail
+            .starts_with("peak (read in L1d); DRAM"));
+    }
+
+    #[test]
+    fn one_thread_count_gets_a_note_instead_of_the_scaling_chart() {
+        let s = section(&samples::bandwidth(&[1], &KERNELS[..3], &[], 0));
+        assert!(s.charts().is_empty());
+        let html_only = s.blocks.iter().any(|b| match b {
+            Block::Only(Medium::Html, blocks) => blocks.iter().any(|b| {
+                matches!(b, Block::Paragraph(p)
+                    if p.text.to_plain().contains("Measured with 1 thread only"))
+            }),
+            _ => false,
+        });
+        assert!(html_only);
+        let table = s.table("1 thread (CPU 7)").unwrap();
+        assert_eq!(table.column_text(2), [DASH, "normal", "streaming (nt)"]);
+    }
+
+    #[test]
+    fn custom_sizes_share_columns_within_granule_rounding() {
+        let mut result = samples::bandwidth(&[1, 2], &[KERNELS[0]], &[], 0);
+        result.rows = Vec::new();
+        for threads in [1, 2] {
+            for bytes in [10 * KIB, 96 * MIB] {
+                for k in [KERNELS[0], KERNELS[5]] {
+                    result.rows.push(samples::row(k, threads, "custom", bytes));
+                }
+            }
+        }
+        let s = section(&result);
+        // Two custom columns per table (10 KiB vs 9 KiB for triad share one), two tables.
+        for title in ["1 thread (CPU 7)", "2 threads (CPUs 0,7)"] {
+            let t = s.table(title).unwrap();
+            let headers: Vec<String> = t.columns.iter().skip(3).map(Column::header).collect();
+            assert_eq!(
+                headers,
+                [
+                    "custom (9 KiB – 10 KiB per thread)",
+                    "custom (96 MiB per thread)"
+                ]
+            );
+            // Bytes per cycle only for cache levels.
+            assert!(t.column_text(3).iter().all(|c| !c.contains('(')));
+        }
+        assert!(chart_titles(&s)[0].contains("largest custom working set"));
+    }
+
+    #[test]
+    fn invalid_values_and_empty_results_give_dashes_without_panicking() {
+        let mut result = samples::bandwidth(&[1, 2], &KERNELS[..4], &KERNELS[..2], 1);
+        for (i, r) in result
+            .rows
+            .iter_mut()
+            .chain(result.sweep.iter_mut())
+            .enumerate()
+        {
+            match i % 4 {
+                0 => r.gb_per_s = f64::NAN,
+                1 => r.gb_per_s = 0.0,
+                2 => {
+                    r.spread_pct = f64::NAN;
+                    r.bytes_per_cycle = Some(f64::INFINITY);
+                }
+                _ => r.bytes_per_thread = 0,
+            }
+        }
+        let s = result.section(&Machine::default());
+        let text = s.plain_text();
+        assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
+        assert!(s.table("1 thread (CPU 7)").unwrap().column_text(3)[0].starts_with(DASH));
+        let spans = titled_spans(&s);
+        assert!(spans.iter().any(|(_, t)| t.starts_with("spread – %")));
+        let csv = &s.data_tables()[0];
+        assert_eq!(csv.rows[0][9], "");
+
+        let s = section(&samples::empty());
+        assert!(s.plain_text().contains("No bandwidth was measured."));
+        assert!(s.headlines.is_empty() && s.charts().is_empty());
+        let names: Vec<&str> = s.data_tables().iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["bandwidth.rows"]);
+    }
+
+    #[test]
+    fn csv_tables_keep_their_names_columns_and_raw_cells() {
+        let mut result = samples::bandwidth(&[1], &KERNELS[..1], &KERNELS[..1], 1);
+        result.rows[0].bytes_per_cycle = None;
+        let s = section(&result);
+        let tables = s.data_tables();
+        let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["bandwidth.rows", "bandwidth.sweep"]);
+        assert_eq!(
+            tables[0].header.join(","),
+            "kernel,read_parts,write_parts,nontemporal,isa,threads,working_set_bytes,\
+             bytes_per_thread,level,gb_per_s,bytes_per_cycle,spread_pct,overlap,concurrent,\
+             attempts"
+        );
+        assert_eq!(tables[1].header, tables[0].header);
+        assert_eq!(
+            tables[0].rows[0].join(","),
+            "read,1,0,false,avx2,1,16384,16384,L1d,190,,1.5,1,true,7"
+        );
+        assert_eq!(tables[1].rows.len(), result.sweep.len());
+    }
+}
