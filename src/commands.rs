@@ -14,6 +14,7 @@ use crate::platform::affinity;
 use crate::platform::arena::PagePolicy;
 use crate::platform::hugepages::{self, HugepageReservation};
 use crate::platform::timer::Timer;
+use crate::report::document::{self, MachineView};
 use crate::report::{self, Report, Settings, Warning};
 use crate::session::context::Session;
 use crate::session::progress::Progress;
@@ -224,20 +225,12 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
 /// Prints the tables (to stderr when a machine-readable output goes to stdout) and writes
 /// every requested file.
 fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
-    let mut text = String::new();
-    match plan.command {
-        CommandKind::Info => text.push_str(&report::terminal_old::machine(&report.machine)),
-        CommandKind::Run => text.push_str(&report::terminal_old::machine_summary(&report.machine)),
-        _ => {}
-    }
-    if let Some(stat) = &report.stat {
-        text.push_str(&report::terminal_old::stat(stat));
-    }
-    text.push_str(&report::terminal_old::experiments(
-        &report.experiments,
-        plan.print_points,
-    ));
-    text.push_str(&report::terminal_old::settings_and_warnings(report));
+    let machine_view = match plan.command {
+        CommandKind::Info => MachineView::Full,
+        CommandKind::Run => MachineView::Summary,
+        _ => MachineView::None,
+    };
+    let mut text = document::terminal(report, machine_view, plan.print_points);
 
     let outputs = &plan.outputs;
     let mut written = Vec::new();
@@ -246,11 +239,11 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
         written.push(target.clone());
     }
     if let Some(target) = &outputs.csv {
-        target.write(&report::csv_old::serialize(report))?;
+        target.write(&document::csv(report))?;
         written.push(target.clone());
     }
     if let Some(target) = &outputs.html {
-        target.write(&report::html_old::serialize(report))?;
+        target.write(&document::html(report))?;
         written.push(target.clone());
     }
     let files: Vec<String> = written

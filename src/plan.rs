@@ -1040,8 +1040,20 @@ mod tests {
         assert!(on("latency").experiments.latency.unwrap().counters);
         assert!(on("stride").experiments.stride.unwrap().counters);
         assert!(on("tlb").experiments.tlb.unwrap().counters);
-        assert!(!plan(&["memscope", "latency"]).experiments.latency.unwrap().counters);
-        assert!(!plan(&["memscope", "stride"]).experiments.stride.unwrap().counters);
+        assert!(
+            !plan(&["memscope", "latency"])
+                .experiments
+                .latency
+                .unwrap()
+                .counters
+        );
+        assert!(
+            !plan(&["memscope", "stride"])
+                .experiments
+                .stride
+                .unwrap()
+                .counters
+        );
         assert!(!plan(&["memscope", "tlb"]).experiments.tlb.unwrap().counters);
         let run = plan(&["memscope", "run", "--quick"]);
         assert!(!run.experiments.latency.unwrap().counters);

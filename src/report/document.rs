@@ -4,6 +4,8 @@
 //! are.
 
 use super::{html, machine, settings, Report};
+#[cfg(test)]
+use crate::topology::Machine;
 use crate::view::{Headline, Paragraph, Present, Section};
 
 /// How much of the machine the terminal shows before the results.
@@ -74,12 +76,13 @@ pub fn html(report: &Report) -> Vec<u8> {
 
     let tool = format!("{} {}", report.tool.name, report.tool.version);
     let cpu = &report.machine.cpu_model;
-    let mut byline = crate::view::Text::plain(format!("{tool} · command "))
-        .strong(if report.settings.command.trim().is_empty() {
+    let mut byline = crate::view::Text::plain(format!("{tool} · command ")).strong(
+        if report.settings.command.trim().is_empty() {
             crate::view::format::DASH
         } else {
             &report.settings.command
-        });
+        },
+    );
     if !cpu.is_empty() {
         byline = byline.add(format!(" · {cpu}"));
     }
@@ -130,4 +133,141 @@ fn glance(report: &Report, results: &[Section]) -> Vec<html::Glance> {
         });
     }
     cards
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::{
+        bandwidth, latency, loaded, miss_impact, mlp, numa, rob, stride, tlb,
+    };
+    use crate::report::Settings;
+    use crate::session::warnings::Warning;
+
+    /// A report holding every experiment's sample result.
+    fn full_report() -> Report {
+        let mut report = Report::new(latency::samples::machine(), Settings::default());
+        report.settings.command = "run".to_string();
+        report.settings.cpus = vec![1];
+        let e = &mut report.experiments;
+        e.latency = Some(latency::samples::latency());
+        e.miss_impact = Some(miss_impact::tests::sample());
+        e.bandwidth = Some(bandwidth::samples::bandwidth(
+            &[1, 2],
+            &bandwidth::samples::KERNELS,
+            &bandwidth::samples::KERNELS[..2],
+            2,
+        ));
+        e.stride = Some(stride::samples::stride(64 << 20));
+        e.loaded = Some(loaded::samples::loaded());
+        e.mlp = Some(mlp::samples::mlp());
+        e.rob = Some(rob::samples::rob());
+        e.tlb = Some(tlb::samples::tlb());
+        e.numa = Some(numa::samples::numa());
+        report.warnings.push(Warning {
+            code: "hypervisor".into(),
+            message: "KVM <guest>".into(),
+        });
+        report
+    }
+
+    fn assert_balanced(html: &str) {
+        for tag in [
+            "section", "figure", "svg", "table", "thead", "tbody", "tr", "details", "p", "g",
+        ] {
+            let open = html.matches(&format!("<{tag}>")).count()
+                + html.matches(&format!("<{tag} ")).count();
+            let close = html.matches(&format!("</{tag}>")).count();
+            assert_eq!(open, close, "<{tag}> unbalanced");
+        }
+    }
+
+    #[test]
+    fn the_html_has_every_section_in_order_after_the_summary_and_the_warnings() {
+        let doc = String::from_utf8(html(&full_report())).unwrap();
+        assert_balanced(&doc);
+        let ids = [
+            "summary",
+            "warnings",
+            "latency",
+            "miss-impact",
+            "bandwidth",
+            "stride",
+            "loaded",
+            "mlp",
+            "rob",
+            "tlb",
+            "numa",
+            "settings",
+            "machine",
+        ];
+        let positions: Vec<usize> = ids
+            .iter()
+            .map(|id| {
+                doc.find(&format!("<section id=\"{id}\">"))
+                    .unwrap_or_else(|| panic!("no section {id}"))
+            })
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
+        assert!(doc.contains("KVM &lt;guest&gt;") && !doc.contains("<guest>"));
+        assert!(doc.contains("<a href=\"#warnings\" class=\"warn\">"));
+        assert!(!doc.contains("NaN"));
+        assert!(doc.matches("<svg").count() >= 10);
+    }
+
+    #[test]
+    fn the_terminal_shows_results_settings_and_warnings_but_no_chart() {
+        let report = full_report();
+        let text = terminal(&report, MachineView::Summary, false);
+        assert!(!text.contains("<svg") && !text.contains("<b>"));
+        for title in ["Latency ladder", "Bandwidth", "Settings", "Warnings"] {
+            assert!(text.contains(&format!("\n{title}\n")), "{title}");
+        }
+        assert!(text.contains("KVM <guest>"));
+        let verbose = terminal(&report, MachineView::None, true);
+        assert!(verbose.len() > text.len());
+    }
+
+    #[test]
+    fn csv_holds_each_results_tables_or_the_caches_alone() {
+        let report = full_report();
+        let text = String::from_utf8(csv(&report)).unwrap();
+        for name in [
+            "latency.points",
+            "bandwidth.rows",
+            "tlb.saxpy",
+            "numa.cells",
+        ] {
+            assert!(text.contains(&format!("# {name}\n")), "{name}");
+        }
+        assert!(!text.contains("machine.caches"));
+        let info = Report::new(latency::samples::machine(), Settings::default());
+        let text = String::from_utf8(csv(&info)).unwrap();
+        assert!(text.starts_with("level,"), "{text}");
+    }
+
+    #[test]
+    fn a_report_without_results_is_the_machine_alone() {
+        let report = Report::new(Machine::default(), Settings::default());
+        let doc = String::from_utf8(html(&report)).unwrap();
+        assert_balanced(&doc);
+        assert!(doc.contains("No experiment ran"));
+        assert!(!doc.contains("id=\"summary\""));
+    }
+
+    /// Writes the HTML of the sample report (or of a JSON report) for a look in a
+    /// browser: `MEMSCOPE_HTML_SAMPLE=out.html [MEMSCOPE_HTML_FROM_JSON=report.json]
+    /// cargo test write_sample_report -- --ignored`.
+    #[test]
+    #[ignore]
+    fn write_sample_report() {
+        let Ok(path) = std::env::var("MEMSCOPE_HTML_SAMPLE") else {
+            return;
+        };
+        let report = match std::env::var("MEMSCOPE_HTML_FROM_JSON") {
+            Ok(json) => serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap(),
+            Err(_) => full_report(),
+        };
+        std::fs::write(path, html(&report)).unwrap();
+    }
 }

@@ -12,21 +12,22 @@ pub fn serialize(report: &Report) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::samples;
     use crate::report::Settings;
     use crate::topology::Machine;
 
     #[test]
     fn counters_round_trip_and_are_left_out_when_not_asked_for() {
         let mut report = Report::new(Machine::default(), Settings::default());
-        report.experiments.latency = Some(samples::latency_counted(false));
+        report.experiments.latency =
+            Some(crate::experiments::latency::samples::latency_counted(false));
         let text = String::from_utf8(serialize(&report)).unwrap();
         assert!(!text.contains("\"counters\""), "{text}");
 
-        report.experiments.latency = Some(samples::latency_counted(true));
-        report.experiments.stride = Some(samples::stride_counted(true));
-        let mut tlb = samples::tlb();
-        tlb.rows[0].counters = Some(samples::access_counts(0.5));
+        report.experiments.latency =
+            Some(crate::experiments::latency::samples::latency_counted(true));
+        report.experiments.stride = Some(crate::experiments::stride::samples::stride_counted(true));
+        let mut tlb = crate::experiments::tlb::samples::tlb();
+        tlb.rows[0].counters = Some(crate::counters::samples::access_counts(0.5));
         report.experiments.tlb = Some(tlb);
         let back: Report = serde_json::from_slice(&serialize(&report)).unwrap();
         let (sent, got) = (&report.experiments, &back.experiments);

@@ -470,7 +470,7 @@ mod tests {
         }];
         let s = machine_section(&m);
         assert_eq!(
-            (s.id, s.nav, s.title.as_str()),
+            (s.id, s.nav.as_str(), s.title.as_str()),
             ("machine", "Machine", "Machine")
         );
         assert_eq!(value(&s, "CPU"), "Test CPU 9000");

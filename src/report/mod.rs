@@ -13,20 +13,14 @@ use crate::stat::StatResult;
 use crate::topology::Machine;
 
 pub mod csv;
-pub mod csv_old;
 pub mod document;
 pub mod html;
-pub mod html_old;
 pub mod json;
 pub mod machine;
 pub mod output;
-#[cfg(test)]
-pub(crate) mod samples;
 pub mod settings;
-pub mod summary;
 pub mod svg;
 pub mod terminal;
-pub mod terminal_old;
 pub mod virtualization;
 
 pub use crate::session::warnings::Warning;

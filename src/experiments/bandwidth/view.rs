@@ -345,7 +345,7 @@ mod tests {
         );
         let s = section(&result);
         assert_eq!(
-            (s.id, s.nav, s.title.as_str()),
+            (s.id, s.nav.as_str(), s.title.as_str()),
             ("bandwidth", "Bandwidth", "Bandwidth")
         );
         // Sweep chart with the OS cache sizes, and the scaling chart.

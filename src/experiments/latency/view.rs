@@ -404,7 +404,7 @@ mod tests {
         let result = samples::latency();
         let s = section(&result);
         assert_eq!(
-            (s.id, s.nav, s.title.as_str()),
+            (s.id, s.nav.as_str(), s.title.as_str()),
             ("latency", "Latency", "Latency ladder")
         );
         let levels = s.table("Levels found").unwrap();

@@ -432,7 +432,7 @@ mod tests {
     #[test]
     fn headline_knee_and_one_mark_per_curve() {
         let s = section(&samples::loaded());
-        assert_eq!((s.id, s.nav), ("loaded", "Loaded latency"));
+        assert_eq!((s.id, s.nav.as_str()), ("loaded", "Loaded latency"));
         assert!(s.headlines.is_empty());
         let text = s.plain_text();
         assert!(

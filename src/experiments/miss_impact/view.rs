@@ -248,7 +248,7 @@ mod tests {
     fn a_row_per_footprint_and_pattern_and_one_note_per_reason() {
         let s = sample().section(&Machine::default());
         assert_eq!(
-            (s.id, s.nav, s.title.as_str()),
+            (s.id, s.nav.as_str(), s.title.as_str()),
             ("miss-impact", "Miss impact", "Cache-miss impact")
         );
         let text = s.plain_text();

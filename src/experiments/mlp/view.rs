@@ -456,7 +456,7 @@ mod tests {
     #[test]
     fn levels_saturation_fit_littles_law_and_grid() {
         let s = section(&samples::mlp());
-        assert_eq!((s.id, s.nav), ("mlp", "MLP"));
+        assert_eq!((s.id, s.nav.as_str()), ("mlp", "MLP"));
         let text = s.plain_text();
         assert!(text.contains("(page-local)"), "{text}");
         assert!(

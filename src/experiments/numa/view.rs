@@ -379,7 +379,7 @@ mod tests {
     #[test]
     fn two_nodes_give_heatmaps_terminal_matrices_ratios_distances_and_every_cell() {
         let s = section(&samples::numa());
-        assert_eq!((s.id, s.nav), ("numa", "NUMA"));
+        assert_eq!((s.id, s.nav.as_str()), ("numa", "NUMA"));
         assert!(s.headlines.is_empty());
         assert_eq!(s.charts().len(), 3, "three heatmaps");
         let charts = format!("{:?}", s.charts());

@@ -343,7 +343,7 @@ mod tests {
     #[test]
     fn section_has_cliffs_charts_a_compact_curve_and_the_serialised_grid() {
         let s = samples::rob().section(&Machine::default());
-        assert_eq!((s.id, s.nav), ("rob", "ROB"));
+        assert_eq!((s.id, s.nav.as_str()), ("rob", "ROB"));
         assert!(s.headlines.is_empty());
         let charts = format!("{:?}", s.charts());
         assert_eq!(s.charts().len(), 2);

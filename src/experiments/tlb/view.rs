@@ -418,7 +418,7 @@ mod tests {
     fn levels_compact_curves_saxpy_mlp_and_reach() {
         let s = section(&samples::tlb());
         assert_eq!(
-            (s.id, s.nav, s.title.as_str()),
+            (s.id, s.nav.as_str(), s.title.as_str()),
             ("tlb", "TLB", "TLB reach and miss cost")
         );
         let levels = s.table("Levels found").unwrap();
