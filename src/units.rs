@@ -1,5 +1,5 @@
-//! Unit newtypes (`Bytes`, `Nanos`, `Cycles`, `GBps`) and the parsing/printing of sizes
-//! such as `64K`, `512KiB`, `1G`, `1GiB`.
+//! The `Bytes` newtype and the parsing/printing of sizes such as `64K`, `512KiB`, `1G`,
+//! `1GiB`; frequencies printed as GHz.
 //!
 //! Sizes of buffers are binary: `K`, `KB` and `KiB` all mean 1024 bytes, as in every
 //! memory tool (caches and pages are powers of two). Rates are decimal: one GB/s is
@@ -12,21 +12,6 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct Bytes(pub u64);
-
-/// A duration in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Nanos(pub f64);
-
-/// A duration in core clock cycles (not TSC ticks: see `platform::timer`).
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct Cycles(pub f64);
-
-/// A bandwidth in decimal gigabytes per second (10^9 bytes/s).
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct GBps(pub f64);
 
 pub const KIB: u64 = 1 << 10;
 pub const MIB: u64 = 1 << 20;
@@ -132,34 +117,6 @@ impl std::str::FromStr for Bytes {
     type Err = SizeParseError;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Bytes::parse(s)
-    }
-}
-
-impl fmt::Display for Nanos {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 < 10.0 {
-            write!(f, "{:.2} ns", self.0)
-        } else if self.0 < 100.0 {
-            write!(f, "{:.1} ns", self.0)
-        } else {
-            write!(f, "{:.0} ns", self.0)
-        }
-    }
-}
-
-impl fmt::Display for Cycles {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0 < 100.0 {
-            write!(f, "{:.1} cyc", self.0)
-        } else {
-            write!(f, "{:.0} cyc", self.0)
-        }
-    }
-}
-
-impl fmt::Display for GBps {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:.1} GB/s", self.0)
     }
 }
 
