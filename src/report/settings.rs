@@ -5,7 +5,7 @@
 use super::machine::{cpu_list, or_dash};
 use super::Report;
 use crate::units::Bytes;
-use crate::view::{format, Block, Headline, Medium, Paragraph, Section, Table, Text};
+use crate::view::{format, Block, Medium, Paragraph, Section, Table, Text};
 
 /// What was asked and what was obtained. Without pinned CPUs (`info`, `stat`: nothing was
 /// measured) the table is for HTML only, as the terminal printed no settings then.
