@@ -1,7 +1,8 @@
-//! Command-line definitions (clap) and nothing else: raw values, validated later by
-//! `plan`, so every error can quote the value and say what was expected. The subcommands
-//! and `run`'s, `info`'s and `stat`'s flags are here; each experiment's flags are in its
-//! room (`experiments::<name>::params`), the measuring flags in `experiments::params`.
+//! Command-line definitions (clap) and nothing else: raw values, validated later (by
+//! `plan`, through each room's `<X>Config::resolve`), so every error can quote the value
+//! and say what was expected. The subcommands and `run`'s, `info`'s and `stat`'s flags are
+//! here; each experiment's flags are in its room (`experiments::<name>::params`), the
+//! measuring flags in `experiments::params`.
 
 use clap::{Args, Parser, Subcommand};
 
