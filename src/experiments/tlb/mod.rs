@@ -1645,4 +1645,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;
