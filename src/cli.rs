@@ -6,15 +6,8 @@
 
 use clap::{Args, Parser, Subcommand};
 
-pub use crate::experiments::bandwidth::params::BandwidthArgs;
-pub use crate::experiments::latency::params::LatencyArgs;
-pub use crate::experiments::loaded::params::LoadedArgs;
-pub use crate::experiments::mlp::params::MlpArgs;
-pub use crate::experiments::numa::params::NumaArgs;
 pub use crate::experiments::params::MeasureArgs;
-pub use crate::experiments::rob::params::RobArgs;
-pub use crate::experiments::stride::params::StrideArgs;
-pub use crate::experiments::tlb::params::TlbArgs;
+pub use crate::experiments::ExperimentCommand;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,27 +38,9 @@ pub enum Command {
     Run(RunArgs),
     /// The machine as the OS and CPU report it: CPU, caches, TLBs, NUMA, pages, THP, clocks.
     Info(InfoArgs),
-    /// Load-to-use latency vs working-set size, and the levels found from the curve.
-    Latency(LatencyArgs),
-    /// Bandwidth of read/write/copy/triad and read:write mixes per level and thread count.
-    Bandwidth(BandwidthArgs),
-    /// Access cost vs stride and random order (read and SAXPY): a throughput study.
-    Stride(StrideArgs),
-    /// Latency under load: a pointer chase while injector threads stream a traffic mix
-    /// with a falling delay; the latency-vs-bandwidth curve, its knee and Little's law.
-    Loaded(LoadedArgs),
-    /// Memory-level parallelism: N independent pointer chains in one thread at L2, L3 and
-    /// DRAM; where parallelism saturates, and n dependent misses in a row.
-    Mlp(MlpArgs),
-    /// The out-of-order window (x86_64): two misses separated by K generated filler
-    /// instructions; the K where they stop overlapping sizes the ROB, register files,
-    /// load and store queues.
-    Rob(RobArgs),
-    /// TLB levels, reach and miss cost with 4 KiB and 2 MiB pages, what huge pages buy a
-    /// SAXPY and the misses in flight.
-    Tlb(TlbArgs),
-    /// Node × node matrix of latency and read bandwidth (threads on node i, memory on j).
-    Numa(NumaArgs),
+    // Each experiment's own subcommand, from the registry (experiments::ExperimentCommand).
+    #[command(flatten)]
+    Experiment(ExperimentCommand),
     /// Count hardware and software events around a command, like `perf stat` with a
     /// memory focus: IPC, miss ratios, misses per kilo-instruction, dTLB miss rate, a
     /// bandwidth estimate and the run time. The command runs directly (no shell); its

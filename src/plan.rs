@@ -18,16 +18,12 @@ use crate::experiments::loaded::LoadedConfig;
 use crate::experiments::miss_impact::MissImpactConfig;
 use crate::experiments::mlp::params::MlpArgs;
 use crate::experiments::mlp::MlpConfig;
-use crate::experiments::numa::params::NumaArgs;
-use crate::experiments::numa::NumaConfig;
 use crate::experiments::params::{defaults, parse_count, thread_cpus, MeasureArgs, MeasurePlan};
-use crate::experiments::rob::params::RobArgs;
-use crate::experiments::rob::RobConfig;
 use crate::experiments::stride::params::StrideArgs;
 use crate::experiments::stride::StrideConfig;
 use crate::experiments::tlb::params::TlbArgs;
 use crate::experiments::tlb::TlbConfig;
-use crate::experiments::Configs;
+use crate::experiments::{Configs, ExperimentCommand};
 use crate::report::output::Target;
 use crate::stat::{self, StatPlan};
 use crate::topology::Machine;
@@ -60,14 +56,8 @@ pub struct Skipped {
 pub enum CommandKind {
     Run,
     Info,
-    Latency,
-    Bandwidth,
-    Stride,
-    Loaded,
-    Mlp,
-    Rob,
-    Tlb,
-    Numa,
+    /// An experiment's own subcommand, by name ("latency").
+    Experiment(&'static str),
     Stat,
 }
 
@@ -76,14 +66,7 @@ impl CommandKind {
         match self {
             CommandKind::Run => "run",
             CommandKind::Info => "info",
-            CommandKind::Latency => "latency",
-            CommandKind::Bandwidth => "bandwidth",
-            CommandKind::Stride => "stride",
-            CommandKind::Loaded => "loaded",
-            CommandKind::Mlp => "mlp",
-            CommandKind::Rob => "rob",
-            CommandKind::Tlb => "tlb",
-            CommandKind::Numa => "numa",
+            CommandKind::Experiment(name) => name,
             CommandKind::Stat => "stat",
         }
     }
@@ -133,14 +116,7 @@ impl Plan {
             None => Plan::run(&cli.run, machine),
             Some(Command::Run(args)) => Plan::run(args, machine),
             Some(Command::Info(args)) => Plan::info(args),
-            Some(Command::Latency(args)) => Plan::latency(args, machine),
-            Some(Command::Bandwidth(args)) => Plan::bandwidth(args, machine),
-            Some(Command::Stride(args)) => Plan::stride(args, machine),
-            Some(Command::Loaded(args)) => Plan::loaded(args, machine),
-            Some(Command::Mlp(args)) => Plan::mlp(args, machine),
-            Some(Command::Rob(args)) => Plan::rob(args, machine),
-            Some(Command::Tlb(args)) => Plan::tlb(args, machine),
-            Some(Command::Numa(args)) => Plan::numa(args, machine),
+            Some(Command::Experiment(command)) => Plan::experiment(command, machine),
             Some(Command::Stat(args)) => Plan::stat(args),
         }
     }
@@ -271,93 +247,16 @@ impl Plan {
         Ok(plan)
     }
 
-    fn latency(args: &LatencyArgs, machine: &Machine) -> Result<Plan, UsageError> {
-        let measure = MeasurePlan::resolve(&args.measure, machine)?;
-        let latency = LatencyConfig::resolve(args, &measure, machine)?;
+    /// An experiment's own subcommand: its one experiment, resolved by its room.
+    fn experiment(command: &ExperimentCommand, machine: &Machine) -> Result<Plan, UsageError> {
+        let (measure, experiments) = command.resolve(machine)?;
         let mut plan = Plan::new(
-            CommandKind::Latency,
-            Outputs::of(&args.measure)?,
+            CommandKind::Experiment(command.name()),
+            Outputs::of(command.measure())?,
             Some(measure),
         );
-        plan.experiments.latency = Some(latency);
-        plan.print_points = args.points;
-        Ok(plan)
-    }
-
-    fn bandwidth(args: &BandwidthArgs, machine: &Machine) -> Result<Plan, UsageError> {
-        let measure = MeasurePlan::resolve(&args.measure, machine)?;
-        let bandwidth = BandwidthConfig::resolve(args, &measure, machine)?;
-        let mut plan = Plan::new(
-            CommandKind::Bandwidth,
-            Outputs::of(&args.measure)?,
-            Some(measure),
-        );
-        plan.experiments.bandwidth = Some(bandwidth);
-        Ok(plan)
-    }
-
-    fn stride(args: &StrideArgs, machine: &Machine) -> Result<Plan, UsageError> {
-        let measure = MeasurePlan::resolve(&args.measure, machine)?;
-        let stride = StrideConfig::resolve(args, &measure, machine)?;
-        let mut plan = Plan::new(
-            CommandKind::Stride,
-            Outputs::of(&args.measure)?,
-            Some(measure),
-        );
-        plan.experiments.stride = Some(stride);
-        Ok(plan)
-    }
-
-    fn loaded(args: &LoadedArgs, machine: &Machine) -> Result<Plan, UsageError> {
-        let measure = MeasurePlan::resolve(&args.measure, machine)?;
-        let loaded = LoadedConfig::resolve(args, &measure, machine)?;
-        let mut plan = Plan::new(
-            CommandKind::Loaded,
-            Outputs::of(&args.measure)?,
-            Some(measure),
-        );
-        plan.experiments.loaded = Some(loaded);
-        Ok(plan)
-    }
-
-    fn mlp(args: &MlpArgs, machine: &Machine) -> Result<Plan, UsageError> {
-        let measure = MeasurePlan::resolve(&args.measure, machine)?;
-        let mlp = MlpConfig::resolve(args, &measure, machine)?;
-        let mut plan = Plan::new(CommandKind::Mlp, Outputs::of(&args.measure)?, Some(measure));
-        plan.experiments.mlp = Some(mlp);
-        Ok(plan)
-    }
-
-    fn tlb(args: &TlbArgs, machine: &Machine) -> Result<Plan, UsageError> {
-        let measure = MeasurePlan::resolve(&args.measure, machine)?;
-        let tlb = TlbConfig::resolve(args, &measure, machine)?;
-        let mut plan = Plan::new(CommandKind::Tlb, Outputs::of(&args.measure)?, Some(measure));
-        plan.experiments.tlb = Some(tlb);
-        Ok(plan)
-    }
-
-    fn numa(args: &NumaArgs, machine: &Machine) -> Result<Plan, UsageError> {
-        let measure = MeasurePlan::resolve(&args.measure, machine)?;
-        let numa = NumaConfig::resolve(args, &measure, machine)?;
-        let mut plan = Plan::new(
-            CommandKind::Numa,
-            Outputs::of(&args.measure)?,
-            Some(measure),
-        );
-        plan.experiments.numa = Some(numa);
-        Ok(plan)
-    }
-
-    fn rob(args: &RobArgs, machine: &Machine) -> Result<Plan, UsageError> {
-        if !crate::experiments::rob::supported() {
-            return Err(UsageError::Unsupported(
-                crate::experiments::rob::UNSUPPORTED.to_string(),
-            ));
-        }
-        let measure = MeasurePlan::resolve(&args.measure, machine)?;
-        let rob = RobConfig::resolve(args, &measure, machine)?;
-        let mut plan = Plan::new(CommandKind::Rob, Outputs::of(&args.measure)?, Some(measure));
-        plan.experiments.rob = Some(rob);
+        plan.experiments = experiments;
+        plan.print_points = command.points();
         Ok(plan)
     }
 }

@@ -13,9 +13,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::UsageError;
 use crate::session::context::Session;
 use crate::topology::Machine;
 use crate::view::{Present, Section};
+use params::{CommandArgs, MeasureArgs, MeasurePlan};
 
 pub mod bandwidth;
 pub mod chase_timing;
@@ -59,7 +61,56 @@ pub fn pages_for(bytes: u64, page: u64) -> u64 {
 /// Declares `Configs` (what the plan runs) and `Results` (what the report holds) with one
 /// optional field per registered experiment, and runs them in the order listed.
 macro_rules! registry {
-    ($($field:ident: $config:ty => $result:ty,)*) => {
+    ($(
+        $field:ident: $config:ty => $result:ty
+        $(, command $(#[$doc:meta])* $variant:ident($args:ty))?;
+    )*) => {
+        /// The experiments' own subcommands (`memscope latency` …), flattened into the
+        /// command tree; each variant's doc comment is its `--help` summary.
+        #[derive(Debug, clap::Subcommand)]
+        pub enum ExperimentCommand {
+            $($($(#[$doc])* $variant($args),)?)*
+        }
+
+        impl ExperimentCommand {
+            /// The subcommand's name, also the experiment's.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $($(ExperimentCommand::$variant(_) => stringify!($field),)?)*
+                }
+            }
+
+            fn args(&self) -> &dyn CommandArgs {
+                match self {
+                    $($(ExperimentCommand::$variant(args) => args as &dyn CommandArgs,)?)*
+                }
+            }
+
+            /// The measuring flags of the command.
+            pub fn measure(&self) -> &MeasureArgs {
+                self.args().measure()
+            }
+
+            /// Whether the terminal lists every point (`--points`).
+            pub fn points(&self) -> bool {
+                self.args().points()
+            }
+
+            /// The command's one experiment, its flags checked and resolved against the
+            /// machine (an unavailable experiment is refused before any flag is read).
+            pub fn resolve(&self, machine: &Machine) -> Result<(MeasurePlan, Configs), UsageError> {
+                self.args().available()?;
+                let measure = MeasurePlan::resolve(self.measure(), machine)?;
+                let mut configs = Configs::default();
+                match self {
+                    $($(ExperimentCommand::$variant(args) => {
+                        configs.$field = Some(<$config>::resolve(args, &measure, machine)?);
+                    })?)*
+                }
+                Ok((measure, configs))
+            }
+        }
+
         /// The experiments a plan runs, each with its validated configuration.
         #[derive(Debug, Clone, Default)]
         pub struct Configs {
@@ -125,17 +176,39 @@ macro_rules! registry {
     };
 }
 
-// The registry: one line per experiment, in the order they run and are shown.
+// The registry: one entry per experiment, in the order they run and are shown; an
+// experiment with its own subcommand names its variant, args type and help summary.
 registry! {
-    latency: latency::LatencyConfig => latency::LatencyResult,
-    miss_impact: miss_impact::MissImpactConfig => miss_impact::MissImpactResult,
-    bandwidth: bandwidth::BandwidthConfig => bandwidth::BandwidthResult,
-    stride: stride::StrideConfig => stride::StrideResult,
-    loaded: loaded::LoadedConfig => loaded::LoadedResult,
-    mlp: mlp::MlpConfig => mlp::MlpResult,
-    rob: rob::RobConfig => rob::RobResult,
-    tlb: tlb::TlbConfig => tlb::TlbResult,
-    numa: numa::NumaConfig => numa::NumaResult,
+    latency: latency::LatencyConfig => latency::LatencyResult, command
+        /// Load-to-use latency vs working-set size, and the levels found from the curve.
+        Latency(latency::params::LatencyArgs);
+    miss_impact: miss_impact::MissImpactConfig => miss_impact::MissImpactResult;
+    bandwidth: bandwidth::BandwidthConfig => bandwidth::BandwidthResult, command
+        /// Bandwidth of read/write/copy/triad and read:write mixes per level and thread count.
+        Bandwidth(bandwidth::params::BandwidthArgs);
+    stride: stride::StrideConfig => stride::StrideResult, command
+        /// Access cost vs stride and random order (read and SAXPY): a throughput study.
+        Stride(stride::params::StrideArgs);
+    loaded: loaded::LoadedConfig => loaded::LoadedResult, command
+        /// Latency under load: a pointer chase while injector threads stream a traffic mix
+        /// with a falling delay; the latency-vs-bandwidth curve, its knee and Little's law.
+        Loaded(loaded::params::LoadedArgs);
+    mlp: mlp::MlpConfig => mlp::MlpResult, command
+        /// Memory-level parallelism: N independent pointer chains in one thread at L2, L3 and
+        /// DRAM; where parallelism saturates, and n dependent misses in a row.
+        Mlp(mlp::params::MlpArgs);
+    rob: rob::RobConfig => rob::RobResult, command
+        /// The out-of-order window (x86_64): two misses separated by K generated filler
+        /// instructions; the K where they stop overlapping sizes the ROB, register files,
+        /// load and store queues.
+        Rob(rob::params::RobArgs);
+    tlb: tlb::TlbConfig => tlb::TlbResult, command
+        /// TLB levels, reach and miss cost with 4 KiB and 2 MiB pages, what huge pages buy a
+        /// SAXPY and the misses in flight.
+        Tlb(tlb::params::TlbArgs);
+    numa: numa::NumaConfig => numa::NumaResult, command
+        /// Node × node matrix of latency and read bandwidth (threads on node i, memory on j).
+        Numa(numa::params::NumaArgs);
 }
 
 impl Results {

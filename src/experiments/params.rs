@@ -11,6 +11,23 @@ use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::units::{Bytes, KIB, MIB};
 
+/// The flags of an experiment's own subcommand, as the registry's generated
+/// `ExperimentCommand` reads them.
+pub trait CommandArgs {
+    /// The measuring flags every experiment's subcommand flattens in.
+    fn measure(&self) -> &MeasureArgs;
+
+    /// Whether the terminal lists every point (`--points`).
+    fn points(&self) -> bool {
+        false
+    }
+
+    /// Refuses the command before any flag is checked when this machine cannot run it.
+    fn available(&self) -> Result<(), UsageError> {
+        Ok(())
+    }
+}
+
 /// Flags shared by every measuring command.
 #[derive(Debug, Clone, Default, Args)]
 pub struct MeasureArgs {

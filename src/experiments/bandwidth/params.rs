@@ -9,8 +9,8 @@ use crate::experiments::bandwidth::{
     level_working_sets, sweep_working_sets, BandwidthConfig, Sizes,
 };
 use crate::experiments::params::{
-    check_fits_memory, invalid, parse_thread_counts, sweep_max, thread_cpus, MeasureArgs,
-    MeasurePlan,
+    check_fits_memory, invalid, parse_thread_counts, sweep_max, thread_cpus, CommandArgs,
+    MeasureArgs, MeasurePlan,
 };
 use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::topology::Machine;
@@ -48,6 +48,12 @@ pub struct BandwidthArgs {
     /// Kernels of the sweep, comma-separated.
     #[arg(long, value_name = "LIST", default_value = "read,copy,write-nt")]
     pub sweep_kernels: String,
+}
+
+impl CommandArgs for BandwidthArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
 }
 
 impl BandwidthConfig {

@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::latency::{sweep_sizes, LatencyConfig};
-use crate::experiments::params::{invalid, parse_count, MeasureArgs, MeasurePlan};
+use crate::experiments::params::{invalid, parse_count, CommandArgs, MeasureArgs, MeasurePlan};
 use crate::kernels::permutation::ChaseOrder;
 use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
@@ -47,6 +47,16 @@ pub struct LatencyArgs {
     /// without a PMU each row says why instead.
     #[arg(long)]
     pub counters: bool,
+}
+
+impl CommandArgs for LatencyArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
+
+    fn points(&self) -> bool {
+        self.points
+    }
 }
 
 impl LatencyConfig {

@@ -7,7 +7,8 @@ use crate::error::UsageError;
 use crate::experiments::latency::params::LatencyArgs;
 use crate::experiments::loaded::{LoadedConfig, DEFAULT_DELAYS, QUICK_DELAYS};
 use crate::experiments::params::{
-    defaults, invalid, parse_count, parse_thread_counts, thread_cpus, MeasureArgs, MeasurePlan,
+    defaults, invalid, parse_count, parse_thread_counts, thread_cpus, CommandArgs, MeasureArgs,
+    MeasurePlan,
 };
 use crate::kernels::injector::Mix;
 use crate::topology::cpu::format_cpu_list;
@@ -33,6 +34,12 @@ pub struct LoadedArgs {
     /// Intel MLC's series 0,2,8,15,50,…,9000,20000; with --quick ten of them].
     #[arg(long, value_name = "LIST")]
     pub delays: Option<String>,
+}
+
+impl CommandArgs for LoadedArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
 }
 
 impl LoadedConfig {

@@ -7,7 +7,9 @@ use crate::error::UsageError;
 use crate::experiments::bandwidth::level_working_sets;
 use crate::experiments::bandwidth::params::dram_working_set;
 use crate::experiments::mlp::MlpConfig;
-use crate::experiments::params::{check_fits_memory, parse_count, MeasureArgs, MeasurePlan};
+use crate::experiments::params::{
+    check_fits_memory, parse_count, CommandArgs, MeasureArgs, MeasurePlan,
+};
 use crate::topology::Machine;
 use crate::units::{Bytes, KIB, MIB};
 
@@ -29,6 +31,12 @@ pub struct MlpArgs {
     /// 'none' skips the grid [default: 1G; with --quick none].
     #[arg(long, value_name = "SIZE")]
     pub grid_max: Option<String>,
+}
+
+impl CommandArgs for MlpArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
 }
 
 impl MlpConfig {

@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::numa::{NodeThreads, NumaConfig};
-use crate::experiments::params::{MeasureArgs, MeasurePlan};
+use crate::experiments::params::{CommandArgs, MeasureArgs, MeasurePlan};
 use crate::topology::Machine;
 
 #[derive(Debug, Clone, Default, Args)]
@@ -17,6 +17,12 @@ pub struct NumaArgs {
     /// of the node this process may use.
     #[arg(long, value_name = "N", default_value = "1")]
     pub threads: String,
+}
+
+impl CommandArgs for NumaArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
 }
 
 impl NumaConfig {

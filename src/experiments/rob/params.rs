@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::bandwidth::params::dram_working_set;
-use crate::experiments::params::{invalid, parse_count, MeasureArgs, MeasurePlan};
+use crate::experiments::params::{invalid, parse_count, CommandArgs, MeasureArgs, MeasurePlan};
 use crate::experiments::rob::RobConfig;
 use crate::kernels::jit::Filler;
 use crate::topology::Machine;
@@ -28,6 +28,22 @@ pub struct RobArgs {
     /// Skip the serialized N × K grid (misses and nops timed as one block).
     #[arg(long)]
     pub no_serialized: bool,
+}
+
+impl CommandArgs for RobArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
+
+    fn available(&self) -> Result<(), UsageError> {
+        if crate::experiments::rob::supported() {
+            Ok(())
+        } else {
+            Err(UsageError::Unsupported(
+                crate::experiments::rob::UNSUPPORTED.to_string(),
+            ))
+        }
+    }
 }
 
 impl RobConfig {

@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::bandwidth::level_working_sets;
-use crate::experiments::params::{sweep_max, MeasureArgs, MeasurePlan};
+use crate::experiments::params::{sweep_max, CommandArgs, MeasureArgs, MeasurePlan};
 use crate::experiments::stride::StrideConfig;
 use crate::topology::Machine;
 
@@ -19,6 +19,12 @@ pub struct StrideArgs {
     /// without a PMU each row says why instead.
     #[arg(long)]
     pub counters: bool,
+}
+
+impl CommandArgs for StrideArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
 }
 
 impl StrideConfig {

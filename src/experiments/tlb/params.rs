@@ -6,7 +6,7 @@ use clap::Args;
 use crate::error::UsageError;
 use crate::experiments::bandwidth::params::dram_working_set;
 use crate::experiments::params::{
-    check_fits_memory, invalid, parse_count, MeasureArgs, MeasurePlan,
+    check_fits_memory, invalid, parse_count, CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::experiments::tlb::TlbConfig;
 use crate::platform::arena::PagePolicy;
@@ -42,6 +42,12 @@ pub struct TlbArgs {
     /// without a PMU each row says why instead.
     #[arg(long)]
     pub counters: bool,
+}
+
+impl CommandArgs for TlbArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
 }
 
 impl TlbConfig {
