@@ -2,14 +2,14 @@
 //! levels found, DRAM both ways, every point of the sweep (folded in HTML, terminal only
 //! with `--points`), the `latency.points` CSV table and each level's headline.
 
-use super::charts::{latency_chart, or_dash};
+use super::charts::latency_chart;
 use super::{LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::columns::{miss_cells, miss_columns, miss_data, miss_data_header, miss_notes};
 use crate::counters::AccessCounts;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::level_color;
-use crate::view::format::{cycles, ns, opt_bytes, raw, spread};
+use crate::view::format::{cycles, ns, opt_bytes, or_dash, raw, spread};
 use crate::view::{
     Block, Cell, Column, DataTable, Headline, Paragraph, Present, Section, Style, Table, Text,
 };
