@@ -146,7 +146,7 @@ mod tests {
 
     /// A report holding every experiment's sample result.
     fn full_report() -> Report {
-        let mut report = Report::new(latency::samples::machine(), Settings::default());
+        let mut report = Report::new(Machine::sample(), Settings::default());
         report.settings.command = "run".to_string();
         report.settings.cpus = vec![1];
         let e = &mut report.experiments;
@@ -241,7 +241,7 @@ mod tests {
             assert!(text.contains(&format!("# {name}\n")), "{name}");
         }
         assert!(!text.contains("machine.caches"));
-        let info = Report::new(latency::samples::machine(), Settings::default());
+        let info = Report::new(Machine::sample(), Settings::default());
         let text = String::from_utf8(csv(&info)).unwrap();
         assert!(text.starts_with("level,"), "{text}");
     }

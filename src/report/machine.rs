@@ -379,39 +379,16 @@ fn cache_data(m: &Machine) -> DataTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{CacheInfo, HugePagePool, NumaNode, TlbInfo};
+    use crate::topology::{HugePagePool, NumaNode, TlbInfo};
     use crate::units::{KIB, MIB};
-
-    fn cache(level: u32, kind: &str, size: u64) -> CacheInfo {
-        CacheInfo {
-            level,
-            kind: kind.to_string(),
-            size_bytes: size,
-            line_bytes: 64,
-            ways: Some(8),
-            sets: Some(size / 64 / 8),
-            shared_with_cpus: vec![0, 1],
-            instances: 4,
-            cpuid_size_bytes: Some(size),
-        }
-    }
 
     fn sample_machine() -> Machine {
         Machine {
-            cpu_model: "Test CPU 9000".to_string(),
             cpu_vendor: "AuthenticAMD".to_string(),
-            logical_cpus: 8,
             physical_cores: 4,
             threads_per_core: 2,
-            caches: vec![
-                cache(1, "data", 32 * KIB),
-                cache(1, "instruction", 32 * KIB),
-                cache(2, "unified", MIB),
-                cache(3, "unified", 32 * MIB),
-            ],
-            core_hz_estimate: Some(3.0e9),
             tsc_hz: Some(2.6e9),
-            ..Machine::default()
+            ..Machine::sample()
         }
     }
 

@@ -265,7 +265,7 @@ mod tests {
     use crate::view::Row;
 
     fn section(result: &BandwidthResult) -> Section {
-        result.section(&samples::machine())
+        result.section(&Machine::sample())
     }
 
     fn chart_titles(s: &Section) -> Vec<String> {

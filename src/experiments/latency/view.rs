@@ -362,7 +362,7 @@ mod tests {
     use crate::view::Row;
 
     fn section(result: &LatencyResult) -> Section {
-        result.section(&samples::machine())
+        result.section(&Machine::sample())
     }
 
     /// The sweep table: the one table inside the `--points` group.

@@ -506,7 +506,7 @@ mod tests {
             }]
         );
         assert!(section(&samples::nan_mlp()).headlines.is_empty());
-        assert!(section(&samples::empty_mlp()).headlines.is_empty());
+        assert!(section(&MlpResult::default()).headlines.is_empty());
     }
 
     #[test]
@@ -527,7 +527,7 @@ mod tests {
             .iter()
             .any(|r| r[..3] == ["L2", "524288", "8"]));
         assert!(tables[1].rows.iter().any(|r| r[..3] == ["", "16384", "1"]));
-        let names: Vec<String> = section(&samples::empty_mlp())
+        let names: Vec<String> = section(&MlpResult::default())
             .data_tables()
             .iter()
             .map(|t| t.name.clone())
@@ -537,7 +537,7 @@ mod tests {
 
     #[test]
     fn empty_and_nan_results_give_dashes() {
-        let s = section(&samples::empty_mlp());
+        let s = section(&MlpResult::default());
         let text = s.plain_text();
         assert!(text.contains("chains (–)"), "{text}");
         assert!(text.contains("No chain count was measured."));

@@ -402,7 +402,7 @@ mod tests {
 
     #[test]
     fn empty_and_nan_results_give_dashes_and_do_not_panic() {
-        let s = samples::empty_rob().section(&Machine::default());
+        let s = RobResult::default().section(&Machine::default());
         let text = s.plain_text();
         assert!(text.contains("No filler curve was measured"), "{text}");
         assert!(text.contains("No cliff was analysed"), "{text}");

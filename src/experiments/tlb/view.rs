@@ -474,7 +474,7 @@ mod tests {
 
     #[test]
     fn empty_and_nan_results_give_dashes_and_do_not_panic() {
-        let s = section(&samples::empty_tlb());
+        let s = section(&TlbResult::default());
         let text = s.plain_text();
         assert!(text.contains("No TLB level was found") && text.contains("No page count"));
         assert!(s.charts().is_empty());
