@@ -76,13 +76,8 @@ pub fn html(report: &Report) -> Vec<u8> {
 
     let tool = format!("{} {}", report.tool.name, report.tool.version);
     let cpu = &report.machine.cpu_model;
-    let mut byline = crate::view::Text::plain(format!("{tool} · command ")).strong(
-        if report.settings.command.trim().is_empty() {
-            crate::view::format::DASH
-        } else {
-            &report.settings.command
-        },
-    );
+    let mut byline = crate::view::Text::plain(format!("{tool} · command "))
+        .strong(crate::view::format::or_dash(&report.settings.command));
     if !cpu.is_empty() {
         byline = byline.add(format!(" · {cpu}"));
     }

@@ -70,6 +70,13 @@ pub const PALETTE: [&str; 10] = [
     "#bcbd22", "#7f7f7f",
 ];
 
+/// The palette colour of `name` by its position in `names` (the first colour when it is
+/// not there), so that a kernel or filler keeps its colour in every chart of a section.
+pub fn category_color(names: &[&str], name: &str) -> &'static str {
+    let i = names.iter().position(|n| *n == name).unwrap_or(0);
+    PALETTE[i % PALETTE.len()]
+}
+
 /// Colour of a measured curve or bar drawn alone: dark, so it reads over any band colour.
 pub const CURVE_COLOR: &str = "#1f2937";
 /// Colour of what was found in the data (knees, saturation points, a window), ringed or
@@ -367,6 +374,22 @@ impl Band {
     }
 }
 
+/// A chart's size clamped to something drawable: 960 wide and `default_height` high in
+/// place of a value that is not finite.
+fn drawable_size(width: f64, height: f64, default_height: f64) -> (f64, f64) {
+    let clamp = |v: f64, min: f64, default: f64| {
+        if v.is_finite() {
+            v.clamp(min, 8000.0)
+        } else {
+            default
+        }
+    };
+    (
+        clamp(width, 240.0, 960.0),
+        clamp(height, 180.0, default_height),
+    )
+}
+
 /// A second y axis on the right: the left axis' values times `factor` (ns → cycles).
 #[derive(Debug, Clone)]
 pub(crate) struct SecondaryAxis {
@@ -420,16 +443,7 @@ impl LineChart {
 
     /// Size in pixels (the viewBox keeps it scalable); clamped to something drawable.
     pub fn size(mut self, width: f64, height: f64) -> LineChart {
-        self.width = if width.is_finite() {
-            width.clamp(240.0, 8000.0)
-        } else {
-            960.0
-        };
-        self.height = if height.is_finite() {
-            height.clamp(180.0, 8000.0)
-        } else {
-            540.0
-        };
+        (self.width, self.height) = drawable_size(width, height, 540.0);
         self
     }
 
@@ -601,16 +615,7 @@ impl BarChart {
     }
 
     pub fn size(mut self, width: f64, height: f64) -> BarChart {
-        self.width = if width.is_finite() {
-            width.clamp(240.0, 8000.0)
-        } else {
-            960.0
-        };
-        self.height = if height.is_finite() {
-            height.clamp(180.0, 8000.0)
-        } else {
-            420.0
-        };
+        (self.width, self.height) = drawable_size(width, height, 420.0);
         self
     }
 

@@ -4,7 +4,9 @@
 use super::{BandwidthResult, BandwidthRow};
 use crate::topology::Machine;
 use crate::units::Bytes;
-use crate::view::chart::{Axis, LegendEntry, LineChart, Series, TickFormat, VMarker, PALETTE};
+use crate::view::chart::{
+    category_color, Axis, LegendEntry, LineChart, Series, TickFormat, VMarker,
+};
 use crate::view::format::{count_of, distinct, noisy, NOISY_SPREAD_PCT};
 
 /// Whether a level is a cache (bytes per cycle are shown for those only).
@@ -30,12 +32,6 @@ fn kernel_families(result: &BandwidthResult) -> Vec<&str> {
     )
 }
 
-fn kernel_color(families: &[&str], kernel: &str) -> &'static str {
-    let family = kernel_family(kernel);
-    let i = families.iter().position(|f| *f == family).unwrap_or(0);
-    PALETTE[i % PALETTE.len()]
-}
-
 /// A kernel as a chart series: coloured by family, dashed with streaming stores, noisy
 /// points and points whose threads did not run together hollow.
 fn kernel_series(families: &[&str], rows: &[&BandwidthRow], points: Vec<(f64, f64)>) -> Series {
@@ -43,7 +39,7 @@ fn kernel_series(families: &[&str], rows: &[&BandwidthRow], points: Vec<(f64, f6
         return Series::new("", points);
     };
     let series = Series::new(first.kernel.clone(), points)
-        .color(kernel_color(families, &first.kernel))
+        .color(category_color(families, kernel_family(&first.kernel)))
         .unstable(
             rows.iter()
                 .map(|r| noisy(r.spread_pct) || !r.concurrent)

@@ -4,7 +4,8 @@
 use super::{RobResult, RobRow, SerializedRow};
 use crate::topology::Machine;
 use crate::view::chart::{
-    cycles_per_ns, Axis, LineChart, Series, TickFormat, VMarker, FOUND_POINT_COLOR, PALETTE,
+    category_color, cycles_per_ns, Axis, LineChart, Series, TickFormat, VMarker, FOUND_POINT_COLOR,
+    PALETTE,
 };
 use crate::view::format::{distinct, noisy, NOISY_SPREAD_PCT};
 
@@ -17,11 +18,6 @@ pub(super) fn rob_fillers(result: &RobResult) -> Vec<&str> {
             .map(|r| r.filler.as_str())
             .chain(result.structures.iter().map(|s| s.filler.as_str())),
     )
-}
-
-pub(super) fn filler_color(fillers: &[&str], filler: &str) -> &'static str {
-    let i = fillers.iter().position(|f| *f == filler).unwrap_or(0);
-    PALETTE[i % PALETTE.len()]
 }
 
 /// ns per iteration against K, one line per filler, each cliff marked with its structure.
@@ -57,7 +53,7 @@ pub(super) fn rob_chart(result: &RobResult, machine: &Machine) -> LineChart {
                     .map(|r| (f64::from(r.k), r.ns_per_iter))
                     .collect(),
             )
-            .color(filler_color(&fillers, filler))
+            .color(category_color(&fillers, filler))
             .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect()),
         );
     }
@@ -66,7 +62,7 @@ pub(super) fn rob_chart(result: &RobResult, machine: &Machine) -> LineChart {
             chart = chart.marker(VMarker::found(
                 f64::from(entries),
                 format!("{}: {} ≈ {entries}", s.filler, s.structure),
-                filler_color(&fillers, &s.filler),
+                category_color(&fillers, &s.filler),
             ));
         }
     }

@@ -2,10 +2,11 @@
 //! filler fills first with its entries, the serialised blocks (window and misses in
 //! flight, chart, compact grid), every point on demand, and the CSV tables.
 
-use super::charts::{filler_color, rob_chart, rob_fillers, rob_serialized_chart};
+use super::charts::{rob_chart, rob_fillers, rob_serialized_chart};
 use super::RobResult;
 use crate::topology::Machine;
 use crate::units::Bytes;
+use crate::view::chart::category_color;
 use crate::view::format::{self, distinct, k_subset, raw, DASH};
 use crate::view::{
     Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Style, Table, Text,
@@ -95,7 +96,7 @@ fn structures_table(result: &RobResult) -> Table {
         t.row(vec![
             Cell(
                 Text::new()
-                    .swatch(filler_color(&fillers, &st.filler))
+                    .swatch(category_color(&fillers, &st.filler))
                     .add(st.filler.clone()),
             ),
             Cell::new(st.structure.clone()),
