@@ -9,11 +9,16 @@
 //! - `platform`: timer, thread pinning, memory arenas with an explicit page policy;
 //! - `kernels`: the timed inner loops and the layouts they walk;
 //! - `stats`: robust summaries and level (plateau) detection;
-//! - `session`: progress on stderr and the typed warnings raised while measuring;
-//! - `experiments`: one file per experiment, each returning a typed result;
-//! - `counters`, `stat`: hardware and software event counters (perf_event_open), and
-//!   `memscope stat`, which counts them around a user's command;
-//! - `report`: the serde model and its exporters (terminal, JSON, CSV, HTML + SVG).
+//! - `session`: progress on stderr, the typed warnings raised while measuring, and the
+//!   measuring context (`session::context::Session`) every experiment runs in;
+//! - `counters`: hardware and software event counters (perf_event_open);
+//! - `view`: the presentation model as data (sections of prose, tables, charts, CSV
+//!   tables) and the shared number formats;
+//! - `experiments`: one room per experiment (parameters, measurement, result,
+//!   presentation) and the registry that lists them; `stat`: `memscope stat`, counting
+//!   around a user's command;
+//! - `report`: the serde model, which sections each output shows, and renderers that
+//!   know no experiment (terminal, CSV, HTML + SVG; JSON is the model itself).
 
 pub mod cli;
 pub mod commands;

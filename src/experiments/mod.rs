@@ -1,7 +1,10 @@
 //! Experiments: one room (folder) each. A room holds the experiment's configuration, its
-//! measurement (driving the kernels through the platform layer), its typed, serialisable
-//! result and that result's presentation (`view.rs`: `impl view::Present`). Experiments
-//! never print; progress and warnings go through `session`.
+//! parameters (`params.rs`: its clap flags and `<X>Config::resolve`, which checks them
+//! against the machine), its measurement (driving the kernels through the platform layer),
+//! its typed, serialisable result and that result's presentation (`view.rs`: `impl
+//! view::Present`). The flags every measuring command shares, and the parse helpers the
+//! rooms use, are in `params`. Experiments never print; progress and warnings go through
+//! `session`; nothing here imports the command line, the plan or the commands.
 //!
 //! The registry below is the one place an experiment is added to a run: its config's place
 //! in the plan (`Configs`), its result's field in the report (`Results`, the JSON's
@@ -21,6 +24,7 @@ pub mod loaded;
 pub mod miss_impact;
 pub mod mlp;
 pub mod numa;
+pub mod params;
 pub mod rob;
 pub mod stride;
 pub mod tlb;

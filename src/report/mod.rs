@@ -1,9 +1,10 @@
-//! The one report model and its exporters.
+//! The one report model and its outputs.
 //!
-//! Every command builds a `Report`; exporters are pure functions from `&Report` to bytes
-//! (`json`, `csv`, `html`) or text (`terminal`). `output::OutputFiles` owns the files and
-//! writes each one atomically (temporary file + rename), so a failed run never leaves a
-//! half-written report.
+//! Every command builds a `Report`. `json` serialises it as it is; `document` turns it
+//! into sections (the registry's results framed by `machine` and `settings`) that the
+//! renderers `terminal`, `csv` and `html` (+ `svg`) draw without knowing any experiment.
+//! `output` owns the files and writes each one atomically (temporary file + rename), so
+//! a failed run never leaves a half-written report.
 
 use serde::{Deserialize, Serialize};
 

@@ -5,7 +5,7 @@
 use super::Report;
 use crate::units::Bytes;
 use crate::view::format::{self, cpu_list, or_dash};
-use crate::view::{Block, Headline, Medium, Paragraph, Section, Table, Text};
+use crate::view::{Block, Medium, Paragraph, Section, Table, Text};
 
 /// What was asked and what was obtained. Without pinned CPUs (`info`, `stat`: nothing was
 /// measured) the table is for HTML only, as the terminal printed no settings then.
@@ -56,32 +56,28 @@ pub fn settings_section(report: &Report) -> Section {
 /// The warnings, each with its code; a callout saying there are none otherwise. The
 /// headline is the number of warnings.
 pub fn warnings_section(report: &Report) -> Section {
-    let mut section = Section::new("warnings", "Warnings", "Warnings");
     let n = report.warnings.len();
-    section.headlines.push(Headline {
-        label: "Warnings".to_string(),
-        value: n.to_string(),
-        detail: if n == 0 {
-            "nothing found that distorts these figures".to_string()
-        } else {
-            "read them before the figures".to_string()
-        },
-    });
+    let mut section = Section::new("warnings", format!("Warnings ({n})"), "Warnings");
     if report.warnings.is_empty() {
-        section.push(Paragraph::callout(
+        section.push(Paragraph::fine(
             "No warnings: nothing was found that distorts these measurements.",
         ));
+        return section;
     }
-    for w in &report.warnings {
-        section.push(Paragraph::note(
-            Text::new()
-                .warn("!")
-                .add(" ")
-                .code(&w.code)
-                .add(": ")
-                .add(&w.message),
-        ));
+    // One box holding every warning, a line each.
+    let mut text = Text::new();
+    for (i, w) in report.warnings.iter().enumerate() {
+        if i > 0 {
+            text = text.line_break();
+        }
+        text = text
+            .warn("!")
+            .add(" ")
+            .code(&w.code)
+            .add(": ")
+            .add(&w.message);
     }
+    section.push(Paragraph::warning(text));
     section
 }
 
@@ -154,19 +150,18 @@ mod tests {
     }
 
     #[test]
-    fn no_warnings_is_said_in_a_callout() {
+    fn no_warnings_is_said_in_a_green_box() {
         let s = warnings_section(&Report::new(Machine::default(), Settings::default()));
-        assert_eq!(s.id, "warnings");
-        assert_eq!(s.headlines[0].value, "0");
+        assert_eq!((s.id, s.nav.as_str()), ("warnings", "Warnings (0)"));
         let [Block::Paragraph(p)] = s.blocks.as_slice() else {
             panic!("{:?}", s.blocks)
         };
-        assert_eq!(p.tone, Tone::Callout);
+        assert_eq!(p.tone, Tone::Fine);
         assert!(p.text.to_plain().starts_with("No warnings"));
     }
 
     #[test]
-    fn each_warning_has_its_code_and_message_as_plain_text() {
+    fn the_warnings_are_one_box_a_line_each_with_code_and_message() {
         let mut report = Report::new(Machine::default(), Settings::default());
         for (code, message) in [
             ("system_busy", "the system is busy & noisy"),
@@ -178,14 +173,14 @@ mod tests {
             });
         }
         let s = warnings_section(&report);
-        assert_eq!(s.headlines[0].value, "2");
-        assert_eq!(s.blocks.len(), 2);
-        let Block::Paragraph(p) = &s.blocks[0] else {
+        assert_eq!(s.nav, "Warnings (2)");
+        let [Block::Paragraph(p)] = s.blocks.as_slice() else {
             panic!("{:?}", s.blocks)
         };
+        assert_eq!(p.tone, Tone::Warning);
         assert_eq!(
             p.text.to_plain(),
-            "! system_busy: the system is busy & noisy"
+            "! system_busy: the system is busy & noisy\n! hypervisor: running under KVM"
         );
         assert!(p.text.0.iter().any(|i| matches!(i, crate::view::Inline::Span(s) if s.style == Style::Code && s.text == "system_busy")));
     }

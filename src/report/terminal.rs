@@ -10,9 +10,12 @@ pub fn render(sections: &[Section], verbose: bool) -> String {
     sections.iter().map(|s| section(s, verbose)).collect()
 }
 
-/// One section: its title as a heading, then its blocks.
+/// Prose is wrapped to this many columns.
+const WIDTH: usize = 100;
+
+/// One section: its title underlined, then its blocks.
 pub fn section(s: &Section, verbose: bool) -> String {
-    let mut out = heading(&s.title);
+    let mut out = format!("\n{}\n{}\n", s.title, "═".repeat(width(&s.title)));
     blocks(&mut out, &s.blocks, verbose);
     out
 }
@@ -46,12 +49,31 @@ fn blocks(out: &mut String, list: &[Block], verbose: bool) {
     }
 }
 
-/// Prose as lines indented by one space (a line break in the text starts a new line).
+/// Prose as lines indented by one space and wrapped at `WIDTH` (a line break in the text
+/// starts a new line).
 fn prose(text: &Text) -> String {
     text.to_plain()
         .lines()
+        .flat_map(|line| wrap(line, WIDTH - 1))
         .map(|line| format!(" {line}\n"))
         .collect()
+}
+
+/// Splits a line at spaces into lines of at most `max` characters (a longer word stays
+/// whole on its own line).
+fn wrap(line: &str, max: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for word in line.split(' ') {
+        if !current.is_empty() && width(&current) + 1 + width(word) > max {
+            lines.push(std::mem::take(&mut current));
+        } else if !current.is_empty() {
+            current.push(' ');
+        }
+        current.push_str(word);
+    }
+    lines.push(current);
+    lines
 }
 
 /// A table: its title as a heading, the aligned rows, then its footnotes.
@@ -144,15 +166,18 @@ fn key_value(t: &Table) -> String {
         })
         .collect();
     let key_width = pairs.iter().map(|(k, _)| width(k)).max().unwrap_or(0);
-    pairs
-        .iter()
-        .map(|(k, v)| {
-            format!(" {k}{}  {v}", " ".repeat(key_width - width(k)))
-                .trim_end()
-                .to_string()
-                + "\n"
-        })
-        .collect()
+    // Long values wrap under themselves, clear of the keys.
+    let value_width = WIDTH.saturating_sub(key_width + 3).max(40);
+    let mut out = String::new();
+    for (k, v) in &pairs {
+        for (i, line) in wrap(v, value_width).iter().enumerate() {
+            let key = if i == 0 { k.as_str() } else { "" };
+            let pad = " ".repeat(key_width - width(key));
+            out.push_str(format!(" {key}{pad}  {line}").trim_end());
+            out.push('\n');
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -198,8 +223,22 @@ mod tests {
             vec![Paragraph::note(Text::plain("a").line_break().add("b")).into()],
         ));
         let short = section(&s, false);
-        assert_eq!(short, "\nTitle\n always\n a\n b\n");
+        assert_eq!(short, "\nTitle\n═════\n always\n a\n b\n");
         assert!(section(&s, true).contains(" points\n"));
+    }
+
+    #[test]
+    fn prose_and_long_values_wrap_at_the_width() {
+        let words = "word ".repeat(60);
+        let text = prose(&Text::plain(words.trim_end()));
+        assert!(text.lines().count() >= 3);
+        assert!(text.lines().all(|l| width(l) <= WIDTH), "{text}");
+        let mut t = Table::key_value();
+        t.pair("Sampling", words.trim_end());
+        let lines: Vec<String> = key_value(&t).lines().map(str::to_string).collect();
+        assert!(lines[0].starts_with(" Sampling  word"));
+        assert!(lines[1].starts_with("           word"), "{lines:?}");
+        assert!(lines.iter().all(|l| width(l) <= WIDTH));
     }
 
     #[test]

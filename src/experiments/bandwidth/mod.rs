@@ -589,4 +589,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;

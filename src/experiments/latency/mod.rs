@@ -798,4 +798,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;

@@ -719,4 +719,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;

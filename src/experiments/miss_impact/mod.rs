@@ -1084,4 +1084,5 @@ pub mod tests {
     }
 }
 
+pub mod params;
 mod run;

@@ -1153,4 +1153,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;

@@ -884,4 +884,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;

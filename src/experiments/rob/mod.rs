@@ -721,4 +721,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;

@@ -761,4 +761,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;

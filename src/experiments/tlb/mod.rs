@@ -1642,4 +1642,5 @@ mod tests {
     }
 }
 
+pub mod params;
 mod run;

@@ -1,0 +1,159 @@
+//! The bandwidth table's parameters: its flags (`memscope bandwidth`) and how they, with
+//! the measuring flags, become a `BandwidthConfig`; and the DRAM working set other rooms
+//! take from the table.
+
+use clap::Args;
+
+use crate::error::UsageError;
+use crate::experiments::bandwidth::{
+    level_working_sets, sweep_working_sets, BandwidthConfig, Sizes,
+};
+use crate::experiments::params::{
+    check_fits_memory, invalid, parse_thread_counts, sweep_max, thread_cpus, MeasureArgs,
+    MeasurePlan,
+};
+use crate::kernels::stream::{self, Isa, KernelSpec};
+use crate::topology::Machine;
+use crate::units::{Bytes, MIB};
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct BandwidthArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Thread counts, comma-separated, or 'all' for every CPU this process may use.
+    #[arg(long, value_name = "LIST", default_value = "1,all")]
+    pub threads: String,
+
+    /// Kernels, comma-separated, or 'all' (see the list in `memscope bandwidth --help`:
+    /// read, write, write-nt, copy, copy-nt, triad, triad-nt, mix-3:1, mix-3:1-nt,
+    /// mix-2:1, mix-2:1-nt, mix-1:1, mix-1:1-nt).
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub kernels: String,
+
+    /// Vector instructions: avx512, avx2, sse2 or portable [default: the widest available].
+    #[arg(long, value_name = "ISA")]
+    pub isa: Option<String>,
+
+    /// Working sets per thread (all of a kernel's arrays together), comma-separated,
+    /// instead of one inside each cache level and DRAM.
+    #[arg(long, value_name = "SIZES")]
+    pub sizes: Option<String>,
+
+    /// Also measure bandwidth vs working-set size (4 KiB to --max-size) for
+    /// --sweep-kernels, with the first thread count.
+    #[arg(long)]
+    pub sweep: bool,
+
+    /// Kernels of the sweep, comma-separated.
+    #[arg(long, value_name = "LIST", default_value = "read,copy,write-nt")]
+    pub sweep_kernels: String,
+}
+
+impl BandwidthConfig {
+    /// The kernels at each level (or --sizes) for each thread count, threads on the CPUs
+    /// in `thread_cpus` order, and the optional sweep.
+    pub fn resolve(
+        args: &BandwidthArgs,
+        measure: &MeasurePlan,
+        machine: &Machine,
+    ) -> Result<BandwidthConfig, UsageError> {
+        let isa = match &args.isa {
+            None => None,
+            Some(text) => {
+                let isa = Isa::parse(text).ok_or_else(|| invalid("--isa", text, Isa::NAMES))?;
+                if !isa.is_available() {
+                    return Err(invalid(
+                        "--isa",
+                        text,
+                        &format!(
+                            "an instruction set this CPU supports (the widest here is {})",
+                            Isa::best_available()
+                        ),
+                    ));
+                }
+                Some(isa)
+            }
+        };
+        let cpus = thread_cpus(machine, measure.cpu);
+        let thread_counts = parse_thread_counts(&args.threads, cpus.len())?;
+        let sizes = match &args.sizes {
+            None => Sizes::Levels,
+            Some(text) => Sizes::Custom(
+                text.split(',')
+                    .map(|s| Bytes::parse(s.trim()).map(|b| b.0))
+                    .collect::<Result<Vec<u64>, _>>()?,
+            ),
+        };
+        let max_threads = *thread_counts.last().expect("at least one count") as u64;
+        if let Sizes::Custom(list) = &sizes {
+            for &bytes in list {
+                if bytes < stream::GRANULE as u64 * 4 {
+                    return Err(UsageError::SizeTooSmall {
+                        flag: "--sizes",
+                        requested: Bytes(bytes),
+                        minimum: Bytes(stream::GRANULE as u64 * 4),
+                    });
+                }
+                check_fits_memory("--sizes (× threads)", Bytes(bytes * max_threads), machine)?;
+            }
+        }
+        let sweep_kernels = if args.sweep {
+            parse_kernels("--sweep-kernels", &args.sweep_kernels)?
+        } else {
+            Vec::new()
+        };
+        let sweep_sizes = if args.sweep {
+            sweep_working_sets(
+                sweep_max(measure, machine),
+                if measure.quick { 1 } else { 2 },
+            )
+        } else {
+            Vec::new()
+        };
+        Ok(BandwidthConfig {
+            kernels: parse_kernels("--kernels", &args.kernels)?,
+            isa,
+            thread_counts,
+            cpus,
+            sizes,
+            sweep_kernels,
+            sweep_sizes,
+            pages: measure.pages,
+            repetitions: measure.repetitions,
+            trial_ns: measure.trial_ns,
+        })
+    }
+}
+
+/// Kernel names, comma-separated, or 'all'.
+fn parse_kernels(flag: &'static str, text: &str) -> Result<Vec<&'static KernelSpec>, UsageError> {
+    if text.trim() == "all" {
+        return Ok(stream::KERNELS.iter().collect());
+    }
+    let mut kernels: Vec<&'static KernelSpec> = Vec::new();
+    for name in text.split(',').map(str::trim) {
+        let kernel = stream::find(name).ok_or_else(|| {
+            invalid(
+                flag,
+                name,
+                &format!("'all' or kernel names from: {}", stream::names()),
+            )
+        })?;
+        if !kernels.iter().any(|k| k.name == kernel.name) {
+            kernels.push(kernel);
+        }
+    }
+    Ok(kernels)
+}
+
+/// The DRAM working set of the MLP and ROB chases: --max-size when given, else the
+/// bandwidth table's DRAM size (four times the largest cache, at least 128 MiB).
+pub fn dram_working_set(measure: &MeasurePlan, machine: &Machine) -> u64 {
+    if measure.max_size_given {
+        return measure.max_size.0;
+    }
+    level_working_sets(machine, 1)
+        .last()
+        .map_or(128 * MIB, |(_, bytes)| *bytes)
+}

@@ -1,0 +1,129 @@
+//! The loaded-latency experiment's parameters: its flags (`memscope loaded`) and how they,
+//! with the measuring flags, become a `LoadedConfig`.
+
+use clap::Args;
+
+use crate::error::UsageError;
+use crate::experiments::latency::params::LatencyArgs;
+use crate::experiments::loaded::{LoadedConfig, DEFAULT_DELAYS, QUICK_DELAYS};
+use crate::experiments::params::{
+    defaults, invalid, parse_count, parse_thread_counts, thread_cpus, MeasureArgs, MeasurePlan,
+};
+use crate::kernels::injector::Mix;
+use crate::topology::cpu::format_cpu_list;
+use crate::topology::Machine;
+use crate::units::MIB;
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct LoadedArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Injectors' traffic mixes, comma-separated, or 'all': read, 2:1, 1:1, write-nt
+    /// [default: all; with --quick: read].
+    #[arg(long, value_name = "LIST")]
+    pub mix: Option<String>,
+
+    /// Injector thread counts (the latency thread not counted), comma-separated, or
+    /// 'all' for one on every other CPU this process may use.
+    #[arg(long, value_name = "LIST", default_value = "all")]
+    pub threads: String,
+
+    /// Delays between the injectors' accesses, core cycles, comma-separated [default:
+    /// Intel MLC's series 0,2,8,15,50,…,9000,20000; with --quick ten of them].
+    #[arg(long, value_name = "LIST")]
+    pub delays: Option<String>,
+}
+
+impl LoadedConfig {
+    /// The chase on the measuring CPU over the latency ladder's largest working set (so
+    /// its idle end compares with `latency`'s DRAM figure), injectors on the other CPUs in
+    /// `thread_cpus` order.
+    pub fn resolve(
+        args: &LoadedArgs,
+        measure: &MeasurePlan,
+        machine: &Machine,
+    ) -> Result<LoadedConfig, UsageError> {
+        let cpus = thread_cpus(machine, measure.cpu);
+        let injector_cpus = cpus[1..].to_vec();
+        if injector_cpus.is_empty() {
+            return Err(invalid(
+                "--cpu",
+                &measure.cpu.to_string(),
+                &format!(
+                    "a machine with a second CPU to inject load from (this process may use \
+                     only CPU {})",
+                    format_cpu_list(&machine.allowed_cpus)
+                ),
+            ));
+        }
+        let mixes = match args.mix.as_deref() {
+            None if measure.quick => vec![Mix::Read],
+            None => Mix::ALL.to_vec(),
+            Some(text) if text.trim() == "all" => Mix::ALL.to_vec(),
+            Some(text) => {
+                let mut mixes = Vec::new();
+                for name in text.split(',').map(str::trim) {
+                    let mix = Mix::parse(name).ok_or_else(|| {
+                        invalid(
+                            "--mix",
+                            name,
+                            &format!("'all' or mixes from: {}", Mix::NAMES),
+                        )
+                    })?;
+                    if !mixes.contains(&mix) {
+                        mixes.push(mix);
+                    }
+                }
+                mixes
+            }
+        };
+        let thread_counts = parse_thread_counts(&args.threads, injector_cpus.len())?;
+        let delays = match args.delays.as_deref() {
+            None if measure.quick => QUICK_DELAYS.to_vec(),
+            None => DEFAULT_DELAYS.to_vec(),
+            Some(text) => {
+                let mut delays = Vec::new();
+                for part in text.split(',').map(str::trim) {
+                    let delay = part
+                        .parse::<u64>()
+                        .ok()
+                        .filter(|d| *d <= 10_000_000)
+                        .ok_or_else(|| {
+                            invalid(
+                                "--delays",
+                                part,
+                                "delays in core cycles from 0 to 10000000, comma-separated",
+                            )
+                        })?;
+                    if !delays.contains(&delay) {
+                        delays.push(delay);
+                    }
+                }
+                delays
+            }
+        };
+        let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
+        // The page-local window of the latency ladder, so the idle ends agree.
+        let window_pages = parse_count(
+            "--window-pages",
+            &defaults::<LatencyArgs>().window_pages,
+            1,
+            1 << 20,
+        )?;
+        Ok(LoadedConfig {
+            mixes,
+            thread_counts,
+            delays,
+            latency_cpu: measure.cpu,
+            injector_cpus,
+            chase_bytes: measure.max_size.0,
+            window_bytes: window_pages * 4096,
+            injector_bytes: (4 * llc).max(128 * MIB),
+            pages: measure.pages,
+            repetitions: measure.repetitions,
+            trial_ns: measure.trial_ns,
+            seed: 0x6c6f_6164_6564, // "loaded"
+        })
+    }
+}

@@ -1,0 +1,234 @@
+//! What every experiment's parameters share: the measuring flags (`MeasureArgs`, clap) and
+//! their resolution against the machine (`MeasurePlan`), and the parse helpers each room's
+//! `params.rs` uses to turn its own flags into its validated configuration. Below the
+//! rooms: nothing here imports the command line, the plan or the commands.
+
+use clap::Args;
+
+use crate::error::UsageError;
+use crate::platform::arena::PagePolicy;
+use crate::topology::cpu::format_cpu_list;
+use crate::topology::Machine;
+use crate::units::{Bytes, KIB, MIB};
+
+/// Flags shared by every measuring command.
+#[derive(Debug, Clone, Default, Args)]
+pub struct MeasureArgs {
+    /// CPU to pin the measuring thread to [default: the last CPU this process may use].
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<String>,
+
+    /// Page policy of the buffers: 4k, thp, 2m or 1g (hugetlbfs) [default: thp when THP is
+    /// enabled, else 4k].
+    #[arg(long, value_name = "POLICY")]
+    pub pages: Option<String>,
+
+    /// Write the JSON report to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write the result rows as CSV to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+
+    /// Fewer trials and shorter ones: a rough answer in a few seconds.
+    #[arg(long)]
+    pub quick: bool,
+
+    /// Timed trials per point; the median is reported [default: 9, or 5 with --quick].
+    #[arg(long, value_name = "N")]
+    pub repetitions: Option<String>,
+
+    /// Largest working set, e.g. 512M or 1GiB [default: max(256 MiB, 8 × the largest
+    /// cache); with --quick max(64 MiB, 4 × the largest cache)].
+    #[arg(long, value_name = "SIZE")]
+    pub max_size: Option<String>,
+
+    /// With --pages 2m or 1g (or tlb --huge 2m): when the hugetlbfs pool has too few free
+    /// pages, reserve what the run needs (root) and restore the pool when memscope exits,
+    /// also on error and on Ctrl-C.
+    #[arg(long)]
+    pub reserve_hugepages: bool,
+}
+
+/// Settings shared by measuring commands.
+#[derive(Debug, Clone)]
+pub struct MeasurePlan {
+    pub cpu: usize,
+    pub pages: PagePolicy,
+    pub quick: bool,
+    pub repetitions: usize,
+    /// Target length of one timed trial.
+    pub trial_ns: f64,
+    pub max_size: Bytes,
+    /// Whether --max-size was given (else each experiment picks its own default).
+    pub max_size_given: bool,
+    /// Grow the hugetlbfs pool for this run when it is too small (and restore it after).
+    pub reserve_hugepages: bool,
+}
+
+impl MeasurePlan {
+    /// The measuring flags checked and resolved against the machine: the CPU, the page
+    /// policy, the trials and the largest working set.
+    pub fn resolve(args: &MeasureArgs, machine: &Machine) -> Result<MeasurePlan, UsageError> {
+        let allowed = &machine.allowed_cpus;
+        let cpu = match &args.cpu {
+            None => crate::platform::affinity::default_cpu(allowed).unwrap_or(0),
+            Some(text) => text
+                .trim()
+                .parse::<usize>()
+                .ok()
+                .filter(|c| allowed.contains(c))
+                .ok_or_else(|| UsageError::NoSuchCpu {
+                    cpu: text.clone(),
+                    available: format_cpu_list(allowed),
+                })?,
+        };
+        let pages = match &args.pages {
+            Some(text) => PagePolicy::parse(text)?,
+            None if matches!(machine.thp.enabled.as_str(), "always" | "madvise") => PagePolicy::Thp,
+            None => PagePolicy::Base,
+        };
+        let repetitions = match &args.repetitions {
+            Some(text) => parse_count("--repetitions", text, 1, 1000)?,
+            None if args.quick => 5,
+            None => 9,
+        };
+        let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
+        let max_size = match &args.max_size {
+            Some(text) => Bytes::parse(text)?,
+            None if args.quick => Bytes((64 * MIB).max(4 * llc)),
+            None => Bytes((256 * MIB).max(8 * llc)),
+        };
+        if max_size.0 < 4 * KIB {
+            return Err(UsageError::SizeTooSmall {
+                flag: "--max-size",
+                requested: max_size,
+                minimum: Bytes(4 * KIB),
+            });
+        }
+        check_fits_memory("--max-size", max_size, machine)?;
+        Ok(MeasurePlan {
+            cpu,
+            pages,
+            quick: args.quick,
+            repetitions,
+            trial_ns: if args.quick { 1e6 } else { 2e6 },
+            max_size,
+            max_size_given: args.max_size.is_some(),
+            reserve_hugepages: args.reserve_hugepages,
+        })
+    }
+}
+
+/// Largest working set of the sweeps that do not default to the latency ladder's size:
+/// four times the largest cache, at least 64 MiB.
+pub fn sweep_max(measure: &MeasurePlan, machine: &Machine) -> u64 {
+    if measure.max_size_given {
+        measure.max_size.0
+    } else {
+        (64 * MIB).max(4 * machine.largest_cache_bytes().unwrap_or(32 * MIB))
+    }
+}
+
+/// Thread counts from "1,2" or "all"; each from 1 to the CPUs this process may use.
+pub fn parse_thread_counts(text: &str, available: usize) -> Result<Vec<usize>, UsageError> {
+    let expected = format!(
+        "thread counts from 1 to {available} or 'all', comma-separated (e.g. 1,{available})"
+    );
+    let mut counts = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let count = if part == "all" {
+            available
+        } else {
+            part.parse::<usize>()
+                .ok()
+                .filter(|n| (1..=available).contains(n))
+                .ok_or_else(|| invalid("--threads", part, &expected))?
+        };
+        if !counts.contains(&count) {
+            counts.push(count);
+        }
+    }
+    counts.sort_unstable();
+    Ok(counts)
+}
+
+/// CPUs in the order threads take them: the measuring CPU first, then CPUs on other cores
+/// (so two threads do not share a core while a core is free), then SMT siblings.
+pub fn thread_cpus(machine: &Machine, first: usize) -> Vec<usize> {
+    let sibling_of = |a: usize, b: usize| {
+        machine
+            .smt_sibling_groups
+            .iter()
+            .any(|g| g.contains(&a) && g.contains(&b))
+    };
+    let mut order = vec![first];
+    let rest: Vec<usize> = machine
+        .allowed_cpus
+        .iter()
+        .copied()
+        .filter(|&c| c != first)
+        .collect();
+    for &cpu in &rest {
+        if !order.iter().any(|&o| sibling_of(o, cpu)) {
+            order.push(cpu);
+        }
+    }
+    for &cpu in &rest {
+        if !order.contains(&cpu) {
+            order.push(cpu);
+        }
+    }
+    order
+}
+
+/// A working set that must fit in the memory available now, leaving a tenth of it for
+/// everything else on the machine.
+pub fn check_fits_memory(
+    flag: &'static str,
+    bytes: Bytes,
+    machine: &Machine,
+) -> Result<(), UsageError> {
+    let available = Bytes(machine.memory_available_bytes / 10 * 9);
+    if machine.memory_available_bytes > 0 && bytes > available {
+        return Err(UsageError::SizeExceedsMemory {
+            flag,
+            requested: bytes,
+            available,
+        });
+    }
+    Ok(())
+}
+
+/// A command's flags at their defaults, for `run`, which runs the experiments without
+/// exposing their flags: the defaults live once, in the clap definitions.
+pub fn defaults<A: clap::Args + clap::FromArgMatches>() -> A {
+    let command = A::augment_args(clap::Command::new("memscope"));
+    A::from_arg_matches(&command.get_matches_from(["memscope"]))
+        .expect("the clap definitions give every flag a default")
+}
+
+/// A flag's value that is not one of those expected.
+pub fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
+    UsageError::InvalidValue {
+        flag,
+        value: value.to_string(),
+        expected: expected.to_string(),
+    }
+}
+
+/// A whole number from `min` to `max`.
+pub fn parse_count(
+    flag: &'static str,
+    value: &str,
+    min: usize,
+    max: usize,
+) -> Result<usize, UsageError> {
+    value
+        .trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (min..=max).contains(n))
+        .ok_or_else(|| invalid(flag, value, &format!("a whole number from {min} to {max}")))
+}

@@ -1,0 +1,117 @@
+//! The TLB experiment's parameters: its flags (`memscope tlb`) and how they, with the
+//! measuring flags, become a `TlbConfig`.
+
+use clap::Args;
+
+use crate::error::UsageError;
+use crate::experiments::bandwidth::params::dram_working_set;
+use crate::experiments::params::{
+    check_fits_memory, invalid, parse_count, MeasureArgs, MeasurePlan,
+};
+use crate::experiments::tlb::TlbConfig;
+use crate::platform::arena::PagePolicy;
+use crate::topology::Machine;
+use crate::units::{Bytes, MIB};
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct TlbArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Huge pages of the second curve: thp, 2m (hugetlbfs) or none [default: thp when THP
+    /// is enabled, else 2m when its pool has pages, else none].
+    #[arg(long, value_name = "PAGES")]
+    pub huge: Option<String>,
+
+    /// Most 4 KiB pages of the sweep [default: 131072 (2^17); with --quick 65536].
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<String>,
+
+    /// Most 2 MiB pages of the sweep [default: twice the largest 2 MiB TLB CPUID reports,
+    /// at most half the free memory; with --quick 256].
+    #[arg(long, value_name = "N")]
+    pub max_huge_pages: Option<String>,
+
+    /// Footprint of x and y together in the SAXPY comparison, or 'none' [default: 1G;
+    /// with --quick none].
+    #[arg(long, value_name = "SIZE")]
+    pub saxpy_footprint: Option<String>,
+
+    /// Count L1, L2, LLC and dTLB misses per access for every point with the hardware
+    /// counters (in a short untimed pass after the point's timed trials); on a machine
+    /// without a PMU each row says why instead.
+    #[arg(long)]
+    pub counters: bool,
+}
+
+impl TlbConfig {
+    /// 4 KiB pages always, and THP or hugetlbfs 2 MiB pages.
+    pub fn resolve(
+        args: &TlbArgs,
+        measure: &MeasurePlan,
+        machine: &Machine,
+    ) -> Result<TlbConfig, UsageError> {
+        let thp = matches!(machine.thp.enabled.as_str(), "always" | "madvise");
+        let pool_has_pages =
+            crate::topology::memory::hugepage_pool(2 * MIB).is_some_and(|pool| pool.total > 0);
+        let huge = match args.huge.as_deref().map(str::trim) {
+            None if thp => PagePolicy::Thp,
+            None if pool_has_pages || measure.reserve_hugepages => PagePolicy::Huge2M,
+            None => PagePolicy::Base,
+            Some("thp") => PagePolicy::Thp,
+            Some("2m") => PagePolicy::Huge2M,
+            Some("none") => PagePolicy::Base,
+            Some(other) => return Err(invalid("--huge", other, "thp, 2m or none")),
+        };
+        let mut config = TlbConfig::new(
+            machine,
+            huge,
+            measure.quick,
+            measure.repetitions,
+            measure.trial_ns,
+            0x0074_6c62, // "tlb"
+        );
+        if let Some(text) = &args.max_pages {
+            config.max_pages_base = parse_count("--max-pages", text, 16, 1 << 24)? as u64;
+        }
+        // At most half the free memory, in 2 MiB pages.
+        let memory_pages = (machine.memory_available_bytes / 2 / (2 * MIB)).max(16);
+        match &args.max_huge_pages {
+            Some(text) => {
+                let pages = parse_count("--max-huge-pages", text, 16, 1 << 20)? as u64;
+                check_fits_memory(
+                    "--max-huge-pages (× 2 MiB)",
+                    Bytes(pages * 2 * MIB),
+                    machine,
+                )?;
+                config.max_pages_huge = pages;
+            }
+            None => config.max_pages_huge = config.max_pages_huge.min(memory_pages),
+        }
+        match args.saxpy_footprint.as_deref() {
+            Some("none") => config.saxpy_footprint = 0,
+            Some(text) => {
+                let bytes = Bytes::parse(text)?;
+                if bytes.0 < 2 * MIB {
+                    return Err(UsageError::SizeTooSmall {
+                        flag: "--saxpy-footprint",
+                        requested: bytes,
+                        minimum: Bytes(2 * MIB),
+                    });
+                }
+                check_fits_memory("--saxpy-footprint", bytes, machine)?;
+                config.saxpy_footprint = bytes.0;
+            }
+            None => {
+                config.saxpy_footprint = config
+                    .saxpy_footprint
+                    .min(machine.memory_available_bytes / 2)
+            }
+        }
+        if !measure.quick {
+            config.mlp_bytes = dram_working_set(measure, machine);
+        }
+        config.counters = args.counters;
+        Ok(config)
+    }
+}
