@@ -76,13 +76,8 @@ pub fn html(report: &Report) -> Vec<u8> {
 
     let tool = format!("{} {}", report.tool.name, report.tool.version);
     let cpu = &report.machine.cpu_model;
-    let mut byline = crate::view::Text::plain(format!("{tool} · command ")).strong(
-        if report.settings.command.trim().is_empty() {
-            crate::view::format::DASH
-        } else {
-            &report.settings.command
-        },
-    );
+    let mut byline = crate::view::Text::plain(format!("{tool} · command "))
+        .strong(crate::view::format::or_dash(&report.settings.command));
     if !cpu.is_empty() {
         byline = byline.add(format!(" · {cpu}"));
     }
@@ -146,7 +141,7 @@ mod tests {
 
     /// A report holding every experiment's sample result.
     fn full_report() -> Report {
-        let mut report = Report::new(latency::samples::machine(), Settings::default());
+        let mut report = Report::new(Machine::sample(), Settings::default());
         report.settings.command = "run".to_string();
         report.settings.cpus = vec![1];
         let e = &mut report.experiments;
@@ -241,7 +236,7 @@ mod tests {
             assert!(text.contains(&format!("# {name}\n")), "{name}");
         }
         assert!(!text.contains("machine.caches"));
-        let info = Report::new(latency::samples::machine(), Settings::default());
+        let info = Report::new(Machine::sample(), Settings::default());
         let text = String::from_utf8(csv(&info)).unwrap();
         assert!(text.starts_with("level,"), "{text}");
     }

@@ -8,26 +8,8 @@ use std::fmt::Write as _;
 use super::virtualization;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
-use crate::view::format::{self, DASH};
+use crate::view::format::{self, cpu_list, or_dash, DASH};
 use crate::view::{Block, Cell, Column, DataTable, Paragraph, Section, Style, Table};
-
-/// A run of CPU numbers as ranges (`0-7,16`), or a dash when there is none.
-pub(crate) fn cpu_list(cpus: &[usize]) -> String {
-    if cpus.is_empty() {
-        DASH.to_string()
-    } else {
-        crate::topology::cpu::format_cpu_list(cpus)
-    }
-}
-
-/// The text, or a dash when it is blank.
-pub(crate) fn or_dash(s: &str) -> String {
-    if s.trim().is_empty() {
-        DASH.to_string()
-    } else {
-        s.to_string()
-    }
-}
 
 /// A positive, finite frequency, or a dash.
 fn opt_hz(v: Option<f64>) -> String {
@@ -169,7 +151,7 @@ fn identity_table(m: &Machine) -> Table {
             }
         ),
     );
-    let mut thp = or_dash(&m.thp.enabled);
+    let mut thp = or_dash(&m.thp.enabled).to_string();
     if let Some(defrag) = &m.thp.defrag {
         let _ = write!(thp, ", defrag: {defrag}");
     }
@@ -397,39 +379,16 @@ fn cache_data(m: &Machine) -> DataTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topology::{CacheInfo, HugePagePool, NumaNode, TlbInfo};
+    use crate::topology::{HugePagePool, NumaNode, TlbInfo};
     use crate::units::{KIB, MIB};
-
-    fn cache(level: u32, kind: &str, size: u64) -> CacheInfo {
-        CacheInfo {
-            level,
-            kind: kind.to_string(),
-            size_bytes: size,
-            line_bytes: 64,
-            ways: Some(8),
-            sets: Some(size / 64 / 8),
-            shared_with_cpus: vec![0, 1],
-            instances: 4,
-            cpuid_size_bytes: Some(size),
-        }
-    }
 
     fn sample_machine() -> Machine {
         Machine {
-            cpu_model: "Test CPU 9000".to_string(),
             cpu_vendor: "AuthenticAMD".to_string(),
-            logical_cpus: 8,
             physical_cores: 4,
             threads_per_core: 2,
-            caches: vec![
-                cache(1, "data", 32 * KIB),
-                cache(1, "instruction", 32 * KIB),
-                cache(2, "unified", MIB),
-                cache(3, "unified", 32 * MIB),
-            ],
-            core_hz_estimate: Some(3.0e9),
             tsc_hz: Some(2.6e9),
-            ..Machine::default()
+            ..Machine::sample()
         }
     }
 
@@ -561,12 +520,6 @@ mod tests {
         let s = machine_section(&m);
         assert_eq!(value(&s, "CPU"), "<script>alert(\"x\")</script>");
         assert_eq!(value(&s, "Kernel"), "6.1 & <b>");
-    }
-
-    #[test]
-    fn empty_cpu_lists_show_a_dash() {
-        assert_eq!(cpu_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
-        assert_eq!(cpu_list(&[]), DASH);
     }
 
     #[test]

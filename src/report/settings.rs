@@ -2,10 +2,10 @@
 //! pages, repetitions, clocks, sampling) as key/value rows, and the warnings that qualify
 //! the figures, or a sentence saying there are none.
 
-use super::machine::{cpu_list, or_dash};
 use super::Report;
 use crate::units::Bytes;
-use crate::view::{format, Block, Medium, Paragraph, Section, Table, Text};
+use crate::view::format::{self, cpu_list, or_dash};
+use crate::view::{Block, Medium, Paragraph, Section, Table, Text};
 
 /// What was asked and what was obtained. Without pinned CPUs (`info`, `stat`: nothing was
 /// measured) the table is for HTML only, as the terminal printed no settings then.

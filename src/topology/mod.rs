@@ -176,6 +176,31 @@ pub struct CpuFreq {
 }
 
 impl Machine {
+    /// A machine for tests: 8 CPUs at 3 GHz with a 32 KiB L1d and L1i, a 1 MiB L2 and a
+    /// 32 MiB L3 (8 ways, four instances each shared by CPUs 0 and 1, CPUID agreeing).
+    #[cfg(test)]
+    pub fn sample() -> Machine {
+        use crate::units::{KIB, MIB};
+        let cache = |level, kind, size: u64| CacheInfo {
+            sets: Some(size / 64 / 8),
+            instances: 4,
+            cpuid_size_bytes: Some(size),
+            ..CacheInfo::sample(level, kind, size, vec![0, 1])
+        };
+        Machine {
+            cpu_model: "Test CPU 9000".to_string(),
+            logical_cpus: 8,
+            caches: vec![
+                cache(1, "data", 32 * KIB),
+                cache(1, "instruction", 32 * KIB),
+                cache(2, "unified", MIB),
+                cache(3, "unified", 32 * MIB),
+            ],
+            core_hz_estimate: Some(3.0e9),
+            ..Machine::default()
+        }
+    }
+
     /// Data-holding caches (L1d, L2, L3 …) ordered by level.
     pub fn data_caches(&self) -> Vec<&CacheInfo> {
         let mut caches: Vec<&CacheInfo> = self.caches.iter().filter(|c| c.holds_data()).collect();

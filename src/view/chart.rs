@@ -1,7 +1,10 @@
 //! Charts as data: line charts (axes with a linear, log2 or log10 scale and a tick format;
 //! series of points with error bars and flagged points; shaded bands; vertical markers; a
 //! legend), heatmaps and grouped bar charts. Experiments build them with the chained
-//! methods; `report::svg` draws them (its `render` methods and `render(&Chart)`).
+//! methods; `report::svg` draws them (its `render` methods and `render(&Chart)`). Also the
+//! colours every room shares and the factor of the secondary cycles axis.
+
+use crate::topology::Machine;
 
 /// One chart of a section.
 #[derive(Debug, Clone)]
@@ -60,10 +63,51 @@ pub fn level_color(name: &str) -> &'static str {
     }
 }
 
-/// Default series colours (the "category10" palette: distinct, and readable when printed).
-pub const PALETTE: [&str; 8] = [
+/// Default series colours: the "category10" palette in full (distinct, and readable when
+/// printed), so that up to ten kernels or fillers each get their own.
+pub const PALETTE: [&str; 10] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f",
 ];
+
+/// The palette colour of `name` by its position in `names` (the first colour when it is
+/// not there), so that a kernel or filler keeps its colour in every chart of a section.
+pub fn category_color(names: &[&str], name: &str) -> &'static str {
+    let i = names.iter().position(|n| *n == name).unwrap_or(0);
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Colour of a measured curve or bar drawn alone: dark, so it reads over any band colour.
+pub const CURVE_COLOR: &str = "#1f2937";
+/// Colour of what was found in the data (knees, saturation points, a window), ringed or
+/// marked.
+pub const FOUND_POINT_COLOR: &str = "#111827";
+/// Grey of a reference line drawn as a series or dashed in the legend (ideal, idle, the
+/// OS's sizes).
+pub const REFERENCE_LINE_COLOR: &str = "#6b7280";
+/// Dark grey of the legend's solid line for the markers of values found.
+const FOUND_LINE_COLOR: &str = "#374151";
+
+/// Core cycles per ns for a secondary cycles axis: the measured core clock, else the
+/// median of the positive finite `ratios` (cycles ÷ ns of figures given in both units);
+/// None when neither is usable.
+pub fn cycles_per_ns(machine: &Machine, ratios: impl IntoIterator<Item = f64>) -> Option<f64> {
+    machine
+        .core_hz_estimate
+        .filter(|hz| hz.is_finite() && *hz > 0.0)
+        .map(|hz| hz / 1e9)
+        .or_else(|| median_positive(ratios))
+}
+
+/// Median of the finite positive values, if any.
+fn median_positive(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let mut values: Vec<f64> = values
+        .into_iter()
+        .filter(|v| v.is_finite() && *v > 0.0)
+        .collect();
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied()
+}
 
 // ---------------------------------------------------------------------------------------
 // Scales and axes
@@ -179,6 +223,18 @@ impl LegendEntry {
             label: label.into(),
             symbol,
         }
+    }
+
+    /// A dashed grey line: what the `VMarker::reference` lines are.
+    pub fn reference(label: impl Into<String>) -> LegendEntry {
+        let (color, dashed) = (REFERENCE_LINE_COLOR.to_string(), true);
+        LegendEntry::new(label, LegendSymbol::Line { color, dashed })
+    }
+
+    /// A solid dark line: what the `VMarker::found` lines are.
+    pub fn found(label: impl Into<String>) -> LegendEntry {
+        let (color, dashed) = (FOUND_LINE_COLOR.to_string(), false);
+        LegendEntry::new(label, LegendSymbol::Line { color, dashed })
     }
 }
 
@@ -318,6 +374,22 @@ impl Band {
     }
 }
 
+/// A chart's size clamped to something drawable: 960 wide and `default_height` high in
+/// place of a value that is not finite.
+fn drawable_size(width: f64, height: f64, default_height: f64) -> (f64, f64) {
+    let clamp = |v: f64, min: f64, default: f64| {
+        if v.is_finite() {
+            v.clamp(min, 8000.0)
+        } else {
+            default
+        }
+    };
+    (
+        clamp(width, 240.0, 960.0),
+        clamp(height, 180.0, default_height),
+    )
+}
+
 /// A second y axis on the right: the left axis' values times `factor` (ns → cycles).
 #[derive(Debug, Clone)]
 pub(crate) struct SecondaryAxis {
@@ -350,7 +422,6 @@ pub struct LineChart {
     pub(crate) bands: Vec<Band>,
     pub(crate) legend: Vec<LegendEntry>,
     pub(crate) unstable_label: String,
-    pub(crate) show_legend: bool,
 }
 
 impl LineChart {
@@ -367,22 +438,12 @@ impl LineChart {
             bands: Vec::new(),
             legend: Vec::new(),
             unstable_label: "unstable point".to_string(),
-            show_legend: true,
         }
     }
 
     /// Size in pixels (the viewBox keeps it scalable); clamped to something drawable.
     pub fn size(mut self, width: f64, height: f64) -> LineChart {
-        self.width = if width.is_finite() {
-            width.clamp(240.0, 8000.0)
-        } else {
-            960.0
-        };
-        self.height = if height.is_finite() {
-            height.clamp(180.0, 8000.0)
-        } else {
-            540.0
-        };
+        (self.width, self.height) = drawable_size(width, height, 540.0);
         self
     }
 
@@ -432,11 +493,6 @@ impl LineChart {
     /// Legend text for the hollow red markers of unstable points.
     pub fn unstable_label(mut self, label: impl Into<String>) -> LineChart {
         self.unstable_label = label.into();
-        self
-    }
-
-    pub fn hide_legend(mut self) -> LineChart {
-        self.show_legend = false;
         self
     }
 }
@@ -559,16 +615,7 @@ impl BarChart {
     }
 
     pub fn size(mut self, width: f64, height: f64) -> BarChart {
-        self.width = if width.is_finite() {
-            width.clamp(240.0, 8000.0)
-        } else {
-            960.0
-        };
-        self.height = if height.is_finite() {
-            height.clamp(180.0, 8000.0)
-        } else {
-            420.0
-        };
+        (self.width, self.height) = drawable_size(width, height, 420.0);
         self
     }
 
@@ -608,5 +655,20 @@ impl BarChart {
         self.value_labels = decimals.is_some();
         self.value_decimals = decimals.unwrap_or(1).min(6);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cycles_per_ns_takes_the_clock_else_the_median_ratio() {
+        let mut machine = Machine::default();
+        let ratios = [f64::NAN, 3.0, 0.0, 2.0, 4.0];
+        assert_eq!(cycles_per_ns(&machine, ratios), Some(3.0));
+        assert_eq!(cycles_per_ns(&machine, [f64::NAN]), None);
+        machine.core_hz_estimate = Some(2.5e9);
+        assert_eq!(cycles_per_ns(&machine, ratios), Some(2.5));
     }
 }

@@ -1,10 +1,96 @@
 //! Number formats shared by every experiment's view: the digits that matter for each kind
-//! of figure, a dash for a missing or invalid value, and raw forms for CSV cells.
+//! of figure, a dash for a missing or invalid value, raw forms for CSV cells, and the
+//! marks shared by several rooms (noisy spreads, threads that did not run together).
 
+use super::{Cell, Paragraph, Style, Text};
+use crate::platform::cpu_time::{self, MIN_OVERLAP};
+use crate::topology::cpu::format_cpu_list;
 use crate::units::Bytes;
 
 /// What every output shows for a missing, unknown or invalid value.
 pub const DASH: &str = "–";
+
+/// Spread (robust %) above which a figure is marked noisy: its spread in red, "~" before
+/// it, a hollow point on the charts.
+pub const NOISY_SPREAD_PCT: f64 = 10.0;
+
+/// Whether a spread is above `NOISY_SPREAD_PCT` (an unknown one is not).
+pub fn noisy(spread_pct: f64) -> bool {
+    spread_pct.is_finite() && spread_pct > NOISY_SPREAD_PCT
+}
+
+/// A spread cell: the spread with one decimal, set as a warning when noisy.
+pub fn spread_cell(spread_pct: f64) -> Cell {
+    let text = spread(spread_pct);
+    if noisy(spread_pct) {
+        Cell::styled(text, Style::Warn)
+    } else {
+        Cell::new(text)
+    }
+}
+
+/// The text, or a dash when it is blank.
+pub fn or_dash(s: &str) -> &str {
+    if s.trim().is_empty() {
+        DASH
+    } else {
+        s
+    }
+}
+
+/// A run of CPU numbers as ranges (`0-7,16`), or a dash when there is none.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    if cpus.is_empty() {
+        DASH.to_string()
+    } else {
+        format_cpu_list(cpus)
+    }
+}
+
+/// Tooltip of the `!` mark.
+pub const NOT_CONCURRENT_TITLE: &str = "the threads did not run together";
+
+/// The `!` mark of a figure whose threads did not run together.
+pub fn not_concurrent_mark() -> Text {
+    Text::new().titled("!", Style::Warn, NOT_CONCURRENT_TITLE)
+}
+
+/// The legend of the `!` mark, when any of `overlaps` is below the threshold.
+pub fn not_concurrent_note(what: &str, overlaps: impl Iterator<Item = f64>) -> Option<Paragraph> {
+    let lowest = cpu_time::lowest_not_concurrent(overlaps)?;
+    Some(Paragraph::note(not_concurrent_mark().add(format!(
+        " marks {what} whose threads did not run together (or whose one thread was kept off \
+         its CPU): their overlap (CPU time of the threads ÷ threads × the trial's length) \
+         stayed below {:.0} % in every trial even when re-run, down to {:.0} %. Such a \
+         figure is what the threads got over the whole interval, not what threads running \
+         together reach.",
+        MIN_OVERLAP * 100.0,
+        lowest * 100.0
+    ))))
+}
+
+/// `max` evenly spaced values of the sorted `ks` (the ends included) plus, for each cliff,
+/// the values on either side of it (the last at or below it and the first above), so that
+/// a compact table still shows every step.
+pub fn k_subset<T: Copy + Ord>(ks: &[T], cliffs: &[T], max: usize) -> Vec<T> {
+    if ks.len() <= max || max < 2 {
+        return ks.to_vec();
+    }
+    let mut picked: Vec<T> = (0..max)
+        .map(|i| ks[i * (ks.len() - 1) / (max - 1)])
+        .collect();
+    for &cliff in cliffs {
+        if let Some(&below) = ks.iter().rev().find(|&&k| k <= cliff) {
+            picked.push(below);
+        }
+        if let Some(&above) = ks.iter().find(|&&k| k > cliff) {
+            picked.push(above);
+        }
+    }
+    picked.sort_unstable();
+    picked.dedup();
+    picked
+}
 
 /// A number with two decimals below 10, one below `one_decimal_below`, none above; a
 /// dash when it is not finite.
@@ -167,5 +253,16 @@ mod tests {
         assert_eq!(raw(f64::INFINITY), "");
         assert_eq!(raw(1.234567), "1.2346");
         assert_eq!(distinct([2, 1, 2, 3]), vec![2, 1, 3]);
+        assert!(noisy(10.1) && !noisy(10.0) && !noisy(f64::NAN));
+        assert_eq!((or_dash(" "), or_dash("x")), (DASH, "x"));
+        assert_eq!(cpu_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
+        assert_eq!(cpu_list(&[]), DASH);
+    }
+
+    #[test]
+    fn k_subset_keeps_the_ends_and_both_sides_of_cliffs() {
+        let ks: Vec<u32> = (0..=100).collect();
+        assert_eq!(k_subset(&ks, &[37], 5), vec![0, 25, 37, 38, 50, 75, 100]);
+        assert_eq!(k_subset(&[1, 2, 3], &[2], 5), vec![1, 2, 3]);
     }
 }

@@ -4,25 +4,10 @@
 use super::{BandwidthResult, BandwidthRow};
 use crate::topology::Machine;
 use crate::units::Bytes;
-use crate::view::chart::{Axis, LegendEntry, LegendSymbol, LineChart, Series, TickFormat, VMarker};
-use crate::view::format::{count_of, distinct};
-
-/// Spread above which a bandwidth figure is marked noisy ("~", hollow chart points).
-pub const NOISY_SPREAD_PCT: f64 = 10.0;
-
-/// Series colours of the bandwidth charts: category10 in full, so the seven kernel families
-/// of the registry (read, write, copy, triad and three mixes) each get their own.
-const KERNEL_PALETTE: [&str; 10] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#bcbd22", "#7f7f7f",
-];
-
-/// Colour of the dashed lines of the OS cache sizes.
-const REFERENCE_COLOR: &str = "#6b7280";
-
-pub fn noisy(spread_pct: f64) -> bool {
-    spread_pct.is_finite() && spread_pct > NOISY_SPREAD_PCT
-}
+use crate::view::chart::{
+    category_color, Axis, LegendEntry, LineChart, Series, TickFormat, VMarker,
+};
+use crate::view::format::{count_of, distinct, noisy, NOISY_SPREAD_PCT};
 
 /// Whether a level is a cache (bytes per cycle are shown for those only).
 pub fn is_cache_level(level: &str) -> bool {
@@ -47,12 +32,6 @@ fn kernel_families(result: &BandwidthResult) -> Vec<&str> {
     )
 }
 
-fn kernel_color(families: &[&str], kernel: &str) -> &'static str {
-    let family = kernel_family(kernel);
-    let i = families.iter().position(|f| *f == family).unwrap_or(0);
-    KERNEL_PALETTE[i % KERNEL_PALETTE.len()]
-}
-
 /// A kernel as a chart series: coloured by family, dashed with streaming stores, noisy
 /// points and points whose threads did not run together hollow.
 fn kernel_series(families: &[&str], rows: &[&BandwidthRow], points: Vec<(f64, f64)>) -> Series {
@@ -60,7 +39,7 @@ fn kernel_series(families: &[&str], rows: &[&BandwidthRow], points: Vec<(f64, f6
         return Series::new("", points);
     };
     let series = Series::new(first.kernel.clone(), points)
-        .color(kernel_color(families, &first.kernel))
+        .color(category_color(families, kernel_family(&first.kernel)))
         .unstable(
             rows.iter()
                 .map(|r| noisy(r.spread_pct) || !r.concurrent)
@@ -121,13 +100,7 @@ pub fn sweep_chart(result: &BandwidthResult, machine: &Machine) -> LineChart {
         ));
     }
     if !caches.is_empty() {
-        chart = chart.legend_entry(LegendEntry::new(
-            "cache size reported by the OS",
-            LegendSymbol::Line {
-                color: REFERENCE_COLOR.to_string(),
-                dashed: true,
-            },
-        ));
+        chart = chart.legend_entry(LegendEntry::reference("cache size reported by the OS"));
     }
     chart
 }

@@ -3,7 +3,6 @@
 
 use super::{BandwidthResult, BandwidthRow, IsaChoice};
 use crate::kernels::stream::Isa;
-use crate::topology::{CacheInfo, Machine};
 use crate::units::{KIB, MIB};
 
 /// Kernel registry subset: (name, reads, writes, nt).
@@ -23,24 +22,8 @@ pub const KERNELS: [(&str, usize, usize, bool); 13] = [
     ("mix-1:1-nt", 1, 1, true),
 ];
 
-/// An 8-CPU machine with a 32 KiB L1d, 1 MiB L2 and 32 MiB L3, at 3 GHz.
-pub fn machine() -> Machine {
-    Machine {
-        cpu_model: "Test CPU 9000".to_string(),
-        logical_cpus: 8,
-        caches: vec![
-            CacheInfo::sample(1, "data", 32 * KIB, vec![0, 1]),
-            CacheInfo::sample(1, "instruction", 32 * KIB, vec![0, 1]),
-            CacheInfo::sample(2, "unified", MIB, vec![0, 1]),
-            CacheInfo::sample(3, "unified", 32 * MIB, vec![0, 1]),
-        ],
-        core_hz_estimate: Some(3.0e9),
-        ..Machine::default()
-    }
-}
-
 /// A plausible bandwidth for a kernel at a working set per thread, on a 3 GHz core
-/// with the caches of `machine`: falls from L1 to DRAM; streaming stores run at DRAM
+/// with the caches of `Machine::sample`: falls from L1 to DRAM; streaming stores run at DRAM
 /// speed everywhere; DRAM saturates with threads.
 fn plausible_gbs(kernel: (&str, usize, usize, bool), bytes: u64, threads: usize) -> f64 {
     let (_, reads, writes, nt) = kernel;

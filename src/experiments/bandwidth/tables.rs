@@ -2,35 +2,12 @@
 //! sweep as working set × kernel, every figure with its marks (`!` threads not together,
 //! `~` noisy) and its spread, trials, size and overlap as a tooltip.
 
-use super::charts::{is_cache_level, noisy};
+use super::charts::is_cache_level;
 use super::{BandwidthResult, BandwidthRow};
-use crate::platform::cpu_time::{self, MIN_OVERLAP};
 use crate::topology::cpu::format_cpu_list;
 use crate::units::Bytes;
-use crate::view::format::{self, count_of, distinct, gbs, DASH};
-use crate::view::{Cell, Column, Paragraph, Style, Table, Text};
-
-/// Tooltip of the `!` mark.
-pub const NOT_CONCURRENT_TITLE: &str = "the threads did not run together";
-
-/// The `!` mark of a figure whose threads did not run together.
-pub fn not_concurrent_mark() -> Text {
-    Text::new().titled("!", Style::Warn, NOT_CONCURRENT_TITLE)
-}
-
-/// The legend of the `!` mark, when any of `overlaps` is below the threshold.
-pub fn not_concurrent_note(what: &str, overlaps: impl Iterator<Item = f64>) -> Option<Paragraph> {
-    let lowest = cpu_time::lowest_not_concurrent(overlaps)?;
-    Some(Paragraph::note(not_concurrent_mark().add(format!(
-        " marks {what} whose threads did not run together (or whose one thread was kept off \
-         its CPU): their overlap (CPU time of the threads ÷ threads × the trial's length) \
-         stayed below {:.0} % in every trial even when re-run, down to {:.0} %. Such a \
-         figure is what the threads got over the whole interval, not what threads running \
-         together reach.",
-        MIN_OVERLAP * 100.0,
-        lowest * 100.0
-    ))))
-}
+use crate::view::format::{self, count_of, distinct, gbs, noisy, not_concurrent_mark, DASH};
+use crate::view::{Cell, Column, Style, Table, Text};
 
 /// ", threads overlapped 97 % (7 attempts)" for a figure's tooltip.
 fn overlap_title(threads: usize, overlap: f64, attempts: usize) -> String {

@@ -2,12 +2,14 @@
 //! one kernel × level table per thread count, the sweep's points, the CSV tables and the
 //! peak-bandwidth headlines.
 
-use super::charts::{self, is_cache_level, NOISY_SPREAD_PCT};
-use super::tables::{level_table, not_concurrent_note, sweep_table};
+use super::charts::{self, is_cache_level};
+use super::tables::{level_table, sweep_table};
 use super::{BandwidthResult, BandwidthRow};
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
-use crate::view::format::{self, count_of, distinct, raw, raw_opt, DASH};
+use crate::view::format::{
+    self, count_of, distinct, not_concurrent_note, raw, raw_opt, DASH, NOISY_SPREAD_PCT,
+};
 use crate::view::{Block, DataTable, Headline, Medium, Paragraph, Present, Section, Text};
 
 /// Columns of the CSV tables `bandwidth.rows` and `bandwidth.sweep`.
@@ -257,13 +259,13 @@ fn headlines(result: &BandwidthResult) -> Vec<Headline> {
 mod tests {
     use super::*;
     use crate::experiments::bandwidth::samples::{self, KERNELS};
-    use crate::experiments::bandwidth::tables::NOT_CONCURRENT_TITLE;
     use crate::units::{KIB, MIB};
+    use crate::view::format::NOT_CONCURRENT_TITLE;
     use crate::view::Column;
     use crate::view::Row;
 
     fn section(result: &BandwidthResult) -> Section {
-        result.section(&samples::machine())
+        result.section(&Machine::sample())
     }
 
     fn chart_titles(s: &Section) -> Vec<String> {

@@ -5,24 +5,13 @@ use super::{LatencyPoint, LatencyResult, UNSTABLE_SPREAD_PCT};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{
-    level_color, Axis, Band, LegendEntry, LegendSymbol, LineChart, Series, VMarker,
+    level_color, Axis, Band, LegendEntry, LegendSymbol, LineChart, Series, VMarker, CURVE_COLOR,
+    REFERENCE_LINE_COLOR,
 };
-use crate::view::format::{ns, DASH};
+use crate::view::format::{ns, or_dash};
 
-/// Colour of the measured latency curve: dark, so it reads over every band colour (also
-/// the measured bars of the miss-impact chart).
-pub(crate) const CURVE_COLOR: &str = "#1f2937";
 /// Colour of the single DRAM point measured with the other chase order.
 const OTHER_ORDER_COLOR: &str = "#17becf";
-
-/// The chase order as named in the result, or a dash when it is empty.
-pub(super) fn or_dash(s: &str) -> &str {
-    if s.trim().is_empty() {
-        DASH
-    } else {
-        s
-    }
-}
 
 /// The latency ladder: the measured curve (ns on a log scale, core cycles on the right),
 /// the OS cache sizes as dashed references, the found level ends as solid lines, and each
@@ -104,28 +93,16 @@ pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
         chart = chart.legend_entry(LegendEntry::new(
             "plateau (level found)",
             LegendSymbol::Swatch {
-                color: "#6b7280".to_string(),
+                color: REFERENCE_LINE_COLOR.to_string(),
                 opacity: 0.2,
             },
         ));
     }
     if result.levels.iter().any(|l| l.capacity_bytes.is_some()) {
-        chart = chart.legend_entry(LegendEntry::new(
-            "measured end of level",
-            LegendSymbol::Line {
-                color: "#374151".to_string(),
-                dashed: false,
-            },
-        ));
+        chart = chart.legend_entry(LegendEntry::found("measured end of level"));
     }
     if !caches.is_empty() {
-        chart = chart.legend_entry(LegendEntry::new(
-            "cache size reported by the OS",
-            LegendSymbol::Line {
-                color: "#6b7280".to_string(),
-                dashed: true,
-            },
-        ));
+        chart = chart.legend_entry(LegendEntry::reference("cache size reported by the OS"));
     }
     chart
 }

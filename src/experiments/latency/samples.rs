@@ -1,40 +1,9 @@
-//! Latency results and a machine for the view's tests: a clean four-level ladder, and a
-//! three-level one with (optionally) counted misses and a random curve.
+//! Latency results for the view's tests: a clean four-level ladder, and a three-level one
+//! with (optionally) counted misses and a random curve.
 
 use super::{DramLatency, LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::samples::{access_counts, uncounted_access};
-use crate::topology::{CacheInfo, Machine};
 use crate::units::{KIB, MIB};
-
-fn cache(level: u32, kind: &str, size: u64) -> CacheInfo {
-    CacheInfo {
-        level,
-        kind: kind.to_string(),
-        size_bytes: size,
-        line_bytes: 64,
-        ways: Some(8),
-        sets: Some(size / 64 / 8),
-        shared_with_cpus: vec![0, 1],
-        instances: 4,
-        cpuid_size_bytes: Some(size),
-    }
-}
-
-/// A 3 GHz machine with 32 KiB L1d, 1 MiB L2 and 32 MiB L3.
-pub fn machine() -> Machine {
-    Machine {
-        cpu_model: "Test CPU 9000".to_string(),
-        logical_cpus: 8,
-        caches: vec![
-            cache(1, "data", 32 * KIB),
-            cache(1, "instruction", 32 * KIB),
-            cache(2, "unified", MIB),
-            cache(3, "unified", 32 * MIB),
-        ],
-        core_hz_estimate: Some(3.0e9),
-        ..Machine::default()
-    }
-}
 
 /// A random-order sweep from 4 KiB to 256 MiB with L1d, L2, L3 and DRAM found, one
 /// unstable point (2 MiB) and DRAM measured both ways.

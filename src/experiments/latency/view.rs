@@ -2,14 +2,14 @@
 //! levels found, DRAM both ways, every point of the sweep (folded in HTML, terminal only
 //! with `--points`), the `latency.points` CSV table and each level's headline.
 
-use super::charts::{latency_chart, or_dash};
+use super::charts::latency_chart;
 use super::{LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::columns::{miss_cells, miss_columns, miss_data, miss_data_header, miss_notes};
 use crate::counters::AccessCounts;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::level_color;
-use crate::view::format::{cycles, ns, opt_bytes, raw, spread};
+use crate::view::format::{cycles, ns, opt_bytes, or_dash, raw, spread};
 use crate::view::{
     Block, Cell, Column, DataTable, Headline, Paragraph, Present, Section, Style, Table, Text,
 };
@@ -362,7 +362,7 @@ mod tests {
     use crate::view::Row;
 
     fn section(result: &LatencyResult) -> Section {
-        result.section(&samples::machine())
+        result.section(&Machine::sample())
     }
 
     /// The sweep table: the one table inside the `--points` group.

@@ -2,20 +2,14 @@
 //! vs bandwidth chart, the curves' summary, every point per curve, and the CSV rows.
 
 use super::{Knee, LoadedResult, LoadedRow};
-use crate::experiments::latency::UNSTABLE_SPREAD_PCT;
-use crate::platform::cpu_time::{self, MIN_OVERLAP};
-use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::units::Bytes;
-use crate::view::chart::{Axis, LineChart, Series, VMarker, PALETTE};
-use crate::view::format::{self, cycles, distinct, gbs, ns, raw, rounded, DASH};
+use crate::view::chart::{cycles_per_ns, Axis, LineChart, Series, VMarker};
+use crate::view::chart::{FOUND_POINT_COLOR, PALETTE, REFERENCE_LINE_COLOR};
+use crate::view::format::{self, cpu_list, cycles, distinct, gbs, noisy, ns, raw, rounded};
+use crate::view::format::{not_concurrent_mark, not_concurrent_note, DASH, NOISY_SPREAD_PCT};
 use crate::view::{Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section};
 use crate::view::{Style, Table, Text};
-
-/// Colour of the rings marking points found in the data (knees).
-const FOUND_POINT_COLOR: &str = "#111827";
-/// Grey of the reference line drawn as a series (the idle latency).
-const REFERENCE_LINE_COLOR: &str = "#6b7280";
 
 impl Present for LoadedResult {
     fn section(&self, machine: &Machine) -> Section {
@@ -55,7 +49,7 @@ impl Present for LoadedResult {
             if let Some(note) =
                 not_concurrent_note("points", self.rows.iter().map(|r| r.injector_overlap))
             {
-                s.push(Paragraph::note(note));
+                s.push(note);
             }
         }
         s.push(csv_rows(self));
@@ -65,11 +59,7 @@ impl Present for LoadedResult {
 
 /// What was measured and how to read it.
 fn intro(r: &LoadedResult) -> Text {
-    let injector_cpus = if r.injector_cpus.is_empty() {
-        DASH.to_string()
-    } else {
-        format_cpu_list(&r.injector_cpus)
-    };
+    let injector_cpus = cpu_list(&r.injector_cpus);
     Text::new()
         .add(format!(
             "One thread on CPU {} chases pointers through {} in page-local order ({} pages \
@@ -173,10 +163,6 @@ fn curve_rows<'a>(result: &'a LoadedResult, mix: &str, threads: usize) -> Vec<&'
     rows
 }
 
-fn noisy(spread_pct: f64) -> bool {
-    spread_pct.is_finite() && spread_pct > UNSTABLE_SPREAD_PCT
-}
-
 /// Idle, peak and knee of every curve.
 fn curves_table(r: &LoadedResult) -> Table {
     let mut t = Table::new(vec![
@@ -234,9 +220,8 @@ fn points_table(r: &LoadedResult, mix: &str, threads: usize) -> Table {
     for row in rows {
         let mut total = Text::new();
         if !row.injectors_concurrent {
-            total = total.titled("!", Style::Warn, "the threads did not run together");
+            total = not_concurrent_mark();
         }
-        let spread = format::spread(row.spread_pct);
         let mut cells = vec![
             Cell::new(row.delay_cycles.to_string()),
             Cell(total.add(gbs(row.gb_per_s))),
@@ -244,11 +229,7 @@ fn points_table(r: &LoadedResult, mix: &str, threads: usize) -> Table {
             Cell::new(rounded(row.injector_overlap * 100.0, 1.0)),
             Cell::new(ns(row.latency_ns)),
             Cell::new(cycles(row.latency_cycles)),
-            if noisy(row.spread_pct) {
-                Cell::styled(spread, Style::Warn)
-            } else {
-                Cell::new(spread)
-            },
+            format::spread_cell(row.spread_pct),
             Cell::new(format::fixed(row.concurrency, 1)),
         ];
         if marked {
@@ -263,37 +244,6 @@ fn points_table(r: &LoadedResult, mix: &str, threads: usize) -> Table {
     t
 }
 
-/// The legend of the `!` mark, when any of `overlaps` is below the threshold.
-fn not_concurrent_note(what: &str, overlaps: impl Iterator<Item = f64>) -> Option<Text> {
-    let lowest = cpu_time::lowest_not_concurrent(overlaps)?;
-    Some(
-        Text::new()
-            .titled("!", Style::Warn, "the threads did not run together")
-            .add(format!(
-                " marks {what} whose threads did not run together (or whose one thread was \
-                 kept off its CPU): their overlap (CPU time of the threads ÷ threads × the \
-                 trial's length) stayed below {:.0} % in every trial even when re-run, down \
-                 to {:.0} %. Such a figure is what the threads got over the whole interval, \
-                 not what threads running together reach.",
-                MIN_OVERLAP * 100.0,
-                lowest * 100.0
-            )),
-    )
-}
-
-/// Core cycles per ns for a secondary axis: the measured core clock, else the ratio of a
-/// figure given in both units; None when neither is usable.
-fn cycles_per_ns(machine: &Machine, ns: f64, cycles: f64) -> Option<f64> {
-    machine
-        .core_hz_estimate
-        .filter(|hz| hz.is_finite() && *hz > 0.0)
-        .map(|hz| hz / 1e9)
-        .or_else(|| {
-            let f = cycles / ns;
-            (f.is_finite() && f > 0.0).then_some(f)
-        })
-}
-
 /// Latency against total bandwidth, one line per mix × injector count from the idle end
 /// to full load, with the idle latency as a dashed reference, every knee ringed and the
 /// reference curve's knee labelled.
@@ -304,8 +254,8 @@ fn chart(result: &LoadedResult, machine: &Machine) -> LineChart {
             Axis::linear("Total bandwidth (decimal GB/s, latency thread included)").include_zero(),
         )
         .y_axis(Axis::linear("Load-to-use latency (ns)").include_zero())
-        .unstable_label(format!("latency spread > {UNSTABLE_SPREAD_PCT:.0}%"));
-    if let Some(f) = cycles_per_ns(machine, result.idle_ns, result.idle_cycles) {
+        .unstable_label(format!("latency spread > {NOISY_SPREAD_PCT:.0}%"));
+    if let Some(f) = cycles_per_ns(machine, [result.idle_cycles / result.idle_ns]) {
         chart = chart.secondary_y("Latency (core cycles)", f);
     }
     let mut knees = Vec::new();

@@ -5,15 +5,11 @@
 use super::{MissImpactResult, Pattern};
 use crate::counters::columns::{miss_cells, miss_columns};
 use crate::counters::MissLevel;
-use crate::experiments::latency::charts::CURVE_COLOR;
 use crate::topology::Machine;
 use crate::units::Bytes;
-use crate::view::chart::{level_color, Axis, BarChart};
-use crate::view::format::{distinct, duration, fixed, ns, raw, raw_opt, spread, DASH};
-use crate::view::{Cell, Column, DataTable, Paragraph, Present, Section, Style, Table, Text};
-
-/// A spread above this (robust %) is shown in red.
-const NOISY_SPREAD_PCT: f64 = 10.0;
+use crate::view::chart::{level_color, Axis, BarChart, CURVE_COLOR};
+use crate::view::format::{distinct, duration, fixed, ns, raw, raw_opt, spread_cell, DASH};
+use crate::view::{Cell, Column, DataTable, Paragraph, Present, Section, Table, Text};
 
 impl Present for MissImpactResult {
     fn section(&self, _machine: &Machine) -> Section {
@@ -138,11 +134,6 @@ fn rows_table(result: &MissImpactResult) -> Table {
     ]);
     let mut table = Table::new(columns);
     for r in &result.rows {
-        let spread_cell = if r.spread_pct.is_finite() && r.spread_pct > NOISY_SPREAD_PCT {
-            Cell::styled(spread(r.spread_pct), Style::Warn)
-        } else {
-            Cell::new(spread(r.spread_pct))
-        };
         let mut row = vec![
             Cell(
                 Text::new()
@@ -152,7 +143,7 @@ fn rows_table(result: &MissImpactResult) -> Table {
             Cell::new(Bytes(r.footprint_bytes).to_string()),
             Cell::new(r.pattern.label()),
             Cell::new(ns(r.ns_per_access)),
-            spread_cell,
+            spread_cell(r.spread_pct),
             Cell::new(duration(r.run_time_ns)),
         ];
         row.extend(miss_cells(Some(&r.misses)));

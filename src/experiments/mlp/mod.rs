@@ -25,7 +25,7 @@ use crate::stats::Summary;
 use crate::units::Bytes;
 
 /// `experiments.mlp` of the report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct MlpResult {
     /// Chains 1…max at each level's working set.
     pub rows: Vec<MlpRow>,

@@ -1,5 +1,5 @@
 //! Small synthetic MLP results for the tests of the view: two levels with their
-//! saturation, a grid and the sequential fit; an empty result and one with NaN figures.
+//! saturation, a grid and the sequential fit; and one with NaN figures.
 
 use std::collections::BTreeMap;
 
@@ -77,19 +77,6 @@ pub fn mlp() -> MlpResult {
             random_concurrency: 9.1,
         }),
         order: "page-local".to_string(),
-    }
-}
-
-/// Every vector empty, every option None.
-pub fn empty_mlp() -> MlpResult {
-    MlpResult {
-        rows: vec![],
-        mlp: BTreeMap::new(),
-        saturation: vec![],
-        sequential_fit: None,
-        grid: vec![],
-        littles_law: None,
-        order: String::new(),
     }
 }
 

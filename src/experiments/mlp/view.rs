@@ -3,20 +3,14 @@
 //! the sequential fit, every row per level, the CSV tables and the DRAM MLP headline.
 
 use super::{MlpResult, MlpRow, SequentialFit};
-use crate::experiments::latency::UNSTABLE_SPREAD_PCT;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{level_color, Axis, Heatmap, LineChart, Series, TickFormat, PALETTE};
-use crate::view::format::{self, cycles, distinct, fixed, gbs, ns, raw, rounded, DASH};
+use crate::view::chart::{CURVE_COLOR, FOUND_POINT_COLOR, REFERENCE_LINE_COLOR};
+use crate::view::format::{self, cycles, distinct, fixed, gbs, noisy, ns, or_dash, raw, rounded};
+use crate::view::format::{DASH, NOISY_SPREAD_PCT};
 use crate::view::{Block, Cell, Column, DataTable, Headline, Medium, Paragraph, Present};
-use crate::view::{Section, Style, Table, Text};
-
-/// Colour of the rings marking points found in the data (saturation points).
-const FOUND_POINT_COLOR: &str = "#111827";
-/// Grey of the reference line drawn as a series (ideal parallelism).
-const REFERENCE_LINE_COLOR: &str = "#6b7280";
-/// Colour of a measured curve: dark, so it reads over any other colour.
-const CURVE_COLOR: &str = "#1f2937";
+use crate::view::{Section, Table, Text};
 
 impl Present for MlpResult {
     fn section(&self, _machine: &Machine) -> Section {
@@ -78,11 +72,7 @@ fn headline(r: &MlpResult) -> Option<Headline> {
 }
 
 fn intro(r: &MlpResult) -> Text {
-    let order = if r.order.trim().is_empty() {
-        DASH
-    } else {
-        r.order.as_str()
-    };
+    let order = or_dash(&r.order);
     Text::new()
         .add(format!(
             "One thread walks N independent pointer chains ({order}), one load of each per \
@@ -95,10 +85,6 @@ fn intro(r: &MlpResult) -> Text {
              (miss buffers, request queues) is full. The ringed point is where the curve \
              stops growing: the core's memory-level parallelism at that level.",
         )
-}
-
-fn noisy(spread_pct: f64) -> bool {
-    spread_pct.is_finite() && spread_pct > UNSTABLE_SPREAD_PCT
 }
 
 /// A level's name: rows without one are a custom working set.
@@ -280,17 +266,12 @@ fn level_table(r: &MlpResult, level: &str, bytes: u64) -> Table {
         Bytes(bytes)
     ));
     for row in level_rows(r, level, bytes) {
-        let spread = format::spread(row.spread_pct);
         t.row([
             Cell::new(row.chains.to_string()),
             Cell::new(ns(row.ns_per_round)),
             Cell::new(ns(row.ns_per_load)),
             Cell::new(rounded(row.parallelism, 100.0)),
-            if noisy(row.spread_pct) {
-                Cell::styled(spread, Style::Warn)
-            } else {
-                Cell::new(spread)
-            },
+            format::spread_cell(row.spread_pct),
         ]);
     }
     t.note(match r.saturation.iter().find(|s| s.level == level) {
@@ -326,7 +307,7 @@ fn chart(result: &MlpResult) -> LineChart {
                 .range(0.0, f64::from(max_chains)),
         )
         .y_axis(Axis::linear("Parallelism: N × t(1) / t(N)").include_zero())
-        .unstable_label(format!("spread > {UNSTABLE_SPREAD_PCT:.0}%"));
+        .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
     let mut saturation = Vec::new();
     for (level, bytes) in mlp_levels(result) {
         let rows = level_rows(result, level, bytes);
@@ -525,7 +506,7 @@ mod tests {
             }]
         );
         assert!(section(&samples::nan_mlp()).headlines.is_empty());
-        assert!(section(&samples::empty_mlp()).headlines.is_empty());
+        assert!(section(&MlpResult::default()).headlines.is_empty());
     }
 
     #[test]
@@ -546,7 +527,7 @@ mod tests {
             .iter()
             .any(|r| r[..3] == ["L2", "524288", "8"]));
         assert!(tables[1].rows.iter().any(|r| r[..3] == ["", "16384", "1"]));
-        let names: Vec<String> = section(&samples::empty_mlp())
+        let names: Vec<String> = section(&MlpResult::default())
             .data_tables()
             .iter()
             .map(|t| t.name.clone())
@@ -556,7 +537,7 @@ mod tests {
 
     #[test]
     fn empty_and_nan_results_give_dashes() {
-        let s = section(&samples::empty_mlp());
+        let s = section(&MlpResult::default());
         let text = s.plain_text();
         assert!(text.contains("chains (–)"), "{text}");
         assert!(text.contains("No chain count was measured."));

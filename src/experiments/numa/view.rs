@@ -13,9 +13,6 @@ use crate::view::{
     Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Style, Table, Text,
 };
 
-/// Spread above which the widest spread is flagged noisy.
-const NOISY_SPREAD_PCT: f64 = 10.0;
-
 /// Row and column headers of the measured matrices.
 const NODE_AXES: (&str, &str) = ("Threads on", "Memory on node");
 
@@ -250,17 +247,13 @@ fn cpus_and_spread(result: &NumaResult, labels: &[usize]) -> Text {
     } else {
         used.join("; ")
     };
-    let isa = if result.isa.trim().is_empty() {
-        DASH
-    } else {
-        result.isa.as_str()
-    };
+    let isa = format::or_dash(&result.isa);
     let spread = format::spread(result.max_spread_pct);
     let text = Text::plain(format!(
         "CPUs used: {used} (the latency thread on the first of each). Read kernel: {isa}. \
          Widest spread of any cell: "
     ));
-    if result.max_spread_pct.is_finite() && result.max_spread_pct > NOISY_SPREAD_PCT {
+    if format::noisy(result.max_spread_pct) {
         text.warn(spread)
             .add(" % (noisy: compare cells with care).")
     } else {

@@ -3,24 +3,11 @@
 
 use super::{RobResult, RobRow, SerializedRow};
 use crate::topology::Machine;
-use crate::view::chart::{Axis, LineChart, Series, TickFormat, VMarker};
-use crate::view::format::distinct;
-
-/// Spread above which a point is drawn as unstable.
-pub(super) const NOISY_SPREAD_PCT: f64 = 10.0;
-
-/// Series colours: category10 in full, so every filler gets its own.
-const FILLER_PALETTE: [&str; 10] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-    "#bcbd22", "#7f7f7f",
-];
-
-/// Colour of the marker of a value found in the data (the serialised window).
-const FOUND_POINT_COLOR: &str = "#111827";
-
-pub(super) fn noisy(spread_pct: f64) -> bool {
-    spread_pct.is_finite() && spread_pct > NOISY_SPREAD_PCT
-}
+use crate::view::chart::{
+    category_color, cycles_per_ns, Axis, LineChart, Series, TickFormat, VMarker, FOUND_POINT_COLOR,
+    PALETTE,
+};
+use crate::view::format::{distinct, noisy, NOISY_SPREAD_PCT};
 
 /// Fillers in order of first appearance (rows, then structures): fixes their colours.
 pub(super) fn rob_fillers(result: &RobResult) -> Vec<&str> {
@@ -31,31 +18,6 @@ pub(super) fn rob_fillers(result: &RobResult) -> Vec<&str> {
             .map(|r| r.filler.as_str())
             .chain(result.structures.iter().map(|s| s.filler.as_str())),
     )
-}
-
-pub(super) fn filler_color(fillers: &[&str], filler: &str) -> &'static str {
-    let i = fillers.iter().position(|f| *f == filler).unwrap_or(0);
-    FILLER_PALETTE[i % FILLER_PALETTE.len()]
-}
-
-/// Median of the finite positive values, if any.
-fn median_positive(mut values: Vec<f64>) -> Option<f64> {
-    values.retain(|v| v.is_finite() && *v > 0.0);
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    Some(values[values.len() / 2])
-}
-
-/// Core cycles per ns for the secondary axis: the measured core clock, else the ratio the
-/// rows give; None when neither is usable.
-fn cycles_per_ns(machine: &Machine, ratio: Option<f64>) -> Option<f64> {
-    machine
-        .core_hz_estimate
-        .filter(|hz| hz.is_finite() && *hz > 0.0)
-        .map(|hz| hz / 1e9)
-        .or_else(|| ratio.filter(|f| f.is_finite() && *f > 0.0))
 }
 
 /// ns per iteration against K, one line per filler, each cliff marked with its structure.
@@ -71,14 +33,11 @@ pub(super) fn rob_chart(result: &RobResult, machine: &Machine) -> LineChart {
         )
         .y_axis(Axis::linear("Time per iteration (ns)").include_zero())
         .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
-    let ratio = median_positive(
-        result
-            .rows
-            .iter()
-            .map(|r| r.cycles_per_iter / r.ns_per_iter)
-            .collect(),
-    );
-    if let Some(f) = cycles_per_ns(machine, ratio) {
+    let ratios = result
+        .rows
+        .iter()
+        .map(|r| r.cycles_per_iter / r.ns_per_iter);
+    if let Some(f) = cycles_per_ns(machine, ratios) {
         chart = chart.secondary_y("Core cycles per iteration", f);
     }
     for &filler in &fillers {
@@ -94,7 +53,7 @@ pub(super) fn rob_chart(result: &RobResult, machine: &Machine) -> LineChart {
                     .map(|r| (f64::from(r.k), r.ns_per_iter))
                     .collect(),
             )
-            .color(filler_color(&fillers, filler))
+            .color(category_color(&fillers, filler))
             .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect()),
         );
     }
@@ -103,7 +62,7 @@ pub(super) fn rob_chart(result: &RobResult, machine: &Machine) -> LineChart {
             chart = chart.marker(VMarker::found(
                 f64::from(entries),
                 format!("{}: {} ≈ {entries}", s.filler, s.structure),
-                filler_color(&fillers, &s.filler),
+                category_color(&fillers, &s.filler),
             ));
         }
     }
@@ -143,7 +102,7 @@ pub(super) fn rob_serialized_chart(result: &RobResult) -> LineChart {
                 },
                 rows.iter().map(|r| (f64::from(r.k), r.ns)).collect(),
             )
-            .color(FILLER_PALETTE[i % FILLER_PALETTE.len()]),
+            .color(PALETTE[i % PALETTE.len()]),
         );
     }
     if let Some(w) = result.serialized_window {

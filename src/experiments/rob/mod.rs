@@ -21,7 +21,7 @@ use crate::kernels::jit::Filler;
 use crate::stats::summary::median;
 
 /// `experiments.rob` of the report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct RobResult {
     /// One row per filler kind × K.
     pub rows: Vec<RobRow>,

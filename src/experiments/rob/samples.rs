@@ -1,5 +1,5 @@
 //! Small synthetic `rob` results for the view's tests: four fillers with three cliffs,
-//! an empty result, and one with NaN figures and missing values.
+//! and one with NaN figures and missing values.
 
 use super::{RobResult, RobRow, RobStructure, SerializedRow};
 use crate::units::MIB;
@@ -66,17 +66,6 @@ pub fn rob() -> RobResult {
         serialized_window: Some(224),
         serialized_mlp: Some(3.6),
         chase_bytes: 256 * MIB,
-    }
-}
-
-pub fn empty_rob() -> RobResult {
-    RobResult {
-        rows: vec![],
-        structures: vec![],
-        serialized: vec![],
-        serialized_window: None,
-        serialized_mlp: None,
-        chase_bytes: 0,
     }
 }
 

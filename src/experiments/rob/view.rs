@@ -2,11 +2,12 @@
 //! filler fills first with its entries, the serialised blocks (window and misses in
 //! flight, chart, compact grid), every point on demand, and the CSV tables.
 
-use super::charts::{filler_color, noisy, rob_chart, rob_fillers, rob_serialized_chart};
+use super::charts::{rob_chart, rob_fillers, rob_serialized_chart};
 use super::RobResult;
 use crate::topology::Machine;
 use crate::units::Bytes;
-use crate::view::format::{self, distinct, raw, DASH};
+use crate::view::chart::category_color;
+use crate::view::format::{self, distinct, k_subset, raw, DASH};
 use crate::view::{
     Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Style, Table, Text,
 };
@@ -95,7 +96,7 @@ fn structures_table(result: &RobResult) -> Table {
         t.row(vec![
             Cell(
                 Text::new()
-                    .swatch(filler_color(&fillers, &st.filler))
+                    .swatch(category_color(&fillers, &st.filler))
                     .add(st.filler.clone()),
             ),
             Cell::new(st.structure.clone()),
@@ -114,28 +115,6 @@ fn structures_table(result: &RobResult) -> Table {
         ]);
     }
     t
-}
-
-/// `max` evenly spaced values of the sorted `ks` plus, for each cliff, the values on either
-/// side of it, so that a compact table still shows every step.
-fn k_subset<T: Copy + Ord>(ks: &[T], cliffs: &[T], max: usize) -> Vec<T> {
-    if ks.len() <= max || max < 2 {
-        return ks.to_vec();
-    }
-    let mut picked: Vec<T> = (0..max)
-        .map(|i| ks[i * (ks.len() - 1) / (max - 1)])
-        .collect();
-    for &cliff in cliffs {
-        if let Some(&below) = ks.iter().rev().find(|&&k| k <= cliff) {
-            picked.push(below);
-        }
-        if let Some(&above) = ks.iter().find(|&&k| k > cliff) {
-            picked.push(above);
-        }
-    }
-    picked.sort_unstable();
-    picked.dedup();
-    picked
 }
 
 /// A row label × K grid of one figure each, K as columns.
@@ -232,17 +211,12 @@ fn all_rows(result: &RobResult) -> Vec<Block> {
         Column::number("Spread %"),
     ]);
     for r in &result.rows {
-        let spread = format::spread(r.spread_pct);
         t.row(vec![
             Cell::new(r.filler.clone()),
             Cell::new(r.k.to_string()),
             Cell::new(format::ns(r.ns_per_iter)),
             Cell::new(format::cycles(r.cycles_per_iter)),
-            if noisy(r.spread_pct) {
-                Cell::styled(spread, Style::Warn)
-            } else {
-                Cell::new(spread)
-            },
+            format::spread_cell(r.spread_pct),
         ]);
     }
     let mut blocks = vec![Block::Table(t)];
@@ -429,7 +403,7 @@ mod tests {
 
     #[test]
     fn empty_and_nan_results_give_dashes_and_do_not_panic() {
-        let s = samples::empty_rob().section(&Machine::default());
+        let s = RobResult::default().section(&Machine::default());
         let text = s.plain_text();
         assert!(text.contains("No filler curve was measured"), "{text}");
         assert!(text.contains("No cliff was analysed"), "{text}");
@@ -448,13 +422,5 @@ mod tests {
         for t in s.data_tables() {
             assert!(t.rows.iter().flatten().all(|c| c != "NaN" && c != "inf"));
         }
-    }
-
-    #[test]
-    fn k_subset_keeps_the_ends_and_both_sides_of_cliffs() {
-        let ks: Vec<u32> = (0..=100).collect();
-        let shown = k_subset(&ks, &[37], 5);
-        assert_eq!(shown, vec![0, 25, 37, 38, 50, 75, 100]);
-        assert_eq!(k_subset(&[1, 2, 3], &[2], 5), vec![1, 2, 3]);
     }
 }

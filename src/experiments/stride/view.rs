@@ -10,11 +10,8 @@ use crate::units::Bytes;
 use crate::view::chart::Heatmap;
 use crate::view::format::{self, distinct, gbs, raw, raw_opt};
 use crate::view::{
-    Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Style, Table, Text,
+    Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Table, Text,
 };
-
-/// Spread above which a stride figure is marked noisy.
-const NOISY_SPREAD_PCT: f64 = 10.0;
 
 impl Present for StrideResult {
     fn section(&self, _machine: &Machine) -> Section {
@@ -136,7 +133,7 @@ fn matrix(rows: &[&StrideRow], title: String, cell: impl Fn(&StrideRow) -> Strin
 }
 
 /// The terminal's matrices of one kernel: ns per access, then with counters misses per
-/// access at each level counted in some row, the "*" note, the levels counted in no row
+/// access at each level counted in some row, the levels counted in no row, the "*" note
 /// and every distinct reason a level was not counted.
 fn matrices(rows: &[&StrideRow], kernel: &str) -> Vec<Block> {
     let mut out: Vec<Block> = vec![matrix(
@@ -174,32 +171,18 @@ fn matrices(rows: &[&StrideRow], kernel: &str) -> Vec<Block> {
             .into(),
         );
     }
-    let multiplexed = counts.iter().any(|c| {
-        c.levels
-            .iter()
-            .any(|l| l.multiplexed && l.per_access.is_some())
-    });
-    if multiplexed {
-        out.push(
-            Paragraph::note(
-                "* the PMU was shared with other events: the count is scaled by the time the \
-                 event was enabled over the time it counted (an estimate)",
-            )
-            .into(),
-        );
-    }
     if !uncounted.is_empty() {
         out.push(
             Paragraph::note(format!(
-                "{kernel}: {} per access not counted in any row:",
+                "{kernel}: {} per access not counted in any row.",
                 uncounted.join(", ")
             ))
             .into(),
         );
     }
-    for reason in distinct(counts.iter().flat_map(|c| c.unsupported_notes())) {
-        out.push(Paragraph::note(reason).into());
-    }
+    // The miss columns' notes ("*", each reason of "n/s") but the first, about columns.
+    let notes = miss_notes(counts).into_iter().skip(1);
+    out.extend(notes.map(|n| Paragraph::note(n).into()));
     out
 }
 
@@ -220,7 +203,6 @@ fn rows_table(result: &StrideResult) -> Table {
     }
     let mut table = Table::new(columns);
     for r in &result.rows {
-        let spread = format::spread(r.spread_pct);
         let mut cells = vec![
             Cell::new(Bytes(r.bytes).to_string()),
             Cell::new(format::opt_count(r.stride_bytes)),
@@ -228,11 +210,7 @@ fn rows_table(result: &StrideResult) -> Table {
             Cell::new(r.kernel.as_str()),
             Cell::new(gbs(r.gb_per_s)),
             Cell::new(format::fixed(r.ns_per_access, 3)),
-            if r.spread_pct.is_finite() && r.spread_pct > NOISY_SPREAD_PCT {
-                Cell::styled(spread, Style::Warn)
-            } else {
-                Cell::new(spread)
-            },
+            format::spread_cell(r.spread_pct),
         ];
         if counted {
             cells.extend(miss_cells(r.counters.as_ref()));
@@ -286,7 +264,7 @@ mod tests {
     use super::*;
     use crate::experiments::stride::samples;
     use crate::units::{KIB, MIB};
-    use crate::view::Inline;
+    use crate::view::{Row, Style};
 
     fn section(result: &StrideResult) -> Section {
         result.section(&Machine::default())
@@ -344,15 +322,8 @@ mod tests {
         let summary = s.plain_text();
         assert!(summary.contains(&format!("All {} rows", 14 * 2 * 21)));
         // The 4 KiB stride is noisy: its spread is set as a warning.
-        let warned = all.rows.iter().any(|r| {
-            match r {
-            crate::view::Row::Cells(cells) => cells[6].0 .0.iter().any(|i| {
-                matches!(i, Inline::Span(span) if span.style == Style::Warn && span.text == "12.0")
-            }),
-            _ => false,
-        }
-        });
-        assert!(warned);
+        assert!(all.rows.iter().any(|r| matches!(r,
+            Row::Cells(c) if c[6] == Cell::styled("12.0", Style::Warn))));
         assert!(!summary.contains("NaN") && !summary.contains("Some("));
     }
 
@@ -395,7 +366,7 @@ mod tests {
             .expect("LLC matrix");
         assert!(llc.column_text(1)[1].contains("0.010*"));
         assert!(!text.contains("\nL2 miss per access") && !text.contains("\ndTLB miss per"));
-        assert!(text.contains("read: L2 miss, dTLB miss per access not counted in any row:\n"));
+        assert!(text.contains("read: L2 miss, dTLB miss per access not counted in any row.\n"));
         assert_eq!(
             text.matches("L2 miss (none): not supported").count(),
             1,

@@ -5,19 +5,10 @@ use super::TlbResult;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{
-    Axis, BarChart, LegendEntry, LegendSymbol, LineChart, Series, TickFormat, VMarker, PALETTE,
+    cycles_per_ns, Axis, BarChart, LegendEntry, LineChart, Series, TickFormat, VMarker,
+    CURVE_COLOR, PALETTE,
 };
-
-/// Spread above which a point is marked unstable on the curve.
-pub(super) const NOISY_SPREAD_PCT: f64 = 10.0;
-
-/// Colour of a single-series chart: dark, so it reads on any background.
-const CURVE_COLOR: &str = "#1f2937";
-
-/// Whether a spread is above `NOISY_SPREAD_PCT`.
-pub(super) fn noisy(spread_pct: f64) -> bool {
-    spread_pct.is_finite() && spread_pct > NOISY_SPREAD_PCT
-}
+use crate::view::format::{noisy, NOISY_SPREAD_PCT};
 
 /// Colour of a page size, shared by the curves, the knee markers and the tables' swatches.
 pub(super) fn page_color(page_bytes: u64) -> &'static str {
@@ -40,26 +31,6 @@ fn page_count_label(v: f64) -> String {
     }
 }
 
-/// Median of the finite positive values, if any.
-fn median_positive(mut values: Vec<f64>) -> Option<f64> {
-    values.retain(|v| v.is_finite() && *v > 0.0);
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    Some(values[values.len() / 2])
-}
-
-/// Core cycles per ns for the secondary axis: the measured core clock, else the ratio the
-/// rows give (cycles / ns); None when neither is usable.
-fn cycles_per_ns(machine: &Machine, ratio: Option<f64>) -> Option<f64> {
-    machine
-        .core_hz_estimate
-        .filter(|hz| hz.is_finite() && *hz > 0.0)
-        .map(|hz| hz / 1e9)
-        .or_else(|| ratio.filter(|f| f.is_finite() && *f > 0.0))
-}
-
 /// Latency against pages touched (one line per page) on a log2 axis, one solid line per
 /// page size and its TLB part (ns − dense ns) dashed in the same colour; each level's
 /// entries found from the knees as solid markers, CPUID's entries as dashed references.
@@ -73,8 +44,8 @@ pub(super) fn tlb_chart(result: &TlbResult, machine: &Machine) -> LineChart {
         // Log scale: an L2 TLB hit adds ~2 ns to a 1 ns load, a nested walk hundreds.
         .y_axis(Axis::log2("Load-to-use latency (ns, log scale)"))
         .unstable_label(format!("spread > {NOISY_SPREAD_PCT:.0}%"));
-    let ratio = median_positive(result.rows.iter().map(|r| r.cycles / r.ns).collect());
-    if let Some(f) = cycles_per_ns(machine, ratio) {
+    let ratios = result.rows.iter().map(|r| r.cycles / r.ns);
+    if let Some(f) = cycles_per_ns(machine, ratios) {
         chart = chart.secondary_y("Latency (core cycles)", f);
     }
     for page in result.page_sizes() {
@@ -119,22 +90,10 @@ pub(super) fn tlb_chart(result: &TlbResult, machine: &Machine) -> LineChart {
         }
     }
     if result.levels.iter().any(|l| l.entries.is_some()) {
-        chart = chart.legend_entry(LegendEntry::new(
-            "entries found (knee)",
-            LegendSymbol::Line {
-                color: "#374151".to_string(),
-                dashed: false,
-            },
-        ));
+        chart = chart.legend_entry(LegendEntry::found("entries found (knee)"));
     }
     if result.levels.iter().any(|l| l.cpuid_entries.is_some()) {
-        chart = chart.legend_entry(LegendEntry::new(
-            "entries CPUID reports",
-            LegendSymbol::Line {
-                color: "#6b7280".to_string(),
-                dashed: true,
-            },
-        ));
+        chart = chart.legend_entry(LegendEntry::reference("entries CPUID reports"));
     }
     chart
 }
@@ -164,10 +123,5 @@ mod tests {
         assert_eq!(page_count_label(f64::NAN), crate::view::format::DASH);
         assert_eq!(page_color(4096), PALETTE[0]);
         assert_ne!(page_color(4096), page_color(2 << 20));
-        assert_eq!(
-            median_positive(vec![f64::NAN, 3.0, 0.0, 2.0, 4.0]),
-            Some(3.0)
-        );
-        assert_eq!(cycles_per_ns(&Machine::default(), Some(f64::NAN)), None);
     }
 }

@@ -56,7 +56,7 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 /// `experiments.tlb` of the report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct TlbResult {
     /// One row per page size × page count.
     pub rows: Vec<TlbRow>,
@@ -1192,10 +1192,7 @@ mod tests {
                 row(4096, 128, 2.0),
                 row(2 << 20, 128, 1.9),
             ],
-            levels: vec![],
-            saxpy: vec![],
-            mlp_by_page_size: vec![],
-            reach: vec![],
+            ..TlbResult::default()
         };
         assert_eq!(tlb_ns_at(&result, 2 << 20, 120), Some(1.9));
         assert_eq!(tlb_ns_at(&result, 4096, 100), Some(2.0));

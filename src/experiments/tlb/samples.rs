@@ -1,5 +1,5 @@
 //! Small synthetic TLB results for the view's tests: two page sizes with two TLB levels
-//! each, an empty result, and one with NaN figures and missing values.
+//! each, and one with NaN figures and missing values.
 
 use super::{MlpByPageSize, SaxpyTlbRow, TlbLevel, TlbReach, TlbResult, TlbRow};
 use crate::units::{KIB, MIB};
@@ -119,17 +119,6 @@ pub fn tlb() -> TlbResult {
             reach("L2 DTLB", 2 * MIB, Some(2048), Some(1024)),
             reach("L1 DTLB", 1024 * MIB, Some(72), None),
         ],
-    }
-}
-
-/// Nothing measured.
-pub fn empty_tlb() -> TlbResult {
-    TlbResult {
-        rows: vec![],
-        levels: vec![],
-        saxpy: vec![],
-        mlp_by_page_size: vec![],
-        reach: vec![],
     }
 }
 

@@ -3,13 +3,14 @@
 //! HTML), SAXPY and DRAM parallelism by page size, the reach table, the CSV tables
 //! `tlb.rows` / `tlb.levels` / `tlb.saxpy`, and each level's miss cost as a headline.
 
-use super::charts::{noisy, page_color, saxpy_chart, tlb_chart};
+use super::charts::{page_color, saxpy_chart, tlb_chart};
 use super::data::{levels_data, rows_data, saxpy_data};
 use super::{TlbResult, TlbRow};
 use crate::counters::columns::{miss_cells, miss_columns, miss_notes};
 use crate::topology::Machine;
 use crate::units::Bytes;
-use crate::view::format::{cycles, fixed, ns, opt_bytes, opt_count, rounded, spread};
+use crate::view::format::spread_cell;
+use crate::view::format::{cycles, fixed, k_subset, ns, opt_bytes, opt_count, rounded};
 use crate::view::{
     Block, Cell, Column, Headline, Medium, Paragraph, Present, Section, Style, Table, Text,
 };
@@ -157,11 +158,6 @@ fn levels_table(result: &TlbResult) -> Block {
 /// The cells every curve table shows of a point: pages, memory spanned, ns, cycles,
 /// dense ns, TLB part, spread (marked when noisy), then the miss cells when counted.
 fn curve_cells(r: &TlbRow, counted: bool) -> Vec<Cell> {
-    let spread_cell = if noisy(r.spread_pct) {
-        Cell::styled(spread(r.spread_pct), Style::Warn)
-    } else {
-        Cell::new(spread(r.spread_pct))
-    };
     let mut cells = vec![
         Cell::new(r.pages.to_string()),
         Cell::new(Bytes(r.pages.saturating_mul(r.page_bytes)).to_string()),
@@ -169,7 +165,7 @@ fn curve_cells(r: &TlbRow, counted: bool) -> Vec<Cell> {
         Cell::new(cycles(r.cycles)),
         Cell::new(ns(r.dense_ns)),
         Cell::new(ns(r.tlb_ns)),
-        spread_cell,
+        spread_cell(r.spread_pct),
     ];
     if counted {
         cells.extend(miss_cells(r.counters.as_ref()));
@@ -246,28 +242,6 @@ fn compact_curves(result: &TlbResult) -> Vec<Block> {
         blocks.push(t.into());
     }
     blocks
-}
-
-/// At most about `max` of `ks`, evenly spread, always with the ends and both sides of
-/// every cliff (the last k at or below it and the first above).
-fn k_subset<T: Copy + Ord>(ks: &[T], cliffs: &[T], max: usize) -> Vec<T> {
-    if ks.len() <= max || max < 2 {
-        return ks.to_vec();
-    }
-    let mut picked: Vec<T> = (0..max)
-        .map(|i| ks[i * (ks.len() - 1) / (max - 1)])
-        .collect();
-    for &cliff in cliffs {
-        if let Some(&below) = ks.iter().rev().find(|&&k| k <= cliff) {
-            picked.push(below);
-        }
-        if let Some(&above) = ks.iter().find(|&&k| k > cliff) {
-            picked.push(above);
-        }
-    }
-    picked.sort_unstable();
-    picked.dedup();
-    picked
 }
 
 /// Every point of every page size, with its page size first.
@@ -500,7 +474,7 @@ mod tests {
 
     #[test]
     fn empty_and_nan_results_give_dashes_and_do_not_panic() {
-        let s = section(&samples::empty_tlb());
+        let s = section(&TlbResult::default());
         let text = s.plain_text();
         assert!(text.contains("No TLB level was found") && text.contains("No page count"));
         assert!(s.charts().is_empty());
@@ -678,12 +652,5 @@ mod tests {
                 detail: "per miss; reach 8 MiB".into(),
             }
         );
-    }
-
-    #[test]
-    fn k_subset_keeps_the_ends_and_both_sides_of_cliffs() {
-        let ks: Vec<u32> = (0..=100).collect();
-        assert_eq!(k_subset(&ks, &[37], 5), vec![0, 25, 37, 38, 50, 75, 100]);
-        assert_eq!(k_subset(&[1, 2, 3], &[2], 5), vec![1, 2, 3]);
     }
 }

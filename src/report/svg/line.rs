@@ -82,11 +82,7 @@ impl LineChart {
         let (x_lo, x_hi) = self.x_axis.domain(&xs);
         let (y_lo, y_hi) = self.y_axis.domain(&ys);
 
-        let entries = if self.show_legend {
-            self.legend_entries()
-        } else {
-            Vec::new()
-        };
+        let entries = self.legend_entries();
         let legend_width = width - 40.0;
         let legend_height = legend_rows(&entries, legend_width).len() as f64 * LEGEND_ROW;
 
