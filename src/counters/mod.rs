@@ -14,7 +14,6 @@
 //! also works, and is tested, in a virtual machine without PMU passthrough.
 
 pub mod access;
-pub mod columns;
 pub mod event;
 pub mod group;
 pub mod probe;

@@ -24,6 +24,7 @@ pub mod chase_timing;
 pub mod latency;
 pub mod loaded;
 pub mod miss_impact;
+pub mod misses;
 pub mod mlp;
 pub mod numa;
 pub mod params;

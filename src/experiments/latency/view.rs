@@ -4,8 +4,10 @@
 
 use super::charts::latency_chart;
 use super::{LatencyLevel, LatencyPoint, LatencyResult};
-use crate::counters::columns::{miss_cells, miss_columns, miss_data, miss_data_header, miss_notes};
 use crate::counters::AccessCounts;
+use crate::experiments::misses::{
+    miss_cells, miss_columns, miss_data, miss_data_header, miss_notes,
+};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::level_color;

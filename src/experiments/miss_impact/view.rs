@@ -3,8 +3,8 @@
 //! its reasons as footnotes, and the `miss_impact.rows` CSV table.
 
 use super::{MissImpactResult, Pattern};
-use crate::counters::columns::{miss_cells, miss_columns};
 use crate::counters::MissLevel;
+use crate::experiments::misses::{miss_cells, miss_columns};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{level_color, Axis, BarChart, CURVE_COLOR};

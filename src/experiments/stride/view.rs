@@ -3,8 +3,10 @@
 //! row in a folded table with its miss columns, and the CSV table.
 
 use super::{StrideResult, StrideRow};
-use crate::counters::columns::{miss_cells, miss_columns, miss_data, miss_data_header, miss_notes};
 use crate::counters::{AccessCounts, MissLevel};
+use crate::experiments::misses::{
+    miss_cells, miss_columns, miss_data, miss_data_header, miss_notes,
+};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::Heatmap;

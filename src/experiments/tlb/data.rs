@@ -3,7 +3,7 @@
 //! formats unchanged.
 
 use super::{TlbResult, TlbRow};
-use crate::counters::columns::{miss_data, miss_data_header};
+use crate::experiments::misses::{miss_data, miss_data_header};
 use crate::view::format::{raw, raw_opt};
 use crate::view::DataTable;
 

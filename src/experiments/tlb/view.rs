@@ -6,7 +6,7 @@
 use super::charts::{page_color, saxpy_chart, tlb_chart};
 use super::data::{levels_data, rows_data, saxpy_data};
 use super::{TlbResult, TlbRow};
-use crate::counters::columns::{miss_cells, miss_columns, miss_notes};
+use crate::experiments::misses::{miss_cells, miss_columns, miss_notes};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::format::spread_cell;
@@ -330,8 +330,8 @@ fn reach_table(result: &TlbResult) -> Table {
 mod tests {
     use super::super::samples;
     use super::*;
-    use crate::counters::columns::miss_data_header;
     use crate::counters::samples::uncounted_access;
+    use crate::experiments::misses::miss_data_header;
     use crate::view::format::DASH;
     use crate::view::DataTable;
     use crate::view::Row;

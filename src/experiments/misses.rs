@@ -2,7 +2,7 @@
 //! ("n/s" with its reason as a tooltip for a level not counted), the footnotes that
 //! explain them, and their raw CSV form.
 
-use super::{AccessCounts, MissLevel};
+use crate::counters::{AccessCounts, MissLevel};
 use crate::view::format::distinct;
 use crate::view::{Cell, Column, Style, Text};
 
