@@ -45,12 +45,12 @@ fn marked_gbs(r: &BandwidthRow) -> Text {
     )
 }
 
-/// One cell of a per-level table: the marked GB/s, then bytes per cycle per thread in
-/// parentheses for cache levels.
-fn level_cell(r: &BandwidthRow) -> Cell {
+/// The marked GB/s, then bytes per cycle per thread in parentheses when known (and, with
+/// `caches_only`, when the figure is a cache level's).
+fn gbs_cell(r: &BandwidthRow, caches_only: bool) -> Cell {
     let mut text = marked_gbs(r);
     if let Some(bpc) = r.bytes_per_cycle.filter(|b| b.is_finite() && *b > 0.0) {
-        if is_cache_level(&r.level) {
+        if !caches_only || is_cache_level(&r.level) {
             text = text.muted(format!(" ({})", format::rounded(bpc, f64::INFINITY)));
         }
     }
@@ -164,7 +164,7 @@ pub fn level_table(result: &BandwidthResult, threads: usize) -> Table {
             cells.push(
                 mine.iter()
                     .find(|r| c.holds(r))
-                    .map_or_else(Cell::dash, |r| level_cell(r)),
+                    .map_or_else(Cell::dash, |r| gbs_cell(r, true)),
             );
         }
         table.row(cells);
@@ -172,8 +172,8 @@ pub fn level_table(result: &BandwidthResult, threads: usize) -> Table {
     table
 }
 
-/// The sweep as working set × kernel: GB/s with marks, every figure's details in its
-/// tooltip.
+/// The sweep as working set × kernel: GB/s with marks and bytes per cycle per thread,
+/// every figure's details in its tooltip.
 pub fn sweep_table(sweep: &[BandwidthRow]) -> Table {
     let kernels = distinct(sweep.iter().map(|r| r.kernel.as_str()));
     let mut sizes = distinct(sweep.iter().map(|r| r.working_set_bytes));
@@ -195,7 +195,7 @@ pub fn sweep_table(sweep: &[BandwidthRow]) -> Table {
                 sweep
                     .iter()
                     .find(|r| r.kernel == *kernel && r.working_set_bytes == bytes)
-                    .map_or_else(Cell::dash, |r| Cell(marked_gbs(r))),
+                    .map_or_else(Cell::dash, |r| gbs_cell(r, false)),
             );
         }
         table.row(cells);

@@ -80,7 +80,8 @@ impl Present for BandwidthResult {
         if !self.sweep.is_empty() {
             s.push(Block::Details {
                 summary: format!(
-                    "Bandwidth vs working set, {}: GB/s at all {} points of the sweep",
+                    "Bandwidth vs working set, {}: GB/s (bytes per cycle per thread) at all {} \
+                     points of the sweep",
                     count_of(self.sweep[0].threads, "thread"),
                     self.sweep.len()
                 ),
@@ -392,7 +393,13 @@ mod tests {
         assert_eq!(sweep.rows.len(), 33);
         assert_eq!(sweep.columns[2].header(), "read (GB/s)");
         assert_eq!(sweep.column_text(0)[0], "4 KiB");
-        assert!(text.contains("GB/s at all 66 points of the sweep"));
+        // Each figure with its bytes per cycle per thread, DRAM sizes too.
+        assert!(
+            sweep.column_text(2).iter().all(|c| c.ends_with(')')),
+            "{:?}",
+            sweep.column_text(2)
+        );
+        assert!(text.contains("GB/s (bytes per cycle per thread) at all 66 points of the sweep"));
         // Headlines for the fewest and the most threads.
         let labels: Vec<&str> = s.headlines.iter().map(|h| h.label.as_str()).collect();
         assert_eq!(labels, ["Bandwidth, 1 thread", "Bandwidth, 8 threads"]);
