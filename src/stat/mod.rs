@@ -627,44 +627,27 @@ mod tests {
             "task-clock,page-faults,cycles,instructions,LLC-loads,LLC-load-misses,dTLB-loads,dTLB-load-misses",
         );
         let runs = [
+            run_with(&[1e9, 500.0, 3e9, 6e9, 1e8, 2.5e7, 2e9, 2e6].map(Some), 1.0),
             run_with(
-                &[
-                    Some(1e9),
-                    Some(500.0),
-                    Some(3e9),
-                    Some(6e9),
-                    Some(1e8),
-                    Some(2.5e7),
-                    Some(2e9),
-                    Some(2e6),
-                ],
-                1.0,
-            ),
-            run_with(
-                &[
-                    Some(1e9),
-                    Some(700.0),
-                    Some(3e9),
-                    Some(6.6e9),
-                    Some(1e8),
-                    Some(2.5e7),
-                    Some(2e9),
-                    Some(2e6),
-                ],
+                &[1e9, 700.0, 3e9, 6.6e9, 1e8, 2.5e7, 2e9, 2e6].map(Some),
                 1.0,
             ),
         ];
         let derived = derive(&evs, &stats_for(&evs, &runs), &runs, 64);
-        let median = |name| figure(&derived, name).value.unwrap().median;
-        assert!((median("IPC") - 2.1).abs() < 1e-9);
-        assert!((median("clock") - 3.0).abs() < 1e-9);
-        assert!((median("CPUs utilized") - 1.0).abs() < 1e-9);
-        assert!((median("LLC load miss ratio") - 25.0).abs() < 1e-9);
-        assert!((median("dTLB load miss rate") - 0.1).abs() < 1e-9);
-        // 2.5e7 misses per 6e9 and 6.6e9 instructions: medians of 4.1667 and 3.7879.
-        assert!((median("LLC load MPKI") - (25.0 / 6.0 + 25.0 / 6.6) / 2.0).abs() < 1e-9);
-        assert!((median("LLC-miss read bandwidth") - 1.6).abs() < 1e-9);
-        assert!((median("page faults") - 600.0).abs() < 1e-9);
+        // 2.5e7 misses per 6e9 and 6.6e9 instructions: MPKI medians of 4.1667 and 3.7879.
+        for (name, want) in [
+            ("IPC", 2.1),
+            ("clock", 3.0),
+            ("CPUs utilized", 1.0),
+            ("LLC load miss ratio", 25.0),
+            ("dTLB load miss rate", 0.1),
+            ("LLC load MPKI", (25.0 / 6.0 + 25.0 / 6.6) / 2.0),
+            ("LLC-miss read bandwidth", 1.6),
+            ("page faults", 600.0),
+        ] {
+            let median = figure(&derived, name).value.unwrap().median;
+            assert!((median - want).abs() < 1e-9, "{name}: {median}");
+        }
         // Figures whose inputs were not requested are left out.
         assert!(derived.iter().all(|d| d.name != "cache miss ratio"));
         assert!(derived.iter().all(|d| d.name != "L1d load MPKI"));
