@@ -41,7 +41,7 @@ use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
 
 /// `experiments.numa` of the report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct NumaResult {
     /// Node ids, in the order of the matrices' rows and columns.
     pub nodes: Vec<usize>,
