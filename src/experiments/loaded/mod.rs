@@ -57,7 +57,7 @@ pub struct LoadedConfig {
 }
 
 /// `experiments.loaded` of the report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LoadedResult {
     /// Latency of the chase with every injector stopped (no delay at all: idle), ns.
     pub idle_ns: f64,
