@@ -672,13 +672,10 @@ mod tests {
 
     #[test]
     fn hybrid_copies_are_summed_and_aliases_match() {
-        let evs = vec![
-            Event::parse("cpu-cycles").unwrap().on_pmu("cpu_core"),
-            Event::parse("cpu-cycles").unwrap().on_pmu("cpu_atom"),
-            Event::parse("instructions").unwrap().on_pmu("cpu_core"),
-            Event::parse("instructions").unwrap().on_pmu("cpu_atom"),
-        ];
-        let runs = [run_with(&[Some(1e9), Some(1e9), Some(3e9), Some(1e9)], 1.0)];
+        let on = |name: &str, pmu: &str| Event::parse(name).unwrap().on_pmu(pmu);
+        let evs = ["cpu-cycles", "instructions"].map(|n| [on(n, "cpu_core"), on(n, "cpu_atom")]);
+        let evs = evs.concat();
+        let runs = [run_with(&[1e9, 1e9, 3e9, 1e9].map(Some), 1.0)];
         let derived = derive(&evs, &stats_for(&evs, &runs), &runs, 64);
         assert!((figure(&derived, "IPC").value.unwrap().median - 2.0).abs() < 1e-9);
     }
@@ -690,22 +687,10 @@ mod tests {
             .flatten()
             .map(|e| e.name)
             .collect();
-        for wanted in [
-            "cycles",
-            "instructions",
-            "cache-references",
-            "cache-misses",
-            "L1-dcache-load-misses",
-            "LLC-loads",
-            "LLC-load-misses",
-            "dTLB-loads",
-            "dTLB-load-misses",
-            "dTLB-store-misses",
-            "task-clock",
-            "page-faults",
-            "context-switches",
-            "cpu-migrations",
-        ] {
+        let wanted = "cycles instructions cache-references cache-misses L1-dcache-load-misses \
+                      LLC-loads LLC-load-misses dTLB-loads dTLB-load-misses dTLB-store-misses \
+                      task-clock page-faults context-switches cpu-migrations";
+        for wanted in wanted.split_whitespace() {
             assert!(
                 names.iter().any(|n| n == wanted),
                 "{wanted} missing from {names:?}"
@@ -739,21 +724,12 @@ mod tests {
         if !probe.has_hardware_pmu() {
             let cycles = stat("cycles");
             assert_eq!(cycles.count, None);
-            assert!(cycles
-                .not_supported
-                .as_deref()
-                .unwrap()
-                .starts_with("not supported: no hardware PMU"));
-            let ipc = figure(&result.derived, "IPC");
-            assert!(ipc
-                .not_supported
-                .as_deref()
-                .unwrap()
-                .starts_with("not supported: "));
-            assert!(result
-                .notes
-                .iter()
-                .any(|n| n.contains("/sys/bus/event_source/devices")));
+            let why = cycles.not_supported.as_deref().unwrap();
+            assert!(why.starts_with("not supported: no hardware PMU"));
+            let ipc = figure(&result.derived, "IPC").not_supported.as_deref();
+            assert!(ipc.unwrap().starts_with("not supported: "));
+            let sysfs = |n: &String| n.contains("/sys/bus/event_source/devices");
+            assert!(result.notes.iter().any(sysfs));
         }
     }
 
@@ -767,9 +743,7 @@ mod tests {
         let result = run(&plan, &Probe::detect(), 64).unwrap();
         assert_eq!(result.runs.len(), 1);
         assert_eq!(result.exit_status(), 1);
-        assert!(result
-            .notes
-            .iter()
-            .any(|n| n.contains("run 1 of 3 ended with exit status 1")));
+        let stopped = |n: &String| n.contains("run 1 of 3 ended with exit status 1");
+        assert!(result.notes.iter().any(stopped));
     }
 }
