@@ -1470,16 +1470,14 @@ mod tests {
         ];
         let reach = reach_rows(&machine, &levels);
         assert_eq!(reach.len(), 4, "{reach:?}");
-        let l2 = reach
-            .iter()
-            .find(|r| r.name == "L2 DTLB" && r.page_bytes == 4096)
-            .unwrap();
+        let l2 = |page| {
+            reach
+                .iter()
+                .find(|r| r.name == "L2 DTLB" && r.page_bytes == page)
+        };
+        let (l2, huge) = (l2(4096).unwrap(), l2(2 * MIB).unwrap());
         assert_eq!(l2.cpuid_reach_bytes, Some(12 * MIB));
         assert_eq!(l2.measured_reach_bytes, Some(2900 * 4096));
-        let huge = reach
-            .iter()
-            .find(|r| r.name == "L2 DTLB" && r.page_bytes == 2 * MIB)
-            .unwrap();
         assert_eq!(
             (huge.cpuid_entries, huge.measured_entries),
             (Some(3072), None)
@@ -1515,11 +1513,8 @@ mod tests {
             .rows
             .iter()
             .all(|r| r.page_bytes == machine.base_page_bytes));
-        assert!(
-            result.levels.iter().any(|l| l.entries.is_some()),
-            "{:?}",
-            result.levels
-        );
+        let levels = &result.levels;
+        assert!(levels.iter().any(|l| l.entries.is_some()), "{levels:?}");
         let at = |pages: u64| result.rows.iter().find(|r| r.pages == pages).unwrap().ns;
         assert!(at(1 << 16) > at(16), "{:?}", result.rows);
         assert!(result.saxpy.is_empty() && result.mlp_by_page_size.is_empty());
