@@ -181,23 +181,10 @@ mod tests {
     fn the_html_has_every_section_in_order_after_the_summary_and_the_warnings() {
         let doc = String::from_utf8(html(&full_report())).unwrap();
         assert_balanced(&doc);
-        let ids = [
-            "summary",
-            "warnings",
-            "latency",
-            "miss-impact",
-            "bandwidth",
-            "stride",
-            "loaded",
-            "mlp",
-            "rob",
-            "tlb",
-            "numa",
-            "settings",
-            "machine",
-        ];
+        let ids = "summary warnings latency miss-impact bandwidth stride loaded mlp rob tlb numa \
+                   settings machine";
         let positions: Vec<usize> = ids
-            .iter()
+            .split_whitespace()
             .map(|id| {
                 doc.find(&format!("<section id=\"{id}\">"))
                     .unwrap_or_else(|| panic!("no section {id}"))

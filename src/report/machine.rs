@@ -394,17 +394,13 @@ mod tests {
 
     /// The value of the identity row `key`.
     fn value(section: &Section, key: &str) -> String {
-        let t = section.tables()[0];
-        let k = t.column_text(0).iter().position(|k| k == key);
-        t.column_text(1)[k.unwrap_or_else(|| panic!("no row {key}"))].clone()
+        section.tables()[0].row_of(key)[1].clone()
     }
 
     #[test]
     fn identity_clocks_caches_and_the_csv_table() {
         let mut m = sample_machine();
-        m.cpu_family = Some(25);
-        m.cpu_model_number = Some(17);
-        m.cpu_stepping = Some(1);
+        (m.cpu_family, m.cpu_model_number, m.cpu_stepping) = (Some(25), Some(17), Some(1));
         m.tlbs = vec![TlbInfo {
             level: 1,
             kind: "data".into(),
@@ -432,17 +428,21 @@ mod tests {
             (s.id, s.nav.as_str(), s.title.as_str()),
             ("machine", "Machine", "Machine")
         );
-        assert_eq!(value(&s, "CPU"), "Test CPU 9000");
-        assert_eq!(
-            value(&s, "Family / model"),
-            "family 25 (0x19), model 17 (0x11), stepping 1"
-        );
-        assert_eq!(value(&s, "TSC"), "2.60 GHz");
-        assert_eq!(
-            value(&s, "Core clock (estimated)"),
-            "3.00 GHz (measured: dependent adds)"
-        );
-        assert_eq!(value(&s, "Frequency scaling"), "not exposed");
+        for (key, want) in [
+            ("CPU", "Test CPU 9000"),
+            (
+                "Family / model",
+                "family 25 (0x19), model 17 (0x11), stepping 1",
+            ),
+            ("TSC", "2.60 GHz"),
+            (
+                "Core clock (estimated)",
+                "3.00 GHz (measured: dependent adds)",
+            ),
+            ("Frequency scaling", "not exposed"),
+        ] {
+            assert_eq!(value(&s, key), want, "{key}");
+        }
         let caches = s.table("Caches").expect("caches");
         assert_eq!(caches.column_text(0), ["L1d", "L1i", "L2", "L3"]);
         assert_eq!(caches.column_text(3)[0], "64 B");
@@ -450,10 +450,7 @@ mod tests {
         let tlbs = s.table("TLBs").expect("tlbs");
         assert_eq!(tlbs.column_text(4), ["fully associative"]);
         assert_eq!(tlbs.column_text(5), ["256 KiB"]);
-        assert_eq!(
-            s.table("NUMA nodes").expect("numa").column_text(4),
-            ["10 21"]
-        );
+        assert_eq!(s.table("NUMA nodes").unwrap().column_text(4), ["10 21"]);
         let pools = s.table("Huge page pools (hugetlbfs)").expect("pools");
         assert_eq!(pools.column_text(0), ["2 MiB"]);
         // Bare metal: no virtualization notes.
@@ -462,27 +459,29 @@ mod tests {
         let data = s.data_tables();
         assert_eq!(data.len(), 1);
         assert_eq!(data[0].name, "machine.caches");
-        assert_eq!(
-            data[0].header,
-            [
-                "level",
-                "kind",
-                "size_bytes",
-                "line_bytes",
-                "ways",
-                "shared_with_cpus",
-                "instances"
-            ]
-        );
-        assert_eq!(
-            data[0].rows[0],
-            ["1", "data", "32768", "64", "8", "0 1", "4"]
-        );
+        let header = "level,kind,size_bytes,line_bytes,ways,shared_with_cpus,instances";
+        assert_eq!(data[0].header.join(","), header);
+        assert_eq!(data[0].rows[0].join(","), "1,data,32768,64,8,0 1,4");
     }
 
     #[test]
-    fn info_csv_is_one_plain_table_even_without_machine_data() {
+    fn works_without_machine_data_and_the_csv_stays_one_plain_table() {
         let s = machine_section(&Machine::default());
+        assert!(s.charts().is_empty());
+        let text = s.plain_text();
+        assert!(text.contains("The OS reports no caches."), "{text}");
+        assert!(text.contains("TLB geometry not available"), "{text}");
+        for (key, want) in [
+            ("CPU", DASH.to_string()),
+            ("Allowed CPUs", DASH.to_string()),
+            ("Page sizes", format!("base {DASH}; offered: {DASH}")),
+            ("TSC", "not used".into()),
+            ("SMT sibling groups", "none".into()),
+        ] {
+            assert_eq!(value(&s, key), want, "{key}");
+        }
+        assert!(s.table("NUMA nodes").is_none());
+        assert_eq!(machine_summary(&Machine::default()).blocks.len(), 2);
         let data = s.data_tables();
         assert_eq!(data.len(), 1);
         assert!(data[0]
@@ -490,26 +489,6 @@ mod tests {
             .join(",")
             .starts_with("level,kind,size_bytes"));
         assert!(data[0].rows.is_empty());
-    }
-
-    #[test]
-    fn works_without_machine_data() {
-        let s = machine_section(&Machine::default());
-        assert!(s.charts().is_empty());
-        let text = s.plain_text();
-        assert!(text.contains("The OS reports no caches."), "{text}");
-        assert!(text.contains("TLB geometry not available"), "{text}");
-        assert_eq!(value(&s, "CPU"), DASH);
-        assert_eq!(value(&s, "Allowed CPUs"), DASH);
-        assert_eq!(
-            value(&s, "Page sizes"),
-            format!("base {DASH}; offered: {DASH}")
-        );
-        assert_eq!(value(&s, "TSC"), "not used");
-        assert_eq!(value(&s, "SMT sibling groups"), "none");
-        assert!(s.table("NUMA nodes").is_none());
-        let summary = machine_summary(&Machine::default());
-        assert_eq!(summary.blocks.len(), 2);
     }
 
     #[test]
@@ -526,11 +505,8 @@ mod tests {
     fn many_smt_groups_are_counted_and_listed_in_the_tooltip() {
         let mut m = sample_machine();
         m.smt_sibling_groups = (0..6).map(|i| vec![i, i + 6]).collect();
-        let s = machine_section(&m);
-        assert_eq!(
-            value(&s, "SMT sibling groups"),
-            "{0,6} {1,7} {2,8} {3,9} … and 2 more"
-        );
+        let groups = value(&machine_section(&m), "SMT sibling groups");
+        assert_eq!(groups, "{0,6} {1,7} {2,8} {3,9} … and 2 more");
     }
 
     #[test]
@@ -538,23 +514,17 @@ mod tests {
         let mut m = sample_machine();
         m.hypervisor = Some("KVM".into());
         let s = machine_section(&m);
-        let at = s
-            .blocks
-            .iter()
-            .position(|b| matches!(b, Block::Heading(h) if h == "Virtualization"))
-            .expect("heading");
-        assert!(
-            matches!(&s.blocks[at + 1], Block::Paragraph(p) if p.text.to_plain().contains("KVM"))
-        );
+        let heading = |b: &Block| matches!(b, Block::Heading(h) if h == "Virtualization");
+        let at = s.blocks.iter().position(heading).expect("heading");
+        let kvm = |b: &Block| matches!(b, Block::Paragraph(p) if p.text.to_plain().contains("KVM"));
+        assert!(kvm(&s.blocks[at + 1]));
         let summary = machine_summary(&m).plain_text();
-        assert!(summary.contains("KVM guest"), "{summary}");
-        assert!(
-            summary.contains("caches L1d 32 KiB, L2 1 MiB, L3 32 MiB"),
-            "{summary}"
-        );
-        assert!(
-            summary.contains("core clock 3.00 GHz (measured)"),
-            "{summary}"
-        );
+        for words in [
+            "KVM guest",
+            "caches L1d 32 KiB, L2 1 MiB, L3 32 MiB",
+            "core clock 3.00 GHz (measured)",
+        ] {
+            assert!(summary.contains(words), "{words}: {summary}");
+        }
     }
 }

@@ -90,9 +90,7 @@ mod tests {
     use crate::view::{Style, Tone};
 
     fn value(section: &Section, key: &str) -> String {
-        let t = section.tables()[0];
-        let k = t.column_text(0).iter().position(|k| k == key);
-        t.column_text(1)[k.unwrap_or_else(|| panic!("no row {key}"))].clone()
+        section.tables()[0].row_of(key)[1].clone()
     }
 
     #[test]
@@ -120,19 +118,23 @@ mod tests {
             matches!(s.blocks[0], Block::Table(_)),
             "shown in the terminal too"
         );
-        assert_eq!(value(&s, "Pinned to CPUs"), "2");
-        assert_eq!(
-            value(&s, "Pages obtained"),
-            "thp: 4 KiB pages, 50% of the largest buffer on huge pages"
-        );
-        assert_eq!(value(&s, "Quick mode"), "yes");
-        assert_eq!(value(&s, "Trial duration"), "2.0 ms");
-        assert_eq!(value(&s, "Largest working set"), "1 GiB");
-        assert_eq!(
-            value(&s, "Clock of multi-thread trials"),
-            "tsc (the kernel keeps time with it)"
-        );
-        assert_eq!(value(&s, "Sampling"), "8 points per octave");
+        for (key, want) in [
+            ("Pinned to CPUs", "2"),
+            (
+                "Pages obtained",
+                "thp: 4 KiB pages, 50% of the largest buffer on huge pages",
+            ),
+            ("Quick mode", "yes"),
+            ("Trial duration", "2.0 ms"),
+            ("Largest working set", "1 GiB"),
+            (
+                "Clock of multi-thread trials",
+                "tsc (the kernel keeps time with it)",
+            ),
+            ("Sampling", "8 points per octave"),
+        ] {
+            assert_eq!(value(&s, key), want, "{key}");
+        }
     }
 
     #[test]
@@ -167,10 +169,8 @@ mod tests {
             ("system_busy", "the system is busy & noisy"),
             ("hypervisor", "running under KVM"),
         ] {
-            report.warnings.push(Warning {
-                code: code.into(),
-                message: message.into(),
-            });
+            let (code, message) = (code.into(), message.into());
+            report.warnings.push(Warning { code, message });
         }
         let s = warnings_section(&report);
         assert_eq!(s.nav, "Warnings (2)");
@@ -182,6 +182,7 @@ mod tests {
             p.text.to_plain(),
             "! system_busy: the system is busy & noisy\n! hypervisor: running under KVM"
         );
-        assert!(p.text.0.iter().any(|i| matches!(i, crate::view::Inline::Span(s) if s.style == Style::Code && s.text == "system_busy")));
+        let code = |i: &crate::view::Inline| matches!(i, crate::view::Inline::Span(s) if s.style == Style::Code && s.text == "system_busy");
+        assert!(p.text.0.iter().any(code));
     }
 }

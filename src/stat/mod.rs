@@ -627,44 +627,27 @@ mod tests {
             "task-clock,page-faults,cycles,instructions,LLC-loads,LLC-load-misses,dTLB-loads,dTLB-load-misses",
         );
         let runs = [
+            run_with(&[1e9, 500.0, 3e9, 6e9, 1e8, 2.5e7, 2e9, 2e6].map(Some), 1.0),
             run_with(
-                &[
-                    Some(1e9),
-                    Some(500.0),
-                    Some(3e9),
-                    Some(6e9),
-                    Some(1e8),
-                    Some(2.5e7),
-                    Some(2e9),
-                    Some(2e6),
-                ],
-                1.0,
-            ),
-            run_with(
-                &[
-                    Some(1e9),
-                    Some(700.0),
-                    Some(3e9),
-                    Some(6.6e9),
-                    Some(1e8),
-                    Some(2.5e7),
-                    Some(2e9),
-                    Some(2e6),
-                ],
+                &[1e9, 700.0, 3e9, 6.6e9, 1e8, 2.5e7, 2e9, 2e6].map(Some),
                 1.0,
             ),
         ];
         let derived = derive(&evs, &stats_for(&evs, &runs), &runs, 64);
-        let median = |name| figure(&derived, name).value.unwrap().median;
-        assert!((median("IPC") - 2.1).abs() < 1e-9);
-        assert!((median("clock") - 3.0).abs() < 1e-9);
-        assert!((median("CPUs utilized") - 1.0).abs() < 1e-9);
-        assert!((median("LLC load miss ratio") - 25.0).abs() < 1e-9);
-        assert!((median("dTLB load miss rate") - 0.1).abs() < 1e-9);
-        // 2.5e7 misses per 6e9 and 6.6e9 instructions: medians of 4.1667 and 3.7879.
-        assert!((median("LLC load MPKI") - (25.0 / 6.0 + 25.0 / 6.6) / 2.0).abs() < 1e-9);
-        assert!((median("LLC-miss read bandwidth") - 1.6).abs() < 1e-9);
-        assert!((median("page faults") - 600.0).abs() < 1e-9);
+        // 2.5e7 misses per 6e9 and 6.6e9 instructions: MPKI medians of 4.1667 and 3.7879.
+        for (name, want) in [
+            ("IPC", 2.1),
+            ("clock", 3.0),
+            ("CPUs utilized", 1.0),
+            ("LLC load miss ratio", 25.0),
+            ("dTLB load miss rate", 0.1),
+            ("LLC load MPKI", (25.0 / 6.0 + 25.0 / 6.6) / 2.0),
+            ("LLC-miss read bandwidth", 1.6),
+            ("page faults", 600.0),
+        ] {
+            let median = figure(&derived, name).value.unwrap().median;
+            assert!((median - want).abs() < 1e-9, "{name}: {median}");
+        }
         // Figures whose inputs were not requested are left out.
         assert!(derived.iter().all(|d| d.name != "cache miss ratio"));
         assert!(derived.iter().all(|d| d.name != "L1d load MPKI"));
@@ -689,13 +672,10 @@ mod tests {
 
     #[test]
     fn hybrid_copies_are_summed_and_aliases_match() {
-        let evs = vec![
-            Event::parse("cpu-cycles").unwrap().on_pmu("cpu_core"),
-            Event::parse("cpu-cycles").unwrap().on_pmu("cpu_atom"),
-            Event::parse("instructions").unwrap().on_pmu("cpu_core"),
-            Event::parse("instructions").unwrap().on_pmu("cpu_atom"),
-        ];
-        let runs = [run_with(&[Some(1e9), Some(1e9), Some(3e9), Some(1e9)], 1.0)];
+        let on = |name: &str, pmu: &str| Event::parse(name).unwrap().on_pmu(pmu);
+        let evs = ["cpu-cycles", "instructions"].map(|n| [on(n, "cpu_core"), on(n, "cpu_atom")]);
+        let evs = evs.concat();
+        let runs = [run_with(&[1e9, 1e9, 3e9, 1e9].map(Some), 1.0)];
         let derived = derive(&evs, &stats_for(&evs, &runs), &runs, 64);
         assert!((figure(&derived, "IPC").value.unwrap().median - 2.0).abs() < 1e-9);
     }
@@ -707,22 +687,10 @@ mod tests {
             .flatten()
             .map(|e| e.name)
             .collect();
-        for wanted in [
-            "cycles",
-            "instructions",
-            "cache-references",
-            "cache-misses",
-            "L1-dcache-load-misses",
-            "LLC-loads",
-            "LLC-load-misses",
-            "dTLB-loads",
-            "dTLB-load-misses",
-            "dTLB-store-misses",
-            "task-clock",
-            "page-faults",
-            "context-switches",
-            "cpu-migrations",
-        ] {
+        let wanted = "cycles instructions cache-references cache-misses L1-dcache-load-misses \
+                      LLC-loads LLC-load-misses dTLB-loads dTLB-load-misses dTLB-store-misses \
+                      task-clock page-faults context-switches cpu-migrations";
+        for wanted in wanted.split_whitespace() {
             assert!(
                 names.iter().any(|n| n == wanted),
                 "{wanted} missing from {names:?}"
@@ -756,21 +724,12 @@ mod tests {
         if !probe.has_hardware_pmu() {
             let cycles = stat("cycles");
             assert_eq!(cycles.count, None);
-            assert!(cycles
-                .not_supported
-                .as_deref()
-                .unwrap()
-                .starts_with("not supported: no hardware PMU"));
-            let ipc = figure(&result.derived, "IPC");
-            assert!(ipc
-                .not_supported
-                .as_deref()
-                .unwrap()
-                .starts_with("not supported: "));
-            assert!(result
-                .notes
-                .iter()
-                .any(|n| n.contains("/sys/bus/event_source/devices")));
+            let why = cycles.not_supported.as_deref().unwrap();
+            assert!(why.starts_with("not supported: no hardware PMU"));
+            let ipc = figure(&result.derived, "IPC").not_supported.as_deref();
+            assert!(ipc.unwrap().starts_with("not supported: "));
+            let sysfs = |n: &String| n.contains("/sys/bus/event_source/devices");
+            assert!(result.notes.iter().any(sysfs));
         }
     }
 
@@ -784,9 +743,7 @@ mod tests {
         let result = run(&plan, &Probe::detect(), 64).unwrap();
         assert_eq!(result.runs.len(), 1);
         assert_eq!(result.exit_status(), 1);
-        assert!(result
-            .notes
-            .iter()
-            .any(|n| n.contains("run 1 of 3 ended with exit status 1")));
+        let stopped = |n: &String| n.contains("run 1 of 3 ended with exit status 1");
+        assert!(result.notes.iter().any(stopped));
     }
 }

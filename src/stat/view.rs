@@ -300,37 +300,28 @@ mod tests {
         let tables = s.tables();
         assert_eq!(tables.len(), 2);
         let events = tables[0];
-        assert_eq!(
-            events.column_text(0),
-            [
-                "task-clock",
-                "instructions",
-                "LLC-load-misses",
-                "dTLB-loads"
-            ]
-        );
-        assert_eq!(
-            events.column_text(1)[..3],
-            ["1000.00", "1,234,567", "25,000,000* (u)"]
-        );
+        let names = "task-clock,instructions,LLC-load-misses,dTLB-loads";
+        assert_eq!(events.column_text(0).join(","), names);
+        let counts = ["1000.00", "1,234,567", "25,000,000* (u)"];
+        assert_eq!(events.column_text(1)[..3], counts);
         assert_eq!(events.column_text(2)[0], "ms");
         assert_eq!(events.column_text(3)[1], "±0.0%");
         assert_eq!(events.column_text(4)[2], "50%");
         // Not counted: the reason runs across the row.
-        assert!(
-            matches!(&events.rows[3], Row::Spanning(_, why) if why.to_plain() == "not supported: no hardware PMU")
-        );
+        let why = "not supported: no hardware PMU";
+        assert!(matches!(&events.rows[3], Row::Spanning(_, w) if w.to_plain() == why));
         let derived = tables[1];
         assert_eq!(derived.column_text(1)[0], "2.10");
         assert_eq!(derived.column_text(4)[0], "instructions / cycles");
         assert!(matches!(derived.rows[1], Row::Spanning(..)));
         let text = s.plain_text();
-        assert!(text.contains("1.0000 s elapsed (±"), "{text}");
-        assert!(
-            text.contains("0.9000 s user, 0.1000 s system; exit status 0"),
-            "{text}"
-        );
-        assert!(text.contains("the kernel lists none"), "{text}");
+        for words in [
+            "1.0000 s elapsed (±",
+            "0.9000 s user, 0.1000 s system; exit status 0",
+            "the kernel lists none",
+        ] {
+            assert!(text.contains(words), "{words}: {text}");
+        }
     }
 
     #[test]
@@ -342,14 +333,15 @@ mod tests {
         assert!(s.title.ends_with("(1 run)"), "{}", s.title);
         assert_eq!(s.tables().len(), 1);
         assert!(s.plain_text().contains("1.0000 s elapsed, "));
-        let nan = Summary {
-            median: f64::NAN,
-            mad: f64::NAN,
-            min: f64::NAN,
-            max: f64::NAN,
-            count: 1,
-        };
-        result.events[1].count = Some(nan);
+        let (median, mad, min, max) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
+        let count = 1;
+        result.events[1].count = Some(Summary {
+            median,
+            mad,
+            min,
+            max,
+            count,
+        });
         let s = result.section(&Machine::default());
         assert_eq!(s.tables()[0].column_text(1)[1], format::DASH);
         assert_eq!(s.data_tables()[0].rows[1][3], "");
@@ -367,21 +359,8 @@ mod tests {
             "kind,name,unit,median,spread_pct,min,max,multiplexed,running_pct,not_supported"
         );
         assert_eq!(t.rows.len(), 4 + 2 + 3);
-        assert_eq!(
-            t.rows[2],
-            [
-                "event",
-                "LLC-load-misses",
-                "",
-                "25000000",
-                "5.9304",
-                "24000000",
-                "26000000",
-                "true",
-                "49.6",
-                ""
-            ]
-        );
+        let llc = "event,LLC-load-misses,,25000000,5.9304,24000000,26000000,true,49.6,";
+        assert_eq!(t.rows[2].join(","), llc);
         assert_eq!(t.rows[3][9], "not supported: no hardware PMU");
         assert_eq!(t.rows[3][3], "");
         assert_eq!(t.rows[5][..3], ["derived", "dTLB load miss rate", "%"]);

@@ -64,6 +64,29 @@ impl Table {
             .collect()
     }
 
+    /// Row `i` as plain text, one string per column.
+    pub fn row_text(&self, i: usize) -> Vec<String> {
+        (0..self.columns.len())
+            .map(|k| self.column_text(k)[i].clone())
+            .collect()
+    }
+
+    /// The row whose first cell reads `first`, as plain text.
+    pub fn row_of(&self, first: &str) -> Vec<String> {
+        let at = self.column_text(0).iter().position(|c| c == first);
+        self.row_text(at.unwrap_or_else(|| panic!("{first}: {}", self.plain_text())))
+    }
+
+    /// The column headers.
+    pub fn headers(&self) -> Vec<String> {
+        self.columns.iter().map(Column::header).collect()
+    }
+
+    /// How many notes read exactly `note`.
+    pub fn note_count(&self, note: &str) -> usize {
+        self.notes.iter().filter(|n| n.to_plain() == note).count()
+    }
+
     /// Title, header, rows and notes as plain text lines, cells separated by " | ".
     pub fn plain_text(&self) -> String {
         let mut out = String::new();

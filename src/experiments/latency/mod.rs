@@ -656,19 +656,14 @@ mod tests {
         assert!(sizes.windows(2).all(|w| w[0] < w[1]));
         assert!(sizes.iter().all(|s| s % 64 == 0));
         // A maximum that is not a power of two is still the last point.
-        assert_eq!(
-            *sweep_sizes(4 * KIB, 300 * MIB, 4, 64).last().unwrap(),
-            300 * MIB
-        );
+        let odd = sweep_sizes(4 * KIB, 300 * MIB, 4, 64);
+        assert_eq!(odd.last(), Some(&(300 * MIB)));
     }
 
     #[test]
     fn in_order_assignment_prefers_nearest_sizes() {
         let sizes = [32 * KIB, MIB, 32 * MIB];
-        assert_eq!(
-            assign_in_order(&[32 * KIB, MIB, 32 * MIB], &sizes),
-            vec![0, 1, 2]
-        );
+        assert_eq!(assign_in_order(&sizes, &sizes), vec![0, 1, 2]);
         // Two plateaus: L1 and a shrunken L3 (8 MiB is nearer 32 MiB than… no: nearer 1 MiB
         // by log distance 3 vs 2 — order and nearest both say L2 and L3 in turn).
         assert_eq!(assign_in_order(&[32 * KIB, 24 * MIB], &sizes), vec![0, 2]);
@@ -681,36 +676,17 @@ mod tests {
 
     #[test]
     fn levels_of_a_synthetic_curve_are_named_after_the_os_caches() {
-        let machine = Machine {
-            caches: vec![
-                cache(1, "data", 32 * KIB),
-                cache(1, "instruction", 32 * KIB),
-                cache(2, "unified", MIB),
-                cache(3, "unified", 32 * MIB),
-            ],
-            ..Machine::default()
-        };
-        let points: Vec<LatencyPoint> = sweep_sizes(4 * KIB, 256 * MIB, 4, 64)
+        let ns: Vec<f64> = sweep_sizes(4 * KIB, 256 * MIB, 4, 64)
             .into_iter()
-            .map(|bytes| {
-                let ns = match bytes {
-                    b if b <= 32 * KIB => 1.1,
-                    b if b <= MIB => 3.9,
-                    b if b <= 32 * MIB => 12.0,
-                    _ => 100.0,
-                };
-                LatencyPoint {
-                    bytes,
-                    ns,
-                    cycles: ns * 4.0,
-                    spread_pct: 1.0,
-                    trials: 5,
-                    unstable: false,
-                    counters: None,
-                }
+            .map(|bytes| match bytes {
+                b if b <= 32 * KIB => 1.1,
+                b if b <= MIB => 3.9,
+                b if b <= 32 * MIB => 12.0,
+                _ => 100.0,
             })
             .collect();
-        let (levels, warnings) = find_levels(&points, &machine, |ns| ns * 4.0);
+        let points = points_of(&ns, &[]);
+        let (levels, warnings) = find_levels(&points, &machine_like_this_vm(), |ns| ns * 4.0);
         let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
         assert_eq!(names, ["L1d", "L2", "L3", "DRAM"], "{warnings:?}");
         assert_eq!(levels[0].capacity_bytes, Some(32 * KIB));

@@ -382,25 +382,6 @@ mod tests {
         table
     }
 
-    fn notes(table: &Table) -> Vec<String> {
-        table.notes.iter().map(Text::to_plain).collect()
-    }
-
-    fn row(table: &Table, first: &str) -> Vec<String> {
-        let at = table
-            .column_text(0)
-            .iter()
-            .position(|c| c == first)
-            .unwrap_or_else(|| panic!("{first}: {}", table.plain_text()));
-        (0..table.columns.len())
-            .map(|k| table.column_text(k)[at].clone())
-            .collect()
-    }
-
-    fn header(table: &Table) -> Vec<String> {
-        table.columns.iter().map(Column::header).collect()
-    }
-
     #[test]
     fn levels_dram_chart_and_folded_sweep() {
         let result = samples::latency();
@@ -411,18 +392,8 @@ mod tests {
         );
         let levels = s.table("Levels found").unwrap();
         assert_eq!(levels.column_text(0), ["L1d", "L2", "L3", "DRAM"]);
-        assert_eq!(
-            row(levels, "L2"),
-            [
-                "L2",
-                "4.10",
-                "12.3",
-                "64 KiB – 1 MiB",
-                "1 MiB",
-                "1 MiB",
-                "4"
-            ]
-        );
+        let l2 = "L2 | 4.10 | 12.3 | 64 KiB – 1 MiB | 1 MiB | 1 MiB | 4";
+        assert_eq!(levels.row_of("L2").join(" | "), l2);
         assert_eq!(levels.column_text(4)[3], "–", "DRAM has no capacity");
         let text = s.plain_text();
         assert!(text.contains("random order over the whole buffer with a 64 B stride"));
@@ -437,7 +408,7 @@ mod tests {
         // The sweep: every point, folded, only with --points in the terminal.
         let sweep = sweep(&s);
         assert_eq!(sweep.rows.len(), result.points.len());
-        assert_eq!(header(sweep).len(), 7);
+        assert_eq!(sweep.columns.len(), 7);
         assert!(matches!(
             s.all_blocks().iter().find(|b| matches!(b, Block::Details { .. })),
             Some(Block::Details { summary, .. }) if summary == "All 17 points of the sweep"
@@ -460,61 +431,52 @@ mod tests {
     #[test]
     fn empty_and_nan_results_give_dashes_and_do_not_panic() {
         let empty = LatencyResult {
-            order: String::new(),
-            stride_bytes: 64,
             points: vec![],
-            random_points: None,
             levels: vec![],
             dram: None,
+            order: String::new(),
+            ..samples::latency()
         };
         let s = empty.section(&Machine::default());
-        assert!(s
-            .plain_text()
-            .contains("No plateau was found in the curve."));
-        assert!(s.plain_text().contains("– order"));
+        let text = s.plain_text();
+        assert!(text.contains("No plateau was found in the curve.") && text.contains("– order"));
         assert!(s.headlines.is_empty());
         assert!(sweep(&s).is_empty());
         assert!(!format!("{:?}", s.charts()[0]).contains("core cycles"));
 
         let mut one = samples::latency();
         one.points.truncate(1);
-        one.points[0].ns = f64::NAN;
-        one.points[0].cycles = f64::NAN;
-        one.points[0].spread_pct = f64::NAN;
+        let p = &mut one.points[0];
+        (p.ns, p.cycles, p.spread_pct) = (f64::NAN, f64::NAN, f64::NAN);
         one.levels[0].latency_ns = f64::NAN;
         let s = section(&one);
-        assert_eq!(row(sweep(&s), "4 KiB")[2..5], ["–", "–", "–"]);
+        assert_eq!(sweep(&s).row_of("4 KiB")[2..5], ["–", "–", "–"]);
         assert_eq!(s.table("Levels found").unwrap().column_text(1)[0], "–");
         assert_eq!(
             s.headlines.len(),
             3,
-            "a level without a latency has no headline"
+            "a level without a latency: no headline"
         );
-        let data = &s.data_tables()[0];
-        assert_eq!(data.rows[0][2..5], ["", "", ""]);
+        assert_eq!(s.data_tables()[0].rows[0][2..5], ["", "", ""]);
     }
 
     #[test]
     fn random_curve_is_tabulated_next_to_the_page_local_one() {
         let mut result = samples::latency();
         result.order = "page-local".to_string();
-        let random: Vec<LatencyPoint> = result
-            .points
-            .iter()
-            .map(|p| LatencyPoint {
-                ns: p.ns * 1.2,
-                ..p.clone()
-            })
-            .collect();
-        result.random_points = Some(random);
+        let random = result.points.iter().map(|p| LatencyPoint {
+            ns: p.ns * 1.2,
+            ..p.clone()
+        });
+        result.random_points = Some(random.collect());
         let s = section(&result);
         let chart = format!("{:?}", s.charts()[0]);
         assert!(chart.contains("random chase over the whole buffer"));
         assert!(s.plain_text().contains("page-local order") && s.plain_text().contains("dashed"));
-        let sweep = sweep(&s);
-        assert!(header(sweep).contains(&"TLB cost ns".to_string()));
         // 95 ns page-local vs 114 ns random at the largest size: 19 ns of TLB cost.
-        let last = row(sweep, "256 MiB");
+        let sweep = sweep(&s);
+        assert_eq!(sweep.headers()[9], "TLB cost ns");
+        let last = sweep.row_of("256 MiB");
         assert_eq!(last[7..12], ["114", "285", "19.0", "1.0", ""]);
     }
 
@@ -527,40 +489,26 @@ mod tests {
         let result = samples::latency_counted(true);
         let s = section(&result);
         let levels = s.table("Levels found").unwrap();
-        assert!(header(levels).ends_with(&[
-            "L1 miss".to_string(),
-            "L2 miss".to_string(),
-            "LLC miss".to_string(),
-            "dTLB miss".to_string()
-        ]));
+        let misses = ["L1 miss", "L2 miss", "LLC miss", "dTLB miss"];
+        assert!(levels.headers().ends_with(&misses.map(String::from)));
         // Each level shows the point nearest its plateau's middle: 8 KiB (L1 0.1), 256 KiB
         // (0.6) and 8 MiB (1.1); L2 and the DTLB were not counted, the LLC multiplexed.
         for (name, l1) in [("L1d", "0.100"), ("L2", "0.600"), ("DRAM", "1.100")] {
-            assert_eq!(
-                row(levels, name)[7..],
-                [l1, "n/s", "0.010*", "n/s"],
-                "{name}"
-            );
+            let row = levels.row_of(name);
+            assert_eq!(row[7..], [l1, "n/s", "0.010*", "n/s"], "{name}");
         }
         let l2_note = "n/s — L2 miss (none): not supported: no generic L2 event";
         let dtlb_note =
             "n/s — dTLB miss (dTLB-load-misses): not supported: the CPU has no such event";
-        let level_notes = notes(levels);
+        let level_notes: Vec<String> = levels.notes.iter().map(Text::to_plain).collect();
         assert!(level_notes[0].contains("nearest the middle of each plateau"));
         for note in [l2_note, dtlb_note] {
-            assert_eq!(
-                level_notes.iter().filter(|n| *n == note).count(),
-                1,
-                "{note}"
-            );
+            assert_eq!(levels.note_count(note), 1, "{note}");
         }
-        assert_eq!(
-            level_notes
-                .iter()
-                .filter(|n| n.contains("the PMU was shared"))
-                .count(),
-            1
-        );
+        let shared = level_notes
+            .iter()
+            .filter(|n| n.contains("the PMU was shared"));
+        assert_eq!(shared.count(), 1);
         assert!(
             !level_notes
                 .iter()
@@ -568,37 +516,24 @@ mod tests {
             "the random curve is not shown in the levels table"
         );
         // A level's "n/s" carries its reason as a tooltip.
-        let l2_cell = &levels.rows[0];
-        let Row::Cells(cells) = l2_cell else {
+        let Row::Cells(cells) = &levels.rows[0] else {
             panic!("a spanning row")
         };
-        assert_eq!(
-            cells[8],
-            Cell::titled("n/s", Style::Muted, "not supported: no generic L2 event")
-        );
+        let reason = "not supported: no generic L2 event";
+        assert_eq!(cells[8], Cell::titled("n/s", Style::Muted, reason));
 
         // The sweep: both curves' misses in one table, the notes once after it.
         let sweep = sweep(&s);
         assert_eq!(sweep.rows.len(), result.points.len());
-        assert!(header(sweep).contains(&"Random dTLB miss".to_string()));
-        let sweep_notes = notes(sweep);
-        for note in [
-            l2_note,
-            dtlb_note,
-            "n/s — L1 miss (L1_miss_event): not supported: no hardware PMU (test)",
-        ] {
-            assert_eq!(
-                sweep_notes.iter().filter(|n| *n == note).count(),
-                1,
-                "{note}"
-            );
+        assert!(sweep.headers().contains(&"Random dTLB miss".to_string()));
+        let l1_note = "n/s — L1 miss (L1_miss_event): not supported: no hardware PMU (test)";
+        for note in [l2_note, dtlb_note, l1_note] {
+            assert_eq!(sweep.note_count(note), 1, "{note}");
         }
-        let first = row(sweep, "4 KiB");
+        let first = sweep.row_of("4 KiB");
         let n = first.len();
         assert_eq!(first[n - 8..n - 4], ["0.000", "n/s", "0.010*", "n/s"]);
-        assert!(
-            (0..sweep.rows.len()).all(|i| { (n - 4..n).all(|k| sweep.column_text(k)[i] == "n/s") })
-        );
+        assert!((0..sweep.rows.len()).all(|i| sweep.row_text(i)[n - 4..] == ["n/s"; 4]));
     }
 
     #[test]
@@ -608,39 +543,12 @@ mod tests {
         assert_eq!(data.len(), 1);
         assert_eq!(data[0].name, "latency.points");
         assert_eq!(
-            data[0].header,
-            [
-                "bytes",
-                "order",
-                "ns",
-                "cycles",
-                "spread_pct",
-                "trials",
-                "unstable",
-                "level",
-                "random_ns",
-                "random_cycles",
-                "random_spread_pct",
-                "random_unstable"
-            ]
+            data[0].header.join(","),
+            "bytes,order,ns,cycles,spread_pct,trials,unstable,level,\
+             random_ns,random_cycles,random_spread_pct,random_unstable"
         );
-        assert_eq!(
-            data[0].rows[0],
-            [
-                "4096",
-                "page-local",
-                "1",
-                "4",
-                "1",
-                "5",
-                "false",
-                "L1d",
-                "1.2",
-                "4",
-                "1",
-                "false"
-            ]
-        );
+        let first = "4096,page-local,1,4,1,5,false,L1d,1.2,4,1,false";
+        assert_eq!(data[0].rows[0].join(","), first);
 
         let counted = section(&samples::latency_counted(true));
         let t = counted.data_tables()[0];
@@ -670,10 +578,8 @@ mod tests {
         let labels: Vec<&str> = s.headlines.iter().map(|h| h.label.as_str()).collect();
         assert_eq!(labels, ["L1d", "L2", "DRAM"]);
         assert_eq!(s.headlines[1].value, "4.00 ns");
-        assert_eq!(
-            s.headlines[1].detail,
-            "load-to-use; measured capacity 1 MiB"
-        );
+        let detail = "load-to-use; measured capacity 1 MiB";
+        assert_eq!(s.headlines[1].detail, detail);
         assert_eq!(s.headlines[2].detail, "load-to-use");
     }
 }

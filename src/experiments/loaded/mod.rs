@@ -57,7 +57,7 @@ pub struct LoadedConfig {
 }
 
 /// `experiments.loaded` of the report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LoadedResult {
     /// Latency of the chase with every injector stopped (no delay at all: idle), ns.
     pub idle_ns: f64,
@@ -621,12 +621,8 @@ mod tests {
     fn knee_is_found_where_the_synthetic_curve_bends() {
         for knee in [13.0, 21.0, 29.0] {
             let (bandwidth, latency) = hockey_stick(knee);
-            let found = find_knee(&bandwidth, &latency).expect("a knee");
-            assert!(
-                (bandwidth[found] - knee).abs() <= 2.0,
-                "knee {knee}: found {}",
-                bandwidth[found]
-            );
+            let found = bandwidth[find_knee(&bandwidth, &latency).expect("a knee")];
+            assert!((found - knee).abs() <= 2.0, "knee {knee}: found {found}");
         }
     }
 
@@ -712,10 +708,8 @@ mod tests {
             row("2:1", 0, 0.2),
             row("2:1", 20000, 0.1),
         ];
-        assert_eq!(
-            starved_injectors(&starved),
-            Some(WarningKind::InjectorsStarved("2:1, 1 injector".into()))
-        );
+        let warning = WarningKind::InjectorsStarved("2:1, 1 injector".into());
+        assert_eq!(starved_injectors(&starved), Some(warning));
     }
 }
 

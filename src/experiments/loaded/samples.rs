@@ -8,30 +8,21 @@ use crate::units::MIB;
 /// its idle end.
 pub fn loaded() -> LoadedResult {
     let mut rows = Vec::new();
+    // (mix, GB/s, latency ns) at delays 400, 200, 100, 50 and 0.
     let curves = [
         (
             "read",
-            [
-                (400, 12.5, 80.0),
-                (200, 41.7, 81.5),
-                (100, 55.0, 95.0),
-                (50, 63.0, 140.0),
-                (0, 66.0, 210.0),
-            ],
+            [12.5, 41.7, 55.0, 63.0, 66.0],
+            [80.0, 81.5, 95.0, 140.0, 210.0],
         ),
         (
             "1:1",
-            [
-                (400, 10.0, 82.0),
-                (200, 30.2, 90.0),
-                (100, 41.0, 120.0),
-                (50, 47.0, 180.0),
-                (0, 49.0, 260.0),
-            ],
+            [10.0, 30.2, 41.0, 47.0, 49.0],
+            [82.0, 90.0, 120.0, 180.0, 260.0],
         ),
     ];
-    for (mix, points) in curves {
-        for (delay, gb, ns) in points {
+    for (mix, gbs, nss) in curves {
+        for ((delay, gb), ns) in [400, 200, 100, 50, 0].into_iter().zip(gbs).zip(nss) {
             rows.push(LoadedRow {
                 mix: mix.to_string(),
                 threads: 3,
@@ -96,16 +87,8 @@ pub fn empty_loaded() -> LoadedResult {
         idle_ns: f64::NAN,
         idle_cycles: f64::NAN,
         peak_gb_per_s: f64::NAN,
-        knee: None,
-        reference: String::new(),
-        rows: vec![],
-        curves: vec![],
-        chase_bytes: 0,
-        chase_window_pages: 0,
-        injector_bytes: 0,
-        latency_cpu: 0,
-        injector_cpus: vec![],
         line_bytes: 64,
+        ..LoadedResult::default()
     }
 }
 

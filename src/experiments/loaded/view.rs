@@ -385,41 +385,29 @@ mod tests {
         assert_eq!((s.id, s.nav.as_str()), ("loaded", "Loaded latency"));
         assert!(s.headlines.is_empty());
         let text = s.plain_text();
-        assert!(
-            text.contains("Idle latency 79.5 ns (238 cycles) · peak 66.0 GB/s"),
-            "{text}"
-        );
-        assert!(
-            text.contains("knee at 41.7 GB/s (63% of peak), 81.5 ns, delay 200 cycles"),
-            "{text}"
-        );
-        assert!(text.contains("(curve read, 3 injector(s))"), "{text}");
-        assert!(text.contains("Little's law"));
-        assert!(
-            text.contains("page-local order (16 pages per window"),
-            "{text}"
-        );
-        assert!(text.contains("CPUs 1-3"), "{text}");
+        for words in [
+            "Idle latency 79.5 ns (238 cycles) · peak 66.0 GB/s",
+            "knee at 41.7 GB/s (63% of peak), 81.5 ns, delay 200 cycles",
+            "(curve read, 3 injector(s))",
+            "Little's law",
+            "page-local order (16 pages per window",
+            "CPUs 1-3",
+            "1:1, 3 injectors: knee at 10.0 GB/s",
+        ] {
+            assert!(text.contains(words), "{words}: {text}");
+        }
         assert_eq!(text.matches("◀ knee").count(), 2, "{text}");
         let knee_line = text.lines().find(|l| l.contains("◀ knee")).unwrap();
         assert!(knee_line.starts_with("200 | 41.7 |"), "{knee_line}");
         assert!(knee_line.contains("81.5"), "{knee_line}");
         // Rows from the idle end to full load.
-        let read = s
-            .tables()
-            .into_iter()
-            .find(|t| {
-                t.title
-                    .as_deref()
-                    .unwrap_or("")
-                    .starts_with("read, 3 injectors")
-            })
-            .unwrap();
+        let is_read = |t: &&Table| {
+            t.title
+                .as_ref()
+                .is_some_and(|t| t.starts_with("read, 3 inj"))
+        };
+        let read = s.tables().into_iter().find(is_read).unwrap();
         assert_eq!(read.column_text(0), ["400", "200", "100", "50", "0"]);
-        assert!(
-            text.contains("1:1, 3 injectors: knee at 10.0 GB/s"),
-            "{text}"
-        );
         let curves = s.table("Curves").unwrap();
         assert_eq!(curves.column_text(7), ["63", "20"]);
         assert!(s
@@ -436,23 +424,27 @@ mod tests {
         let charts = s.charts();
         assert_eq!(charts.len(), 1);
         let chart = format!("{:?}", charts[0]);
-        assert!(chart.contains("Latency vs bandwidth under load"));
-        assert!(chart.contains("read, 3 injectors") && chart.contains("1:1, 3 injectors"));
-        assert!(chart.contains("idle latency 79.5 ns"));
-        assert!(
-            chart.contains("knee 41.7 GB/s (63% of peak)"),
-            "knee marker"
-        );
-        assert!(chart.contains("knee: last point at the idle latency"));
         // No core clock: cycles per ns from the idle figures.
-        assert!(chart.contains("Latency (core cycles)"));
+        for label in [
+            "Latency vs bandwidth under load",
+            "read, 3 injectors",
+            "1:1, 3 injectors",
+            "idle latency 79.5 ns",
+            "knee 41.7 GB/s (63% of peak)",
+            "knee: last point at the idle latency",
+            "Latency (core cycles)",
+        ] {
+            assert!(chart.contains(label), "{label}");
+        }
     }
 
     #[test]
     fn points_whose_injectors_did_not_run_together_are_marked() {
         let mut loaded = samples::loaded();
-        loaded.rows[0].injectors_concurrent = false;
-        loaded.rows[0].injector_overlap = 0.4;
+        (
+            loaded.rows[0].injectors_concurrent,
+            loaded.rows[0].injector_overlap,
+        ) = (false, 0.4);
         let s = section(&loaded);
         let text = s.plain_text();
         assert!(text.contains("down to 40 %"), "{text}");
@@ -470,10 +462,8 @@ mod tests {
             "mix,threads,delay_cycles,gb_per_s,injector_gb_per_s,latency_ns,latency_cycles,\
              spread_pct,concurrency,injector_overlap,injectors_concurrent,knee\n"
         ));
-        assert!(
-            text.contains("read,3,200,41.7,40.9,81.5,244.5,1,53.1023,1,true,true\n"),
-            "{text}"
-        );
+        let knee = "read,3,200,41.7,40.9,81.5,244.5,1,53.1023,1,true,true\n";
+        assert!(text.contains(knee), "{text}");
         assert_eq!(text.matches(",true\n").count(), 2, "one knee per curve");
         let columns = s.data_tables()[0].header.len();
         assert!(s.data_tables()[0].rows.iter().all(|r| r.len() == columns));
@@ -483,9 +473,13 @@ mod tests {
     fn empty_and_nan_results_give_dashes() {
         let s = section(&samples::empty_loaded());
         let text = s.plain_text();
-        assert!(text.contains("Idle latency – ns (– cycles)"), "{text}");
-        assert!(text.contains("no knee: latency stayed at its idle level"));
-        assert!(text.contains("No loaded latency was measured."));
+        for words in [
+            "Idle latency – ns (– cycles)",
+            "no knee: latency stayed at its idle level",
+            "No loaded latency was measured.",
+        ] {
+            assert!(text.contains(words), "{words}: {text}");
+        }
         assert!(s.charts().is_empty() && s.data_tables()[0].rows.is_empty());
 
         let s = section(&samples::nan_loaded());

@@ -704,6 +704,11 @@ pub mod tests {
         rows.iter().map(|(n, b)| (n.as_str(), *b)).collect()
     }
 
+    /// The four rows of a plan: 16 KiB in L1d, then the given L2, L3 and DRAM sizes.
+    fn plan(l2: u64, l3: u64, dram: u64) -> Vec<(&'static str, u64)> {
+        vec![("L1d", 16 * KIB), ("L2", l2), ("L3", l3), ("DRAM", dram)]
+    }
+
     #[test]
     fn footprints_sit_inside_each_level_and_dram_past_the_llc() {
         // A Zen 4 guest like this one: 32 KiB L1d, 1 MiB L2, a 32 MiB L3.
@@ -714,15 +719,8 @@ pub mod tests {
             cache(3, "unified", 32 * MIB, 2),
         ];
         let data: Vec<&CacheInfo> = caches.iter().filter(|c| c.holds_data()).collect();
-        assert_eq!(
-            sizes(&footprints(&data, 256 * MIB)),
-            [
-                ("L1d", 16 * KIB),
-                ("L2", 512 * KIB),
-                ("L3", 4 * MIB),
-                ("DRAM", 128 * MIB)
-            ]
-        );
+        let plan_256 = plan(512 * KIB, 4 * MIB, 128 * MIB);
+        assert_eq!(sizes(&footprints(&data, 256 * MIB)), plan_256);
         // A big L3 over a small L2: an eighth of it; a small one: four L2s, at most half.
         let big = [
             cache(1, "data", 48 * KIB, 1),
@@ -741,19 +739,9 @@ pub mod tests {
         assert_eq!(footprints(&data, 1 << 40)[2], ("L3".into(), 3 * MIB));
         // The plan's maximum caps the rows, and rows that would not grow are dropped.
         let data: Vec<&CacheInfo> = caches.iter().filter(|c| c.holds_data()).collect();
-        assert_eq!(
-            sizes(&footprints(&data, 8 * MIB)),
-            [
-                ("L1d", 16 * KIB),
-                ("L2", 512 * KIB),
-                ("L3", 4 * MIB),
-                ("DRAM", 8 * MIB)
-            ]
-        );
-        assert_eq!(
-            sizes(&footprints(&data, 4 * MIB)),
-            [("L1d", 16 * KIB), ("L2", 512 * KIB), ("L3", 4 * MIB)]
-        );
+        let plan_8 = plan(512 * KIB, 4 * MIB, 8 * MIB);
+        assert_eq!(sizes(&footprints(&data, 8 * MIB)), plan_8);
+        assert_eq!(sizes(&footprints(&data, 4 * MIB)), plan_8[..3]);
         // No cache list: DRAM alone.
         assert_eq!(sizes(&footprints(&[], 1 << 40)), [("DRAM", 128 * MIB)]);
         // Every footprint is whole pages and strictly increasing.
@@ -778,12 +766,10 @@ pub mod tests {
 
     #[test]
     fn a_cache_the_ladder_found_much_smaller_gets_half_its_measured_capacity() {
-        let planned: Vec<(String, u64)> = vec![
-            ("L1d".into(), 16 * KIB),
-            ("L2".into(), 512 * KIB),
-            ("L3".into(), 4 * MIB),
-            ("DRAM".into(), 128 * MIB),
-        ];
+        let planned: Vec<(String, u64)> = plan(512 * KIB, 4 * MIB, 128 * MIB)
+            .into_iter()
+            .map(|(n, b)| (n.to_string(), b))
+            .collect();
         let levels = [
             level("L1d", 1.1, Some(32 * KIB), Some(32 * KIB)),
             level("L2", 3.9, Some(861 * KIB), Some(MIB)),
@@ -791,15 +777,8 @@ pub mod tests {
             level("DRAM", 103.0, None, None),
         ];
         // L2 is close to its OS size and stays; L3 acts like ~5.7 MiB: half, down to 2 MiB.
-        assert_eq!(
-            sizes(&fit_to_ladder(&planned, &levels)),
-            [
-                ("L1d", 16 * KIB),
-                ("L2", 512 * KIB),
-                ("L3", 2 * MIB),
-                ("DRAM", 128 * MIB)
-            ]
-        );
+        let fitted = plan(512 * KIB, 2 * MIB, 128 * MIB);
+        assert_eq!(sizes(&fit_to_ladder(&planned, &levels)), fitted);
         // A level measured so small that half of it is not above the row below: unchanged.
         let tiny = [level("L3", 10.0, Some(MIB), Some(32 * MIB))];
         assert_eq!(fit_to_ladder(&planned, &tiny), planned);
@@ -810,15 +789,8 @@ pub mod tests {
             level("L2", 3.9, Some(724 * KIB), Some(MIB)),
             level("L3", 10.0, Some(2 * MIB), Some(32 * MIB)),
         ];
-        assert_eq!(
-            sizes(&fit_to_ladder(&planned, &quick)),
-            [
-                ("L1d", 16 * KIB),
-                ("L2", 256 * KIB),
-                ("L3", 4 * MIB),
-                ("DRAM", 128 * MIB)
-            ]
-        );
+        let fitted = plan(256 * KIB, 4 * MIB, 128 * MIB);
+        assert_eq!(sizes(&fit_to_ladder(&planned, &quick)), fitted);
         // Nothing found: the plan as it was.
         assert_eq!(fit_to_ladder(&planned, &[]), planned);
     }
@@ -858,10 +830,11 @@ pub mod tests {
     fn amat_adds_each_levels_extra_latency_times_its_miss_rate() {
         let four = ladder(&[("L1d", 1.0), ("L2", 4.0), ("L3", 12.0), ("DRAM", 100.0)]);
         // All hits: the L1 latency.
-        let hits = amat(&four, &counts(Some(0.0), Some(0.0), Some(0.0))).unwrap();
+        let all = |m: Option<f64>| counts(m, m, m);
+        let hits = amat(&four, &all(Some(0.0))).unwrap();
         assert!((hits - 1.0).abs() < 1e-12);
         // Every access misses everywhere: the DRAM latency.
-        let misses = amat(&four, &counts(Some(1.0), Some(1.0), Some(1.0))).unwrap();
+        let misses = amat(&four, &all(Some(1.0))).unwrap();
         assert!((misses - 100.0).abs() < 1e-12);
         // 1 + 0.5·3 + 0.25·8 + 0.1·88 = 13.3
         let mixed = amat(&four, &counts(Some(0.5), Some(0.25), Some(0.1))).unwrap();
@@ -891,13 +864,8 @@ pub mod tests {
         assert!(why.contains("did not reach DRAM"), "{why}");
         assert!(amat(&[], &counts(Some(0.0), Some(0.0), Some(0.0))).is_err());
         // A fourth cache level has no event of its own.
-        let five = ladder(&[
-            ("L1d", 1.0),
-            ("L2", 4.0),
-            ("L3", 12.0),
-            ("L4", 40.0),
-            ("DRAM", 100.0),
-        ]);
+        let mut five = four.clone();
+        five.insert(3, ladder(&[("L4", 40.0)]).remove(0));
         let why = amat(&five, &counts(Some(0.1), Some(0.1), Some(0.1))).unwrap_err();
         assert!(
             why.starts_with("not computed: L3 misses are not counted"),
@@ -908,6 +876,7 @@ pub mod tests {
     /// A small result, for the exporters' tests.
     pub fn sample() -> MissImpactResult {
         let levels = ladder(&[("L1d", 1.0), ("L2", 4.0), ("L3", 12.0), ("DRAM", 100.0)]);
+        let all = |m: Option<f64>| counts(m, m, m);
         let row = |level: &str, bytes, pattern, ns: f64, c: AccessCounts| {
             let amat = amat(&levels, &c);
             MissImpactRow {
@@ -936,27 +905,9 @@ pub mod tests {
             sequential_isa: "avx2".into(),
             hardware_pmu: false,
             rows: vec![
-                row(
-                    "L1d",
-                    16 * KIB,
-                    Pattern::Sequential,
-                    0.1,
-                    counts(Some(0.0), Some(0.0), Some(0.0)),
-                ),
-                row(
-                    "DRAM",
-                    128 * MIB,
-                    Pattern::Random,
-                    101.0,
-                    counts(Some(1.0), Some(1.0), Some(1.0)),
-                ),
-                row(
-                    "DRAM",
-                    128 * MIB,
-                    Pattern::Sequential,
-                    5.0,
-                    counts(None, None, None),
-                ),
+                row("L1d", 16 * KIB, Pattern::Sequential, 0.1, all(Some(0.0))),
+                row("DRAM", 128 * MIB, Pattern::Random, 101.0, all(Some(1.0))),
+                row("DRAM", 128 * MIB, Pattern::Sequential, 5.0, all(None)),
             ],
             level_latencies: levels,
         }

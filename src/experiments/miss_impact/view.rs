@@ -229,12 +229,6 @@ mod tests {
     use super::super::tests::sample;
     use super::*;
 
-    fn row(table: &Table, i: usize) -> Vec<String> {
-        (0..table.columns.len())
-            .map(|k| table.column_text(k)[i].clone())
-            .collect()
-    }
-
     #[test]
     fn a_row_per_footprint_and_pattern_and_one_note_per_reason() {
         let s = sample().section(&Machine::default());
@@ -243,42 +237,22 @@ mod tests {
             ("miss-impact", "Miss impact", "Cache-miss impact")
         );
         let text = s.plain_text();
-        assert!(text.contains("m_LLC·(t_DRAM − t_L3)"), "{text}");
-        assert!(
-            text.contains("AMAT = t_L1d + m_L1·(t_L2 − t_L1d)"),
-            "{text}"
-        );
-        assert!(text.contains("(L1d 1.00 ns, L2 4.00 ns, L3 12.0 ns, DRAM 100 ns)"));
-        assert!(text.contains("dependent page-local pointer chase, 64 pages per window"));
+        for words in [
+            "m_LLC·(t_DRAM − t_L3)",
+            "AMAT = t_L1d + m_L1·(t_L2 − t_L1d)",
+            "(L1d 1.00 ns, L2 4.00 ns, L3 12.0 ns, DRAM 100 ns)",
+            "dependent page-local pointer chase, 64 pages per window",
+        ] {
+            assert!(text.contains(words), "{words}: {text}");
+        }
         let tables = s.tables();
         assert_eq!(tables.len(), 1);
         let t = tables[0];
         assert_eq!(t.rows.len(), 3);
-        assert_eq!(
-            row(t, 1),
-            [
-                "DRAM", "128 MiB", "random", "101", "1.5", "4.20 ms", "1.000", "1.000", "1.000",
-                "0.000", "0", "100", "1.01"
-            ]
-        );
-        assert_eq!(
-            row(t, 2),
-            [
-                "DRAM",
-                "128 MiB",
-                "sequential",
-                "5.00",
-                "1.5",
-                "4.20 ms",
-                "n/s",
-                "n/s",
-                "n/s",
-                "0.000",
-                "0",
-                "n/c",
-                "–"
-            ]
-        );
+        let random = "DRAM|128 MiB|random|101|1.5|4.20 ms|1.000|1.000|1.000|0.000|0|100|1.01";
+        assert_eq!(t.row_text(1).join("|"), random);
+        let sequential = "DRAM|128 MiB|sequential|5.00|1.5|4.20 ms|n/s|n/s|n/s|0.000|0|n/c|–";
+        assert_eq!(t.row_text(2).join("|"), sequential);
         let notes: Vec<String> = t.notes.iter().map(Text::to_plain).collect();
         assert_eq!(
             notes,
@@ -307,16 +281,18 @@ mod tests {
         empty.level_latencies.clear();
         let s = empty.section(&Machine::default());
         assert!(s.charts().is_empty());
-        assert!(s.plain_text().contains("No footprint was measured."));
-        assert!(s.plain_text().contains("AMAT = no latency levels"));
+        let text = s.plain_text();
+        assert!(
+            text.contains("No footprint was measured.")
+                && text.contains("AMAT = no latency levels")
+        );
         assert!(s.tables()[0].is_empty() && s.data_tables()[0].rows.is_empty());
 
         let mut nan = sample();
-        nan.rows[0].ns_per_access = f64::NAN;
-        nan.rows[0].spread_pct = f64::NAN;
-        nan.rows[0].run_time_ns = f64::NAN;
+        let r = &mut nan.rows[0];
+        (r.ns_per_access, r.spread_pct, r.run_time_ns) = (f64::NAN, f64::NAN, f64::NAN);
         let s = nan.section(&Machine::default());
-        assert_eq!(row(s.tables()[0], 0)[3..6], ["–", "–", "–"]);
+        assert_eq!(s.tables()[0].row_text(0)[3..6], ["–", "–", "–"]);
         assert_eq!(s.data_tables()[0].rows[0][3..6], ["", "", ""]);
     }
 

@@ -960,18 +960,9 @@ mod tests {
 
     #[test]
     fn sequential_fit_of_a_noisy_line() {
-        let ns = noisy(
-            SEQUENTIAL_MISSES
-                .iter()
-                .map(|&n| 110.0 * f64::from(n) + 40.0),
-            0.03,
-            9,
-        );
-        let points: Vec<(f64, f64)> = SEQUENTIAL_MISSES
-            .iter()
-            .zip(ns)
-            .map(|(&n, t)| (f64::from(n), t))
-            .collect();
+        let misses = SEQUENTIAL_MISSES.map(f64::from);
+        let ns = noisy(misses.iter().map(|&n| 110.0 * n + 40.0), 0.03, 9);
+        let points: Vec<(f64, f64)> = misses.into_iter().zip(ns).collect();
         let (m, c, r2) = fit_sequential(&points).expect("fit");
         assert!((m - 110.0).abs() < 5.0, "{m}");
         assert!(c.abs() < 200.0, "{c}");
@@ -1058,10 +1049,8 @@ mod tests {
         }
         // The 2 MiB grid size does not fit the arena.
         assert_eq!(result.grid.len(), 2);
-        assert!(result
-            .grid
-            .iter()
-            .all(|r| r.level.is_none() && r.bytes == 4 << 10));
+        let small = |r: &MlpRow| r.level.is_none() && r.bytes == 4 << 10;
+        assert!(result.grid.iter().all(small));
         let fit = result.sequential_fit.expect("sequential");
         assert_eq!(fit.bytes, 1 << 20);
         assert_eq!(fit.points.len(), SEQUENTIAL_MISSES.len());

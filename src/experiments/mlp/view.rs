@@ -439,35 +439,26 @@ mod tests {
         let s = section(&samples::mlp());
         assert_eq!((s.id, s.nav.as_str()), ("mlp", "MLP"));
         let text = s.plain_text();
-        assert!(text.contains("(page-local)"), "{text}");
-        assert!(
-            text.contains("L2 (512 KiB): parallelism")
-                && text.contains("DRAM (256 MiB): parallelism"),
-            "{text}"
-        );
-        assert!(
-            text.contains("Saturates at 8 chains: parallelism 7.4"),
-            "{text}"
-        );
-        assert!(
-            text.contains("Saturates at 10 chains: parallelism 9.7"),
-            "{text}"
-        );
+        for words in [
+            "(page-local)",
+            "L2 (512 KiB): parallelism",
+            "DRAM (256 MiB): parallelism",
+            "Saturates at 8 chains: parallelism 7.4",
+            "Saturates at 10 chains: parallelism 9.7",
+            "M = 85.3 ns (256 cycles), C = 30.1 ns, r² = 0.9987",
+            "(8 runs)",
+            "imply 9.1 lines in flight",
+            "GB/s imply 20.0.",
+            "prefetchers issue requests",
+        ] {
+            assert!(text.contains(words), "{words}: {text}");
+        }
         let sat = s.table("Saturation per level").unwrap();
         assert_eq!(sat.column_text(0), ["L2", "DRAM"]);
         assert_eq!(sat.column_text(2), ["8", "10"]);
         assert_eq!(sat.column_text(3), ["7.4", "9.7"]);
-        assert!(
-            text.contains("M = 85.3 ns (256 cycles), C = 30.1 ns, r² = 0.9987"),
-            "{text}"
-        );
-        assert!(text.contains("(8 runs)"), "{text}");
-        assert!(text.contains("imply 9.1 lines in flight"), "{text}");
-        assert!(text.contains("GB/s imply 20.0."), "{text}");
-        assert!(text.contains("prefetchers issue requests"), "{text}");
-        let grid = s
-            .table("Parallelism by working set (rows) × chains N (columns)")
-            .unwrap();
+        let grid = s.table("Parallelism by working set (rows) × chains N (columns)");
+        let grid = grid.unwrap();
         assert_eq!(grid.columns.last().unwrap().name, "N=16");
         assert!(grid.column_text(5).contains(&"10.3".to_string()), "{text}");
         // Every row, grouped per level, by chains.
@@ -487,9 +478,14 @@ mod tests {
         let s = section(&samples::mlp());
         let charts: Vec<String> = s.charts().iter().map(|c| format!("{c:?}")).collect();
         assert_eq!(charts.len(), 3);
-        assert!(charts[0].contains("L2 (512 KiB)") && charts[0].contains("DRAM (256 MiB)"));
-        assert!(charts[0].contains("ideal: every miss overlapped"));
-        assert!(charts[0].contains("saturation point"));
+        for label in [
+            "L2 (512 KiB)",
+            "DRAM (256 MiB)",
+            "ideal: every miss overlapped",
+            "saturation point",
+        ] {
+            assert!(charts[0].contains(label), "{label}");
+        }
         assert!(charts[1].contains("Parallelism by working set and chains"));
         assert!(charts[2].contains("M = 85.3 ns") && charts[2].contains("r² = 0.9987"));
     }
@@ -527,12 +523,6 @@ mod tests {
             .iter()
             .any(|r| r[..3] == ["L2", "524288", "8"]));
         assert!(tables[1].rows.iter().any(|r| r[..3] == ["", "16384", "1"]));
-        let names: Vec<String> = section(&MlpResult::default())
-            .data_tables()
-            .iter()
-            .map(|t| t.name.clone())
-            .collect();
-        assert_eq!(names, ["mlp.rows"]);
     }
 
     #[test]
@@ -542,22 +532,18 @@ mod tests {
         assert!(text.contains("chains (–)"), "{text}");
         assert!(text.contains("No chain count was measured."));
         assert!(s.charts().is_empty() && s.table("Saturation per level").is_none());
+        let empty_tables = s.data_tables();
+        assert_eq!(empty_tables.len(), 1);
+        assert_eq!(empty_tables[0].name, "mlp.rows");
 
         let s = section(&samples::nan_mlp());
         let text = s.plain_text();
         assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
-        assert!(text.contains(DASH), "{text}");
         // Saturation comes from the `mlp` map when its details are missing.
         assert!(text.contains("Saturates at 8 chains."), "{text}");
-        assert_eq!(
-            s.table("Saturation per level").unwrap().column_text(1),
-            [DASH, DASH]
-        );
-        let csv: Vec<String> = s
-            .data_tables()
-            .iter()
-            .flat_map(|t| t.rows.concat())
-            .collect();
-        assert!(csv.iter().all(|c| !c.contains("NaN") && !c.contains("inf")));
+        let saturation = s.table("Saturation per level").unwrap();
+        assert_eq!(saturation.column_text(1), [DASH, DASH]);
+        let mut csv = s.data_tables().into_iter().flat_map(|t| t.rows.concat());
+        assert!(csv.all(|c| !c.contains("NaN") && !c.contains("inf")));
     }
 }

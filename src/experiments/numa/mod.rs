@@ -41,7 +41,7 @@ use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
 
 /// `experiments.numa` of the report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct NumaResult {
     /// Node ids, in the order of the matrices' rows and columns.
     pub nodes: Vec<usize>,
@@ -692,12 +692,18 @@ mod tests {
         }
     }
 
-    fn config_for(machine: &Machine, nodes: Vec<usize>, threads: NodeThreads) -> NumaConfig {
-        NumaConfig {
+    /// `resolve` of `nodes` with `threads` per node against `machine`.
+    fn resolved(
+        machine: &Machine,
+        nodes: Vec<usize>,
+        threads: NodeThreads,
+    ) -> Result<Matrix, String> {
+        let config = NumaConfig {
             nodes,
             threads_per_node: threads,
             ..NumaConfig::defaults(machine)
-        }
+        };
+        resolve(&config, machine, None).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -730,31 +736,14 @@ mod tests {
             allowed_cpus: (0..6).collect(),
             ..two_sockets()
         };
-        let matrix = resolve(
-            &config_for(&restricted, vec![0, 1], NodeThreads::All),
-            &restricted,
-            None,
-        )
-        .unwrap();
+        let matrix = resolved(&restricted, vec![0, 1], NodeThreads::All).unwrap();
         assert_eq!(matrix.threads, 2);
         assert_eq!(matrix.nodes[1].cpus, vec![5, 4]);
         assert!(matrix.left_out.is_empty());
 
-        let error = resolve(
-            &config_for(&machine, vec![0, 2], NodeThreads::Count(1)),
-            &machine,
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let error = resolved(&machine, vec![0, 2], NodeThreads::Count(1)).unwrap_err();
         assert!(error.contains("'2'") && error.contains("0-1"), "{error}");
-        let error = resolve(
-            &config_for(&machine, vec![0, 1], NodeThreads::Count(5)),
-            &machine,
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        let error = resolved(&machine, vec![0, 1], NodeThreads::Count(5)).unwrap_err();
         assert!(error.contains("at most 4"), "{error}");
     }
 
@@ -762,24 +751,10 @@ mod tests {
     fn nodes_without_cpus_or_memory_are_left_out_with_a_reason() {
         let mut machine = two_sockets();
         machine.numa_nodes.push(node(2, vec![], 1 << 34)); // CXL memory, no CPUs
-        let matrix = resolve(
-            &config_for(&machine, vec![0, 1, 2], NodeThreads::Count(1)),
-            &machine,
-            None,
-        )
-        .unwrap();
+        let matrix = resolved(&machine, vec![0, 1, 2], NodeThreads::Count(1)).unwrap();
         assert_eq!(matrix.nodes.len(), 2);
-        assert_eq!(
-            matrix.left_out,
-            vec!["node 2 has no CPUs this process may use"]
-        );
-        let error = resolve(
-            &config_for(&machine, vec![2], NodeThreads::Count(1)),
-            &machine,
-            None,
-        )
-        .unwrap_err()
-        .to_string();
+        assert_eq!(matrix.left_out, ["node 2 has no CPUs this process may use"]);
+        let error = resolved(&machine, vec![2], NodeThreads::Count(1)).unwrap_err();
         assert!(error.contains("no CPUs"), "{error}");
     }
 
@@ -799,14 +774,8 @@ mod tests {
             note(&[0, 1], &[], None, &vec![vec![Some(1.0); 2]; 2], &whole),
             None
         );
-        let text = note(
-            &[0, 1],
-            &[],
-            None,
-            &vec![vec![Some(1.0), Some(0.5)]; 2],
-            &whole,
-        )
-        .unwrap();
+        let half = vec![vec![Some(1.0), Some(0.5)]; 2];
+        let text = note(&[0, 1], &[], None, &half, &whole).unwrap();
         assert!(text.contains("node 0 → node 1: only 50%"), "{text}");
     }
 
@@ -814,12 +783,8 @@ mod tests {
     fn a_cell_whose_readers_did_not_run_together_is_named() {
         let overlap = vec![vec![0.95, 1.0], vec![1.0, 0.52]];
         let text = note(&[0, 1], &[], None, &vec![vec![Some(1.0); 2]; 2], &overlap).unwrap();
-        assert!(
-            text.contains(
-                "cell node 1 → node 1: the reading threads did not run together (overlap 52%"
-            ),
-            "{text}"
-        );
+        let cell = "cell node 1 → node 1: the reading threads did not run together (overlap 52%";
+        assert!(text.contains(cell), "{text}");
         assert!(!text.contains("node 0 → node 0"), "{text}");
     }
 

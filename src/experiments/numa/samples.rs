@@ -38,37 +38,21 @@ pub fn numa_single_node() -> NumaResult {
         remote_local_bandwidth_ratio: None,
         distances: vec![vec![10]],
         threads_per_node: 2,
-        latency_bytes: 256 * MIB,
-        bandwidth_bytes: 128 * MIB,
         placement_verified: vec![vec![Some(1.0)]],
         note: Some("one NUMA node: there is no remote memory to measure".to_string()),
         random_latency_ns: vec![vec![112.0]],
-        page_local_window_pages: 64,
         cpus: vec![vec![0, 1]],
         isa: "avx512".to_string(),
         max_spread_pct: 14.0,
+        ..numa()
     }
 }
 
+/// Nothing measured: every matrix empty, no spread.
 pub fn empty_numa() -> NumaResult {
     NumaResult {
-        nodes: vec![],
-        latency_ns: vec![],
-        read_gb_per_s: vec![],
-        read_overlap: vec![],
-        remote_local_latency_ratio: None,
-        remote_local_bandwidth_ratio: None,
-        distances: vec![],
-        threads_per_node: 0,
-        latency_bytes: 0,
-        bandwidth_bytes: 0,
-        placement_verified: vec![],
-        note: None,
-        random_latency_ns: vec![],
-        page_local_window_pages: 0,
-        cpus: vec![],
-        isa: String::new(),
         max_spread_pct: f64::NAN,
+        ..NumaResult::default()
     }
 }
 

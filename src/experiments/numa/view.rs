@@ -379,11 +379,8 @@ mod tests {
         assert!(charts.contains("Idle latency, random chase with TLB misses (ns)"));
 
         let latency = s.table("Idle latency, page-local chase (ns)").unwrap();
-        let headers: Vec<String> = latency.columns.iter().map(Column::header).collect();
-        assert_eq!(
-            headers,
-            ["Threads on", "Memory on node 0", "Memory on node 1"]
-        );
+        let headers = "Threads on|Memory on node 0|Memory on node 1";
+        assert_eq!(latency.headers().join("|"), headers);
         assert_eq!(latency.column_text(0), ["node 0", "node 1"]);
         assert_eq!(latency.column_text(2), ["140.0", "91.0"]);
         let bandwidth = s.table("Read bandwidth (GB/s)").unwrap();
@@ -435,18 +432,15 @@ mod tests {
         assert!(!s.blocks.iter().any(|b| matches!(b, Block::Only(..))));
         let text = s.plain_text();
         assert!(text.contains("one NUMA node: there is no remote memory to measure"));
-        assert_eq!(
-            s.table("Idle latency, page-local chase (ns)")
-                .unwrap()
-                .column_text(1),
-            ["95.0"]
-        );
-        assert_eq!(
-            s.table("Read bandwidth (GB/s)").unwrap().column_text(1),
-            ["38.5"]
-        );
-        assert!(text.contains("The cell in detail"));
-        assert!(text.contains("14.0 % (noisy"), "{text}");
+        for (title, cell) in [
+            ("Idle latency, page-local chase (ns)", "95.0"),
+            ("Read bandwidth (GB/s)", "38.5"),
+        ] {
+            assert_eq!(s.table(title).unwrap().column_text(1), [cell], "{title}");
+        }
+        for words in ["The cell in detail", "14.0 % (noisy"] {
+            assert!(text.contains(words), "{words}: {text}");
+        }
         assert!(!text.contains("Remote / local") && !text.contains("node 1"));
     }
 
@@ -477,12 +471,10 @@ mod tests {
         let s = section(&samples::nan_numa());
         let text = s.plain_text();
         assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
-        assert!(
-            text.contains(&format!("latency × {DASH}, bandwidth × {DASH}")),
-            "{text}"
-        );
-        assert!(text.contains("Placement not verified"), "{text}");
-        assert!(text.contains("CPUs used: node 1: 4"), "{text}");
+        let ratios = format!("latency × {DASH}, bandwidth × {DASH}");
+        for words in [&ratios, "Placement not verified", "CPUs used: node 1: 4"] {
+            assert!(text.contains(words), "{words}: {text}");
+        }
         // The ragged row's missing cell is a dash, not a panic.
         let bandwidth = s.table("Read bandwidth (GB/s)").unwrap();
         assert_eq!(bandwidth.column_text(2)[1], DASH);
@@ -491,10 +483,7 @@ mod tests {
             .iter()
             .map(|r| r.join(","))
             .collect();
-        assert!(
-            rows.contains(&"1,1,true,91,,,0.99,10,".to_string()),
-            "{rows:?}"
-        );
+        assert!(rows.contains(&"1,1,true,91,,,0.99,10,".into()), "{rows:?}");
         assert!(rows
             .iter()
             .all(|r| !r.contains("NaN") && !r.contains("inf")));

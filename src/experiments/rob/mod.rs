@@ -558,15 +558,8 @@ mod tests {
     #[test]
     fn clean_step_is_found_where_it_was_put() {
         let (ks, ns) = step_curve(208, 16, 1024);
-        let cliff = find_cliff(&ks, &ns).unwrap();
-        assert_eq!(
-            cliff,
-            Cliff {
-                k: 208,
-                low: 100.0,
-                high: 200.0
-            }
-        );
+        let (k, low, high) = (208, 100.0, 200.0);
+        assert_eq!(find_cliff(&ks, &ns).unwrap(), Cliff { k, low, high });
     }
 
     #[test]

@@ -281,7 +281,6 @@ fn data_tables(result: &RobResult) -> Vec<DataTable> {
 mod tests {
     use super::*;
     use crate::experiments::rob::samples;
-    use crate::view::Row;
 
     fn terminal_tables(s: &Section) -> Vec<&Table> {
         s.blocks
@@ -299,19 +298,7 @@ mod tests {
     }
 
     fn row_text(t: &Table, first: &str) -> String {
-        t.rows
-            .iter()
-            .find_map(|r| match r {
-                Row::Cells(cells) if cells[0].0.to_plain() == first => Some(
-                    cells
-                        .iter()
-                        .map(|c| c.0.to_plain())
-                        .collect::<Vec<_>>()
-                        .join(" | "),
-                ),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("{first}"))
+        t.row_of(first).join(" | ")
     }
 
     #[test]
@@ -321,10 +308,14 @@ mod tests {
         assert!(s.headlines.is_empty());
         let charts = format!("{:?}", s.charts());
         assert_eq!(s.charts().len(), 2);
-        assert!(charts.contains("nop: reorder buffer ≈ 224"));
-        assert!(charts.contains("load: load queue ≈ 72"));
-        assert!(charts.contains("window ≈ 224"));
-        assert!(charts.contains("Core cycles per iteration"));
+        for label in [
+            "nop: reorder buffer ≈ 224",
+            "load: load queue ≈ 72",
+            "window ≈ 224",
+            "Core cycles per iteration",
+        ] {
+            assert!(charts.contains(label), "{label}");
+        }
 
         let structures = s.table("Structures found").unwrap();
         let nop = row_text(structures, "nop");
@@ -336,21 +327,15 @@ mod tests {
         // 21 K values shown as an evenly spaced subset, one line per filler.
         let terminal = terminal_tables(&s);
         let curves = terminal[0];
-        assert!(curves
-            .title
-            .as_deref()
-            .unwrap()
-            .contains("10 of 21 K values"));
+        assert!(curves.title.as_ref().unwrap().contains("10 of 21 K values"));
         let add = row_text(curves, "add");
         assert!(add.contains("100.0") && add.contains("190.0"), "{add}");
         let text = s.plain_text();
-        assert!(
-            text.contains("≈ 224 instructions; misses in flight at K = 0: 3.6"),
-            "{text}"
-        );
+        let window = "≈ 224 instructions; misses in flight at K = 0: 3.6";
+        assert!(text.contains(window), "{text}");
         let grid = terminal[1];
-        let headers: Vec<String> = grid.columns.iter().map(Column::header).collect();
-        assert!(headers.contains(&"K=224".to_string()) && headers.contains(&"K=256".to_string()));
+        let headers = grid.headers();
+        assert!(headers.contains(&"K=224".into()) && headers.contains(&"K=256".into()));
         assert_eq!(grid.rows.len(), 4);
 
         // Every point, behind --points in the terminal and folded away in HTML.
@@ -372,31 +357,16 @@ mod tests {
         let data = s.data_tables();
         let names: Vec<&str> = data.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["rob.rows", "rob.serialized"]);
-        assert_eq!(
-            data[0].header,
-            [
-                "filler",
-                "k",
-                "ns_per_iter",
-                "cycles_per_iter",
-                "spread_pct"
-            ]
-        );
-        assert_eq!(data[1].header, ["misses", "k", "ns", "cycles"]);
-        assert!(data[0].rows.contains(&vec![
-            "nop".to_string(),
-            "224".into(),
-            "100".into(),
-            "300".into(),
-            "1".into()
-        ]));
-        assert!(data[1].rows.contains(&vec![
-            "4".to_string(),
-            "320".into(),
-            "380".into(),
-            "1140".into()
-        ]));
-        for t in &data {
+        let expected = [
+            (
+                "filler,k,ns_per_iter,cycles_per_iter,spread_pct",
+                "nop,224,100,300,1",
+            ),
+            ("misses,k,ns,cycles", "4,320,380,1140"),
+        ];
+        for (t, (header, line)) in data.iter().zip(expected) {
+            assert_eq!(t.header.join(","), header);
+            assert!(t.rows.iter().any(|r| r.join(",") == line), "{line}");
             assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
         }
     }
@@ -405,8 +375,9 @@ mod tests {
     fn empty_and_nan_results_give_dashes_and_do_not_panic() {
         let s = RobResult::default().section(&Machine::default());
         let text = s.plain_text();
-        assert!(text.contains("No filler curve was measured"), "{text}");
-        assert!(text.contains("No cliff was analysed"), "{text}");
+        assert!(
+            text.contains("No filler curve was measured") && text.contains("No cliff was analysed")
+        );
         assert!(s.charts().is_empty());
         let names: Vec<&str> = s.data_tables().iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["rob.rows"]);

@@ -719,44 +719,38 @@ mod tests {
         assert_eq!(result.rows.len(), 6 * (2 * 2 + 2));
         for &bytes in &config.sizes {
             for kernel in ["read", "saxpy"] {
-                for stride in [Some(8), Some(4096), None] {
-                    let matching = result
-                        .rows
-                        .iter()
-                        .filter(|r| r.bytes == bytes && r.kernel == kernel)
-                        .filter(|r| r.stride_bytes == stride)
-                        .filter(|r| {
-                            r.pattern
-                                == if stride.is_some() {
-                                    "strided"
-                                } else {
-                                    "random"
-                                }
-                        })
-                        .count();
+                for (stride, pattern) in [
+                    (Some(8), "strided"),
+                    (Some(4096), "strided"),
+                    (None, "random"),
+                ] {
+                    let matching = result.rows.iter().filter(|r| {
+                        (
+                            r.bytes,
+                            r.kernel.as_str(),
+                            r.stride_bytes,
+                            r.pattern.as_str(),
+                        ) == (bytes, kernel, stride, pattern)
+                    });
+                    let matching = matching.count();
                     assert_eq!(matching, 1, "{bytes} {kernel} {stride:?}");
                 }
             }
         }
         for r in &result.rows {
             assert!(r.gb_per_s.is_finite() && r.gb_per_s > 0.0, "{r:?}");
-            assert!(
-                r.ns_per_access.is_finite() && r.ns_per_access > 0.0,
-                "{r:?}"
-            );
+            let ns = r.ns_per_access;
+            assert!(ns.is_finite() && ns > 0.0, "{r:?}");
             // Every row is counted over whole visits (or says why per level).
             let counts = r.counters.as_ref().expect("counters were asked for");
             assert!(counts.accesses > 0, "{r:?}");
             assert_eq!(counts.levels.len(), 4, "{r:?}");
-            assert!(counts
-                .levels
+            let levels = &counts.levels;
+            assert!(levels
                 .iter()
                 .all(|l| l.per_access.is_some() != l.not_supported.is_some()));
             let useful = if r.kernel == "saxpy" { 24.0 } else { 8.0 };
-            assert!(
-                (r.gb_per_s * r.ns_per_access - useful).abs() < 1e-9,
-                "{r:?}"
-            );
+            assert!((r.gb_per_s * ns - useful).abs() < 1e-9, "{r:?}");
         }
     }
 }

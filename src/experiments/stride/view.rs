@@ -301,19 +301,18 @@ mod tests {
     #[test]
     fn heatmaps_terminal_matrices_and_the_rows_table() {
         let s = section(&samples::stride(16 * MIB));
-        assert_eq!(s.id, "stride");
-        assert_eq!(s.nav, "Stride");
+        assert_eq!((s.id, s.nav.as_str()), ("stride", "Stride"));
         let charts: Vec<String> = s.charts().iter().map(|c| format!("{c:?}")).collect();
         assert_eq!(charts.len(), 2);
-        assert!(charts[0].contains("read: ns per access") && charts[0].contains("not a latency"));
+        for label in ["read: ns per access", "not a latency", "\"random\""] {
+            assert!(charts[0].contains(label), "{label}");
+        }
         assert!(charts[1].contains("saxpy: ns per access"));
-        assert!(charts[0].contains("\"random\""));
-        let read = s
-            .table(
-                "Access cost, read: ns per access by stride in bytes (independent accesses: \
-                 a throughput figure, not latency)",
-            )
-            .expect("read matrix");
+        let read = s.table(
+            "Access cost, read: ns per access by stride in bytes (independent accesses: a \
+             throughput figure, not latency)",
+        );
+        let read = read.expect("read matrix");
         let last = read.columns.last().unwrap();
         assert_eq!(last.name, "random");
         assert_eq!(read.column_text(0)[0], "2 KiB");
@@ -332,11 +331,8 @@ mod tests {
     #[test]
     fn counted_rows_get_miss_columns_in_html_and_matrices_in_the_terminal() {
         let plain = section(&samples::stride_counted(false));
-        assert!(
-            !plain.plain_text().contains("L1 miss"),
-            "{}",
-            plain.plain_text()
-        );
+        let text = plain.plain_text();
+        assert!(!text.contains("L1 miss"), "{text}");
         assert_eq!(plain.data_tables()[0].header.len(), 7);
 
         let s = section(&samples::stride_counted(true));
@@ -345,40 +341,28 @@ mod tests {
         assert_eq!(all.columns.len(), 7 + 4);
         assert_eq!(all.column_text(7)[0], "0.125");
         assert_eq!(all.column_text(8)[0], "n/s");
-        let notes: Vec<String> = all.notes.iter().map(Text::to_plain).collect();
-        assert_eq!(
-            notes
-                .iter()
-                .filter(|n| n.starts_with("n/s — L2 miss (none): not supported"))
-                .count(),
-            1,
-            "{notes:?}"
-        );
+        let l2 = all.notes.iter().map(Text::to_plain);
+        let l2 = l2.filter(|n| n.starts_with("n/s — L2 miss (none): not supported"));
+        assert_eq!(l2.count(), 1);
         // Terminal: a matrix per level counted in some row, notes for the rest, once.
         let text = terminal_text(&s);
-        let l1 = s
-            .table("L1 miss per access, read, by stride in bytes (hardware counters)")
-            .expect("L1 matrix");
-        assert_eq!(
-            l1.plain_text().lines().nth(2),
-            Some("4 KiB | 0.125 | 1.000 | 1.000")
-        );
-        let llc = s
-            .table("LLC miss per access, read, by stride in bytes (hardware counters)")
-            .expect("LLC matrix");
+        let matrix = |level: &str| {
+            let title =
+                format!("{level} miss per access, read, by stride in bytes (hardware counters)");
+            s.table(&title).unwrap_or_else(|| panic!("{level} matrix"))
+        };
+        let l1 = matrix("L1").plain_text();
+        assert_eq!(l1.lines().nth(2), Some("4 KiB | 0.125 | 1.000 | 1.000"));
+        let llc = matrix("LLC");
         assert!(llc.column_text(1)[1].contains("0.010*"));
         assert!(!text.contains("\nL2 miss per access") && !text.contains("\ndTLB miss per"));
         assert!(text.contains("read: L2 miss, dTLB miss per access not counted in any row.\n"));
-        assert_eq!(
-            text.matches("L2 miss (none): not supported").count(),
-            1,
-            "{text}"
-        );
-        assert_eq!(
-            text.matches("dTLB miss (dTLB-load-misses)").count(),
-            1,
-            "{text}"
-        );
+        for once in [
+            "L2 miss (none): not supported",
+            "dTLB miss (dTLB-load-misses)",
+        ] {
+            assert_eq!(text.matches(once).count(), 1, "{once}: {text}");
+        }
         assert!(text.contains("* the PMU was shared"));
         // CSV: the miss columns, raw.
         let csv = &s.data_tables()[0];

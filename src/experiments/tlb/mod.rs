@@ -1221,108 +1221,27 @@ mod tests {
     }
     use crate::topology::TlbInfo;
 
-    /// A 4 KiB curve measured on a 2-vCPU Zen 4 KVM guest: (pages, tlb_ns), the sweep at 4
+    /// A 4 KiB curve measured on a 2-vCPU Zen 4 KVM guest: pages and tlb_ns, the sweep at 4
     /// points per octave and the refinements around both knees. L1 DTLB misses cost
     /// 1.9 ns up to a sharp knee at 72 pages; L2 DTLB misses start before 2500 pages and
     /// reach all loads by ~3500 (CPUID: 3072 entries); the walk costs 16 ns and rises as
     /// the page tables leave the caches (nested paging: 200+ ns past 128 MiB).
-    const MEASURED_VM_CURVE: [(u64, f64); 96] = [
-        (4, -0.00),
-        (5, 0.00),
-        (6, -0.00),
-        (7, -0.01),
-        (8, -0.00),
-        (10, -0.00),
-        (11, 0.01),
-        (13, -0.00),
-        (16, 0.01),
-        (19, 0.00),
-        (23, 0.00),
-        (27, -0.01),
-        (32, 0.00),
-        (38, -0.00),
-        (45, 0.00),
-        (54, 0.00),
-        (64, 0.00),
-        (65, 0.00),
-        (66, 0.00),
-        (67, 0.01),
-        (68, -0.00),
-        (69, 0.00),
-        (70, 0.01),
-        (71, 0.00),
-        (72, 0.00),
-        (73, 1.89),
-        (74, 1.90),
-        (75, 1.91),
-        (76, 1.92),
-        (91, 1.92),
-        (108, 1.92),
-        (128, 1.90),
-        (152, 1.91),
-        (181, 1.92),
-        (215, 1.91),
-        (256, 1.73),
-        (304, 3.00),
-        (362, 1.92),
-        (431, 1.92),
-        (512, 1.87),
-        (609, 2.13),
-        (724, 2.22),
-        (861, 2.58),
-        (1024, 2.18),
-        (1218, 2.18),
-        (1448, 2.17),
-        (1722, 2.19),
-        (2048, 2.20),
-        (2435, 3.28),
-        (2468, 3.89),
-        (2501, 4.67),
-        (2534, 5.43),
-        (2568, 5.72),
-        (2603, 5.92),
-        (2638, 6.02),
-        (2673, 5.85),
-        (2709, 6.62),
-        (2746, 7.24),
-        (2782, 7.54),
-        (2820, 7.91),
-        (2858, 8.23),
-        (2896, 8.76),
-        (2935, 9.19),
-        (2974, 9.48),
-        (3014, 10.01),
-        (3055, 10.10),
-        (3096, 10.74),
-        (3137, 10.99),
-        (3179, 11.57),
-        (3222, 11.89),
-        (3265, 12.04),
-        (3309, 12.16),
-        (3353, 12.93),
-        (3398, 13.22),
-        (3444, 13.47),
-        (4096, 16.09),
-        (4871, 17.53),
-        (5793, 22.06),
-        (6889, 24.16),
-        (8192, 28.95),
-        (9742, 32.28),
-        (11585, 32.99),
-        (13777, 33.59),
-        (16384, 34.49),
-        (19484, 34.81),
-        (23170, 35.62),
-        (27554, 51.06),
-        (32768, 212.47),
-        (38968, 151.71),
-        (46341, 232.29),
-        (55109, 237.04),
-        (65536, 245.92),
-        (77936, 258.88),
-        (92682, 247.55),
-        (110218, 251.67),
-        (131072, 194.82),
+    const MEASURED_VM_PAGES: [u64; 96] = [
+        4, 5, 6, 7, 8, 10, 11, 13, 16, 19, 23, 27, 32, 38, 45, 54, 64, 65, 66, 67, 68, 69, 70, 71,
+        72, 73, 74, 75, 76, 91, 108, 128, 152, 181, 215, 256, 304, 362, 431, 512, 609, 724, 861,
+        1024, 1218, 1448, 1722, 2048, 2435, 2468, 2501, 2534, 2568, 2603, 2638, 2673, 2709, 2746,
+        2782, 2820, 2858, 2896, 2935, 2974, 3014, 3055, 3096, 3137, 3179, 3222, 3265, 3309, 3353,
+        3398, 3444, 4096, 4871, 5793, 6889, 8192, 9742, 11585, 13777, 16384, 19484, 23170, 27554,
+        32768, 38968, 46341, 55109, 65536, 77936, 92682, 110218, 131072,
+    ];
+    const MEASURED_VM_TLB_NS: [f64; 96] = [
+        -0.00, 0.00, -0.00, -0.01, -0.00, -0.00, 0.01, -0.00, 0.01, 0.00, 0.00, -0.01, 0.00, -0.00,
+        0.00, 0.00, 0.00, 0.00, 0.00, 0.01, -0.00, 0.00, 0.01, 0.00, 0.00, 1.89, 1.90, 1.91, 1.92,
+        1.92, 1.92, 1.90, 1.91, 1.92, 1.91, 1.73, 3.00, 1.92, 1.92, 1.87, 2.13, 2.22, 2.58, 2.18,
+        2.18, 2.17, 2.19, 2.20, 3.28, 3.89, 4.67, 5.43, 5.72, 5.92, 6.02, 5.85, 6.62, 7.24, 7.54,
+        7.91, 8.23, 8.76, 9.19, 9.48, 10.01, 10.10, 10.74, 10.99, 11.57, 11.89, 12.04, 12.16,
+        12.93, 13.22, 13.47, 16.09, 17.53, 22.06, 24.16, 28.95, 32.28, 32.99, 33.59, 34.49, 34.81,
+        35.62, 51.06, 212.47, 151.71, 232.29, 237.04, 245.92, 258.88, 247.55, 251.67, 194.82,
     ];
 
     type Points = Vec<(u64, f64)>;
@@ -1377,10 +1296,9 @@ mod tests {
             ["L1 DTLB", "L2 DTLB", PAGE_WALK],
             "{coarse:?}"
         );
-        assert_eq!(coarse[0].entries, Some(64));
-        assert_eq!(coarse[0].knee, Some((64, 76)));
-        assert_eq!(coarse[1].entries, Some(2896));
-        assert_eq!(coarse[1].knee, Some((2896, 3444)));
+        let found: Vec<_> = coarse.iter().map(|l| (l.entries, l.knee)).collect();
+        let l1_l2 = [(Some(64), Some((64, 76))), (Some(2896), Some((2896, 3444)))];
+        assert_eq!(found[..2], l1_l2);
         assert_eq!(coarse[2].entries, None);
         // Refinements between the bracketing points place them exactly.
         let extra: Vec<(u64, f64)> = (65..76)
@@ -1430,7 +1348,11 @@ mod tests {
 
     #[test]
     fn levels_of_a_measured_vm_curve() {
-        let (pages, tlb, extra) = split(&MEASURED_VM_CURVE, 1 << 17, 4);
+        let curve: Points = MEASURED_VM_PAGES
+            .into_iter()
+            .zip(MEASURED_VM_TLB_NS)
+            .collect();
+        let (pages, tlb, extra) = split(&curve, 1 << 17, 4);
         let levels = find_tlb_levels(&pages, &tlb, &vec![true; pages.len()], 1.08, 2, &extra);
         assert_eq!(
             names(&levels),
@@ -1548,16 +1470,14 @@ mod tests {
         ];
         let reach = reach_rows(&machine, &levels);
         assert_eq!(reach.len(), 4, "{reach:?}");
-        let l2 = reach
-            .iter()
-            .find(|r| r.name == "L2 DTLB" && r.page_bytes == 4096)
-            .unwrap();
+        let l2 = |page| {
+            reach
+                .iter()
+                .find(|r| r.name == "L2 DTLB" && r.page_bytes == page)
+        };
+        let (l2, huge) = (l2(4096).unwrap(), l2(2 * MIB).unwrap());
         assert_eq!(l2.cpuid_reach_bytes, Some(12 * MIB));
         assert_eq!(l2.measured_reach_bytes, Some(2900 * 4096));
-        let huge = reach
-            .iter()
-            .find(|r| r.name == "L2 DTLB" && r.page_bytes == 2 * MIB)
-            .unwrap();
         assert_eq!(
             (huge.cpuid_entries, huge.measured_entries),
             (Some(3072), None)
@@ -1593,11 +1513,8 @@ mod tests {
             .rows
             .iter()
             .all(|r| r.page_bytes == machine.base_page_bytes));
-        assert!(
-            result.levels.iter().any(|l| l.entries.is_some()),
-            "{:?}",
-            result.levels
-        );
+        let levels = &result.levels;
+        assert!(levels.iter().any(|l| l.entries.is_some()), "{levels:?}");
         let at = |pages: u64| result.rows.iter().find(|r| r.pages == pages).unwrap().ns;
         assert!(at(1 << 16) > at(16), "{:?}", result.rows);
         assert!(result.saxpy.is_empty() && result.mlp_by_page_size.is_empty());

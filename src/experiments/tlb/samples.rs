@@ -77,6 +77,15 @@ pub fn tlb() -> TlbResult {
         measured_entries: measured,
         measured_reach_bytes: measured.map(|m| m * page_bytes),
     };
+    let mlp = |page_bytes, ns_per_load, parallelism, latency_ns: f64| MlpByPageSize {
+        page_bytes,
+        bytes: 256 * MIB,
+        chains: 16,
+        ns_per_load,
+        parallelism,
+        latency_ns,
+        latency_cycles: latency_ns * 3.0,
+    };
     TlbResult {
         rows,
         levels: vec![
@@ -93,24 +102,8 @@ pub fn tlb() -> TlbResult {
             saxpy("stride 4 KiB, huge pages", 2 * MIB, 4 * KIB, 3.1),
         ],
         mlp_by_page_size: vec![
-            MlpByPageSize {
-                page_bytes: 4 * KIB,
-                bytes: 256 * MIB,
-                chains: 16,
-                ns_per_load: 9.9,
-                parallelism: 8.6,
-                latency_ns: 180.0,
-                latency_cycles: 540.0,
-            },
-            MlpByPageSize {
-                page_bytes: 2 * MIB,
-                bytes: 256 * MIB,
-                chains: 16,
-                ns_per_load: 7.6,
-                parallelism: 11.2,
-                latency_ns: 160.0,
-                latency_cycles: 480.0,
-            },
+            mlp(4 * KIB, 9.9, 8.6, 180.0),
+            mlp(2 * MIB, 7.6, 11.2, 160.0),
         ],
         reach: vec![
             reach("L1 DTLB", 4 * KIB, Some(72), Some(64)),

@@ -333,7 +333,6 @@ mod tests {
     use crate::counters::samples::uncounted_access;
     use crate::experiments::misses::miss_data_header;
     use crate::view::format::DASH;
-    use crate::view::DataTable;
     use crate::view::Row;
 
     fn section(result: &TlbResult) -> Section {
@@ -359,14 +358,9 @@ mod tests {
     }
 
     fn curve<'a>(s: &'a Section, page: &str) -> &'a Table {
-        s.tables()
-            .into_iter()
-            .find(|t| {
-                t.title
-                    .as_deref()
-                    .is_some_and(|title| title.starts_with(&format!("{page} pages: ns per load")))
-            })
-            .unwrap()
+        let title = format!("{page} pages: ns per load");
+        let titled = |t: &&Table| t.title.as_deref().is_some_and(|t| t.starts_with(&title));
+        s.tables().into_iter().find(titled).unwrap()
     }
 
     fn all_points(s: &Section) -> &Table {
@@ -382,10 +376,12 @@ mod tests {
             .unwrap()
     }
 
-    fn row_text(t: &Table, i: usize) -> Vec<String> {
-        (0..t.columns.len())
-            .map(|k| t.column_text(k)[i].clone())
-            .collect()
+    fn n_s_notes(t: &Table) -> usize {
+        let n_s = t
+            .notes
+            .iter()
+            .filter(|n| n.to_plain().starts_with("n/s — "));
+        n_s.count()
     }
 
     #[test]
@@ -396,22 +392,20 @@ mod tests {
             ("tlb", "TLB", "TLB reach and miss cost")
         );
         let levels = s.table("Levels found").unwrap();
-        assert_eq!(
-            row_text(levels, 0),
-            ["4 KiB", "L1 DTLB", "64", "72", "256 KiB", "2.00", "6.0"]
-        );
+        let first = "4 KiB | L1 DTLB | 64 | 72 | 256 KiB | 2.00 | 6.0";
+        assert_eq!(levels.row_text(0).join(" | "), first);
         let Row::Cells(cells) = &levels.rows[0] else {
             panic!("levels have cells");
         };
         assert_eq!(cells[2], Cell::styled("64", Style::Strong));
-        assert_eq!(row_text(levels, 2).iter().filter(|c| *c == DASH).count(), 5);
+        assert_eq!(levels.row_text(2).iter().filter(|c| *c == DASH).count(), 5);
 
         // At most about 12 page counts per page size, evenly spread, with both sides of
         // every knee and the last point of each level marked.
         let small = curve(&s, "4 KiB");
         assert!(small
             .title
-            .as_deref()
+            .as_ref()
             .unwrap()
             .contains("(11 of 30 page counts"));
         let pages = small.column_text(0);
@@ -420,7 +414,7 @@ mod tests {
             (pages[0].as_str(), pages.last().unwrap().as_str()),
             ("1", "32768")
         );
-        let row = |p: &str| row_text(small, pages.iter().position(|x| x == p).unwrap());
+        let row = |p: &str| small.row_of(p);
         assert_eq!(row("64").last().unwrap(), "◀ last in L1 DTLB (64 entries)");
         assert!(row("96").contains(&"3.20".into()) && row("96").contains(&"2.00".into()));
         assert_eq!(
@@ -433,21 +427,20 @@ mod tests {
         let marks = huge.column_text(huge.columns.len() - 1);
         assert_eq!(marks.iter().filter(|m| m.contains("◀ last in")).count(), 2);
 
-        // Every point in the HTML details, with its page size.
-        assert!(s.plain_text().contains("All 43 points"));
+        // Every point in the HTML details, with its page size; the noisy spread flagged.
+        let text = s.plain_text();
+        assert!(text.contains("All 43 points"));
         assert_eq!(all_points(&s).rows.len(), 43);
-        // The noisy point's spread is flagged.
         assert!(all_points(&s).rows.iter().any(|r| matches!(r,
             Row::Cells(c) if c[7] == Cell::styled("14.0", Style::Warn))));
-
-        let text = s.plain_text();
-        assert!(text.contains("nested (two-dimensional) page walk"));
-        assert!(text.contains("stride 4 KiB, huge pages"));
-        assert!(
-            text.contains("2 MiB | 256 MiB | 16 | 7.60 | 11.2"),
-            "{text}"
-        );
-        assert!(text.contains("72 GiB"), "{text}");
+        for words in [
+            "nested (two-dimensional) page walk",
+            "stride 4 KiB, huge pages",
+            "2 MiB | 256 MiB | 16 | 7.60 | 11.2",
+            "72 GiB",
+        ] {
+            assert!(text.contains(words), "{words}: {text}");
+        }
     }
 
     #[test]
@@ -477,27 +470,20 @@ mod tests {
         let s = section(&TlbResult::default());
         let text = s.plain_text();
         assert!(text.contains("No TLB level was found") && text.contains("No page count"));
-        assert!(s.charts().is_empty());
-        let names: Vec<&str> = s.data_tables().iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["tlb.rows"]);
-        assert!(s.headlines.is_empty());
+        assert!(s.charts().is_empty() && s.headlines.is_empty());
+        assert_eq!(s.data_tables().len(), 1);
+        assert_eq!(s.data_tables()[0].name, "tlb.rows");
 
         let s = section(&samples::nan_tlb());
         let text = s.plain_text();
         assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
-        assert!(text.contains(DASH));
-        let mlp = s
-            .tables()
-            .into_iter()
-            .find(|t| t.columns.iter().any(|c| c.name == "Parallelism"))
-            .unwrap();
+        let has_parallelism = |t: &&Table| t.columns.iter().any(|c| c.name == "Parallelism");
+        let mlp = s.tables().into_iter().find(has_parallelism).unwrap();
         assert_eq!(mlp.column_text(4), [DASH, "11.2"], "parallelism");
         // No cycles anywhere and no core clock: no cycles axis.
         assert!(!format!("{:?}", s.charts()[0]).contains("core cycles"));
-        for t in s.data_tables() {
-            for row in &t.rows {
-                assert!(row.iter().all(|c| !c.contains("NaN") && !c.contains("inf")));
-            }
+        for row in s.data_tables().iter().flat_map(|t| &t.rows) {
+            assert!(row.iter().all(|c| !c.contains("NaN") && !c.contains("inf")));
         }
         assert!(s.headlines.is_empty(), "NaN miss costs give no headline");
     }
@@ -511,48 +497,28 @@ mod tests {
         }
         let s = section(&result);
         let terminal = terminal_tables(&s);
-        let compact: Vec<&&Table> = terminal
-            .iter()
-            .filter(|t| {
-                t.title
-                    .as_deref()
-                    .is_some_and(|t| t.contains("ns per load"))
-            })
-            .collect();
+        let is_curve = |t: &&&Table| t.title.as_ref().is_some_and(|t| t.contains("ns per load"));
+        let compact: Vec<&&Table> = terminal.iter().filter(is_curve).collect();
         assert_eq!(compact.len(), 2);
         for t in compact {
             assert!(t.columns.iter().any(|c| c.name == "dTLB miss"));
-            assert_eq!(
-                t.notes
-                    .iter()
-                    .filter(|n| n.to_plain().starts_with("n/s — "))
-                    .count(),
-                4
-            );
+            assert_eq!(n_s_notes(t), 4);
             for i in 0..t.rows.len() {
-                assert_eq!(row_text(t, i).iter().filter(|c| *c == "n/s").count(), 4);
+                assert_eq!(t.row_text(i).iter().filter(|c| *c == "n/s").count(), 4);
             }
         }
         let all = all_points(&s);
-        let titled = all
-            .rows
-            .iter()
-            .flat_map(|r| match r {
-                Row::Cells(c) => c.clone(),
-                Row::Spanning(..) => vec![],
-            })
-            .filter(|c| {
-                c == &Cell::titled("n/s", Style::Muted, "not supported: no hardware PMU (test)")
-            })
-            .count();
-        assert_eq!(titled, 4 * result.rows.len());
+        let reason = "not supported: no hardware PMU (test)";
+        let titled = Cell::titled("n/s", Style::Muted, reason);
+        let cells = all.rows.iter().flat_map(|r| match r {
+            Row::Cells(c) => c.clone(),
+            Row::Spanning(..) => vec![],
+        });
         assert_eq!(
-            all.notes
-                .iter()
-                .filter(|n| n.to_plain().starts_with("n/s — "))
-                .count(),
-            4
+            cells.filter(|c| c == &titled).count(),
+            4 * result.rows.len()
         );
+        assert_eq!(n_s_notes(all), 4);
     }
 
     #[test]
@@ -561,66 +527,35 @@ mod tests {
         let data = s.data_tables();
         let names: Vec<&str> = data.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["tlb.rows", "tlb.levels", "tlb.saxpy"]);
-        let lines = |t: &DataTable| -> Vec<String> { t.rows.iter().map(|r| r.join(",")).collect() };
-        assert_eq!(
-            data[0].header,
-            [
-                "page_bytes",
-                "pages",
-                "ns",
-                "cycles",
-                "dense_ns",
-                "tlb_ns",
-                "spread_pct",
-                "level"
-            ]
-        );
+        let lines =
+            |i: usize| -> Vec<String> { data[i].rows.iter().map(|r| r.join(",")).collect() };
+        let headers = [
+            "page_bytes,pages,ns,cycles,dense_ns,tlb_ns,spread_pct,level",
+            "page_bytes,name,entries,reach_bytes,miss_ns,miss_cycles,cpuid_entries",
+            "pattern,page_bytes,stride_bytes,footprint_bytes,pass_ms,ns_per_access",
+        ];
         // Each point names the TLB level its page count falls in.
-        let rows = lines(data[0]);
-        for line in [
-            "4096,64,1.2,3.6,1.2,0,1,L1 DTLB",
-            "4096,96,3.2,9.6,1.2,2,1,L2 DTLB",
-            "4096,3072,29,87,4,25,1,page walk",
-        ] {
-            assert!(rows.contains(&line.to_string()), "{line}");
-        }
-        assert_eq!(
-            data[1].header,
-            [
-                "page_bytes",
-                "name",
-                "entries",
-                "reach_bytes",
-                "miss_ns",
-                "miss_cycles",
-                "cpuid_entries"
-            ]
-        );
-        let levels = lines(data[1]);
-        assert!(levels.contains(&"4096,L1 DTLB,64,262144,2,6,72".to_string()));
-        assert!(levels.contains(&"4096,page walk,,,,,".to_string()));
-        assert_eq!(
-            data[2].header,
-            [
-                "pattern",
-                "page_bytes",
-                "stride_bytes",
-                "footprint_bytes",
-                "pass_ms",
-                "ns_per_access"
-            ]
-        );
-        assert_eq!(
-            data[2].rows[2][..4],
-            ["stride 4 KiB, huge pages", "2097152", "4096", "268435456"]
-        );
-        for t in &data {
+        let lines_in = [
+            &[
+                "4096,64,1.2,3.6,1.2,0,1,L1 DTLB",
+                "4096,96,3.2,9.6,1.2,2,1,L2 DTLB",
+                "4096,3072,29,87,4,25,1,page walk",
+            ][..],
+            &["4096,L1 DTLB,64,262144,2,6,72", "4096,page walk,,,,,"],
+        ];
+        for (i, t) in data.iter().enumerate() {
+            assert_eq!(t.header.join(","), headers[i]);
+            for line in lines_in.get(i).copied().unwrap_or_default() {
+                assert!(lines(i).contains(&line.to_string()), "{line}");
+            }
             assert!(
                 t.rows.iter().all(|r| r.len() == t.header.len()),
                 "{}",
                 t.name
             );
         }
+        let huge = ["stride 4 KiB, huge pages", "2097152", "4096", "268435456"];
+        assert_eq!(data[2].rows[2][..4], huge);
 
         // With counters: the miss columns, empty cells for rows without counts.
         let mut result = samples::tlb();
@@ -628,11 +563,8 @@ mod tests {
         let s = section(&result);
         let rows = s.data_tables()[0].clone();
         assert!(rows.header.ends_with(&miss_data_header("")));
-        let at = rows
-            .header
-            .iter()
-            .position(|h| h == "counted_accesses")
-            .unwrap();
+        let at = rows.header.iter().position(|h| h == "counted_accesses");
+        let at = at.unwrap();
         assert_eq!(
             (rows.rows[0][at].as_str(), rows.rows[1][at].as_str()),
             ("1000", "")
