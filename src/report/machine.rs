@@ -348,15 +348,7 @@ fn hugepage_table(m: &Machine) -> Table {
 fn cache_data(m: &Machine) -> DataTable {
     let mut t = DataTable::new(
         "machine.caches",
-        [
-            "level",
-            "kind",
-            "size_bytes",
-            "line_bytes",
-            "ways",
-            "shared_with_cpus",
-            "instances",
-        ],
+        "level kind size_bytes line_bytes ways shared_with_cpus instances".split_whitespace(),
     );
     for c in &m.caches {
         t.row(vec![

@@ -13,23 +13,9 @@ use crate::view::format::{
 use crate::view::{Block, DataTable, Headline, Medium, Paragraph, Present, Section, Text};
 
 /// Columns of the CSV tables `bandwidth.rows` and `bandwidth.sweep`.
-const DATA_HEADER: [&str; 15] = [
-    "kernel",
-    "read_parts",
-    "write_parts",
-    "nontemporal",
-    "isa",
-    "threads",
-    "working_set_bytes",
-    "bytes_per_thread",
-    "level",
-    "gb_per_s",
-    "bytes_per_cycle",
-    "spread_pct",
-    "overlap",
-    "concurrent",
-    "attempts",
-];
+const DATA_HEADER: &str = "kernel read_parts write_parts nontemporal isa threads \
+                           working_set_bytes bytes_per_thread level gb_per_s bytes_per_cycle \
+                           spread_pct overlap concurrent attempts";
 
 impl Present for BandwidthResult {
     fn section(&self, machine: &Machine) -> Section {
@@ -184,7 +170,7 @@ fn level_note(result: &BandwidthResult) -> Paragraph {
 
 /// The CSV table of `rows`.
 fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
-    let mut t = DataTable::new(name, DATA_HEADER);
+    let mut t = DataTable::new(name, DATA_HEADER.split_whitespace());
     for r in rows {
         t.row(vec![
             r.kernel.clone(),

@@ -273,27 +273,15 @@ fn sweep_table(result: &LatencyResult) -> Table {
 /// (matched by position), the level the point belongs to, and the misses when counted.
 fn points_data(result: &LatencyResult) -> DataTable {
     let random = result.random_points.as_deref().unwrap_or(&[]);
-    let mut header: Vec<String> = [
-        "bytes",
-        "order",
-        "ns",
-        "cycles",
-        "spread_pct",
-        "trials",
-        "unstable",
-        "level",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut header: Vec<String> = "bytes order ns cycles spread_pct trials unstable level"
+        .split_whitespace()
+        .map(String::from)
+        .collect();
     if !random.is_empty() {
         header.extend(
-            [
-                "random_ns",
-                "random_cycles",
-                "random_spread_pct",
-                "random_unstable",
-            ]
-            .map(String::from),
+            "random_ns random_cycles random_spread_pct random_unstable"
+                .split_whitespace()
+                .map(String::from),
         );
     }
     let counted = result.points.iter().any(|p| p.counters.is_some());

@@ -395,15 +395,7 @@ fn csv_tables(r: &MlpResult) -> Vec<DataTable> {
     let table = |name: &str, rows: &[MlpRow]| {
         let mut t = DataTable::new(
             name,
-            [
-                "level",
-                "bytes",
-                "chains",
-                "ns_per_round",
-                "ns_per_load",
-                "parallelism",
-                "spread_pct",
-            ],
+            "level bytes chains ns_per_round ns_per_load parallelism spread_pct".split_whitespace(),
         );
         for row in rows {
             t.row(vec![

@@ -327,17 +327,9 @@ fn data_table(result: &NumaResult, n: usize) -> DataTable {
         |m: &[Vec<f64>], i: usize, j: usize| matrix_cell(m, i, j).map(raw).unwrap_or_default();
     let mut t = DataTable::new(
         "numa.cells",
-        [
-            "cpu_node",
-            "memory_node",
-            "local",
-            "latency_ns",
-            "random_latency_ns",
-            "read_gb_per_s",
-            "read_overlap",
-            "distance",
-            "placement_verified",
-        ],
+        "cpu_node memory_node local latency_ns random_latency_ns read_gb_per_s read_overlap \
+         distance placement_verified"
+            .split_whitespace(),
     );
     for i in 0..n {
         for j in 0..n {

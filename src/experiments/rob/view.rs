@@ -244,13 +244,7 @@ fn all_rows(result: &RobResult) -> Vec<Block> {
 fn data_tables(result: &RobResult) -> Vec<DataTable> {
     let mut rows = DataTable::new(
         "rob.rows",
-        [
-            "filler",
-            "k",
-            "ns_per_iter",
-            "cycles_per_iter",
-            "spread_pct",
-        ],
+        "filler k ns_per_iter cycles_per_iter spread_pct".split_whitespace(),
     );
     for r in &result.rows {
         rows.row(vec![
