@@ -117,13 +117,21 @@ fn structures_table(result: &RobResult) -> Table {
     t
 }
 
-/// A row label × K grid of one figure each, K as columns.
-fn k_grid(first: Column, shown: &[u32], rows: Vec<(String, Vec<String>)>) -> Table {
+/// A row × K grid of one figure each (a dash where none was measured), K as columns.
+fn k_grid<R: Copy + ToString>(
+    first: Column,
+    rows: &[R],
+    shown: &[u32],
+    value: impl Fn(R, u32) -> Option<f64>,
+) -> Table {
     let mut columns = vec![first];
     columns.extend(shown.iter().map(|k| Column::number(format!("K={k}"))));
     let mut t = Table::new(columns);
-    for (label, cells) in rows {
-        t.row(std::iter::once(label).chain(cells));
+    for &row in rows {
+        let cells = shown
+            .iter()
+            .map(|&k| value(row, k).map_or_else(|| DASH.to_string(), |v| format::fixed(v, 1)));
+        t.row(std::iter::once(row.to_string()).chain(cells));
     }
     t
 }
@@ -145,22 +153,6 @@ fn compact_curves(result: &RobResult) -> Option<Table> {
         .collect();
     ks.sort_unstable();
     let shown = k_subset(&ks, &[], COMPACT_COLUMNS);
-    let rows = fillers
-        .iter()
-        .map(|f| {
-            let cells = shown
-                .iter()
-                .map(|&k| {
-                    result
-                        .rows
-                        .iter()
-                        .find(|r| r.filler == *f && r.k == k)
-                        .map_or_else(|| DASH.to_string(), |r| format::fixed(r.ns_per_iter, 1))
-                })
-                .collect();
-            (f.to_string(), cells)
-        })
-        .collect();
     let title = if shown.len() < ks.len() {
         format!(
             "ns per iteration by filler and K ({} of {} K values; the HTML report plots all)",
@@ -170,7 +162,11 @@ fn compact_curves(result: &RobResult) -> Option<Table> {
     } else {
         "ns per iteration by filler and K".to_string()
     };
-    Some(k_grid(Column::text("Filler"), &shown, rows).titled(title))
+    let ns = |f: &str, k: u32| {
+        let row = result.rows.iter().find(|r| r.filler == f && r.k == k);
+        row.map(|r| r.ns_per_iter)
+    };
+    Some(k_grid(Column::text("Filler"), &fillers, &shown, ns).titled(title))
 }
 
 /// The terminal's compact serialised grid: ns per block by miss count at up to ten K
@@ -182,23 +178,11 @@ fn compact_serialized(result: &RobResult) -> Table {
     let shown = k_subset(&ks, &window, COMPACT_COLUMNS);
     let mut misses = distinct(result.serialized.iter().map(|r| r.misses));
     misses.sort_unstable();
-    let rows = misses
-        .iter()
-        .map(|&n| {
-            let cells = shown
-                .iter()
-                .map(|&k| {
-                    result
-                        .serialized
-                        .iter()
-                        .find(|r| r.misses == n && r.k == k)
-                        .map_or_else(|| DASH.to_string(), |r| format::fixed(r.ns, 1))
-                })
-                .collect();
-            (n.to_string(), cells)
-        })
-        .collect();
-    k_grid(Column::number("Misses"), &shown, rows).titled("ns per block by misses and K")
+    let ns = |n: u32, k: u32| {
+        let cell = result.serialized.iter().find(|r| r.misses == n && r.k == k);
+        cell.map(|r| r.ns)
+    };
+    k_grid(Column::number("Misses"), &misses, &shown, ns).titled("ns per block by misses and K")
 }
 
 /// Every point of the curves and, when measured, every cell of the serialised grid.
