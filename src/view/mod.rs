@@ -432,6 +432,11 @@ impl Cell {
         Cell(Text::new().styled(text, style))
     }
 
+    /// A cell after a small square of `color` (HTML), e.g. a level's name in its colour.
+    pub fn swatched(color: &str, text: impl Into<String>) -> Cell {
+        Cell(Text::new().swatch(color).add(text))
+    }
+
     /// A cell with a tooltip (HTML), e.g. "n/s" with the reason it was not counted.
     pub fn titled(text: impl Into<String>, style: Style, title: impl Into<String>) -> Cell {
         Cell(Text::new().titled(text, style, title))

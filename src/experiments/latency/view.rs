@@ -128,11 +128,7 @@ fn levels_table(result: &LatencyResult) -> Table {
 
 fn level_cells(level: &LatencyLevel) -> Vec<Cell> {
     vec![
-        Cell(
-            Text::new()
-                .swatch(level_color(&level.name))
-                .add(level.name.clone()),
-        ),
+        Cell::swatched(level_color(&level.name), level.name.clone()),
         Cell::new(ns(level.latency_ns)),
         Cell::new(cycles(level.latency_cycles)),
         Cell::new(format!(

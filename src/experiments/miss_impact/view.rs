@@ -135,11 +135,7 @@ fn rows_table(result: &MissImpactResult) -> Table {
     let mut table = Table::new(columns);
     for r in &result.rows {
         let mut row = vec![
-            Cell(
-                Text::new()
-                    .swatch(level_color(&r.level))
-                    .add(r.level.clone()),
-            ),
+            Cell::swatched(level_color(&r.level), r.level.clone()),
             Cell::new(Bytes(r.footprint_bytes).to_string()),
             Cell::new(r.pattern.label()),
             Cell::new(ns(r.ns_per_access)),

@@ -94,11 +94,7 @@ fn structures_table(result: &RobResult) -> Table {
     for st in &result.structures {
         let ratio = st.high_ns / st.low_ns;
         t.row(vec![
-            Cell(
-                Text::new()
-                    .swatch(category_color(&fillers, &st.filler))
-                    .add(st.filler.clone()),
-            ),
+            Cell::swatched(category_color(&fillers, &st.filler), st.filler.clone()),
             Cell::new(st.structure.clone()),
             st.entries.map_or_else(
                 || Cell::styled("no cliff", Style::Muted),
