@@ -8,7 +8,7 @@ use super::{BandwidthResult, BandwidthRow};
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::view::format::{
-    self, count_of, distinct, not_concurrent_note, raw, raw_opt, DASH, NOISY_SPREAD_PCT,
+    self, count_of, distinct, not_concurrent_note, raw, raw_opt, NOISY_SPREAD_PCT,
 };
 use crate::view::{Block, DataTable, Headline, Medium, Paragraph, Present, Section, Text};
 
@@ -99,11 +99,7 @@ fn intro(result: &BandwidthResult) -> Paragraph {
             )
         })
         .collect();
-    let isa = if result.isa.trim().is_empty() {
-        DASH
-    } else {
-        &result.isa
-    };
+    let isa = format::or_dash(&result.isa);
     let mut text = Text::plain(
         "GB/s are decimal (10^9 bytes per second) and count the bytes each kernel reads plus \
          the bytes it writes (no read-for-ownership traffic), the same way for every kernel; \
@@ -246,7 +242,7 @@ mod tests {
     use super::*;
     use crate::experiments::bandwidth::samples::{self, KERNELS};
     use crate::units::{KIB, MIB};
-    use crate::view::format::NOT_CONCURRENT_TITLE;
+    use crate::view::format::{DASH, NOT_CONCURRENT_TITLE};
     use crate::view::Column;
     use crate::view::Row;
 

@@ -221,11 +221,8 @@ fn cpus_and_spread(result: &NumaResult, labels: &[usize]) -> Text {
         .filter(|(_, cpus)| !cpus.is_empty())
         .map(|(node, cpus)| format!("node {node}: {}", format_cpu_list(cpus)))
         .collect();
-    let used = if used.is_empty() {
-        DASH.to_string()
-    } else {
-        used.join("; ")
-    };
+    let used = used.join("; ");
+    let used = format::or_dash(&used);
     let isa = format::or_dash(&result.isa);
     let spread = format::spread(result.max_spread_pct);
     let text = Text::plain(format!(
