@@ -22,14 +22,13 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
             .map_or("", |l| l.name.as_str())
     };
     let counted = result.rows.iter().any(|r| r.counters.is_some());
-    let mut header: Vec<String> = "page_bytes pages ns cycles dense_ns tlb_ns spread_pct level"
-        .split_whitespace()
-        .map(String::from)
-        .collect();
+    let mut t = DataTable::new(
+        "tlb.rows",
+        "page_bytes pages ns cycles dense_ns tlb_ns spread_pct level".split_whitespace(),
+    );
     if counted {
-        header.extend(miss_data_header(""));
+        t.header.extend(miss_data_header(""));
     }
-    let mut t = DataTable::new("tlb.rows", header);
     for r in &result.rows {
         let mut row = vec![
             r.page_bytes.to_string(),
