@@ -18,7 +18,7 @@ use crate::experiments::loaded::LoadedConfig;
 use crate::experiments::miss_impact::MissImpactConfig;
 use crate::experiments::mlp::params::MlpArgs;
 use crate::experiments::mlp::MlpConfig;
-use crate::experiments::params::{defaults, parse_count, thread_cpus, MeasureArgs, MeasurePlan};
+use crate::experiments::params::{defaults, parse_count, thread_cpus, MeasurePlan};
 use crate::experiments::stride::params::StrideArgs;
 use crate::experiments::stride::StrideConfig;
 use crate::experiments::tlb::params::TlbArgs;
@@ -80,11 +80,11 @@ pub struct Outputs {
 }
 
 impl Outputs {
-    /// The `--json` and `--csv` files of a measuring command (no HTML).
-    fn of(args: &MeasureArgs) -> Result<Outputs, UsageError> {
+    /// The `--json` and `--csv` files of a command (no HTML).
+    fn of(json: Option<&str>, csv: Option<&str>) -> Result<Outputs, UsageError> {
         Ok(Outputs {
-            json: args.json.as_deref().map(Target::parse).transpose()?,
-            csv: args.csv.as_deref().map(Target::parse).transpose()?,
+            json: json.map(Target::parse).transpose()?,
+            csv: csv.map(Target::parse).transpose()?,
             html: None,
         })
     }
@@ -122,11 +122,7 @@ impl Plan {
     }
 
     fn stat(args: &StatArgs) -> Result<Plan, UsageError> {
-        let outputs = Outputs {
-            json: args.json.as_deref().map(Target::parse).transpose()?,
-            csv: args.csv.as_deref().map(Target::parse).transpose()?,
-            html: None,
-        };
+        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
         let groups = if args.events.is_empty() {
             stat::default_groups()
         } else {
@@ -156,11 +152,7 @@ impl Plan {
     }
 
     fn info(args: &InfoArgs) -> Result<Plan, UsageError> {
-        let outputs = Outputs {
-            json: args.json.as_deref().map(Target::parse).transpose()?,
-            csv: args.csv.as_deref().map(Target::parse).transpose()?,
-            html: None,
-        };
+        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
         Ok(Plan::new(CommandKind::Info, outputs, None))
     }
 
@@ -250,9 +242,11 @@ impl Plan {
     /// An experiment's own subcommand: its one experiment, resolved by its room.
     fn experiment(command: &ExperimentCommand, machine: &Machine) -> Result<Plan, UsageError> {
         let (measure, experiments) = command.resolve(machine)?;
+        let args = command.measure();
+        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
         let mut plan = Plan::new(
             CommandKind::Experiment(command.name()),
-            Outputs::of(command.measure())?,
+            outputs,
             Some(measure),
         );
         plan.experiments = experiments;

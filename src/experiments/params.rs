@@ -153,22 +153,50 @@ pub fn parse_thread_counts(text: &str, available: usize) -> Result<Vec<usize>, U
     let expected = format!(
         "thread counts from 1 to {available} or 'all', comma-separated (e.g. 1,{available})"
     );
-    let mut counts = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        let count = if part == "all" {
-            available
-        } else {
-            part.parse::<usize>()
-                .ok()
-                .filter(|n| (1..=available).contains(n))
-                .ok_or_else(|| invalid("--threads", part, &expected))?
-        };
-        if !counts.contains(&count) {
-            counts.push(count);
-        }
-    }
+    let mut counts = parse_list(text, |part| match part {
+        "all" => Ok(available),
+        _ => part
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=available).contains(n))
+            .ok_or_else(|| invalid("--threads", part, &expected)),
+    })?;
     counts.sort_unstable();
     Ok(counts)
+}
+
+/// The values of a comma-separated list, each read by `parse`, without repeats, in order.
+pub fn parse_list<T: PartialEq>(
+    text: &str,
+    parse: impl Fn(&str) -> Result<T, UsageError>,
+) -> Result<Vec<T>, UsageError> {
+    let mut values = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let value = parse(part)?;
+        if !values.contains(&value) {
+            values.push(value);
+        }
+    }
+    Ok(values)
+}
+
+/// A working set of at least `minimum` bytes that fits in the memory available now.
+pub fn parse_size(
+    flag: &'static str,
+    text: &str,
+    minimum: u64,
+    machine: &Machine,
+) -> Result<Bytes, UsageError> {
+    let bytes = Bytes::parse(text)?;
+    if bytes.0 < minimum {
+        return Err(UsageError::SizeTooSmall {
+            flag,
+            requested: bytes,
+            minimum: Bytes(minimum),
+        });
+    }
+    check_fits_memory(flag, bytes, machine)?;
+    Ok(bytes)
 }
 
 /// CPUs in the order threads take them: the measuring CPU first, then CPUs on other cores

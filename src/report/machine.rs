@@ -107,14 +107,7 @@ fn identity_table(m: &Machine) -> Table {
     let mut t = Table::key_value();
     t.pair("CPU", or_dash(&m.cpu_model));
     t.pair("Vendor", or_dash(&m.cpu_vendor));
-    t.pair(
-        "Family / model",
-        if identity.is_empty() {
-            DASH.to_string()
-        } else {
-            identity.join(", ")
-        },
-    );
+    t.pair("Family / model", or_dash(&identity.join(", ")).to_string());
     t.pair("Architecture", or_dash(&m.architecture));
     t.pair(
         "CPUs",
@@ -144,11 +137,7 @@ fn identity_table(m: &Machine) -> Table {
         format!(
             "base {}; offered: {}",
             format::opt_bytes(Some(m.base_page_bytes).filter(|&b| b > 0)),
-            if offered.is_empty() {
-                DASH.to_string()
-            } else {
-                offered.join(", ")
-            }
+            or_dash(&offered.join(", "))
         ),
     );
     let mut thp = or_dash(&m.thp.enabled).to_string();
@@ -228,11 +217,7 @@ fn cpufreq(m: &Machine) -> String {
     if let Some(boost) = f.boost {
         parts.push(format!("boost {}", if boost { "on" } else { "off" }));
     }
-    if parts.is_empty() {
-        DASH.to_string()
-    } else {
-        parts.join(", ")
-    }
+    or_dash(&parts.join(", ")).to_string()
 }
 
 fn cache_table(m: &Machine) -> Table {
@@ -348,15 +333,7 @@ fn hugepage_table(m: &Machine) -> Table {
 fn cache_data(m: &Machine) -> DataTable {
     let mut t = DataTable::new(
         "machine.caches",
-        [
-            "level",
-            "kind",
-            "size_bytes",
-            "line_bytes",
-            "ways",
-            "shared_with_cpus",
-            "instances",
-        ],
+        "level kind size_bytes line_bytes ways shared_with_cpus instances".split_whitespace(),
     );
     for c in &m.caches {
         t.row(vec![

@@ -148,18 +148,8 @@ fn stat_data(stat: &StatResult) -> DataTable {
     };
     let mut t = DataTable::new(
         "stat",
-        [
-            "kind",
-            "name",
-            "unit",
-            "median",
-            "spread_pct",
-            "min",
-            "max",
-            "multiplexed",
-            "running_pct",
-            "not_supported",
-        ],
+        "kind name unit median spread_pct min max multiplexed running_pct not_supported"
+            .split_whitespace(),
     );
     for e in &stat.events {
         let mut row = vec!["event".to_string(), e.event.clone(), String::new()];

@@ -14,42 +14,6 @@ pub enum Chart {
     Bar(BarChart),
 }
 
-impl From<LineChart> for Chart {
-    fn from(c: LineChart) -> Chart {
-        Chart::Line(c)
-    }
-}
-
-impl From<Heatmap> for Chart {
-    fn from(c: Heatmap) -> Chart {
-        Chart::Heatmap(c)
-    }
-}
-
-impl From<BarChart> for Chart {
-    fn from(c: BarChart) -> Chart {
-        Chart::Bar(c)
-    }
-}
-
-impl From<LineChart> for super::Block {
-    fn from(c: LineChart) -> super::Block {
-        super::Block::Chart(c.into())
-    }
-}
-
-impl From<Heatmap> for super::Block {
-    fn from(c: Heatmap) -> super::Block {
-        super::Block::Chart(c.into())
-    }
-}
-
-impl From<BarChart> for super::Block {
-    fn from(c: BarChart) -> super::Block {
-        super::Block::Chart(c.into())
-    }
-}
-
 /// Colours of the hierarchy levels, shared by the chart bands, the boundary markers and
 /// the swatches of level tables, so that a colour means the same level everywhere.
 pub fn level_color(name: &str) -> &'static str {

@@ -21,6 +21,18 @@ pub use chart::Chart;
 
 use crate::topology::Machine;
 
+/// `From` each listed type for a variant or tuple struct that wraps it, converting the
+/// value with `into` on the way: `Table => Block::Table`, `LineChart => Block::Chart`.
+macro_rules! into_variants {
+    ($($from:ty => $to:ident $(::$variant:ident)?),* $(,)?) => {$(
+        impl From<$from> for $to {
+            fn from(value: $from) -> $to {
+                $to $(::$variant)? (value.into())
+            }
+        }
+    )*};
+}
+
 /// A result that can present itself: every experiment's result type implements it in its
 /// room's `view.rs`, and the registry in `experiments` calls it.
 pub trait Present {
@@ -133,28 +145,17 @@ pub enum Block {
     Only(Medium, Vec<Block>),
 }
 
-impl From<Paragraph> for Block {
-    fn from(p: Paragraph) -> Block {
-        Block::Paragraph(p)
-    }
-}
-
-impl From<Table> for Block {
-    fn from(t: Table) -> Block {
-        Block::Table(t)
-    }
-}
-
-impl From<Chart> for Block {
-    fn from(c: Chart) -> Block {
-        Block::Chart(c)
-    }
-}
-
-impl From<DataTable> for Block {
-    fn from(t: DataTable) -> Block {
-        Block::Data(t)
-    }
+into_variants! {
+    Paragraph => Block::Paragraph,
+    Table => Block::Table,
+    Chart => Block::Chart,
+    chart::LineChart => Block::Chart,
+    chart::Heatmap => Block::Chart,
+    chart::BarChart => Block::Chart,
+    DataTable => Block::Data,
+    chart::LineChart => Chart::Line,
+    chart::Heatmap => Chart::Heatmap,
+    chart::BarChart => Chart::Bar,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -324,39 +325,29 @@ pub struct Paragraph {
 }
 
 impl Paragraph {
+    fn new(tone: Tone, text: impl Into<Text>) -> Paragraph {
+        let text = text.into();
+        Paragraph { tone, text }
+    }
+
     pub fn note(text: impl Into<Text>) -> Paragraph {
-        Paragraph {
-            tone: Tone::Note,
-            text: text.into(),
-        }
+        Paragraph::new(Tone::Note, text)
     }
 
     pub fn muted(text: impl Into<Text>) -> Paragraph {
-        Paragraph {
-            tone: Tone::Muted,
-            text: text.into(),
-        }
+        Paragraph::new(Tone::Muted, text)
     }
 
     pub fn callout(text: impl Into<Text>) -> Paragraph {
-        Paragraph {
-            tone: Tone::Callout,
-            text: text.into(),
-        }
+        Paragraph::new(Tone::Callout, text)
     }
 
     pub fn warning(text: impl Into<Text>) -> Paragraph {
-        Paragraph {
-            tone: Tone::Warning,
-            text: text.into(),
-        }
+        Paragraph::new(Tone::Warning, text)
     }
 
     pub fn fine(text: impl Into<Text>) -> Paragraph {
-        Paragraph {
-            tone: Tone::Fine,
-            text: text.into(),
-        }
+        Paragraph::new(Tone::Fine, text)
     }
 }
 
@@ -441,28 +432,21 @@ impl Cell {
         Cell(Text::new().styled(text, style))
     }
 
+    /// A cell after a small square of `color` (HTML), e.g. a level's name in its colour.
+    pub fn swatched(color: &str, text: impl Into<String>) -> Cell {
+        Cell(Text::new().swatch(color).add(text))
+    }
+
     /// A cell with a tooltip (HTML), e.g. "n/s" with the reason it was not counted.
     pub fn titled(text: impl Into<String>, style: Style, title: impl Into<String>) -> Cell {
         Cell(Text::new().titled(text, style, title))
     }
 }
 
-impl From<String> for Cell {
-    fn from(s: String) -> Cell {
-        Cell::new(s)
-    }
-}
-
-impl From<&str> for Cell {
-    fn from(s: &str) -> Cell {
-        Cell::new(s)
-    }
-}
-
-impl From<Text> for Cell {
-    fn from(t: Text) -> Cell {
-        Cell(t)
-    }
+into_variants! {
+    String => Cell,
+    &str => Cell,
+    Text => Cell,
 }
 
 /// A row: one cell per column, or a first cell and a text running across the others

@@ -9,8 +9,8 @@ use crate::experiments::bandwidth::{
     level_working_sets, sweep_working_sets, BandwidthConfig, Sizes,
 };
 use crate::experiments::params::{
-    check_fits_memory, invalid, parse_thread_counts, sweep_max, thread_cpus, CommandArgs,
-    MeasureArgs, MeasurePlan,
+    check_fits_memory, invalid, parse_list, parse_thread_counts, sweep_max, thread_cpus,
+    CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::topology::Machine;
@@ -137,20 +137,15 @@ fn parse_kernels(flag: &'static str, text: &str) -> Result<Vec<&'static KernelSp
     if text.trim() == "all" {
         return Ok(stream::KERNELS.iter().collect());
     }
-    let mut kernels: Vec<&'static KernelSpec> = Vec::new();
-    for name in text.split(',').map(str::trim) {
-        let kernel = stream::find(name).ok_or_else(|| {
+    parse_list(text, |name| {
+        stream::find(name).ok_or_else(|| {
             invalid(
                 flag,
                 name,
                 &format!("'all' or kernel names from: {}", stream::names()),
             )
-        })?;
-        if !kernels.iter().any(|k| k.name == kernel.name) {
-            kernels.push(kernel);
-        }
-    }
-    Ok(kernels)
+        })
+    })
 }
 
 /// The DRAM working set of the MLP and ROB chases: --max-size when given, else the

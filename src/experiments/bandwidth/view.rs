@@ -8,28 +8,14 @@ use super::{BandwidthResult, BandwidthRow};
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::view::format::{
-    self, count_of, distinct, not_concurrent_note, raw, raw_opt, DASH, NOISY_SPREAD_PCT,
+    self, count_of, distinct, not_concurrent_note, raw, raw_opt, NOISY_SPREAD_PCT,
 };
 use crate::view::{Block, DataTable, Headline, Medium, Paragraph, Present, Section, Text};
 
 /// Columns of the CSV tables `bandwidth.rows` and `bandwidth.sweep`.
-const DATA_HEADER: [&str; 15] = [
-    "kernel",
-    "read_parts",
-    "write_parts",
-    "nontemporal",
-    "isa",
-    "threads",
-    "working_set_bytes",
-    "bytes_per_thread",
-    "level",
-    "gb_per_s",
-    "bytes_per_cycle",
-    "spread_pct",
-    "overlap",
-    "concurrent",
-    "attempts",
-];
+const DATA_HEADER: &str = "kernel read_parts write_parts nontemporal isa threads \
+                           working_set_bytes bytes_per_thread level gb_per_s bytes_per_cycle \
+                           spread_pct overlap concurrent attempts";
 
 impl Present for BandwidthResult {
     fn section(&self, machine: &Machine) -> Section {
@@ -114,11 +100,7 @@ fn intro(result: &BandwidthResult) -> Paragraph {
             )
         })
         .collect();
-    let isa = if result.isa.trim().is_empty() {
-        DASH
-    } else {
-        &result.isa
-    };
+    let isa = format::or_dash(&result.isa);
     let mut text = Text::plain(
         "GB/s are decimal (10^9 bytes per second) and count the bytes each kernel reads plus \
          the bytes it writes (no read-for-ownership traffic), the same way for every kernel; \
@@ -185,7 +167,7 @@ fn level_note(result: &BandwidthResult) -> Paragraph {
 
 /// The CSV table of `rows`.
 fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
-    let mut t = DataTable::new(name, DATA_HEADER);
+    let mut t = DataTable::new(name, DATA_HEADER.split_whitespace());
     for r in rows {
         t.row(vec![
             r.kernel.clone(),
@@ -261,7 +243,7 @@ mod tests {
     use super::*;
     use crate::experiments::bandwidth::samples::{self, KERNELS};
     use crate::units::{KIB, MIB};
-    use crate::view::format::NOT_CONCURRENT_TITLE;
+    use crate::view::format::{DASH, NOT_CONCURRENT_TITLE};
     use crate::view::Row;
 
     fn section(result: &BandwidthResult) -> Section {

@@ -128,11 +128,7 @@ fn levels_table(result: &LatencyResult) -> Table {
 
 fn level_cells(level: &LatencyLevel) -> Vec<Cell> {
     vec![
-        Cell(
-            Text::new()
-                .swatch(level_color(&level.name))
-                .add(level.name.clone()),
-        ),
+        Cell::swatched(level_color(&level.name), level.name.clone()),
         Cell::new(ns(level.latency_ns)),
         Cell::new(cycles(level.latency_cycles)),
         Cell::new(format!(
@@ -243,13 +239,10 @@ fn sweep_table(result: &LatencyResult) -> Table {
                     Cell::new(spread(r.spread_pct)),
                     stability(r),
                 ]),
-                None => row.extend([
-                    Cell::dash(),
-                    Cell::dash(),
-                    Cell::dash(),
-                    Cell::dash(),
-                    Cell::default(),
-                ]),
+                None => {
+                    row.extend(vec![Cell::dash(); 4]);
+                    row.push(Cell::default());
+                }
             }
         }
         if counted {
@@ -273,38 +266,25 @@ fn sweep_table(result: &LatencyResult) -> Table {
 /// (matched by position), the level the point belongs to, and the misses when counted.
 fn points_data(result: &LatencyResult) -> DataTable {
     let random = result.random_points.as_deref().unwrap_or(&[]);
-    let mut header: Vec<String> = [
-        "bytes",
-        "order",
-        "ns",
-        "cycles",
-        "spread_pct",
-        "trials",
-        "unstable",
-        "level",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut t = DataTable::new(
+        "latency.points",
+        "bytes order ns cycles spread_pct trials unstable level".split_whitespace(),
+    );
     if !random.is_empty() {
-        header.extend(
-            [
-                "random_ns",
-                "random_cycles",
-                "random_spread_pct",
-                "random_unstable",
-            ]
-            .map(String::from),
+        t.header.extend(
+            "random_ns random_cycles random_spread_pct random_unstable"
+                .split_whitespace()
+                .map(String::from),
         );
     }
     let counted = result.points.iter().any(|p| p.counters.is_some());
     let random_counted = random.iter().any(|p| p.counters.is_some());
     if counted {
-        header.extend(miss_data_header(""));
+        t.header.extend(miss_data_header(""));
     }
     if random_counted {
-        header.extend(miss_data_header("random_"));
+        t.header.extend(miss_data_header("random_"));
     }
-    let mut data = DataTable::new("latency.points", header);
     for (i, p) in result.points.iter().enumerate() {
         let level = result
             .levels
@@ -335,9 +315,9 @@ fn points_data(result: &LatencyResult) -> DataTable {
         if random_counted {
             row.extend(miss_data(random.get(i).and_then(|r| r.counters.as_ref())));
         }
-        data.row(row);
+        t.row(row);
     }
-    data
+    t
 }
 
 /// Each level's load-to-use latency and measured capacity.

@@ -7,8 +7,8 @@ use crate::error::UsageError;
 use crate::experiments::latency::params::LatencyArgs;
 use crate::experiments::loaded::{LoadedConfig, DEFAULT_DELAYS, QUICK_DELAYS};
 use crate::experiments::params::{
-    defaults, invalid, parse_count, parse_thread_counts, thread_cpus, CommandArgs, MeasureArgs,
-    MeasurePlan,
+    defaults, invalid, parse_count, parse_list, parse_thread_counts, thread_cpus, CommandArgs,
+    MeasureArgs, MeasurePlan,
 };
 use crate::kernels::injector::Mix;
 use crate::topology::cpu::format_cpu_list;
@@ -68,47 +68,32 @@ impl LoadedConfig {
             None if measure.quick => vec![Mix::Read],
             None => Mix::ALL.to_vec(),
             Some(text) if text.trim() == "all" => Mix::ALL.to_vec(),
-            Some(text) => {
-                let mut mixes = Vec::new();
-                for name in text.split(',').map(str::trim) {
-                    let mix = Mix::parse(name).ok_or_else(|| {
-                        invalid(
-                            "--mix",
-                            name,
-                            &format!("'all' or mixes from: {}", Mix::NAMES),
-                        )
-                    })?;
-                    if !mixes.contains(&mix) {
-                        mixes.push(mix);
-                    }
-                }
-                mixes
-            }
+            Some(text) => parse_list(text, |name| {
+                Mix::parse(name).ok_or_else(|| {
+                    invalid(
+                        "--mix",
+                        name,
+                        &format!("'all' or mixes from: {}", Mix::NAMES),
+                    )
+                })
+            })?,
         };
         let thread_counts = parse_thread_counts(&args.threads, injector_cpus.len())?;
         let delays = match args.delays.as_deref() {
             None if measure.quick => QUICK_DELAYS.to_vec(),
             None => DEFAULT_DELAYS.to_vec(),
-            Some(text) => {
-                let mut delays = Vec::new();
-                for part in text.split(',').map(str::trim) {
-                    let delay = part
-                        .parse::<u64>()
-                        .ok()
-                        .filter(|d| *d <= 10_000_000)
-                        .ok_or_else(|| {
-                            invalid(
-                                "--delays",
-                                part,
-                                "delays in core cycles from 0 to 10000000, comma-separated",
-                            )
-                        })?;
-                    if !delays.contains(&delay) {
-                        delays.push(delay);
-                    }
-                }
-                delays
-            }
+            Some(text) => parse_list(text, |part| {
+                part.parse::<u64>()
+                    .ok()
+                    .filter(|d| *d <= 10_000_000)
+                    .ok_or_else(|| {
+                        invalid(
+                            "--delays",
+                            part,
+                            "delays in core cycles from 0 to 10000000, comma-separated",
+                        )
+                    })
+            })?,
         };
         let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
         // The page-local window of the latency ladder, so the idle ends agree.

@@ -326,20 +326,9 @@ fn csv_rows(r: &LoadedResult) -> DataTable {
     };
     let mut t = DataTable::new(
         "loaded.rows",
-        [
-            "mix",
-            "threads",
-            "delay_cycles",
-            "gb_per_s",
-            "injector_gb_per_s",
-            "latency_ns",
-            "latency_cycles",
-            "spread_pct",
-            "concurrency",
-            "injector_overlap",
-            "injectors_concurrent",
-            "knee",
-        ],
+        "mix threads delay_cycles gb_per_s injector_gb_per_s latency_ns latency_cycles spread_pct \
+         concurrency injector_overlap injectors_concurrent knee"
+            .split_whitespace(),
     );
     for row in &r.rows {
         t.row(vec![

@@ -135,11 +135,7 @@ fn rows_table(result: &MissImpactResult) -> Table {
     let mut table = Table::new(columns);
     for r in &result.rows {
         let mut row = vec![
-            Cell(
-                Text::new()
-                    .swatch(level_color(&r.level))
-                    .add(r.level.clone()),
-            ),
+            Cell::swatched(level_color(&r.level), r.level.clone()),
             Cell::new(Bytes(r.footprint_bytes).to_string()),
             Cell::new(r.pattern.label()),
             Cell::new(ns(r.ns_per_access)),
@@ -169,27 +165,11 @@ fn rows_table(result: &MissImpactResult) -> Table {
 fn rows_data(result: &MissImpactResult) -> DataTable {
     let mut data = DataTable::new(
         "miss_impact.rows",
-        [
-            "level",
-            "footprint_bytes",
-            "pattern",
-            "ns_per_access",
-            "spread_pct",
-            "run_time_ns",
-            "laps",
-            "accesses",
-            "l1_misses_per_access",
-            "l2_misses_per_access",
-            "llc_miss_rate",
-            "dtlb_misses_per_access",
-            "multiplexed",
-            "misses_not_supported",
-            "page_faults",
-            "task_clock_ns",
-            "amat_ns",
-            "measured_over_amat",
-            "amat_not_computed",
-        ],
+        "level footprint_bytes pattern ns_per_access spread_pct run_time_ns laps accesses \
+         l1_misses_per_access l2_misses_per_access llc_miss_rate dtlb_misses_per_access \
+         multiplexed misses_not_supported page_faults task_clock_ns amat_ns measured_over_amat \
+         amat_not_computed"
+            .split_whitespace(),
     );
     for r in &result.rows {
         let misses = |level| r.misses.per_access(level).map(raw).unwrap_or_default();

@@ -7,11 +7,9 @@ use crate::error::UsageError;
 use crate::experiments::bandwidth::level_working_sets;
 use crate::experiments::bandwidth::params::dram_working_set;
 use crate::experiments::mlp::MlpConfig;
-use crate::experiments::params::{
-    check_fits_memory, parse_count, CommandArgs, MeasureArgs, MeasurePlan,
-};
+use crate::experiments::params::{parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan};
 use crate::topology::Machine;
-use crate::units::{Bytes, KIB, MIB};
+use crate::units::{KIB, MIB};
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct MlpArgs {
@@ -51,15 +49,7 @@ impl MlpConfig {
             Some(text) => {
                 let mut levels = Vec::new();
                 for part in text.split(',').map(str::trim) {
-                    let bytes = Bytes::parse(part)?;
-                    if bytes.0 < 4 * KIB {
-                        return Err(UsageError::SizeTooSmall {
-                            flag: "--sizes",
-                            requested: bytes,
-                            minimum: Bytes(4 * KIB),
-                        });
-                    }
-                    check_fits_memory("--sizes", bytes, machine)?;
+                    let bytes = parse_size("--sizes", part, 4 * KIB, machine)?;
                     levels.push((bytes.to_string(), bytes.0));
                 }
                 levels
@@ -99,18 +89,7 @@ impl MlpConfig {
         }
         let grid_max = match args.grid_max.as_deref() {
             Some("none") => None,
-            Some(text) => {
-                let bytes = Bytes::parse(text)?;
-                if bytes.0 < KIB {
-                    return Err(UsageError::SizeTooSmall {
-                        flag: "--grid-max",
-                        requested: bytes,
-                        minimum: Bytes(KIB),
-                    });
-                }
-                check_fits_memory("--grid-max", bytes, machine)?;
-                Some(bytes.0)
-            }
+            Some(text) => Some(parse_size("--grid-max", text, KIB, machine)?.0),
             None if measure.quick => None,
             // 1 GiB, or what fits in the memory available now.
             None => Some(

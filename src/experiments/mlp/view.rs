@@ -120,11 +120,7 @@ fn saturation_table(r: &MlpResult) -> Option<Table> {
     .titled("Saturation per level");
     for s in &r.saturation {
         t.row([
-            Cell(
-                Text::new()
-                    .swatch(level_color(&s.level))
-                    .add(s.level.clone()),
-            ),
+            Cell::swatched(level_color(&s.level), s.level.clone()),
             Cell::new(Bytes(s.bytes).to_string()),
             Cell::new(s.chains.to_string()),
             Cell::new(fixed(s.parallelism, 1)),
@@ -395,15 +391,7 @@ fn csv_tables(r: &MlpResult) -> Vec<DataTable> {
     let table = |name: &str, rows: &[MlpRow]| {
         let mut t = DataTable::new(
             name,
-            [
-                "level",
-                "bytes",
-                "chains",
-                "ns_per_round",
-                "ns_per_load",
-                "parallelism",
-                "spread_pct",
-            ],
+            "level bytes chains ns_per_round ns_per_load parallelism spread_pct".split_whitespace(),
         );
         for row in rows {
             t.row(vec![

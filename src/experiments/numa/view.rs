@@ -157,78 +157,57 @@ impl Present for NumaResult {
 /// The latency and bandwidth matrices: heatmaps in HTML from two nodes on, with the tables
 /// for the terminal; the tables in both for one node.
 fn matrices(result: &NumaResult, labels: &[usize], s: &mut Section) {
-    let has_random = !result.random_latency_ns.is_empty();
-    let figure = |_, _, v: f64| Cell::new(format::fixed(v, 1));
+    // Each matrix: its title, its values, their unit, and whether it is the bandwidth.
+    let mut measured = vec![(
+        "Idle latency, page-local chase (ns)",
+        &result.latency_ns,
+        "ns",
+        false,
+    )];
+    if !result.random_latency_ns.is_empty() {
+        measured.push((
+            "Idle latency, random chase with TLB misses (ns)",
+            &result.random_latency_ns,
+            "ns",
+            false,
+        ));
+    }
+    measured.push(("Read bandwidth (GB/s)", &result.read_gb_per_s, "GB/s", true));
     // A bandwidth cell whose reading threads did not run together is marked "!".
     let not_together = |i: usize, j: usize| {
         matrix_cell(&result.read_overlap, i, j).is_some_and(|o| o < MIN_OVERLAP)
     };
-    let bandwidth_cell = |i: usize, j: usize, v: f64| {
-        let text = format::fixed(v, 1);
-        match matrix_cell(&result.read_overlap, i, j) {
-            Some(o) if not_together(i, j) => Cell::titled(
-                format!("!{text}"),
-                Style::Warn,
-                format!("the readers ran together {:.0} % of the time", o * 100.0),
-            ),
-            _ => Cell::new(text),
-        }
-    };
-    let mut tables = vec![node_table(
-        "Idle latency, page-local chase (ns)",
-        NODE_AXES,
-        labels,
-        &result.latency_ns,
-        figure,
-    )];
-    if has_random {
-        tables.push(node_table(
-            "Idle latency, random chase with TLB misses (ns)",
-            NODE_AXES,
-            labels,
-            &result.random_latency_ns,
-            figure,
-        ));
-    }
-    let mut bandwidth = node_table(
-        "Read bandwidth (GB/s)",
-        NODE_AXES,
-        labels,
-        &result.read_gb_per_s,
-        bandwidth_cell,
-    );
+    let mut tables: Vec<Table> = measured
+        .iter()
+        .map(|&(title, m, _, bandwidth)| {
+            node_table(title, NODE_AXES, labels, m, |i, j, v| {
+                let text = format::fixed(v, 1);
+                match matrix_cell(&result.read_overlap, i, j) {
+                    Some(o) if bandwidth && not_together(i, j) => Cell::titled(
+                        format!("!{text}"),
+                        Style::Warn,
+                        format!("the readers ran together {:.0} % of the time", o * 100.0),
+                    ),
+                    _ => Cell::new(text),
+                }
+            })
+        })
+        .collect();
     let n = labels.len();
-    if (0..n).any(|i| (0..n).any(|j| not_together(i, j))) {
+    let marked = (0..n).any(|i| (0..n).any(|j| not_together(i, j)));
+    if let Some(bandwidth) = tables.last_mut().filter(|_| marked) {
         bandwidth.note(format!(
             "! the reading threads of the cell ran together less than {:.0} % of the time: \
              its bandwidth is what they got, not that of threads reading together.",
             MIN_OVERLAP * 100.0
         ));
     }
-    tables.push(bandwidth);
-    let tables: Vec<Block> = tables.into_iter().map(Block::Table).collect();
+    let tables = tables.into_iter().map(Block::Table);
     if n >= 2 {
-        s.push(node_heatmap(
-            "Idle latency, page-local chase (ns)",
-            labels,
-            &result.latency_ns,
-            "ns",
-        ));
-        if has_random {
-            s.push(node_heatmap(
-                "Idle latency, random chase with TLB misses (ns)",
-                labels,
-                &result.random_latency_ns,
-                "ns",
-            ));
+        for &(title, m, unit, _) in &measured {
+            s.push(node_heatmap(title, labels, m, unit));
         }
-        s.push(node_heatmap(
-            "Read bandwidth (GB/s)",
-            labels,
-            &result.read_gb_per_s,
-            "GB/s",
-        ));
-        s.push(Block::Only(Medium::Terminal, tables));
+        s.push(Block::Only(Medium::Terminal, tables.collect()));
     } else {
         s.blocks.extend(tables);
     }
@@ -242,11 +221,8 @@ fn cpus_and_spread(result: &NumaResult, labels: &[usize]) -> Text {
         .filter(|(_, cpus)| !cpus.is_empty())
         .map(|(node, cpus)| format!("node {node}: {}", format_cpu_list(cpus)))
         .collect();
-    let used = if used.is_empty() {
-        DASH.to_string()
-    } else {
-        used.join("; ")
-    };
+    let used = used.join("; ");
+    let used = format::or_dash(&used);
     let isa = format::or_dash(&result.isa);
     let spread = format::spread(result.max_spread_pct);
     let text = Text::plain(format!(
@@ -327,17 +303,9 @@ fn data_table(result: &NumaResult, n: usize) -> DataTable {
         |m: &[Vec<f64>], i: usize, j: usize| matrix_cell(m, i, j).map(raw).unwrap_or_default();
     let mut t = DataTable::new(
         "numa.cells",
-        [
-            "cpu_node",
-            "memory_node",
-            "local",
-            "latency_ns",
-            "random_latency_ns",
-            "read_gb_per_s",
-            "read_overlap",
-            "distance",
-            "placement_verified",
-        ],
+        "cpu_node memory_node local latency_ns random_latency_ns read_gb_per_s read_overlap \
+         distance placement_verified"
+            .split_whitespace(),
     );
     for i in 0..n {
         for j in 0..n {

@@ -5,7 +5,9 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::bandwidth::params::dram_working_set;
-use crate::experiments::params::{invalid, parse_count, CommandArgs, MeasureArgs, MeasurePlan};
+use crate::experiments::params::{
+    invalid, parse_count, parse_list, CommandArgs, MeasureArgs, MeasurePlan,
+};
 use crate::experiments::rob::RobConfig;
 use crate::kernels::jit::Filler;
 use crate::topology::Machine;
@@ -56,20 +58,15 @@ impl RobConfig {
         let fillers = if args.fillers.trim() == "all" {
             Filler::ALL.to_vec()
         } else {
-            let mut fillers = Vec::new();
-            for name in args.fillers.split(',').map(str::trim) {
-                let filler = Filler::parse(name).ok_or_else(|| {
+            parse_list(&args.fillers, |name| {
+                Filler::parse(name).ok_or_else(|| {
                     invalid(
                         "--fillers",
                         name,
                         &format!("'all' or fillers from: {}", Filler::names()),
                     )
-                })?;
-                if !fillers.contains(&filler) {
-                    fillers.push(filler);
-                }
-            }
-            fillers
+                })
+            })?
         };
         let max_k = match &args.max_k {
             Some(text) => parse_count("--max-k", text, 16, 4096)? as u32,

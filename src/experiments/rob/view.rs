@@ -94,11 +94,7 @@ fn structures_table(result: &RobResult) -> Table {
     for st in &result.structures {
         let ratio = st.high_ns / st.low_ns;
         t.row(vec![
-            Cell(
-                Text::new()
-                    .swatch(category_color(&fillers, &st.filler))
-                    .add(st.filler.clone()),
-            ),
+            Cell::swatched(category_color(&fillers, &st.filler), st.filler.clone()),
             Cell::new(st.structure.clone()),
             st.entries.map_or_else(
                 || Cell::styled("no cliff", Style::Muted),
@@ -117,13 +113,21 @@ fn structures_table(result: &RobResult) -> Table {
     t
 }
 
-/// A row label × K grid of one figure each, K as columns.
-fn k_grid(first: Column, shown: &[u32], rows: Vec<(String, Vec<String>)>) -> Table {
+/// A row × K grid of one figure each (a dash where none was measured), K as columns.
+fn k_grid<R: Copy + ToString>(
+    first: Column,
+    rows: &[R],
+    shown: &[u32],
+    value: impl Fn(R, u32) -> Option<f64>,
+) -> Table {
     let mut columns = vec![first];
     columns.extend(shown.iter().map(|k| Column::number(format!("K={k}"))));
     let mut t = Table::new(columns);
-    for (label, cells) in rows {
-        t.row(std::iter::once(label).chain(cells));
+    for &row in rows {
+        let cells = shown
+            .iter()
+            .map(|&k| value(row, k).map_or_else(|| DASH.to_string(), |v| format::fixed(v, 1)));
+        t.row(std::iter::once(row.to_string()).chain(cells));
     }
     t
 }
@@ -145,22 +149,6 @@ fn compact_curves(result: &RobResult) -> Option<Table> {
         .collect();
     ks.sort_unstable();
     let shown = k_subset(&ks, &[], COMPACT_COLUMNS);
-    let rows = fillers
-        .iter()
-        .map(|f| {
-            let cells = shown
-                .iter()
-                .map(|&k| {
-                    result
-                        .rows
-                        .iter()
-                        .find(|r| r.filler == *f && r.k == k)
-                        .map_or_else(|| DASH.to_string(), |r| format::fixed(r.ns_per_iter, 1))
-                })
-                .collect();
-            (f.to_string(), cells)
-        })
-        .collect();
     let title = if shown.len() < ks.len() {
         format!(
             "ns per iteration by filler and K ({} of {} K values; the HTML report plots all)",
@@ -170,7 +158,11 @@ fn compact_curves(result: &RobResult) -> Option<Table> {
     } else {
         "ns per iteration by filler and K".to_string()
     };
-    Some(k_grid(Column::text("Filler"), &shown, rows).titled(title))
+    let ns = |f: &str, k: u32| {
+        let row = result.rows.iter().find(|r| r.filler == f && r.k == k);
+        row.map(|r| r.ns_per_iter)
+    };
+    Some(k_grid(Column::text("Filler"), &fillers, &shown, ns).titled(title))
 }
 
 /// The terminal's compact serialised grid: ns per block by miss count at up to ten K
@@ -182,23 +174,11 @@ fn compact_serialized(result: &RobResult) -> Table {
     let shown = k_subset(&ks, &window, COMPACT_COLUMNS);
     let mut misses = distinct(result.serialized.iter().map(|r| r.misses));
     misses.sort_unstable();
-    let rows = misses
-        .iter()
-        .map(|&n| {
-            let cells = shown
-                .iter()
-                .map(|&k| {
-                    result
-                        .serialized
-                        .iter()
-                        .find(|r| r.misses == n && r.k == k)
-                        .map_or_else(|| DASH.to_string(), |r| format::fixed(r.ns, 1))
-                })
-                .collect();
-            (n.to_string(), cells)
-        })
-        .collect();
-    k_grid(Column::number("Misses"), &shown, rows).titled("ns per block by misses and K")
+    let ns = |n: u32, k: u32| {
+        let cell = result.serialized.iter().find(|r| r.misses == n && r.k == k);
+        cell.map(|r| r.ns)
+    };
+    k_grid(Column::number("Misses"), &misses, &shown, ns).titled("ns per block by misses and K")
 }
 
 /// Every point of the curves and, when measured, every cell of the serialised grid.
@@ -244,13 +224,7 @@ fn all_rows(result: &RobResult) -> Vec<Block> {
 fn data_tables(result: &RobResult) -> Vec<DataTable> {
     let mut rows = DataTable::new(
         "rob.rows",
-        [
-            "filler",
-            "k",
-            "ns_per_iter",
-            "cycles_per_iter",
-            "spread_pct",
-        ],
+        "filler k ns_per_iter cycles_per_iter spread_pct".split_whitespace(),
     );
     for r in &result.rows {
         rows.row(vec![

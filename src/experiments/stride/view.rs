@@ -228,21 +228,13 @@ fn rows_table(result: &StrideResult) -> Table {
 /// The CSV table `stride.rows`, with the miss columns when counted.
 fn data_table(result: &StrideResult) -> DataTable {
     let counted = result.rows.iter().any(|r| r.counters.is_some());
-    let mut header: Vec<String> = [
-        "bytes",
-        "stride_bytes",
-        "pattern",
-        "kernel",
-        "gb_per_s",
-        "ns_per_access",
-        "spread_pct",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut t = DataTable::new(
+        "stride.rows",
+        "bytes stride_bytes pattern kernel gb_per_s ns_per_access spread_pct".split_whitespace(),
+    );
     if counted {
-        header.extend(miss_data_header(""));
+        t.header.extend(miss_data_header(""));
     }
-    let mut t = DataTable::new("stride.rows", header);
     for r in &result.rows {
         let mut row = vec![
             r.bytes.to_string(),

@@ -22,22 +22,13 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
             .map_or("", |l| l.name.as_str())
     };
     let counted = result.rows.iter().any(|r| r.counters.is_some());
-    let mut header: Vec<String> = [
-        "page_bytes",
-        "pages",
-        "ns",
-        "cycles",
-        "dense_ns",
-        "tlb_ns",
-        "spread_pct",
-        "level",
-    ]
-    .map(String::from)
-    .into();
+    let mut t = DataTable::new(
+        "tlb.rows",
+        "page_bytes pages ns cycles dense_ns tlb_ns spread_pct level".split_whitespace(),
+    );
     if counted {
-        header.extend(miss_data_header(""));
+        t.header.extend(miss_data_header(""));
     }
-    let mut t = DataTable::new("tlb.rows", header);
     for r in &result.rows {
         let mut row = vec![
             r.page_bytes.to_string(),
@@ -60,15 +51,7 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
 pub(super) fn levels_data(result: &TlbResult) -> DataTable {
     let mut t = DataTable::new(
         "tlb.levels",
-        [
-            "page_bytes",
-            "name",
-            "entries",
-            "reach_bytes",
-            "miss_ns",
-            "miss_cycles",
-            "cpuid_entries",
-        ],
+        "page_bytes name entries reach_bytes miss_ns miss_cycles cpuid_entries".split_whitespace(),
     );
     for l in &result.levels {
         t.row(vec![
@@ -87,14 +70,7 @@ pub(super) fn levels_data(result: &TlbResult) -> DataTable {
 pub(super) fn saxpy_data(result: &TlbResult) -> DataTable {
     let mut t = DataTable::new(
         "tlb.saxpy",
-        [
-            "pattern",
-            "page_bytes",
-            "stride_bytes",
-            "footprint_bytes",
-            "pass_ms",
-            "ns_per_access",
-        ],
+        "pattern page_bytes stride_bytes footprint_bytes pass_ms ns_per_access".split_whitespace(),
     );
     for r in &result.saxpy {
         t.row(vec![

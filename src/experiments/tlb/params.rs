@@ -6,7 +6,7 @@ use clap::Args;
 use crate::error::UsageError;
 use crate::experiments::bandwidth::params::dram_working_set;
 use crate::experiments::params::{
-    check_fits_memory, invalid, parse_count, CommandArgs, MeasureArgs, MeasurePlan,
+    check_fits_memory, invalid, parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::experiments::tlb::TlbConfig;
 use crate::platform::arena::PagePolicy;
@@ -97,16 +97,7 @@ impl TlbConfig {
         match args.saxpy_footprint.as_deref() {
             Some("none") => config.saxpy_footprint = 0,
             Some(text) => {
-                let bytes = Bytes::parse(text)?;
-                if bytes.0 < 2 * MIB {
-                    return Err(UsageError::SizeTooSmall {
-                        flag: "--saxpy-footprint",
-                        requested: bytes,
-                        minimum: Bytes(2 * MIB),
-                    });
-                }
-                check_fits_memory("--saxpy-footprint", bytes, machine)?;
-                config.saxpy_footprint = bytes.0;
+                config.saxpy_footprint = parse_size("--saxpy-footprint", text, 2 * MIB, machine)?.0;
             }
             None => {
                 config.saxpy_footprint = config

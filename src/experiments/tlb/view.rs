@@ -113,11 +113,7 @@ fn headlines(result: &TlbResult) -> Vec<Headline> {
 
 /// A page size with its colour swatch (HTML).
 fn page_cell(page_bytes: u64) -> Cell {
-    Cell(
-        Text::new()
-            .swatch(page_color(page_bytes))
-            .add(Bytes(page_bytes).to_string()),
-    )
+    Cell::swatched(page_color(page_bytes), Bytes(page_bytes).to_string())
 }
 
 /// The levels found, or a muted line when there are none.

@@ -146,6 +146,14 @@ pub(super) struct Ticks {
     pub(super) minor: Vec<f64>,
 }
 
+impl Ticks {
+    /// Width of the widest major tick label.
+    pub(super) fn label_width(&self) -> f64 {
+        let widths = self.major.iter().map(|t| text_width(&t.label, FONT));
+        widths.fold(0.0, f64::max)
+    }
+}
+
 /// Maps axis values to pixels.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Mapper {

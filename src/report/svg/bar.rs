@@ -59,11 +59,7 @@ impl BarChart {
             plot_h,
             false,
         );
-        let tick_w = ticks
-            .major
-            .iter()
-            .map(|t| text_width(&t.label, FONT))
-            .fold(0.0, f64::max);
+        let tick_w = ticks.label_width();
         let has_y_label = !self.y_axis.label.is_empty();
         let left = 10.0 + if has_y_label { FONT + 12.0 } else { 0.0 } + tick_w + 8.0;
         let plot_w = (width - left - 20.0).max(40.0);
@@ -71,15 +67,7 @@ impl BarChart {
         let ym = Mapper::new(self.y_axis.scale, y_lo, y_hi, py1, py0);
 
         let mut svg = Svg::new(width, height, &self.title);
-        svg.text(
-            width / 2.0,
-            12.0 + TITLE_FONT,
-            &self.title,
-            &format!(
-                "text-anchor=\"middle\" font-size=\"{TITLE_FONT}\" font-weight=\"600\" \
-                 fill=\"{TEXT_COLOR}\""
-            ),
-        );
+        svg.title(width, &self.title);
         for t in &ticks.major {
             if let Some(y) = ym.px(t.value) {
                 svg.line(px0, y, px1, y, &format!("stroke=\"{GRID_COLOR}\""));

@@ -128,11 +128,7 @@ impl Heatmap {
             .max(80.0)
             .max(text_width(&self.value_label, FONT) + 8.0);
         let ticks = make_ticks(scale, TickFormat::Number, lo, hi, bar_h, false);
-        let tick_w = ticks
-            .major
-            .iter()
-            .map(|t| text_width(&t.label, FONT))
-            .fold(0.0, f64::max);
+        let tick_w = ticks.label_width();
         let right = 20.0
             + 14.0
             + 6.0
@@ -155,15 +151,7 @@ impl Heatmap {
         let height = top + bar_h + bottom;
 
         let mut svg = Svg::new(width, height, &self.title);
-        svg.text(
-            width / 2.0,
-            12.0 + TITLE_FONT,
-            &self.title,
-            &format!(
-                "text-anchor=\"middle\" font-size=\"{TITLE_FONT}\" font-weight=\"600\" \
-                 fill=\"{TEXT_COLOR}\""
-            ),
-        );
+        svg.title(width, &self.title);
         if n_rows == 0 || n_cols == 0 {
             svg.text(
                 width / 2.0,

@@ -112,11 +112,7 @@ impl LineChart {
             plot_h - 2.0 * INSET,
             false,
         );
-        let y_label_w = y_ticks
-            .major
-            .iter()
-            .map(|t| text_width(&t.label, FONT))
-            .fold(0.0, f64::max);
+        let y_label_w = y_ticks.label_width();
         let has_y_label = !self.y_axis.label.is_empty();
         let left = 10.0 + if has_y_label { FONT + 12.0 } else { 0.0 } + y_label_w + 8.0;
 
@@ -136,11 +132,7 @@ impl LineChart {
         });
         let right = match (&secondary, &sec_ticks) {
             (Some(s), Some(t)) => {
-                let w = t
-                    .major
-                    .iter()
-                    .map(|t| text_width(&t.label, FONT))
-                    .fold(0.0, f64::max);
+                let w = t.label_width();
                 8.0 + w + if s.label.is_empty() { 0.0 } else { 12.0 + FONT } + 10.0
             }
             _ => 24.0,
@@ -176,15 +168,7 @@ impl LineChart {
             n(plot_w),
             n(plot_h)
         );
-        svg.text(
-            width / 2.0,
-            12.0 + TITLE_FONT,
-            &self.title,
-            &format!(
-                "text-anchor=\"middle\" font-size=\"{TITLE_FONT}\" font-weight=\"600\" \
-                 fill=\"{TEXT_COLOR}\""
-            ),
-        );
+        svg.title(width, &self.title);
 
         // Grid first, so everything else is drawn over it.
         for &v in &x_ticks.minor {

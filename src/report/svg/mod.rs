@@ -192,6 +192,15 @@ impl Svg {
         );
     }
 
+    /// The chart's title, centred at the top of a chart `width` wide.
+    fn title(&mut self, width: f64, title: &str) {
+        let attrs = format!(
+            "text-anchor=\"middle\" font-size=\"{TITLE_FONT}\" font-weight=\"600\" \
+             fill=\"{TEXT_COLOR}\""
+        );
+        self.text(width / 2.0, 12.0 + TITLE_FONT, title, &attrs);
+    }
+
     /// Text rotated by `angle` degrees around its anchor point.
     fn text_rotated(&mut self, x: f64, y: f64, angle: f64, text: &str, attrs: &str) {
         let _ = writeln!(
