@@ -6,6 +6,72 @@ use crate::counters::{AccessCounts, MissLevel};
 use crate::view::format::distinct;
 use crate::view::{Cell, Column, Style, Text};
 
+/// The miss columns of a table whose rows may carry counts: shown only when some row was
+/// counted, each name after a prefix ("Random " for a second curve; its CSV form
+/// "random_").
+pub struct Misses<'a> {
+    prefix: &'static str,
+    /// The counts of the rows that have them.
+    counts: Vec<&'a AccessCounts>,
+}
+
+impl<'a> Misses<'a> {
+    pub fn of(
+        prefix: &'static str,
+        counts: impl IntoIterator<Item = Option<&'a AccessCounts>>,
+    ) -> Misses<'a> {
+        let counts = counts.into_iter().flatten().collect();
+        Misses { prefix, counts }
+    }
+
+    pub fn counted(&self) -> bool {
+        !self.counts.is_empty()
+    }
+
+    pub fn columns(&self) -> Vec<Column> {
+        self.when_counted(|| miss_columns(self.prefix))
+    }
+
+    pub fn cells(&self, counts: Option<&AccessCounts>) -> Vec<Cell> {
+        self.when_counted(|| miss_cells(counts))
+    }
+
+    /// `miss_notes` of every row counted.
+    pub fn notes(&self) -> Vec<Text> {
+        self.when_counted(|| miss_notes(self.counts.iter().copied()))
+    }
+
+    /// CSV column names: the accesses counted, then misses per access at each level, e.g.
+    /// `random_l1_miss_per_access`.
+    pub fn data_header(&self) -> Vec<String> {
+        let prefix = self.prefix.to_ascii_lowercase().replace(' ', "_");
+        let levels = MissLevel::ALL.iter().map(|l| {
+            let name = l.label().trim_end_matches(" miss").to_ascii_lowercase();
+            format!("{prefix}{name}_miss_per_access")
+        });
+        let header = std::iter::once(format!("{prefix}counted_accesses")).chain(levels);
+        self.when_counted(|| header.collect())
+    }
+
+    /// The CSV cells: misses per access to six decimals (a rare miss is still visible),
+    /// empty when not counted.
+    pub fn data(&self, counts: Option<&AccessCounts>) -> Vec<String> {
+        let accesses = counts.map(|c| c.accesses.to_string()).unwrap_or_default();
+        let levels = MissLevel::ALL.iter().map(|&level| {
+            counts
+                .and_then(|c| c.per_access(level))
+                .filter(|v| v.is_finite())
+                .map(|v| format!("{}", (v * 1e6).round() / 1e6))
+                .unwrap_or_default()
+        });
+        self.when_counted(|| std::iter::once(accesses).chain(levels).collect())
+    }
+
+    fn when_counted<T>(&self, items: impl FnOnce() -> Vec<T>) -> Vec<T> {
+        self.counted().then(items).unwrap_or_default()
+    }
+}
+
 /// The miss columns, each level in `MissLevel::ALL` order, e.g. "Random L1 miss".
 pub fn miss_columns(prefix: &str) -> Vec<Column> {
     MissLevel::ALL
@@ -62,41 +128,16 @@ pub fn miss_notes<'a>(counts: impl IntoIterator<Item = &'a AccessCounts>) -> Vec
     notes
 }
 
-/// CSV column names of the miss columns: the accesses counted, then misses per access
-/// at each level, e.g. `random_l1_miss_per_access`.
-pub fn miss_data_header(prefix: &str) -> Vec<String> {
-    let mut header = vec![format!("{prefix}counted_accesses")];
-    header.extend(MissLevel::ALL.iter().map(|l| {
-        format!(
-            "{prefix}{}_miss_per_access",
-            l.label().trim_end_matches(" miss").to_ascii_lowercase()
-        )
-    }));
-    header
-}
-
-/// The CSV cells of the miss columns: misses per access to six decimals (a rare miss is
-/// still visible), empty when not counted.
-pub fn miss_data(counts: Option<&AccessCounts>) -> Vec<String> {
-    let mut cells = vec![counts.map(|c| c.accesses.to_string()).unwrap_or_default()];
-    cells.extend(MissLevel::ALL.iter().map(|&level| {
-        counts
-            .and_then(|c| c.per_access(level))
-            .filter(|v| v.is_finite())
-            .map(|v| format!("{}", (v * 1e6).round() / 1e6))
-            .unwrap_or_default()
-    }));
-    cells
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counters::samples::uncounted_access;
 
     #[test]
     fn data_header_matches_the_csv_names() {
+        let random = uncounted_access();
         assert_eq!(
-            miss_data_header("random_"),
+            Misses::of("Random ", [None, Some(&random)]).data_header(),
             [
                 "random_counted_accesses",
                 "random_l1_miss_per_access",
@@ -106,5 +147,6 @@ mod tests {
             ]
         );
         assert_eq!(miss_cells(None)[0], Cell::dash());
+        assert!(Misses::of("", [None]).data_header().is_empty());
     }
 }

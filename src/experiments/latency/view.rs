@@ -5,9 +5,7 @@
 use super::charts::latency_chart;
 use super::{LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::AccessCounts;
-use crate::experiments::misses::{
-    miss_cells, miss_columns, miss_data, miss_data_header, miss_notes,
-};
+use crate::experiments::misses::{miss_notes, Misses};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::level_color;
@@ -87,7 +85,7 @@ pub(super) fn plateau_centre(
 /// One row per level found; with counters, the misses per load at the sweep point
 /// nearest the middle of each plateau.
 fn levels_table(result: &LatencyResult) -> Table {
-    let counted = result.points.iter().any(|p| p.counters.is_some());
+    let misses = Misses::of("", result.points.iter().map(|p| p.counters.as_ref()));
     let mut columns = vec![
         Column::text("Level"),
         Column::quantity("Latency", "ns"),
@@ -97,31 +95,24 @@ fn levels_table(result: &LatencyResult) -> Table {
         Column::number("OS size"),
         Column::number("Points"),
     ];
-    if counted {
-        columns.extend(miss_columns(""));
-    }
+    columns.extend(misses.columns());
     let mut table = Table::new(columns).titled("Levels found");
     let mut level_counts: Vec<&AccessCounts> = Vec::new();
     for level in &result.levels {
+        let counts = plateau_centre(&result.points, level.first_bytes, level.last_bytes)
+            .and_then(|p| p.counters.as_ref());
         let mut row = level_cells(level);
-        if counted {
-            let counts = plateau_centre(&result.points, level.first_bytes, level.last_bytes)
-                .and_then(|p| p.counters.as_ref());
-            row.extend(miss_cells(counts));
-            level_counts.extend(counts);
-        }
+        row.extend(misses.cells(counts));
+        level_counts.extend(counts);
         table.row(row);
     }
-    if counted {
-        let mut notes = miss_notes(level_counts);
-        let Some(first) = notes.first_mut() else {
-            return table;
-        };
-        *first = Text::plain(
+    if misses.counted() {
+        // The first note says what the columns are: here, the plateaus' middle points.
+        table.notes = miss_notes(level_counts);
+        table.notes[0] = Text::plain(
             "Miss columns: misses per load at the sweep point nearest the middle of each \
              plateau (hardware counters, an untimed pass after the point's trials).",
         );
-        table.notes = notes;
     }
     table
 }
@@ -193,8 +184,8 @@ fn sweep_table(result: &LatencyResult) -> Table {
     let random = result.random_points.as_deref().unwrap_or(&[]);
     // The random sweep, when measured, shares the sizes of the main one: matched by size.
     let random_at = |bytes: u64| random.iter().find(|r| r.bytes == bytes);
-    let counted = result.points.iter().any(|p| p.counters.is_some());
-    let random_counted = random.iter().any(|p| p.counters.is_some());
+    let misses = Misses::of("", result.points.iter().map(|p| p.counters.as_ref()));
+    let random_misses = Misses::of("Random ", random.iter().map(|p| p.counters.as_ref()));
     let mut columns = vec![
         Column::number("Working set"),
         Column::number("Bytes"),
@@ -213,12 +204,8 @@ fn sweep_table(result: &LatencyResult) -> Table {
             Column::text("Random stability"),
         ]);
     }
-    if counted {
-        columns.extend(miss_columns(""));
-    }
-    if random_counted {
-        columns.extend(miss_columns("Random "));
-    }
+    columns.extend(misses.columns());
+    columns.extend(random_misses.columns());
     let mut table = Table::new(columns);
     for p in &result.points {
         let mut row = vec![
@@ -245,20 +232,13 @@ fn sweep_table(result: &LatencyResult) -> Table {
                 }
             }
         }
-        if counted {
-            row.extend(miss_cells(p.counters.as_ref()));
-        }
-        if random_counted {
-            row.extend(miss_cells(
-                random_at(p.bytes).and_then(|r| r.counters.as_ref()),
-            ));
-        }
+        row.extend(misses.cells(p.counters.as_ref()));
+        row.extend(random_misses.cells(random_at(p.bytes).and_then(|r| r.counters.as_ref())));
         table.row(row);
     }
-    if counted || random_counted {
-        let all = result.points.iter().chain(random);
-        table.notes = miss_notes(all.filter_map(|p| p.counters.as_ref()));
-    }
+    // Both curves' notes, once.
+    let all = result.points.iter().chain(random);
+    table.notes = Misses::of("", all.map(|p| p.counters.as_ref())).notes();
     table
 }
 
@@ -277,14 +257,10 @@ fn points_data(result: &LatencyResult) -> DataTable {
                 .map(String::from),
         );
     }
-    let counted = result.points.iter().any(|p| p.counters.is_some());
-    let random_counted = random.iter().any(|p| p.counters.is_some());
-    if counted {
-        t.header.extend(miss_data_header(""));
-    }
-    if random_counted {
-        t.header.extend(miss_data_header("random_"));
-    }
+    let misses = Misses::of("", result.points.iter().map(|p| p.counters.as_ref()));
+    let random_misses = Misses::of("Random ", random.iter().map(|p| p.counters.as_ref()));
+    t.header.extend(misses.data_header());
+    t.header.extend(random_misses.data_header());
     for (i, p) in result.points.iter().enumerate() {
         let level = result
             .levels
@@ -309,12 +285,8 @@ fn points_data(result: &LatencyResult) -> DataTable {
                 r.unstable.to_string(),
             ]);
         }
-        if counted {
-            row.extend(miss_data(p.counters.as_ref()));
-        }
-        if random_counted {
-            row.extend(miss_data(random.get(i).and_then(|r| r.counters.as_ref())));
-        }
+        row.extend(misses.data(p.counters.as_ref()));
+        row.extend(random_misses.data(random.get(i).and_then(|r| r.counters.as_ref())));
         t.row(row);
     }
     t
@@ -341,6 +313,7 @@ fn headlines(result: &LatencyResult) -> Vec<Headline> {
 mod tests {
     use super::super::samples;
     use super::*;
+    use crate::counters::samples::uncounted_access;
     use crate::view::Row;
 
     fn section(result: &LatencyResult) -> Section {
@@ -532,7 +505,9 @@ mod tests {
 
         let counted = section(&samples::latency_counted(true));
         let t = counted.data_tables()[0];
-        assert!(t.header.ends_with(&miss_data_header("random_")));
+        let counts = uncounted_access();
+        let random = Misses::of("Random ", [Some(&counts)]);
+        assert!(t.header.ends_with(&random.data_header()));
         let cell = |row: usize, column: &str| {
             let at = t.header.iter().position(|h| h == column).unwrap();
             t.rows[row][at].clone()

@@ -4,9 +4,7 @@
 
 use super::{StrideResult, StrideRow};
 use crate::counters::{AccessCounts, MissLevel};
-use crate::experiments::misses::{
-    miss_cells, miss_columns, miss_data, miss_data_header, miss_notes,
-};
+use crate::experiments::misses::{miss_notes, Misses};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::Heatmap;
@@ -190,7 +188,7 @@ fn matrices(rows: &[&StrideRow], kernel: &str) -> Vec<Block> {
 
 /// Every row, with the miss columns and their notes when counted.
 fn rows_table(result: &StrideResult) -> Table {
-    let counted = result.rows.iter().any(|r| r.counters.is_some());
+    let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
     let mut columns = vec![
         Column::number("Array size"),
         Column::number("Stride (bytes)"),
@@ -200,9 +198,7 @@ fn rows_table(result: &StrideResult) -> Table {
         Column::number("ns per access"),
         Column::number("Spread %"),
     ];
-    if counted {
-        columns.extend(miss_columns(""));
-    }
+    columns.extend(misses.columns());
     let mut table = Table::new(columns);
     for r in &result.rows {
         let mut cells = vec![
@@ -214,27 +210,21 @@ fn rows_table(result: &StrideResult) -> Table {
             Cell::new(format::fixed(r.ns_per_access, 3)),
             format::spread_cell(r.spread_pct),
         ];
-        if counted {
-            cells.extend(miss_cells(r.counters.as_ref()));
-        }
+        cells.extend(misses.cells(r.counters.as_ref()));
         table.row(cells);
     }
-    if counted {
-        table.notes = miss_notes(result.rows.iter().filter_map(|r| r.counters.as_ref()));
-    }
+    table.notes = misses.notes();
     table
 }
 
 /// The CSV table `stride.rows`, with the miss columns when counted.
 fn data_table(result: &StrideResult) -> DataTable {
-    let counted = result.rows.iter().any(|r| r.counters.is_some());
+    let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
     let mut t = DataTable::new(
         "stride.rows",
         "bytes stride_bytes pattern kernel gb_per_s ns_per_access spread_pct".split_whitespace(),
     );
-    if counted {
-        t.header.extend(miss_data_header(""));
-    }
+    t.header.extend(misses.data_header());
     for r in &result.rows {
         let mut row = vec![
             r.bytes.to_string(),
@@ -245,9 +235,7 @@ fn data_table(result: &StrideResult) -> DataTable {
             raw(r.ns_per_access),
             raw(r.spread_pct),
         ];
-        if counted {
-            row.extend(miss_data(r.counters.as_ref()));
-        }
+        row.extend(misses.data(r.counters.as_ref()));
         t.row(row);
     }
     t

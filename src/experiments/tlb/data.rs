@@ -3,7 +3,7 @@
 //! formats unchanged.
 
 use super::{TlbResult, TlbRow};
-use crate::experiments::misses::{miss_data, miss_data_header};
+use crate::experiments::misses::Misses;
 use crate::view::format::{raw, raw_opt};
 use crate::view::DataTable;
 
@@ -21,14 +21,12 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
             .or_else(|| levels.clone().find(|l| l.entries.is_none()))
             .map_or("", |l| l.name.as_str())
     };
-    let counted = result.rows.iter().any(|r| r.counters.is_some());
+    let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
     let mut t = DataTable::new(
         "tlb.rows",
         "page_bytes pages ns cycles dense_ns tlb_ns spread_pct level".split_whitespace(),
     );
-    if counted {
-        t.header.extend(miss_data_header(""));
-    }
+    t.header.extend(misses.data_header());
     for r in &result.rows {
         let mut row = vec![
             r.page_bytes.to_string(),
@@ -40,9 +38,7 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
             raw(r.spread_pct),
             level_of(r).to_string(),
         ];
-        if counted {
-            row.extend(miss_data(r.counters.as_ref()));
-        }
+        row.extend(misses.data(r.counters.as_ref()));
         t.row(row);
     }
     t

@@ -6,7 +6,7 @@
 use super::charts::{page_color, saxpy_chart, tlb_chart};
 use super::data::{levels_data, rows_data, saxpy_data};
 use super::{TlbResult, TlbRow};
-use crate::experiments::misses::{miss_cells, miss_columns, miss_notes};
+use crate::experiments::misses::Misses;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::format::spread_cell;
@@ -153,7 +153,7 @@ fn levels_table(result: &TlbResult) -> Block {
 
 /// The cells every curve table shows of a point: pages, memory spanned, ns, cycles,
 /// dense ns, TLB part, spread (marked when noisy), then the miss cells when counted.
-fn curve_cells(r: &TlbRow, counted: bool) -> Vec<Cell> {
+fn curve_cells(r: &TlbRow, misses: &Misses) -> Vec<Cell> {
     let mut cells = vec![
         Cell::new(r.pages.to_string()),
         Cell::new(Bytes(r.pages.saturating_mul(r.page_bytes)).to_string()),
@@ -163,14 +163,12 @@ fn curve_cells(r: &TlbRow, counted: bool) -> Vec<Cell> {
         Cell::new(ns(r.tlb_ns)),
         spread_cell(r.spread_pct),
     ];
-    if counted {
-        cells.extend(miss_cells(r.counters.as_ref()));
-    }
+    cells.extend(misses.cells(r.counters.as_ref()));
     cells
 }
 
 /// The columns of `curve_cells`.
-fn curve_columns(counted: bool) -> Vec<Column> {
+fn curve_columns(misses: &Misses) -> Vec<Column> {
     let mut columns = vec![
         Column::number("Pages"),
         Column::number("Memory spanned"),
@@ -180,9 +178,7 @@ fn curve_columns(counted: bool) -> Vec<Column> {
         Column::quantity("TLB part", "ns"),
         Column::number("Spread %"),
     ];
-    if counted {
-        columns.extend(miss_columns(""));
-    }
+    columns.extend(misses.columns());
     columns
 }
 
@@ -212,8 +208,8 @@ fn compact_curves(result: &TlbResult) -> Vec<Block> {
         } else {
             String::new()
         };
-        let counted = rows.iter().any(|r| r.counters.is_some());
-        let mut columns = curve_columns(counted);
+        let misses = Misses::of("", rows.iter().map(|r| r.counters.as_ref()));
+        let mut columns = curve_columns(&misses);
         columns.push(Column::text(""));
         let mut t = Table::new(columns).titled(format!(
             "{} pages: ns per load by pages touched (TLB = ns − dense, the same lines packed \
@@ -228,13 +224,11 @@ fn compact_curves(result: &TlbResult) -> Vec<Block> {
                 })
                 .map(|(entries, name)| format!("◀ last in {name} ({entries} entries)"))
                 .collect();
-            let mut cells = curve_cells(r, counted);
+            let mut cells = curve_cells(r, &misses);
             cells.push(Cell::new(last_of.join(", ")));
             t.row(cells);
         }
-        if counted {
-            t.notes = miss_notes(rows.iter().filter_map(|r| r.counters.as_ref()));
-        }
+        t.notes = misses.notes();
         blocks.push(t.into());
     }
     blocks
@@ -242,18 +236,16 @@ fn compact_curves(result: &TlbResult) -> Vec<Block> {
 
 /// Every point of every page size, with its page size first.
 fn all_points_table(result: &TlbResult) -> Table {
-    let counted = result.rows.iter().any(|r| r.counters.is_some());
+    let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
     let mut columns = vec![Column::text("Page")];
-    columns.extend(curve_columns(counted));
+    columns.extend(curve_columns(&misses));
     let mut t = Table::new(columns);
     for r in &result.rows {
         let mut cells = vec![page_cell(r.page_bytes)];
-        cells.extend(curve_cells(r, counted));
+        cells.extend(curve_cells(r, &misses));
         t.row(cells);
     }
-    if counted {
-        t.notes = miss_notes(result.rows.iter().filter_map(|r| r.counters.as_ref()));
-    }
+    t.notes = misses.notes();
     t
 }
 
@@ -327,7 +319,6 @@ mod tests {
     use super::super::samples;
     use super::*;
     use crate::counters::samples::uncounted_access;
-    use crate::experiments::misses::miss_data_header;
     use crate::view::format::DASH;
     use crate::view::Row;
 
@@ -558,7 +549,8 @@ mod tests {
         result.rows[0].counters = Some(uncounted_access());
         let s = section(&result);
         let rows = s.data_tables()[0].clone();
-        assert!(rows.header.ends_with(&miss_data_header("")));
+        let misses = Misses::of("", [result.rows[0].counters.as_ref()]);
+        assert!(rows.header.ends_with(&misses.data_header()));
         let at = rows.header.iter().position(|h| h == "counted_accesses");
         let at = at.unwrap();
         assert_eq!(
