@@ -320,23 +320,13 @@ mod tests {
         result.section(&Machine::sample())
     }
 
-    /// The sweep table: the one table inside the `--points` group.
+    /// The sweep table: the last table, inside the `--points` group.
     fn sweep(section: &Section) -> &Table {
-        let verbose = section.blocks.iter().find_map(|b| match b {
-            Block::Verbose(blocks) => Some(blocks),
-            _ => None,
-        });
-        let Some([Block::Details { blocks, .. }]) = verbose.map(Vec::as_slice) else {
-            panic!("no sweep group: {section:?}");
-        };
-        let Some(Block::Table(table)) = blocks.first() else {
-            panic!("no sweep table: {blocks:?}");
-        };
-        table
+        section.tables().pop().unwrap()
     }
 
     #[test]
-    fn levels_dram_chart_and_folded_sweep() {
+    fn levels_headlines_dram_chart_and_folded_sweep() {
         let result = samples::latency();
         let s = section(&result);
         assert_eq!(
@@ -348,6 +338,13 @@ mod tests {
         let l2 = "L2 | 4.10 | 12.3 | 64 KiB – 1 MiB | 1 MiB | 1 MiB | 4";
         assert_eq!(levels.row_of("L2").join(" | "), l2);
         assert_eq!(levels.column_text(4)[3], "–", "DRAM has no capacity");
+        // Each level is a headline: its latency and measured capacity.
+        let labels: Vec<&str> = s.headlines.iter().map(|h| h.label.as_str()).collect();
+        assert_eq!(labels, ["L1d", "L2", "L3", "DRAM"]);
+        assert_eq!(s.headlines[1].value, "4.10 ns");
+        let detail = "load-to-use; measured capacity 1 MiB";
+        assert_eq!(s.headlines[1].detail, detail);
+        assert_eq!(s.headlines[3].detail, "load-to-use");
         let text = s.plain_text();
         assert!(text.contains("random order over the whole buffer with a 64 B stride"));
         assert!(text.contains("up to 7 timed trials"));
@@ -362,10 +359,12 @@ mod tests {
         let sweep = sweep(&s);
         assert_eq!(sweep.rows.len(), result.points.len());
         assert_eq!(sweep.columns.len(), 7);
-        assert!(matches!(
-            s.all_blocks().iter().find(|b| matches!(b, Block::Details { .. })),
-            Some(Block::Details { summary, .. }) if summary == "All 17 points of the sweep"
-        ));
+        let Some(Block::Verbose(folded)) = s.blocks.iter().find(|b| matches!(b, Block::Verbose(_)))
+        else {
+            panic!("no --points group")
+        };
+        assert!(matches!(&folded[..], [Block::Details { summary, blocks }]
+            if summary == "All 17 points of the sweep" && matches!(blocks[..], [Block::Table(_)])));
         assert_eq!(sweep.column_text(6)[9], "unstable");
         // The chart: found ends, OS sizes, the cycles axis.
         let charts = s.charts();
@@ -453,27 +452,17 @@ mod tests {
         let l2_note = "n/s — L2 miss (none): not supported: no generic L2 event";
         let dtlb_note =
             "n/s — dTLB miss (dTLB-load-misses): not supported: the CPU has no such event";
+        // Four notes: the columns, "*", L2 and dTLB (not the random curve's: not shown).
         let level_notes: Vec<String> = levels.notes.iter().map(Text::to_plain).collect();
+        assert_eq!(level_notes.len(), 4);
         assert!(level_notes[0].contains("nearest the middle of each plateau"));
+        assert!(level_notes[1].starts_with("* the PMU was shared"));
         for note in [l2_note, dtlb_note] {
             assert_eq!(levels.note_count(note), 1, "{note}");
         }
-        let shared = level_notes
-            .iter()
-            .filter(|n| n.contains("the PMU was shared"));
-        assert_eq!(shared.count(), 1);
-        assert!(
-            !level_notes
-                .iter()
-                .any(|n| n.contains("no hardware PMU (test)")),
-            "the random curve is not shown in the levels table"
-        );
         // A level's "n/s" carries its reason as a tooltip.
-        let Row::Cells(cells) = &levels.rows[0] else {
-            panic!("a spanning row")
-        };
-        let reason = "not supported: no generic L2 event";
-        assert_eq!(cells[8], Cell::titled("n/s", Style::Muted, reason));
+        let n_s = Cell::titled("n/s", Style::Muted, "not supported: no generic L2 event");
+        assert!(matches!(&levels.rows[0], Row::Cells(c) if c[8] == n_s));
 
         // The sweep: both curves' misses in one table, the notes once after it.
         let sweep = sweep(&s);
@@ -525,16 +514,5 @@ mod tests {
             assert_eq!(cell(2, column), value, "{column}");
         }
         assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
-    }
-
-    #[test]
-    fn each_level_is_a_headline() {
-        let s = section(&samples::latency_counted(false));
-        let labels: Vec<&str> = s.headlines.iter().map(|h| h.label.as_str()).collect();
-        assert_eq!(labels, ["L1d", "L2", "DRAM"]);
-        assert_eq!(s.headlines[1].value, "4.00 ns");
-        let detail = "load-to-use; measured capacity 1 MiB";
-        assert_eq!(s.headlines[1].detail, detail);
-        assert_eq!(s.headlines[2].detail, "load-to-use");
     }
 }
