@@ -293,10 +293,8 @@ mod tests {
              throughput figure, not latency)",
         );
         let read = read.expect("read matrix");
-        let last = read.columns.last().unwrap();
-        assert_eq!(last.name, "random");
-        assert_eq!(read.column_text(0)[0], "2 KiB");
-        assert_eq!(read.column_text(1)[0], "0.08");
+        assert_eq!(read.columns.last().unwrap().name, "random");
+        assert_eq!(read.row_text(0)[..2], ["2 KiB", "0.08"]);
         let all = rows_table(&s);
         assert_eq!(all.rows.len(), 14 * 2 * 21);
         assert_eq!(all.columns[4].header(), "GB/s (useful)");
@@ -318,12 +316,9 @@ mod tests {
         let s = section(&samples::stride_counted(true));
         // HTML: miss columns with one note per reason.
         let all = rows_table(&s);
-        assert_eq!(all.columns.len(), 7 + 4);
-        assert_eq!(all.column_text(7)[0], "0.125");
-        assert_eq!(all.column_text(8)[0], "n/s");
-        let l2 = all.notes.iter().map(Text::to_plain);
-        let l2 = l2.filter(|n| n.starts_with("n/s — L2 miss (none): not supported"));
-        assert_eq!(l2.count(), 1);
+        assert_eq!(all.row_text(0)[7..], ["0.125", "n/s", "0.010*", "n/s"]);
+        let l2 = "n/s — L2 miss (none): not supported: no generic L2 event";
+        assert_eq!(all.note_count(l2), 1);
         // Terminal: a matrix per level counted in some row, notes for the rest, once.
         let text = terminal_text(&s);
         let matrix = |level: &str| {
