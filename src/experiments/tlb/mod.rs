@@ -1176,15 +1176,12 @@ mod tests {
 
     #[test]
     fn tlb_share_is_read_at_the_nearest_page_count_of_the_right_page_size() {
-        let row = |page_bytes: u64, pages: u64, tlb_ns: f64| TlbRow {
+        let base = samples::tlb().rows.remove(0);
+        let row = |page_bytes, pages, tlb_ns| TlbRow {
             page_bytes,
             pages,
-            ns: 1.0 + tlb_ns,
-            cycles: f64::NAN,
-            dense_ns: 1.0,
             tlb_ns,
-            spread_pct: 1.0,
-            counters: None,
+            ..base.clone()
         };
         let result = TlbResult {
             rows: vec![
@@ -1410,7 +1407,8 @@ mod tests {
         assert_eq!(value_near(&points, 1.0), 1.0);
     }
 
-    fn zen4_tlbs() -> Vec<TlbInfo> {
+    /// A Zen 4's TLBs: 72 and 3072 data entries for 4 KiB and 2 MiB pages.
+    fn zen4() -> Machine {
         let tlb = |level, kind: &str, page_bytes, entries| TlbInfo {
             level,
             kind: kind.into(),
@@ -1419,22 +1417,23 @@ mod tests {
             ways: None,
             source: "test".into(),
         };
-        vec![
+        let tlbs = vec![
             tlb(1, "data", 4096, 72),
             tlb(1, "data", 2 * MIB, 72),
             tlb(1, "instruction", 4096, 64),
             tlb(2, "data", 4096, 3072),
             tlb(2, "data", 2 * MIB, 3072),
             tlb(2, "instruction", 4096, 512),
-        ]
+        ];
+        Machine {
+            tlbs,
+            ..Machine::default()
+        }
     }
 
     #[test]
     fn defaults_reach_past_the_largest_huge_page_tlb() {
-        let machine = Machine {
-            tlbs: zen4_tlbs(),
-            ..Machine::default()
-        };
+        let machine = zen4();
         let config = TlbConfig::new(&machine, PagePolicy::Thp, false, 9, 2e6, 1);
         assert_eq!(config.max_pages_base, 1 << 17);
         assert_eq!(config.max_pages_huge, 4096);
@@ -1449,10 +1448,7 @@ mod tests {
 
     #[test]
     fn reach_rows_pair_cpuid_with_measured_levels() {
-        let machine = Machine {
-            tlbs: zen4_tlbs(),
-            ..Machine::default()
-        };
+        let machine = zen4();
         let level = |name: &str, page_bytes: u64, entries: Option<u64>| TlbLevel {
             page_bytes,
             name: name.into(),
