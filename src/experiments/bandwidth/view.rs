@@ -19,17 +19,14 @@ const DATA_HEADER: &str = "kernel read_parts write_parts nontemporal isa threads
 
 impl Present for BandwidthResult {
     fn section(&self, machine: &Machine) -> Section {
+        let mut thread_counts = distinct(self.rows.iter().map(|r| r.threads));
+        thread_counts.sort_unstable();
         let mut s = Section::new("bandwidth", "Bandwidth", "Bandwidth");
-        s.headlines = headlines(self);
+        s.headlines = headlines(self, &thread_counts);
         s.push(intro(self));
         if !self.sweep.is_empty() {
             s.push(charts::sweep_chart(self, machine));
         }
-        let thread_counts = {
-            let mut t = distinct(self.rows.iter().map(|r| r.threads));
-            t.sort_unstable();
-            t
-        };
         if let Some(level) = charts::scaling_level(&self.rows) {
             if thread_counts.len() >= 2 {
                 s.push(charts::threads_chart(self, level));
@@ -190,13 +187,10 @@ fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
     t
 }
 
-/// The peak bandwidth with the fewest and with the most threads measured, each with the
-/// best DRAM figure beside it.
-fn headlines(result: &BandwidthResult) -> Vec<Headline> {
-    let mut threads: Vec<usize> = result.rows.iter().map(|r| r.threads).collect();
-    threads.sort_unstable();
-    threads.dedup();
-    let ends = match threads[..] {
+/// The peak bandwidth with the fewest and with the most of the (sorted) thread counts, each
+/// with the best DRAM figure beside it.
+fn headlines(result: &BandwidthResult, threads: &[usize]) -> Vec<Headline> {
+    let ends = match *threads {
         [] => vec![],
         [one] => vec![one],
         [first, .., last] => vec![first, last],

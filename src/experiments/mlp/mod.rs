@@ -877,28 +877,24 @@ mod tests {
     }
 
     #[test]
-    fn saturation_of_a_rise_to_ten_then_flat() {
+    fn saturation_of_a_noisy_rise_then_flat() {
+        // Rising to 10 with slope 1 and 3 % noise; to 20 with slope 0.7 and 2 % noise.
         let chains = MlpConfig::default_chains();
-        for seed in 0..50 {
-            let p = noisy(chains.iter().map(|&n| f64::from(n.min(10))), 0.03, seed);
-            let (at, plateau) = find_saturation(&chains, &p).expect("saturates");
-            assert!((9..=11).contains(&at), "seed {seed}: {at}");
-            assert!((plateau - 10.0).abs() < 0.5, "seed {seed}: {plateau}");
-        }
-    }
-
-    #[test]
-    fn saturation_of_a_rise_to_twenty_with_a_shallower_slope() {
-        let chains = MlpConfig::default_chains();
-        for seed in 0..50 {
-            let p = noisy(
-                chains.iter().map(|&n| 0.7 * f64::from(n.min(20))),
-                0.02,
-                seed,
-            );
-            let (at, plateau) = find_saturation(&chains, &p).expect("saturates");
-            assert!((19..=21).contains(&at), "seed {seed}: {at}");
-            assert!((plateau - 14.0).abs() < 0.5, "seed {seed}: {plateau}");
+        for (top, slope, amplitude) in [(10, 1.0, 0.03), (20, 0.7, 0.02)] {
+            for seed in 0..50 {
+                let rise = chains.iter().map(|&n| slope * f64::from(n.min(top)));
+                let (at, plateau) =
+                    find_saturation(&chains, &noisy(rise, amplitude, seed)).expect("saturates");
+                assert!(
+                    (top - 1..=top + 1).contains(&at),
+                    "{top}, seed {seed}: {at}"
+                );
+                let want = slope * f64::from(top);
+                assert!(
+                    (plateau - want).abs() < 0.5,
+                    "{top}, seed {seed}: {plateau}"
+                );
+            }
         }
     }
 
@@ -923,7 +919,7 @@ mod tests {
     }
 
     #[test]
-    fn no_saturation_while_still_rising() {
+    fn no_saturation_while_still_rising_and_a_flat_curve_saturates_at_one() {
         let chains = MlpConfig::default_chains();
         for seed in 0..20 {
             let p = noisy(chains.iter().map(|&n| f64::from(n)), 0.01, seed);
@@ -935,37 +931,24 @@ mod tests {
         // Too few points to tell.
         assert_eq!(find_saturation(&[1, 2], &[1.0, 2.0]), None);
         assert_eq!(find_saturation(&[1, 2, 3], &[1.0, f64::NAN, 3.0]), None);
-    }
-
-    #[test]
-    fn flat_curve_saturates_at_one() {
         let chains: Vec<u32> = (1..=12).collect();
-        let p = vec![1.0; 12];
-        assert_eq!(find_saturation(&chains, &p), Some((1, 1.0)));
+        assert_eq!(find_saturation(&chains, &[1.0; 12]), Some((1, 1.0)));
     }
 
     #[test]
-    fn sequential_fit_of_an_exact_line() {
-        let points: Vec<(f64, f64)> = SEQUENTIAL_MISSES
-            .iter()
-            .map(|&n| (f64::from(n), 95.0 * f64::from(n) + 30.0))
-            .collect();
-        let (m, c, r2) = fit_sequential(&points).expect("fit");
+    fn sequential_fit_of_exact_and_noisy_lines() {
+        let misses = SEQUENTIAL_MISSES.map(f64::from);
+        let exact: Vec<(f64, f64)> = misses.iter().map(|&n| (n, 95.0 * n + 30.0)).collect();
+        let (m, c, r2) = fit_sequential(&exact).expect("fit");
         assert!(
             (m - 95.0).abs() < 1e-9 && (c - 30.0).abs() < 1e-6,
             "{m} {c}"
         );
         assert!((r2 - 1.0).abs() < 1e-12);
-    }
 
-    #[test]
-    fn sequential_fit_of_a_noisy_line() {
-        let misses = SEQUENTIAL_MISSES.map(f64::from);
         let ns = noisy(misses.iter().map(|&n| 110.0 * n + 40.0), 0.03, 9);
-        let points: Vec<(f64, f64)> = misses.into_iter().zip(ns).collect();
-        let (m, c, r2) = fit_sequential(&points).expect("fit");
-        assert!((m - 110.0).abs() < 5.0, "{m}");
-        assert!(c.abs() < 200.0, "{c}");
+        let (m, c, r2) = fit_sequential(&misses.into_iter().zip(ns).collect::<Vec<_>>()).unwrap();
+        assert!((m - 110.0).abs() < 5.0 && c.abs() < 200.0, "{m} {c}");
         assert!(r2 > 0.99 && r2 <= 1.0, "{r2}");
     }
 

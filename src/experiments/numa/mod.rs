@@ -24,10 +24,11 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::bandwidth::round_to_granule;
 use crate::experiments::chase_timing::ChaseCursor;
 use crate::kernels::chase::UNROLL;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
-use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
+use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::cpu_time::MIN_OVERLAP;
@@ -191,10 +192,6 @@ impl NumaConfig {
         let total = NumaConfig::default_latency_bytes(machine);
         round_to_granule((total / threads).max(32 * MIB))
     }
-}
-
-fn round_to_granule(bytes: u64) -> u64 {
-    (bytes / GRANULE as u64).max(1) * GRANULE as u64
 }
 
 /// One node of the matrix.
@@ -766,7 +763,7 @@ mod tests {
     }
 
     #[test]
-    fn a_single_node_says_there_is_nothing_remote() {
+    fn notes_say_nothing_is_remote_and_name_misplaced_or_not_together_cells() {
         let whole = vec![vec![1.0; 2]; 2];
         let text = note(&[0], &[], None, &[vec![Some(1.0)]], &[vec![1.0]]).unwrap();
         assert!(text.contains("nothing remote to measure"), "{text}");
@@ -777,10 +774,7 @@ mod tests {
         let half = vec![vec![Some(1.0), Some(0.5)]; 2];
         let text = note(&[0, 1], &[], None, &half, &whole).unwrap();
         assert!(text.contains("node 0 → node 1: only 50%"), "{text}");
-    }
-
-    #[test]
-    fn a_cell_whose_readers_did_not_run_together_is_named() {
+        // A cell whose readers did not run together is named.
         let overlap = vec![vec![0.95, 1.0], vec![1.0, 0.52]];
         let text = note(&[0, 1], &[], None, &vec![vec![Some(1.0); 2]; 2], &overlap).unwrap();
         let cell = "cell node 1 → node 1: the reading threads did not run together (overlap 52%";

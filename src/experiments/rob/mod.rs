@@ -556,10 +556,13 @@ mod tests {
     }
 
     #[test]
-    fn clean_step_is_found_where_it_was_put() {
-        let (ks, ns) = step_curve(208, 16, 1024);
-        let (k, low, high) = (208, 100.0, 200.0);
-        assert_eq!(find_cliff(&ks, &ns).unwrap(), Cliff { k, low, high });
+    fn clean_steps_are_found_where_they_were_put() {
+        // The second one early, on a coarse grid.
+        for (k, step, max_k) in [(208, 16, 1024), (64, 32, 512)] {
+            let (ks, ns) = step_curve(k, step, max_k);
+            let (low, high) = (100.0, 200.0);
+            assert_eq!(find_cliff(&ks, &ns), Some(Cliff { k, low, high }));
+        }
     }
 
     #[test]
@@ -604,12 +607,6 @@ mod tests {
         let cliff = find_cliff(&ks, &ns).unwrap();
         assert_eq!(cliff.k, 80);
         assert!(cliff.high > 190.0 && cliff.high < 220.0, "{cliff:?}");
-    }
-
-    #[test]
-    fn early_step_on_a_coarse_grid_is_found() {
-        let (ks, ns) = step_curve(64, 32, 512);
-        assert_eq!(find_cliff(&ks, &ns).map(|c| c.k), Some(64));
     }
 
     #[test]
