@@ -822,25 +822,6 @@ mod tests {
         let json = serde_json::to_string(&result.latency_ns).unwrap();
         assert!(json.starts_with("[["), "{json}");
     }
-
-    #[test]
-    #[ignore = "measures this machine for a few seconds"]
-    fn print_numa_matrix() {
-        let (machine, timer) = this_machine();
-        let mut config = NumaConfig::defaults(&machine);
-        if let Ok(threads) = std::env::var("NUMA_THREADS") {
-            config.threads_per_node = NodeThreads::parse(&threads).unwrap();
-            config.bandwidth_bytes =
-                NumaConfig::default_bandwidth_bytes(&machine, config.threads_per_node);
-        }
-        if let Ok(pages) = std::env::var("NUMA_PAGES") {
-            config.pages = PagePolicy::parse(&pages).unwrap();
-        }
-        let start = std::time::Instant::now();
-        let result = measure(&config, &machine, &timer, &Progress::hidden()).unwrap();
-        eprintln!("{}", serde_json::to_string_pretty(&result).unwrap());
-        eprintln!("took {:.2} s", start.elapsed().as_secs_f64());
-    }
 }
 
 pub mod params;
