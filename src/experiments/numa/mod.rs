@@ -782,15 +782,11 @@ mod tests {
         assert!(!text.contains("node 0 → node 0"), "{text}");
     }
 
-    fn this_machine() -> (Machine, Timer) {
-        let mut machine = crate::topology::detect().expect("machine");
-        machine.allowed_cpus = affinity::allowed_cpus().expect("affinity");
-        (machine, Timer::calibrate().0)
-    }
-
     #[test]
     fn this_machine_gives_a_full_matrix_with_pages_where_they_belong() {
-        let (machine, timer) = this_machine();
+        let mut machine = crate::topology::detect().expect("machine");
+        machine.allowed_cpus = affinity::allowed_cpus().expect("affinity");
+        let timer = Timer::calibrate().0;
         let config = NumaConfig {
             latency_bytes: 8 * MIB,
             bandwidth_bytes: 4 * MIB,
