@@ -323,14 +323,9 @@ mod tests {
         assert!(s.title.ends_with("(1 run)"), "{}", s.title);
         assert_eq!(s.tables().len(), 1);
         assert!(s.plain_text().contains("1.0000 s elapsed, "));
-        let (median, mad, min, max) = (f64::NAN, f64::NAN, f64::NAN, f64::NAN);
-        let count = 1;
         result.events[1].count = Some(Summary {
-            median,
-            mad,
-            min,
-            max,
-            count,
+            median: f64::NAN,
+            ..summary(&[1.0])
         });
         let s = result.section(&Machine::default());
         assert_eq!(s.tables()[0].column_text(1)[1], format::DASH);

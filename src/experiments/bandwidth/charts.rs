@@ -144,16 +144,15 @@ pub fn threads_chart(result: &BandwidthResult, level: &str) -> LineChart {
     .y_axis(Axis::linear("Bandwidth (GB/s)").include_zero())
     .unstable_label(unstable_label(rows.iter().copied()));
     for kernel in distinct(rows.iter().map(|r| r.kernel.as_str())) {
-        let mut points: Vec<&BandwidthRow> = Vec::new();
-        for threads in distinct(rows.iter().map(|r| r.threads)) {
-            let largest = rows
-                .iter()
-                .filter(|r| r.kernel == kernel && r.threads == threads)
-                .max_by_key(|r| r.bytes_per_thread);
-            if let Some(r) = largest {
-                points.push(r);
-            }
-        }
+        let mut points: Vec<&BandwidthRow> = distinct(rows.iter().map(|r| r.threads))
+            .into_iter()
+            .filter_map(|threads| {
+                rows.iter()
+                    .copied()
+                    .filter(|r| r.kernel == kernel && r.threads == threads)
+                    .max_by_key(|r| r.bytes_per_thread)
+            })
+            .collect();
         points.sort_by_key(|r| r.threads);
         let xy = points
             .iter()

@@ -156,7 +156,7 @@ fn thread_share(cache: &CacheInfo, threads: usize) -> u64 {
     cache.size_bytes / sharing as u64
 }
 
-fn round_to_granule(bytes: u64) -> u64 {
+pub(crate) fn round_to_granule(bytes: u64) -> u64 {
     (bytes / GRANULE as u64).max(1) * GRANULE as u64
 }
 
@@ -505,16 +505,12 @@ fn measure_points(
 mod tests {
     use super::*;
 
-    fn cache(level: u32, kind: &str, size: u64, shared: Vec<usize>) -> CacheInfo {
-        CacheInfo::sample(level, kind, size, shared)
-    }
-
     fn zen4_vm() -> Machine {
         Machine {
             caches: vec![
-                cache(1, "data", 32 * KIB, vec![0]),
-                cache(2, "unified", MIB, vec![0]),
-                cache(3, "unified", 32 * MIB, vec![0, 1]),
+                CacheInfo::sample(1, "data", 32 * KIB, vec![0]),
+                CacheInfo::sample(2, "unified", MIB, vec![0]),
+                CacheInfo::sample(3, "unified", 32 * MIB, vec![0, 1]),
             ],
             ..Machine::default()
         }
@@ -523,12 +519,13 @@ mod tests {
     #[test]
     fn working_sets_sit_inside_each_level() {
         let one = level_working_sets(&zen4_vm(), 1);
-        let names: Vec<&str> = one.iter().map(|(n, _)| n.as_str()).collect();
-        assert_eq!(names, ["L1d", "L2", "L3", "DRAM"]);
-        assert_eq!(one[0].1, 16 * KIB);
-        assert_eq!(one[1].1, 512 * KIB);
-        assert_eq!(one[2].1, 16 * MIB);
-        assert_eq!(one[3].1, 128 * MIB);
+        let want = [
+            ("L1d", 16 * KIB),
+            ("L2", 512 * KIB),
+            ("L3", 16 * MIB),
+            ("DRAM", 128 * MIB),
+        ];
+        assert_eq!(one, want.map(|(name, bytes)| (name.to_string(), bytes)));
         // Two threads share the L3: each gets half of its half.
         let two = level_working_sets(&zen4_vm(), 2);
         assert_eq!(two[2].1, 8 * MIB);
@@ -584,8 +581,7 @@ mod tests {
         assert_eq!(level_of(20 * MIB, &machine, 1), "L3");
         assert_eq!(level_of(20 * MIB, &machine, 2), "DRAM");
         let sizes = sweep_working_sets(256 * MIB, 2);
-        assert_eq!(sizes[0], 4 * KIB);
-        assert_eq!(*sizes.last().unwrap(), 256 * MIB);
+        assert_eq!((sizes[0], sizes[sizes.len() - 1]), (4 * KIB, 256 * MIB));
     }
 }
 

@@ -160,13 +160,11 @@ pub fn level_table(result: &BandwidthResult, threads: usize) -> Table {
             Cell::new(format!("{}:{}", first.read_parts, first.write_parts)),
             Cell::new(stores),
         ];
-        for c in &columns {
-            cells.push(
-                mine.iter()
-                    .find(|r| c.holds(r))
-                    .map_or_else(Cell::dash, |r| gbs_cell(r, true)),
-            );
-        }
+        cells.extend(columns.iter().map(|c| {
+            mine.iter()
+                .find(|r| c.holds(r))
+                .map_or_else(Cell::dash, |r| gbs_cell(r, true))
+        }));
         table.row(cells);
     }
     table
@@ -190,14 +188,12 @@ pub fn sweep_table(sweep: &[BandwidthRow]) -> Table {
             .find(|r| r.working_set_bytes == bytes)
             .map_or("", |r| r.level.as_str());
         let mut cells = vec![Cell::new(Bytes(bytes).to_string()), Cell::new(level)];
-        for kernel in &kernels {
-            cells.push(
-                sweep
-                    .iter()
-                    .find(|r| r.kernel == *kernel && r.working_set_bytes == bytes)
-                    .map_or_else(Cell::dash, |r| gbs_cell(r, false)),
-            );
-        }
+        cells.extend(kernels.iter().map(|kernel| {
+            sweep
+                .iter()
+                .find(|r| r.kernel == *kernel && r.working_set_bytes == bytes)
+                .map_or_else(Cell::dash, |r| gbs_cell(r, false))
+        }));
         table.row(cells);
     }
     table

@@ -19,17 +19,14 @@ const DATA_HEADER: &str = "kernel read_parts write_parts nontemporal isa threads
 
 impl Present for BandwidthResult {
     fn section(&self, machine: &Machine) -> Section {
+        let mut thread_counts = distinct(self.rows.iter().map(|r| r.threads));
+        thread_counts.sort_unstable();
         let mut s = Section::new("bandwidth", "Bandwidth", "Bandwidth");
-        s.headlines = headlines(self);
+        s.headlines = headlines(self, &thread_counts);
         s.push(intro(self));
         if !self.sweep.is_empty() {
             s.push(charts::sweep_chart(self, machine));
         }
-        let thread_counts = {
-            let mut t = distinct(self.rows.iter().map(|r| r.threads));
-            t.sort_unstable();
-            t
-        };
         if let Some(level) = charts::scaling_level(&self.rows) {
             if thread_counts.len() >= 2 {
                 s.push(charts::threads_chart(self, level));
@@ -190,13 +187,10 @@ fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
     t
 }
 
-/// The peak bandwidth with the fewest and with the most threads measured, each with the
-/// best DRAM figure beside it.
-fn headlines(result: &BandwidthResult) -> Vec<Headline> {
-    let mut threads: Vec<usize> = result.rows.iter().map(|r| r.threads).collect();
-    threads.sort_unstable();
-    threads.dedup();
-    let ends = match threads[..] {
+/// The peak bandwidth with the fewest and with the most of the (sorted) thread counts, each
+/// with the best DRAM figure beside it.
+fn headlines(result: &BandwidthResult, threads: &[usize]) -> Vec<Headline> {
+    let ends = match *threads {
         [] => vec![],
         [one] => vec![one],
         [first, .., last] => vec![first, last],
@@ -256,22 +250,17 @@ mod tests {
 
     /// Every span of the section's texts and table cells with its tooltip.
     fn titled_spans(s: &Section) -> Vec<(String, String)> {
-        let mut texts: Vec<&Text> = Vec::new();
-        for b in s.all_blocks() {
-            match b {
-                Block::Paragraph(p) => texts.push(&p.text),
-                Block::Table(t) => {
-                    for row in &t.rows {
-                        if let Row::Cells(cells) = row {
-                            texts.extend(cells.iter().map(|c| &c.0));
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
+        let texts = s.all_blocks().into_iter().flat_map(|b| match b {
+            Block::Paragraph(p) => vec![&p.text],
+            Block::Table(t) => (t.rows.iter())
+                .flat_map(|row| match row {
+                    Row::Cells(cells) => cells.iter().map(|c| &c.0).collect(),
+                    Row::Spanning(..) => vec![],
+                })
+                .collect(),
+            _ => vec![],
+        });
         texts
-            .into_iter()
             .flat_map(|t| &t.0)
             .filter_map(|i| match i {
                 crate::view::Inline::Span(span) => Some((span.text.clone(), span.title.clone()?)),
@@ -287,12 +276,10 @@ mod tests {
         let row = result.rows.iter_mut().find(dram_4).unwrap();
         (row.concurrent, row.overlap, row.attempts) = (false, 0.52, 21);
         let s = section(&result);
-        let marks: Vec<(String, String)> = titled_spans(&s)
-            .into_iter()
-            .filter(|(text, title)| text == "!" && title == NOT_CONCURRENT_TITLE)
-            .collect();
+        let spans = titled_spans(&s);
+        let mark = |(text, title): &&(String, String)| text == "!" && title == NOT_CONCURRENT_TITLE;
         // One mark in the note and one on the flagged figure.
-        assert_eq!(marks.len(), 2, "{marks:?}");
+        assert_eq!(spans.iter().filter(mark).count(), 2, "{spans:?}");
         let text = s.plain_text();
         for words in [
             "down to 52 %",
@@ -304,9 +291,7 @@ mod tests {
         let dram = table.columns.iter().position(|c| c.name == "DRAM").unwrap();
         assert!(table.column_text(dram)[0].starts_with('!'));
         let overlapped = "threads overlapped 52 % (21 attempts)";
-        assert!(titled_spans(&s)
-            .iter()
-            .any(|(_, title)| title.ends_with(overlapped)));
+        assert!(spans.iter().any(|(_, title)| title.ends_with(overlapped)));
         let headline = &s.headlines[1];
         assert!(
             headline.detail.ends_with("; some rows flagged !"),

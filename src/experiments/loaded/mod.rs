@@ -657,26 +657,29 @@ mod tests {
         assert_eq!(find_knee(&[1.0, 2.0], &[100.0, 200.0]), None);
     }
 
+    /// A point of a one-injector curve.
+    fn row(mix: &str, delay: u64, gb: f64, injector: f64, ns: f64) -> LoadedRow {
+        LoadedRow {
+            mix: mix.into(),
+            threads: 1,
+            delay_cycles: delay,
+            gb_per_s: gb,
+            injector_gb_per_s: injector,
+            latency_ns: ns,
+            latency_cycles: f64::NAN,
+            spread_pct: 1.0,
+            concurrency: gb * ns / 64.0,
+            injector_overlap: 1.0,
+            injectors_concurrent: true,
+        }
+    }
+
     #[test]
     fn curves_are_summarised_with_peak_and_percent_of_peak() {
         let (bandwidth, latency) = hockey_stick(21.0);
-        let rows: Vec<LoadedRow> = bandwidth
-            .iter()
-            .zip(&latency)
-            .enumerate()
-            .map(|(i, (&gb, &ns))| LoadedRow {
-                mix: "read".into(),
-                threads: 1,
-                delay_cycles: 1000 - i as u64 * 10,
-                gb_per_s: gb,
-                injector_gb_per_s: gb,
-                latency_ns: ns,
-                latency_cycles: f64::NAN,
-                spread_pct: 1.0,
-                concurrency: gb * ns / 64.0,
-                injector_overlap: 1.0,
-                injectors_concurrent: true,
-            })
+        let rows: Vec<LoadedRow> = (0..)
+            .zip(bandwidth.iter().zip(&latency))
+            .map(|(i, (&gb, &ns))| row("read", 1000 - i * 10, gb, gb, ns))
             .collect();
         let curves = summarize_curves(&rows);
         assert_eq!(curves.len(), 1);
@@ -688,19 +691,7 @@ mod tests {
 
     #[test]
     fn injectors_that_moved_nothing_at_full_load_are_reported() {
-        let row = |mix: &str, delay: u64, injector: f64| LoadedRow {
-            mix: mix.into(),
-            threads: 1,
-            delay_cycles: delay,
-            gb_per_s: injector + 0.6,
-            injector_gb_per_s: injector,
-            latency_ns: 100.0,
-            latency_cycles: f64::NAN,
-            spread_pct: 1.0,
-            concurrency: 1.0,
-            injector_overlap: 1.0,
-            injectors_concurrent: true,
-        };
+        let row = |mix, delay, injector| row(mix, delay, injector + 0.6, injector, 100.0);
         let busy = [row("read", 0, 30.0), row("read", 9000, 0.1)];
         assert_eq!(starved_injectors(&busy), None);
         let starved = [

@@ -390,12 +390,8 @@ mod tests {
         assert!(knee_line.starts_with("200 | 41.7 |"), "{knee_line}");
         assert!(knee_line.contains("81.5"), "{knee_line}");
         // Rows from the idle end to full load.
-        let is_read = |t: &&Table| {
-            t.title
-                .as_ref()
-                .is_some_and(|t| t.starts_with("read, 3 inj"))
-        };
-        let read = s.tables().into_iter().find(is_read).unwrap();
+        let read = "read, 3 injectors: knee at 41.7 GB/s (63% of peak), 81.5 ns, delay 200 cycles";
+        let read = s.table(read).unwrap();
         assert_eq!(read.column_text(0), ["400", "200", "100", "50", "0"]);
         let curves = s.table("Curves").unwrap();
         assert_eq!(curves.column_text(7), ["63", "20"]);
@@ -430,10 +426,8 @@ mod tests {
     #[test]
     fn points_whose_injectors_did_not_run_together_are_marked() {
         let mut loaded = samples::loaded();
-        (
-            loaded.rows[0].injectors_concurrent,
-            loaded.rows[0].injector_overlap,
-        ) = (false, 0.4);
+        loaded.rows[0].injectors_concurrent = false;
+        loaded.rows[0].injector_overlap = 0.4;
         let s = section(&loaded);
         let text = s.plain_text();
         assert!(text.contains("down to 40 %"), "{text}");

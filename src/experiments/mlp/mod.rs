@@ -877,28 +877,24 @@ mod tests {
     }
 
     #[test]
-    fn saturation_of_a_rise_to_ten_then_flat() {
+    fn saturation_of_a_noisy_rise_then_flat() {
+        // Rising to 10 with slope 1 and 3 % noise; to 20 with slope 0.7 and 2 % noise.
         let chains = MlpConfig::default_chains();
-        for seed in 0..50 {
-            let p = noisy(chains.iter().map(|&n| f64::from(n.min(10))), 0.03, seed);
-            let (at, plateau) = find_saturation(&chains, &p).expect("saturates");
-            assert!((9..=11).contains(&at), "seed {seed}: {at}");
-            assert!((plateau - 10.0).abs() < 0.5, "seed {seed}: {plateau}");
-        }
-    }
-
-    #[test]
-    fn saturation_of_a_rise_to_twenty_with_a_shallower_slope() {
-        let chains = MlpConfig::default_chains();
-        for seed in 0..50 {
-            let p = noisy(
-                chains.iter().map(|&n| 0.7 * f64::from(n.min(20))),
-                0.02,
-                seed,
-            );
-            let (at, plateau) = find_saturation(&chains, &p).expect("saturates");
-            assert!((19..=21).contains(&at), "seed {seed}: {at}");
-            assert!((plateau - 14.0).abs() < 0.5, "seed {seed}: {plateau}");
+        for (top, slope, amplitude) in [(10, 1.0, 0.03), (20, 0.7, 0.02)] {
+            for seed in 0..50 {
+                let rise = chains.iter().map(|&n| slope * f64::from(n.min(top)));
+                let (at, plateau) =
+                    find_saturation(&chains, &noisy(rise, amplitude, seed)).expect("saturates");
+                assert!(
+                    (top - 1..=top + 1).contains(&at),
+                    "{top}, seed {seed}: {at}"
+                );
+                let want = slope * f64::from(top);
+                assert!(
+                    (plateau - want).abs() < 0.5,
+                    "{top}, seed {seed}: {plateau}"
+                );
+            }
         }
     }
 
@@ -923,7 +919,7 @@ mod tests {
     }
 
     #[test]
-    fn no_saturation_while_still_rising() {
+    fn no_saturation_while_still_rising_and_a_flat_curve_saturates_at_one() {
         let chains = MlpConfig::default_chains();
         for seed in 0..20 {
             let p = noisy(chains.iter().map(|&n| f64::from(n)), 0.01, seed);
@@ -935,37 +931,24 @@ mod tests {
         // Too few points to tell.
         assert_eq!(find_saturation(&[1, 2], &[1.0, 2.0]), None);
         assert_eq!(find_saturation(&[1, 2, 3], &[1.0, f64::NAN, 3.0]), None);
-    }
-
-    #[test]
-    fn flat_curve_saturates_at_one() {
         let chains: Vec<u32> = (1..=12).collect();
-        let p = vec![1.0; 12];
-        assert_eq!(find_saturation(&chains, &p), Some((1, 1.0)));
+        assert_eq!(find_saturation(&chains, &[1.0; 12]), Some((1, 1.0)));
     }
 
     #[test]
-    fn sequential_fit_of_an_exact_line() {
-        let points: Vec<(f64, f64)> = SEQUENTIAL_MISSES
-            .iter()
-            .map(|&n| (f64::from(n), 95.0 * f64::from(n) + 30.0))
-            .collect();
-        let (m, c, r2) = fit_sequential(&points).expect("fit");
+    fn sequential_fit_of_exact_and_noisy_lines() {
+        let misses = SEQUENTIAL_MISSES.map(f64::from);
+        let exact: Vec<(f64, f64)> = misses.iter().map(|&n| (n, 95.0 * n + 30.0)).collect();
+        let (m, c, r2) = fit_sequential(&exact).expect("fit");
         assert!(
             (m - 95.0).abs() < 1e-9 && (c - 30.0).abs() < 1e-6,
             "{m} {c}"
         );
         assert!((r2 - 1.0).abs() < 1e-12);
-    }
 
-    #[test]
-    fn sequential_fit_of_a_noisy_line() {
-        let misses = SEQUENTIAL_MISSES.map(f64::from);
         let ns = noisy(misses.iter().map(|&n| 110.0 * n + 40.0), 0.03, 9);
-        let points: Vec<(f64, f64)> = misses.into_iter().zip(ns).collect();
-        let (m, c, r2) = fit_sequential(&points).expect("fit");
-        assert!((m - 110.0).abs() < 5.0, "{m}");
-        assert!(c.abs() < 200.0, "{c}");
+        let (m, c, r2) = fit_sequential(&misses.into_iter().zip(ns).collect::<Vec<_>>()).unwrap();
+        assert!((m - 110.0).abs() < 5.0 && c.abs() < 200.0, "{m} {c}");
         assert!(r2 > 0.99 && r2 <= 1.0, "{r2}");
     }
 
@@ -1058,87 +1041,6 @@ mod tests {
         let law = result.littles_law.expect("littles law");
         assert!(law.stream_read_gb_per_s > 0.0 && law.latency_ns > 0.0);
         assert_eq!(result.order, "random, 4k pages");
-    }
-
-    /// Prints what this machine measures: `cargo test --release -- --ignored --nocapture
-    /// mlp_on_this_machine` (`MLP_GRID_MAX_MIB=1024` for the grid up to 1 GiB). L3 is 4 MiB
-    /// because the L3 slice this VM gets in practice is under 16 MiB.
-    #[test]
-    #[ignore = "measures this machine for tens of seconds"]
-    fn mlp_on_this_machine() {
-        crate::platform::affinity::pin_current_thread(1).expect("pin to CPU 1");
-        let (timer, _) = Timer::calibrate();
-        let core_hz = timer.estimate_core_hz();
-        let mib = 1u64 << 20;
-        let grid_max: u64 = std::env::var("MLP_GRID_MAX_MIB").map_or(256, |v| v.parse().unwrap());
-        let arena =
-            Arena::new(Bytes((256 * mib).max(grid_max * mib)), PagePolicy::Thp).expect("arena");
-        let default = MlpConfig {
-            levels: vec![
-                ("L2".into(), 512 << 10),
-                ("L3".into(), 4 * mib),
-                ("DRAM".into(), 256 * mib),
-            ],
-            chains: MlpConfig::default_chains(),
-            grid_sizes: MlpConfig::grid_sizes_up_to(grid_max * mib),
-            grid_chains: MlpConfig::default_grid_chains(),
-            sequential: true,
-            littles_law: true,
-            repetitions: 9,
-            trial_ns: 2e6,
-            seed: 0x6d6c70,
-        };
-        let quick = MlpConfig {
-            levels: vec![("L2".into(), 512 << 10), ("DRAM".into(), 64 * mib)],
-            chains: (1..=16).collect(),
-            grid_sizes: Vec::new(),
-            repetitions: 5,
-            trial_ns: 1e6,
-            ..default.clone()
-        };
-        for (name, config) in [("quick", &quick), ("default", &default)] {
-            let t0 = std::time::Instant::now();
-            let result = measure(config, &arena, &timer, core_hz, &Progress::for_stderr());
-            let elapsed = t0.elapsed();
-            println!("=== {name}: {elapsed:.2?}");
-            for r in &result.rows {
-                println!(
-                    "{:>5} {:>9} N={:>2} {:>8.2} ns/round {:>7.2} ns/load  par {:>5.2}  ±{:.1}%",
-                    r.level.as_deref().unwrap_or("-"),
-                    Bytes(r.bytes).to_string(),
-                    r.chains,
-                    r.ns_per_round,
-                    r.ns_per_load,
-                    r.parallelism,
-                    r.spread_pct
-                );
-            }
-            println!("mlp {:?}", result.mlp);
-            for s in &result.saturation {
-                println!("{s:?}");
-            }
-            if let Some(fit) = &result.sequential_fit {
-                println!(
-                    "M {:.1} ns ({:.0} cycles) C {:.1} ns r2 {:.5}",
-                    fit.m_ns, fit.m_cycles, fit.c_ns, fit.r2
-                );
-                for p in &fit.points {
-                    println!("  n={:>2} {:.1} ns", p.misses, p.ns);
-                }
-            }
-            println!("{:?}", result.littles_law);
-            let mut sizes: Vec<u64> = result.grid.iter().map(|r| r.bytes).collect();
-            sizes.dedup();
-            for bytes in sizes {
-                let line: Vec<String> = result
-                    .grid
-                    .iter()
-                    .filter(|r| r.bytes == bytes)
-                    .map(|r| format!("{:5.1}", r.parallelism))
-                    .collect();
-                println!("{:>9} {}", Bytes(bytes).to_string(), line.join(" "));
-            }
-        }
     }
 }
 

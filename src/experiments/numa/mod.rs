@@ -24,10 +24,11 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::bandwidth::round_to_granule;
 use crate::experiments::chase_timing::ChaseCursor;
 use crate::kernels::chase::UNROLL;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
-use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
+use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::cpu_time::MIN_OVERLAP;
@@ -191,10 +192,6 @@ impl NumaConfig {
         let total = NumaConfig::default_latency_bytes(machine);
         round_to_granule((total / threads).max(32 * MIB))
     }
-}
-
-fn round_to_granule(bytes: u64) -> u64 {
-    (bytes / GRANULE as u64).max(1) * GRANULE as u64
 }
 
 /// One node of the matrix.
@@ -766,7 +763,7 @@ mod tests {
     }
 
     #[test]
-    fn a_single_node_says_there_is_nothing_remote() {
+    fn notes_say_nothing_is_remote_and_name_misplaced_or_not_together_cells() {
         let whole = vec![vec![1.0; 2]; 2];
         let text = note(&[0], &[], None, &[vec![Some(1.0)]], &[vec![1.0]]).unwrap();
         assert!(text.contains("nothing remote to measure"), "{text}");
@@ -777,10 +774,7 @@ mod tests {
         let half = vec![vec![Some(1.0), Some(0.5)]; 2];
         let text = note(&[0, 1], &[], None, &half, &whole).unwrap();
         assert!(text.contains("node 0 → node 1: only 50%"), "{text}");
-    }
-
-    #[test]
-    fn a_cell_whose_readers_did_not_run_together_is_named() {
+        // A cell whose readers did not run together is named.
         let overlap = vec![vec![0.95, 1.0], vec![1.0, 0.52]];
         let text = note(&[0, 1], &[], None, &vec![vec![Some(1.0); 2]; 2], &overlap).unwrap();
         let cell = "cell node 1 → node 1: the reading threads did not run together (overlap 52%";
@@ -788,15 +782,11 @@ mod tests {
         assert!(!text.contains("node 0 → node 0"), "{text}");
     }
 
-    fn this_machine() -> (Machine, Timer) {
-        let mut machine = crate::topology::detect().expect("machine");
-        machine.allowed_cpus = affinity::allowed_cpus().expect("affinity");
-        (machine, Timer::calibrate().0)
-    }
-
     #[test]
     fn this_machine_gives_a_full_matrix_with_pages_where_they_belong() {
-        let (machine, timer) = this_machine();
+        let mut machine = crate::topology::detect().expect("machine");
+        machine.allowed_cpus = affinity::allowed_cpus().expect("affinity");
+        let timer = Timer::calibrate().0;
         let config = NumaConfig {
             latency_bytes: 8 * MIB,
             bandwidth_bytes: 4 * MIB,
@@ -827,25 +817,6 @@ mod tests {
         }
         let json = serde_json::to_string(&result.latency_ns).unwrap();
         assert!(json.starts_with("[["), "{json}");
-    }
-
-    #[test]
-    #[ignore = "measures this machine for a few seconds"]
-    fn print_numa_matrix() {
-        let (machine, timer) = this_machine();
-        let mut config = NumaConfig::defaults(&machine);
-        if let Ok(threads) = std::env::var("NUMA_THREADS") {
-            config.threads_per_node = NodeThreads::parse(&threads).unwrap();
-            config.bandwidth_bytes =
-                NumaConfig::default_bandwidth_bytes(&machine, config.threads_per_node);
-        }
-        if let Ok(pages) = std::env::var("NUMA_PAGES") {
-            config.pages = PagePolicy::parse(&pages).unwrap();
-        }
-        let start = std::time::Instant::now();
-        let result = measure(&config, &machine, &timer, &Progress::hidden()).unwrap();
-        eprintln!("{}", serde_json::to_string_pretty(&result).unwrap());
-        eprintln!("took {:.2} s", start.elapsed().as_secs_f64());
     }
 }
 

@@ -556,10 +556,13 @@ mod tests {
     }
 
     #[test]
-    fn clean_step_is_found_where_it_was_put() {
-        let (ks, ns) = step_curve(208, 16, 1024);
-        let (k, low, high) = (208, 100.0, 200.0);
-        assert_eq!(find_cliff(&ks, &ns).unwrap(), Cliff { k, low, high });
+    fn clean_steps_are_found_where_they_were_put() {
+        // The second one early, on a coarse grid.
+        for (k, step, max_k) in [(208, 16, 1024), (64, 32, 512)] {
+            let (ks, ns) = step_curve(k, step, max_k);
+            let (low, high) = (100.0, 200.0);
+            assert_eq!(find_cliff(&ks, &ns), Some(Cliff { k, low, high }));
+        }
     }
 
     #[test]
@@ -607,12 +610,6 @@ mod tests {
     }
 
     #[test]
-    fn early_step_on_a_coarse_grid_is_found() {
-        let (ks, ns) = step_curve(64, 32, 512);
-        assert_eq!(find_cliff(&ks, &ns).map(|c| c.k), Some(64));
-    }
-
-    #[test]
     fn flat_or_short_curves_have_no_cliff() {
         let ks: Vec<u32> = (0..=1024).step_by(16).collect();
         let mut ns = vec![100.0; ks.len()];
@@ -646,71 +643,6 @@ mod tests {
     #[test]
     fn supported_matches_the_architecture() {
         assert_eq!(supported(), cfg!(target_arch = "x86_64"));
-    }
-
-    /// Prints the curves measured on this machine: `cargo test --release --lib
-    /// print_rob_curves -- --ignored --nocapture` (ROB_QUICK=1 for the quick settings,
-    /// ROB_MIB=n for another arena size).
-    #[cfg(target_arch = "x86_64")]
-    #[test]
-    #[ignore]
-    fn print_rob_curves() {
-        use crate::platform::arena::{Arena, PagePolicy};
-        use crate::platform::timer::Timer;
-        use crate::session::progress::Progress;
-        use crate::units::{Bytes, MIB};
-
-        let quick = std::env::var_os("ROB_QUICK").is_some();
-        if let Some(cpu) = crate::platform::affinity::current_cpu() {
-            let _ = crate::platform::affinity::pin_current_thread(cpu);
-        }
-        let (timer, _) = Timer::calibrate();
-        let core_hz = timer.estimate_core_hz();
-        let config = RobConfig {
-            fillers: Filler::ALL.to_vec(),
-            max_k: if quick { 512 } else { 1024 },
-            repetitions: if quick { 3 } else { 5 },
-            trial_ns: if quick { 1e6 } else { 1.5e6 },
-            serialized: true,
-            quick,
-            chase_bytes: std::env::var("ROB_MIB")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(256)
-                * MIB,
-        };
-        let arena = Arena::new(Bytes(config.chase_bytes), PagePolicy::Thp).unwrap();
-        let started = std::time::Instant::now();
-        let result = measure(&config, &arena, &timer, core_hz, &Progress::hidden());
-        let elapsed = started.elapsed();
-        for filler in &config.fillers {
-            let line: Vec<String> = result
-                .rows
-                .iter()
-                .filter(|r| r.filler == filler.name())
-                .map(|r| format!("{}:{:.0}", r.k, r.ns_per_iter))
-                .collect();
-            println!("{:>5}: {}", filler.name(), line.join(" "));
-        }
-        for s in &result.structures {
-            println!("{s:?}");
-        }
-        for n in SERIALIZED_MISSES {
-            let line: Vec<String> = result
-                .serialized
-                .iter()
-                .filter(|r| r.misses == n)
-                .map(|r| format!("{}:{:.0}", r.k, r.ns))
-                .collect();
-            println!("N={n:>2}: {}", line.join(" "));
-        }
-        println!(
-            "window {:?}, mlp {:?}, core {:?} Hz, {:.2} s",
-            result.serialized_window,
-            result.serialized_mlp,
-            core_hz,
-            elapsed.as_secs_f64()
-        );
     }
 }
 
