@@ -102,11 +102,11 @@ fn intro(result: &BandwidthResult) -> Paragraph {
         "GB/s are decimal (10^9 bytes per second) and count the bytes each kernel reads plus \
          the bytes it writes (no read-for-ownership traffic), the same way for every kernel; \
          with several threads they are the total of all threads, each streaming over its own \
-         arrays. The kernels ran with ",
+         arrays. Vector instructions: ",
     )
     .strong(isa)
     .add(format!(
-        " instructions (chosen by {}{}){}. Each figure is the median of up to {trials} timed \
+        " (chosen by {}{}){}. Each figure is the median of up to {trials} timed \
          trials.",
         choice.chosen_by,
         if probe.is_empty() {
