@@ -10,6 +10,17 @@ use crate::topology::Machine;
 impl Experiment for NumaConfig {
     type Result = NumaResult;
 
+    fn sampling(&self) -> Option<String> {
+        Some(format!(
+            "numa: per node × node cell, a page-local and a random chase ({} trials of ~{:.1} \
+             ms after two trials' worth of warm-up) and a read-bandwidth team ({} trials timed \
+             over their union, like bandwidth's); median",
+            self.repetitions,
+            self.trial_ns / 1e6,
+            self.repetitions
+        ))
+    }
+
     fn hugepages(&self, machine: &Machine, page: u64) -> u64 {
         let threads = match self.threads_per_node {
             NodeThreads::Count(n) => n,

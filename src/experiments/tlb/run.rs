@@ -10,6 +10,19 @@ use crate::topology::Machine;
 impl Experiment for TlbConfig {
     type Result = TlbResult;
 
+    fn sampling(&self) -> Option<String> {
+        Some(format!(
+            "tlb: per page count ({} points per octave, one line per page) and for its dense \
+             control (as many consecutive lines), a warm-up lap then {} trials of ~{:.1} ms of \
+             a random chase; a layout spreading above {:.0}% is laid out again with another \
+             seed and its trials added; median",
+            self.points_per_octave,
+            self.repetitions,
+            self.trial_ns / 1e6,
+            crate::experiments::latency::UNSTABLE_SPREAD_PCT
+        ))
+    }
+
     fn counted(&self) -> Option<&'static str> {
         self.counters.then_some("tlb row")
     }
