@@ -17,6 +17,16 @@ impl Scale {
             Scale::Log10 => (v > 0.0).then(|| v.log10()),
         }
     }
+
+    /// The smallest and the largest of the values that can be drawn, if any.
+    pub(super) fn extent(self, values: &[f64]) -> Option<(f64, f64)> {
+        let mut drawable = values
+            .iter()
+            .copied()
+            .filter(|&v| self.forward(v).is_some());
+        let first = drawable.next()?;
+        Some(drawable.fold((first, first), |(lo, hi), v| (lo.min(v), hi.max(v))))
+    }
 }
 
 impl Axis {
@@ -29,22 +39,14 @@ impl Axis {
                 return (a, b);
             }
         }
-        let mut lo = f64::INFINITY;
-        let mut hi = f64::NEG_INFINITY;
-        for &v in values {
-            if scale.forward(v).is_some() {
-                lo = lo.min(v);
-                hi = hi.max(v);
-            }
-        }
-        if lo > hi {
+        let Some((mut lo, mut hi)) = scale.extent(values) else {
             // No drawable value: an arbitrary but valid range keeps the frame and axes.
             return match scale {
                 Scale::Linear => (0.0, 1.0),
                 Scale::Log2 => (1.0, 2.0),
                 Scale::Log10 => (1.0, 10.0),
             };
-        }
+        };
         match scale {
             Scale::Linear => {
                 if self.include_zero {
@@ -86,21 +88,11 @@ impl Axis {
 
 /// The step of 1, 2 or 5 × 10^k closest above `raw`.
 fn nice_step(raw: f64) -> f64 {
-    if !(raw.is_finite() && raw > 0.0) {
-        return 1.0;
-    }
-    let mag = 10f64.powf(raw.log10().floor());
-    let r = raw / mag;
-    let m = if r <= 1.0 + 1e-9 {
-        1.0
-    } else if r <= 2.0 + 1e-9 {
-        2.0
-    } else if r <= 5.0 + 1e-9 {
-        5.0
+    if raw.is_finite() && raw > 0.0 {
+        ceil_125(raw)
     } else {
-        10.0
-    };
-    m * mag
+        1.0
+    }
 }
 
 /// Largest 1, 2 or 5 × 10^k not above `v` (v > 0).
@@ -144,6 +136,13 @@ pub(super) struct Tick {
 pub(super) struct Ticks {
     pub(super) major: Vec<Tick>,
     pub(super) minor: Vec<f64>,
+}
+
+impl Tick {
+    fn new(format: TickFormat, value: f64, decimals: usize) -> Tick {
+        let label = format_value(format, value, decimals);
+        Tick { value, label }
+    }
 }
 
 impl Ticks {
@@ -227,7 +226,7 @@ pub(super) fn make_ticks(
         Scale::Log10 => log10_ticks(format, lo, hi, &map, horizontal),
         Scale::Linear => Ticks {
             major: linear_ticks(format, lo, hi, &map, horizontal),
-            minor: Vec::new(),
+            ..Ticks::default()
         },
     }
 }
@@ -241,26 +240,14 @@ fn log2_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: bo
     let exps: Vec<i64> = (e0..=e1).collect();
     let label = |e: i64| {
         let v = (e as f64).exp2();
-        Tick {
-            value: v,
-            label: format_value(format, v, decimals_for(v)),
-        }
+        Tick::new(format, v, decimals_for(v))
     };
-    let mut major = Vec::new();
-    for step in [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 32, 64, 128, 256, 512] {
-        let ticks: Vec<Tick> = exps
-            .iter()
-            .filter(|e| e.rem_euclid(step) == 0)
-            .map(|&e| label(e))
-            .collect();
-        let done = labels_fit(&ticks, map, horizontal) || ticks.len() <= 1;
-        if done || major.is_empty() {
-            major = ticks;
-        }
-        if done {
-            break;
-        }
-    }
+    let steps = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 32, 64, 128, 256, 512];
+    let every = |step: i64| {
+        let multiples = exps.iter().filter(|e| e.rem_euclid(step) == 0);
+        multiples.map(|&e| label(e)).collect()
+    };
+    let mut major = thinned(&steps, every, map, horizontal);
     if major.is_empty() {
         // Not one multiple of the step inside the range: label the first power of two.
         major = exps.first().map(|&e| vec![label(e)]).unwrap_or_default();
@@ -287,35 +274,47 @@ fn log10_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: b
                 // Built from the decade exponent so 0.1, 0.2 … print without float noise.
                 let v = m * 10f64.powi(d as i32);
                 if in_range(v) {
-                    ticks.push(Tick {
-                        value: v,
-                        label: format_value(format, v, decimals_for(v)),
-                    });
+                    ticks.push(Tick::new(format, v, decimals_for(v)));
                 }
             }
         }
         ticks
     };
     let dense = make(&[1.0, 2.0, 5.0], 1);
+    let major_only = |major: Vec<Tick>| Ticks {
+        major,
+        ..Ticks::default()
+    };
     if dense.len() < 3 {
         let linear = linear_ticks(format, lo, hi, map, horizontal);
         let linear: Vec<Tick> = linear.into_iter().filter(|t| t.value > 0.0).collect();
         if linear.len() >= dense.len() {
-            return Ticks {
-                major: linear,
-                minor: Vec::new(),
-            };
+            return major_only(linear);
         }
     }
     if labels_fit(&dense, map, horizontal) {
-        return Ticks {
-            major: dense,
-            minor: Vec::new(),
-        };
+        return major_only(dense);
     }
+    let decades = [1, 2, 3, 5, 10, 20, 50, 100];
+    major_only(thinned(
+        &decades,
+        |every| make(&[1.0], every),
+        map,
+        horizontal,
+    ))
+}
+
+/// The first of the tick sets `make(step)` for `steps` (denser first) whose labels fit or
+/// that has one tick at most; the first non-empty one when none does.
+fn thinned(
+    steps: &[i64],
+    make: impl Fn(i64) -> Vec<Tick>,
+    map: &Mapper,
+    horizontal: bool,
+) -> Vec<Tick> {
     let mut major = Vec::new();
-    for every in [1, 2, 3, 5, 10, 20, 50, 100] {
-        let ticks = make(&[1.0], every);
+    for &step in steps {
+        let ticks = make(step);
         let done = labels_fit(&ticks, map, horizontal) || ticks.len() <= 1;
         if done || major.is_empty() {
             major = ticks;
@@ -324,10 +323,7 @@ fn log10_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: b
             break;
         }
     }
-    Ticks {
-        major,
-        minor: Vec::new(),
-    }
+    major
 }
 
 /// 1-2-5 multiples: the most ticks (up to about one per 40 px) whose labels fit.
@@ -360,10 +356,7 @@ fn linear_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: 
             .map(|k| {
                 let v = k as f64 * step;
                 let v = if v.abs() < step * 1e-9 { 0.0 } else { v };
-                Tick {
-                    value: v,
-                    label: format_value(format, v, decimals),
-                }
+                Tick::new(format, v, decimals)
             })
             .collect();
         if labels_fit(&ticks, map, horizontal) {

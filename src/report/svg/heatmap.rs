@@ -64,20 +64,7 @@ impl Heatmap {
             Scale::Linear
         };
         let all: Vec<f64> = self.values.iter().flatten().copied().collect();
-        let (lo, hi) = {
-            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-            for &v in &all {
-                if scale.forward(v).is_some() {
-                    lo = lo.min(v);
-                    hi = hi.max(v);
-                }
-            }
-            if lo > hi {
-                (1.0, 10.0)
-            } else {
-                (lo, hi)
-            }
-        };
+        let (lo, hi) = scale.extent(&all).unwrap_or((1.0, 10.0));
         let color_map = Mapper::new(scale, lo, hi, 0.0, 1.0);
         let cell_text = |v: f64| {
             if v.is_finite() {
@@ -112,13 +99,7 @@ impl Heatmap {
             .fold(0.0, f64::max);
 
         let top = 12.0 + TITLE_FONT + 14.0;
-        let left =
-            10.0 + if self.y_label.is_empty() {
-                0.0
-            } else {
-                FONT + 12.0
-            } + widest_row
-                + 8.0;
+        let left = left_margin(&self.y_label, widest_row);
         let grid_w = n_cols as f64 * cell_w;
         let grid_h = (n_rows as f64 * cell_h).max(cell_h);
         let colorbar_x = left + grid_w + 20.0;
@@ -153,11 +134,12 @@ impl Heatmap {
         let mut svg = Svg::new(width, height, &self.title);
         svg.title(width, &self.title);
         if n_rows == 0 || n_cols == 0 {
-            svg.text(
+            svg.label(
                 width / 2.0,
                 top + 40.0,
                 "no data",
-                &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
+                "middle",
+                MUTED_TEXT_COLOR,
             );
             return svg.finish();
         }
@@ -180,21 +162,13 @@ impl Heatmap {
                 let text = cell_text(v);
                 if !text.is_empty() {
                     let color = if white_text { "#ffffff" } else { TEXT_COLOR };
-                    svg.text(
-                        x + cell_w / 2.0,
-                        y + cell_h / 2.0 + FONT * 0.35,
-                        &text,
-                        &format!("text-anchor=\"middle\" fill=\"{color}\""),
-                    );
+                    let (x, y) = (x + cell_w / 2.0, y + cell_h / 2.0 + FONT * 0.35);
+                    svg.label(x, y, &text, "middle", color);
                 }
             }
             if let Some(label) = self.rows.get(r) {
-                svg.text(
-                    left - 6.0,
-                    y + cell_h / 2.0 + FONT * 0.35,
-                    label,
-                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                let y = y + cell_h / 2.0 + FONT * 0.35;
+                svg.label(left - 6.0, y, label, "end", MUTED_TEXT_COLOR);
             }
         }
         let grid_bottom = top + n_rows as f64 * cell_h;
@@ -209,31 +183,19 @@ impl Heatmap {
                     &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
                 );
             } else {
-                svg.text(
+                svg.label(
                     x,
                     grid_bottom + 6.0 + FONT,
                     label,
-                    &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
+                    "middle",
+                    MUTED_TEXT_COLOR,
                 );
             }
         }
-        if !self.x_label.is_empty() {
-            svg.text(
-                left + grid_w / 2.0,
-                grid_bottom + 6.0 + col_label_h + FONT + 6.0,
-                &self.x_label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
-        if !self.y_label.is_empty() {
-            svg.text_rotated(
-                10.0 + FONT,
-                top + n_rows as f64 * cell_h / 2.0,
-                -90.0,
-                &self.y_label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
+        let y = grid_bottom + 6.0 + col_label_h + FONT + 6.0;
+        svg.axis_title(left + grid_w / 2.0, y, 0.0, &self.x_label);
+        let y = top + n_rows as f64 * cell_h / 2.0;
+        svg.axis_title(10.0 + FONT, y, -90.0, &self.y_label);
 
         // Colour bar: discrete steps rather than a gradient, which would need another id.
         let steps = 32;
@@ -273,15 +235,8 @@ impl Heatmap {
                 );
             }
         }
-        if !self.value_label.is_empty() {
-            svg.text_rotated(
-                colorbar_x + 20.0 + tick_w + 8.0 + FONT * 0.5,
-                top + bar_h / 2.0,
-                90.0,
-                &self.value_label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
+        let x = colorbar_x + 20.0 + tick_w + 8.0 + FONT * 0.5;
+        svg.axis_title(x, top + bar_h / 2.0, 90.0, &self.value_label);
         svg.finish()
     }
 }

@@ -5,21 +5,14 @@ use std::fmt::Write as _;
 
 use super::axis::{make_ticks, Mapper};
 use super::*;
-use crate::view::chart::{LineChart, MarkerStyle, VMarker, PALETTE};
+use crate::view::chart::{LineChart, MarkerStyle, VMarker};
 
 impl LineChart {
-    fn series_color(&self, i: usize) -> String {
-        self.series[i]
-            .color
-            .clone()
-            .unwrap_or_else(|| PALETTE[i % PALETTE.len()].to_string())
-    }
-
     fn legend_entries(&self) -> Vec<LegendEntry> {
         let mut entries: Vec<LegendEntry> = Vec::new();
         let mut any_unstable = false;
         for (i, s) in self.series.iter().enumerate() {
-            let color = self.series_color(i);
+            let color = series_color(&s.color, i);
             let symbol = if s.highlight {
                 LegendSymbol::Marker {
                     color,
@@ -83,73 +76,44 @@ impl LineChart {
         let (y_lo, y_hi) = self.y_axis.domain(&ys);
 
         let entries = self.legend_entries();
-        let legend_width = width - 40.0;
-        let legend_height = legend_rows(&entries, legend_width).len() as f64 * LEGEND_ROW;
 
         // Vertical layout first: it does not depend on any tick label.
         let band_rows = self.bands.len().min(2) as f64;
         let top =
             12.0 + TITLE_FONT + 12.0 + band_rows * 16.0 + if band_rows > 0.0 { 6.0 } else { 0.0 };
-        let has_x_label = !self.x_axis.label.is_empty();
-        let bottom = 6.0
-            + FONT
-            + 8.0
-            + if has_x_label { FONT + 10.0 } else { 0.0 }
-            + if legend_height > 0.0 {
-                legend_height + 8.0
-            } else {
-                0.0
-            }
-            + 6.0;
+        let bottom = bottom_margin(&self.x_axis.label, legend_height(&entries, width));
         let plot_h = (height - top - bottom).max(40.0);
 
         // Then the y ticks, whose label widths decide the side margins.
-        let y_ticks = make_ticks(
-            self.y_axis.scale,
-            self.y_axis.format,
-            y_lo,
-            y_hi,
-            plot_h - 2.0 * INSET,
-            false,
-        );
-        let y_label_w = y_ticks.label_width();
-        let has_y_label = !self.y_axis.label.is_empty();
-        let left = 10.0 + if has_y_label { FONT + 12.0 } else { 0.0 } + y_label_w + 8.0;
+        let (x_axis, y_axis) = (&self.x_axis, &self.y_axis);
+        let inner_h = plot_h - 2.0 * INSET;
+        let y_ticks = make_ticks(y_axis.scale, y_axis.format, y_lo, y_hi, inner_h, false);
+        let left = left_margin(&y_axis.label, y_ticks.label_width());
 
         let secondary = self
             .secondary
             .as_ref()
-            .filter(|s| s.factor.is_finite() && s.factor > 0.0);
-        let sec_ticks = secondary.map(|s| {
-            make_ticks(
-                self.y_axis.scale,
-                TickFormat::Number,
-                y_lo * s.factor,
-                y_hi * s.factor,
-                plot_h - 2.0 * INSET,
-                false,
-            )
-        });
-        let right = match (&secondary, &sec_ticks) {
-            (Some(s), Some(t)) => {
+            .filter(|s| s.factor.is_finite() && s.factor > 0.0)
+            .map(|s| {
+                let (lo, hi) = (y_lo * s.factor, y_hi * s.factor);
+                let format = TickFormat::Number;
+                (s, make_ticks(y_axis.scale, format, lo, hi, inner_h, false))
+            });
+        let right = match &secondary {
+            Some((s, t)) => {
                 let w = t.label_width();
                 8.0 + w + if s.label.is_empty() { 0.0 } else { 12.0 + FONT } + 10.0
             }
-            _ => 24.0,
+            None => 24.0,
         };
         let plot_w = (width - left - right).max(40.0);
-        let x_ticks = make_ticks(
-            self.x_axis.scale,
-            self.x_axis.format,
-            x_lo,
-            x_hi,
-            plot_w - 2.0 * INSET,
-            true,
-        );
+        let inner_w = plot_w - 2.0 * INSET;
+        let x_ticks = make_ticks(x_axis.scale, x_axis.format, x_lo, x_hi, inner_w, true);
 
-        let (px0, px1, py0, py1) = (left, left + plot_w, top, top + plot_h);
-        let xm = Mapper::new(self.x_axis.scale, x_lo, x_hi, px0 + INSET, px1 - INSET);
-        let ym = Mapper::new(self.y_axis.scale, y_lo, y_hi, py1 - INSET, py0 + INSET);
+        let plot = (left, left + plot_w, top, top + plot_h);
+        let (px0, px1, py0, py1) = plot;
+        let xm = Mapper::new(x_axis.scale, x_lo, x_hi, px0 + INSET, px1 - INSET);
+        let ym = Mapper::new(y_axis.scale, y_lo, y_hi, py1 - INSET, py0 + INSET);
 
         let mut svg = Svg::new(width, height, &self.title);
         let clip = format!(
@@ -171,14 +135,11 @@ impl LineChart {
         svg.title(width, &self.title);
 
         // Grid first, so everything else is drawn over it.
-        for &v in &x_ticks.minor {
+        let minor = x_ticks.minor.iter().map(|&v| (v, MINOR_GRID_COLOR));
+        let major = x_ticks.major.iter().map(|t| (t.value, GRID_COLOR));
+        for (v, color) in minor.chain(major) {
             if let Some(x) = xm.px(v) {
-                svg.line(x, py0, x, py1, &format!("stroke=\"{MINOR_GRID_COLOR}\""));
-            }
-        }
-        for t in &x_ticks.major {
-            if let Some(x) = xm.px(t.value) {
-                svg.line(x, py0, x, py1, &format!("stroke=\"{GRID_COLOR}\""));
+                svg.line(x, py0, x, py1, &format!("stroke=\"{color}\""));
             }
         }
         for t in &y_ticks.major {
@@ -187,10 +148,10 @@ impl LineChart {
             }
         }
 
-        self.draw_bands(&mut svg, &xm, (px0, px1, py0, py1), &clip, width);
+        self.draw_bands(&mut svg, &xm, plot, &clip, width);
         self.draw_markers(&mut svg, &xm, (py0, py1), &clip);
         self.draw_series(&mut svg, &xm, &ym, &clip);
-        self.draw_marker_labels(&mut svg, &xm, (px0, px1, py0, py1));
+        self.draw_marker_labels(&mut svg, &xm, plot);
 
         svg.rect(
             px0,
@@ -205,43 +166,23 @@ impl LineChart {
         for t in &x_ticks.major {
             if let Some(x) = xm.px(t.value) {
                 svg.line(x, py1, x, py1 + 4.0, &tick_attrs);
-                svg.text(
-                    x,
-                    py1 + 6.0 + FONT,
-                    &t.label,
-                    &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                svg.label(x, py1 + 6.0 + FONT, &t.label, "middle", MUTED_TEXT_COLOR);
             }
         }
         for t in &y_ticks.major {
             if let Some(y) = ym.px(t.value) {
                 svg.line(px0 - 4.0, y, px0, y, &tick_attrs);
-                svg.text(
+                svg.label(
                     px0 - 7.0,
                     y + FONT * 0.35,
                     &t.label,
-                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
+                    "end",
+                    MUTED_TEXT_COLOR,
                 );
             }
         }
-        if has_x_label {
-            svg.text(
-                (px0 + px1) / 2.0,
-                py1 + 6.0 + FONT + 8.0 + FONT + 2.0,
-                &self.x_axis.label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
-        if has_y_label {
-            svg.text_rotated(
-                10.0 + FONT,
-                (py0 + py1) / 2.0,
-                -90.0,
-                &self.y_axis.label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
-        if let (Some(s), Some(t)) = (secondary, &sec_ticks) {
+        svg.plot_titles(plot, &x_axis.label, &y_axis.label);
+        if let Some((s, t)) = &secondary {
             let mut label_w: f64 = 0.0;
             for tick in &t.major {
                 if let Some(y) = ym.px(tick.value / s.factor) {
@@ -255,26 +196,10 @@ impl LineChart {
                     label_w = label_w.max(text_width(&tick.label, FONT));
                 }
             }
-            if !s.label.is_empty() {
-                svg.text_rotated(
-                    px1 + 8.0 + label_w + 8.0 + FONT * 0.5,
-                    (py0 + py1) / 2.0,
-                    90.0,
-                    &s.label,
-                    &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-                );
-            }
+            let x = px1 + 8.0 + label_w + 8.0 + FONT * 0.5;
+            svg.axis_title(x, (py0 + py1) / 2.0, 90.0, &s.label);
         }
-
-        if !entries.is_empty() {
-            draw_legend(
-                &mut svg,
-                &entries,
-                legend_x(&entries, 20.0, legend_width, px0),
-                height - 6.0 - legend_height + LEGEND_ROW - 6.0,
-                legend_width,
-            );
-        }
+        draw_legend(&mut svg, &entries, width, height, px0);
         svg.finish()
     }
 
@@ -431,7 +356,7 @@ impl LineChart {
         // Last added is drawn first: the first series is the main one and stays on top
         // where curves coincide.
         for (i, s) in self.series.iter().enumerate().rev() {
-            let color = self.series_color(i);
+            let color = series_color(&s.color, i);
             // (index into the series, x px, y px) of every drawable point.
             let pts: Vec<(usize, f64, f64)> = s
                 .points
@@ -474,13 +399,10 @@ impl LineChart {
                     svg.line(x - 3.0, y_hi, x + 3.0, y_hi, &err_attrs);
                 }
             }
-            let mut points = String::new();
-            for (j, &(_, x, y)) in pts.iter().enumerate() {
-                if j > 0 {
-                    points.push(' ');
-                }
-                let _ = write!(points, "{},{}", n(x), n(y));
-            }
+            let points: Vec<String> = pts
+                .iter()
+                .map(|&(_, x, y)| format!("{},{}", n(x), n(y)))
+                .collect();
             let dash = if s.dashed {
                 " stroke-dasharray=\"6 4\""
             } else {
@@ -488,8 +410,9 @@ impl LineChart {
             };
             let _ = writeln!(
                 svg.out,
-                "<polyline points=\"{points}\" fill=\"none\" {} stroke-width=\"2\" \
+                "<polyline points=\"{}\" fill=\"none\" {} stroke-width=\"2\" \
                  stroke-linejoin=\"round\"{dash}/>",
+                points.join(" "),
                 color_attr("stroke", &color)
             );
             for &(k, x, y) in &pts {

@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 
 use crate::units::Bytes;
-use crate::view::chart::{Chart, LegendEntry, LegendSymbol, TickFormat};
+use crate::view::chart::{Chart, LegendEntry, LegendSymbol, TickFormat, PALETTE};
 
 mod axis;
 mod bar;
@@ -213,6 +213,35 @@ impl Svg {
         );
     }
 
+    /// Text anchored at its "middle" or "end", in `color`.
+    fn label(&mut self, x: f64, y: f64, text: &str, anchor: &str, color: &str) {
+        let attrs = format!("text-anchor=\"{anchor}\" fill=\"{color}\"");
+        self.text(x, y, text, &attrs);
+    }
+
+    /// An axis title centred on (x, y), turned by `angle` degrees; nothing when it is empty.
+    fn axis_title(&mut self, x: f64, y: f64, angle: f64, text: &str) {
+        let attrs = format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\"");
+        if text.is_empty() {
+        } else if angle == 0.0 {
+            self.text(x, y, text, &attrs);
+        } else {
+            self.text_rotated(x, y, angle, text, &attrs);
+        }
+    }
+
+    /// The titles of the x axis (under its tick labels) and of the y axis (turned, along
+    /// the left edge) of the plot `(px0, px1, py0, py1)`.
+    fn plot_titles(&mut self, (px0, px1, py0, py1): (f64, f64, f64, f64), x: &str, y: &str) {
+        self.axis_title(
+            (px0 + px1) / 2.0,
+            py1 + 6.0 + FONT + 8.0 + FONT + 2.0,
+            0.0,
+            x,
+        );
+        self.axis_title(10.0 + FONT, (py0 + py1) / 2.0, -90.0, y);
+    }
+
     fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, attrs: &str) {
         let _ = writeln!(
             self.out,
@@ -251,6 +280,29 @@ impl Svg {
     }
 }
 
+/// Room left of a plot for the y axis title (if any) and the widest tick label.
+fn left_margin(y_title: &str, label_width: f64) -> f64 {
+    10.0 + if y_title.is_empty() { 0.0 } else { FONT + 12.0 } + label_width + 8.0
+}
+
+/// Room under a plot for the x tick labels, the x axis title (if any) and the legend.
+fn bottom_margin(x_title: &str, legend_height: f64) -> f64 {
+    let title = if x_title.is_empty() { 0.0 } else { FONT + 10.0 };
+    let legend = if legend_height > 0.0 {
+        legend_height + 8.0
+    } else {
+        0.0
+    };
+    6.0 + FONT + 8.0 + title + legend + 6.0
+}
+
+/// The colour given, else the palette's for the `i`-th series.
+fn series_color(color: &Option<String>, i: usize) -> String {
+    color
+        .clone()
+        .unwrap_or_else(|| PALETTE[i % PALETTE.len()].to_string())
+}
+
 /// `fill="…"` etc. with an escaped caller-supplied colour.
 fn color_attr(name: &str, color: &str) -> String {
     format!("{name}=\"{}\"", escape(color))
@@ -266,6 +318,11 @@ const HALO: &str = "paint-order=\"stroke\" stroke=\"#ffffff\" stroke-width=\"3\"
 
 const LEGEND_ROW: f64 = 20.0;
 const LEGEND_SYMBOL: f64 = 24.0;
+
+/// Height of the legend under a chart `width` wide.
+fn legend_height(entries: &[LegendEntry], width: f64) -> f64 {
+    legend_rows(entries, width - 40.0).len() as f64 * LEGEND_ROW
+}
 
 fn legend_item_width(e: &LegendEntry) -> f64 {
     LEGEND_SYMBOL + 6.0 + text_width(&e.label, FONT) + 18.0
@@ -302,7 +359,12 @@ fn legend_rows(entries: &[LegendEntry], max_width: f64) -> Vec<Vec<(usize, f64)>
     rows
 }
 
-fn draw_legend(svg: &mut Svg, entries: &[LegendEntry], x0: f64, y0: f64, max_width: f64) {
+/// The legend along the bottom of a chart `width` × `height` whose plot starts at
+/// `plot_left`.
+fn draw_legend(svg: &mut Svg, entries: &[LegendEntry], width: f64, height: f64, plot_left: f64) {
+    let max_width = width - 40.0;
+    let x0 = legend_x(entries, 20.0, max_width, plot_left);
+    let y0 = height - 6.0 - legend_height(entries, width) + LEGEND_ROW - 6.0;
     for (r, row) in legend_rows(entries, max_width).iter().enumerate() {
         let y = y0 + r as f64 * LEGEND_ROW;
         for &(i, dx) in row {
