@@ -197,15 +197,11 @@ impl Plan {
                 LoadedConfig::resolve(&loaded_args, &quick, machine)
             })
             .transpose()?;
-        let skipped = if loaded.is_none() {
-            vec![Skipped {
-                experiment: "latency under load",
-                reason: "it needs a second CPU for the injector thread, and this process may \
-                         use only one",
-            }]
-        } else {
-            Vec::new()
-        };
+        let skipped = loaded.is_none().then_some(Skipped {
+            experiment: "latency under load",
+            reason: "it needs a second CPU for the injector thread, and this process may use \
+                     only one",
+        });
         let outputs = Outputs {
             json: Some(Target::parse(&json)?),
             csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
@@ -216,7 +212,7 @@ impl Plan {
         plan.experiments.bandwidth = Some(bandwidth);
         plan.experiments.stride = Some(stride);
         plan.experiments.loaded = loaded;
-        plan.skipped = skipped;
+        plan.skipped.extend(skipped);
         // DRAM parallelism with the quick chain counts, the sequential model and Little's law.
         let mut mlp_args = defaults::<MlpArgs>();
         mlp_args.grid_max = Some("none".into());
@@ -268,29 +264,26 @@ mod tests {
 
     #[test]
     fn counters_reach_latency_stride_and_tlb_and_stay_off_in_run() {
-        let on = |command: &str| plan(&["memscope", command, "--quick", "--counters"]);
-        assert!(on("latency").experiments.latency.unwrap().counters);
-        assert!(on("stride").experiments.stride.unwrap().counters);
-        assert!(on("tlb").experiments.tlb.unwrap().counters);
-        assert!(
-            !plan(&["memscope", "latency"])
-                .experiments
-                .latency
-                .unwrap()
-                .counters
-        );
-        assert!(
-            !plan(&["memscope", "stride"])
-                .experiments
-                .stride
-                .unwrap()
-                .counters
-        );
-        assert!(!plan(&["memscope", "tlb"]).experiments.tlb.unwrap().counters);
-        let run = plan(&["memscope", "run", "--quick"]);
-        assert!(!run.experiments.latency.unwrap().counters);
-        assert!(!run.experiments.stride.unwrap().counters);
-        assert!(!run.experiments.tlb.unwrap().counters);
+        // Whether latency, stride and tlb count, for the experiments the plan runs.
+        let counters = |args: &[&str]| {
+            let e = plan(args).experiments;
+            [
+                e.latency.map(|c| c.counters),
+                e.stride.map(|c| c.counters),
+                e.tlb.map(|c| c.counters),
+            ]
+        };
+        for (i, command) in ["latency", "stride", "tlb"].into_iter().enumerate() {
+            let on = counters(&["memscope", command, "--quick", "--counters"]);
+            assert_eq!(on[i], Some(true), "{command}");
+            assert_eq!(
+                counters(&["memscope", command])[i],
+                Some(false),
+                "{command}"
+            );
+        }
+        let run = counters(&["memscope", "run", "--quick"]);
+        assert_eq!(run, [Some(false); 3]);
         // Only the experiments that count take the flag.
         for command in ["run", "bandwidth", "mlp"] {
             assert!(Cli::try_parse_from(["memscope", command, "--counters"]).is_err());

@@ -11,16 +11,14 @@ use crate::units::{format_hz, Bytes};
 use crate::view::format::{self, cpu_list, or_dash, DASH};
 use crate::view::{Block, Cell, Column, DataTable, Paragraph, Section, Style, Table};
 
-/// A positive, finite frequency, or a dash.
-fn opt_hz(v: Option<f64>) -> String {
-    match v {
-        Some(hz) if hz.is_finite() && hz > 0.0 => format_hz(hz),
-        _ => DASH.to_string(),
-    }
-}
-
+/// A positive, finite frequency, if any.
 fn valid_hz(v: Option<f64>) -> Option<f64> {
     v.filter(|hz| hz.is_finite() && *hz > 0.0)
+}
+
+/// A positive, finite frequency, or a dash.
+fn opt_hz(v: Option<f64>) -> String {
+    valid_hz(v).map_or(DASH.to_string(), format_hz)
 }
 
 /// The `info` view and the report's machine section: everything the OS and CPUID report.
@@ -150,15 +148,10 @@ fn identity_table(m: &Machine) -> Table {
     t.pair("Transparent huge pages", thp);
     t.pair(
         "Hypervisor",
-        m.hypervisor
-            .clone()
-            .unwrap_or_else(|| "none detected".to_string()),
+        m.hypervisor.as_deref().unwrap_or("none detected"),
     );
     t.pair("Kernel", or_dash(&m.kernel));
-    t.pair(
-        "Clock source",
-        m.clocksource.clone().unwrap_or_else(|| DASH.to_string()),
-    );
+    t.pair("Clock source", m.clocksource.as_deref().unwrap_or(DASH));
     t.pair(
         "TSC",
         valid_hz(m.tsc_hz).map_or("not used".into(), format_hz),

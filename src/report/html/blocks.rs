@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
-use crate::report::svg::escape;
+use crate::report::svg::{self, escape};
 use crate::view::{
-    Align, Block, Cell, Chart, Inline, Layout, Medium, Row, Section, Style, Table, Text, Tone,
+    Align, Block, Cell, Inline, Layout, Medium, Row, Section, Style, Table, Text, Tone,
 };
 
 /// A section: its `h2` title and its blocks.
@@ -39,7 +39,7 @@ fn blocks(out: &mut String, list: &[Block]) {
             }
             Block::Table(t) => table(out, t),
             Block::Chart(c) => {
-                let _ = writeln!(out, "<figure class=\"chart\">\n{}</figure>", chart(c));
+                let _ = writeln!(out, "<figure class=\"chart\">\n{}</figure>", svg::render(c));
             }
             Block::Data(_) | Block::Only(Medium::Terminal, _) => {}
             Block::Details {
@@ -93,15 +93,6 @@ pub fn text(t: &Text) -> String {
         }
     }
     out
-}
-
-/// A chart as inline SVG.
-fn chart(c: &Chart) -> String {
-    match c {
-        Chart::Line(chart) => chart.render(),
-        Chart::Heatmap(chart) => chart.render(),
-        Chart::Bar(chart) => chart.render(),
-    }
 }
 
 fn cell(c: &Cell) -> String {
