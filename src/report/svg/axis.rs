@@ -1,7 +1,7 @@
 //! Axes: the drawn range of an axis, its ticks (1-2-5 steps, powers of two, decades),
 //! thinned until their labels fit, and the mapping of values to pixels.
 
-use super::{decimals_for, format_value, text_width, FONT, MAX_TICKS};
+use super::{decimals_for, format_value, text_width, widest, FONT, MAX_TICKS};
 use crate::view::chart::{Axis, Scale, TickFormat};
 
 impl Scale {
@@ -148,8 +148,7 @@ impl Tick {
 impl Ticks {
     /// Width of the widest major tick label.
     pub(super) fn label_width(&self) -> f64 {
-        let widths = self.major.iter().map(|t| text_width(&t.label, FONT));
-        widths.fold(0.0, f64::max)
+        widest(self.major.iter().map(|t| &t.label))
     }
 }
 

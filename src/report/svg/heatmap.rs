@@ -74,16 +74,8 @@ impl Heatmap {
             }
         };
 
-        let widest_value = all
-            .iter()
-            .map(|&v| text_width(&cell_text(v), FONT))
-            .fold(0.0, f64::max);
-        let widest_col = self
-            .columns
-            .iter()
-            .map(|l| text_width(l, FONT))
-            .fold(0.0, f64::max);
-        let cell_w = (widest_value + 14.0).clamp(44.0, 120.0);
+        let widest_col = widest(&self.columns);
+        let cell_w = (widest(all.iter().map(|&v| cell_text(v))) + 14.0).clamp(44.0, 120.0);
         let cell_h = 24.0;
         // Column labels wider than a cell are turned 45° rather than overlapping.
         let rotate_cols = widest_col > cell_w - 6.0;
@@ -92,14 +84,9 @@ impl Heatmap {
         } else {
             FONT + 6.0
         };
-        let widest_row = self
-            .rows
-            .iter()
-            .map(|l| text_width(l, FONT))
-            .fold(0.0, f64::max);
 
         let top = 12.0 + TITLE_FONT + 14.0;
-        let left = left_margin(&self.y_label, widest_row);
+        let left = left_margin(&self.y_label, widest(&self.rows));
         let grid_w = n_cols as f64 * cell_w;
         let grid_h = (n_rows as f64 * cell_h).max(cell_h);
         let colorbar_x = left + grid_w + 20.0;
@@ -110,24 +97,8 @@ impl Heatmap {
             .max(text_width(&self.value_label, FONT) + 8.0);
         let ticks = make_ticks(scale, TickFormat::Number, lo, hi, bar_h, false);
         let tick_w = ticks.label_width();
-        let right = 20.0
-            + 14.0
-            + 6.0
-            + tick_w
-            + if self.value_label.is_empty() {
-                0.0
-            } else {
-                FONT + 12.0
-            }
-            + 10.0;
-        let bottom = 6.0
-            + col_label_h
-            + if self.x_label.is_empty() {
-                0.0
-            } else {
-                FONT + 12.0
-            }
-            + 10.0;
+        let right = 20.0 + 14.0 + 6.0 + tick_w + room(&self.value_label, FONT + 12.0) + 10.0;
+        let bottom = 6.0 + col_label_h + room(&self.x_label, FONT + 12.0) + 10.0;
         let width = (left + grid_w + right).max(text_width(&self.title, TITLE_FONT) + 40.0);
         let height = top + bar_h + bottom;
 

@@ -13,21 +13,13 @@ impl LineChart {
         let mut any_unstable = false;
         for (i, s) in self.series.iter().enumerate() {
             let color = series_color(&s.color, i);
+            let (hollow, dashed) = (true, s.dashed);
             let symbol = if s.highlight {
-                LegendSymbol::Marker {
-                    color,
-                    hollow: true,
-                }
+                LegendSymbol::Marker { color, hollow }
             } else if s.markers {
-                LegendSymbol::LineMarker {
-                    color,
-                    dashed: s.dashed,
-                }
+                LegendSymbol::LineMarker { color, dashed }
             } else {
-                LegendSymbol::Line {
-                    color,
-                    dashed: s.dashed,
-                }
+                LegendSymbol::Line { color, dashed }
             };
             if !s.name.is_empty() {
                 entries.push(LegendEntry::new(s.name.clone(), symbol));
@@ -100,10 +92,7 @@ impl LineChart {
                 (s, make_ticks(y_axis.scale, format, lo, hi, inner_h, false))
             });
         let right = match &secondary {
-            Some((s, t)) => {
-                let w = t.label_width();
-                8.0 + w + if s.label.is_empty() { 0.0 } else { 12.0 + FONT } + 10.0
-            }
+            Some((s, t)) => 8.0 + t.label_width() + room(&s.label, 12.0 + FONT) + 10.0,
             None => 24.0,
         };
         let plot_w = (width - left - right).max(40.0);

@@ -242,36 +242,28 @@ impl Svg {
         self.axis_title(10.0 + FONT, (py0 + py1) / 2.0, -90.0, y);
     }
 
+    /// An empty element: its coordinates, then the other attributes.
+    fn element(&mut self, tag: &str, coordinates: &[(&str, f64)], attrs: &str) {
+        self.out.push('<');
+        self.out.push_str(tag);
+        for (name, v) in coordinates {
+            let _ = write!(self.out, " {name}=\"{}\"", n(*v));
+        }
+        let _ = writeln!(self.out, " {attrs}/>");
+    }
+
     fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, attrs: &str) {
-        let _ = writeln!(
-            self.out,
-            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" {attrs}/>",
-            n(x1),
-            n(y1),
-            n(x2),
-            n(y2)
-        );
+        let coordinates = [("x1", x1), ("y1", y1), ("x2", x2), ("y2", y2)];
+        self.element("line", &coordinates, attrs);
     }
 
     fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, attrs: &str) {
-        let _ = writeln!(
-            self.out,
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" {attrs}/>",
-            n(x),
-            n(y),
-            n(w.max(0.0)),
-            n(h.max(0.0))
-        );
+        let size = [("width", w.max(0.0)), ("height", h.max(0.0))];
+        self.element("rect", &[("x", x), ("y", y), size[0], size[1]], attrs);
     }
 
     fn circle(&mut self, cx: f64, cy: f64, r: f64, attrs: &str) {
-        let _ = writeln!(
-            self.out,
-            "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" {attrs}/>",
-            n(cx),
-            n(cy),
-            n(r)
-        );
+        self.element("circle", &[("cx", cx), ("cy", cy), ("r", r)], attrs);
     }
 
     fn finish(mut self) -> String {
@@ -280,20 +272,34 @@ impl Svg {
     }
 }
 
+/// Estimated width of the widest of these texts at the normal font size.
+fn widest<S: AsRef<str>>(texts: impl IntoIterator<Item = S>) -> f64 {
+    let widths = texts.into_iter().map(|t| text_width(t.as_ref(), FONT));
+    widths.fold(0.0, f64::max)
+}
+
+/// `space` for an axis title, none when there is no title.
+fn room(title: &str, space: f64) -> f64 {
+    if title.is_empty() {
+        0.0
+    } else {
+        space
+    }
+}
+
 /// Room left of a plot for the y axis title (if any) and the widest tick label.
 fn left_margin(y_title: &str, label_width: f64) -> f64 {
-    10.0 + if y_title.is_empty() { 0.0 } else { FONT + 12.0 } + label_width + 8.0
+    10.0 + room(y_title, FONT + 12.0) + label_width + 8.0
 }
 
 /// Room under a plot for the x tick labels, the x axis title (if any) and the legend.
 fn bottom_margin(x_title: &str, legend_height: f64) -> f64 {
-    let title = if x_title.is_empty() { 0.0 } else { FONT + 10.0 };
     let legend = if legend_height > 0.0 {
         legend_height + 8.0
     } else {
         0.0
     };
-    6.0 + FONT + 8.0 + title + legend + 6.0
+    6.0 + FONT + 8.0 + room(x_title, FONT + 10.0) + legend + 6.0
 }
 
 /// The colour given, else the palette's for the `i`-th series.
