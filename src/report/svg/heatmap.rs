@@ -105,13 +105,8 @@ impl Heatmap {
         let mut svg = Svg::new(width, height, &self.title);
         svg.title(width, &self.title);
         if n_rows == 0 || n_cols == 0 {
-            svg.label(
-                width / 2.0,
-                top + 40.0,
-                "no data",
-                "middle",
-                MUTED_TEXT_COLOR,
-            );
+            let (x, y) = (width / 2.0, top + 40.0);
+            svg.label(x, y, "no data", "middle", MUTED_TEXT_COLOR);
             return svg.finish();
         }
         for r in 0..n_rows {
@@ -123,13 +118,8 @@ impl Heatmap {
                     Some(t) => heat_color(t),
                     None => ("#f3f4f6".to_string(), false),
                 };
-                svg.rect(
-                    x,
-                    y,
-                    cell_w,
-                    cell_h,
-                    &format!("fill=\"{fill}\" stroke=\"#ffffff\""),
-                );
+                let attrs = format!("fill=\"{fill}\" stroke=\"#ffffff\"");
+                svg.rect(x, y, cell_w, cell_h, &attrs);
                 let text = cell_text(v);
                 if !text.is_empty() {
                     let color = if white_text { "#ffffff" } else { TEXT_COLOR };
@@ -143,24 +133,15 @@ impl Heatmap {
             }
         }
         let grid_bottom = top + n_rows as f64 * cell_h;
+        let turned = format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\"");
         for (c, label) in self.columns.iter().enumerate().take(n_cols) {
             let x = left + (c as f64 + 0.5) * cell_w;
             if rotate_cols {
-                svg.text_rotated(
-                    x,
-                    grid_bottom + 6.0 + FONT * 0.7,
-                    -45.0,
-                    label,
-                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                let y = grid_bottom + 6.0 + FONT * 0.7;
+                svg.text_rotated(x, y, -45.0, label, &turned);
             } else {
-                svg.label(
-                    x,
-                    grid_bottom + 6.0 + FONT,
-                    label,
-                    "middle",
-                    MUTED_TEXT_COLOR,
-                );
+                let y = grid_bottom + 6.0 + FONT;
+                svg.label(x, y, label, "middle", MUTED_TEXT_COLOR);
             }
         }
         let y = grid_bottom + 6.0 + col_label_h + FONT + 6.0;
@@ -172,38 +153,24 @@ impl Heatmap {
         let steps = 32;
         for k in 0..steps {
             let t = 1.0 - (k as f64 + 0.5) / steps as f64;
-            let (fill, _) = heat_color(t);
+            let (y, h) = (
+                top + k as f64 * bar_h / steps as f64,
+                bar_h / steps as f64 + 0.5,
+            );
             svg.rect(
                 colorbar_x,
-                top + k as f64 * bar_h / steps as f64,
+                y,
                 14.0,
-                bar_h / steps as f64 + 0.5,
-                &format!("fill=\"{fill}\""),
+                h,
+                &format!("fill=\"{}\"", heat_color(t).0),
             );
         }
-        svg.rect(
-            colorbar_x,
-            top,
-            14.0,
-            bar_h,
-            &format!("fill=\"none\" stroke=\"{FRAME_COLOR}\""),
-        );
+        let frame = format!("fill=\"none\" stroke=\"{FRAME_COLOR}\"");
+        svg.rect(colorbar_x, top, 14.0, bar_h, &frame);
         let bar_map = Mapper::new(scale, lo, hi, top + bar_h, top);
         for t in &ticks.major {
             if let Some(y) = bar_map.px(t.value) {
-                svg.line(
-                    colorbar_x + 14.0,
-                    y,
-                    colorbar_x + 18.0,
-                    y,
-                    &format!("stroke=\"{FRAME_COLOR}\""),
-                );
-                svg.text(
-                    colorbar_x + 20.0,
-                    y + FONT * 0.35,
-                    &t.label,
-                    &format!("fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                svg.right_tick(colorbar_x + 14.0, y, &t.label, 6.0);
             }
         }
         let x = colorbar_x + 20.0 + tick_w + 8.0 + FONT * 0.5;

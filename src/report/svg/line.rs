@@ -142,13 +142,8 @@ impl LineChart {
         self.draw_series(&mut svg, &xm, &ym, &clip);
         self.draw_marker_labels(&mut svg, &xm, plot);
 
-        svg.rect(
-            px0,
-            py0,
-            plot_w,
-            plot_h,
-            &format!("fill=\"none\" stroke=\"{FRAME_COLOR}\""),
-        );
+        let frame = format!("fill=\"none\" stroke=\"{FRAME_COLOR}\"");
+        svg.rect(px0, py0, plot_w, plot_h, &frame);
 
         // Axes: tick marks and labels.
         let tick_attrs = format!("stroke=\"{FRAME_COLOR}\"");
@@ -175,13 +170,7 @@ impl LineChart {
             let mut label_w: f64 = 0.0;
             for tick in &t.major {
                 if let Some(y) = ym.px(tick.value / s.factor) {
-                    svg.line(px1, y, px1 + 4.0, y, &tick_attrs);
-                    svg.text(
-                        px1 + 7.0,
-                        y + FONT * 0.35,
-                        &tick.label,
-                        &format!("fill=\"{MUTED_TEXT_COLOR}\""),
-                    );
+                    svg.right_tick(px1, y, &tick.label, 7.0);
                     label_w = label_w.max(text_width(&tick.label, FONT));
                 }
             }
@@ -205,6 +194,10 @@ impl LineChart {
         let rows = self.bands.len().min(2);
         let mut row_end = vec![f64::NEG_INFINITY; rows];
         for band in &self.bands {
+            let (fill, stroke) = (
+                color_attr("fill", &band.color),
+                color_attr("stroke", &band.color),
+            );
             let (Some(a), Some(b)) = (xm.px(band.x0), xm.px(band.x1)) else {
                 continue;
             };
@@ -218,16 +211,8 @@ impl LineChart {
                 a = mid - 3.0;
                 b = mid + 3.0;
             }
-            svg.rect(
-                a,
-                py0,
-                b - a,
-                py1 - py0,
-                &format!(
-                    "{} fill-opacity=\"0.12\" clip-path=\"url(#{clip})\"",
-                    color_attr("fill", &band.color)
-                ),
-            );
+            let shade = format!("{fill} fill-opacity=\"0.12\" clip-path=\"url(#{clip})\"");
+            svg.rect(a, py0, b - a, py1 - py0, &shade);
             if band.label.is_empty() || rows == 0 {
                 continue;
             }
@@ -248,24 +233,17 @@ impl LineChart {
                 y_line,
                 b,
                 y_line,
-                &format!("{} stroke-width=\"2\"", color_attr("stroke", &band.color)),
+                &format!("{stroke} stroke-width=\"2\""),
             );
-            svg.text(
-                cx,
-                y_line - 4.0,
-                &band.label,
-                &format!(
-                    "text-anchor=\"middle\" font-weight=\"600\" {}",
-                    color_attr("fill", &band.color)
-                ),
-            );
+            let label_attrs = format!("text-anchor=\"middle\" font-weight=\"600\" {fill}");
+            svg.text(cx, y_line - 4.0, &band.label, &label_attrs);
         }
     }
 
     fn draw_markers(&self, svg: &mut Svg, xm: &Mapper, (py0, py1): (f64, f64), clip: &str) {
         for m in &self.markers {
             let Some(x) = xm.px(m.x) else { continue };
-            let attrs = match &m.style {
+            let style = match &m.style {
                 MarkerStyle::Reference => format!(
                     "stroke=\"{REFERENCE_COLOR}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\""
                 ),
@@ -278,7 +256,7 @@ impl LineChart {
                 py0,
                 x,
                 py1,
-                &format!("{attrs} clip-path=\"url(#{clip})\""),
+                &format!("{style} clip-path=\"url(#{clip})\""),
             );
         }
     }
@@ -356,22 +334,16 @@ impl LineChart {
             if pts.is_empty() {
                 continue;
             }
+            let stroke = color_attr("stroke", &color);
             if s.highlight {
+                let ring = format!("fill=\"none\" {stroke} stroke-width=\"2.5\"");
                 for &(_, x, y) in &pts {
-                    svg.circle(
-                        x,
-                        y,
-                        7.0,
-                        &format!(
-                            "fill=\"none\" {} stroke-width=\"2.5\"",
-                            color_attr("stroke", &color)
-                        ),
-                    );
+                    svg.circle(x, y, 7.0, &ring);
                 }
                 continue;
             }
             if let Some(errors) = &s.errors {
-                let err_attrs = format!("{} stroke-width=\"1\"", color_attr("stroke", &color));
+                let err_attrs = format!("{stroke} stroke-width=\"1\"");
                 for &(k, x, _) in &pts {
                     let Some(&(lo, hi)) = errors.get(k) else {
                         continue;
@@ -399,29 +371,21 @@ impl LineChart {
             };
             let _ = writeln!(
                 svg.out,
-                "<polyline points=\"{}\" fill=\"none\" {} stroke-width=\"2\" \
+                "<polyline points=\"{}\" fill=\"none\" {stroke} stroke-width=\"2\" \
                  stroke-linejoin=\"round\"{dash}/>",
                 points.join(" "),
-                color_attr("stroke", &color)
+            );
+            let unstable =
+                format!("fill=\"#ffffff\" stroke=\"{UNSTABLE_COLOR}\" stroke-width=\"2\"");
+            let marker = format!(
+                "{} stroke=\"#ffffff\" stroke-width=\"0.8\"",
+                color_attr("fill", &color)
             );
             for &(k, x, y) in &pts {
                 if s.unstable.get(k).copied().unwrap_or(false) {
-                    svg.circle(
-                        x,
-                        y,
-                        4.5,
-                        &format!("fill=\"#ffffff\" stroke=\"{UNSTABLE_COLOR}\" stroke-width=\"2\""),
-                    );
+                    svg.circle(x, y, 4.5, &unstable);
                 } else if s.markers {
-                    svg.circle(
-                        x,
-                        y,
-                        3.0,
-                        &format!(
-                            "{} stroke=\"#ffffff\" stroke-width=\"0.8\"",
-                            color_attr("fill", &color)
-                        ),
-                    );
+                    svg.circle(x, y, 3.0, &marker);
                 }
             }
         }

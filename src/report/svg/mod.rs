@@ -242,6 +242,17 @@ impl Svg {
         self.axis_title(10.0 + FONT, (py0 + py1) / 2.0, -90.0, y);
     }
 
+    /// A tick mark right of an axis at `x`, and its label `gap` px right of the axis.
+    fn right_tick(&mut self, x: f64, y: f64, label: &str, gap: f64) {
+        self.line(x, y, x + 4.0, y, &format!("stroke=\"{FRAME_COLOR}\""));
+        self.text(
+            x + gap,
+            y + FONT * 0.35,
+            label,
+            &format!("fill=\"{MUTED_TEXT_COLOR}\""),
+        );
+    }
+
     /// An empty element: its coordinates, then the other attributes.
     fn element(&mut self, tag: &str, coordinates: &[(&str, f64)], attrs: &str) {
         self.out.push('<');
@@ -385,20 +396,12 @@ fn draw_legend(svg: &mut Svg, entries: &[LegendEntry], width: f64, height: f64, 
                     } else {
                         ""
                     };
-                    svg.line(
-                        x,
-                        mid,
-                        x + LEGEND_SYMBOL,
-                        mid,
-                        &format!("{} stroke-width=\"2\"{dash}", color_attr("stroke", color)),
-                    );
+                    let stroke =
+                        format!("{} stroke-width=\"2\"{dash}", color_attr("stroke", color));
+                    svg.line(x, mid, x + LEGEND_SYMBOL, mid, &stroke);
                     if matches!(e.symbol, LegendSymbol::LineMarker { .. }) {
-                        svg.circle(
-                            x + LEGEND_SYMBOL / 2.0,
-                            mid,
-                            3.0,
-                            &format!("{} stroke=\"#ffffff\"", color_attr("fill", color)),
-                        );
+                        let fill = format!("{} stroke=\"#ffffff\"", color_attr("fill", color));
+                        svg.circle(x + LEGEND_SYMBOL / 2.0, mid, 3.0, &fill);
                     }
                 }
                 LegendSymbol::Marker { color, hollow } => {
@@ -413,30 +416,20 @@ fn draw_legend(svg: &mut Svg, entries: &[LegendEntry], width: f64, height: f64, 
                     svg.circle(x + LEGEND_SYMBOL / 2.0, mid, 4.0, &attrs);
                 }
                 LegendSymbol::Swatch { color, opacity } => {
-                    svg.rect(
-                        x,
-                        mid - 6.0,
-                        LEGEND_SYMBOL,
-                        12.0,
-                        &format!(
-                            "{} fill-opacity=\"{:.2}\" {} stroke-opacity=\"0.6\"",
-                            color_attr("fill", color),
-                            if opacity.is_finite() {
-                                opacity.clamp(0.0, 1.0)
-                            } else {
-                                1.0
-                            },
-                            color_attr("stroke", color)
-                        ),
+                    let opacity = if opacity.is_finite() {
+                        opacity.clamp(0.0, 1.0)
+                    } else {
+                        1.0
+                    };
+                    let (fill, stroke) = (color_attr("fill", color), color_attr("stroke", color));
+                    let attrs = format!(
+                        "{fill} fill-opacity=\"{opacity:.2}\" {stroke} stroke-opacity=\"0.6\""
                     );
+                    svg.rect(x, mid - 6.0, LEGEND_SYMBOL, 12.0, &attrs);
                 }
             }
-            svg.text(
-                x + LEGEND_SYMBOL + 6.0,
-                y,
-                &e.label,
-                &format!("fill=\"{TEXT_COLOR}\""),
-            );
+            let label_attrs = format!("fill=\"{TEXT_COLOR}\"");
+            svg.text(x + LEGEND_SYMBOL + 6.0, y, &e.label, &label_attrs);
         }
     }
 }
