@@ -223,7 +223,7 @@ mod tests {
     }
 
     #[test]
-    fn prose_and_long_values_wrap_at_the_width() {
+    fn prose_and_long_values_wrap_at_the_width_and_keys_are_padded() {
         let words = "word ".repeat(60);
         let text = prose(&Text::plain(words.trim_end()));
         assert!(text.lines().count() >= 3);
@@ -234,10 +234,6 @@ mod tests {
         assert!(lines[0].starts_with(" Sampling  word"));
         assert!(lines[1].starts_with("           word"), "{lines:?}");
         assert!(lines.iter().all(|l| width(l) <= WIDTH));
-    }
-
-    #[test]
-    fn key_value_tables_pad_the_keys() {
         let mut t = Table::key_value();
         t.pair("CPU", "EPYC");
         t.pair("Logical CPUs", Cell::new("2"));

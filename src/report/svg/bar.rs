@@ -57,6 +57,7 @@ impl BarChart {
             .len()
             .max(self.series.iter().map(|s| s.1.len()).max().unwrap_or(0));
         let n_series = self.series.len().max(1);
+        let value_attrs = format!("text-anchor=\"middle\" font-size=\"11\" fill=\"{TEXT_COLOR}\"");
         if n_cat > 0 {
             let group_w = plot_w / n_cat as f64;
             let bar_w = (group_w * 0.8 / n_series as f64).max(1.0);
@@ -75,14 +76,8 @@ impl BarChart {
                     let fill = color_attr("fill", &color(i));
                     svg.rect(x + 1.0, y.min(base), bar_w - 2.0, (base - y).abs(), &fill);
                     if self.value_labels {
-                        svg.text(
-                            x + bar_w / 2.0,
-                            y.min(base) - 4.0,
-                            &format_value(axis.format, v, self.value_decimals),
-                            &format!(
-                                "text-anchor=\"middle\" font-size=\"11\" fill=\"{TEXT_COLOR}\""
-                            ),
-                        );
+                        let value = format_value(axis.format, v, self.value_decimals);
+                        svg.text(x + bar_w / 2.0, y.min(base) - 4.0, &value, &value_attrs);
                     }
                 }
                 if let Some(label) = self.categories.get(c) {

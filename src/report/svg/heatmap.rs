@@ -204,11 +204,8 @@ mod tests {
             .values(vec![vec![1.0]])
             .value_label(label)
             .render();
-        let height: f64 = svg
-            .split("height=\"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .and_then(|h| h.parse().ok())
+        let height: f64 = crate::report::svg::tests::first_attr(&svg, "height")
+            .parse()
             .unwrap();
         assert!(height > text_width(label, FONT) + 40.0, "{height}");
     }

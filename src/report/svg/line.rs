@@ -286,16 +286,13 @@ impl LineChart {
                 Some((x - 4.0 - FONT, x - 4.0, text_width(&m.label, FONT)))
             })
             .collect();
+        let reference = format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}");
         for m in &self.markers {
             let Some(x) = visible(m) else { continue };
             match &m.style {
-                MarkerStyle::Reference => svg.text_rotated(
-                    x - 4.0,
-                    py0 + 4.0,
-                    -90.0,
-                    &m.label,
-                    &format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}"),
-                ),
+                MarkerStyle::Reference => {
+                    svg.text_rotated(x - 4.0, py0 + 4.0, -90.0, &m.label, &reference)
+                }
                 MarkerStyle::Found { color } => {
                     let (a, b) = (x + 3.0, x + 4.0 + FONT);
                     let start = references
@@ -303,16 +300,10 @@ impl LineChart {
                         .filter(|&&(ra, rb, _)| a < rb && ra < b)
                         .map(|&(_, _, len)| len + 8.0)
                         .fold(0.0, f64::max);
-                    svg.text_rotated(
-                        x + 4.0 + FONT * 0.8,
-                        py0 + 4.0 + start,
-                        -90.0,
-                        &m.label,
-                        &format!(
-                            "text-anchor=\"end\" font-weight=\"600\" {} {HALO}",
-                            color_attr("fill", color)
-                        ),
-                    );
+                    let fill = color_attr("fill", color);
+                    let attrs = format!("text-anchor=\"end\" font-weight=\"600\" {fill} {HALO}");
+                    let (x, y) = (x + 4.0 + FONT * 0.8, py0 + 4.0 + start);
+                    svg.text_rotated(x, y, -90.0, &m.label, &attrs);
                 }
             }
         }
@@ -396,21 +387,9 @@ impl LineChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::svg::tests::latency_like;
+    use crate::report::svg::tests::{first_attr, latency_like};
     use crate::units::KIB;
     use crate::view::chart::{Axis, Band, Series};
-
-    #[test]
-    fn renders_one_polyline_per_non_empty_series() {
-        let svg = latency_like()
-            .series(Series::new("empty", vec![]))
-            .series(Series::new("second", vec![(8192.0, 2.0), (65536.0, 3.0)]))
-            .render();
-        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-        assert!(svg.contains("viewBox=\"0 0 960 540\""));
-        assert!(svg.trim_end().ends_with("</svg>"));
-        assert_eq!(svg.matches("<polyline").count(), 2);
-    }
 
     #[test]
     fn skips_nan_infinite_and_non_positive_on_log_axes() {
@@ -432,13 +411,7 @@ mod tests {
             .render();
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
         assert_eq!(svg.matches("<polyline").count(), 1);
-        let points = svg
-            .split("points=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
+        let points = first_attr(&svg, "points");
         assert_eq!(points.split(' ').count(), 2, "{points}");
         // A series of nothing but invalid values draws no line at all.
         let svg = LineChart::new("t")
@@ -490,8 +463,9 @@ mod tests {
     }
 
     #[test]
-    fn markers_bands_errors_and_unstable_points_are_drawn() {
+    fn markers_bands_errors_unstable_points_and_a_polyline_per_non_empty_series_are_drawn() {
         let svg = latency_like()
+            .series(Series::new("empty", vec![]))
             .series(
                 Series::new("noisy", vec![(4096.0, 2.0), (8192.0, 3.0)])
                     .error_bars(vec![(1.5, 2.5), (2.0, 4.0)])
@@ -507,5 +481,9 @@ mod tests {
         assert!(svg.contains(&format!("stroke=\"{UNSTABLE_COLOR}\"")));
         assert!(svg.contains("unstable point"));
         assert!(svg.contains("cycles"));
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.contains("viewBox=\"0 0 960 540\""));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
     }
 }

@@ -464,6 +464,12 @@ mod tests {
             .series(Series::new("random", points))
     }
 
+    /// The value of the first `name="…"` attribute in `svg`.
+    pub(super) fn first_attr<'a>(svg: &'a str, name: &str) -> &'a str {
+        let rest = svg.split_once(&format!(" {name}=\"")).expect(name).1;
+        rest.split('"').next().unwrap()
+    }
+
     #[test]
     fn escapes_text() {
         assert_eq!(
