@@ -165,16 +165,12 @@ impl Plan {
                 reason: "--out expects an existing directory".into(),
             });
         }
-        let in_dir = |name: &str| dir.join(name).to_string_lossy().into_owned();
-        let json = args
-            .measure
-            .json
-            .clone()
-            .unwrap_or_else(|| in_dir("memscope-report.json"));
-        let html = args
-            .html
-            .clone()
-            .unwrap_or_else(|| in_dir("memscope-report.html"));
+        // The file given, else `name` in the output directory.
+        let or_in_dir = |given: &Option<String>, name: &str| {
+            (given.clone()).unwrap_or_else(|| dir.join(name).to_string_lossy().into_owned())
+        };
+        let json = or_in_dir(&args.measure.json, "memscope-report.json");
+        let html = or_in_dir(&args.html, "memscope-report.html");
         let latency = LatencyConfig::resolve(&defaults::<LatencyArgs>(), &measure, machine)?;
         // The quick versions of the other experiments: the bandwidth table with a read and
         // copy sweep, and the stride matrix at one size per level.
@@ -208,6 +204,7 @@ impl Plan {
             html: Some(Target::parse(&html)?),
         };
         let mut plan = Plan::new(CommandKind::Run, outputs, Some(measure));
+        plan.experiments.miss_impact = Some(MissImpactConfig::resolve(&latency, &quick, machine));
         plan.experiments.latency = Some(latency);
         plan.experiments.bandwidth = Some(bandwidth);
         plan.experiments.stride = Some(stride);
@@ -222,16 +219,8 @@ impl Plan {
         // The TLB levels with 4 KiB pages and the quick huge-page curve.
         let mut quick_tlb = quick.clone();
         quick_tlb.quick = true;
-        plan.experiments.tlb = Some(TlbConfig::resolve(
-            &defaults::<TlbArgs>(),
-            &quick_tlb,
-            machine,
-        )?);
-        plan.experiments.miss_impact = plan
-            .experiments
-            .latency
-            .as_ref()
-            .map(|latency| MissImpactConfig::resolve(latency, &quick, machine));
+        let tlb = TlbConfig::resolve(&defaults::<TlbArgs>(), &quick_tlb, machine)?;
+        plan.experiments.tlb = Some(tlb);
         Ok(plan)
     }
 

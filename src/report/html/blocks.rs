@@ -63,23 +63,18 @@ pub fn text(t: &Text) -> String {
             Inline::Span(span) => {
                 let body = escape(&span.text);
                 let (open, close) = match span.style {
-                    Style::Plain => ("", ""),
+                    Style::Plain if span.title.is_none() => ("", ""),
+                    // A tooltip needs an element to hang on.
+                    Style::Plain => ("<span", "</span>"),
                     Style::Strong => ("<b", "</b>"),
                     Style::Code => ("<code", "</code>"),
                     Style::Muted => ("<span class=\"muted\"", "</span>"),
                     Style::Warn => ("<span class=\"unstable\"", "</span>"),
                 };
-                match (&span.title, open) {
-                    (None, "") => out.push_str(&body),
-                    (Some(title), "") => {
-                        let _ = write!(out, "<span title=\"{}\">{body}</span>", escape(title));
-                    }
-                    (title, open) => {
-                        let title = title
-                            .as_ref()
-                            .map_or(String::new(), |t| format!(" title=\"{}\"", escape(t)));
-                        let _ = write!(out, "{open}{title}>{body}{close}");
-                    }
+                if open.is_empty() {
+                    out.push_str(&body);
+                } else {
+                    let _ = write!(out, "{open}{}>{body}{close}", title_attr(&span.title));
                 }
             }
             Inline::Break => out.push_str("<br>"),
@@ -93,6 +88,13 @@ pub fn text(t: &Text) -> String {
         }
     }
     out
+}
+
+/// ` title="…"` (a tooltip), or nothing.
+fn title_attr(title: &Option<String>) -> String {
+    title
+        .as_ref()
+        .map_or(String::new(), |t| format!(" title=\"{}\"", escape(t)))
 }
 
 fn cell(c: &Cell) -> String {
@@ -126,14 +128,10 @@ fn grid(out: &mut String, t: &Table) {
     };
     out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr>");
     for (k, c) in t.columns.iter().enumerate() {
-        let title = c
-            .title
-            .as_ref()
-            .map_or(String::new(), |t| format!(" title=\"{}\"", escape(t)));
+        let (class, title) = (class(k), title_attr(&c.title));
         let _ = write!(
             out,
-            "<th scope=\"col\"{}{title}>{}</th>",
-            class(k),
+            "<th scope=\"col\"{class}{title}>{}</th>",
             escape(&c.header())
         );
     }
