@@ -42,7 +42,7 @@ pub trait Present {
 }
 
 /// One experiment's part of every output.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Section {
     /// Anchor of the HTML section: "latency", "miss-impact".
     pub id: &'static str,
@@ -61,8 +61,7 @@ impl Section {
             id,
             nav: nav.into(),
             title: title.into(),
-            headlines: Vec::new(),
-            blocks: Vec::new(),
+            ..Section::default()
         }
     }
 
@@ -89,15 +88,17 @@ impl Section {
         out
     }
 
+    /// What `pick` takes from every block, nested ones included.
+    pub(crate) fn picked<'a, T>(&'a self, pick: fn(&'a Block) -> Option<&'a T>) -> Vec<&'a T> {
+        self.all_blocks().into_iter().filter_map(pick).collect()
+    }
+
     /// Every CSV table.
     pub fn data_tables(&self) -> Vec<&DataTable> {
-        self.all_blocks()
-            .into_iter()
-            .filter_map(|b| match b {
-                Block::Data(t) => Some(t),
-                _ => None,
-            })
-            .collect()
+        self.picked(|b| match b {
+            Block::Data(t) => Some(t),
+            _ => None,
+        })
     }
 }
 

@@ -264,20 +264,13 @@ fn log10_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: b
     let d1 = (hi.log10().ceil() as i64).min(d0.saturating_add(MAX_TICKS));
     let in_range = |v: f64| v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9);
     let make = |mantissas: &[f64], every: i64| -> Vec<Tick> {
-        let mut ticks = Vec::new();
-        for d in d0..=d1 {
-            if d.rem_euclid(every) != 0 {
-                continue;
-            }
-            for m in mantissas {
-                // Built from the decade exponent so 0.1, 0.2 … print without float noise.
-                let v = m * 10f64.powi(d as i32);
-                if in_range(v) {
-                    ticks.push(Tick::new(format, v, decimals_for(v)));
-                }
-            }
-        }
-        ticks
+        let decades = (d0..=d1).filter(|d| d.rem_euclid(every) == 0);
+        // Built from the decade exponent so 0.1, 0.2 … print without float noise.
+        let values = decades.flat_map(|d| mantissas.iter().map(move |m| m * 10f64.powi(d as i32)));
+        let values = values.filter(|&v| in_range(v));
+        values
+            .map(|v| Tick::new(format, v, decimals_for(v)))
+            .collect()
     };
     let dense = make(&[1.0, 2.0, 5.0], 1);
     let major_only = |major: Vec<Tick>| Ticks {

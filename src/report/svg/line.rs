@@ -105,13 +105,9 @@ impl LineChart {
         let ym = Mapper::new(y_axis.scale, y_lo, y_hi, py1 - INSET, py0 + INSET);
 
         let mut svg = Svg::new(width, height, &self.title);
-        let clip = format!(
-            "msc{:08x}",
-            short_hash(&format!(
-                "{}|{width}|{height}|{left}|{top}|{plot_w}|{plot_h}",
-                self.title
-            ))
-        );
+        let title = &self.title;
+        let layout = format!("{title}|{width}|{height}|{left}|{top}|{plot_w}|{plot_h}");
+        let clip = format!("msc{:08x}", short_hash(&layout));
         let _ = writeln!(
             svg.out,
             "<defs><clipPath id=\"{clip}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\

@@ -444,17 +444,13 @@ mod tests {
     pub(super) fn latency_like() -> LineChart {
         let points: Vec<(f64, f64)> = (12..=28)
             .map(|e| {
-                let bytes = (e as f64).exp2();
-                let ns = if e <= 15 {
-                    1.2
-                } else if e <= 20 {
-                    4.0
-                } else if e <= 25 {
-                    14.0
-                } else {
-                    95.0
+                let ns = match e {
+                    ..=15 => 1.2,
+                    16..=20 => 4.0,
+                    21..=25 => 14.0,
+                    _ => 95.0,
                 };
-                (bytes, ns)
+                ((e as f64).exp2(), ns)
             })
             .collect();
         LineChart::new("Latency")
