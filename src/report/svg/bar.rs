@@ -15,18 +15,15 @@ impl BarChart {
             .collect();
         let (y_lo, y_hi) = self.y_axis.domain(&values);
         let color = |i: usize| series_color(&self.series[i].2, i);
-        let entries: Vec<LegendEntry> = if self.series.len() > 1 {
-            self.series
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    let (color, opacity) = (color(i), 1.0);
-                    LegendEntry::new(s.0.clone(), LegendSymbol::Swatch { color, opacity })
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
+        // A legend only for several series.
+        let several = self.series.len() > 1;
+        let entries: Vec<LegendEntry> = (self.series.iter().enumerate())
+            .filter(|_| several)
+            .map(|(i, s)| {
+                let (color, opacity) = (color(i), 1.0);
+                LegendEntry::new(s.0.clone(), LegendSymbol::Swatch { color, opacity })
+            })
+            .collect();
 
         let top = 12.0 + TITLE_FONT + 14.0;
         let bottom = bottom_margin(&self.x_label, legend_height(&entries, width));

@@ -66,12 +66,10 @@ impl Heatmap {
         let all: Vec<f64> = self.values.iter().flatten().copied().collect();
         let (lo, hi) = scale.extent(&all).unwrap_or((1.0, 10.0));
         let color_map = Mapper::new(scale, lo, hi, 0.0, 1.0);
+        // An empty cell for a missing value.
         let cell_text = |v: f64| {
-            if v.is_finite() {
-                format_number(v, self.decimals)
-            } else {
-                String::new()
-            }
+            let text = v.is_finite().then(|| format_number(v, self.decimals));
+            text.unwrap_or_default()
         };
 
         let widest_col = widest(&self.columns);
