@@ -97,18 +97,13 @@ fn machine_warnings(machine: &Machine, tsc_problem: Option<String>) -> Vec<Warni
     if let Some(reason) = tsc_problem {
         warnings.push(WarningKind::NoTsc(reason));
     }
-    if let Some(governor) = machine.cpufreq.as_ref().and_then(|f| f.governor.clone()) {
-        if governor != "performance" {
-            warnings.push(WarningKind::FrequencyScaling(governor));
-        }
+    let governor = machine.cpufreq.as_ref().and_then(|f| f.governor.clone());
+    if let Some(governor) = governor.filter(|g| g != "performance") {
+        warnings.push(WarningKind::FrequencyScaling(governor));
     }
-    if let Some(others) = other_running_tasks() {
-        if others >= 0.5 {
-            warnings.push(WarningKind::SystemBusy {
-                running: others,
-                cpus: machine.logical_cpus,
-            });
-        }
+    if let Some(running) = other_running_tasks().filter(|&others| others >= 0.5) {
+        let cpus = machine.logical_cpus;
+        warnings.push(WarningKind::SystemBusy { running, cpus });
     }
     warnings.into_iter().map(Warning::from).collect()
 }
@@ -234,24 +229,22 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
     let mut text = document::terminal(report, machine_view, plan.print_points);
 
     let outputs = &plan.outputs;
-    let mut written = Vec::new();
-    if let Some(target) = &outputs.json {
-        target.write(&report::json::serialize(report))?;
-        written.push(target.clone());
+    let mut files = Vec::new();
+    let renderers = [
+        (
+            &outputs.json,
+            report::json::serialize as fn(&Report) -> Vec<u8>,
+        ),
+        (&outputs.csv, document::csv),
+        (&outputs.html, document::html),
+    ];
+    for (target, render) in renderers {
+        let Some(target) = target else { continue };
+        target.write(&render(report))?;
+        if !target.is_stdout() {
+            files.push(target.to_string());
+        }
     }
-    if let Some(target) = &outputs.csv {
-        target.write(&document::csv(report))?;
-        written.push(target.clone());
-    }
-    if let Some(target) = &outputs.html {
-        target.write(&document::html(report))?;
-        written.push(target.clone());
-    }
-    let files: Vec<String> = written
-        .iter()
-        .filter(|t| !t.is_stdout())
-        .map(|t| t.to_string())
-        .collect();
     if !files.is_empty() {
         text.push_str(&format!("\n Wrote {}\n", files.join(", ")));
     }

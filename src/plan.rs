@@ -165,16 +165,12 @@ impl Plan {
                 reason: "--out expects an existing directory".into(),
             });
         }
-        let in_dir = |name: &str| dir.join(name).to_string_lossy().into_owned();
-        let json = args
-            .measure
-            .json
-            .clone()
-            .unwrap_or_else(|| in_dir("memscope-report.json"));
-        let html = args
-            .html
-            .clone()
-            .unwrap_or_else(|| in_dir("memscope-report.html"));
+        // The file given, else `name` in the output directory.
+        let or_in_dir = |given: &Option<String>, name: &str| {
+            (given.clone()).unwrap_or_else(|| dir.join(name).to_string_lossy().into_owned())
+        };
+        let json = or_in_dir(&args.measure.json, "memscope-report.json");
+        let html = or_in_dir(&args.html, "memscope-report.html");
         let latency = LatencyConfig::resolve(&defaults::<LatencyArgs>(), &measure, machine)?;
         // The quick versions of the other experiments: the bandwidth table with a read and
         // copy sweep, and the stride matrix at one size per level.
@@ -197,26 +193,23 @@ impl Plan {
                 LoadedConfig::resolve(&loaded_args, &quick, machine)
             })
             .transpose()?;
-        let skipped = if loaded.is_none() {
-            vec![Skipped {
-                experiment: "latency under load",
-                reason: "it needs a second CPU for the injector thread, and this process may \
-                         use only one",
-            }]
-        } else {
-            Vec::new()
-        };
+        let skipped = loaded.is_none().then_some(Skipped {
+            experiment: "latency under load",
+            reason: "it needs a second CPU for the injector thread, and this process may use \
+                     only one",
+        });
         let outputs = Outputs {
             json: Some(Target::parse(&json)?),
             csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
             html: Some(Target::parse(&html)?),
         };
         let mut plan = Plan::new(CommandKind::Run, outputs, Some(measure));
+        plan.experiments.miss_impact = Some(MissImpactConfig::resolve(&latency, &quick, machine));
         plan.experiments.latency = Some(latency);
         plan.experiments.bandwidth = Some(bandwidth);
         plan.experiments.stride = Some(stride);
         plan.experiments.loaded = loaded;
-        plan.skipped = skipped;
+        plan.skipped.extend(skipped);
         // DRAM parallelism with the quick chain counts, the sequential model and Little's law.
         let mut mlp_args = defaults::<MlpArgs>();
         mlp_args.grid_max = Some("none".into());
@@ -226,16 +219,8 @@ impl Plan {
         // The TLB levels with 4 KiB pages and the quick huge-page curve.
         let mut quick_tlb = quick.clone();
         quick_tlb.quick = true;
-        plan.experiments.tlb = Some(TlbConfig::resolve(
-            &defaults::<TlbArgs>(),
-            &quick_tlb,
-            machine,
-        )?);
-        plan.experiments.miss_impact = plan
-            .experiments
-            .latency
-            .as_ref()
-            .map(|latency| MissImpactConfig::resolve(latency, &quick, machine));
+        let tlb = TlbConfig::resolve(&defaults::<TlbArgs>(), &quick_tlb, machine)?;
+        plan.experiments.tlb = Some(tlb);
         Ok(plan)
     }
 
@@ -268,29 +253,26 @@ mod tests {
 
     #[test]
     fn counters_reach_latency_stride_and_tlb_and_stay_off_in_run() {
-        let on = |command: &str| plan(&["memscope", command, "--quick", "--counters"]);
-        assert!(on("latency").experiments.latency.unwrap().counters);
-        assert!(on("stride").experiments.stride.unwrap().counters);
-        assert!(on("tlb").experiments.tlb.unwrap().counters);
-        assert!(
-            !plan(&["memscope", "latency"])
-                .experiments
-                .latency
-                .unwrap()
-                .counters
-        );
-        assert!(
-            !plan(&["memscope", "stride"])
-                .experiments
-                .stride
-                .unwrap()
-                .counters
-        );
-        assert!(!plan(&["memscope", "tlb"]).experiments.tlb.unwrap().counters);
-        let run = plan(&["memscope", "run", "--quick"]);
-        assert!(!run.experiments.latency.unwrap().counters);
-        assert!(!run.experiments.stride.unwrap().counters);
-        assert!(!run.experiments.tlb.unwrap().counters);
+        // Whether latency, stride and tlb count, for the experiments the plan runs.
+        let counters = |args: &[&str]| {
+            let e = plan(args).experiments;
+            [
+                e.latency.map(|c| c.counters),
+                e.stride.map(|c| c.counters),
+                e.tlb.map(|c| c.counters),
+            ]
+        };
+        for (i, command) in ["latency", "stride", "tlb"].into_iter().enumerate() {
+            let on = counters(&["memscope", command, "--quick", "--counters"]);
+            assert_eq!(on[i], Some(true), "{command}");
+            assert_eq!(
+                counters(&["memscope", command])[i],
+                Some(false),
+                "{command}"
+            );
+        }
+        let run = counters(&["memscope", "run", "--quick"]);
+        assert_eq!(run, [Some(false); 3]);
         // Only the experiments that count take the flag.
         for command in ["run", "bandwidth", "mlp"] {
             assert!(Cli::try_parse_from(["memscope", command, "--counters"]).is_err());

@@ -132,11 +132,7 @@ macro_rules! registry {
             /// The section of every experiment that ran, in reading order.
             pub fn sections(&self, machine: &Machine) -> Vec<Section> {
                 let mut sections = Vec::new();
-                $(
-                    if let Some(result) = &self.$field {
-                        sections.push(result.section(machine));
-                    }
-                )*
+                $(sections.extend(self.$field.as_ref().map(|result| result.section(machine)));)*
                 sections
             }
         }

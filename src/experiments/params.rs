@@ -113,17 +113,10 @@ impl MeasurePlan {
         };
         let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
         let max_size = match &args.max_size {
-            Some(text) => Bytes::parse(text)?,
+            Some(text) => parse_size("--max-size", text, 4 * KIB, machine)?,
             None if args.quick => Bytes((64 * MIB).max(4 * llc)),
             None => Bytes((256 * MIB).max(8 * llc)),
         };
-        if max_size.0 < 4 * KIB {
-            return Err(UsageError::SizeTooSmall {
-                flag: "--max-size",
-                requested: max_size,
-                minimum: Bytes(4 * KIB),
-            });
-        }
         check_fits_memory("--max-size", max_size, machine)?;
         Ok(MeasurePlan {
             cpu,

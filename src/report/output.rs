@@ -95,21 +95,25 @@ fn temporary_path(path: &Path) -> PathBuf {
     directory_of(path).join(format!(".{name}.memscope-{}.tmp", std::process::id()))
 }
 
+/// The `UsageError` naming `path` and why it cannot be written.
+fn unwritable(path: &Path, reason: impl Into<String>) -> UsageError {
+    UsageError::OutputPath {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
 /// Fails with a `UsageError` naming the path when the file could not be written.
 pub fn check_writable(path: &Path) -> Result<(), UsageError> {
-    let fail = |reason: String| UsageError::OutputPath {
-        path: path.display().to_string(),
-        reason,
-    };
     if path.is_dir() {
-        return Err(fail("it is a directory; expected a file path".into()));
+        return Err(unwritable(path, "it is a directory; expected a file path"));
     }
     let dir = directory_of(path);
     if !dir.is_dir() {
-        return Err(fail(format!(
-            "directory '{}' does not exist",
-            dir.display()
-        )));
+        return Err(unwritable(
+            path,
+            format!("directory '{}' does not exist", dir.display()),
+        ));
     }
     let probe = temporary_path(path);
     match fs::File::create(&probe) {
@@ -117,7 +121,7 @@ pub fn check_writable(path: &Path) -> Result<(), UsageError> {
             let _ = fs::remove_file(&probe);
             Ok(())
         }
-        Err(error) => Err(fail(error.to_string())),
+        Err(error) => Err(unwritable(path, error.to_string())),
     }
 }
 
@@ -125,20 +129,16 @@ pub fn check_writable(path: &Path) -> Result<(), UsageError> {
 /// device or pipe at `path` (checked with access(2), so a pipe is not opened early).
 fn check_special_writable(path: &Path) -> Result<(), UsageError> {
     use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).map_err(|_| {
-        UsageError::OutputPath {
-            path: path.display().to_string(),
-            reason: "the path contains a NUL byte".into(),
-        }
-    })?;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| unwritable(path, "the path contains a NUL byte"))?;
     // SAFETY: access reads the NUL-terminated path it is given.
     if unsafe { libc::access(c_path.as_ptr(), libc::W_OK) } == 0 {
         Ok(())
     } else {
-        Err(UsageError::OutputPath {
-            path: path.display().to_string(),
-            reason: std::io::Error::last_os_error().to_string(),
-        })
+        Err(unwritable(
+            path,
+            std::io::Error::last_os_error().to_string(),
+        ))
     }
 }
 

@@ -151,20 +151,22 @@ mod tests {
         }
     }
 
-    #[test]
-    fn no_warnings_is_said_in_a_green_box() {
-        let s = warnings_section(&Report::new(Machine::default(), Settings::default()));
-        assert_eq!((s.id, s.nav.as_str()), ("warnings", "Warnings (0)"));
+    /// The navigation label and the one paragraph of the warnings section.
+    fn warnings(report: &Report) -> (String, Paragraph) {
+        let s = warnings_section(report);
+        assert_eq!(s.id, "warnings");
         let [Block::Paragraph(p)] = s.blocks.as_slice() else {
             panic!("{:?}", s.blocks)
         };
-        assert_eq!(p.tone, Tone::Fine);
-        assert!(p.text.to_plain().starts_with("No warnings"));
+        (s.nav, p.clone())
     }
 
     #[test]
-    fn the_warnings_are_one_box_a_line_each_with_code_and_message() {
+    fn the_warnings_are_one_box_a_line_each_or_a_green_box_saying_there_are_none() {
         let mut report = Report::new(Machine::default(), Settings::default());
+        let (nav, p) = warnings(&report);
+        assert_eq!((nav.as_str(), p.tone), ("Warnings (0)", Tone::Fine));
+        assert!(p.text.to_plain().starts_with("No warnings"));
         for (code, message) in [
             ("system_busy", "the system is busy & noisy"),
             ("hypervisor", "running under KVM"),
@@ -172,12 +174,8 @@ mod tests {
             let (code, message) = (code.into(), message.into());
             report.warnings.push(Warning { code, message });
         }
-        let s = warnings_section(&report);
-        assert_eq!(s.nav, "Warnings (2)");
-        let [Block::Paragraph(p)] = s.blocks.as_slice() else {
-            panic!("{:?}", s.blocks)
-        };
-        assert_eq!(p.tone, Tone::Warning);
+        let (nav, p) = warnings(&report);
+        assert_eq!((nav.as_str(), p.tone), ("Warnings (2)", Tone::Warning));
         assert_eq!(
             p.text.to_plain(),
             "! system_busy: the system is busy & noisy\n! hypervisor: running under KVM"

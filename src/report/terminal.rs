@@ -116,21 +116,18 @@ fn grid(t: &Table) -> String {
             *w = (*w).max(width(cell));
         }
     }
+    // (`format!` pads to a width in characters, as `width` counts them.)
     let line = |cells: &[String], header: bool| -> String {
-        let mut out = String::from(" ");
-        for (i, (cell, w)) in cells.iter().zip(&widths).enumerate() {
-            let pad = " ".repeat(w - width(cell));
-            let right = !header && i > 0 && t.columns[i].align == Align::Right;
-            if right {
-                out.push_str(&pad);
-                out.push_str(cell);
-            } else {
-                out.push_str(cell);
-                out.push_str(&pad);
-            }
-            out.push_str("  ");
-        }
-        out.trim_end().to_string() + "\n"
+        let padded: Vec<String> = (cells.iter().zip(&widths).enumerate())
+            .map(|(i, (cell, &w))| {
+                if !header && i > 0 && t.columns[i].align == Align::Right {
+                    format!("{cell:>w$}")
+                } else {
+                    format!("{cell:<w$}")
+                }
+            })
+            .collect();
+        format!(" {}", padded.join("  ")).trim_end().to_string() + "\n"
     };
     let mut out = line(&header, true);
     let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
@@ -138,9 +135,8 @@ fn grid(t: &Table) -> String {
     for (cells, span) in &rows {
         match span {
             Some(text) => {
-                let first = &cells[0];
-                let pad = widths.first().map_or(0, |w| w - width(first));
-                out.push_str(&format!(" {first}{}  {text}\n", " ".repeat(pad)));
+                let (first, w) = (&cells[0], widths.first().copied().unwrap_or(0));
+                out.push_str(&format!(" {first:<w$}  {text}\n"));
             }
             None => out.push_str(&line(cells, false)),
         }
@@ -172,8 +168,7 @@ fn key_value(t: &Table) -> String {
     for (k, v) in &pairs {
         for (i, line) in wrap(v, value_width).iter().enumerate() {
             let key = if i == 0 { k.as_str() } else { "" };
-            let pad = " ".repeat(key_width - width(key));
-            out.push_str(format!(" {key}{pad}  {line}").trim_end());
+            out.push_str(format!(" {key:<key_width$}  {line}").trim_end());
             out.push('\n');
         }
     }
@@ -228,7 +223,7 @@ mod tests {
     }
 
     #[test]
-    fn prose_and_long_values_wrap_at_the_width() {
+    fn prose_and_long_values_wrap_at_the_width_and_keys_are_padded() {
         let words = "word ".repeat(60);
         let text = prose(&Text::plain(words.trim_end()));
         assert!(text.lines().count() >= 3);
@@ -239,10 +234,6 @@ mod tests {
         assert!(lines[0].starts_with(" Sampling  word"));
         assert!(lines[1].starts_with("           word"), "{lines:?}");
         assert!(lines.iter().all(|l| width(l) <= WIDTH));
-    }
-
-    #[test]
-    fn key_value_tables_pad_the_keys() {
         let mut t = Table::key_value();
         t.pair("CPU", "EPYC");
         t.pair("Logical CPUs", Cell::new("2"));

@@ -78,8 +78,9 @@ fn median_positive(values: impl IntoIterator<Item = f64>) -> Option<f64> {
 // ---------------------------------------------------------------------------------------
 
 /// How values map onto an axis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Scale {
+    #[default]
     Linear,
     /// Powers of two equally spaced (sizes, strides).
     Log2,
@@ -88,9 +89,10 @@ pub enum Scale {
 }
 
 /// How tick labels (and value labels) are printed.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub enum TickFormat {
     /// Plain numbers; 10 000 and above are shortened to `10k`, `2M`, `1G`.
+    #[default]
     Number,
     /// Binary sizes through `units::Bytes` ("4 KiB", "1 MiB").
     Bytes,
@@ -101,7 +103,7 @@ pub enum TickFormat {
 }
 
 /// One axis of a chart: its label, scale, label format and optional fixed range.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[must_use = "charts and their parts do nothing until rendered"]
 pub struct Axis {
     pub(crate) label: String,
@@ -116,9 +118,7 @@ impl Axis {
         Axis {
             label: label.into(),
             scale,
-            format: TickFormat::Number,
-            range: None,
-            include_zero: false,
+            ..Axis::default()
         }
     }
 
@@ -207,7 +207,7 @@ impl LegendEntry {
 // ---------------------------------------------------------------------------------------
 
 /// One named line of a `LineChart`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[must_use = "charts and their parts do nothing until rendered"]
 pub struct Series {
     pub(crate) name: String,
@@ -228,12 +228,8 @@ impl Series {
         Series {
             name: name.into(),
             points,
-            color: None,
-            errors: None,
-            unstable: Vec::new(),
-            dashed: false,
             markers: true,
-            highlight: false,
+            ..Series::default()
         }
     }
 
@@ -372,7 +368,7 @@ pub(crate) struct SecondaryAxis {
 ///     .render();
 /// assert!(svg.starts_with("<svg"));
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[must_use = "charts and their parts do nothing until rendered"]
 pub struct LineChart {
     pub(crate) title: String,
@@ -394,14 +390,8 @@ impl LineChart {
             title: title.into(),
             width: 960.0,
             height: 540.0,
-            x_axis: Axis::linear(""),
-            y_axis: Axis::linear(""),
-            secondary: None,
-            series: Vec::new(),
-            markers: Vec::new(),
-            bands: Vec::new(),
-            legend: Vec::new(),
             unstable_label: "unstable point".to_string(),
+            ..LineChart::default()
         }
     }
 
@@ -467,7 +457,7 @@ impl LineChart {
 
 /// A matrix of values as coloured cells with the value printed in each (for example,
 /// latency by working-set size × stride). Non-finite values are shown as empty grey cells.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[must_use = "charts and their parts do nothing until rendered"]
 pub struct Heatmap {
     pub(crate) title: String,
@@ -485,14 +475,8 @@ impl Heatmap {
     pub fn new(title: impl Into<String>) -> Heatmap {
         Heatmap {
             title: title.into(),
-            x_label: String::new(),
-            y_label: String::new(),
-            columns: Vec::new(),
-            rows: Vec::new(),
-            values: Vec::new(),
-            value_label: String::new(),
-            log_color: false,
             decimals: 1,
+            ..Heatmap::default()
         }
     }
 
@@ -549,7 +533,7 @@ impl Heatmap {
 
 /// Grouped bars: one group per category, one bar per series (bandwidth per kernel, per
 /// NUMA node …). The value axis is linear from zero unless a range is given.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 #[must_use = "charts and their parts do nothing until rendered"]
 pub struct BarChart {
     pub(crate) title: String,
@@ -569,12 +553,10 @@ impl BarChart {
             title: title.into(),
             width: 960.0,
             height: 420.0,
-            x_label: String::new(),
             y_axis: Axis::linear("").include_zero(),
-            categories: Vec::new(),
-            series: Vec::new(),
             value_labels: true,
             value_decimals: 1,
+            ..BarChart::default()
         }
     }
 

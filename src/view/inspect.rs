@@ -6,13 +6,10 @@ use super::{Block, Chart, Column, Layout, Row, Section, Table};
 impl Section {
     /// Every table, nested ones included.
     pub fn tables(&self) -> Vec<&Table> {
-        self.all_blocks()
-            .into_iter()
-            .filter_map(|b| match b {
-                Block::Table(t) => Some(t),
-                _ => None,
-            })
-            .collect()
+        self.picked(|b| match b {
+            Block::Table(t) => Some(t),
+            _ => None,
+        })
     }
 
     /// The table titled `title`, if any.
@@ -24,13 +21,10 @@ impl Section {
 
     /// Every chart.
     pub fn charts(&self) -> Vec<&Chart> {
-        self.all_blocks()
-            .into_iter()
-            .filter_map(|b| match b {
-                Block::Chart(c) => Some(c),
-                _ => None,
-            })
-            .collect()
+        self.picked(|b| match b {
+            Block::Chart(c) => Some(c),
+            _ => None,
+        })
     }
 
     /// The section's words as plain text, one line per heading, paragraph, table row and

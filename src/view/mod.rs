@@ -42,7 +42,7 @@ pub trait Present {
 }
 
 /// One experiment's part of every output.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Section {
     /// Anchor of the HTML section: "latency", "miss-impact".
     pub id: &'static str,
@@ -61,8 +61,7 @@ impl Section {
             id,
             nav: nav.into(),
             title: title.into(),
-            headlines: Vec::new(),
-            blocks: Vec::new(),
+            ..Section::default()
         }
     }
 
@@ -89,15 +88,17 @@ impl Section {
         out
     }
 
+    /// What `pick` takes from every block, nested ones included.
+    pub(crate) fn picked<'a, T>(&'a self, pick: fn(&'a Block) -> Option<&'a T>) -> Vec<&'a T> {
+        self.all_blocks().into_iter().filter_map(pick).collect()
+    }
+
     /// Every CSV table.
     pub fn data_tables(&self) -> Vec<&DataTable> {
-        self.all_blocks()
-            .into_iter()
-            .filter_map(|b| match b {
-                Block::Data(t) => Some(t),
-                _ => None,
-            })
-            .collect()
+        self.picked(|b| match b {
+            Block::Data(t) => Some(t),
+            _ => None,
+        })
     }
 }
 
@@ -207,13 +208,14 @@ impl Text {
         Text::new().add(text)
     }
 
-    fn styled(mut self, text: impl Into<String>, style: Style) -> Text {
-        self.0.push(Inline::Span(Span {
-            text: text.into(),
-            style,
-            title: None,
-        }));
+    fn span(mut self, text: impl Into<String>, style: Style, title: Option<String>) -> Text {
+        let text = text.into();
+        self.0.push(Inline::Span(Span { text, style, title }));
         self
+    }
+
+    fn styled(self, text: impl Into<String>, style: Style) -> Text {
+        self.span(text, style, None)
     }
 
     /// Appends plain text (a builder step, not arithmetic: `Text` is no number).
@@ -239,18 +241,8 @@ impl Text {
     }
 
     /// Appends text with a tooltip (HTML `title`; the terminal shows only the text).
-    pub fn titled(
-        mut self,
-        text: impl Into<String>,
-        style: Style,
-        title: impl Into<String>,
-    ) -> Text {
-        self.0.push(Inline::Span(Span {
-            text: text.into(),
-            style,
-            title: Some(title.into()),
-        }));
-        self
+    pub fn titled(self, text: impl Into<String>, style: Style, title: impl Into<String>) -> Text {
+        self.span(text, style, Some(title.into()))
     }
 
     pub fn line_break(mut self) -> Text {
@@ -271,15 +263,12 @@ impl Text {
 
     /// The text without styles, tooltips or swatches; line breaks become newlines.
     pub fn to_plain(&self) -> String {
-        let mut out = String::new();
-        for inline in &self.0 {
-            match inline {
-                Inline::Span(s) => out.push_str(&s.text),
-                Inline::Break => out.push('\n'),
-                Inline::Swatch(_) => {}
-            }
-        }
-        out
+        let pieces = self.0.iter().map(|inline| match inline {
+            Inline::Span(s) => s.text.as_str(),
+            Inline::Break => "\n",
+            Inline::Swatch(_) => "",
+        });
+        pieces.collect()
     }
 
     pub fn is_empty(&self) -> bool {

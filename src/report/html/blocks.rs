@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 
-use crate::report::svg::escape;
+use crate::report::svg::{self, escape};
 use crate::view::{
-    Align, Block, Cell, Chart, Inline, Layout, Medium, Row, Section, Style, Table, Text, Tone,
+    Align, Block, Cell, Inline, Layout, Medium, Row, Section, Style, Table, Text, Tone,
 };
 
 /// A section: its `h2` title and its blocks.
@@ -39,7 +39,7 @@ fn blocks(out: &mut String, list: &[Block]) {
             }
             Block::Table(t) => table(out, t),
             Block::Chart(c) => {
-                let _ = writeln!(out, "<figure class=\"chart\">\n{}</figure>", chart(c));
+                let _ = writeln!(out, "<figure class=\"chart\">\n{}</figure>", svg::render(c));
             }
             Block::Data(_) | Block::Only(Medium::Terminal, _) => {}
             Block::Details {
@@ -63,23 +63,18 @@ pub fn text(t: &Text) -> String {
             Inline::Span(span) => {
                 let body = escape(&span.text);
                 let (open, close) = match span.style {
-                    Style::Plain => ("", ""),
+                    Style::Plain if span.title.is_none() => ("", ""),
+                    // A tooltip needs an element to hang on.
+                    Style::Plain => ("<span", "</span>"),
                     Style::Strong => ("<b", "</b>"),
                     Style::Code => ("<code", "</code>"),
                     Style::Muted => ("<span class=\"muted\"", "</span>"),
                     Style::Warn => ("<span class=\"unstable\"", "</span>"),
                 };
-                match (&span.title, open) {
-                    (None, "") => out.push_str(&body),
-                    (Some(title), "") => {
-                        let _ = write!(out, "<span title=\"{}\">{body}</span>", escape(title));
-                    }
-                    (title, open) => {
-                        let title = title
-                            .as_ref()
-                            .map_or(String::new(), |t| format!(" title=\"{}\"", escape(t)));
-                        let _ = write!(out, "{open}{title}>{body}{close}");
-                    }
+                if open.is_empty() {
+                    out.push_str(&body);
+                } else {
+                    let _ = write!(out, "{open}{}>{body}{close}", title_attr(&span.title));
                 }
             }
             Inline::Break => out.push_str("<br>"),
@@ -95,13 +90,11 @@ pub fn text(t: &Text) -> String {
     out
 }
 
-/// A chart as inline SVG.
-fn chart(c: &Chart) -> String {
-    match c {
-        Chart::Line(chart) => chart.render(),
-        Chart::Heatmap(chart) => chart.render(),
-        Chart::Bar(chart) => chart.render(),
-    }
+/// ` title="…"` (a tooltip), or nothing.
+fn title_attr(title: &Option<String>) -> String {
+    title
+        .as_ref()
+        .map_or(String::new(), |t| format!(" title=\"{}\"", escape(t)))
 }
 
 fn cell(c: &Cell) -> String {
@@ -135,14 +128,10 @@ fn grid(out: &mut String, t: &Table) {
     };
     out.push_str("<div class=\"table-wrap\"><table>\n<thead><tr>");
     for (k, c) in t.columns.iter().enumerate() {
-        let title = c
-            .title
-            .as_ref()
-            .map_or(String::new(), |t| format!(" title=\"{}\"", escape(t)));
+        let (class, title) = (class(k), title_attr(&c.title));
         let _ = write!(
             out,
-            "<th scope=\"col\"{}{title}>{}</th>",
-            class(k),
+            "<th scope=\"col\"{class}{title}>{}</th>",
             escape(&c.header())
         );
     }

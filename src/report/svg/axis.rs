@@ -1,7 +1,7 @@
 //! Axes: the drawn range of an axis, its ticks (1-2-5 steps, powers of two, decades),
 //! thinned until their labels fit, and the mapping of values to pixels.
 
-use super::{decimals_for, format_value, text_width, FONT, MAX_TICKS};
+use super::{decimals_for, format_value, text_width, widest, FONT, MAX_TICKS};
 use crate::view::chart::{Axis, Scale, TickFormat};
 
 impl Scale {
@@ -17,6 +17,16 @@ impl Scale {
             Scale::Log10 => (v > 0.0).then(|| v.log10()),
         }
     }
+
+    /// The smallest and the largest of the values that can be drawn, if any.
+    pub(super) fn extent(self, values: &[f64]) -> Option<(f64, f64)> {
+        let mut drawable = values
+            .iter()
+            .copied()
+            .filter(|&v| self.forward(v).is_some());
+        let first = drawable.next()?;
+        Some(drawable.fold((first, first), |(lo, hi), v| (lo.min(v), hi.max(v))))
+    }
 }
 
 impl Axis {
@@ -29,22 +39,14 @@ impl Axis {
                 return (a, b);
             }
         }
-        let mut lo = f64::INFINITY;
-        let mut hi = f64::NEG_INFINITY;
-        for &v in values {
-            if scale.forward(v).is_some() {
-                lo = lo.min(v);
-                hi = hi.max(v);
-            }
-        }
-        if lo > hi {
+        let Some((mut lo, mut hi)) = scale.extent(values) else {
             // No drawable value: an arbitrary but valid range keeps the frame and axes.
             return match scale {
                 Scale::Linear => (0.0, 1.0),
                 Scale::Log2 => (1.0, 2.0),
                 Scale::Log10 => (1.0, 10.0),
             };
-        }
+        };
         match scale {
             Scale::Linear => {
                 if self.include_zero {
@@ -86,21 +88,11 @@ impl Axis {
 
 /// The step of 1, 2 or 5 × 10^k closest above `raw`.
 fn nice_step(raw: f64) -> f64 {
-    if !(raw.is_finite() && raw > 0.0) {
-        return 1.0;
-    }
-    let mag = 10f64.powf(raw.log10().floor());
-    let r = raw / mag;
-    let m = if r <= 1.0 + 1e-9 {
-        1.0
-    } else if r <= 2.0 + 1e-9 {
-        2.0
-    } else if r <= 5.0 + 1e-9 {
-        5.0
+    if raw.is_finite() && raw > 0.0 {
+        ceil_125(raw)
     } else {
-        10.0
-    };
-    m * mag
+        1.0
+    }
 }
 
 /// Largest 1, 2 or 5 × 10^k not above `v` (v > 0).
@@ -146,11 +138,17 @@ pub(super) struct Ticks {
     pub(super) minor: Vec<f64>,
 }
 
+impl Tick {
+    fn new(format: TickFormat, value: f64, decimals: usize) -> Tick {
+        let label = format_value(format, value, decimals);
+        Tick { value, label }
+    }
+}
+
 impl Ticks {
     /// Width of the widest major tick label.
     pub(super) fn label_width(&self) -> f64 {
-        let widths = self.major.iter().map(|t| text_width(&t.label, FONT));
-        widths.fold(0.0, f64::max)
+        widest(self.major.iter().map(|t| &t.label))
     }
 }
 
@@ -227,7 +225,7 @@ pub(super) fn make_ticks(
         Scale::Log10 => log10_ticks(format, lo, hi, &map, horizontal),
         Scale::Linear => Ticks {
             major: linear_ticks(format, lo, hi, &map, horizontal),
-            minor: Vec::new(),
+            ..Ticks::default()
         },
     }
 }
@@ -241,26 +239,14 @@ fn log2_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: bo
     let exps: Vec<i64> = (e0..=e1).collect();
     let label = |e: i64| {
         let v = (e as f64).exp2();
-        Tick {
-            value: v,
-            label: format_value(format, v, decimals_for(v)),
-        }
+        Tick::new(format, v, decimals_for(v))
     };
-    let mut major = Vec::new();
-    for step in [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 32, 64, 128, 256, 512] {
-        let ticks: Vec<Tick> = exps
-            .iter()
-            .filter(|e| e.rem_euclid(step) == 0)
-            .map(|&e| label(e))
-            .collect();
-        let done = labels_fit(&ticks, map, horizontal) || ticks.len() <= 1;
-        if done || major.is_empty() {
-            major = ticks;
-        }
-        if done {
-            break;
-        }
-    }
+    let steps = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 32, 64, 128, 256, 512];
+    let every = |step: i64| {
+        let multiples = exps.iter().filter(|e| e.rem_euclid(step) == 0);
+        multiples.map(|&e| label(e)).collect()
+    };
+    let mut major = thinned(&steps, every, map, horizontal);
     if major.is_empty() {
         // Not one multiple of the step inside the range: label the first power of two.
         major = exps.first().map(|&e| vec![label(e)]).unwrap_or_default();
@@ -278,44 +264,49 @@ fn log10_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: b
     let d1 = (hi.log10().ceil() as i64).min(d0.saturating_add(MAX_TICKS));
     let in_range = |v: f64| v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9);
     let make = |mantissas: &[f64], every: i64| -> Vec<Tick> {
-        let mut ticks = Vec::new();
-        for d in d0..=d1 {
-            if d.rem_euclid(every) != 0 {
-                continue;
-            }
-            for m in mantissas {
-                // Built from the decade exponent so 0.1, 0.2 … print without float noise.
-                let v = m * 10f64.powi(d as i32);
-                if in_range(v) {
-                    ticks.push(Tick {
-                        value: v,
-                        label: format_value(format, v, decimals_for(v)),
-                    });
-                }
-            }
-        }
-        ticks
+        let decades = (d0..=d1).filter(|d| d.rem_euclid(every) == 0);
+        // Built from the decade exponent so 0.1, 0.2 … print without float noise.
+        let values = decades.flat_map(|d| mantissas.iter().map(move |m| m * 10f64.powi(d as i32)));
+        let values = values.filter(|&v| in_range(v));
+        values
+            .map(|v| Tick::new(format, v, decimals_for(v)))
+            .collect()
     };
     let dense = make(&[1.0, 2.0, 5.0], 1);
+    let major_only = |major: Vec<Tick>| Ticks {
+        major,
+        ..Ticks::default()
+    };
     if dense.len() < 3 {
         let linear = linear_ticks(format, lo, hi, map, horizontal);
         let linear: Vec<Tick> = linear.into_iter().filter(|t| t.value > 0.0).collect();
         if linear.len() >= dense.len() {
-            return Ticks {
-                major: linear,
-                minor: Vec::new(),
-            };
+            return major_only(linear);
         }
     }
     if labels_fit(&dense, map, horizontal) {
-        return Ticks {
-            major: dense,
-            minor: Vec::new(),
-        };
+        return major_only(dense);
     }
+    let decades = [1, 2, 3, 5, 10, 20, 50, 100];
+    major_only(thinned(
+        &decades,
+        |every| make(&[1.0], every),
+        map,
+        horizontal,
+    ))
+}
+
+/// The first of the tick sets `make(step)` for `steps` (denser first) whose labels fit or
+/// that has one tick at most; the first non-empty one when none does.
+fn thinned(
+    steps: &[i64],
+    make: impl Fn(i64) -> Vec<Tick>,
+    map: &Mapper,
+    horizontal: bool,
+) -> Vec<Tick> {
     let mut major = Vec::new();
-    for every in [1, 2, 3, 5, 10, 20, 50, 100] {
-        let ticks = make(&[1.0], every);
+    for &step in steps {
+        let ticks = make(step);
         let done = labels_fit(&ticks, map, horizontal) || ticks.len() <= 1;
         if done || major.is_empty() {
             major = ticks;
@@ -324,10 +315,7 @@ fn log10_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: b
             break;
         }
     }
-    Ticks {
-        major,
-        minor: Vec::new(),
-    }
+    major
 }
 
 /// 1-2-5 multiples: the most ticks (up to about one per 40 px) whose labels fit.
@@ -360,10 +348,7 @@ fn linear_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: 
             .map(|k| {
                 let v = k as f64 * step;
                 let v = if v.abs() < step * 1e-9 { 0.0 } else { v };
-                Tick {
-                    value: v,
-                    label: format_value(format, v, decimals),
-                }
+                Tick::new(format, v, decimals)
             })
             .collect();
         if labels_fit(&ticks, map, horizontal) {
@@ -428,11 +413,7 @@ mod tests {
             ["1", "2", "5", "10", "20", "50", "100", "200", "500"]
         );
         let ticks = make_ticks(Scale::Log10, TickFormat::Number, 0.1, 1000.0, 60.0, false);
-        assert!(
-            ticks.major.len() >= 2 && ticks.major.len() < 5,
-            "{:?}",
-            ticks.major
-        );
+        assert!((2..5).contains(&ticks.major.len()), "{:?}", ticks.major);
         // Counts never get fractional ticks, however short the axis' span.
         let ticks = make_ticks(Scale::Linear, TickFormat::Integer, 1.0, 2.0, 800.0, true);
         let labels: Vec<&str> = ticks.major.iter().map(|t| t.label.as_str()).collect();

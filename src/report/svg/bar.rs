@@ -3,7 +3,7 @@
 
 use super::axis::{make_ticks, Mapper};
 use super::*;
-use crate::view::chart::{BarChart, Scale, PALETTE};
+use crate::view::chart::{BarChart, Scale};
 
 impl BarChart {
     pub fn render(&self) -> String {
@@ -14,68 +14,38 @@ impl BarChart {
             .flat_map(|s| s.1.iter().copied())
             .collect();
         let (y_lo, y_hi) = self.y_axis.domain(&values);
-        let color = |i: usize| {
-            self.series[i]
-                .2
-                .clone()
-                .unwrap_or_else(|| PALETTE[i % PALETTE.len()].to_string())
-        };
-        let entries: Vec<LegendEntry> = if self.series.len() > 1 {
-            self.series
-                .iter()
-                .enumerate()
-                .map(|(i, s)| {
-                    LegendEntry::new(
-                        s.0.clone(),
-                        LegendSymbol::Swatch {
-                            color: color(i),
-                            opacity: 1.0,
-                        },
-                    )
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let legend_h = legend_rows(&entries, width - 40.0).len() as f64 * LEGEND_ROW;
+        let color = |i: usize| series_color(&self.series[i].2, i);
+        // A legend only for several series.
+        let several = self.series.len() > 1;
+        let entries: Vec<LegendEntry> = (self.series.iter().enumerate())
+            .filter(|_| several)
+            .map(|(i, s)| {
+                let (color, opacity) = (color(i), 1.0);
+                LegendEntry::new(s.0.clone(), LegendSymbol::Swatch { color, opacity })
+            })
+            .collect();
 
         let top = 12.0 + TITLE_FONT + 14.0;
-        let bottom = 6.0
-            + FONT
-            + 8.0
-            + if self.x_label.is_empty() {
-                0.0
-            } else {
-                FONT + 10.0
-            }
-            + if legend_h > 0.0 { legend_h + 8.0 } else { 0.0 }
-            + 6.0;
+        let bottom = bottom_margin(&self.x_label, legend_height(&entries, width));
         let plot_h = (height - top - bottom).max(40.0);
-        let ticks = make_ticks(
-            self.y_axis.scale,
-            self.y_axis.format,
-            y_lo,
-            y_hi,
-            plot_h,
-            false,
-        );
-        let tick_w = ticks.label_width();
-        let has_y_label = !self.y_axis.label.is_empty();
-        let left = 10.0 + if has_y_label { FONT + 12.0 } else { 0.0 } + tick_w + 8.0;
+        let axis = &self.y_axis;
+        let ticks = make_ticks(axis.scale, axis.format, y_lo, y_hi, plot_h, false);
+        let left = left_margin(&axis.label, ticks.label_width());
         let plot_w = (width - left - 20.0).max(40.0);
         let (px0, px1, py0, py1) = (left, left + plot_w, top, top + plot_h);
-        let ym = Mapper::new(self.y_axis.scale, y_lo, y_hi, py1, py0);
+        let ym = Mapper::new(axis.scale, y_lo, y_hi, py1, py0);
 
         let mut svg = Svg::new(width, height, &self.title);
         svg.title(width, &self.title);
         for t in &ticks.major {
             if let Some(y) = ym.px(t.value) {
                 svg.line(px0, y, px1, y, &format!("stroke=\"{GRID_COLOR}\""));
-                svg.text(
+                svg.label(
                     px0 - 7.0,
                     y + FONT * 0.35,
                     &t.label,
-                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
+                    "end",
+                    MUTED_TEXT_COLOR,
                 );
             }
         }
@@ -84,13 +54,14 @@ impl BarChart {
             .len()
             .max(self.series.iter().map(|s| s.1.len()).max().unwrap_or(0));
         let n_series = self.series.len().max(1);
+        let value_attrs = format!("text-anchor=\"middle\" font-size=\"11\" fill=\"{TEXT_COLOR}\"");
         if n_cat > 0 {
             let group_w = plot_w / n_cat as f64;
             let bar_w = (group_w * 0.8 / n_series as f64).max(1.0);
             // Bars grow from zero when it is on the axis, else from the bottom edge.
             let base = ym
                 .px(0.0)
-                .filter(|_| self.y_axis.scale == Scale::Linear)
+                .filter(|_| axis.scale == Scale::Linear)
                 .unwrap_or(py1);
             for c in 0..n_cat {
                 let gx = px0 + c as f64 * group_w + group_w * 0.1;
@@ -99,62 +70,23 @@ impl BarChart {
                     let Some(y) = ym.px(v) else { continue };
                     let y = y.clamp(py0, py1);
                     let x = gx + i as f64 * bar_w;
-                    svg.rect(
-                        x + 1.0,
-                        y.min(base),
-                        bar_w - 2.0,
-                        (base - y).abs(),
-                        &color_attr("fill", &color(i)),
-                    );
+                    let fill = color_attr("fill", &color(i));
+                    svg.rect(x + 1.0, y.min(base), bar_w - 2.0, (base - y).abs(), &fill);
                     if self.value_labels {
-                        svg.text(
-                            x + bar_w / 2.0,
-                            y.min(base) - 4.0,
-                            &format_value(self.y_axis.format, v, self.value_decimals),
-                            &format!(
-                                "text-anchor=\"middle\" font-size=\"11\" fill=\"{TEXT_COLOR}\""
-                            ),
-                        );
+                        let value = format_value(axis.format, v, self.value_decimals);
+                        svg.text(x + bar_w / 2.0, y.min(base) - 4.0, &value, &value_attrs);
                     }
                 }
                 if let Some(label) = self.categories.get(c) {
-                    svg.text(
-                        px0 + (c as f64 + 0.5) * group_w,
-                        py1 + 6.0 + FONT,
-                        label,
-                        &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
-                    );
+                    let x = px0 + (c as f64 + 0.5) * group_w;
+                    svg.label(x, py1 + 6.0 + FONT, label, "middle", MUTED_TEXT_COLOR);
                 }
             }
         }
         svg.line(px0, py1, px1, py1, &format!("stroke=\"{FRAME_COLOR}\""));
         svg.line(px0, py0, px0, py1, &format!("stroke=\"{FRAME_COLOR}\""));
-        if !self.x_label.is_empty() {
-            svg.text(
-                (px0 + px1) / 2.0,
-                py1 + 6.0 + FONT + 8.0 + FONT + 2.0,
-                &self.x_label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
-        if has_y_label {
-            svg.text_rotated(
-                10.0 + FONT,
-                (py0 + py1) / 2.0,
-                -90.0,
-                &self.y_axis.label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
-        if !entries.is_empty() {
-            draw_legend(
-                &mut svg,
-                &entries,
-                legend_x(&entries, 20.0, width - 40.0, px0),
-                height - 6.0 - legend_h + LEGEND_ROW - 6.0,
-                width - 40.0,
-            );
-        }
+        svg.plot_titles((px0, px1, py0, py1), &self.x_label, &axis.label);
+        draw_legend(&mut svg, &entries, width, height, px0);
         svg.finish()
     }
 }

@@ -64,39 +64,16 @@ impl Heatmap {
             Scale::Linear
         };
         let all: Vec<f64> = self.values.iter().flatten().copied().collect();
-        let (lo, hi) = {
-            let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-            for &v in &all {
-                if scale.forward(v).is_some() {
-                    lo = lo.min(v);
-                    hi = hi.max(v);
-                }
-            }
-            if lo > hi {
-                (1.0, 10.0)
-            } else {
-                (lo, hi)
-            }
-        };
+        let (lo, hi) = scale.extent(&all).unwrap_or((1.0, 10.0));
         let color_map = Mapper::new(scale, lo, hi, 0.0, 1.0);
+        // An empty cell for a missing value.
         let cell_text = |v: f64| {
-            if v.is_finite() {
-                format_number(v, self.decimals)
-            } else {
-                String::new()
-            }
+            let text = v.is_finite().then(|| format_number(v, self.decimals));
+            text.unwrap_or_default()
         };
 
-        let widest_value = all
-            .iter()
-            .map(|&v| text_width(&cell_text(v), FONT))
-            .fold(0.0, f64::max);
-        let widest_col = self
-            .columns
-            .iter()
-            .map(|l| text_width(l, FONT))
-            .fold(0.0, f64::max);
-        let cell_w = (widest_value + 14.0).clamp(44.0, 120.0);
+        let widest_col = widest(&self.columns);
+        let cell_w = (widest(all.iter().map(|&v| cell_text(v))) + 14.0).clamp(44.0, 120.0);
         let cell_h = 24.0;
         // Column labels wider than a cell are turned 45° rather than overlapping.
         let rotate_cols = widest_col > cell_w - 6.0;
@@ -105,20 +82,9 @@ impl Heatmap {
         } else {
             FONT + 6.0
         };
-        let widest_row = self
-            .rows
-            .iter()
-            .map(|l| text_width(l, FONT))
-            .fold(0.0, f64::max);
 
         let top = 12.0 + TITLE_FONT + 14.0;
-        let left =
-            10.0 + if self.y_label.is_empty() {
-                0.0
-            } else {
-                FONT + 12.0
-            } + widest_row
-                + 8.0;
+        let left = left_margin(&self.y_label, widest(&self.rows));
         let grid_w = n_cols as f64 * cell_w;
         let grid_h = (n_rows as f64 * cell_h).max(cell_h);
         let colorbar_x = left + grid_w + 20.0;
@@ -129,36 +95,16 @@ impl Heatmap {
             .max(text_width(&self.value_label, FONT) + 8.0);
         let ticks = make_ticks(scale, TickFormat::Number, lo, hi, bar_h, false);
         let tick_w = ticks.label_width();
-        let right = 20.0
-            + 14.0
-            + 6.0
-            + tick_w
-            + if self.value_label.is_empty() {
-                0.0
-            } else {
-                FONT + 12.0
-            }
-            + 10.0;
-        let bottom = 6.0
-            + col_label_h
-            + if self.x_label.is_empty() {
-                0.0
-            } else {
-                FONT + 12.0
-            }
-            + 10.0;
+        let right = 20.0 + 14.0 + 6.0 + tick_w + room(&self.value_label, FONT + 12.0) + 10.0;
+        let bottom = 6.0 + col_label_h + room(&self.x_label, FONT + 12.0) + 10.0;
         let width = (left + grid_w + right).max(text_width(&self.title, TITLE_FONT) + 40.0);
         let height = top + bar_h + bottom;
 
         let mut svg = Svg::new(width, height, &self.title);
         svg.title(width, &self.title);
         if n_rows == 0 || n_cols == 0 {
-            svg.text(
-                width / 2.0,
-                top + 40.0,
-                "no data",
-                &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
-            );
+            let (x, y) = (width / 2.0, top + 40.0);
+            svg.label(x, y, "no data", "middle", MUTED_TEXT_COLOR);
             return svg.finish();
         }
         for r in 0..n_rows {
@@ -170,118 +116,63 @@ impl Heatmap {
                     Some(t) => heat_color(t),
                     None => ("#f3f4f6".to_string(), false),
                 };
-                svg.rect(
-                    x,
-                    y,
-                    cell_w,
-                    cell_h,
-                    &format!("fill=\"{fill}\" stroke=\"#ffffff\""),
-                );
+                let attrs = format!("fill=\"{fill}\" stroke=\"#ffffff\"");
+                svg.rect(x, y, cell_w, cell_h, &attrs);
                 let text = cell_text(v);
                 if !text.is_empty() {
                     let color = if white_text { "#ffffff" } else { TEXT_COLOR };
-                    svg.text(
-                        x + cell_w / 2.0,
-                        y + cell_h / 2.0 + FONT * 0.35,
-                        &text,
-                        &format!("text-anchor=\"middle\" fill=\"{color}\""),
-                    );
+                    let (x, y) = (x + cell_w / 2.0, y + cell_h / 2.0 + FONT * 0.35);
+                    svg.label(x, y, &text, "middle", color);
                 }
             }
             if let Some(label) = self.rows.get(r) {
-                svg.text(
-                    left - 6.0,
-                    y + cell_h / 2.0 + FONT * 0.35,
-                    label,
-                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                let y = y + cell_h / 2.0 + FONT * 0.35;
+                svg.label(left - 6.0, y, label, "end", MUTED_TEXT_COLOR);
             }
         }
         let grid_bottom = top + n_rows as f64 * cell_h;
+        let turned = format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\"");
         for (c, label) in self.columns.iter().enumerate().take(n_cols) {
             let x = left + (c as f64 + 0.5) * cell_w;
             if rotate_cols {
-                svg.text_rotated(
-                    x,
-                    grid_bottom + 6.0 + FONT * 0.7,
-                    -45.0,
-                    label,
-                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                let y = grid_bottom + 6.0 + FONT * 0.7;
+                svg.text_rotated(x, y, -45.0, label, &turned);
             } else {
-                svg.text(
-                    x,
-                    grid_bottom + 6.0 + FONT,
-                    label,
-                    &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                let y = grid_bottom + 6.0 + FONT;
+                svg.label(x, y, label, "middle", MUTED_TEXT_COLOR);
             }
         }
-        if !self.x_label.is_empty() {
-            svg.text(
-                left + grid_w / 2.0,
-                grid_bottom + 6.0 + col_label_h + FONT + 6.0,
-                &self.x_label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
-        if !self.y_label.is_empty() {
-            svg.text_rotated(
-                10.0 + FONT,
-                top + n_rows as f64 * cell_h / 2.0,
-                -90.0,
-                &self.y_label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
+        let y = grid_bottom + 6.0 + col_label_h + FONT + 6.0;
+        svg.axis_title(left + grid_w / 2.0, y, 0.0, &self.x_label);
+        let y = top + n_rows as f64 * cell_h / 2.0;
+        svg.axis_title(10.0 + FONT, y, -90.0, &self.y_label);
 
         // Colour bar: discrete steps rather than a gradient, which would need another id.
         let steps = 32;
         for k in 0..steps {
             let t = 1.0 - (k as f64 + 0.5) / steps as f64;
-            let (fill, _) = heat_color(t);
+            let (y, h) = (
+                top + k as f64 * bar_h / steps as f64,
+                bar_h / steps as f64 + 0.5,
+            );
             svg.rect(
                 colorbar_x,
-                top + k as f64 * bar_h / steps as f64,
+                y,
                 14.0,
-                bar_h / steps as f64 + 0.5,
-                &format!("fill=\"{fill}\""),
+                h,
+                &format!("fill=\"{}\"", heat_color(t).0),
             );
         }
-        svg.rect(
-            colorbar_x,
-            top,
-            14.0,
-            bar_h,
-            &format!("fill=\"none\" stroke=\"{FRAME_COLOR}\""),
-        );
+        let frame = format!("fill=\"none\" stroke=\"{FRAME_COLOR}\"");
+        svg.rect(colorbar_x, top, 14.0, bar_h, &frame);
         let bar_map = Mapper::new(scale, lo, hi, top + bar_h, top);
         for t in &ticks.major {
             if let Some(y) = bar_map.px(t.value) {
-                svg.line(
-                    colorbar_x + 14.0,
-                    y,
-                    colorbar_x + 18.0,
-                    y,
-                    &format!("stroke=\"{FRAME_COLOR}\""),
-                );
-                svg.text(
-                    colorbar_x + 20.0,
-                    y + FONT * 0.35,
-                    &t.label,
-                    &format!("fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                svg.right_tick(colorbar_x + 14.0, y, &t.label, 6.0);
             }
         }
-        if !self.value_label.is_empty() {
-            svg.text_rotated(
-                colorbar_x + 20.0 + tick_w + 8.0 + FONT * 0.5,
-                top + bar_h / 2.0,
-                90.0,
-                &self.value_label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
+        let x = colorbar_x + 20.0 + tick_w + 8.0 + FONT * 0.5;
+        svg.axis_title(x, top + bar_h / 2.0, 90.0, &self.value_label);
         svg.finish()
     }
 }
@@ -311,11 +202,8 @@ mod tests {
             .values(vec![vec![1.0]])
             .value_label(label)
             .render();
-        let height: f64 = svg
-            .split("height=\"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .and_then(|h| h.parse().ok())
+        let height: f64 = crate::report::svg::tests::first_attr(&svg, "height")
+            .parse()
             .unwrap();
         assert!(height > text_width(label, FONT) + 40.0, "{height}");
     }

@@ -5,36 +5,21 @@ use std::fmt::Write as _;
 
 use super::axis::{make_ticks, Mapper};
 use super::*;
-use crate::view::chart::{LineChart, MarkerStyle, VMarker, PALETTE};
+use crate::view::chart::{LineChart, MarkerStyle, VMarker};
 
 impl LineChart {
-    fn series_color(&self, i: usize) -> String {
-        self.series[i]
-            .color
-            .clone()
-            .unwrap_or_else(|| PALETTE[i % PALETTE.len()].to_string())
-    }
-
     fn legend_entries(&self) -> Vec<LegendEntry> {
         let mut entries: Vec<LegendEntry> = Vec::new();
         let mut any_unstable = false;
         for (i, s) in self.series.iter().enumerate() {
-            let color = self.series_color(i);
+            let color = series_color(&s.color, i);
+            let (hollow, dashed) = (true, s.dashed);
             let symbol = if s.highlight {
-                LegendSymbol::Marker {
-                    color,
-                    hollow: true,
-                }
+                LegendSymbol::Marker { color, hollow }
             } else if s.markers {
-                LegendSymbol::LineMarker {
-                    color,
-                    dashed: s.dashed,
-                }
+                LegendSymbol::LineMarker { color, dashed }
             } else {
-                LegendSymbol::Line {
-                    color,
-                    dashed: s.dashed,
-                }
+                LegendSymbol::Line { color, dashed }
             };
             if !s.name.is_empty() {
                 entries.push(LegendEntry::new(s.name.clone(), symbol));
@@ -83,82 +68,46 @@ impl LineChart {
         let (y_lo, y_hi) = self.y_axis.domain(&ys);
 
         let entries = self.legend_entries();
-        let legend_width = width - 40.0;
-        let legend_height = legend_rows(&entries, legend_width).len() as f64 * LEGEND_ROW;
 
         // Vertical layout first: it does not depend on any tick label.
         let band_rows = self.bands.len().min(2) as f64;
         let top =
             12.0 + TITLE_FONT + 12.0 + band_rows * 16.0 + if band_rows > 0.0 { 6.0 } else { 0.0 };
-        let has_x_label = !self.x_axis.label.is_empty();
-        let bottom = 6.0
-            + FONT
-            + 8.0
-            + if has_x_label { FONT + 10.0 } else { 0.0 }
-            + if legend_height > 0.0 {
-                legend_height + 8.0
-            } else {
-                0.0
-            }
-            + 6.0;
+        let bottom = bottom_margin(&self.x_axis.label, legend_height(&entries, width));
         let plot_h = (height - top - bottom).max(40.0);
 
         // Then the y ticks, whose label widths decide the side margins.
-        let y_ticks = make_ticks(
-            self.y_axis.scale,
-            self.y_axis.format,
-            y_lo,
-            y_hi,
-            plot_h - 2.0 * INSET,
-            false,
-        );
-        let y_label_w = y_ticks.label_width();
-        let has_y_label = !self.y_axis.label.is_empty();
-        let left = 10.0 + if has_y_label { FONT + 12.0 } else { 0.0 } + y_label_w + 8.0;
+        let (x_axis, y_axis) = (&self.x_axis, &self.y_axis);
+        let inner_h = plot_h - 2.0 * INSET;
+        let y_ticks = make_ticks(y_axis.scale, y_axis.format, y_lo, y_hi, inner_h, false);
+        let left = left_margin(&y_axis.label, y_ticks.label_width());
 
         let secondary = self
             .secondary
             .as_ref()
-            .filter(|s| s.factor.is_finite() && s.factor > 0.0);
-        let sec_ticks = secondary.map(|s| {
-            make_ticks(
-                self.y_axis.scale,
-                TickFormat::Number,
-                y_lo * s.factor,
-                y_hi * s.factor,
-                plot_h - 2.0 * INSET,
-                false,
-            )
-        });
-        let right = match (&secondary, &sec_ticks) {
-            (Some(s), Some(t)) => {
-                let w = t.label_width();
-                8.0 + w + if s.label.is_empty() { 0.0 } else { 12.0 + FONT } + 10.0
-            }
-            _ => 24.0,
+            .filter(|s| s.factor.is_finite() && s.factor > 0.0)
+            .map(|s| {
+                let (lo, hi) = (y_lo * s.factor, y_hi * s.factor);
+                let format = TickFormat::Number;
+                (s, make_ticks(y_axis.scale, format, lo, hi, inner_h, false))
+            });
+        let right = match &secondary {
+            Some((s, t)) => 8.0 + t.label_width() + room(&s.label, 12.0 + FONT) + 10.0,
+            None => 24.0,
         };
         let plot_w = (width - left - right).max(40.0);
-        let x_ticks = make_ticks(
-            self.x_axis.scale,
-            self.x_axis.format,
-            x_lo,
-            x_hi,
-            plot_w - 2.0 * INSET,
-            true,
-        );
+        let inner_w = plot_w - 2.0 * INSET;
+        let x_ticks = make_ticks(x_axis.scale, x_axis.format, x_lo, x_hi, inner_w, true);
 
-        let (px0, px1, py0, py1) = (left, left + plot_w, top, top + plot_h);
-        let xm = Mapper::new(self.x_axis.scale, x_lo, x_hi, px0 + INSET, px1 - INSET);
-        let ym = Mapper::new(self.y_axis.scale, y_lo, y_hi, py1 - INSET, py0 + INSET);
+        let plot = (left, left + plot_w, top, top + plot_h);
+        let (px0, px1, py0, py1) = plot;
+        let xm = Mapper::new(x_axis.scale, x_lo, x_hi, px0 + INSET, px1 - INSET);
+        let ym = Mapper::new(y_axis.scale, y_lo, y_hi, py1 - INSET, py0 + INSET);
 
         let mut svg = Svg::new(width, height, &self.title);
-        let clip = format!(
-            "msc{:08x}",
-            short_hash(&format!(
-                "{}|{width}|{height}|{left}|{top}|{plot_w}|{plot_h}",
-                self.title
-            ))
-        );
+        let title = &self.title;
+        let layout = format!("{title}|{width}|{height}|{left}|{top}|{plot_w}|{plot_h}");
+        let clip = format!("msc{:08x}", short_hash(&layout));
         let _ = writeln!(
             svg.out,
             "<defs><clipPath id=\"{clip}\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/>\
@@ -171,14 +120,11 @@ impl LineChart {
         svg.title(width, &self.title);
 
         // Grid first, so everything else is drawn over it.
-        for &v in &x_ticks.minor {
+        let minor = x_ticks.minor.iter().map(|&v| (v, MINOR_GRID_COLOR));
+        let major = x_ticks.major.iter().map(|t| (t.value, GRID_COLOR));
+        for (v, color) in minor.chain(major) {
             if let Some(x) = xm.px(v) {
-                svg.line(x, py0, x, py1, &format!("stroke=\"{MINOR_GRID_COLOR}\""));
-            }
-        }
-        for t in &x_ticks.major {
-            if let Some(x) = xm.px(t.value) {
-                svg.line(x, py0, x, py1, &format!("stroke=\"{GRID_COLOR}\""));
+                svg.line(x, py0, x, py1, &format!("stroke=\"{color}\""));
             }
         }
         for t in &y_ticks.major {
@@ -187,94 +133,47 @@ impl LineChart {
             }
         }
 
-        self.draw_bands(&mut svg, &xm, (px0, px1, py0, py1), &clip, width);
+        self.draw_bands(&mut svg, &xm, plot, &clip, width);
         self.draw_markers(&mut svg, &xm, (py0, py1), &clip);
         self.draw_series(&mut svg, &xm, &ym, &clip);
-        self.draw_marker_labels(&mut svg, &xm, (px0, px1, py0, py1));
+        self.draw_marker_labels(&mut svg, &xm, plot);
 
-        svg.rect(
-            px0,
-            py0,
-            plot_w,
-            plot_h,
-            &format!("fill=\"none\" stroke=\"{FRAME_COLOR}\""),
-        );
+        let frame = format!("fill=\"none\" stroke=\"{FRAME_COLOR}\"");
+        svg.rect(px0, py0, plot_w, plot_h, &frame);
 
         // Axes: tick marks and labels.
         let tick_attrs = format!("stroke=\"{FRAME_COLOR}\"");
         for t in &x_ticks.major {
             if let Some(x) = xm.px(t.value) {
                 svg.line(x, py1, x, py1 + 4.0, &tick_attrs);
-                svg.text(
-                    x,
-                    py1 + 6.0 + FONT,
-                    &t.label,
-                    &format!("text-anchor=\"middle\" fill=\"{MUTED_TEXT_COLOR}\""),
-                );
+                svg.label(x, py1 + 6.0 + FONT, &t.label, "middle", MUTED_TEXT_COLOR);
             }
         }
         for t in &y_ticks.major {
             if let Some(y) = ym.px(t.value) {
                 svg.line(px0 - 4.0, y, px0, y, &tick_attrs);
-                svg.text(
+                svg.label(
                     px0 - 7.0,
                     y + FONT * 0.35,
                     &t.label,
-                    &format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\""),
+                    "end",
+                    MUTED_TEXT_COLOR,
                 );
             }
         }
-        if has_x_label {
-            svg.text(
-                (px0 + px1) / 2.0,
-                py1 + 6.0 + FONT + 8.0 + FONT + 2.0,
-                &self.x_axis.label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
-        if has_y_label {
-            svg.text_rotated(
-                10.0 + FONT,
-                (py0 + py1) / 2.0,
-                -90.0,
-                &self.y_axis.label,
-                &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-            );
-        }
-        if let (Some(s), Some(t)) = (secondary, &sec_ticks) {
+        svg.plot_titles(plot, &x_axis.label, &y_axis.label);
+        if let Some((s, t)) = &secondary {
             let mut label_w: f64 = 0.0;
             for tick in &t.major {
                 if let Some(y) = ym.px(tick.value / s.factor) {
-                    svg.line(px1, y, px1 + 4.0, y, &tick_attrs);
-                    svg.text(
-                        px1 + 7.0,
-                        y + FONT * 0.35,
-                        &tick.label,
-                        &format!("fill=\"{MUTED_TEXT_COLOR}\""),
-                    );
+                    svg.right_tick(px1, y, &tick.label, 7.0);
                     label_w = label_w.max(text_width(&tick.label, FONT));
                 }
             }
-            if !s.label.is_empty() {
-                svg.text_rotated(
-                    px1 + 8.0 + label_w + 8.0 + FONT * 0.5,
-                    (py0 + py1) / 2.0,
-                    90.0,
-                    &s.label,
-                    &format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\""),
-                );
-            }
+            let x = px1 + 8.0 + label_w + 8.0 + FONT * 0.5;
+            svg.axis_title(x, (py0 + py1) / 2.0, 90.0, &s.label);
         }
-
-        if !entries.is_empty() {
-            draw_legend(
-                &mut svg,
-                &entries,
-                legend_x(&entries, 20.0, legend_width, px0),
-                height - 6.0 - legend_height + LEGEND_ROW - 6.0,
-                legend_width,
-            );
-        }
+        draw_legend(&mut svg, &entries, width, height, px0);
         svg.finish()
     }
 
@@ -291,6 +190,10 @@ impl LineChart {
         let rows = self.bands.len().min(2);
         let mut row_end = vec![f64::NEG_INFINITY; rows];
         for band in &self.bands {
+            let (fill, stroke) = (
+                color_attr("fill", &band.color),
+                color_attr("stroke", &band.color),
+            );
             let (Some(a), Some(b)) = (xm.px(band.x0), xm.px(band.x1)) else {
                 continue;
             };
@@ -304,16 +207,8 @@ impl LineChart {
                 a = mid - 3.0;
                 b = mid + 3.0;
             }
-            svg.rect(
-                a,
-                py0,
-                b - a,
-                py1 - py0,
-                &format!(
-                    "{} fill-opacity=\"0.12\" clip-path=\"url(#{clip})\"",
-                    color_attr("fill", &band.color)
-                ),
-            );
+            let shade = format!("{fill} fill-opacity=\"0.12\" clip-path=\"url(#{clip})\"");
+            svg.rect(a, py0, b - a, py1 - py0, &shade);
             if band.label.is_empty() || rows == 0 {
                 continue;
             }
@@ -334,24 +229,17 @@ impl LineChart {
                 y_line,
                 b,
                 y_line,
-                &format!("{} stroke-width=\"2\"", color_attr("stroke", &band.color)),
+                &format!("{stroke} stroke-width=\"2\""),
             );
-            svg.text(
-                cx,
-                y_line - 4.0,
-                &band.label,
-                &format!(
-                    "text-anchor=\"middle\" font-weight=\"600\" {}",
-                    color_attr("fill", &band.color)
-                ),
-            );
+            let label_attrs = format!("text-anchor=\"middle\" font-weight=\"600\" {fill}");
+            svg.text(cx, y_line - 4.0, &band.label, &label_attrs);
         }
     }
 
     fn draw_markers(&self, svg: &mut Svg, xm: &Mapper, (py0, py1): (f64, f64), clip: &str) {
         for m in &self.markers {
             let Some(x) = xm.px(m.x) else { continue };
-            let attrs = match &m.style {
+            let style = match &m.style {
                 MarkerStyle::Reference => format!(
                     "stroke=\"{REFERENCE_COLOR}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\""
                 ),
@@ -364,7 +252,7 @@ impl LineChart {
                 py0,
                 x,
                 py1,
-                &format!("{attrs} clip-path=\"url(#{clip})\""),
+                &format!("{style} clip-path=\"url(#{clip})\""),
             );
         }
     }
@@ -394,16 +282,13 @@ impl LineChart {
                 Some((x - 4.0 - FONT, x - 4.0, text_width(&m.label, FONT)))
             })
             .collect();
+        let reference = format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}");
         for m in &self.markers {
             let Some(x) = visible(m) else { continue };
             match &m.style {
-                MarkerStyle::Reference => svg.text_rotated(
-                    x - 4.0,
-                    py0 + 4.0,
-                    -90.0,
-                    &m.label,
-                    &format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}"),
-                ),
+                MarkerStyle::Reference => {
+                    svg.text_rotated(x - 4.0, py0 + 4.0, -90.0, &m.label, &reference)
+                }
                 MarkerStyle::Found { color } => {
                     let (a, b) = (x + 3.0, x + 4.0 + FONT);
                     let start = references
@@ -411,16 +296,10 @@ impl LineChart {
                         .filter(|&&(ra, rb, _)| a < rb && ra < b)
                         .map(|&(_, _, len)| len + 8.0)
                         .fold(0.0, f64::max);
-                    svg.text_rotated(
-                        x + 4.0 + FONT * 0.8,
-                        py0 + 4.0 + start,
-                        -90.0,
-                        &m.label,
-                        &format!(
-                            "text-anchor=\"end\" font-weight=\"600\" {} {HALO}",
-                            color_attr("fill", color)
-                        ),
-                    );
+                    let fill = color_attr("fill", color);
+                    let attrs = format!("text-anchor=\"end\" font-weight=\"600\" {fill} {HALO}");
+                    let (x, y) = (x + 4.0 + FONT * 0.8, py0 + 4.0 + start);
+                    svg.text_rotated(x, y, -90.0, &m.label, &attrs);
                 }
             }
         }
@@ -431,7 +310,7 @@ impl LineChart {
         // Last added is drawn first: the first series is the main one and stays on top
         // where curves coincide.
         for (i, s) in self.series.iter().enumerate().rev() {
-            let color = self.series_color(i);
+            let color = series_color(&s.color, i);
             // (index into the series, x px, y px) of every drawable point.
             let pts: Vec<(usize, f64, f64)> = s
                 .points
@@ -442,22 +321,16 @@ impl LineChart {
             if pts.is_empty() {
                 continue;
             }
+            let stroke = color_attr("stroke", &color);
             if s.highlight {
+                let ring = format!("fill=\"none\" {stroke} stroke-width=\"2.5\"");
                 for &(_, x, y) in &pts {
-                    svg.circle(
-                        x,
-                        y,
-                        7.0,
-                        &format!(
-                            "fill=\"none\" {} stroke-width=\"2.5\"",
-                            color_attr("stroke", &color)
-                        ),
-                    );
+                    svg.circle(x, y, 7.0, &ring);
                 }
                 continue;
             }
             if let Some(errors) = &s.errors {
-                let err_attrs = format!("{} stroke-width=\"1\"", color_attr("stroke", &color));
+                let err_attrs = format!("{stroke} stroke-width=\"1\"");
                 for &(k, x, _) in &pts {
                     let Some(&(lo, hi)) = errors.get(k) else {
                         continue;
@@ -474,13 +347,10 @@ impl LineChart {
                     svg.line(x - 3.0, y_hi, x + 3.0, y_hi, &err_attrs);
                 }
             }
-            let mut points = String::new();
-            for (j, &(_, x, y)) in pts.iter().enumerate() {
-                if j > 0 {
-                    points.push(' ');
-                }
-                let _ = write!(points, "{},{}", n(x), n(y));
-            }
+            let points: Vec<String> = pts
+                .iter()
+                .map(|&(_, x, y)| format!("{},{}", n(x), n(y)))
+                .collect();
             let dash = if s.dashed {
                 " stroke-dasharray=\"6 4\""
             } else {
@@ -488,28 +358,21 @@ impl LineChart {
             };
             let _ = writeln!(
                 svg.out,
-                "<polyline points=\"{points}\" fill=\"none\" {} stroke-width=\"2\" \
+                "<polyline points=\"{}\" fill=\"none\" {stroke} stroke-width=\"2\" \
                  stroke-linejoin=\"round\"{dash}/>",
-                color_attr("stroke", &color)
+                points.join(" "),
+            );
+            let unstable =
+                format!("fill=\"#ffffff\" stroke=\"{UNSTABLE_COLOR}\" stroke-width=\"2\"");
+            let marker = format!(
+                "{} stroke=\"#ffffff\" stroke-width=\"0.8\"",
+                color_attr("fill", &color)
             );
             for &(k, x, y) in &pts {
                 if s.unstable.get(k).copied().unwrap_or(false) {
-                    svg.circle(
-                        x,
-                        y,
-                        4.5,
-                        &format!("fill=\"#ffffff\" stroke=\"{UNSTABLE_COLOR}\" stroke-width=\"2\""),
-                    );
+                    svg.circle(x, y, 4.5, &unstable);
                 } else if s.markers {
-                    svg.circle(
-                        x,
-                        y,
-                        3.0,
-                        &format!(
-                            "{} stroke=\"#ffffff\" stroke-width=\"0.8\"",
-                            color_attr("fill", &color)
-                        ),
-                    );
+                    svg.circle(x, y, 3.0, &marker);
                 }
             }
         }
@@ -520,21 +383,9 @@ impl LineChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::svg::tests::latency_like;
+    use crate::report::svg::tests::{first_attr, latency_like};
     use crate::units::KIB;
     use crate::view::chart::{Axis, Band, Series};
-
-    #[test]
-    fn renders_one_polyline_per_non_empty_series() {
-        let svg = latency_like()
-            .series(Series::new("empty", vec![]))
-            .series(Series::new("second", vec![(8192.0, 2.0), (65536.0, 3.0)]))
-            .render();
-        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
-        assert!(svg.contains("viewBox=\"0 0 960 540\""));
-        assert!(svg.trim_end().ends_with("</svg>"));
-        assert_eq!(svg.matches("<polyline").count(), 2);
-    }
 
     #[test]
     fn skips_nan_infinite_and_non_positive_on_log_axes() {
@@ -556,13 +407,7 @@ mod tests {
             .render();
         assert!(!svg.contains("NaN") && !svg.contains("inf"));
         assert_eq!(svg.matches("<polyline").count(), 1);
-        let points = svg
-            .split("points=\"")
-            .nth(1)
-            .unwrap()
-            .split('"')
-            .next()
-            .unwrap();
+        let points = first_attr(&svg, "points");
         assert_eq!(points.split(' ').count(), 2, "{points}");
         // A series of nothing but invalid values draws no line at all.
         let svg = LineChart::new("t")
@@ -614,8 +459,9 @@ mod tests {
     }
 
     #[test]
-    fn markers_bands_errors_and_unstable_points_are_drawn() {
+    fn markers_bands_errors_unstable_points_and_a_polyline_per_non_empty_series_are_drawn() {
         let svg = latency_like()
+            .series(Series::new("empty", vec![]))
             .series(
                 Series::new("noisy", vec![(4096.0, 2.0), (8192.0, 3.0)])
                     .error_bars(vec![(1.5, 2.5), (2.0, 4.0)])
@@ -631,5 +477,9 @@ mod tests {
         assert!(svg.contains(&format!("stroke=\"{UNSTABLE_COLOR}\"")));
         assert!(svg.contains("unstable point"));
         assert!(svg.contains("cycles"));
+        assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+        assert!(svg.contains("viewBox=\"0 0 960 540\""));
+        assert!(svg.trim_end().ends_with("</svg>"));
+        assert_eq!(svg.matches("<polyline").count(), 2);
     }
 }

@@ -17,7 +17,7 @@
 use std::fmt::Write as _;
 
 use crate::units::Bytes;
-use crate::view::chart::{Chart, LegendEntry, LegendSymbol, TickFormat};
+use crate::view::chart::{Chart, LegendEntry, LegendSymbol, TickFormat, PALETTE};
 
 mod axis;
 mod bar;
@@ -213,42 +213,111 @@ impl Svg {
         );
     }
 
-    fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, attrs: &str) {
-        let _ = writeln!(
-            self.out,
-            "<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" {attrs}/>",
-            n(x1),
-            n(y1),
-            n(x2),
-            n(y2)
+    /// Text anchored at its "middle" or "end", in `color`.
+    fn label(&mut self, x: f64, y: f64, text: &str, anchor: &str, color: &str) {
+        let attrs = format!("text-anchor=\"{anchor}\" fill=\"{color}\"");
+        self.text(x, y, text, &attrs);
+    }
+
+    /// An axis title centred on (x, y), turned by `angle` degrees; nothing when it is empty.
+    fn axis_title(&mut self, x: f64, y: f64, angle: f64, text: &str) {
+        let attrs = format!("text-anchor=\"middle\" fill=\"{TEXT_COLOR}\"");
+        if text.is_empty() {
+        } else if angle == 0.0 {
+            self.text(x, y, text, &attrs);
+        } else {
+            self.text_rotated(x, y, angle, text, &attrs);
+        }
+    }
+
+    /// The titles of the x axis (under its tick labels) and of the y axis (turned, along
+    /// the left edge) of the plot `(px0, px1, py0, py1)`.
+    fn plot_titles(&mut self, (px0, px1, py0, py1): (f64, f64, f64, f64), x: &str, y: &str) {
+        self.axis_title(
+            (px0 + px1) / 2.0,
+            py1 + 6.0 + FONT + 8.0 + FONT + 2.0,
+            0.0,
+            x,
         );
+        self.axis_title(10.0 + FONT, (py0 + py1) / 2.0, -90.0, y);
+    }
+
+    /// A tick mark right of an axis at `x`, and its label `gap` px right of the axis.
+    fn right_tick(&mut self, x: f64, y: f64, label: &str, gap: f64) {
+        self.line(x, y, x + 4.0, y, &format!("stroke=\"{FRAME_COLOR}\""));
+        self.text(
+            x + gap,
+            y + FONT * 0.35,
+            label,
+            &format!("fill=\"{MUTED_TEXT_COLOR}\""),
+        );
+    }
+
+    /// An empty element: its coordinates, then the other attributes.
+    fn element(&mut self, tag: &str, coordinates: &[(&str, f64)], attrs: &str) {
+        self.out.push('<');
+        self.out.push_str(tag);
+        for (name, v) in coordinates {
+            let _ = write!(self.out, " {name}=\"{}\"", n(*v));
+        }
+        let _ = writeln!(self.out, " {attrs}/>");
+    }
+
+    fn line(&mut self, x1: f64, y1: f64, x2: f64, y2: f64, attrs: &str) {
+        let coordinates = [("x1", x1), ("y1", y1), ("x2", x2), ("y2", y2)];
+        self.element("line", &coordinates, attrs);
     }
 
     fn rect(&mut self, x: f64, y: f64, w: f64, h: f64, attrs: &str) {
-        let _ = writeln!(
-            self.out,
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" {attrs}/>",
-            n(x),
-            n(y),
-            n(w.max(0.0)),
-            n(h.max(0.0))
-        );
+        let size = [("width", w.max(0.0)), ("height", h.max(0.0))];
+        self.element("rect", &[("x", x), ("y", y), size[0], size[1]], attrs);
     }
 
     fn circle(&mut self, cx: f64, cy: f64, r: f64, attrs: &str) {
-        let _ = writeln!(
-            self.out,
-            "<circle cx=\"{}\" cy=\"{}\" r=\"{}\" {attrs}/>",
-            n(cx),
-            n(cy),
-            n(r)
-        );
+        self.element("circle", &[("cx", cx), ("cy", cy), ("r", r)], attrs);
     }
 
     fn finish(mut self) -> String {
         self.out.push_str("</svg>\n");
         self.out
     }
+}
+
+/// Estimated width of the widest of these texts at the normal font size.
+fn widest<S: AsRef<str>>(texts: impl IntoIterator<Item = S>) -> f64 {
+    let widths = texts.into_iter().map(|t| text_width(t.as_ref(), FONT));
+    widths.fold(0.0, f64::max)
+}
+
+/// `space` for an axis title, none when there is no title.
+fn room(title: &str, space: f64) -> f64 {
+    if title.is_empty() {
+        0.0
+    } else {
+        space
+    }
+}
+
+/// Room left of a plot for the y axis title (if any) and the widest tick label.
+fn left_margin(y_title: &str, label_width: f64) -> f64 {
+    10.0 + room(y_title, FONT + 12.0) + label_width + 8.0
+}
+
+/// Room under a plot for the x tick labels, the x axis title (if any) and the legend.
+fn bottom_margin(x_title: &str, legend_height: f64) -> f64 {
+    let legend = if legend_height > 0.0 {
+        legend_height + 8.0
+    } else {
+        0.0
+    };
+    6.0 + FONT + 8.0 + room(x_title, FONT + 10.0) + legend + 6.0
+}
+
+/// The colour given, else the palette's for the `i`-th series.
+fn series_color(color: &Option<String>, i: usize) -> String {
+    color
+        .clone()
+        .unwrap_or_else(|| PALETTE[i % PALETTE.len()].to_string())
 }
 
 /// `fill="…"` etc. with an escaped caller-supplied colour.
@@ -266,6 +335,11 @@ const HALO: &str = "paint-order=\"stroke\" stroke=\"#ffffff\" stroke-width=\"3\"
 
 const LEGEND_ROW: f64 = 20.0;
 const LEGEND_SYMBOL: f64 = 24.0;
+
+/// Height of the legend under a chart `width` wide.
+fn legend_height(entries: &[LegendEntry], width: f64) -> f64 {
+    legend_rows(entries, width - 40.0).len() as f64 * LEGEND_ROW
+}
 
 fn legend_item_width(e: &LegendEntry) -> f64 {
     LEGEND_SYMBOL + 6.0 + text_width(&e.label, FONT) + 18.0
@@ -302,7 +376,12 @@ fn legend_rows(entries: &[LegendEntry], max_width: f64) -> Vec<Vec<(usize, f64)>
     rows
 }
 
-fn draw_legend(svg: &mut Svg, entries: &[LegendEntry], x0: f64, y0: f64, max_width: f64) {
+/// The legend along the bottom of a chart `width` × `height` whose plot starts at
+/// `plot_left`.
+fn draw_legend(svg: &mut Svg, entries: &[LegendEntry], width: f64, height: f64, plot_left: f64) {
+    let max_width = width - 40.0;
+    let x0 = legend_x(entries, 20.0, max_width, plot_left);
+    let y0 = height - 6.0 - legend_height(entries, width) + LEGEND_ROW - 6.0;
     for (r, row) in legend_rows(entries, max_width).iter().enumerate() {
         let y = y0 + r as f64 * LEGEND_ROW;
         for &(i, dx) in row {
@@ -317,20 +396,12 @@ fn draw_legend(svg: &mut Svg, entries: &[LegendEntry], x0: f64, y0: f64, max_wid
                     } else {
                         ""
                     };
-                    svg.line(
-                        x,
-                        mid,
-                        x + LEGEND_SYMBOL,
-                        mid,
-                        &format!("{} stroke-width=\"2\"{dash}", color_attr("stroke", color)),
-                    );
+                    let stroke =
+                        format!("{} stroke-width=\"2\"{dash}", color_attr("stroke", color));
+                    svg.line(x, mid, x + LEGEND_SYMBOL, mid, &stroke);
                     if matches!(e.symbol, LegendSymbol::LineMarker { .. }) {
-                        svg.circle(
-                            x + LEGEND_SYMBOL / 2.0,
-                            mid,
-                            3.0,
-                            &format!("{} stroke=\"#ffffff\"", color_attr("fill", color)),
-                        );
+                        let fill = format!("{} stroke=\"#ffffff\"", color_attr("fill", color));
+                        svg.circle(x + LEGEND_SYMBOL / 2.0, mid, 3.0, &fill);
                     }
                 }
                 LegendSymbol::Marker { color, hollow } => {
@@ -345,30 +416,20 @@ fn draw_legend(svg: &mut Svg, entries: &[LegendEntry], x0: f64, y0: f64, max_wid
                     svg.circle(x + LEGEND_SYMBOL / 2.0, mid, 4.0, &attrs);
                 }
                 LegendSymbol::Swatch { color, opacity } => {
-                    svg.rect(
-                        x,
-                        mid - 6.0,
-                        LEGEND_SYMBOL,
-                        12.0,
-                        &format!(
-                            "{} fill-opacity=\"{:.2}\" {} stroke-opacity=\"0.6\"",
-                            color_attr("fill", color),
-                            if opacity.is_finite() {
-                                opacity.clamp(0.0, 1.0)
-                            } else {
-                                1.0
-                            },
-                            color_attr("stroke", color)
-                        ),
+                    let opacity = if opacity.is_finite() {
+                        opacity.clamp(0.0, 1.0)
+                    } else {
+                        1.0
+                    };
+                    let (fill, stroke) = (color_attr("fill", color), color_attr("stroke", color));
+                    let attrs = format!(
+                        "{fill} fill-opacity=\"{opacity:.2}\" {stroke} stroke-opacity=\"0.6\""
                     );
+                    svg.rect(x, mid - 6.0, LEGEND_SYMBOL, 12.0, &attrs);
                 }
             }
-            svg.text(
-                x + LEGEND_SYMBOL + 6.0,
-                y,
-                &e.label,
-                &format!("fill=\"{TEXT_COLOR}\""),
-            );
+            let label_attrs = format!("fill=\"{TEXT_COLOR}\"");
+            svg.text(x + LEGEND_SYMBOL + 6.0, y, &e.label, &label_attrs);
         }
     }
 }
@@ -383,17 +444,13 @@ mod tests {
     pub(super) fn latency_like() -> LineChart {
         let points: Vec<(f64, f64)> = (12..=28)
             .map(|e| {
-                let bytes = (e as f64).exp2();
-                let ns = if e <= 15 {
-                    1.2
-                } else if e <= 20 {
-                    4.0
-                } else if e <= 25 {
-                    14.0
-                } else {
-                    95.0
+                let ns = match e {
+                    ..=15 => 1.2,
+                    16..=20 => 4.0,
+                    21..=25 => 14.0,
+                    _ => 95.0,
                 };
-                (bytes, ns)
+                ((e as f64).exp2(), ns)
             })
             .collect();
         LineChart::new("Latency")
@@ -401,6 +458,12 @@ mod tests {
             .y_axis(Axis::log10("ns"))
             .secondary_y("cycles", 3.0)
             .series(Series::new("random", points))
+    }
+
+    /// The value of the first `name="…"` attribute in `svg`.
+    pub(super) fn first_attr<'a>(svg: &'a str, name: &str) -> &'a str {
+        let rest = svg.split_once(&format!(" {name}=\"")).expect(name).1;
+        rest.split('"').next().unwrap()
     }
 
     #[test]
