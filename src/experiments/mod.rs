@@ -8,8 +8,9 @@
 //!
 //! The registry below is the one place an experiment is added to a run: its config's place
 //! in the plan (`Configs`), its result's field in the report (`Results`, the JSON's
-//! `experiments` object), its section in every output, and its place in the order
-//! experiments run and are shown.
+//! `experiments` object), its section in every output, its subcommand (`ExperimentCommand`,
+//! which the command line flattens in), and its place in the order experiments run and are
+//! shown.
 
 use serde::{Deserialize, Serialize};
 
