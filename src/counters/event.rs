@@ -401,18 +401,18 @@ mod tests {
     #[test]
     fn hw_cache_encoding() {
         // id | op << 8 | result << 16, values from linux/perf_event.h.
-        assert_eq!(
-            hw_cache_config(CacheId::L1d, CacheOp::Read, CacheResult::Miss),
-            0x1_00_00
-        );
-        assert_eq!(
-            hw_cache_config(CacheId::Dtlb, CacheOp::Write, CacheResult::Miss),
-            0x1_01_03
-        );
-        assert_eq!(
-            hw_cache_config(CacheId::Node, CacheOp::Prefetch, CacheResult::Access),
-            0x0_02_06
-        );
+        for (id, op, result, config) in [
+            (CacheId::L1d, CacheOp::Read, CacheResult::Miss, 0x1_00_00),
+            (CacheId::Dtlb, CacheOp::Write, CacheResult::Miss, 0x1_01_03),
+            (
+                CacheId::Node,
+                CacheOp::Prefetch,
+                CacheResult::Access,
+                0x0_02_06,
+            ),
+        ] {
+            assert_eq!(hw_cache_config(id, op, result), config);
+        }
         assert_eq!(
             parsed("L1-dcache-load-misses"),
             (EventKind::HwCache, 0x10000)
@@ -437,20 +437,15 @@ mod tests {
 
     #[test]
     fn pmu_terms() {
-        assert_eq!(
-            parsed("cpu/event=0xc4,umask=0x01/"),
-            (EventKind::Raw, 0x01c4)
-        );
-        assert_eq!(parsed("cpu/umask=1,event=196/"), (EventKind::Raw, 0x01c4));
-        assert_eq!(
-            parsed("cpu/event=0xa3,umask=0x14,cmask=0x14/"),
-            (EventKind::Raw, 0x1400_14a3)
-        );
-        assert_eq!(
-            parsed("cpu/event=0x0e,umask=0x01,cmask=1,inv,edge/"),
-            (EventKind::Raw, 0x0184_010e)
-        );
-        assert_eq!(parsed("cpu/event=0x1c0/"), (EventKind::Raw, 0x1_0000_00c0));
+        for (name, config) in [
+            ("cpu/event=0xc4,umask=0x01/", 0x01c4),
+            ("cpu/umask=1,event=196/", 0x01c4),
+            ("cpu/event=0xa3,umask=0x14,cmask=0x14/", 0x1400_14a3),
+            ("cpu/event=0x0e,umask=0x01,cmask=1,inv,edge/", 0x0184_010e),
+            ("cpu/event=0x1c0/", 0x1_0000_00c0),
+        ] {
+            assert_eq!(parsed(name), (EventKind::Raw, config));
+        }
         for bad in [
             "cpu/umask=0x01/",
             "cpu/event=0x100000/",

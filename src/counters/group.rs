@@ -285,6 +285,11 @@ mod tests {
         names.iter().map(|n| Event::parse(n).unwrap()).collect()
     }
 
+    /// A group of `names` counting the calling thread.
+    fn thread_group(names: &[&str]) -> CounterGroup {
+        CounterGroup::open(&events(names), Target::CallingThread, &Probe::detect())
+    }
+
     fn count(reading: &Reading) -> Count {
         match &reading.result {
             Ok(c) => *c,
@@ -296,11 +301,7 @@ mod tests {
     /// fresh base pages.
     fn faults_touching(pages: usize) -> u64 {
         let mapping = UntouchedMapping::new(2048);
-        let group = CounterGroup::open(
-            &events(&["page-faults"]),
-            Target::CallingThread,
-            &Probe::detect(),
-        );
+        let group = thread_group(&["page-faults"]);
         group.reset().unwrap();
         group.enable().unwrap();
         mapping.touch_pages(pages);
@@ -328,13 +329,16 @@ mod tests {
         ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
     }
 
+    /// Busy until the thread has run `ns` of CPU time since `cpu_start`.
+    fn spin_from(cpu_start: u64, ns: u64) {
+        while thread_cpu_ns() - cpu_start < ns {
+            std::hint::black_box(thread_cpu_ns());
+        }
+    }
+
     #[test]
     fn task_clock_follows_a_busy_loop() {
-        let group = CounterGroup::open(
-            &events(&["task-clock", "context-switches"]),
-            Target::CallingThread,
-            &Probe::detect(),
-        );
+        let group = thread_group(&["task-clock", "context-switches"]);
         assert_eq!(group.failures().count(), 0);
         let mut attempts = Vec::new();
         // Other tests (or programs) may take this thread's CPU, which shortens task-clock
@@ -347,9 +351,7 @@ mod tests {
             group.reset().unwrap();
             let (start, cpu_start) = (Instant::now(), thread_cpu_ns());
             group.enable().unwrap();
-            while thread_cpu_ns() - cpu_start < 50_000_000 {
-                std::hint::black_box(thread_cpu_ns());
-            }
+            spin_from(cpu_start, 50_000_000);
             group.disable().unwrap();
             let (wall, cpu) = (
                 start.elapsed().as_nanos() as f64,
@@ -394,19 +396,13 @@ mod tests {
     fn group_members_count_in_every_enable_disable_cycle() {
         // Members follow their leader: enabling every member with PERF_IOC_FLAG_GROUP
         // left them switched off after the first disable (they read 0 from then on).
-        let group = CounterGroup::open(
-            &events(&["page-faults", "task-clock"]),
-            Target::CallingThread,
-            &Probe::detect(),
-        );
+        let group = thread_group(&["page-faults", "task-clock"]);
         assert_eq!(group.failures().count(), 0);
         for cycle in 0..3 {
             group.reset().unwrap();
             group.enable().unwrap();
             let cpu_start = thread_cpu_ns();
-            while thread_cpu_ns() - cpu_start < 5_000_000 {
-                std::hint::black_box(thread_cpu_ns());
-            }
+            spin_from(cpu_start, 5_000_000);
             group.disable().unwrap();
             let cpu = (thread_cpu_ns() - cpu_start) as f64;
             let task = count(&group.read().unwrap()[1]).raw as f64;
@@ -449,11 +445,7 @@ mod tests {
 
     #[test]
     fn reset_zeroes_the_counts() {
-        let group = CounterGroup::open(
-            &events(&["task-clock"]),
-            Target::CallingThread,
-            &Probe::detect(),
-        );
+        let group = thread_group(&["task-clock"]);
         group.enable().unwrap();
         std::hint::black_box((0..100_000u64).sum::<u64>());
         group.disable().unwrap();

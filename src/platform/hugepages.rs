@@ -599,6 +599,14 @@ mod tests {
         read_pool(dir, PAGE_2M).unwrap().total
     }
 
+    /// Asserts that `text` is one line holding every one of `parts`.
+    fn assert_one_line_with(text: &str, parts: &[&str]) {
+        assert!(!text.contains('\n'), "{text}");
+        for part in parts {
+            assert!(text.contains(part), "{part:?} is not in {text}");
+        }
+    }
+
     /// Held by the tests that resize the real pool, so two test runs on one machine (two
     /// work trees, say) do not see each other's pages. Released when the file closes.
     struct MachineLock {
@@ -642,21 +650,34 @@ mod tests {
         Ok(dir)
     }
 
+    /// The real 2 MiB pool, locked against other tests and snapshotted, when this process
+    /// may resize it; otherwise None, having said why the test is skipped.
+    fn real_2m_pool() -> Option<PoolSnapshot> {
+        let dir = writable_2m_pool()
+            .map_err(|why| eprintln!("skipped (needs root and a 2 MiB pool): {why}"))
+            .ok()?;
+        let locks = (machine_lock(), serial());
+        Some(PoolSnapshot::take(&dir, locks))
+    }
+
     /// Sets the real pool back to its size at creation when dropped, whatever a test did:
     /// the tests leave the machine as they found it even when an assertion fails.
+    /// The locks it holds are released after that, when its fields drop.
     struct PoolSnapshot {
         dir: PathBuf,
         persistent: u64,
         total: u64,
+        _locks: (MachineLock, MutexGuard<'static, ()>),
     }
 
     impl PoolSnapshot {
-        fn take(dir: &Path) -> PoolSnapshot {
+        fn take(dir: &Path, locks: (MachineLock, MutexGuard<'static, ()>)) -> PoolSnapshot {
             let now = read_pool(dir, PAGE_2M).unwrap();
             PoolSnapshot {
                 dir: dir.to_path_buf(),
                 persistent: persistent_pages(&now),
                 total: now.total,
+                _locks: locks,
             }
         }
 
@@ -715,24 +736,18 @@ mod tests {
     fn a_small_pool_is_one_line_with_the_command_that_grows_it() {
         let dir = fake_pool(2, 1);
         assert!(check_pool_in(dir.path(), PAGE_2M, 1).is_ok());
-        let error = UsageError::from(check_pool_in(dir.path(), PAGE_2M, 4).unwrap_err());
-        let text = error.to_string();
-        let nr = dir.path().join("nr_hugepages");
-        assert!(!text.contains('\n'), "{text}");
+        let text = UsageError::from(check_pool_in(dir.path(), PAGE_2M, 4).unwrap_err()).to_string();
+        let nr = dir.path().join("nr_hugepages").display().to_string();
         assert!(text.starts_with("page size '2m' cannot be had"), "{text}");
-        assert!(
-            text.contains("4 page(s) of 2 MiB are needed but the hugetlbfs pool has 1 free of 2"),
-            "{text}"
+        assert_one_line_with(
+            &text,
+            &[
+                "4 page(s) of 2 MiB are needed but the hugetlbfs pool has 1 free of 2",
+                &format!("'echo 5 | sudo tee {nr}'"),
+                &format!("'echo 2 | sudo tee {nr}' afterwards"),
+                "--reserve-hugepages",
+            ],
         );
-        assert!(
-            text.contains(&format!("'echo 5 | sudo tee {}'", nr.display())),
-            "{text}"
-        );
-        assert!(
-            text.contains(&format!("'echo 2 | sudo tee {}' afterwards", nr.display())),
-            "{text}"
-        );
-        assert!(text.contains("--reserve-hugepages"), "{text}");
         assert_eq!(read_nr(dir.path()), 2, "a check never writes");
     }
 
@@ -757,13 +772,13 @@ mod tests {
         assert!(matches!(error, ReserveError::NotGranted { target: 6, .. }));
         assert_eq!(read_nr(dir.path()), 3, "the pool was not set back");
         assert!(registry().iter().all(|r| !r.path.starts_with(dir.path())));
-        let text = UsageError::from(error).to_string();
-        assert!(!text.contains('\n'), "{text}");
-        assert!(
-            text.contains("grow the pool of 2 MiB pages from 3 to 6 for 4 free page(s)"),
-            "{text}"
+        assert_one_line_with(
+            &UsageError::from(error).to_string(),
+            &[
+                "grow the pool of 2 MiB pages from 3 to 6 for 4 free page(s)",
+                "was set back to 3",
+            ],
         );
-        assert!(text.contains("was set back to 3"), "{text}");
     }
 
     #[test]
@@ -798,16 +813,10 @@ mod tests {
             matches!(&error, ReserveError::WriteFailed { error, .. } if is_permission_error(error)),
             "{error:?}"
         );
-        let text = UsageError::from(error).to_string();
-        assert!(!text.contains('\n'), "{text}");
-        assert!(text.contains("growing it needs root"), "{text}");
-        assert!(
-            text.contains(&format!(
-                "'echo {} | sudo tee {}'",
-                before + 4,
-                nr.display()
-            )),
-            "{text}"
+        let command = format!("'echo {} | sudo tee {}'", before + 4, nr.display());
+        assert_one_line_with(
+            &UsageError::from(error).to_string(),
+            &["growing it needs root", &command],
         );
     }
 
@@ -824,14 +833,10 @@ mod tests {
 
     #[test]
     fn the_pool_is_set_back_after_a_failure_in_the_middle_of_a_run() {
-        let dir = match writable_2m_pool() {
-            Ok(dir) => dir,
-            Err(why) => return eprintln!("skipped (needs root and a 2 MiB pool): {why}"),
+        let Some(snapshot) = real_2m_pool() else {
+            return;
         };
-        let _machine = machine_lock();
-        let _serial = serial();
-        let snapshot = PoolSnapshot::take(&dir);
-        let before = read_pool(&dir, PAGE_2M).unwrap();
+        let before = read_pool(&snapshot.dir, PAGE_2M).unwrap();
         // Always more than is free, so the pool must grow.
         let needed = available_pages(&before) + 4;
         let mut grown = None;
@@ -851,14 +856,11 @@ mod tests {
 
     #[test]
     fn reservations_of_one_pool_set_it_back_when_the_last_one_ends() {
-        let dir = match writable_2m_pool() {
-            Ok(dir) => dir,
-            Err(why) => return eprintln!("skipped (needs root and a 2 MiB pool): {why}"),
+        let Some(snapshot) = real_2m_pool() else {
+            return;
         };
-        let _machine = machine_lock();
-        let _serial = serial();
-        let snapshot = PoolSnapshot::take(&dir);
-        let need_two_more = || available_pages(&read_pool(&dir, PAGE_2M).unwrap()) + 2;
+        let dir = &snapshot.dir;
+        let need_two_more = || available_pages(&read_pool(dir, PAGE_2M).unwrap()) + 2;
         let first = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
         let second = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
         assert_eq!(first.previous_pool(), snapshot.persistent);
@@ -866,13 +868,13 @@ mod tests {
         assert!(second.reserved_pool() >= snapshot.persistent + 4);
         // Dropped out of order: the first one's end must not undo the second's pages.
         drop(first);
-        assert_eq!(read_nr(&dir), second.reserved_pool());
+        assert_eq!(read_nr(dir), second.reserved_pool());
         drop(second);
         snapshot.assert_restored();
 
         // restore_all gives everything back and is idempotent; a later drop does nothing.
         let third = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
-        assert!(read_nr(&dir) > snapshot.persistent);
+        assert!(read_nr(dir) > snapshot.persistent);
         restore_all();
         restore_all();
         snapshot.assert_restored();
@@ -882,17 +884,14 @@ mod tests {
 
     #[test]
     fn a_panic_sets_the_pool_back() {
-        let dir = match writable_2m_pool() {
-            Ok(dir) => dir,
-            Err(why) => return eprintln!("skipped (needs root and a 2 MiB pool): {why}"),
+        let Some(snapshot) = real_2m_pool() else {
+            return;
         };
-        let _machine = machine_lock();
-        let _serial = serial();
-        let snapshot = PoolSnapshot::take(&dir);
-        let needed = available_pages(&read_pool(&dir, PAGE_2M).unwrap()) + 2;
+        let dir = &snapshot.dir;
+        let needed = available_pages(&read_pool(dir, PAGE_2M).unwrap()) + 2;
         let unwound = std::panic::catch_unwind(|| {
             let _reservation = HugepageReservation::ensure(PAGE_2M, needed).unwrap();
-            assert!(read_nr(&dir) > snapshot.persistent);
+            assert!(read_nr(dir) > snapshot.persistent);
             panic!("simulated panic in the middle of the run");
         });
         assert!(unwound.is_err());
@@ -913,13 +912,10 @@ mod tests {
 
     #[test]
     fn a_signal_sets_the_pool_back_before_exit() {
-        let dir = match writable_2m_pool() {
-            Ok(dir) => dir,
-            Err(why) => return eprintln!("skipped (needs root and a 2 MiB pool): {why}"),
+        let Some(snapshot) = real_2m_pool() else {
+            return;
         };
-        let _machine = machine_lock();
-        let _serial = serial();
-        let snapshot = PoolSnapshot::take(&dir);
+        let dir = &snapshot.dir;
         for signo in RESTORING_SIGNALS {
             let mut child = ChildGuard(
                 Command::new(std::env::current_exe().unwrap())
@@ -950,10 +946,7 @@ mod tests {
                 io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
                 panic!("the child did not reserve its pages: {stderr}");
             }
-            assert!(
-                read_nr(&dir) > snapshot.persistent,
-                "the child grew nothing"
-            );
+            assert!(read_nr(dir) > snapshot.persistent, "the child grew nothing");
 
             // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
             assert_eq!(unsafe { libc::kill(child.0.id() as libc::pid_t, signo) }, 0);

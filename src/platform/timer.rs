@@ -246,12 +246,13 @@ mod add_chain {
     const ADDS_PER_ITERATION: u64 = 200;
 
     /// Runs `iterations` × 200 dependent register adds and returns how many adds ran.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
     pub fn run(iterations: u64) -> Option<u64> {
         let mut acc: u64 = 0;
         let mut n = iterations;
         // SAFETY: register-only arithmetic.
         unsafe {
+            #[cfg(target_arch = "x86_64")]
             core::arch::asm!(
                 "2:",
                 ".rept 200",
@@ -263,17 +264,7 @@ mod add_chain {
                 n = inout(reg) n,
                 options(nomem, nostack),
             );
-        }
-        std::hint::black_box((acc, n));
-        Some(iterations * ADDS_PER_ITERATION)
-    }
-
-    #[cfg(target_arch = "aarch64")]
-    pub fn run(iterations: u64) -> Option<u64> {
-        let mut acc: u64 = 0;
-        let mut n = iterations;
-        // SAFETY: register-only arithmetic.
-        unsafe {
+            #[cfg(target_arch = "aarch64")]
             core::arch::asm!(
                 "2:",
                 ".rept 200",
