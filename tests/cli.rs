@@ -137,7 +137,7 @@ fn fails_with_usage_error(line: &str, names: &str) {
 }
 
 #[test]
-fn bad_sizes_cpus_and_paths_exit_2_naming_the_value() {
+fn bad_values_exit_2_naming_the_value() {
     fails_with_usage_error("latency --max-size 12Q", "'12Q'");
     fails_with_usage_error("latency --cpu 4096", "4096");
     fails_with_usage_error("latency --cpu abc", "abc");
@@ -150,6 +150,25 @@ fn bad_sizes_cpus_and_paths_exit_2_naming_the_value() {
         "/nonexistent-dir/out.json",
     );
     fails_with_usage_error("run --out /nonexistent-dir", "/nonexistent-dir");
+    fails_with_usage_error("bandwidth --threads 0", "'0'");
+    fails_with_usage_error("bandwidth --threads 1,999", "'999'");
+    fails_with_usage_error("bandwidth --threads two", "'two'");
+    fails_with_usage_error("bandwidth --isa avx9000", "'avx9000'");
+    fails_with_usage_error("bandwidth --kernels read,teleport", "'teleport'");
+    fails_with_usage_error("bandwidth --sizes 1Q", "'1Q'");
+    fails_with_usage_error("bandwidth --sizes 1K", "--sizes 1 KiB");
+    fails_with_usage_error("loaded --mix read,3:1", "'3:1'");
+    fails_with_usage_error("loaded --delays 0,-5", "'-5'");
+    fails_with_usage_error("loaded --threads 999", "'999'");
+    fails_with_usage_error("mlp --max-chains 65", "'65'");
+    fails_with_usage_error("mlp --grid-max 1Z", "'1Z'");
+    fails_with_usage_error("mlp --sizes 1K", "--sizes 1 KiB");
+    fails_with_usage_error("rob --fillers nop,mul", "'mul'");
+    fails_with_usage_error("rob --max-k 0", "'0'");
+    fails_with_usage_error("stat -e cycels -- true", "'cycels'");
+    fails_with_usage_error("stat -e {cycles -- true", "{cycles");
+    fails_with_usage_error("stat -e cpu/umask=1/ -- true", "event=0xNN");
+    fails_with_usage_error("stat --repeat 0 -- true", "'0'");
 }
 
 #[test]
@@ -284,17 +303,6 @@ fn quick_bandwidth_reads_l1d_faster_than_dram() {
 }
 
 #[test]
-fn bad_threads_isa_and_kernels_exit_2_naming_the_value() {
-    fails_with_usage_error("bandwidth --threads 0", "'0'");
-    fails_with_usage_error("bandwidth --threads 1,999", "'999'");
-    fails_with_usage_error("bandwidth --threads two", "'two'");
-    fails_with_usage_error("bandwidth --isa avx9000", "'avx9000'");
-    fails_with_usage_error("bandwidth --kernels read,teleport", "'teleport'");
-    fails_with_usage_error("bandwidth --sizes 1Q", "'1Q'");
-    fails_with_usage_error("bandwidth --sizes 1K", "--sizes 1 KiB");
-}
-
-#[test]
 fn quick_stride_reports_throughput_rows() {
     let report = measured_json("stride --quick --max-size 256K --json -");
     let rows = report["experiments"]["stride"]["rows"].as_array().unwrap();
@@ -355,13 +363,6 @@ fn quick_loaded_latency_is_not_lower_under_full_load() {
 }
 
 #[test]
-fn bad_mixes_delays_and_thread_counts_exit_2_naming_the_value() {
-    fails_with_usage_error("loaded --mix read,3:1", "'3:1'");
-    fails_with_usage_error("loaded --delays 0,-5", "'-5'");
-    fails_with_usage_error("loaded --threads 999", "'999'");
-}
-
-#[test]
 fn quick_mlp_overlaps_dram_misses_with_four_chains() {
     let report = measured_json("mlp --quick --max-size 128M --json -");
     let mlp = &report["experiments"]["mlp"];
@@ -406,15 +407,6 @@ fn quick_rob_reports_a_curve_and_a_structure_per_filler() {
             .iter()
             .any(|s| s["filler"] == filler));
     }
-}
-
-#[test]
-fn bad_chains_fillers_and_k_exit_2_naming_the_value() {
-    fails_with_usage_error("mlp --max-chains 65", "'65'");
-    fails_with_usage_error("mlp --grid-max 1Z", "'1Z'");
-    fails_with_usage_error("mlp --sizes 1K", "--sizes 1 KiB");
-    fails_with_usage_error("rob --fillers nop,mul", "'mul'");
-    fails_with_usage_error("rob --max-k 0", "'0'");
 }
 
 const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
@@ -650,14 +642,6 @@ fn stat_of_a_missing_program_is_a_clear_error() {
             .code(code)
             .stderr(predicate::str::contains(says));
     }
-}
-
-#[test]
-fn stat_rejects_bad_events_and_repeats_naming_the_value() {
-    fails_with_usage_error("stat -e cycels -- true", "'cycels'");
-    fails_with_usage_error("stat -e {cycles -- true", "{cycles");
-    fails_with_usage_error("stat -e cpu/umask=1/ -- true", "event=0xNN");
-    fails_with_usage_error("stat --repeat 0 -- true", "'0'");
 }
 
 #[test]
