@@ -397,18 +397,20 @@ pub fn measure(
         // Size the trials from the idle chase.
         cursor.run_for(timer, SETTLE_NS);
         let iterations = cursor.iterations_for(timer, config.trial_ns);
+        let sample_at = |active, mix, cursor: &mut ChaseCursor| {
+            sample(
+                &control,
+                &clocks,
+                active,
+                mix,
+                cursor,
+                iterations,
+                config.repetitions,
+                timer,
+            )
+        };
 
-        let mut idle = sample(
-            &control,
-            &clocks,
-            0,
-            Mix::Read,
-            &mut cursor,
-            iterations,
-            config.repetitions,
-            timer,
-        )
-        .latency_ns;
+        let mut idle = sample_at(0, Mix::Read, &mut cursor).latency_ns;
         progress.advance();
 
         let mut rows = Vec::new();
@@ -422,16 +424,7 @@ pub fn measure(
                         std::hint::spin_loop();
                     }
                     cursor.run_for(timer, SETTLE_NS);
-                    let samples = sample(
-                        &control,
-                        &clocks,
-                        threads,
-                        mix,
-                        &mut cursor,
-                        iterations,
-                        config.repetitions,
-                        timer,
-                    );
+                    let samples = sample_at(threads, mix, &mut cursor);
                     let summary = Summary::of(&samples.latency_ns).expect("trials");
                     let concurrency = Concurrency::of(&samples.overlaps);
                     let injector_gb = median(&samples.injector_gb_per_s);
@@ -457,19 +450,7 @@ pub fn measure(
         // Idle again at the end: the idle figure is the median of both visits.
         control.set(PARK, Mix::Read, 0, 0);
         cursor.run_for(timer, SETTLE_NS);
-        idle.extend(
-            sample(
-                &control,
-                &clocks,
-                0,
-                Mix::Read,
-                &mut cursor,
-                iterations,
-                config.repetitions,
-                timer,
-            )
-            .latency_ns,
-        );
+        idle.extend(sample_at(0, Mix::Read, &mut cursor).latency_ns);
         progress.advance();
         Ok((rows, median(&idle)))
     });

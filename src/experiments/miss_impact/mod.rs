@@ -397,9 +397,7 @@ impl Walk<'_> {
     /// Makes `accesses` accesses (a multiple of `granule`), untimed; not for the chase,
     /// which `ChaseCursor` drives.
     fn run(&mut self, accesses: usize) {
-        let mut left = accesses;
-        let mut sum = 0u64;
-        match self {
+        let sum = match self {
             Walk::Sequential {
                 base,
                 lines,
@@ -408,46 +406,24 @@ impl Walk<'_> {
                 at,
             } => {
                 let read = stream::find("read").expect("the read kernel");
-                while left > 0 {
+                around(at, *lines, accesses, |first, count, passes| {
                     // SAFETY: the footprint lies in the arena (checked by `measure`), which
                     // is page aligned; every range is whole granules (footprints are whole
-                    // pages, `left` and `at` whole granules); `isa` is available.
-                    sum = sum.wrapping_add(unsafe {
-                        if *at == 0 && left >= *lines {
-                            let passes = left / *lines;
-                            left -= passes * *lines;
-                            stream::run(read, *isa, &[*base], *lines * *line, passes)
-                        } else {
-                            let take = left.min(*lines - *at);
-                            let start = base.add(*at * *line);
-                            *at = (*at + take) % *lines;
-                            left -= take;
-                            stream::run(read, *isa, &[start], take * *line, 1)
-                        }
-                    });
-                }
+                    // pages, `accesses` and `at` whole granules); `isa` is available.
+                    unsafe {
+                        let start = base.add(first * *line);
+                        stream::run(read, *isa, &[start], count * *line, passes)
+                    }
+                })
             }
             Walk::Independent { base, index, at } => {
-                let lines = index.len();
-                while left > 0 {
+                around(at, index.len(), accesses, |first, count, passes| {
                     // SAFETY: every index addresses an element of the footprint.
-                    sum = sum.wrapping_add(unsafe {
-                        if *at == 0 && left >= lines {
-                            let passes = left / lines;
-                            left -= passes * lines;
-                            indexed_sum(*base, index.as_ptr(), lines, passes)
-                        } else {
-                            let take = left.min(lines - *at);
-                            let start = index.as_ptr().add(*at);
-                            *at = (*at + take) % lines;
-                            left -= take;
-                            indexed_sum(*base, start, take, 1)
-                        }
-                    });
-                }
+                    unsafe { indexed_sum(*base, index.as_ptr().add(first), count, passes) }
+                })
             }
             Walk::Chase { .. } => unreachable!("the chase runs through its cursor"),
-        }
+        };
         std::hint::black_box(sum);
     }
 
@@ -503,6 +479,34 @@ impl Walk<'_> {
             .map(|_| self.timed(timer, accesses) / accesses as f64)
             .collect()
     }
+}
+
+/// Makes `accesses` accesses around a cycle of `lines` lines, starting at `*at` and leaving
+/// it where the next call goes on: whole passes while at the start and one fits, else the
+/// rest of the cycle or less. `stretch(first, count, passes)` makes `passes` passes over
+/// lines `first..first + count` and returns their sum; the sum of all is returned.
+fn around(
+    at: &mut usize,
+    lines: usize,
+    accesses: usize,
+    mut stretch: impl FnMut(usize, usize, usize) -> u64,
+) -> u64 {
+    let mut left = accesses;
+    let mut sum = 0u64;
+    while left > 0 {
+        sum = sum.wrapping_add(if *at == 0 && left >= lines {
+            let passes = left / lines;
+            left -= passes * lines;
+            stretch(0, lines, passes)
+        } else {
+            let take = left.min(lines - *at);
+            let first = *at;
+            *at = (*at + take) % lines;
+            left -= take;
+            stretch(first, take, 1)
+        });
+    }
+    sum
 }
 
 /// Page faults and task clock of one counted pass (None: the event did not count).

@@ -806,20 +806,25 @@ fn random_read_gb_per_s(arena: &Arena, bytes: u64, timer: &Timer) -> Option<f64>
         (0..count).map(|_| rng.below(lines) as u32 * 8).collect()
     };
     let a = arena.as_ptr() as *const u64;
-    let pass = || {
+    Some(median_rate(timer, (count * SLOT_BYTES) as f64, || {
         // SAFETY: every index names the first word of a line inside the working set.
         std::hint::black_box(unsafe { strided::indexed_sum(a, index.as_ptr(), count, 1) });
-    };
+    }))
+}
+
+/// The median of [`STREAM_PASSES`] timed runs of `pass` after an untimed one, as `bytes`
+/// moved per ns (decimal GB/s).
+fn median_rate(timer: &Timer, bytes: f64, pass: impl Fn()) -> f64 {
     pass();
     let rates: Vec<f64> = (0..STREAM_PASSES)
         .map(|_| {
             let t0 = timer.start();
             pass();
             let ns = timer.ticks_to_ns(timer.stop().saturating_sub(t0));
-            (count * SLOT_BYTES) as f64 / ns.max(1.0)
+            bytes / ns.max(1.0)
         })
         .collect();
-    Some(median(&rates))
+    median(&rates)
 }
 
 /// One thread's read bandwidth over `bytes` of the arena with the registry's `read`
@@ -840,22 +845,13 @@ fn stream_read_gb_per_s(arena: &Arena, bytes: u64, timer: &Timer) -> Option<f64>
         .skip_while(|&isa| isa != widest)
         .take(2)
         .filter(|&isa| isa != Isa::Portable || widest == Isa::Portable);
+    let bytes = kernel.bytes_per_pass(array_bytes) as f64;
     isas.map(|isa| {
-        let pass = || {
+        median_rate(timer, bytes, || {
             // SAFETY: the arena is page aligned and holds array_bytes (a multiple of
             // GRANULE); the ISA is available.
             std::hint::black_box(unsafe { stream::run(kernel, isa, &arrays, array_bytes, 1) });
-        };
-        pass();
-        let rates: Vec<f64> = (0..STREAM_PASSES)
-            .map(|_| {
-                let t0 = timer.start();
-                pass();
-                let ns = timer.ticks_to_ns(timer.stop().saturating_sub(t0));
-                kernel.bytes_per_pass(array_bytes) as f64 / ns.max(1.0)
-            })
-            .collect();
-        median(&rates)
+        })
     })
     .reduce(f64::max)
 }

@@ -164,7 +164,7 @@ pub struct MlpByPageSize {
 }
 
 /// Entries × page size of one TLB level.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct TlbReach {
     pub name: String,
     pub page_bytes: u64,
@@ -1131,43 +1131,38 @@ fn reach_rows(machine: &Machine, levels: &[TlbLevel]) -> Vec<TlbReach> {
         .collect();
     tlbs.sort_by_key(|t| (t.page_bytes, t.level));
     for t in tlbs {
-        let name = format!("L{} DTLB", t.level);
-        if rows
-            .iter()
-            .any(|r| r.name == name && r.page_bytes == t.page_bytes)
-        {
-            continue;
+        let row = reach_row(&mut rows, &format!("L{} DTLB", t.level), t.page_bytes);
+        // The first TLB of a name and page size counts.
+        if row.cpuid_entries.is_none() {
+            row.cpuid_entries = Some(t.entries);
+            row.cpuid_reach_bytes = Some(u64::from(t.entries) * t.page_bytes);
         }
-        rows.push(TlbReach {
-            name,
-            page_bytes: t.page_bytes,
-            cpuid_entries: Some(t.entries),
-            cpuid_reach_bytes: Some(u64::from(t.entries) * t.page_bytes),
-            measured_entries: None,
-            measured_reach_bytes: None,
-        });
     }
     for level in levels.iter().filter(|l| l.name != PAGE_WALK) {
-        match rows
-            .iter_mut()
-            .find(|r| r.name == level.name && r.page_bytes == level.page_bytes)
-        {
-            Some(row) => {
-                row.measured_entries = level.entries;
-                row.measured_reach_bytes = level.reach_bytes;
-            }
-            None => rows.push(TlbReach {
-                name: level.name.clone(),
-                page_bytes: level.page_bytes,
-                cpuid_entries: None,
-                cpuid_reach_bytes: None,
-                measured_entries: level.entries,
-                measured_reach_bytes: level.reach_bytes,
-            }),
-        }
+        let row = reach_row(&mut rows, &level.name, level.page_bytes);
+        row.measured_entries = level.entries;
+        row.measured_reach_bytes = level.reach_bytes;
     }
     rows.sort_by(|a, b| (a.page_bytes, &a.name).cmp(&(b.page_bytes, &b.name)));
     rows
+}
+
+/// The row of `name` and `page_bytes` in `rows`, added empty if there is none yet.
+fn reach_row<'r>(rows: &'r mut Vec<TlbReach>, name: &str, page_bytes: u64) -> &'r mut TlbReach {
+    match rows
+        .iter()
+        .position(|r| r.name == name && r.page_bytes == page_bytes)
+    {
+        Some(i) => &mut rows[i],
+        None => {
+            rows.push(TlbReach {
+                name: name.to_string(),
+                page_bytes,
+                ..TlbReach::default()
+            });
+            rows.last_mut().expect("just pushed")
+        }
+    }
 }
 
 #[cfg(test)]
