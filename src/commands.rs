@@ -226,21 +226,20 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
         CommandKind::Run => MachineView::Summary,
         _ => MachineView::None,
     };
-    let mut text = document::terminal(report, machine_view, plan.print_points);
+    // The results' sections are built once and drawn by every output.
+    let results = document::result_sections(report);
+    let mut text = document::terminal(report, &results, machine_view, plan.print_points);
 
     let outputs = &plan.outputs;
     let mut files = Vec::new();
-    let renderers = [
-        (
-            &outputs.json,
-            report::json::serialize as fn(&Report) -> Vec<u8>,
-        ),
-        (&outputs.csv, document::csv),
-        (&outputs.html, document::html),
+    let renderers: [(_, &dyn Fn() -> Vec<u8>); 3] = [
+        (&outputs.json, &|| report::json::serialize(report)),
+        (&outputs.csv, &|| document::csv(report, &results)),
+        (&outputs.html, &|| document::html(report, &results)),
     ];
     for (target, render) in renderers {
         let Some(target) = target else { continue };
-        target.write(&render(report))?;
+        target.write(&render())?;
         if !target.is_stdout() {
             files.push(target.to_string());
         }
