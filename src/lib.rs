@@ -26,6 +26,7 @@ pub mod counters;
 pub mod error;
 pub mod experiments;
 pub mod kernels;
+pub mod pages;
 pub mod plan;
 pub mod platform;
 pub mod report;
