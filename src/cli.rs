@@ -46,6 +46,9 @@ pub enum Command {
     /// bandwidth estimate and the run time. The command runs directly (no shell); its
     /// output is left alone, the table goes to stderr, and its exit status is memscope's.
     Stat(StatArgs),
+    /// Where a program's TLB misses and hot pages are (`pages record -- CMD`), and huge
+    /// pages applied to exactly those regions and measured (`pages apply -- CMD`).
+    Pages(crate::pages::params::PagesArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]

@@ -10,6 +10,8 @@ use crate::cli::Cli;
 use crate::counters::Probe;
 use crate::error::UsageError;
 use crate::experiments::params::MeasurePlan;
+use crate::pages::record::RecordError;
+use crate::pages::PagesResult;
 use crate::plan::{CommandKind, Plan};
 use crate::platform::affinity;
 use crate::platform::arena::PagePolicy;
@@ -34,15 +36,46 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
     let mut report = match plan.command {
         CommandKind::Info => info(&mut machine),
         CommandKind::Stat => stat(&plan, machine)?,
+        CommandKind::Pages => pages(&plan, machine)?,
         _ => measure(&plan, machine)?,
     };
     report.settings.command = plan.command.name().to_string();
     export(&plan, &report)?;
-    Ok(match &report.stat {
-        // memscope stat passes the command's exit status through.
-        Some(stat) => ExitCode::from(stat.exit_status()),
-        None => ExitCode::SUCCESS,
+    // memscope stat and pages pass the command's exit status through.
+    Ok(match (&report.stat, &report.pages) {
+        (Some(stat), _) => ExitCode::from(stat.exit_status()),
+        (_, Some(pages)) => ExitCode::from(pages.exit_status()),
+        _ => ExitCode::SUCCESS,
     })
+}
+
+/// `memscope pages`: runs the user's command under an access source (and huge pages,
+/// for `apply`); like `stat`, no calibration or pinning.
+fn pages(plan: &Plan, machine: Machine) -> anyhow::Result<Report> {
+    let pages_plan = plan
+        .pages
+        .as_ref()
+        .expect("the pages command has a pages plan");
+    let result = match crate::pages::run(pages_plan) {
+        Ok(result) => result,
+        Err(RecordError::Spawn(e)) => return Err(e.into()),
+        Err(RecordError::Source(why)) => return Err(UsageError::Unsupported(why).into()),
+        Err(e) => return Err(e.into()),
+    };
+    let mut report = Report::new(machine, Settings::default());
+    report.settings.sampling = match &result {
+        PagesResult::Record(r) => format!(
+            "one run of the command with address-space randomization off, sampled every              {:.0} ms by the {} source",
+            r.interval_ms,
+            r.source.name()
+        ),
+        PagesResult::Apply(a) => format!(
+            "{} interleaved blocks of three runs (4 KiB pages, top {} regions huge, all              huge; order shuffled per block), address-space randomization off; speed-up =              median time of the 4 KiB runs / the arm's; two-sided Mann–Whitney U test",
+            a.repeat, a.top
+        ),
+    };
+    report.pages = Some(result);
+    Ok(report)
 }
 
 /// `memscope stat`: runs the command with its counters; no calibration, pinning or
@@ -248,7 +281,7 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
         text.push_str(&format!("\n Wrote {}\n", files.join(", ")));
     }
     // stat's table goes to stderr like perf stat's: stdout belongs to the command.
-    if outputs.uses_stdout() || report.stat.is_some() {
+    if outputs.uses_stdout() || report.stat.is_some() || report.pages.is_some() {
         eprint!("{text}");
     } else {
         print!("{text}");

@@ -24,6 +24,8 @@ use crate::experiments::stride::StrideConfig;
 use crate::experiments::tlb::params::TlbArgs;
 use crate::experiments::tlb::TlbConfig;
 use crate::experiments::{Configs, ExperimentCommand};
+use crate::pages::params::{PagesAction, PagesArgs};
+use crate::pages::PagesPlan;
 use crate::report::output::Target;
 use crate::stat::{self, StatPlan};
 use crate::topology::Machine;
@@ -39,6 +41,8 @@ pub struct Plan {
     pub experiments: Configs,
     /// `memscope stat`: the events and the command.
     pub stat: Option<StatPlan>,
+    /// `memscope pages`: record or apply, and the command.
+    pub pages: Option<PagesPlan>,
     /// Experiments of the profile that cannot run on this machine, and why.
     pub skipped: Vec<Skipped>,
     /// Print every sweep point, not only the levels.
@@ -59,6 +63,7 @@ pub enum CommandKind {
     /// An experiment's own subcommand, by name ("latency").
     Experiment(&'static str),
     Stat,
+    Pages,
 }
 
 impl CommandKind {
@@ -68,6 +73,7 @@ impl CommandKind {
             CommandKind::Info => "info",
             CommandKind::Experiment(name) => name,
             CommandKind::Stat => "stat",
+            CommandKind::Pages => "pages",
         }
     }
 }
@@ -106,6 +112,7 @@ impl Plan {
             measure,
             experiments: Configs::default(),
             stat: None,
+            pages: None,
             skipped: Vec::new(),
             print_points: false,
         }
@@ -118,7 +125,20 @@ impl Plan {
             Some(Command::Info(args)) => Plan::info(args),
             Some(Command::Experiment(command)) => Plan::experiment(command, machine),
             Some(Command::Stat(args)) => Plan::stat(args),
+            Some(Command::Pages(args)) => Plan::pages(args),
         }
+    }
+
+    fn pages(args: &PagesArgs) -> Result<Plan, UsageError> {
+        let (sampling, pages) = match &args.action {
+            PagesAction::Record(a) => (&a.sampling, PagesPlan::Record(a.plan()?)),
+            PagesAction::Apply(a) => (&a.sampling, PagesPlan::Apply(a.plan()?)),
+        };
+        let mut outputs = Outputs::of(sampling.json.as_deref(), sampling.csv.as_deref())?;
+        outputs.html = sampling.html.as_deref().map(Target::parse).transpose()?;
+        let mut plan = Plan::new(CommandKind::Pages, outputs, None);
+        plan.pages = Some(pages);
+        Ok(plan)
     }
 
     fn stat(args: &StatArgs) -> Result<Plan, UsageError> {

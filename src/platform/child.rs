@@ -90,14 +90,32 @@ pub struct PausedChild {
     exec_error: OwnedFd,
 }
 
+/// How the child is set up between the fork and the exec, beyond memscope's own
+/// environment and attributes (which it inherits unchanged by default).
+#[derive(Debug, Clone, Default)]
+pub struct SpawnOptions {
+    /// Variables set (or replaced) in the command's environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// Address-space randomization off (personality ADDR_NO_RANDOMIZE), so the command's
+    /// mappings land at the same addresses from run to run.
+    pub no_aslr: bool,
+    /// Transparent huge pages off for the command and what it starts
+    /// (prctl PR_SET_THP_DISABLE, inherited across fork and exec).
+    pub thp_disable: bool,
+}
+
 /// Everything the child needs, prepared before the fork (the child must not allocate).
 struct ExecPlan {
     candidates: Vec<CString>,
     argv: Vec<CString>,
+    /// The whole environment when options change it; `None` keeps memscope's.
+    envp: Option<Vec<CString>>,
+    no_aslr: bool,
+    thp_disable: bool,
 }
 
 impl ExecPlan {
-    fn new(command: &[OsString]) -> Result<ExecPlan, SpawnError> {
+    fn new(command: &[OsString], options: &SpawnOptions) -> Result<ExecPlan, SpawnError> {
         let program = command.first().ok_or(SpawnError::Empty)?;
         let cstring = |s: &OsStr| {
             CString::new(s.as_bytes()).map_err(|_| SpawnError::NulByte(s.to_string_lossy().into()))
@@ -128,7 +146,30 @@ impl ExecPlan {
                 })
                 .collect::<Result<Vec<_>, _>>()?
         };
-        Ok(ExecPlan { candidates, argv })
+        let envp = if options.env.is_empty() {
+            None
+        } else {
+            let replaced: Vec<&OsString> = options.env.iter().map(|(k, _)| k).collect();
+            let mut envp = std::env::vars_os()
+                .filter(|(k, _)| !replaced.contains(&k))
+                .chain(options.env.iter().cloned())
+                .map(|(k, v)| {
+                    let mut entry = k;
+                    entry.push("=");
+                    entry.push(v);
+                    cstring(&entry)
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            envp.shrink_to_fit();
+            Some(envp)
+        };
+        Ok(ExecPlan {
+            candidates,
+            argv,
+            envp,
+            no_aslr: options.no_aslr,
+            thp_disable: options.thp_disable,
+        })
     }
 }
 
@@ -145,13 +186,28 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 /// Forks a child that will exec `command` (looked up on PATH when it has no '/') once
 /// released. Its stdin, stdout and stderr are memscope's.
 pub fn spawn_paused(command: &[OsString]) -> Result<PausedChild, SpawnError> {
-    let plan = ExecPlan::new(command)?;
+    spawn_paused_with(command, &SpawnOptions::default())
+}
+
+/// `spawn_paused` with the child's environment and attributes set by `options`.
+pub fn spawn_paused_with(
+    command: &[OsString],
+    options: &SpawnOptions,
+) -> Result<PausedChild, SpawnError> {
+    let plan = ExecPlan::new(command, options)?;
     let (go_read, go_write) = pipe().map_err(SpawnError::Fork)?;
     let (err_read, err_write) = pipe().map_err(SpawnError::Fork)?;
     let mut argv: Vec<*const libc::c_char> = plan.argv.iter().map(|a| a.as_ptr()).collect();
     argv.push(std::ptr::null());
+    let mut envp: Option<Vec<*const libc::c_char>> = plan
+        .envp
+        .as_ref()
+        .map(|e| e.iter().map(|v| v.as_ptr()).collect());
+    if let Some(envp) = envp.as_mut() {
+        envp.push(std::ptr::null());
+    }
     // SAFETY: the child runs only async-signal-safe calls (read, write, sigaction,
-    // execv, _exit) on memory prepared before the fork, then execs or exits.
+    // personality, prctl, execv(e), _exit) on memory prepared before the fork, then execs or exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(SpawnError::Fork(io::Error::last_os_error()));
@@ -161,7 +217,13 @@ pub fn spawn_paused(command: &[OsString]) -> Result<PausedChild, SpawnError> {
         unsafe {
             libc::close(go_write.as_raw_fd());
             libc::close(err_read.as_raw_fd());
-            child_after_fork(&plan, &argv, go_read.as_raw_fd(), err_write.as_raw_fd())
+            child_after_fork(
+                &plan,
+                &argv,
+                envp.as_deref(),
+                go_read.as_raw_fd(),
+                err_write.as_raw_fd(),
+            )
         }
     }
     drop(go_read);
@@ -180,6 +242,7 @@ pub fn spawn_paused(command: &[OsString]) -> Result<PausedChild, SpawnError> {
 unsafe fn child_after_fork(
     plan: &ExecPlan,
     argv: &[*const libc::c_char],
+    envp: Option<&[*const libc::c_char]>,
     go: libc::c_int,
     exec_error: libc::c_int,
 ) -> ! {
@@ -199,11 +262,25 @@ unsafe fn child_after_fork(
     for signal in [libc::SIGPIPE, libc::SIGINT, libc::SIGQUIT] {
         libc::sigaction(signal, &default, std::ptr::null_mut());
     }
+    if plan.no_aslr {
+        let current = libc::personality(0xffff_ffff);
+        if current >= 0 {
+            libc::personality(
+                (current as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong,
+            );
+        }
+    }
+    if plan.thp_disable {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
+    }
     // As execvp: ENOENT-like failures try the next directory, and a program found but
     // not executable (EACCES) is reported in preference to "not found".
     let mut errno = libc::ENOENT;
     for candidate in &plan.candidates {
-        libc::execv(candidate.as_ptr(), argv.as_ptr());
+        match envp {
+            Some(envp) => libc::execve(candidate.as_ptr(), argv.as_ptr(), envp.as_ptr()),
+            None => libc::execv(candidate.as_ptr(), argv.as_ptr()),
+        };
         match *libc::__errno_location() {
             libc::ENOENT | libc::ENOTDIR | libc::ELOOP | libc::ENAMETOOLONG => {}
             libc::EACCES => errno = libc::EACCES,
@@ -226,7 +303,13 @@ impl PausedChild {
     /// Lets the child exec and waits for the command to end. While it runs, memscope
     /// ignores SIGINT and SIGQUIT (as `time` and `perf stat` do): Ctrl-C stops the
     /// command, and memscope still reports what was counted.
-    pub fn run(mut self) -> Result<Finished, SpawnError> {
+    pub fn run(self) -> Result<Finished, SpawnError> {
+        self.release()?.wait()
+    }
+
+    /// Lets the child exec and returns once the exec has happened (or failed), with the
+    /// command running; SIGINT and SIGQUIT are ignored by memscope until it is reaped.
+    pub fn release(mut self) -> Result<RunningChild, SpawnError> {
         let ignored = IgnoredSignals::new();
         let start = Instant::now();
         let go = self.go.take().expect("released once");
@@ -235,29 +318,74 @@ impl PausedChild {
         drop(go);
         let mut errno = [0u8; 4];
         let n = read_fully(&self.exec_error, &mut errno);
-        let exec_failed = n == errno.len();
-        let mut status = 0;
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        loop {
-            // SAFETY: waiting for our own child, with valid out-pointers.
-            let r = unsafe { libc::wait4(self.pid, &mut status, 0, &mut usage) };
-            if r == self.pid {
-                break;
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(SpawnError::Fork(e));
-            }
-        }
-        let elapsed = start.elapsed();
-        drop(ignored);
-        self.pid = 0;
-        if exec_failed {
+        let pid = std::mem::replace(&mut self.pid, 0);
+        let mut running = RunningChild {
+            pid,
+            start,
+            _ignored: ignored,
+        };
+        if n == errno.len() {
+            // The exec failed and the child exits with 127: reap it, report the errno.
+            let _ = running.wait();
             return Err(SpawnError::Exec {
                 program: self.program.clone(),
                 error: io::Error::from_raw_os_error(i32::from_ne_bytes(errno)),
             });
         }
+        Ok(running)
+    }
+}
+
+/// A command that has been released and has exec'd; dropping it without reaping it
+/// waits for it (it is never left a zombie).
+pub struct RunningChild {
+    pid: libc::pid_t,
+    start: Instant,
+    _ignored: IgnoredSignals,
+}
+
+impl RunningChild {
+    pub fn pid(&self) -> libc::pid_t {
+        self.pid
+    }
+
+    /// Waits for the command to end.
+    pub fn wait(&mut self) -> Result<Finished, SpawnError> {
+        loop {
+            if let Some(finished) = self.reap(0)? {
+                return Ok(finished);
+            }
+        }
+    }
+
+    /// The command's end if it has ended, without blocking.
+    pub fn try_wait(&mut self) -> Result<Option<Finished>, SpawnError> {
+        self.reap(libc::WNOHANG)
+    }
+
+    fn reap(&mut self, flags: libc::c_int) -> Result<Option<Finished>, SpawnError> {
+        if self.pid <= 0 {
+            return Err(SpawnError::Fork(io::Error::other(
+                "the command was already reaped",
+            )));
+        }
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: waiting for our own child, with valid out-pointers.
+        let r = unsafe { libc::wait4(self.pid, &mut status, flags, &mut usage) };
+        if r == 0 {
+            return Ok(None);
+        }
+        if r != self.pid {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                return Ok(None);
+            }
+            return Err(SpawnError::Fork(e));
+        }
+        let elapsed = self.start.elapsed();
+        self.pid = 0;
         let termination = if libc::WIFSIGNALED(status) {
             Termination::Signaled(libc::WTERMSIG(status))
         } else {
@@ -266,12 +394,22 @@ impl PausedChild {
         let time = |tv: libc::timeval| {
             Duration::from_secs(tv.tv_sec as u64) + Duration::from_micros(tv.tv_usec as u64)
         };
-        Ok(Finished {
+        Ok(Some(Finished {
             termination,
             elapsed,
             user: time(usage.ru_utime),
             system: time(usage.ru_stime),
-        })
+        }))
+    }
+}
+
+impl Drop for RunningChild {
+    fn drop(&mut self) {
+        if self.pid > 0 {
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        }
     }
 }
 

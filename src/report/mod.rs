@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::experiments::Results as Experiments;
+use crate::pages::PagesResult;
 pub use crate::platform::arena::PagesObtained;
 use crate::stat::StatResult;
 use crate::topology::Machine;
@@ -41,6 +42,10 @@ pub struct Report {
     /// `memscope stat`: a user's command and its counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<StatResult>,
+    /// `memscope pages`: a user's command's regions (record) and huge pages applied
+    /// to them (apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages: Option<PagesResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -96,6 +101,7 @@ impl Report {
             warnings: Vec::new(),
             experiments: Experiments::default(),
             stat: None,
+            pages: None,
         }
     }
 }

@@ -1,0 +1,561 @@
+//! `memscope pages apply`: backs exactly the chosen regions of an unmodified program with
+//! huge pages (through the preload library) and measures what that buys, against 4 KiB
+//! pages everywhere and huge pages everywhere, in interleaved runs; verifies per region
+//! in /proc/PID/smaps what the kernel really gave.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::preload::{Preload, PreloadMode};
+use super::procfs;
+use super::record::{self, PagesRecord, RecordError, RecordPlan, ThpSetting};
+use super::regions::{ranges_of, region_of, Region, REGION_BYTES};
+use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
+use crate::platform::child::{self, SpawnOptions, Termination};
+use crate::stats::summary::Summary;
+
+/// What `pages apply` runs.
+#[derive(Debug, Clone)]
+pub struct ApplyPlan {
+    pub top: usize,
+    /// A record to take the regions from; `None`: record first, with `record`'s settings.
+    pub from: Option<PagesRecord>,
+    pub from_path: Option<String>,
+    pub hugetlb: bool,
+    pub repeat: usize,
+    pub record: RecordPlan,
+}
+
+/// The three arms of the comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Arm {
+    /// 4 KiB pages: transparent huge pages off for the command.
+    Baseline,
+    /// Huge pages under the chosen regions only.
+    Top,
+    /// Huge pages under every private anonymous mapping.
+    All,
+}
+
+impl Arm {
+    pub const ALL: [Arm; 3] = [Arm::Baseline, Arm::Top, Arm::All];
+
+    pub fn label(self, top: usize) -> String {
+        match self {
+            Arm::Baseline => "4 KiB pages".to_string(),
+            Arm::Top => format!("top {top} huge"),
+            Arm::All => "all huge".to_string(),
+        }
+    }
+}
+
+/// One timed run of one arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmRun {
+    /// Position in the interleaved sequence (0-based).
+    pub order: usize,
+    pub elapsed_s: f64,
+    pub user_s: f64,
+    pub system_s: f64,
+    pub termination: Termination,
+    /// Peak memory in huge pages over the command's processes, KiB (smaps).
+    pub huge_kb: f64,
+    /// Peak huge-page memory inside the chosen regions, KiB.
+    pub huge_in_regions_kb: f64,
+    /// dTLB counts (loads, load misses, store misses) where a PMU counts them.
+    #[serde(default)]
+    pub dtlb: Vec<Option<f64>>,
+}
+
+/// One arm over its runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmResult {
+    pub arm: Arm,
+    pub label: String,
+    pub runs: Vec<ArmRun>,
+    /// Run time of the successful runs, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_s: Option<Summary>,
+    /// Baseline median / this arm's median (the baseline's is 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+    /// Two-sided Mann–Whitney U test of this arm's times against the baseline's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    pub significant: bool,
+    /// Median of the runs' peak huge-page memory, KiB.
+    pub huge_kb: f64,
+    pub failed_runs: usize,
+    /// Median dTLB counts (loads, load misses, store misses), or why not counted.
+    #[serde(default)]
+    pub dtlb: Vec<Option<f64>>,
+}
+
+/// A chosen region before and after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RegionOutcome {
+    pub pid: u32,
+    pub start: u64,
+    pub mapping: String,
+    /// The record's value before (4 KiB pages) and in a recorded run with the region's
+    /// huge pages, in the signal's unit.
+    pub before: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<f64>,
+    /// Huge-page memory the region got (peak in the recorded top-N run), KiB of 2048.
+    pub huge_kb: f64,
+}
+
+/// The result of `pages apply`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PagesApply {
+    pub command: Vec<String>,
+    /// "thp" (madvise + collapse) or "2m" (hugetlb pool).
+    pub huge: String,
+    pub top: usize,
+    /// Where the regions came from: a record made just before, or a file.
+    pub regions_from: String,
+    pub record: PagesRecord,
+    /// The address ranges handed to the preload library.
+    pub ranges: Vec<(u64, u64)>,
+    pub repeat: usize,
+    pub arms: Vec<ArmResult>,
+    pub regions: Vec<RegionOutcome>,
+    /// The record of the top-N arm (huge pages under the chosen regions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_after: Option<PagesRecord>,
+    /// What share of the all-huge speed-up the top-N arm buys, and for what share of the
+    /// all-huge arm's huge-page memory, percent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_speedup_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub share_of_huge_memory_pct: Option<f64>,
+    /// Why dTLB counts are missing, when they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dtlb_not_counted: Option<String>,
+    pub notes: Vec<String>,
+}
+
+impl PagesApply {
+    /// The command's exit status for memscope: the first failing run's, else 0.
+    pub fn exit_status(&self) -> u8 {
+        self.arms
+            .iter()
+            .flat_map(|a| &a.runs)
+            .map(|r| r.termination)
+            .find(|t| !t.success())
+            .map_or(0, |t| t.shell_status().clamp(0, 255) as u8)
+    }
+}
+
+/// The dTLB events counted per run where the machine has them.
+const DTLB_EVENTS: [&str; 3] = ["dTLB-loads", "dTLB-load-misses", "dTLB-store-misses"];
+
+/// Runs the comparison.
+pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
+    let mut notes = Vec::new();
+    let (record, regions_from) = match &plan.from {
+        Some(record) => {
+            let path = plan.from_path.clone().unwrap_or_default();
+            if record.command != lossy(&plan.record.command) {
+                notes.push(format!(
+                    "the record in {path} is of '{}', not of this command: its regions may \
+                     not be this program's",
+                    record.command.join(" ")
+                ));
+            }
+            (record.clone(), format!("the record in {path}"))
+        }
+        None => {
+            let record = record::record(&plan.record, &PreloadMode::default(), ThpSetting::Off)?;
+            let from = format!(
+                "a record made just before, with the {} source",
+                record.source.name()
+            );
+            (record, from)
+        }
+    };
+    let chosen: Vec<Region> = record.top_anonymous(plan.top);
+    if chosen.is_empty() {
+        return Err(RecordError::Source(format!(
+            "the record has no region of private anonymous memory with accesses to back with \
+             huge pages ({} regions in all); the command may be too short to sample (see \
+             `memscope pages record`)",
+            record.regions.len()
+        )));
+    }
+    if chosen.len() < plan.top {
+        notes.push(format!(
+            "only {} region(s) of private anonymous memory were accessed, fewer than --top {}",
+            chosen.len(),
+            plan.top
+        ));
+    }
+    let ranges = ranges_of(&chosen);
+    let preload = Preload::create().map_err(RecordError::Preload)?;
+    let probe = Probe::detect();
+    let dtlb_groups: Vec<Vec<Event>> = vec![DTLB_EVENTS
+        .iter()
+        .map(|n| Event::parse(n).expect("built-in event names parse"))
+        .collect()];
+    let mode_of = |arm: Arm| PreloadMode {
+        split: false,
+        huge: match arm {
+            Arm::Baseline => None,
+            Arm::Top => Some(ranges.clone()),
+            Arm::All => Some(Vec::new()),
+        },
+        hugetlb: plan.hugetlb,
+    };
+    let mut runs: Vec<(Arm, ArmRun)> = Vec::new();
+    let mut dtlb_refusal = None;
+    let mut order = 0;
+    let mut rng = seed();
+    for _ in 0..plan.repeat {
+        let mut arms = Arm::ALL;
+        shuffle(&mut arms, &mut rng);
+        for arm in arms {
+            let options = SpawnOptions {
+                env: preload.env(&mode_of(arm)),
+                no_aslr: true,
+                thp_disable: arm == Arm::Baseline,
+            };
+            let paused = child::spawn_paused_with(&plan.record.command, &options)?;
+            let counters = probe.has_hardware_pmu().then(|| {
+                CounterGroup::open_groups(
+                    &dtlb_groups,
+                    Target::ChildBeforeExec(paused.pid()),
+                    &probe,
+                )
+            });
+            let mut running = paused.release()?;
+            let root = running.pid() as u32;
+            let mut peak = (0.0f64, 0.0f64);
+            let mut next_look = Instant::now() + Duration::from_millis(50);
+            let finished = loop {
+                if let Some(f) = running.try_wait()? {
+                    break f;
+                }
+                if Instant::now() >= next_look {
+                    let (all, inside) = huge_memory(root, &ranges);
+                    peak = (peak.0.max(all), peak.1.max(inside));
+                    next_look = Instant::now() + Duration::from_millis(250);
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            let dtlb = match counters.map(|c| c.read()) {
+                Some(Ok(readings)) => readings
+                    .iter()
+                    .map(|r| match &r.result {
+                        Ok(count) => match count.scaled {
+                            Scaled::Counted { value, .. } => Some(value as f64),
+                            Scaled::NotCounted => None,
+                        },
+                        Err(u) => {
+                            dtlb_refusal.get_or_insert_with(|| u.reason.to_string());
+                            None
+                        }
+                    })
+                    .collect(),
+                Some(Err(e)) => {
+                    dtlb_refusal.get_or_insert_with(|| e.to_string());
+                    Vec::new()
+                }
+                None => Vec::new(),
+            };
+            runs.push((
+                arm,
+                ArmRun {
+                    order,
+                    elapsed_s: finished.elapsed.as_secs_f64(),
+                    user_s: finished.user.as_secs_f64(),
+                    system_s: finished.system.as_secs_f64(),
+                    termination: finished.termination,
+                    huge_kb: peak.0,
+                    huge_in_regions_kb: peak.1,
+                    dtlb,
+                },
+            ));
+            order += 1;
+        }
+    }
+    let arms = summarize(&runs, plan.top);
+    // The chosen regions with their huge pages: recorded once more, untimed.
+    let after_plan = RecordPlan {
+        source: crate::pages::sources::SourceChoice::parse(record.source.name())
+            .unwrap_or(plan.record.source),
+        ..plan.record.clone()
+    };
+    let record_after = match record::record(&after_plan, &mode_of(Arm::Top), ThpSetting::AsSystem) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            notes.push(format!("the recorded run with huge pages failed: {e}"));
+            None
+        }
+    };
+    let regions = chosen
+        .iter()
+        .map(|r| {
+            let after = record_after.as_ref().map(|a| {
+                a.regions
+                    .iter()
+                    .filter(|x| x.start == r.start)
+                    .map(|x| x.value)
+                    .sum::<f64>()
+            });
+            let huge_kb = record_after
+                .as_ref()
+                .and_then(|a| a.regions.iter().find(|x| x.start == r.start))
+                .map_or(0.0, |x| x.huge_kb);
+            RegionOutcome {
+                pid: r.pid,
+                start: r.start,
+                mapping: r.mapping.clone(),
+                before: r.value,
+                after,
+                huge_kb,
+            }
+        })
+        .collect();
+    let speedup_of = |arm: Arm| arms.iter().find(|a| a.arm == arm).and_then(|a| a.speedup);
+    let huge_of = |arm: Arm| {
+        arms.iter()
+            .find(|a| a.arm == arm)
+            .map_or(0.0, |a| a.huge_kb)
+    };
+    let share_of_speedup_pct = match (speedup_of(Arm::Top), speedup_of(Arm::All)) {
+        (Some(top), Some(all)) if all > 1.0 => Some(100.0 * (top - 1.0) / (all - 1.0)),
+        _ => None,
+    };
+    let share_of_huge_memory_pct =
+        (huge_of(Arm::All) > 0.0).then(|| 100.0 * huge_of(Arm::Top) / huge_of(Arm::All));
+    if huge_of(Arm::All) == 0.0 {
+        notes.push(huge_missing_note(plan.hugetlb));
+    }
+    let dtlb_not_counted = if probe.has_hardware_pmu() {
+        dtlb_refusal
+    } else {
+        Some("no hardware PMU (e.g. a VM without PMU passthrough)".to_string())
+    };
+    Ok(PagesApply {
+        command: lossy(&plan.record.command),
+        huge: if plan.hugetlb { "2m" } else { "thp" }.to_string(),
+        top: plan.top,
+        regions_from,
+        record,
+        ranges,
+        repeat: plan.repeat,
+        arms,
+        regions,
+        record_after,
+        share_of_speedup_pct,
+        share_of_huge_memory_pct,
+        dtlb_not_counted,
+        notes,
+    })
+}
+
+fn huge_missing_note(hugetlb: bool) -> String {
+    if hugetlb {
+        "no hugetlb page was obtained in the all-huge arm: the 2 MiB pool is empty or too \
+         small (see /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages), or the program \
+         allocates without mmap (2m backs new mmaps only)"
+            .to_string()
+    } else {
+        "no transparent huge page was obtained in the all-huge arm: THP may be disabled \
+         (/sys/kernel/mm/transparent_hugepage/enabled is 'never'), memory too fragmented, \
+         or the program's mappings smaller than 2 MiB"
+            .to_string()
+    }
+}
+
+/// Huge-page memory of the command's processes (KiB): all of it, and the part inside
+/// the chosen ranges.
+fn huge_memory(root: u32, ranges: &[(u64, u64)]) -> (f64, f64) {
+    let mut all = 0.0;
+    let mut inside = 0.0;
+    for pid in procfs::process_tree(root) {
+        for m in procfs::smaps(pid).unwrap_or_default() {
+            let huge = (m.anon_huge_kb + m.hugetlb_kb) as f64;
+            if huge == 0.0 {
+                continue;
+            }
+            all += huge;
+            let size = (m.end - m.start) as f64;
+            let overlap: u64 = ranges
+                .iter()
+                .map(|&(s, e)| e.min(m.end).saturating_sub(s.max(m.start)))
+                .sum();
+            inside += huge * overlap as f64 / size;
+        }
+    }
+    (all, inside)
+}
+
+fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
+    let times = |arm: Arm| -> Vec<f64> {
+        runs.iter()
+            .filter(|(a, r)| *a == arm && r.termination.success())
+            .map(|(_, r)| r.elapsed_s)
+            .collect()
+    };
+    let baseline = times(Arm::Baseline);
+    let baseline_median = Summary::of(&baseline).map(|s| s.median);
+    Arm::ALL
+        .iter()
+        .map(|&arm| {
+            let own: Vec<&ArmRun> = runs
+                .iter()
+                .filter(|(a, _)| *a == arm)
+                .map(|(_, r)| r)
+                .collect();
+            let t = times(arm);
+            let time_s = Summary::of(&t);
+            let speedup = match (baseline_median, &time_s) {
+                (Some(b), Some(s)) if s.median > 0.0 => Some(b / s.median),
+                _ => None,
+            };
+            let p_value = (arm != Arm::Baseline)
+                .then(|| mann_whitney(&baseline, &t))
+                .flatten();
+            let huge: Vec<f64> = own.iter().map(|r| r.huge_kb).collect();
+            let dtlb = (0..DTLB_EVENTS.len())
+                .map(|i| {
+                    let v: Vec<f64> = own
+                        .iter()
+                        .filter_map(|r| r.dtlb.get(i).copied().flatten())
+                        .collect();
+                    Summary::of(&v).map(|s| s.median)
+                })
+                .collect();
+            ArmResult {
+                arm,
+                label: arm.label(top),
+                time_s,
+                speedup,
+                significant: p_value.is_some_and(|p| p < 0.05),
+                p_value,
+                huge_kb: Summary::of(&huge).map_or(0.0, |s| s.median),
+                failed_runs: own.iter().filter(|r| !r.termination.success()).count(),
+                dtlb,
+                runs: own.into_iter().cloned().collect(),
+            }
+        })
+        .collect()
+}
+
+/// Two-sided Mann–Whitney U p-value (statrs: exact for small samples without ties).
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
+    use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};
+    use statrs::stats_tests::Alternative;
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    mannwhitneyu(a, b, MannWhitneyUMethod::Automatic, Alternative::TwoSided)
+        .ok()
+        .map(|(_, p)| p)
+}
+
+fn lossy(command: &[OsString]) -> Vec<String> {
+    command
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect()
+}
+
+/// A seed for the order of the arms (xorshift state, never zero).
+fn seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    nanos | 1
+}
+
+/// Fisher–Yates with xorshift: the arms' order within a block.
+fn shuffle(arms: &mut [Arm], state: &mut u64) {
+    for i in (1..arms.len()).rev() {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        let j = (*state % (i as u64 + 1)) as usize;
+        arms.swap(i, j);
+    }
+}
+
+/// The region a huge-page mapping's start falls in (for tests and views).
+pub fn region_label(start: u64) -> String {
+    format!("{:#x}", region_of(start))
+}
+
+/// Bytes of one region, for views.
+pub const REGION_KB: f64 = (REGION_BYTES / 1024) as f64;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(elapsed_s: f64, ok: bool) -> ArmRun {
+        ArmRun {
+            order: 0,
+            elapsed_s,
+            user_s: 0.0,
+            system_s: 0.0,
+            termination: if ok {
+                Termination::Exited(0)
+            } else {
+                Termination::Exited(3)
+            },
+            huge_kb: 0.0,
+            huge_in_regions_kb: 0.0,
+            dtlb: vec![],
+        }
+    }
+
+    #[test]
+    fn arms_are_summarized_with_speedup_and_a_test() {
+        let mut runs = Vec::new();
+        for i in 0..6 {
+            let j = i as f64 * 0.01;
+            runs.push((Arm::Baseline, run(2.0 + j, true)));
+            runs.push((Arm::Top, run(1.5 + j, true)));
+            runs.push((Arm::All, run(1.4 + j, true)));
+        }
+        runs.push((Arm::All, run(9.0, false)));
+        let arms = summarize(&runs, 8);
+        assert_eq!(arms.len(), 3);
+        assert_eq!(arms[0].speedup, Some(1.0));
+        assert!(arms[0].p_value.is_none());
+        let top = &arms[1];
+        assert!((top.speedup.unwrap() - 2.025 / 1.525).abs() < 1e-9);
+        assert!(top.significant, "{:?}", top.p_value);
+        assert_eq!(arms[2].failed_runs, 1);
+        assert_eq!(
+            arms[2].time_s.as_ref().unwrap().count,
+            6,
+            "a failed run is never averaged in"
+        );
+    }
+
+    #[test]
+    fn the_same_times_are_not_a_change() {
+        let a = [1.0, 1.1, 0.9, 1.05, 0.95];
+        let p = mann_whitney(&a, &[1.02, 0.97, 1.08, 0.93, 1.01]).unwrap();
+        assert!(p > 0.05, "{p}");
+        assert!(mann_whitney(&a, &[1.0]).is_none());
+    }
+
+    #[test]
+    fn every_block_holds_each_arm_once() {
+        let mut state = 12345;
+        for _ in 0..20 {
+            let mut arms = Arm::ALL;
+            shuffle(&mut arms, &mut state);
+            for arm in Arm::ALL {
+                assert_eq!(arms.iter().filter(|&&a| a == arm).count(), 1);
+            }
+        }
+    }
+}

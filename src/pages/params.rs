@@ -1,0 +1,179 @@
+//! The flags of `memscope pages record` and `memscope pages apply` (clap), and their
+//! resolution into plans: every value is checked before the command runs.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::apply::ApplyPlan;
+use super::record::{PagesRecord, RecordPlan};
+use super::sources::SourceChoice;
+use crate::error::UsageError;
+use crate::experiments::params::parse_count;
+
+#[derive(Debug, Clone, Args)]
+pub struct PagesArgs {
+    #[command(subcommand)]
+    pub action: PagesAction,
+}
+
+#[derive(Debug, Clone, Subcommand)]
+pub enum PagesAction {
+    /// Run a command and rank its 2 MiB virtual regions by TLB misses (PMU sampling) or,
+    /// without a PMU, by how hot they are (DAMON, or the page tables' accessed bits).
+    /// Address-space randomization is off for the command, so its regions keep their
+    /// addresses from run to run; its exit status is memscope's.
+    Record(RecordArgs),
+    /// Back exactly the top regions of a command with huge pages (no change to the
+    /// program) and measure what that buys against 4 KiB pages and against huge pages
+    /// everywhere, in interleaved runs; the huge pages obtained are verified per region.
+    Apply(ApplyArgs),
+}
+
+/// Flags shared by `record` and `apply`.
+#[derive(Debug, Clone, Args)]
+pub struct SamplingArgs {
+    /// The regions to list (record) or to back with huge pages (apply).
+    #[arg(long, value_name = "N", default_value = "8")]
+    pub top: String,
+
+    /// Where accesses come from: pmu (precise sampling: PEBS, IBS, SPE), damon (the
+    /// kernel's access monitor), refs (page-table accessed bits through /proc; works
+    /// everywhere) or auto (the first of these that works here).
+    #[arg(long, value_name = "SOURCE", default_value = "auto")]
+    pub source: String,
+
+    /// Sampling interval in milliseconds.
+    #[arg(long, value_name = "MS", default_value = "100")]
+    pub interval: String,
+
+    /// Write the JSON report to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write every region (and run) as CSV to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+
+    /// Write the HTML report (histograms of the regions, heat over time) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<String>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+
+    /// The command and its arguments (put `--` before it).
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ApplyArgs {
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
+
+    /// Take the regions from a `pages record --json` report instead of recording first.
+    #[arg(long, value_name = "RECORD.json")]
+    pub from: Option<String>,
+
+    /// Huge pages to use: thp (transparent huge pages: madvise and collapse, no pool
+    /// needed) or 2m (hugetlb pages from the pool, under the program's new mmaps).
+    #[arg(long, value_name = "KIND", default_value = "thp")]
+    pub huge: String,
+
+    /// Timed runs of each arm (4 KiB, top N huge, all huge), interleaved.
+    #[arg(long, value_name = "R", default_value = "5")]
+    pub repeat: String,
+
+    /// The command and its arguments (put `--` before it).
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
+    UsageError::InvalidValue {
+        flag,
+        value: value.to_string(),
+        expected: expected.to_string(),
+    }
+}
+
+impl SamplingArgs {
+    fn record_plan(&self, command: &[OsString]) -> Result<RecordPlan, UsageError> {
+        let top = parse_count("--top", &self.top, 1, 100_000)?;
+        let source = SourceChoice::parse(self.source.trim())
+            .ok_or_else(|| invalid("--source", &self.source, SourceChoice::NAMES))?;
+        let ms = parse_count("--interval", &self.interval, 10, 60_000)?;
+        Ok(RecordPlan {
+            top,
+            source,
+            interval: Duration::from_millis(ms as u64),
+            command: command.to_vec(),
+        })
+    }
+}
+
+impl RecordArgs {
+    pub fn plan(&self) -> Result<RecordPlan, UsageError> {
+        self.sampling.record_plan(&self.command)
+    }
+}
+
+impl ApplyArgs {
+    pub fn plan(&self) -> Result<ApplyPlan, UsageError> {
+        let record = self.sampling.record_plan(&self.command)?;
+        let hugetlb = match self.huge.trim() {
+            "thp" => false,
+            "2m" => true,
+            other => return Err(invalid("--huge", other, "thp or 2m")),
+        };
+        let repeat = parse_count("--repeat", &self.repeat, 2, 1000)?;
+        let from = self.from.as_deref().map(read_record).transpose()?;
+        Ok(ApplyPlan {
+            top: record.top,
+            from,
+            from_path: self.from.clone(),
+            hugetlb,
+            repeat,
+            record,
+        })
+    }
+}
+
+/// The record in a memscope JSON report (of `pages record`, or the one `pages apply`
+/// made).
+pub fn read_record(path: &str) -> Result<PagesRecord, UsageError> {
+    let bad = |reason: String| UsageError::InvalidValue {
+        flag: "--from",
+        value: path.to_string(),
+        expected: format!("a JSON report of `memscope pages record --json` ({reason})"),
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    let pages = value
+        .get("pages")
+        .ok_or_else(|| bad("it has no `pages` object".to_string()))?;
+    let record = pages
+        .get("record")
+        .or_else(|| pages.get("apply").and_then(|a| a.get("record")))
+        .ok_or_else(|| bad("its `pages` object holds no record".to_string()))?;
+    serde_json::from_value(record.clone())
+        .map_err(|e| bad(format!("its record does not read: {e}")))
+}

@@ -1,0 +1,112 @@
+//! The preload library (src/pages/preload.c, built by build.rs) as memscope hands it to a
+//! program: written into an anonymous memory file (memfd) that lives exactly as long as
+//! memscope, so nothing is left on disk even when memscope is killed, and named in the
+//! program's `LD_PRELOAD` as `/proc/<memscope's pid>/fd/<fd>`.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+/// The library's bytes, built for this target by build.rs.
+const LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmemscope_pages_preload.so"));
+
+/// The name the library's mapping shows in /proc/PID/maps (`/memfd:<name> (deleted)`),
+/// by which memscope sees that it was loaded.
+pub const MAPPING_NAME: &str = "memscope-pages-preload";
+
+/// What the library does in a run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PreloadMode {
+    /// Cut anonymous mappings at 2 MiB boundaries (per-region accessed counts in smaps).
+    pub split: bool,
+    /// Huge pages for these ranges (`None`: none; an empty list: every anonymous mapping).
+    pub huge: Option<Vec<(u64, u64)>>,
+    /// hugetlb pages from the pool instead of transparent huge pages.
+    pub hugetlb: bool,
+}
+
+/// The library in a memfd; dropping it closes the file, which the kernel then frees.
+pub struct Preload {
+    file: OwnedFd,
+}
+
+impl Preload {
+    pub fn create() -> io::Result<Preload> {
+        let name = std::ffi::CString::new(MAPPING_NAME).expect("no NUL in the name");
+        // SAFETY: memfd_create with a valid name; the descriptor is owned below.
+        let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fd was just created and is owned by nobody else.
+        let file = unsafe { OwnedFd::from_raw_fd(fd) };
+        let mut writer = std::fs::File::from(file.try_clone()?);
+        writer.write_all(LIBRARY)?;
+        Ok(Preload { file })
+    }
+
+    /// The path a program's dynamic loader opens (through memscope's descriptor table, so
+    /// the program and everything it starts can load it while memscope runs).
+    pub fn path(&self) -> String {
+        format!("/proc/{}/fd/{}", std::process::id(), self.file.as_raw_fd())
+    }
+
+    /// The environment a run needs: `LD_PRELOAD` (ahead of one the user already set) and
+    /// the library's settings.
+    pub fn env(&self, mode: &PreloadMode) -> Vec<(OsString, OsString)> {
+        let mut preload = OsString::from(self.path());
+        if let Some(user) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+            preload.push(":");
+            preload.push(user);
+        }
+        let mut env = vec![
+            (OsString::from("LD_PRELOAD"), preload),
+            (
+                OsString::from("MEMSCOPE_PAGES_SPLIT"),
+                OsString::from(if mode.split { "1" } else { "0" }),
+            ),
+        ];
+        let huge = match &mode.huge {
+            None => String::new(),
+            Some(ranges) if ranges.is_empty() => "all".to_string(),
+            Some(ranges) => ranges
+                .iter()
+                .map(|(s, e)| format!("{s:x}-{e:x}"))
+                .collect::<Vec<_>>()
+                .join(","),
+        };
+        env.push((OsString::from("MEMSCOPE_PAGES_HUGE"), OsString::from(huge)));
+        env.push((
+            OsString::from("MEMSCOPE_PAGES_HUGE_KIND"),
+            OsString::from(if mode.hugetlb { "2m" } else { "thp" }),
+        ));
+        env
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_library_is_an_elf_shared_object() {
+        assert_eq!(&LIBRARY[..4], b"\x7fELF");
+        assert_eq!(LIBRARY[16], 3, "ET_DYN");
+    }
+
+    #[test]
+    fn the_memfd_path_reads_back_the_library() {
+        let preload = Preload::create().unwrap();
+        let bytes = std::fs::read(preload.path()).unwrap();
+        assert_eq!(bytes.len(), LIBRARY.len());
+        let env = preload.env(&PreloadMode {
+            huge: Some(vec![(0x200000, 0x600000)]),
+            ..PreloadMode::default()
+        });
+        let huge = env
+            .iter()
+            .find(|(k, _)| k == "MEMSCOPE_PAGES_HUGE")
+            .unwrap();
+        assert_eq!(huge.1, "200000-600000");
+    }
+}

@@ -1,0 +1,229 @@
+//! `memscope pages record`: runs a command with address-space randomization off and
+//! memscope's preload library in it, samples its accesses with the best source this
+//! machine has, and bins them into 2 MiB regions per process.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::preload::{Preload, PreloadMode};
+use super::procfs;
+use super::regions::{Region, RegionMap, REGION_BYTES};
+use super::sources::{self, SourceChoice, SourceKind};
+use crate::platform::child::{self, SpawnError, SpawnOptions, Termination};
+
+/// What `pages record` runs.
+#[derive(Debug, Clone)]
+pub struct RecordPlan {
+    pub top: usize,
+    pub source: SourceChoice,
+    pub interval: Duration,
+    pub command: Vec<OsString>,
+}
+
+/// The signal a record ranks regions by, in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    /// Short name for table headers, e.g. "TLB-miss samples", "translations touched".
+    pub name: String,
+    /// What it measures and how regions are ranked.
+    pub meaning: String,
+}
+
+/// The regions behind the heat-over-time view: the top regions in address order, and
+/// their value in each interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timeline {
+    pub interval_ms: f64,
+    /// (pid, region start) per row.
+    pub regions: Vec<(u32, u64)>,
+    pub values: Vec<Vec<f64>>,
+}
+
+/// The result of one recorded run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PagesRecord {
+    pub command: Vec<String>,
+    /// "pmu", "damon" or "refs".
+    pub source: SourceKind,
+    pub source_description: String,
+    /// Why the sources ahead of the one used were not used (with `--source auto`).
+    #[serde(default)]
+    pub sources_not_used: Vec<String>,
+    pub signal: Signal,
+    pub region_bytes: u64,
+    pub top: usize,
+    pub interval_ms: f64,
+    pub intervals: usize,
+    pub elapsed_s: f64,
+    pub user_s: f64,
+    pub system_s: f64,
+    pub termination: Termination,
+    /// Processes sampled: (pid, command name).
+    pub processes: Vec<(u32, String)>,
+    /// Every region seen, ranked (highest value first).
+    pub regions: Vec<Region>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Timeline>,
+    /// Things the reader must know about this record (resolution, lost samples …).
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl PagesRecord {
+    /// The top `n` regions that huge pages can back (private anonymous memory with a
+    /// value above zero).
+    pub fn top_anonymous(&self, n: usize) -> Vec<Region> {
+        self.regions
+            .iter()
+            .filter(|r| r.anonymous && r.value > 0.0)
+            .take(n)
+            .cloned()
+            .collect()
+    }
+
+    pub fn total_value(&self) -> f64 {
+        self.regions.iter().map(|r| r.value).sum()
+    }
+}
+
+/// How many regions the heat-over-time view shows.
+const TIMELINE_REGIONS: usize = 32;
+
+/// Why a record could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error(transparent)]
+    Spawn(#[from] SpawnError),
+    #[error("{0}")]
+    Source(String),
+    #[error("cannot prepare the preload library: {0}")]
+    Preload(std::io::Error),
+    #[error("sampling the command failed: {0}")]
+    Sampling(std::io::Error),
+}
+
+/// Runs the command once under the chosen source (and the preload library in `mode`,
+/// which also cuts mappings at 2 MiB so per-mapping counts are per region).
+pub fn record(
+    plan: &RecordPlan,
+    mode: &PreloadMode,
+    thp: ThpSetting,
+) -> Result<PagesRecord, RecordError> {
+    let chosen = sources::choose(plan.source).map_err(RecordError::Source)?;
+    let preload = Preload::create().map_err(RecordError::Preload)?;
+    let mode = PreloadMode {
+        split: true,
+        ..mode.clone()
+    };
+    let options = SpawnOptions {
+        env: preload.env(&mode),
+        no_aslr: true,
+        thp_disable: thp == ThpSetting::Off,
+    };
+    let paused = child::spawn_paused_with(&plan.command, &options)?;
+    let root = paused.pid() as u32;
+    let mut sampler =
+        sources::Sampler::open(chosen.kind, root, plan.interval).map_err(RecordError::Source)?;
+    let mut map = RegionMap::default();
+    let mut running = paused.release()?;
+    let mut processes: Vec<(u32, String)> = Vec::new();
+    let finished = loop {
+        let deadline = Instant::now() + plan.interval;
+        let mut ended = None;
+        while Instant::now() < deadline {
+            if let Some(f) = running.try_wait()? {
+                ended = Some(f);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(2).min(plan.interval));
+        }
+        if let Some(f) = ended {
+            sampler.finish(&mut map);
+            break f;
+        }
+        let tree = procfs::process_tree(root);
+        for &pid in &tree {
+            if !processes.iter().any(|(p, _)| *p == pid) {
+                processes.push((pid, procfs::command_name(pid)));
+            }
+        }
+        sampler
+            .collect(&tree, &mut map)
+            .map_err(RecordError::Sampling)?;
+        map.end_interval();
+    };
+    let mut notes = sampler.notes();
+    if map.intervals() == 0 {
+        notes.push(format!(
+            "the command ended after {:.3} s, before the first sample (every {} ms): \
+             nothing to rank; a longer run, or a shorter --interval, gives regions",
+            finished.elapsed.as_secs_f64(),
+            plan.interval.as_millis()
+        ));
+    }
+    if sampler.preload_missing() {
+        notes.push(
+            "memscope's preload library was not loaded in every process (a static or \
+             setuid program ignores LD_PRELOAD): there, a mapping's count is spread evenly \
+             over its 2 MiB regions"
+                .to_string(),
+        );
+    }
+    let regions = map.ranked();
+    if map.intervals() > 0 && regions.iter().all(|r| r.value <= 0.0) {
+        notes.push("no access was seen: the command touched no sampled memory".to_string());
+    }
+    let timeline = timeline(&map, &regions, plan.interval);
+    Ok(PagesRecord {
+        command: plan
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        source: chosen.kind,
+        source_description: sampler.description(),
+        sources_not_used: chosen.not_used,
+        signal: chosen.kind.signal(),
+        region_bytes: REGION_BYTES,
+        top: plan.top,
+        interval_ms: plan.interval.as_secs_f64() * 1e3,
+        intervals: map.intervals(),
+        elapsed_s: finished.elapsed.as_secs_f64(),
+        user_s: finished.user.as_secs_f64(),
+        system_s: finished.system.as_secs_f64(),
+        termination: finished.termination,
+        processes,
+        regions,
+        timeline,
+        notes,
+    })
+}
+
+/// Whether transparent huge pages are left as the system has them or turned off for the
+/// command (PR_SET_THP_DISABLE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ThpSetting {
+    AsSystem,
+    Off,
+}
+
+fn timeline(map: &RegionMap, regions: &[Region], interval: Duration) -> Option<Timeline> {
+    if map.intervals() < 2 {
+        return None;
+    }
+    let mut keys: Vec<(u32, u64)> = regions
+        .iter()
+        .filter(|r| r.value > 0.0)
+        .take(TIMELINE_REGIONS)
+        .map(|r| (r.pid, r.start))
+        .collect();
+    keys.sort_unstable();
+    let values = map.timeline(&keys);
+    Some(Timeline {
+        interval_ms: interval.as_secs_f64() * 1e3,
+        regions: keys,
+        values,
+    })
+}

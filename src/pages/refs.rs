@@ -1,0 +1,116 @@
+//! The accessed-bit source of `pages record`, which needs no PMU, no DAMON and no root:
+//! every interval it reads how much of each mapping was touched (smaps `Referenced`,
+//! from the page-table accessed bits) and clears the bits again (`clear_refs`). With
+//! memscope's preload library in the program, no mapping spans a 2 MiB boundary, so the
+//! counts are per region; without it (a static binary), a mapping's count is spread
+//! evenly over its regions.
+//!
+//! The value per region and interval is the number of page translations touched: one
+//! per referenced 4 KiB page, one per referenced huge page, which is what the TLB has to
+//! hold for the region (and what huge pages reduce).
+
+use std::io;
+
+use super::access::AccessSpan;
+use super::procfs::{self, Mapping};
+use super::regions::RegionMap;
+
+/// Translations touched in a mapping since the last clear.
+pub fn translations_touched(m: &Mapping) -> f64 {
+    let huge = m.anon_huge_kb + m.hugetlb_kb;
+    let referenced_huge = m.referenced_kb.min(huge);
+    let small = (m.referenced_kb - referenced_huge) as f64 / 4.0;
+    small + (referenced_huge as f64 / 2048.0).ceil()
+}
+
+/// Per-process state: whether the first clear has happened (counts before it cover the
+/// program's start, not an interval).
+#[derive(Debug, Default)]
+pub struct RefsSampler {
+    cleared: Vec<u32>,
+    /// Whether the preload library was seen in every process sampled.
+    pub preload_everywhere: bool,
+    seen_any: bool,
+}
+
+impl RefsSampler {
+    pub fn new() -> RefsSampler {
+        RefsSampler {
+            preload_everywhere: true,
+            ..RefsSampler::default()
+        }
+    }
+
+    /// One interval's end for every process of the tree: adds the touched translations of
+    /// each mapping (after its first interval) and clears the bits for the next one.
+    pub fn collect(&mut self, tree: &[u32], map: &mut RegionMap) -> io::Result<()> {
+        for &pid in tree {
+            let Ok(mappings) = procfs::smaps(pid) else {
+                continue; // it exited meanwhile
+            };
+            if mappings.is_empty() {
+                continue; // a zombie: no address space left
+            }
+            self.seen_any = true;
+            if !mappings
+                .iter()
+                .any(|m| m.path.contains(super::preload::MAPPING_NAME))
+            {
+                self.preload_everywhere = false;
+            }
+            map.name_process(pid, procfs::command_name(pid));
+            map.observe_mappings(pid, &mappings);
+            if self.cleared.contains(&pid) {
+                for m in mappings.iter().filter(|m| m.referenced_kb > 0) {
+                    map.add_span(&AccessSpan {
+                        pid,
+                        start: m.start,
+                        end: m.end,
+                        value: translations_touched(m),
+                    });
+                }
+            }
+            match procfs::clear_referenced(pid) {
+                Ok(()) => {
+                    if !self.cleared.contains(&pid) {
+                        self.cleared.push(pid);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether any process was sampled at all.
+    pub fn saw_a_process(&self) -> bool {
+        self.seen_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn huge_pages_count_as_one_translation_each() {
+        let small = Mapping {
+            referenced_kb: 400,
+            ..Mapping::default()
+        };
+        assert_eq!(translations_touched(&small), 100.0);
+        let huge = Mapping {
+            referenced_kb: 2048,
+            anon_huge_kb: 2048,
+            ..Mapping::default()
+        };
+        assert_eq!(translations_touched(&huge), 1.0);
+        let mixed = Mapping {
+            referenced_kb: 2048 + 40,
+            anon_huge_kb: 2048,
+            ..Mapping::default()
+        };
+        assert_eq!(translations_touched(&mixed), 11.0);
+    }
+}

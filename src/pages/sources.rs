@@ -1,0 +1,199 @@
+//! The access sources of `pages record` and how one is chosen: precise PMU sampling
+//! (TLB outcome per sampled access), DAMON (access frequency per region), or the
+//! page-table accessed bits through /proc (translations touched per region), which works
+//! everywhere.
+
+use std::io;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::procfs;
+use super::record::Signal;
+use super::refs::RefsSampler;
+use super::regions::RegionMap;
+
+/// `--source`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceChoice {
+    Auto,
+    Pmu,
+    Damon,
+    Refs,
+}
+
+impl SourceChoice {
+    pub const NAMES: &'static str = "auto, pmu, damon or refs";
+
+    pub fn parse(text: &str) -> Option<SourceChoice> {
+        Some(match text {
+            "auto" => SourceChoice::Auto,
+            "pmu" => SourceChoice::Pmu,
+            "damon" => SourceChoice::Damon,
+            "refs" => SourceChoice::Refs,
+            _ => return None,
+        })
+    }
+}
+
+/// The source a record used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SourceKind {
+    Pmu,
+    Damon,
+    Refs,
+}
+
+impl SourceKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            SourceKind::Pmu => "pmu",
+            SourceKind::Damon => "damon",
+            SourceKind::Refs => "refs",
+        }
+    }
+
+    /// What the source's values mean and how regions are ranked by them.
+    pub fn signal(self) -> Signal {
+        let (name, meaning) = match self {
+            SourceKind::Pmu => (
+                "TLB-miss samples",
+                "precise samples of loads and stores whose address translation missed a \
+                 TLB level (first-level miss or page walk), counted per 2 MiB region; \
+                 regions are ranked by that count, an estimate of where the TLB misses are",
+            ),
+            SourceKind::Damon => (
+                "DAMON accesses",
+                "DAMON's access frequency (nr_accesses per aggregation interval, summed over \
+                 the run) spread over the 2 MiB regions each DAMON region covers; regions \
+                 are ranked by how often they are accessed, a heat, not a TLB-miss count",
+            ),
+            SourceKind::Refs => (
+                "translations touched",
+                "distinct page translations the program touched per interval (one per 4 KiB \
+                 page, one per huge page), from the page tables' accessed bits, summed over \
+                 the intervals; regions are ranked by how many translations they keep the \
+                 TLB busy with, a heat, not a TLB-miss count",
+            ),
+        };
+        Signal {
+            name: name.to_string(),
+            meaning: meaning.to_string(),
+        }
+    }
+}
+
+/// The source chosen, and why the ones before it were not.
+#[derive(Debug, Clone)]
+pub struct Chosen {
+    pub kind: SourceKind,
+    pub not_used: Vec<String>,
+}
+
+/// Chooses the source: the one asked for (an error saying why it cannot be used), or
+/// with `auto` the first that works of PMU, DAMON and accessed bits.
+pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
+    let pmu = || -> Result<(), String> {
+        Err("precise PMU sampling is not built into this memscope yet".to_string())
+    };
+    let damon =
+        || -> Result<(), String> { Err("DAMON is not built into this memscope yet".to_string()) };
+    match choice {
+        SourceChoice::Pmu => pmu().map(|_| Chosen {
+            kind: SourceKind::Pmu,
+            not_used: vec![],
+        }),
+        SourceChoice::Damon => damon().map(|_| Chosen {
+            kind: SourceKind::Damon,
+            not_used: vec![],
+        }),
+        SourceChoice::Refs => Ok(Chosen {
+            kind: SourceKind::Refs,
+            not_used: vec![],
+        }),
+        SourceChoice::Auto => {
+            let mut not_used = Vec::new();
+            match pmu() {
+                Ok(()) => {
+                    return Ok(Chosen {
+                        kind: SourceKind::Pmu,
+                        not_used,
+                    })
+                }
+                Err(why) => not_used.push(format!("pmu: {why}")),
+            }
+            match damon() {
+                Ok(()) => {
+                    return Ok(Chosen {
+                        kind: SourceKind::Damon,
+                        not_used,
+                    })
+                }
+                Err(why) => not_used.push(format!("damon: {why}")),
+            }
+            Ok(Chosen {
+                kind: SourceKind::Refs,
+                not_used,
+            })
+        }
+    }
+}
+
+/// A source sampling one command.
+pub enum Sampler {
+    Refs(RefsSampler),
+}
+
+impl Sampler {
+    /// Opens the source for the command `pid` (paused before its exec).
+    pub fn open(kind: SourceKind, _pid: u32, _interval: Duration) -> Result<Sampler, String> {
+        match kind {
+            SourceKind::Refs => Ok(Sampler::Refs(RefsSampler::new())),
+            other => Err(format!("the {} source is not built yet", other.name())),
+        }
+    }
+
+    /// One interval's end: moves what the source saw into `map`.
+    pub fn collect(&mut self, tree: &[u32], map: &mut RegionMap) -> io::Result<()> {
+        match self {
+            Sampler::Refs(refs) => refs.collect(tree, map),
+        }
+    }
+
+    /// After the command ended: whatever the source still holds.
+    pub fn finish(&mut self, _map: &mut RegionMap) {}
+
+    pub fn description(&self) -> String {
+        match self {
+            Sampler::Refs(_) => "page-table accessed bits of every mapping, read from \
+                                 /proc/PID/smaps (Referenced) and cleared through \
+                                 /proc/PID/clear_refs each interval"
+                .to_string(),
+        }
+    }
+
+    /// Whether the record's per-region resolution suffered from a process without the
+    /// preload library.
+    pub fn preload_missing(&self) -> bool {
+        match self {
+            Sampler::Refs(refs) => refs.saw_a_process() && !refs.preload_everywhere,
+        }
+    }
+
+    pub fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Names and resident memory of every process's regions (for sources that give no
+/// mappings of their own).
+#[allow(dead_code)]
+fn observe(tree: &[u32], map: &mut RegionMap) {
+    for &pid in tree {
+        if let Ok(mappings) = procfs::smaps(pid) {
+            map.name_process(pid, procfs::command_name(pid));
+            map.observe_mappings(pid, &mappings);
+        }
+    }
+}
