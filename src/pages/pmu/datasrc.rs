@@ -176,7 +176,10 @@ mod tests {
         assert_eq!(d.hops(), 2);
         // dtlb spans bit 32: the top bit (OS) is not cut off.
         assert_eq!(shifted(TLB_OS | TLB_MISS).dtlb(), 0x44);
-        assert_eq!(DataSrc::from_fields(OP_STORE, TLB_L2 | TLB_MISS).op(), OP_STORE);
+        assert_eq!(
+            DataSrc::from_fields(OP_STORE, TLB_L2 | TLB_MISS).op(),
+            OP_STORE
+        );
     }
 
     #[test]
@@ -211,10 +214,7 @@ mod tests {
     #[test]
     fn generic_reading_of_other_combinations() {
         let g = Encoding::Generic;
-        assert_eq!(
-            shifted(TLB_HIT | TLB_L1 | TLB_L2).tlb(g),
-            TlbOutcome::Hit
-        );
+        assert_eq!(shifted(TLB_HIT | TLB_L1 | TLB_L2).tlb(g), TlbOutcome::Hit);
         assert_eq!(shifted(TLB_HIT).tlb(g), TlbOutcome::Hit);
         assert_eq!(
             shifted(TLB_MISS | TLB_L1 | TLB_HIT | TLB_L2).tlb(g),

@@ -93,7 +93,11 @@ pub struct EventSpec {
 impl EventSpec {
     /// The period to program for a requested one (0: this event's default).
     pub fn period(&self, requested: u64) -> u64 {
-        let p = if requested == 0 { self.default_period } else { requested };
+        let p = if requested == 0 {
+            self.default_period
+        } else {
+            requested
+        };
         p.max(1).next_multiple_of(self.period_multiple.max(1))
     }
 
@@ -134,8 +138,8 @@ pub fn apply_format(
     configs: &mut [u64; 3],
 ) -> Result<(), String> {
     let path = pmu_dir.join("format").join(term);
-    let spec = read_trim(&path)
-        .ok_or_else(|| format!("the PMU has no format file {}", path.display()))?;
+    let spec =
+        read_trim(&path).ok_or_else(|| format!("the PMU has no format file {}", path.display()))?;
     let bad = || format!("{} holds '{spec}', not a config bit range", path.display());
     let (field, ranges) = spec.split_once(':').ok_or_else(bad)?;
     let slot = match field {
@@ -157,7 +161,11 @@ pub fn apply_format(
             return Err(bad());
         }
         let width = hi - lo + 1;
-        let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+        let mask = if width == 64 {
+            u64::MAX
+        } else {
+            (1u64 << width) - 1
+        };
         configs[slot] = (configs[slot] & !(mask << lo)) | ((rest & mask) << lo);
         rest = if width == 64 { 0 } else { rest >> width };
     }
@@ -177,8 +185,9 @@ pub fn event_configs(
     for term in text.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         let (name, value) = match term.split_once('=') {
             Some((n, v)) => {
-                let v = parse_number(v)
-                    .ok_or_else(|| format!("{} has a term '{term}' with no number", path.display()))?;
+                let v = parse_number(v).ok_or_else(|| {
+                    format!("{} has a term '{term}' with no number", path.display())
+                })?;
                 (n.trim(), v)
             }
             None => (term, 1),
@@ -334,10 +343,12 @@ pub fn choose_events(sysfs: &Path, vendor: Vendor) -> Result<Vec<EventSpec>, Str
         return Err(NO_PMU.to_string());
     }
     if vendor == Vendor::Amd {
-        return Err("no precise memory event on this CPU: the kernel lists no ibs_op PMU \
+        return Err(
+            "no precise memory event on this CPU: the kernel lists no ibs_op PMU \
              (AMD Instruction-Based Sampling); an AMD CPU with IBS on bare metal (or a \
              hypervisor that passes IBS through) would enable it"
-            .to_string());
+                .to_string(),
+        );
     }
     let hybrid = intel_pmus.len() > 1 || intel_pmus.iter().any(|n| n.starts_with("cpu_"));
     let mut specs = Vec::new();

@@ -48,7 +48,10 @@ pub struct Sample {
     pub code_page_size: Option<u64>,
 }
 
-/// One record of the ring buffer.
+/// One record of the ring buffer. Records are handled one at a time as they are read,
+/// never stored in bulk, so the large `Sample` variant stays unboxed (no allocation per
+/// record).
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Sample(Sample),
@@ -103,8 +106,9 @@ pub fn check_sample_type(sample_type: u64) -> Result<(), String> {
         ));
     }
     if sample_type & SAMPLE_WEIGHT != 0 && sample_type & SAMPLE_WEIGHT_STRUCT != 0 {
-        return Err("sample_type has both WEIGHT and WEIGHT_STRUCT, which the kernel refuses"
-            .to_string());
+        return Err(
+            "sample_type has both WEIGHT and WEIGHT_STRUCT, which the kernel refuses".to_string(),
+        );
     }
     Ok(())
 }
@@ -114,10 +118,7 @@ pub fn check_sample_type(sample_type: u64) -> Result<(), String> {
 pub fn parse_sample(sample_type: u64, body: &[u8]) -> Result<Sample, String> {
     check_sample_type(sample_type)?;
     let has = |bit: u64| sample_type & bit != 0;
-    let mut c = Cursor {
-        bytes: body,
-        at: 0,
-    };
+    let mut c = Cursor { bytes: body, at: 0 };
     let mut s = Sample::default();
     if has(SAMPLE_IDENTIFIER) {
         s.id = Some(c.u64("identifier")?);
@@ -197,7 +198,10 @@ pub fn parse_sample(sample_type: u64, body: &[u8]) -> Result<Sample, String> {
 /// Parses one whole record (header included); `record.len()` is the header's size.
 pub fn parse_record(sample_type: u64, record: &[u8]) -> Result<Record, String> {
     if record.len() < RECORD_HEADER_SIZE {
-        return Err(format!("a {}-byte record is shorter than its header", record.len()));
+        return Err(format!(
+            "a {}-byte record is shorter than its header",
+            record.len()
+        ));
     }
     let kind = u32::from_le_bytes(record[..4].try_into().expect("4 bytes"));
     let body = &record[RECORD_HEADER_SIZE..];
@@ -260,7 +264,10 @@ mod tests {
             | SAMPLE_ADDR
             | SAMPLE_WEIGHT
             | SAMPLE_DATA_SRC;
-        let r = record(RECORD_SAMPLE, &[77, pair(10, 11), 5000, 0x7f00_1234, 250, 0x55]);
+        let r = record(
+            RECORD_SAMPLE,
+            &[77, pair(10, 11), 5000, 0x7f00_1234, 250, 0x55],
+        );
         let Record::Sample(s) = parse_record(st, &r).unwrap() else {
             panic!("not a sample");
         };
@@ -356,7 +363,9 @@ mod tests {
         let st = SAMPLE_TID | SAMPLE_ADDR;
         let err = parse_sample(st, &record(RECORD_SAMPLE, &[pair(1, 1)])[8..]).unwrap_err();
         assert!(err.contains("addr"), "{err}");
-        assert!(parse_sample(SAMPLE_READ, &[]).unwrap_err().contains("cannot walk"));
+        assert!(parse_sample(SAMPLE_READ, &[])
+            .unwrap_err()
+            .contains("cannot walk"));
         assert!(check_sample_type(SAMPLE_WEIGHT | SAMPLE_WEIGHT_STRUCT).is_err());
         assert!(parse_record(st, &[0; 4]).is_err());
     }

@@ -90,9 +90,14 @@ impl Ring {
             unsafe { base.as_ptr().add(off).cast::<u64>().read_volatile() }
         };
         if len < MMAP_DATA_SIZE + 8 {
-            return Err(format!("a {len}-byte ring mapping has no room for its header"));
+            return Err(format!(
+                "a {len}-byte ring mapping has no room for its header"
+            ));
         }
-        let (mut offset, mut size) = (word(MMAP_DATA_OFFSET) as usize, word(MMAP_DATA_SIZE) as usize);
+        let (mut offset, mut size) = (
+            word(MMAP_DATA_OFFSET) as usize,
+            word(MMAP_DATA_SIZE) as usize,
+        );
         if offset == 0 || size == 0 {
             offset = page;
             size = len.saturating_sub(page);
@@ -250,7 +255,9 @@ mod tests {
     #[test]
     fn records_wrapping_the_end_come_out_whole() {
         let mut f = FakeRing::new(4096);
-        let recs: Vec<Vec<u8>> = (0..5u64).map(|i| record(9, &[i, i * 10, i * 100])).collect();
+        let recs: Vec<Vec<u8>> = (0..5u64)
+            .map(|i| record(9, &[i, i * 10, i * 100]))
+            .collect();
         // 5 × 32 bytes from 40 bytes before the end: the second record wraps.
         let start = 3 * 4096 + 4096 - 40;
         f.fill(start, &recs);
