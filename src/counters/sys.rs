@@ -53,6 +53,61 @@ pub const FLAG_DISABLED: u64 = 1 << 0;
 pub const FLAG_INHERIT: u64 = 1 << 1;
 pub const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 pub const FLAG_ENABLE_ON_EXEC: u64 = 1 << 12;
+/// `precise_ip` is the two-bit field at bits 15-16 (0 = arbitrary skid … 3 = zero skid).
+pub const FLAG_PRECISE_IP_SHIFT: u32 = 15;
+pub const FLAG_PRECISE_IP_MASK: u64 = 3 << FLAG_PRECISE_IP_SHIFT;
+/// Non-sample records (LOST, THROTTLE, …) carry the `sample_id` trailer too.
+pub const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
+
+/// The `flags` bits that set `precise_ip` to `level` (0-3; higher values are clipped).
+pub const fn flag_precise_ip(level: u8) -> u64 {
+    ((level as u64) & 3) << FLAG_PRECISE_IP_SHIFT
+}
+
+// `sample_type` bits (the PERF_SAMPLE_* of linux/perf_event.h).
+pub const SAMPLE_IP: u64 = 1 << 0;
+pub const SAMPLE_TID: u64 = 1 << 1;
+pub const SAMPLE_TIME: u64 = 1 << 2;
+pub const SAMPLE_ADDR: u64 = 1 << 3;
+pub const SAMPLE_READ: u64 = 1 << 4;
+pub const SAMPLE_CALLCHAIN: u64 = 1 << 5;
+pub const SAMPLE_ID: u64 = 1 << 6;
+pub const SAMPLE_CPU: u64 = 1 << 7;
+pub const SAMPLE_PERIOD: u64 = 1 << 8;
+pub const SAMPLE_STREAM_ID: u64 = 1 << 9;
+pub const SAMPLE_RAW: u64 = 1 << 10;
+pub const SAMPLE_BRANCH_STACK: u64 = 1 << 11;
+pub const SAMPLE_REGS_USER: u64 = 1 << 12;
+pub const SAMPLE_STACK_USER: u64 = 1 << 13;
+pub const SAMPLE_WEIGHT: u64 = 1 << 14;
+pub const SAMPLE_DATA_SRC: u64 = 1 << 15;
+pub const SAMPLE_IDENTIFIER: u64 = 1 << 16;
+pub const SAMPLE_TRANSACTION: u64 = 1 << 17;
+pub const SAMPLE_REGS_INTR: u64 = 1 << 18;
+pub const SAMPLE_PHYS_ADDR: u64 = 1 << 19;
+pub const SAMPLE_AUX: u64 = 1 << 20;
+pub const SAMPLE_CGROUP: u64 = 1 << 21;
+pub const SAMPLE_DATA_PAGE_SIZE: u64 = 1 << 22;
+pub const SAMPLE_CODE_PAGE_SIZE: u64 = 1 << 23;
+pub const SAMPLE_WEIGHT_STRUCT: u64 = 1 << 24;
+
+// `perf_event_header::type_` of the records in the ring buffer.
+pub const RECORD_LOST: u32 = 2;
+pub const RECORD_THROTTLE: u32 = 5;
+pub const RECORD_UNTHROTTLE: u32 = 6;
+pub const RECORD_SAMPLE: u32 = 9;
+pub const RECORD_LOST_SAMPLES: u32 = 13;
+
+/// `struct perf_event_header`: 8 bytes ahead of every record in the ring buffer.
+pub const RECORD_HEADER_SIZE: usize = 8;
+
+// Byte offsets in `struct perf_event_mmap_page`, the first page of the ring mapping.
+pub const MMAP_DATA_HEAD: usize = 1024;
+pub const MMAP_DATA_TAIL: usize = 1032;
+/// Where the data area starts and how long it is (Linux 4.1+; zero before: then the
+/// data area is the rest of the mapping after the first page).
+pub const MMAP_DATA_OFFSET: usize = 1040;
+pub const MMAP_DATA_SIZE: usize = 1048;
 
 // `read_format` bits.
 pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
@@ -67,6 +122,7 @@ const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 const IOC_ENABLE: u64 = 0x2400;
 const IOC_DISABLE: u64 = 0x2401;
 const IOC_RESET: u64 = 0x2403;
+const IOC_SET_OUTPUT: u64 = 0x2405;
 #[cfg(any(
     target_arch = "powerpc",
     target_arch = "powerpc64",
@@ -161,6 +217,12 @@ pub fn disable_group(leader: RawFd) -> io::Result<()> {
 /// Sets the counts of the group led by `leader` to zero (the times keep running).
 pub fn reset_group(leader: RawFd) -> io::Result<()> {
     ioctl(leader, IOC_RESET, PERF_IOC_FLAG_GROUP)
+}
+
+/// Sends the records of `fd` to the ring buffer mapped for `target` (same CPU, or
+/// same task): one mapping serves every event opened on a CPU.
+pub fn set_output(fd: RawFd, target: RawFd) -> io::Result<()> {
+    ioctl(fd, IOC_SET_OUTPUT, target as libc::c_ulong)
 }
 
 /// The kernel's id of one event, as it appears in `FORMAT_ID` reads.
