@@ -132,7 +132,7 @@ impl Plan {
     fn pages(args: &PagesArgs) -> Result<Plan, UsageError> {
         let (sampling, pages) = match &args.action {
             PagesAction::Record(a) => (&a.sampling, PagesPlan::Record(a.plan()?)),
-            PagesAction::Apply(a) => (&a.sampling, PagesPlan::Apply(a.plan()?)),
+            PagesAction::Apply(a) => (&a.sampling, PagesPlan::Apply(Box::new(a.plan()?))),
         };
         let mut outputs = Outputs::of(sampling.json.as_deref(), sampling.csv.as_deref())?;
         outputs.html = sampling.html.as_deref().map(Target::parse).transpose()?;

@@ -1,11 +1,13 @@
 //! A demonstration program for `memscope pages`: it maps about 1 GiB in many separate
 //! anonymous regions, touches all of it, then spends most of its random, dependent
 //! read-modify-write accesses in a few 2 MiB regions (the hot regions, printed on
-//! stderr) and the rest anywhere. Its speed is bound by address translation, so huge
-//! pages under the hot regions buy most of what huge pages everywhere buy.
+//! stderr) and the rest anywhere. In the hot regions it touches a few cache lines of
+//! every 4 KiB page (like the headers of page-sized buckets), so the data stays in the
+//! caches while the pages outnumber the TLB: its speed is bound by address translation,
+//! and huge pages under the hot regions buy most of what huge pages everywhere buy.
 //!
 //! Usage: memscope-hotspot-demo [--regions N] [--region-mib M] [--hot K]
-//!        [--hot-share F] [--accesses A] [--seed S]
+//!        [--hot-share F] [--lines-per-page L] [--accesses A] [--seed S]
 
 use std::time::Instant;
 
@@ -16,6 +18,7 @@ struct Options {
     region_mib: usize,
     hot: usize,
     hot_share: f64,
+    lines_per_page: usize,
     accesses: u64,
     seed: u64,
 }
@@ -25,8 +28,9 @@ fn parse() -> Result<Options, String> {
         regions: 128,
         region_mib: 8,
         hot: 8,
-        hot_share: 0.97,
-        accesses: 20_000_000,
+        hot_share: 0.99,
+        lines_per_page: 2,
+        accesses: 40_000_000,
         seed: 1,
     };
     let mut args = std::env::args().skip(1);
@@ -38,12 +42,16 @@ fn parse() -> Result<Options, String> {
             "--region-mib" => o.region_mib = value.parse().map_err(|_| bad())?,
             "--hot" => o.hot = value.parse().map_err(|_| bad())?,
             "--hot-share" => o.hot_share = value.parse().map_err(|_| bad())?,
+            "--lines-per-page" => o.lines_per_page = value.parse().map_err(|_| bad())?,
             "--accesses" => o.accesses = value.parse().map_err(|_| bad())?,
             "--seed" => o.seed = value.parse().map_err(|_| bad())?,
             _ => return Err(format!("unknown option '{flag}'")),
         }
     }
-    if o.regions == 0 || o.region_mib < 2 || o.region_mib % 2 != 0 {
+    if !(1..=64).contains(&o.lines_per_page) {
+        return Err("expected 1 ≤ --lines-per-page ≤ 64".into());
+    }
+    if o.regions == 0 || o.region_mib < 2 || !o.region_mib.is_multiple_of(2) {
         return Err("expected --regions ≥ 1 and an even --region-mib ≥ 2".into());
     }
     let chunks = o.regions * o.region_mib / 2;
@@ -126,13 +134,19 @@ fn main() {
     let mut x = state;
     for _ in 0..o.accesses {
         x = xorshift(x);
-        let chunk = if (x & 0xffff_ffff) <= threshold {
-            hot[((x >> 32) % hot.len() as u64) as usize]
-        } else {
-            ((x >> 32) % total_chunks as u64) as usize
-        };
         let y = xorshift(x);
-        let word = (y % words_per_chunk as u64) as usize;
+        let (chunk, word) = if (x & 0xffff_ffff) <= threshold {
+            let chunk = hot[((x >> 32) % hot.len() as u64) as usize];
+            let page = (y % 512) as usize;
+            // The page's lines sit at offsets that differ from page to page, so they
+            // spread over all cache sets.
+            let k = ((y >> 9) % o.lines_per_page as u64) as usize;
+            let line = (page * 37 + chunk * 11 + k * 13) % 64;
+            (chunk, page * 512 + line * 8)
+        } else {
+            let chunk = ((x >> 32) % total_chunks as u64) as usize;
+            (chunk, (y % words_per_chunk as u64) as usize)
+        };
         let slot = &mut regions[chunk / chunks_per_region]
             [(chunk % chunks_per_region) * words_per_chunk + word];
         let v = *slot;

@@ -20,15 +20,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone)]
 pub enum PagesPlan {
     Record(record::RecordPlan),
-    Apply(apply::ApplyPlan),
+    Apply(Box<apply::ApplyPlan>),
 }
 
 /// The result of `memscope pages`, in the report's `pages` object.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PagesResult {
-    Record(record::PagesRecord),
-    Apply(apply::PagesApply),
+    Record(Box<record::PagesRecord>),
+    Apply(Box<apply::PagesApply>),
 }
 
 impl PagesResult {
@@ -44,11 +44,11 @@ impl PagesResult {
 /// Runs the plan.
 pub fn run(plan: &PagesPlan) -> Result<PagesResult, record::RecordError> {
     Ok(match plan {
-        PagesPlan::Record(p) => PagesResult::Record(record::record(
+        PagesPlan::Record(p) => PagesResult::Record(Box::new(record::record(
             p,
             &preload::PreloadMode::default(),
             record::ThpSetting::AsSystem,
-        )?),
-        PagesPlan::Apply(p) => PagesResult::Apply(apply::apply(p)?),
+        )?)),
+        PagesPlan::Apply(p) => PagesResult::Apply(Box::new(apply::apply(p)?)),
     })
 }

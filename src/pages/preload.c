@@ -91,11 +91,9 @@ static void parse_targets(const char *s) {
     }
 }
 
-/* Whether the chunk was advised before in the mapping that starts at `vma`; records it
- * if not (a mapping made anew at another start is advised again). */
-static int first_time(uintptr_t chunk, uintptr_t vma) {
-    uintptr_t key = (chunk / CHUNK + 1) ^ (vma * 0x100000001b3ULL);
-    if (key == 0) key = 1;
+/* Whether the chunk was advised before; records it if not. */
+static int first_time(uintptr_t chunk) {
+    uintptr_t key = chunk / CHUNK + 1;
     uintptr_t slot = (key * 0x9e3779b97f4a7c15ULL) >> 48;
     for (int i = 0; i < DONE_SLOTS; i++) {
         uintptr_t *s = &done[(slot + (uintptr_t)i) & (DONE_SLOTS - 1)];
@@ -106,6 +104,15 @@ static int first_time(uintptr_t chunk, uintptr_t vma) {
         }
     }
     return 1; /* table full: advise again, which is harmless */
+}
+
+static unsigned char residency[CHUNK / 4096];
+
+static int any_resident(uintptr_t chunk) {
+    if (mincore((void *)chunk, CHUNK, residency) != 0) return 1;
+    for (size_t i = 0; i < sizeof residency; i++)
+        if (residency[i] & 1) return 1;
+    return 0;
 }
 
 static int chunk_is_target(uintptr_t chunk) {
@@ -128,9 +135,11 @@ static void on_mapping(uintptr_t start, uintptr_t end) {
     }
     if (huge_mode == 1) {
         for (uintptr_t c = first; c + CHUNK <= end; c += CHUNK) {
-            if (!chunk_is_target(c) || !first_time(c, start)) continue;
+            if (!chunk_is_target(c) || !first_time(c)) continue;
             madvise((void *)c, CHUNK, MADV_HUGEPAGE);
-            madvise((void *)c, CHUNK, MADV_COLLAPSE);
+            /* Pages faulted before the advice are 4 KiB: collapse them into a huge page.
+             * An untouched chunk needs nothing more (its first fault is huge). */
+            if (any_resident(c)) madvise((void *)c, CHUNK, MADV_COLLAPSE);
         }
     }
 }

@@ -52,9 +52,12 @@ impl RefsSampler {
                 continue; // a zombie: no address space left
             }
             self.seen_any = true;
-            if !mappings
-                .iter()
-                .any(|m| m.path.contains(super::preload::MAPPING_NAME))
+            // Judged on the first look at each process: one that is exiting may show
+            // only part of its mappings.
+            if !self.cleared.contains(&pid)
+                && !mappings
+                    .iter()
+                    .any(|m| m.path.contains(super::preload::MAPPING_NAME))
             {
                 self.preload_everywhere = false;
             }

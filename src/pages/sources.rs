@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::access::{MemSample, TlbOutcome};
+use super::pmu::{self, DrainStats, PmuSampler};
 use super::procfs;
 use super::record::Signal;
 use super::refs::RefsSampler;
@@ -94,9 +96,7 @@ pub struct Chosen {
 /// Chooses the source: the one asked for (an error saying why it cannot be used), or
 /// with `auto` the first that works of PMU, DAMON and accessed bits.
 pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
-    let pmu = || -> Result<(), String> {
-        Err("precise PMU sampling is not built into this memscope yet".to_string())
-    };
+    let pmu = || pmu::availability().map(|_| ());
     let damon =
         || -> Result<(), String> { Err("DAMON is not built into this memscope yet".to_string()) };
     match choice {
@@ -143,13 +143,28 @@ pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
 /// A source sampling one command.
 pub enum Sampler {
     Refs(RefsSampler),
+    Pmu {
+        sampler: PmuSampler,
+        samples: Vec<MemSample>,
+        totals: DrainStats,
+        with_tlb: u64,
+    },
 }
 
 impl Sampler {
     /// Opens the source for the command `pid` (paused before its exec).
-    pub fn open(kind: SourceKind, _pid: u32, _interval: Duration) -> Result<Sampler, String> {
+    pub fn open(kind: SourceKind, pid: u32, _interval: Duration) -> Result<Sampler, String> {
         match kind {
             SourceKind::Refs => Ok(Sampler::Refs(RefsSampler::new())),
+            SourceKind::Pmu => {
+                let cpus = crate::topology::cpu::online_cpus();
+                Ok(Sampler::Pmu {
+                    sampler: PmuSampler::open(pid as libc::pid_t, &cpus, 0)?,
+                    samples: Vec::new(),
+                    totals: DrainStats::default(),
+                    with_tlb: 0,
+                })
+            }
             other => Err(format!("the {} source is not built yet", other.name())),
         }
     }
@@ -158,14 +173,46 @@ impl Sampler {
     pub fn collect(&mut self, tree: &[u32], map: &mut RegionMap) -> io::Result<()> {
         match self {
             Sampler::Refs(refs) => refs.collect(tree, map),
+            Sampler::Pmu { .. } => {
+                observe(tree, map);
+                self.drain_pmu(map);
+                Ok(())
+            }
         }
     }
 
     /// After the command ended: whatever the source still holds.
-    pub fn finish(&mut self, _map: &mut RegionMap) {}
+    pub fn finish(&mut self, map: &mut RegionMap) {
+        self.drain_pmu(map);
+    }
+
+    /// Moves the PMU's samples into the regions: every sample counts, those that missed
+    /// a TLB level rank the regions.
+    fn drain_pmu(&mut self, map: &mut RegionMap) {
+        if let Sampler::Pmu {
+            sampler,
+            samples,
+            totals,
+            with_tlb,
+        } = self
+        {
+            samples.clear();
+            let stats = sampler.drain(samples);
+            totals.lost += stats.lost;
+            totals.throttled += stats.throttled;
+            totals.samples += stats.samples;
+            for sample in samples.iter() {
+                if sample.tlb != TlbOutcome::Unknown || sample.event_is_tlb_miss {
+                    *with_tlb += 1;
+                }
+                map.add_sample(sample, true);
+            }
+        }
+    }
 
     pub fn description(&self) -> String {
         match self {
+            Sampler::Pmu { sampler, .. } => sampler.description(),
             Sampler::Refs(_) => "page-table accessed bits of every mapping, read from \
                                  /proc/PID/smaps (Referenced) and cleared through \
                                  /proc/PID/clear_refs each interval"
@@ -178,17 +225,35 @@ impl Sampler {
     pub fn preload_missing(&self) -> bool {
         match self {
             Sampler::Refs(refs) => refs.saw_a_process() && !refs.preload_everywhere,
+            Sampler::Pmu { .. } => false,
         }
     }
 
     pub fn notes(&self) -> Vec<String> {
-        Vec::new()
+        let mut notes = Vec::new();
+        if let Sampler::Pmu {
+            totals, with_tlb, ..
+        } = self
+        {
+            if totals.lost > 0 || totals.throttled > 0 {
+                notes.push(format!(
+                    "the kernel dropped {} sample record(s) (ring buffer full) and throttled                      sampling {} time(s): counts are a lower bound, spread as the losses fell",
+                    totals.lost, totals.throttled
+                ));
+            }
+            if totals.samples > 0 && *with_tlb == 0 {
+                notes.push(
+                    "no sample carried a TLB outcome: this CPU's memory events do not report                      TLB hits and misses, so no region is ranked"
+                        .to_string(),
+                );
+            }
+        }
+        notes
     }
 }
 
 /// Names and resident memory of every process's regions (for sources that give no
 /// mappings of their own).
-#[allow(dead_code)]
 fn observe(tree: &[u32], map: &mut RegionMap) {
     for &pid in tree {
         if let Ok(mappings) = procfs::smaps(pid) {

@@ -26,6 +26,9 @@ pub fn result_sections(report: &Report) -> Vec<Section> {
     if let Some(stat) = &report.stat {
         sections.push(stat.section(&report.machine));
     }
+    if let Some(pages) = &report.pages {
+        sections.extend(pages.sections());
+    }
     sections
 }
 

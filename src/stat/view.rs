@@ -15,7 +15,7 @@ impl Present for StatResult {
             "Counters",
             format!(
                 "Counters for {} ({})",
-                shell_quoted(&self.command),
+                format::shell_quoted(&self.command),
                 if runs == 1 {
                     "1 run".to_string()
                 } else {
@@ -117,26 +117,6 @@ fn spread_text(summary: &Summary) -> String {
     } else {
         format!("±{}%", format::spread(summary.spread_pct()))
     }
-}
-
-/// The command as a shell would need it typed: words with spaces or shell characters
-/// in single quotes, the whole in double quotes when it has several words.
-fn shell_quoted(argv: &[String]) -> String {
-    let words: Vec<String> = argv
-        .iter()
-        .map(|word| {
-            let plain = !word.is_empty()
-                && word
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
-            if plain {
-                word.clone()
-            } else {
-                format!("'{}'", word.replace('\'', r"'\''"))
-            }
-        })
-        .collect();
-    format!("\"{}\"", words.join(" "))
 }
 
 /// The CSV table: one row per event, derived figure and time, with the median over the
@@ -271,12 +251,12 @@ mod tests {
 
     #[test]
     fn commands_are_shown_as_they_would_be_typed() {
-        assert_eq!(shell_quoted(&argv(&["true"])), "\"true\"");
+        assert_eq!(format::shell_quoted(&argv(&["true"])), "\"true\"");
         assert_eq!(
-            shell_quoted(&argv(&["sh", "-c", "echo it's; exit 1"])),
+            format::shell_quoted(&argv(&["sh", "-c", "echo it's; exit 1"])),
             r#""sh -c 'echo it'\''s; exit 1'""#
         );
-        assert_eq!(shell_quoted(&argv(&["ls", ""])), "\"ls ''\"");
+        assert_eq!(format::shell_quoted(&argv(&["ls", ""])), "\"ls ''\"");
     }
 
     #[test]

@@ -235,6 +235,26 @@ pub fn raw_opt<T: ToString>(value: Option<T>) -> String {
     value.map(|v| v.to_string()).unwrap_or_default()
 }
 
+/// The command as a shell would need it typed: words with spaces or shell characters
+/// in single quotes, the whole in double quotes when it has several words.
+pub fn shell_quoted(argv: &[String]) -> String {
+    let words: Vec<String> = argv
+        .iter()
+        .map(|word| {
+            let plain = !word.is_empty()
+                && word
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c));
+            if plain {
+                word.clone()
+            } else {
+                format!("'{}'", word.replace('\'', r"'\''"))
+            }
+        })
+        .collect();
+    format!("\"{}\"", words.join(" "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

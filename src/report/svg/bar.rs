@@ -71,7 +71,10 @@ impl BarChart {
                     let y = y.clamp(py0, py1);
                     let x = gx + i as f64 * bar_w;
                     let fill = color_attr("fill", &color(i));
-                    svg.rect(x + 1.0, y.min(base), bar_w - 2.0, (base - y).abs(), &fill);
+                    // A 2 px gap between bars, less when bars are thinner than 8 px.
+                    let gap = (bar_w * 0.25).min(2.0);
+                    let (top, h) = (y.min(base), (base - y).abs());
+                    svg.rect(x + gap / 2.0, top, bar_w - gap, h, &fill);
                     if self.value_labels {
                         let value = format_value(axis.format, v, self.value_decimals);
                         svg.text(x + bar_w / 2.0, y.min(base) - 4.0, &value, &value_attrs);
