@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::preload::{Preload, PreloadMode};
 use super::procfs;
-use super::record::{self, PagesRecord, RecordError, RecordPlan, ThpSetting};
+use super::record::{self, PagesRecord, RecordError, RecordPlan};
 use super::regions::{ranges_of, region_of, Region, REGION_BYTES};
 use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
 use crate::platform::child::{self, SpawnOptions, Termination};
@@ -154,6 +154,21 @@ impl PagesApply {
 /// The dTLB events counted per run where the machine has them.
 const DTLB_EVENTS: [&str; 3] = ["dTLB-loads", "dTLB-load-misses", "dTLB-store-misses"];
 
+/// What the preload library does in an arm: nothing but keep transparent huge pages
+/// away (baseline), huge pages for the chosen ranges, or for everything.
+fn mode_of(arm: Arm, ranges: &[(u64, u64)], hugetlb: bool) -> PreloadMode {
+    PreloadMode {
+        split: false,
+        no_huge: arm == Arm::Baseline,
+        huge: match arm {
+            Arm::Baseline => None,
+            Arm::Top => Some(ranges.to_vec()),
+            Arm::All => Some(Vec::new()),
+        },
+        hugetlb,
+    }
+}
+
 /// Runs the comparison.
 pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     let mut notes = Vec::new();
@@ -170,7 +185,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             (record.clone(), format!("the record in {path}"))
         }
         None => {
-            let record = record::record(&plan.record, &PreloadMode::default(), ThpSetting::Off)?;
+            let record = record::record(&plan.record, &mode_of(Arm::Baseline, &[], plan.hugetlb))?;
             let from = format!(
                 "a record made just before, with the {} source",
                 record.source.name()
@@ -201,15 +216,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         .iter()
         .map(|n| Event::parse(n).expect("built-in event names parse"))
         .collect()];
-    let mode_of = |arm: Arm| PreloadMode {
-        split: false,
-        huge: match arm {
-            Arm::Baseline => None,
-            Arm::Top => Some(ranges.clone()),
-            Arm::All => Some(Vec::new()),
-        },
-        hugetlb: plan.hugetlb,
-    };
+
     let mut runs: Vec<(Arm, ArmRun)> = Vec::new();
     let mut dtlb_refusal = None;
     let mut order = 0;
@@ -219,9 +226,9 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         shuffle(&mut arms, &mut rng);
         for arm in arms {
             let options = SpawnOptions {
-                env: preload.env(&mode_of(arm)),
+                env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
                 no_aslr: true,
-                thp_disable: arm == Arm::Baseline,
+                thp_disable: false,
             };
             let paused = child::spawn_paused_with(&plan.record.command, &options)?;
             let counters = probe.has_hardware_pmu().then(|| {
@@ -289,7 +296,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             .unwrap_or(plan.record.source),
         ..plan.record.clone()
     };
-    let record_after = match record::record(&after_plan, &mode_of(Arm::Top), ThpSetting::AsSystem) {
+    let record_after = match record::record(&after_plan, &mode_of(Arm::Top, &ranges, plan.hugetlb)) {
         Ok(r) => Some(r),
         Err(e) => {
             notes.push(format!("the recorded run with huge pages failed: {e}"));

@@ -47,7 +47,6 @@ pub fn run(plan: &PagesPlan) -> Result<PagesResult, record::RecordError> {
         PagesPlan::Record(p) => PagesResult::Record(Box::new(record::record(
             p,
             &preload::PreloadMode::default(),
-            record::ThpSetting::AsSystem,
         )?)),
         PagesPlan::Apply(p) => PagesResult::Apply(Box::new(apply::apply(p)?)),
     })

@@ -10,6 +10,9 @@
  *  - MEMSCOPE_PAGES_HUGE=all or start-end,… (hex): advises the 2 MiB-aligned parts of
  *    those ranges MADV_HUGEPAGE (later faults get transparent huge pages) and collapses
  *    what is already resident with MADV_COLLAPSE;
+ *  - MEMSCOPE_PAGES_NO_HUGE=1: advises every such mapping MADV_NOHUGEPAGE (4 KiB pages
+ *    even where THP is `always`; turning THP off for the whole process instead would
+ *    move the mappings, since the kernel then stops aligning them to 2 MiB);
  *  - MEMSCOPE_PAGES_HUGE_KIND=2m: instead puts hugetlb pages (MAP_HUGETLB, from the
  *    pool) under the chosen chunks of each new anonymous mmap the program makes through
  *    the interposed mmap(), at map time, when the memory is still all zeros.
@@ -46,6 +49,7 @@ struct range {
 };
 
 static int split_mode;
+static int no_huge_mode;
 static int huge_mode;      /* 0 none, 1 thp, 2 hugetlb */
 static int huge_all;
 static struct range targets[MAX_TARGETS];
@@ -53,7 +57,11 @@ static int n_targets;
 static long poll_us = 5000;
 /* Chunks already advised (open addressing on the chunk number; 0 = empty). */
 static uintptr_t done[DONE_SLOTS];
-static uintptr_t own_stack_lo, own_stack_hi;
+/* The watcher's stack is ours, in .bss: pthread_create then maps nothing and the thread
+ * never calls malloc, whose first call from a thread would create an arena at a moment
+ * that varies from run to run and so move the program's later mappings. */
+#define WATCHER_STACK (256 << 10)
+static char watcher_stack[WATCHER_STACK] __attribute__((aligned(4096)));
 static char maps_buf[1 << 16];
 
 static int parse_hex(const char **p, uintptr_t *out) {
@@ -91,9 +99,8 @@ static void parse_targets(const char *s) {
     }
 }
 
-/* Whether the chunk was advised before; records it if not. */
-static int first_time(uintptr_t chunk) {
-    uintptr_t key = chunk / CHUNK + 1;
+/* Whether `key` (never 0) was seen before; records it if not. */
+static int first_time_key(uintptr_t key) {
     uintptr_t slot = (key * 0x9e3779b97f4a7c15ULL) >> 48;
     for (int i = 0; i < DONE_SLOTS; i++) {
         uintptr_t *s = &done[(slot + (uintptr_t)i) & (DONE_SLOTS - 1)];
@@ -104,6 +111,16 @@ static int first_time(uintptr_t chunk) {
         }
     }
     return 1; /* table full: advise again, which is harmless */
+}
+
+/* Whether the chunk was advised before; records it if not. */
+static int first_time(uintptr_t chunk) {
+    return first_time_key(chunk / CHUNK + 1);
+}
+
+/* Whether the mapping [start, end) was advised before (keys kept apart from chunks'). */
+static int first_time_mapping(uintptr_t start, uintptr_t end) {
+    return first_time_key(((start >> 12) * 1000003u + (end >> 12)) | ((uintptr_t)1 << 63));
 }
 
 static unsigned char residency[CHUNK / 4096];
@@ -123,7 +140,8 @@ static int chunk_is_target(uintptr_t chunk) {
 }
 
 static void on_mapping(uintptr_t start, uintptr_t end) {
-    if (start < own_stack_hi && end > own_stack_lo) return;
+    uintptr_t own = (uintptr_t)watcher_stack;
+    if (start < own + WATCHER_STACK && end > own) return;
     uintptr_t first = (start + CHUNK - 1) & ~(CHUNK - 1);
     if (split_mode && end - start > 0 && (start / CHUNK) != ((end - 1) / CHUNK)) {
         for (uintptr_t c = start & ~(CHUNK - 1); c < end; c += CHUNK) {
@@ -133,6 +151,8 @@ static void on_mapping(uintptr_t start, uintptr_t end) {
             madvise((void *)a, b - a, MADV_DONTDUMP);
         }
     }
+    if (no_huge_mode && first_time_mapping(start, end))
+        madvise((void *)start, end - start, MADV_NOHUGEPAGE);
     if (huge_mode == 1) {
         for (uintptr_t c = first; c + CHUNK <= end; c += CHUNK) {
             if (!chunk_is_target(c) || !first_time(c)) continue;
@@ -188,19 +208,9 @@ static void scan_maps(void) {
 
 static void *watch(void *arg) {
     (void)arg;
-    pthread_attr_t attr;
-    void *lo;
-    size_t size;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-        if (pthread_attr_getstack(&attr, &lo, &size) == 0) {
-            own_stack_lo = (uintptr_t)lo;
-            own_stack_hi = (uintptr_t)lo + size;
-        }
-        pthread_attr_destroy(&attr);
-    }
     struct timespec pause = {poll_us / 1000000, (poll_us % 1000000) * 1000};
     for (;;) {
-        if (split_mode || huge_mode == 1) scan_maps();
+        if (split_mode || no_huge_mode || huge_mode == 1) scan_maps();
         nanosleep(&pause, NULL);
     }
     return NULL;
@@ -210,7 +220,7 @@ static void start_watcher(void) {
     pthread_attr_t attr;
     pthread_t thread;
     pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_attr_setstack(&attr, watcher_stack, WATCHER_STACK);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
     pthread_create(&thread, &attr, watch, NULL);
     pthread_attr_destroy(&attr);
@@ -223,6 +233,7 @@ static void after_fork_in_child(void) {
 __attribute__((constructor)) static void memscope_pages_init(void) {
     const char *v;
     if ((v = getenv("MEMSCOPE_PAGES_SPLIT")) && strcmp(v, "1") == 0) split_mode = 1;
+    if ((v = getenv("MEMSCOPE_PAGES_NO_HUGE")) && strcmp(v, "1") == 0) no_huge_mode = 1;
     if ((v = getenv("MEMSCOPE_PAGES_HUGE")) && *v) {
         parse_targets(v);
         const char *kind = getenv("MEMSCOPE_PAGES_HUGE_KIND");

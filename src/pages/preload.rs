@@ -19,6 +19,10 @@ pub const MAPPING_NAME: &str = "memscope-pages-preload";
 pub struct PreloadMode {
     /// Cut anonymous mappings at 2 MiB boundaries (per-region accessed counts in smaps).
     pub split: bool,
+    /// Keep transparent huge pages away from every anonymous mapping (MADV_NOHUGEPAGE):
+    /// 4 KiB pages even where THP is `always`, without changing the address-space layout
+    /// (which turning THP off for the process would).
+    pub no_huge: bool,
     /// Huge pages for these ranges (`None`: none; an empty list: every anonymous mapping).
     pub huge: Option<Vec<(u64, u64)>>,
     /// hugetlb pages from the pool instead of transparent huge pages.
@@ -76,6 +80,10 @@ impl Preload {
                 .join(","),
         };
         env.push((OsString::from("MEMSCOPE_PAGES_HUGE"), OsString::from(huge)));
+        env.push((
+            OsString::from("MEMSCOPE_PAGES_NO_HUGE"),
+            OsString::from(if mode.no_huge { "1" } else { "0" }),
+        ));
         env.push((
             OsString::from("MEMSCOPE_PAGES_HUGE_KIND"),
             OsString::from(if mode.hugetlb { "2m" } else { "thp" }),

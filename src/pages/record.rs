@@ -109,7 +109,6 @@ pub enum RecordError {
 pub fn record(
     plan: &RecordPlan,
     mode: &PreloadMode,
-    thp: ThpSetting,
 ) -> Result<PagesRecord, RecordError> {
     let chosen = sources::choose(plan.source).map_err(RecordError::Source)?;
     let preload = Preload::create().map_err(RecordError::Preload)?;
@@ -120,7 +119,7 @@ pub fn record(
     let options = SpawnOptions {
         env: preload.env(&mode),
         no_aslr: true,
-        thp_disable: thp == ThpSetting::Off,
+        thp_disable: false,
     };
     let paused = child::spawn_paused_with(&plan.command, &options)?;
     let root = paused.pid() as u32;
@@ -199,14 +198,6 @@ pub fn record(
         timeline,
         notes,
     })
-}
-
-/// Whether transparent huge pages are left as the system has them or turned off for the
-/// command (PR_SET_THP_DISABLE).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ThpSetting {
-    AsSystem,
-    Off,
 }
 
 fn timeline(map: &RegionMap, regions: &[Region], interval: Duration) -> Option<Timeline> {

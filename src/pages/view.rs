@@ -94,6 +94,7 @@ fn record_section(r: &PagesRecord, id: &'static str, nav: &str) -> Section {
 
 fn top_table(r: &PagesRecord, several: bool) -> Table {
     let pmu = r.regions.iter().any(|x| x.samples > 0);
+    let huge = r.regions.iter().any(|x| x.huge_kb > 0.0);
     let mut columns = vec![Column::number("#"), Column::text("region")];
     if several {
         columns.push(Column::text("process"));
@@ -104,8 +105,10 @@ fn top_table(r: &PagesRecord, several: bool) -> Table {
         Column::number("share"),
         Column::number("cumulative"),
         Column::number("resident"),
-        Column::number("in huge pages"),
     ]);
+    if huge {
+        columns.push(Column::number("in huge pages"));
+    }
     if pmu {
         columns.extend([
             Column::number("samples"),
@@ -210,7 +213,7 @@ fn histograms(r: &PagesRecord, touched: &[&Region]) -> Vec<Block> {
                 .iter()
                 .enumerate()
                 .map(|(i, x)| {
-                    if i % label_every(by_address.len()) == 0 {
+                    if i % (by_address.len() / 5).max(1) == 0 {
                         format!("{:#x}", x.start)
                     } else {
                         String::new()

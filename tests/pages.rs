@@ -1,0 +1,168 @@
+//! `memscope pages` through the real binary, on the demonstration program built with it:
+//! the planted hot regions are found, the three arms run, exit statuses pass through,
+//! bad input is exit 2. Nothing here asserts a speed.
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+const DEMO: &str = env!("CARGO_BIN_EXE_memscope-hotspot-demo");
+
+/// A small demo: 128 MiB in 16 regions, 3 hot 2 MiB regions; about a second of accesses.
+const SMALL_DEMO: &[&str] = &[
+    "--regions",
+    "16",
+    "--region-mib",
+    "8",
+    "--hot",
+    "3",
+    "--accesses",
+    "12000000",
+];
+
+fn memscope(args: &[&str]) -> Command {
+    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
+    command.args(args);
+    command
+}
+
+/// Runs memscope with `args` + `-- DEMO SMALL_DEMO`: the JSON report (stdout) and the
+/// demo's hot regions (from its stderr).
+fn on_demo(args: &[&str]) -> (Value, Vec<u64>) {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("pages.json");
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(["--json", report.to_str().unwrap(), "--", DEMO]);
+    all.extend(SMALL_DEMO);
+    let output = memscope(&all).assert().success().get_output().clone();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    let mut hot: Vec<u64> = Vec::new();
+    for start in stderr
+        .lines()
+        .filter_map(|l| l.split("hot region 0x").nth(1))
+        .filter_map(|r| u64::from_str_radix(r.split('-').next()?, 16).ok())
+    {
+        if !hot.contains(&start) {
+            hot.push(start);
+        }
+    }
+    assert_eq!(hot.len(), 3, "the demo names its hot regions: {stderr}");
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).expect("one JSON document");
+    (json, hot)
+}
+
+fn starts(regions: &Value, n: usize) -> Vec<u64> {
+    regions
+        .as_array()
+        .expect("regions")
+        .iter()
+        .take(n)
+        .map(|r| r["start"].as_u64().expect("start"))
+        .collect()
+}
+
+#[test]
+fn record_finds_the_hot_regions_a_program_plants() {
+    let (json, hot) = on_demo(&["pages", "record", "--top", "3", "--interval", "50"]);
+    let record = &json["pages"]["record"];
+    assert!(record["intervals"].as_u64().unwrap() >= 2, "{record}");
+    let top = starts(&record["regions"], 3);
+    for region in &hot {
+        // A hot region may start inside a 2 MiB region when the mapping is not aligned.
+        let bin = region & !((2 << 20) - 1);
+        assert!(
+            top.contains(&bin) || top.contains(&(bin + (2 << 20))),
+            "hot region {region:#x} not in the top 3 {top:x?}"
+        );
+    }
+    let first = &record["regions"][0];
+    assert_eq!(first["mapping"], "anon");
+    assert!(first["anonymous"].as_bool().unwrap());
+    assert!(record["signal"]["meaning"].as_str().unwrap().contains("ranked"));
+}
+
+#[test]
+fn apply_runs_three_interleaved_arms_and_verifies_the_huge_pages() {
+    let (json, _) = on_demo(&["pages", "apply", "--top", "3", "--repeat", "2"]);
+    let apply = &json["pages"]["apply"];
+    let arms = apply["arms"].as_array().unwrap();
+    let names: Vec<&str> = arms.iter().map(|a| a["arm"].as_str().unwrap()).collect();
+    assert_eq!(names, ["baseline", "top", "all"]);
+    let mut orders: Vec<u64> = Vec::new();
+    for arm in arms {
+        let runs = arm["runs"].as_array().unwrap();
+        assert_eq!(runs.len(), 2, "{arm}");
+        orders.extend(runs.iter().map(|r| r["order"].as_u64().unwrap()));
+        assert!(arm["time_s"]["median"].as_f64().unwrap() > 0.0);
+    }
+    orders.sort_unstable();
+    assert_eq!(orders, (0..6).collect::<Vec<u64>>());
+    assert_eq!(arms[0]["huge_kb"].as_f64().unwrap(), 0.0, "THP is off for 4 KiB");
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
+        .unwrap_or_default();
+    if thp.contains("[never]") || thp.is_empty() {
+        eprintln!("THP is off on this machine: no huge page to verify");
+        return;
+    }
+    // Huge pages under the chosen regions, fewer than under everything.
+    let top_huge = arms[1]["huge_kb"].as_f64().unwrap();
+    let all_huge = arms[2]["huge_kb"].as_f64().unwrap();
+    assert!(top_huge > 0.0 && top_huge <= 3.0 * 2048.0, "{top_huge}");
+    assert!(all_huge > top_huge, "{all_huge} vs {top_huge}");
+    let in_regions = arms[1]["runs"][0]["huge_in_regions_kb"].as_f64().unwrap();
+    assert!(in_regions > 0.0);
+    assert_eq!(apply["regions"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn the_commands_exit_status_passes_through() {
+    let out = memscope(&["pages", "record", "--", "sh", "-c", "exit 3"])
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+    assert!(stderr.contains("before the first sample"), "{stderr}");
+    memscope(&["pages", "record", "--", "memscope-no-such-program"])
+        .assert()
+        .code(127);
+}
+
+#[test]
+fn a_record_read_back_by_apply_must_be_a_pages_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_report = dir.path().join("x.json");
+    std::fs::write(&not_a_report, "{\"schema_version\": 1}").unwrap();
+    for (args, names) in [
+        (vec!["pages", "record", "--top", "0", "--", "true"], "--top"),
+        (vec!["pages", "record", "--source", "psychic", "--", "true"], "psychic"),
+        (vec!["pages", "record", "--interval", "1", "--", "true"], "--interval"),
+        (vec!["pages", "apply", "--huge", "4k", "--", "true"], "4k"),
+        (vec!["pages", "apply", "--repeat", "1", "--", "true"], "--repeat"),
+        (vec!["pages", "apply", "--from", "/nonexistent.json", "--", "true"], "nonexistent"),
+        (
+            vec!["pages", "apply", "--from", not_a_report.to_str().unwrap(), "--", "true"],
+            "no `pages` object",
+        ),
+    ] {
+        let out = memscope(&args).assert().code(2);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
+        assert!(stderr.contains(names), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+#[test]
+fn a_source_this_machine_lacks_is_a_clear_error() {
+    for source in ["pmu", "damon"] {
+        let out = memscope(&["pages", "record", "--source", source, "--", "true"])
+            .assert()
+            .get_output()
+            .clone();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        match out.status.code() {
+            Some(0) => {} // this machine has it
+            Some(2) => assert!(stderr.contains("not supported here"), "{stderr}"),
+            other => panic!("--source {source}: exit {other:?}: {stderr}"),
+        }
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
