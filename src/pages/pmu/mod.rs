@@ -1,1 +1,3 @@
 //! (filled in on its branch)
+
+pub mod spe;

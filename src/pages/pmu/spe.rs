@@ -1,0 +1,5 @@
+//! Arm SPE sampling (placeholder while being written).
+
+mod packets;
+
+pub use packets::{decode, DecodeStats};
