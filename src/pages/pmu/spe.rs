@@ -3,3 +3,4 @@
 mod packets;
 
 pub use packets::{decode, DecodeStats};
+mod sysfs;

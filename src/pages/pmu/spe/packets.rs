@@ -50,8 +50,6 @@ const COUNTER_INDEX_TOTAL_LATENCY: u8 = 0;
 /// Context packet indexes.
 const CONTEXT_EL1: u8 = 0;
 const CONTEXT_EL2: u8 = 1;
-/// Operation packet class of loads, stores and atomics.
-pub const OP_CLASS_LOAD_STORE: u8 = 1;
 
 /// One decoded packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
