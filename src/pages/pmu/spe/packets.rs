@@ -60,10 +60,22 @@ pub enum Packet {
     Timestamp(u64),
     Events(u64),
     DataSource(u64),
-    Context { index: u8, value: u32 },
-    Operation { class: u8, payload: u8 },
-    Address { index: u8, payload: u64 },
-    Counter { index: u8, value: u64 },
+    Context {
+        index: u8,
+        value: u32,
+    },
+    Operation {
+        class: u8,
+        payload: u8,
+    },
+    Address {
+        index: u8,
+        payload: u64,
+    },
+    Counter {
+        index: u8,
+        value: u64,
+    },
 }
 
 /// What reading one packet from the front of a buffer gave.

@@ -123,7 +123,10 @@ fn tlb_access_without_walk_is_a_hit_and_no_tlb_bits_are_unknown() {
         ]
     );
     assert!(!TlbOutcome::Hit.missed_a_level());
-    assert_eq!(tlb_outcome(Some(EV_LLC_ACCESS | EV_LLC_MISS)), TlbOutcome::Unknown);
+    assert_eq!(
+        tlb_outcome(Some(EV_LLC_ACCESS | EV_LLC_MISS)),
+        TlbOutcome::Unknown
+    );
 }
 
 #[test]
@@ -251,7 +254,10 @@ fn multiple_records_and_records_without_a_data_address() {
     assert_eq!(addrs, [0x1000, 0x2000, 0x3000]);
     let times: Vec<u64> = out.iter().map(|s| s.time_ns).collect();
     assert_eq!(times, [1, 2, 3]);
-    assert_eq!((stats.records, stats.samples, stats.without_address), (4, 3, 1));
+    assert_eq!(
+        (stats.records, stats.samples, stats.without_address),
+        (4, 3, 1)
+    );
 }
 
 #[test]

@@ -215,11 +215,8 @@ pub fn spe_attr(pmu: &SpePmu, period: u64) -> Result<PerfEventAttr, String> {
     set_field(&mut attr, pmu, "jitter", 1, false)?;
     set_field(&mut attr, pmu, "min_latency", 0, false)?;
     attr.sample_period = interval(pmu, period);
-    attr.flags = FLAG_DISABLED
-        | FLAG_INHERIT
-        | FLAG_EXCLUDE_KERNEL
-        | FLAG_EXCLUDE_HV
-        | FLAG_ENABLE_ON_EXEC;
+    attr.flags =
+        FLAG_DISABLED | FLAG_INHERIT | FLAG_EXCLUDE_KERNEL | FLAG_EXCLUDE_HV | FLAG_ENABLE_ON_EXEC;
     Ok(attr)
 }
 
@@ -266,7 +263,10 @@ mod tests {
         let split = parse_format("config1:0-3,8-11").unwrap();
         assert_eq!(split.word, 1);
         assert_eq!(split.place(0, 0xab), 0xa0b);
-        assert_eq!(parse_format("config1:0-63").unwrap().place(0, u64::MAX), u64::MAX);
+        assert_eq!(
+            parse_format("config1:0-63").unwrap().place(0, u64::MAX),
+            u64::MAX
+        );
         for bad in ["config", "config9:1", "config:64", "config:5-2", "config:x"] {
             assert!(parse_format(bad).is_err(), "{bad}");
         }
