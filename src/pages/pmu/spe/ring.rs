@@ -48,7 +48,7 @@ pub struct TimeConv {
 
 impl TimeConv {
     /// Nanoseconds in perf's clock for the count `cycles` (as perf's `tsc_to_perf_time`).
-    pub fn to_ns(&self, cycles: u64) -> u64 {
+    pub fn to_ns(self, cycles: u64) -> u64 {
         let cycles = match self.short {
             Some((base, mask)) => base.wrapping_add(cycles.wrapping_sub(base) & mask),
             None => cycles,
@@ -146,7 +146,7 @@ impl Ring {
     }
 
     fn word(&self, offset: usize) -> &AtomicU64 {
-        debug_assert!(offset % 8 == 0 && offset + 8 <= 4096);
+        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= 4096);
         // SAFETY: the header page is mapped, page aligned and at least 4 KiB long, the
         // offset is 8-aligned inside it, and the kernel writes it concurrently: atomics
         // are the right view of it.
