@@ -54,6 +54,8 @@ pub struct SpeSampler {
     /// Requested CPUs no SPE PMU serves (a big.LITTLE part with SPE on one cluster).
     unserved: Vec<usize>,
     aux_bytes: usize,
+    /// The hardware has no load/store filter: every operation is sampled.
+    all_operations: bool,
     scratch: Vec<u8>,
     aux_scratch: Vec<u8>,
     /// Thread id → process id, from /proc (the Context packet gives the thread).
@@ -110,7 +112,9 @@ fn open_error(
         libc::ENOENT | libc::ENODEV => {
             format!(": CPU {cpu} is offline or not one {} serves", pmu.name)
         }
-        libc::EOPNOTSUPP => ": the SPE driver cannot sample this way (per-task)".to_string(),
+        libc::EOPNOTSUPP => {
+            ": the SPE driver does not support a requested filter or per-task sampling".to_string()
+        }
         libc::EINVAL => format!(
             ": the SPE driver rejected the config {:#x} or the interval {}",
             attr.config, attr.sample_period
@@ -183,6 +187,7 @@ impl SpeSampler {
             rings: Vec::new(),
             unserved,
             aux_bytes: aux_pages * page,
+            all_operations: false,
             scratch: Vec::new(),
             aux_scratch: Vec::new(),
             tgids: HashMap::new(),
@@ -202,8 +207,19 @@ impl SpeSampler {
             // Wake-ups are not used (drain polls), but the driver ends an AUX record at
             // each watermark: a quarter of the area keeps data flowing while it runs.
             attr.aux_watermark = (aux_pages * page / 4) as u32;
-            let fd = perf_event_open(&attr, pid, cpu as i32, None)
-                .map_err(|e| open_error(pmu, &attr, pid, cpu, &e))?;
+            let fd = match perf_event_open(&attr, pid, cpu as i32, None) {
+                // The driver refuses operation-type filters the hardware lacks
+                // (PMSIDR_EL1.FT): sample every operation, those without a data address
+                // decode to nothing.
+                Err(e) if e.raw_os_error() == Some(libc::EOPNOTSUPP) => {
+                    sysfs::set_field(&mut attr, pmu, "load_filter", 0, true)?;
+                    sysfs::set_field(&mut attr, pmu, "store_filter", 0, true)?;
+                    sampler.all_operations = true;
+                    perf_event_open(&attr, pid, cpu as i32, None)
+                }
+                other => other,
+            }
+            .map_err(|e| open_error(pmu, &attr, pid, cpu, &e))?;
             let ring = loop {
                 match Ring::map(fd.as_raw_fd(), page, data_pages, aux_pages) {
                     Ok(ring) => break ring,
@@ -276,8 +292,13 @@ impl SpeSampler {
             format!(", not on CPUs {} (no SPE there)", cpu_list(&self.unserved))
         };
         let t = &self.totals;
+        let what = if self.all_operations {
+            "all user-space operations (no load/store filter in this SPE)"
+        } else {
+            "user-space loads and stores"
+        };
         format!(
-            "Arm SPE {} on CPUs {}{unserved}: user-space loads and stores of process {}, \
+            "Arm SPE {} on CPUs {}{unserved}: {what} of process {}, \
              {} KiB AUX area per CPU; {} samples from {} records, {} without a data \
              address, {} corrupt, {} AUX records truncated or lost",
             pmus.join(", "),

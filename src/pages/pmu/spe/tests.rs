@@ -208,3 +208,61 @@ fn threads_resolve_to_their_process() {
     assert_eq!(tgid_of(me), Some(me));
     assert_eq!(tgid_of(u32::MAX), None);
 }
+
+/// A sampler over one anonymous ring, as `open` would build it for CPU 3.
+fn fake_sampler(pid: i32, ring: Ring) -> SpeSampler {
+    SpeSampler {
+        pid,
+        pmus: vec![("arm_spe_0".to_string(), 9, 1024)],
+        rings: vec![CpuRing {
+            cpu: 3,
+            ring,
+            _fd: OwnedFd::from(fs::File::open("/dev/null").unwrap()),
+        }],
+        unserved: vec![8, 9],
+        aux_bytes: 2 * PAGE,
+        all_operations: false,
+        scratch: Vec::new(),
+        aux_scratch: Vec::new(),
+        tgids: HashMap::new(),
+        totals: DecodeStats::default(),
+        lost: 0,
+    }
+}
+
+#[test]
+fn drain_names_the_process_of_the_thread_in_the_context_packet_and_counts() {
+    let me = std::process::id();
+    let ring = Ring::anonymous(PAGE, 1, 2);
+    // One record from a thread of this test process (CONTEXTIDR_EL1 = its tid), one
+    // without a Context packet, one from a thread that no longer exists.
+    let mut aux = spe_record(0x1000, 1, EV_TLB_ACCESS as u16, 1);
+    aux.splice(0..0, [0x64].into_iter().chain(me.to_le_bytes()));
+    aux.extend(spe_record(0x2000, 2, 0, 2));
+    let mut gone = spe_record(0x3000, 3, 0, 3);
+    gone.splice(0..0, [0x64].into_iter().chain(u32::MAX.to_le_bytes()));
+    aux.extend(gone);
+    ring.kernel_writes_bytes(true, 0, &aux);
+    let records = [aux_record(0, aux.len() as u64, 0), lost_record(2)].concat();
+    ring.kernel_writes_bytes(false, 0, &records);
+    ring.kernel_writes(DATA_HEAD, records.len() as u64);
+
+    let mut sampler = fake_sampler(1, ring);
+    let mut out = Vec::new();
+    assert_eq!(sampler.drain(&mut out), 2);
+    let who: Vec<(u32, u32)> = out.iter().map(|s| (s.pid, s.tid)).collect();
+    assert_eq!(who, [(me, me), (1, 1), (1, u32::MAX)]);
+    assert_eq!(sampler.drain(&mut out), 0);
+
+    let text = sampler.description();
+    for part in [
+        "arm_spe_0 (type 9, every 1024 ops)",
+        "on CPUs 3, not on CPUs 8,9 (no SPE there)",
+        "loads and stores of process 1",
+        "8 KiB AUX area",
+        "3 samples from 3 records",
+        "2 AUX records truncated or lost",
+    ] {
+        assert!(text.contains(part), "{part:?} not in {text:?}");
+    }
+}
