@@ -252,6 +252,11 @@ impl SpeSampler {
     /// Returns how many AUX records were truncated (the AUX area was full: data dropped)
     /// or flagged collisions (the hardware dropped samples), plus the data records the
     /// kernel reported lost.
+    ///
+    /// The driver announces AUX data when a quarter of a CPU's area has filled or the
+    /// process leaves that CPU; an area left full stops sampling there until the process
+    /// is scheduled in again. Call this every few milliseconds while the program runs,
+    /// and once after it exits (its events then flush what is left).
     pub fn drain(&mut self, out: &mut Vec<MemSample>) -> u64 {
         let start = out.len();
         let mut lost = 0;
