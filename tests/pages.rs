@@ -78,7 +78,10 @@ fn record_finds_the_hot_regions_a_program_plants() {
     let first = &record["regions"][0];
     assert_eq!(first["mapping"], "anon");
     assert!(first["anonymous"].as_bool().unwrap());
-    assert!(record["signal"]["meaning"].as_str().unwrap().contains("ranked"));
+    assert!(record["signal"]["meaning"]
+        .as_str()
+        .unwrap()
+        .contains("ranked"));
 }
 
 #[test]
@@ -97,9 +100,13 @@ fn apply_runs_three_interleaved_arms_and_verifies_the_huge_pages() {
     }
     orders.sort_unstable();
     assert_eq!(orders, (0..6).collect::<Vec<u64>>());
-    assert_eq!(arms[0]["huge_kb"].as_f64().unwrap(), 0.0, "THP is off for 4 KiB");
-    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled")
-        .unwrap_or_default();
+    assert_eq!(
+        arms[0]["huge_kb"].as_f64().unwrap(),
+        0.0,
+        "THP is off for 4 KiB"
+    );
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
     if thp.contains("[never]") || thp.is_empty() {
         eprintln!("THP is off on this machine: no huge page to verify");
         return;
@@ -133,13 +140,39 @@ fn a_record_read_back_by_apply_must_be_a_pages_report() {
     std::fs::write(&not_a_report, "{\"schema_version\": 1}").unwrap();
     for (args, names) in [
         (vec!["pages", "record", "--top", "0", "--", "true"], "--top"),
-        (vec!["pages", "record", "--source", "psychic", "--", "true"], "psychic"),
-        (vec!["pages", "record", "--interval", "1", "--", "true"], "--interval"),
-        (vec!["pages", "apply", "--huge", "4k", "--", "true"], "4k"),
-        (vec!["pages", "apply", "--repeat", "1", "--", "true"], "--repeat"),
-        (vec!["pages", "apply", "--from", "/nonexistent.json", "--", "true"], "nonexistent"),
         (
-            vec!["pages", "apply", "--from", not_a_report.to_str().unwrap(), "--", "true"],
+            vec!["pages", "record", "--source", "psychic", "--", "true"],
+            "psychic",
+        ),
+        (
+            vec!["pages", "record", "--interval", "1", "--", "true"],
+            "--interval",
+        ),
+        (vec!["pages", "apply", "--huge", "4k", "--", "true"], "4k"),
+        (
+            vec!["pages", "apply", "--repeat", "1", "--", "true"],
+            "--repeat",
+        ),
+        (
+            vec![
+                "pages",
+                "apply",
+                "--from",
+                "/nonexistent.json",
+                "--",
+                "true",
+            ],
+            "nonexistent",
+        ),
+        (
+            vec![
+                "pages",
+                "apply",
+                "--from",
+                not_a_report.to_str().unwrap(),
+                "--",
+                "true",
+            ],
             "no `pages` object",
         ),
     ] {

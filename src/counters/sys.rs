@@ -52,6 +52,7 @@ impl PerfEventAttr {
 pub const FLAG_DISABLED: u64 = 1 << 0;
 pub const FLAG_INHERIT: u64 = 1 << 1;
 pub const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
+pub const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 pub const FLAG_ENABLE_ON_EXEC: u64 = 1 << 12;
 /// `precise_ip` is the two-bit field at bits 15-16 (0 = arbitrary skid … 3 = zero skid).
 pub const FLAG_PRECISE_IP_SHIFT: u32 = 15;

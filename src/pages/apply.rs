@@ -296,7 +296,8 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             .unwrap_or(plan.record.source),
         ..plan.record.clone()
     };
-    let record_after = match record::record(&after_plan, &mode_of(Arm::Top, &ranges, plan.hugetlb)) {
+    let record_after = match record::record(&after_plan, &mode_of(Arm::Top, &ranges, plan.hugetlb))
+    {
         Ok(r) => Some(r),
         Err(e) => {
             notes.push(format!("the recorded run with huge pages failed: {e}"));

@@ -106,10 +106,7 @@ pub enum RecordError {
 
 /// Runs the command once under the chosen source (and the preload library in `mode`,
 /// which also cuts mappings at 2 MiB so per-mapping counts are per region).
-pub fn record(
-    plan: &RecordPlan,
-    mode: &PreloadMode,
-) -> Result<PagesRecord, RecordError> {
+pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, RecordError> {
     let chosen = sources::choose(plan.source).map_err(RecordError::Source)?;
     let preload = Preload::create().map_err(RecordError::Preload)?;
     let mode = PreloadMode {

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::access::{MemSample, TlbOutcome};
-use super::pmu::{self, DrainStats, PmuSampler};
+use super::pmu::{self, DrainStats, PreciseSampler};
 use super::procfs;
 use super::record::Signal;
 use super::refs::RefsSampler;
@@ -96,7 +96,7 @@ pub struct Chosen {
 /// Chooses the source: the one asked for (an error saying why it cannot be used), or
 /// with `auto` the first that works of PMU, DAMON and accessed bits.
 pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
-    let pmu = || pmu::availability().map(|_| ());
+    let pmu = || pmu::precise_availability().map(|_| ());
     let damon =
         || -> Result<(), String> { Err("DAMON is not built into this memscope yet".to_string()) };
     match choice {
@@ -144,7 +144,7 @@ pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
 pub enum Sampler {
     Refs(RefsSampler),
     Pmu {
-        sampler: PmuSampler,
+        sampler: PreciseSampler,
         samples: Vec<MemSample>,
         totals: DrainStats,
         with_tlb: u64,
@@ -159,7 +159,7 @@ impl Sampler {
             SourceKind::Pmu => {
                 let cpus = crate::topology::cpu::online_cpus();
                 Ok(Sampler::Pmu {
-                    sampler: PmuSampler::open(pid as libc::pid_t, &cpus, 0)?,
+                    sampler: PreciseSampler::open(pid as libc::pid_t, &cpus, 0)?,
                     samples: Vec::new(),
                     totals: DrainStats::default(),
                     with_tlb: 0,

@@ -7,7 +7,8 @@
 //! - `record`: PERF_RECORD_SAMPLE / LOST / THROTTLE parsed from bytes;
 //! - `ring`: the ring buffer protocol (head, tail, wrapped records);
 //! - `datasrc`: `perf_mem_data_src` and its dTLB field as a `TlbOutcome`;
-//! - `open`: the `perf_event_attr`s and the reasons an open is refused.
+//! - `open`: the `perf_event_attr`s and the reasons an open is refused;
+//! - `spe`: Arm SPE, whose samples arrive as packets in the AUX area.
 //!
 //! Everything but the system calls is tested on synthetic data laid out as the kernel
 //! defines it, so it is tested on machines without a PMU too.
@@ -17,6 +18,7 @@ pub mod events;
 mod open;
 pub mod record;
 pub mod ring;
+pub mod spe;
 #[cfg(test)]
 mod tests;
 
@@ -192,5 +194,68 @@ fn to_mem_sample(
         tlb: src.tlb(spec.encoding),
         time_ns: s.time.unwrap_or(0),
         event_is_tlb_miss: spec.event_is_tlb_miss,
+    })
+}
+
+/// Whichever precise sampler this machine has: memory events with a data source (Intel
+/// PEBS, AMD IBS op) or Arm SPE packets.
+pub enum PreciseSampler {
+    Events(PmuSampler),
+    Spe(spe::SpeSampler),
+}
+
+impl PreciseSampler {
+    /// Opens the memory events where the CPU has them, else Arm SPE where it exists; the
+    /// error is the memory events' reason (SPE's when only SPE was there and refused).
+    pub fn open(pid: libc::pid_t, cpus: &[usize], period: u64) -> Result<PreciseSampler, String> {
+        match PmuSampler::open(pid, cpus, period) {
+            Ok(sampler) => Ok(PreciseSampler::Events(sampler)),
+            Err(_) if spe_present() => {
+                spe::SpeSampler::open(pid, cpus, period).map(PreciseSampler::Spe)
+            }
+            Err(why) => Err(why),
+        }
+    }
+
+    pub fn drain(&mut self, out: &mut Vec<MemSample>) -> DrainStats {
+        match self {
+            PreciseSampler::Events(sampler) => sampler.drain(out),
+            PreciseSampler::Spe(sampler) => {
+                let before = out.len();
+                let lost = sampler.drain(out);
+                DrainStats {
+                    lost,
+                    throttled: 0,
+                    samples: (out.len() - before) as u64,
+                }
+            }
+        }
+    }
+
+    pub fn description(&self) -> String {
+        match self {
+            PreciseSampler::Events(sampler) => sampler.description(),
+            PreciseSampler::Spe(sampler) => sampler.description(),
+        }
+    }
+}
+
+/// Whether an Arm SPE PMU is listed.
+pub fn spe_present() -> bool {
+    !spe::sysfs::find_pmus(Path::new(EVENT_SOURCES)).is_empty()
+}
+
+/// `availability`, counting Arm SPE in.
+pub fn precise_availability() -> Result<String, String> {
+    availability().or_else(|why| {
+        if spe_present() {
+            Ok(
+                "Arm SPE (statistical profiling: load and store packets with their \
+                data address, latency and TLB walk)"
+                    .to_string(),
+            )
+        } else {
+            Err(why)
+        }
     })
 }
