@@ -144,7 +144,7 @@ pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
 pub enum Sampler {
     Refs(RefsSampler),
     Pmu {
-        sampler: PreciseSampler,
+        sampler: Box<PreciseSampler>,
         samples: Vec<MemSample>,
         totals: DrainStats,
         with_tlb: u64,
@@ -159,7 +159,7 @@ impl Sampler {
             SourceKind::Pmu => {
                 let cpus = crate::topology::cpu::online_cpus();
                 Ok(Sampler::Pmu {
-                    sampler: PreciseSampler::open(pid as libc::pid_t, &cpus, 0)?,
+                    sampler: Box::new(PreciseSampler::open(pid as libc::pid_t, &cpus, 0)?),
                     samples: Vec::new(),
                     totals: DrainStats::default(),
                     with_tlb: 0,
