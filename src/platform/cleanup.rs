@@ -145,19 +145,17 @@ pub fn install() -> io::Result<()> {
             let (sender, receiver) = std::sync::mpsc::channel();
             std::thread::Builder::new()
                 .name("memscope-signals".into())
-                .spawn(
-                    move || match signal_hook::iterator::Signals::new(SIGNALS) {
-                        Ok(mut signals) => {
-                            let _ = sender.send(Ok(()));
-                            if let Some(signo) = signals.forever().next() {
-                                undo_and_exit(signo);
-                            }
+                .spawn(move || match signal_hook::iterator::Signals::new(SIGNALS) {
+                    Ok(mut signals) => {
+                        let _ = sender.send(Ok(()));
+                        if let Some(signo) = signals.forever().next() {
+                            undo_and_exit(signo);
                         }
-                        Err(error) => {
-                            let _ = sender.send(Err(error.to_string()));
-                        }
-                    },
-                )
+                    }
+                    Err(error) => {
+                        let _ = sender.send(Err(error.to_string()));
+                    }
+                })
                 .map_err(|error| error.to_string())?;
             receiver
                 .recv()
@@ -214,7 +212,9 @@ mod tests {
         for token in tokens {
             unregister(token);
         }
-        assert!(!registered().iter().any(|n| n.starts_with("cleanup-test-order-")));
+        assert!(!registered()
+            .iter()
+            .any(|n| n.starts_with("cleanup-test-order-")));
     }
 
     #[test]
@@ -227,7 +227,10 @@ mod tests {
                 counted.fetch_add(1, Ordering::SeqCst);
             }),
         );
-        let panicking = register("cleanup-test-unreg-panics", Box::new(|| panic!("an undo failed")));
+        let panicking = register(
+            "cleanup-test-unreg-panics",
+            Box::new(|| panic!("an undo failed")),
+        );
         let counted = Arc::clone(&count);
         let removed = register(
             "cleanup-test-unreg-removed",

@@ -258,7 +258,10 @@ impl DamonMonitor {
     /// DAMON's `nr_accesses`: directly for `vaddr`, through pagemap for `paddr`.
     pub fn snapshot(&mut self) -> io::Result<Vec<AccessSpan>> {
         let kdamond = lock(&self.created).clone().ok_or_else(|| {
-            io::Error::other(format!("memscope's kdamond {} is removed already", self.index))
+            io::Error::other(format!(
+                "memscope's kdamond {} is removed already",
+                self.index
+            ))
         })?;
         if !kdamond.is_on()? {
             return Err(io::Error::other(format!(
@@ -374,7 +377,9 @@ fn choose_target(kdamond: &Created, pid: u32, proc_root: &Path) -> Result<Target
     })?;
     pagemap::system_ram(&iomem)
         .map(Target::Paddr)
-        .map_err(|why| format!("DAMON has only paddr operations here, which need the RAM ranges: {why}"))
+        .map_err(|why| {
+            format!("DAMON has only paddr operations here, which need the RAM ranges: {why}")
+        })
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -389,9 +394,9 @@ fn page_bytes() -> u64 {
 
 /// "5 ms", "0.5 ms", "2 s".
 fn duration(us: u64) -> String {
-    if us >= 1_000_000 && us % 1_000_000 == 0 {
+    if us >= 1_000_000 && us.is_multiple_of(1_000_000) {
         format!("{} s", us / 1_000_000)
-    } else if us % 1000 == 0 {
+    } else if us.is_multiple_of(1000) {
         format!("{} ms", us / 1000)
     } else {
         format!("{} ms", us as f64 / 1000.0)

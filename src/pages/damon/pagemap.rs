@@ -37,9 +37,11 @@ pub fn system_ram(iomem: &str) -> Result<Vec<(u64, u64)>, String> {
         return Err("/proc/iomem lists no System RAM".into());
     }
     if ranges.iter().all(|&(start, end)| start == 0 && end == 1) {
-        return Err("/proc/iomem shows zero addresses, as it does to a reader without \
+        return Err(
+            "/proc/iomem shows zero addresses, as it does to a reader without \
                     CAP_SYS_ADMIN; run memscope as root"
-            .into());
+                .into(),
+        );
     }
     Ok(ranges)
 }

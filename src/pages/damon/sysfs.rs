@@ -110,7 +110,9 @@ pub fn kdamonds(sysfs: &Sysfs) -> io::Result<Vec<KdamondInfo>> {
                 index,
                 on,
                 pid,
-                operations: sysfs.read(&format!("{context}/operations")).unwrap_or_default(),
+                operations: sysfs
+                    .read(&format!("{context}/operations"))
+                    .unwrap_or_default(),
                 avail_operations: sysfs
                     .read(&format!("{context}/avail_operations"))
                     .unwrap_or_default(),
@@ -168,12 +170,18 @@ impl Created {
     }
 
     pub fn avail_operations(&self) -> io::Result<String> {
-        self.sysfs.read(&format!("{}/avail_operations", self.context()))
+        self.sysfs
+            .read(&format!("{}/avail_operations", self.context()))
     }
 
     /// Configures context 0 (operations, intervals, target, one `stat` scheme matching
     /// every region) and turns the kdamond on.
-    pub fn configure_and_start(&self, target: &Target, sample_us: u64, aggr_us: u64) -> io::Result<()> {
+    pub fn configure_and_start(
+        &self,
+        target: &Target,
+        sample_us: u64,
+        aggr_us: u64,
+    ) -> io::Result<()> {
         let sysfs = &self.sysfs;
         let ctx = self.context();
         let operations = match target {
@@ -182,10 +190,16 @@ impl Created {
         };
         sysfs.write(&format!("{ctx}/operations"), operations)?;
         let attrs = format!("{ctx}/monitoring_attrs");
-        sysfs.write(&format!("{attrs}/intervals/sample_us"), &sample_us.to_string())?;
+        sysfs.write(
+            &format!("{attrs}/intervals/sample_us"),
+            &sample_us.to_string(),
+        )?;
         sysfs.write(&format!("{attrs}/intervals/aggr_us"), &aggr_us.to_string())?;
         let update_us = aggr_us.max(1_000_000);
-        sysfs.write(&format!("{attrs}/intervals/update_us"), &update_us.to_string())?;
+        sysfs.write(
+            &format!("{attrs}/intervals/update_us"),
+            &update_us.to_string(),
+        )?;
         sysfs.write(&format!("{attrs}/nr_regions/min"), &MIN_REGIONS.to_string())?;
         sysfs.write(&format!("{attrs}/nr_regions/max"), &MAX_REGIONS.to_string())?;
         let targets = format!("{ctx}/targets");
@@ -231,8 +245,10 @@ impl Created {
 
     /// Asks the kdamond for the regions of its latest aggregation and reads them.
     pub fn tried_regions(&self) -> io::Result<Vec<TriedRegion>> {
-        self.sysfs
-            .write(&format!("{}/state", self.dir()), "update_schemes_tried_regions")?;
+        self.sysfs.write(
+            &format!("{}/state", self.dir()),
+            "update_schemes_tried_regions",
+        )?;
         read_tried_regions(&self.sysfs, &format!("{}/tried_regions", self.scheme()))
     }
 

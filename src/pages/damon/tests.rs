@@ -25,12 +25,23 @@ fn put(root: &Path, rel: &str, value: &str) {
 }
 
 fn get(root: &Path, rel: &str) -> String {
-    fs::read_to_string(root.join(rel)).unwrap().trim().to_string()
+    fs::read_to_string(root.join(rel))
+        .unwrap()
+        .trim()
+        .to_string()
 }
 
 /// The files of kdamond `index` as the kernel creates them (one context, one target with
 /// `ram_regions` region directories, one scheme).
-fn fake_kdamond(root: &Path, index: usize, state: &str, pid: &str, ops: &str, avail: &str, ram_regions: usize) {
+fn fake_kdamond(
+    root: &Path,
+    index: usize,
+    state: &str,
+    pid: &str,
+    ops: &str,
+    avail: &str,
+    ram_regions: usize,
+) {
     let k = format!("kdamonds/{index}");
     put(root, &format!("{k}/state"), state);
     put(root, &format!("{k}/pid"), pid);
@@ -38,7 +49,13 @@ fn fake_kdamond(root: &Path, index: usize, state: &str, pid: &str, ops: &str, av
     let c = format!("{k}/contexts/0");
     put(root, &format!("{c}/avail_operations"), avail);
     put(root, &format!("{c}/operations"), ops);
-    for file in ["intervals/sample_us", "intervals/aggr_us", "intervals/update_us", "nr_regions/min", "nr_regions/max"] {
+    for file in [
+        "intervals/sample_us",
+        "intervals/aggr_us",
+        "intervals/update_us",
+        "nr_regions/min",
+        "nr_regions/max",
+    ] {
         put(root, &format!("{c}/monitoring_attrs/{file}"), "0");
     }
     put(root, &format!("{c}/targets/nr_targets"), "0");
@@ -51,10 +68,22 @@ fn fake_kdamond(root: &Path, index: usize, state: &str, pid: &str, ops: &str, av
     put(root, &format!("{c}/schemes/nr_schemes"), "0");
     put(root, &format!("{c}/schemes/0/action"), "pageout");
     for range in ["sz", "nr_accesses", "age"] {
-        put(root, &format!("{c}/schemes/0/access_pattern/{range}/min"), "0");
-        put(root, &format!("{c}/schemes/0/access_pattern/{range}/max"), "0");
+        put(
+            root,
+            &format!("{c}/schemes/0/access_pattern/{range}/min"),
+            "0",
+        );
+        put(
+            root,
+            &format!("{c}/schemes/0/access_pattern/{range}/max"),
+            "0",
+        );
     }
-    put(root, &format!("{c}/schemes/0/tried_regions/total_bytes"), "0");
+    put(
+        root,
+        &format!("{c}/schemes/0/tried_regions/total_bytes"),
+        "0",
+    );
 }
 
 /// A fake admin directory with `nr_kdamonds` and, in `proc`, process `PID`.
@@ -66,7 +95,11 @@ struct Fake {
 impl Fake {
     fn new(nr_kdamonds: usize) -> Fake {
         let dir = tempfile::tempdir().unwrap();
-        put(dir.path(), "admin/kdamonds/nr_kdamonds", &nr_kdamonds.to_string());
+        put(
+            dir.path(),
+            "admin/kdamonds/nr_kdamonds",
+            &nr_kdamonds.to_string(),
+        );
         put(dir.path(), &format!("proc/{PID}/maps"), "");
         Fake {
             dir,
@@ -123,7 +156,10 @@ fn w(path: &str, value: &str) -> (String, String) {
 fn an_absent_interface_is_said_with_what_enables_it() {
     let dir = tempfile::tempdir().unwrap();
     let status = status_at(&dir.path().join("admin"));
-    assert!(matches!(&status, DamonStatus::Absent(why) if why.contains("CONFIG_DAMON_SYSFS")), "{status:?}");
+    assert!(
+        matches!(&status, DamonStatus::Absent(why) if why.contains("CONFIG_DAMON_SYSFS")),
+        "{status:?}"
+    );
     assert!(status.to_string().starts_with("DAMON is not available"));
 }
 
@@ -137,24 +173,70 @@ fn a_user_who_is_not_root_is_told_so() {
 #[test]
 fn a_running_kdamond_is_occupied_with_its_pid_and_operations() {
     let fake = Fake::new(2);
-    fake_kdamond(&fake.admin(), 0, "off", "-1", "vaddr", "vaddr fvaddr paddr", 0);
-    fake_kdamond(&fake.admin(), 1, "on", "77", "paddr", "vaddr fvaddr paddr", 1);
+    fake_kdamond(
+        &fake.admin(),
+        0,
+        "off",
+        "-1",
+        "vaddr",
+        "vaddr fvaddr paddr",
+        0,
+    );
+    fake_kdamond(
+        &fake.admin(),
+        1,
+        "on",
+        "77",
+        "paddr",
+        "vaddr fvaddr paddr",
+        1,
+    );
     assert_eq!(
         status_in(&fake.sysfs(), true),
-        DamonStatus::Occupied { kdamond: 1, pid: Some(77), operations: "paddr".into() }
+        DamonStatus::Occupied {
+            kdamond: 1,
+            pid: Some(77),
+            operations: "paddr".into()
+        }
     );
 }
 
 #[test]
 fn free_says_which_operations_the_kernel_has() {
     let fake = Fake::new(0);
-    assert_eq!(status_in(&fake.sysfs(), true), DamonStatus::Free { vaddr: true, paddr: true });
+    assert_eq!(
+        status_in(&fake.sysfs(), true),
+        DamonStatus::Free {
+            vaddr: true,
+            paddr: true
+        }
+    );
     let fake = Fake::new(1);
     fake_kdamond(&fake.admin(), 0, "off", "-1", "paddr", "paddr", 0);
-    assert_eq!(status_in(&fake.sysfs(), true), DamonStatus::Free { vaddr: false, paddr: true });
+    assert_eq!(
+        status_in(&fake.sysfs(), true),
+        DamonStatus::Free {
+            vaddr: false,
+            paddr: true
+        }
+    );
     let fake = Fake::new(1);
-    fake_kdamond(&fake.admin(), 0, "off", "-1", "vaddr", "vaddr fvaddr paddr", 0);
-    assert_eq!(status_in(&fake.sysfs(), true), DamonStatus::Free { vaddr: true, paddr: true });
+    fake_kdamond(
+        &fake.admin(),
+        0,
+        "off",
+        "-1",
+        "vaddr",
+        "vaddr fvaddr paddr",
+        0,
+    );
+    assert_eq!(
+        status_in(&fake.sysfs(), true),
+        DamonStatus::Free {
+            vaddr: true,
+            paddr: true
+        }
+    );
 }
 
 #[test]
@@ -167,7 +249,10 @@ fn start_refuses_a_running_kdamond_it_did_not_create_and_writes_nothing() {
         error.contains("DAMON is in use by kdamond 0 (pid 77, paddr operations), which memscope did not start and will not touch"),
         "{error}"
     );
-    assert!(error.contains("accepts no new kdamond while one runs"), "{error}");
+    assert!(
+        error.contains("accepts no new kdamond while one runs"),
+        "{error}"
+    );
     assert!(fake.writes().is_empty());
     assert_eq!(fake.tree(), before);
 }
@@ -212,9 +297,15 @@ fn vaddr_start_writes() -> Vec<(String, String)> {
         w(&format!("{s}/access_pattern/sz/min"), "0"),
         w(&format!("{s}/access_pattern/sz/max"), &u64::MAX.to_string()),
         w(&format!("{s}/access_pattern/nr_accesses/min"), "0"),
-        w(&format!("{s}/access_pattern/nr_accesses/max"), &u32::MAX.to_string()),
+        w(
+            &format!("{s}/access_pattern/nr_accesses/max"),
+            &u32::MAX.to_string(),
+        ),
         w(&format!("{s}/access_pattern/age/min"), "0"),
-        w(&format!("{s}/access_pattern/age/max"), &u32::MAX.to_string()),
+        w(
+            &format!("{s}/access_pattern/age/max"),
+            &u32::MAX.to_string(),
+        ),
         w("kdamonds/0/state", "on"),
     ]
 }
@@ -257,9 +348,15 @@ fn a_failure_in_the_middle_of_start_removes_the_kdamond() {
     fake_kdamond(&fake.admin(), 0, "off", "-1", "", "vaddr", 0);
     fs::remove_file(fake.admin().join("kdamonds/0/contexts/0/schemes/0/action")).unwrap();
     let error = fake.start(PID as libc::pid_t).err().unwrap();
-    assert!(error.contains("did not start memscope's kdamond 0") && error.contains("action"), "{error}");
+    assert!(
+        error.contains("did not start memscope's kdamond 0") && error.contains("action"),
+        "{error}"
+    );
     assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "0");
-    assert_eq!(fake.writes().last().unwrap(), &w("kdamonds/nr_kdamonds", "0"));
+    assert_eq!(
+        fake.writes().last().unwrap(),
+        &w("kdamonds/nr_kdamonds", "0")
+    );
 }
 
 #[test]
@@ -267,16 +364,40 @@ fn tried_regions_are_read_in_address_order() {
     let fake = Fake::new(0);
     let dir = "t/tried_regions";
     put(&fake.admin(), &format!("{dir}/total_bytes"), "12288");
-    for (i, start, nr, age) in [(0, 0x1000u64, 3u64, 7u64), (1, 0x3000, 0, 1), (10, 0x2000, 9, 2)] {
-        put(&fake.admin(), &format!("{dir}/{i}/start"), &start.to_string());
-        put(&fake.admin(), &format!("{dir}/{i}/end"), &(start + 0x1000).to_string());
-        put(&fake.admin(), &format!("{dir}/{i}/nr_accesses"), &nr.to_string());
+    for (i, start, nr, age) in [
+        (0, 0x1000u64, 3u64, 7u64),
+        (1, 0x3000, 0, 1),
+        (10, 0x2000, 9, 2),
+    ] {
+        put(
+            &fake.admin(),
+            &format!("{dir}/{i}/start"),
+            &start.to_string(),
+        );
+        put(
+            &fake.admin(),
+            &format!("{dir}/{i}/end"),
+            &(start + 0x1000).to_string(),
+        );
+        put(
+            &fake.admin(),
+            &format!("{dir}/{i}/nr_accesses"),
+            &nr.to_string(),
+        );
         put(&fake.admin(), &format!("{dir}/{i}/age"), &age.to_string());
     }
     let regions = read_tried_regions(&fake.sysfs(), dir).unwrap();
     let starts: Vec<u64> = regions.iter().map(|r| r.start).collect();
     assert_eq!(starts, vec![0x1000, 0x2000, 0x3000]);
-    assert_eq!(regions[1], TriedRegion { start: 0x2000, end: 0x3000, nr_accesses: 9, age: 2 });
+    assert_eq!(
+        regions[1],
+        TriedRegion {
+            start: 0x2000,
+            end: 0x3000,
+            nr_accesses: 9,
+            age: 2
+        }
+    );
 }
 
 #[test]
@@ -290,11 +411,26 @@ fn a_vaddr_snapshot_asks_for_the_regions_and_maps_them_directly() {
     put(&fake.admin(), &format!("{dir}/nr_accesses"), "5");
     put(&fake.admin(), &format!("{dir}/age"), "1");
     let spans = monitor.snapshot().unwrap();
-    assert_eq!(spans, vec![AccessSpan { pid: PID, start: 4096, end: 8192, value: 5.0 }]);
-    assert_eq!(fake.writes().last().unwrap(), &w("kdamonds/0/state", "update_schemes_tried_regions"));
+    assert_eq!(
+        spans,
+        vec![AccessSpan {
+            pid: PID,
+            start: 4096,
+            end: 8192,
+            value: 5.0
+        }]
+    );
+    assert_eq!(
+        fake.writes().last().unwrap(),
+        &w("kdamonds/0/state", "update_schemes_tried_regions")
+    );
     // The fake state is not "on" any more, as the kernel's would stay: the next snapshot
     // sees a stopped kdamond.
-    assert!(monitor.snapshot().unwrap_err().to_string().contains("has stopped"));
+    assert!(monitor
+        .snapshot()
+        .unwrap_err()
+        .to_string()
+        .contains("has stopped"));
 }
 
 const IOMEM: &str = "00000000-00000fff : Reserved\n\
@@ -308,7 +444,11 @@ const IOMEM: &str = "00000000-00000fff : Reserved\n\
 fn system_ram_is_the_top_level_ranges_end_exclusive() {
     assert_eq!(
         system_ram(IOMEM).unwrap(),
-        vec![(0x1000, 0x9fc00), (0x100000, 0xbffe0000), (0x1_0000_0000, 0x2_4000_0000)]
+        vec![
+            (0x1000, 0x9fc00),
+            (0x100000, 0xbffe0000),
+            (0x1_0000_0000, 0x2_4000_0000)
+        ]
     );
     let hidden = "00000000-00000000 : System RAM\n";
     assert!(system_ram(hidden).unwrap_err().contains("CAP_SYS_ADMIN"));
@@ -323,27 +463,60 @@ fn entries(words: &[u64]) -> Vec<u8> {
 fn pagemap_entries_give_present_pages_with_their_frames() {
     let present = 1u64 << 63;
     let bytes = entries(&[present | 0x10, 0x20, present, present | (1 << 61) | 0x11]);
-    assert_eq!(present_pages(0x7000_0000, &bytes, 4096), vec![(0x10_000, 0x7000_0000), (0x11_000, 0x7000_3000)]);
+    assert_eq!(
+        present_pages(0x7000_0000, &bytes, 4096),
+        vec![(0x10_000, 0x7000_0000), (0x11_000, 0x7000_3000)]
+    );
 }
 
 #[test]
 fn physical_regions_are_attributed_to_the_processes_virtual_pages() {
     let present = 1u64 << 63;
     // Virtual pages 0x40000000.. map to frames 0x100, 0x101, 0x500, 0x102.
-    let bytes = entries(&[present | 0x100, present | 0x101, present | 0x500, present | 0x102]);
+    let bytes = entries(&[
+        present | 0x100,
+        present | 0x101,
+        present | 0x500,
+        present | 0x102,
+    ]);
     let mut pages = present_pages(0x4000_0000, &bytes, 4096);
     pages.sort_unstable();
     let regions = [
-        TriedRegion { start: 0x100_000, end: 0x102_000, nr_accesses: 7, age: 0 },
-        TriedRegion { start: 0x102_000, end: 0x200_000, nr_accesses: 2, age: 0 },
-        TriedRegion { start: 0x400_000, end: 0x600_000, nr_accesses: 7, age: 3 },
+        TriedRegion {
+            start: 0x100_000,
+            end: 0x102_000,
+            nr_accesses: 7,
+            age: 0,
+        },
+        TriedRegion {
+            start: 0x102_000,
+            end: 0x200_000,
+            nr_accesses: 2,
+            age: 0,
+        },
+        TriedRegion {
+            start: 0x400_000,
+            end: 0x600_000,
+            nr_accesses: 7,
+            age: 3,
+        },
     ];
     let spans = attribute(PID, &regions, &pages, 4096);
     assert_eq!(
         spans,
         vec![
-            AccessSpan { pid: PID, start: 0x4000_0000, end: 0x4000_3000, value: 7.0 },
-            AccessSpan { pid: PID, start: 0x4000_3000, end: 0x4000_4000, value: 2.0 },
+            AccessSpan {
+                pid: PID,
+                start: 0x4000_0000,
+                end: 0x4000_3000,
+                value: 7.0
+            },
+            AccessSpan {
+                pid: PID,
+                start: 0x4000_3000,
+                end: 0x4000_4000,
+                value: 2.0
+            },
         ]
     );
 }
@@ -353,7 +526,11 @@ fn without_vaddr_start_monitors_the_ram_and_snapshot_goes_through_pagemap() {
     let fake = Fake::new(0);
     fake_kdamond(&fake.admin(), 0, "off", "-1", "", "paddr", 3);
     put(&fake.proc(), "iomem", IOMEM);
-    put(&fake.proc(), &format!("{PID}/maps"), "00002000-00004000 rw-p 00000000 00:00 0 [heap]");
+    put(
+        &fake.proc(),
+        &format!("{PID}/maps"),
+        "00002000-00004000 rw-p 00000000 00:00 0 [heap]",
+    );
     let present = 1u64 << 63;
     // Entries for virtual pages 0, 1 (unmapped) and 2, 3 (frames 0x200, 0x201).
     let mut pagemap = entries(&[0, 0]);
@@ -367,14 +544,32 @@ fn without_vaddr_start_monitors_the_ram_and_snapshot_goes_through_pagemap() {
     assert!(written.contains(&w(&format!("{regions}/nr_regions"), "3")));
     assert!(written.contains(&w(&format!("{regions}/2/start"), "4294967296")));
     assert!(written.contains(&w(&format!("{regions}/2/end"), "9663676416")));
-    assert!(monitor.description().starts_with("DAMON paddr over 3 System RAM range(s), attributed to pid 4242"));
+    assert!(monitor
+        .description()
+        .starts_with("DAMON paddr over 3 System RAM range(s), attributed to pid 4242"));
     let dir = "kdamonds/0/contexts/0/schemes/0/tried_regions/0";
-    put(&fake.admin(), &format!("{dir}/start"), &0x201_000u64.to_string());
-    put(&fake.admin(), &format!("{dir}/end"), &0x300_000u64.to_string());
+    put(
+        &fake.admin(),
+        &format!("{dir}/start"),
+        &0x201_000u64.to_string(),
+    );
+    put(
+        &fake.admin(),
+        &format!("{dir}/end"),
+        &0x300_000u64.to_string(),
+    );
     put(&fake.admin(), &format!("{dir}/nr_accesses"), "4");
     put(&fake.admin(), &format!("{dir}/age"), "0");
     let spans = monitor.snapshot().unwrap();
-    assert_eq!(spans, vec![AccessSpan { pid: PID, start: 0x3000, end: 0x4000, value: 4.0 }]);
+    assert_eq!(
+        spans,
+        vec![AccessSpan {
+            pid: PID,
+            start: 0x3000,
+            end: 0x4000,
+            value: 4.0
+        }]
+    );
     drop(monitor);
     assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "0");
 }
@@ -429,7 +624,8 @@ fn a_signal_removes_the_kdamond_before_exit() {
         if ready.recv_timeout(Duration::from_secs(60)).is_err() {
             let _ = child.0.kill();
             let _ = child.0.wait();
-            std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
+            std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr)
+                .unwrap();
             panic!("the child did not start its kdamond: {stderr}");
         }
         assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "1");
@@ -440,13 +636,19 @@ fn a_signal_removes_the_kdamond_before_exit() {
             if let Some(status) = child.0.try_wait().unwrap() {
                 break status;
             }
-            assert!(Instant::now() < deadline, "the child ignored signal {signo}");
+            assert!(
+                Instant::now() < deadline,
+                "the child ignored signal {signo}"
+            );
             std::thread::sleep(Duration::from_millis(5));
         };
         std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
         assert_eq!(status.code(), Some(128 + signo), "{status:?}: {stderr}");
         assert!(
-            stderr.contains(&format!("{}: removed DAMON kdamond 0 (memscope's)", cleanup::signal_name(signo))),
+            stderr.contains(&format!(
+                "{}: removed DAMON kdamond 0 (memscope's)",
+                cleanup::signal_name(signo)
+            )),
             "{stderr}"
         );
         assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "0");
@@ -464,8 +666,15 @@ fn signal_child_starts_and_waits() {
     };
     let dir = PathBuf::from(dir);
     let sysfs = Sysfs::new(&dir.join("admin"));
-    let _monitor =
-        DamonMonitor::start_in(sysfs, &dir.join("proc"), true, PID as libc::pid_t, 5_000, 100_000).unwrap();
+    let _monitor = DamonMonitor::start_in(
+        sysfs,
+        &dir.join("proc"),
+        true,
+        PID as libc::pid_t,
+        5_000,
+        100_000,
+    )
+    .unwrap();
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "{CHILD_READY}").unwrap();
     stdout.flush().unwrap();
