@@ -268,6 +268,16 @@ impl Created {
                 self.index
             )));
         }
+        // The kernel refuses a new count while any kdamond runs; never try it while one
+        // memscope did not create does.
+        for other in (0..count as usize).filter(|&i| i != self.index) {
+            if self.sysfs.read(&format!("kdamonds/{other}/state"))? == "on" {
+                return Err(io::Error::other(format!(
+                    "kdamond {other}, which memscope did not create, is running now, so                      memscope left its kdamond {} off but in place",
+                    self.index
+                )));
+            }
+        }
         let mut tries = 0;
         loop {
             match self

@@ -1,22 +1,18 @@
 //! Tests of the DAMON source against fake sysfs and proc trees in temporary directories;
 //! the real interface is only read.
 
+mod parsing;
+mod signal;
+
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
-use super::pagemap::{attribute, present_pages, system_ram};
-use super::sysfs::{read_tried_regions, Journal, Sysfs, TriedRegion, MAX_REGIONS, MIN_REGIONS};
+use super::sysfs::{Journal, Sysfs, MAX_REGIONS, MIN_REGIONS};
 use super::*;
 
 const PID: u32 = 4242;
-const CHILD_ENV: &str = "MEMSCOPE_DAMON_SIGNAL_CHILD";
-const CHILD_TEST: &str = "pages::damon::tests::signal_child_starts_and_waits";
-const CHILD_READY: &str = "memscope-damon-child-ready";
 
 fn put(root: &Path, rel: &str, value: &str) {
     let path = root.join(rel);
@@ -150,6 +146,18 @@ impl Fake {
 
 fn w(path: &str, value: &str) -> (String, String) {
     (path.to_string(), value.to_string())
+}
+
+const IOMEM: &str = "00000000-00000fff : Reserved\n\
+00001000-0009fbff : System RAM\n\
+000a0000-000fffff : Reserved\n\
+00100000-bffdffff : System RAM\n\
+  01000000-01ffffff : Kernel code\n\
+100000000-23fffffff : System RAM\n";
+
+/// Pagemap entries: present with a PFN, absent, present without a PFN (no CAP_SYS_ADMIN).
+fn entries(words: &[u64]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_ne_bytes()).collect()
 }
 
 #[test]
@@ -360,47 +368,6 @@ fn a_failure_in_the_middle_of_start_removes_the_kdamond() {
 }
 
 #[test]
-fn tried_regions_are_read_in_address_order() {
-    let fake = Fake::new(0);
-    let dir = "t/tried_regions";
-    put(&fake.admin(), &format!("{dir}/total_bytes"), "12288");
-    for (i, start, nr, age) in [
-        (0, 0x1000u64, 3u64, 7u64),
-        (1, 0x3000, 0, 1),
-        (10, 0x2000, 9, 2),
-    ] {
-        put(
-            &fake.admin(),
-            &format!("{dir}/{i}/start"),
-            &start.to_string(),
-        );
-        put(
-            &fake.admin(),
-            &format!("{dir}/{i}/end"),
-            &(start + 0x1000).to_string(),
-        );
-        put(
-            &fake.admin(),
-            &format!("{dir}/{i}/nr_accesses"),
-            &nr.to_string(),
-        );
-        put(&fake.admin(), &format!("{dir}/{i}/age"), &age.to_string());
-    }
-    let regions = read_tried_regions(&fake.sysfs(), dir).unwrap();
-    let starts: Vec<u64> = regions.iter().map(|r| r.start).collect();
-    assert_eq!(starts, vec![0x1000, 0x2000, 0x3000]);
-    assert_eq!(
-        regions[1],
-        TriedRegion {
-            start: 0x2000,
-            end: 0x3000,
-            nr_accesses: 9,
-            age: 2
-        }
-    );
-}
-
-#[test]
 fn a_vaddr_snapshot_asks_for_the_regions_and_maps_them_directly() {
     let fake = Fake::new(0);
     fake_kdamond(&fake.admin(), 0, "off", "-1", "", "vaddr", 0);
@@ -431,94 +398,6 @@ fn a_vaddr_snapshot_asks_for_the_regions_and_maps_them_directly() {
         .unwrap_err()
         .to_string()
         .contains("has stopped"));
-}
-
-const IOMEM: &str = "00000000-00000fff : Reserved\n\
-00001000-0009fbff : System RAM\n\
-000a0000-000fffff : Reserved\n\
-00100000-bffdffff : System RAM\n\
-  01000000-01ffffff : Kernel code\n\
-100000000-23fffffff : System RAM\n";
-
-#[test]
-fn system_ram_is_the_top_level_ranges_end_exclusive() {
-    assert_eq!(
-        system_ram(IOMEM).unwrap(),
-        vec![
-            (0x1000, 0x9fc00),
-            (0x100000, 0xbffe0000),
-            (0x1_0000_0000, 0x2_4000_0000)
-        ]
-    );
-    let hidden = "00000000-00000000 : System RAM\n";
-    assert!(system_ram(hidden).unwrap_err().contains("CAP_SYS_ADMIN"));
-}
-
-/// Pagemap entries: present with a PFN, absent, present without a PFN (no CAP_SYS_ADMIN).
-fn entries(words: &[u64]) -> Vec<u8> {
-    words.iter().flat_map(|w| w.to_ne_bytes()).collect()
-}
-
-#[test]
-fn pagemap_entries_give_present_pages_with_their_frames() {
-    let present = 1u64 << 63;
-    let bytes = entries(&[present | 0x10, 0x20, present, present | (1 << 61) | 0x11]);
-    assert_eq!(
-        present_pages(0x7000_0000, &bytes, 4096),
-        vec![(0x10_000, 0x7000_0000), (0x11_000, 0x7000_3000)]
-    );
-}
-
-#[test]
-fn physical_regions_are_attributed_to_the_processes_virtual_pages() {
-    let present = 1u64 << 63;
-    // Virtual pages 0x40000000.. map to frames 0x100, 0x101, 0x500, 0x102.
-    let bytes = entries(&[
-        present | 0x100,
-        present | 0x101,
-        present | 0x500,
-        present | 0x102,
-    ]);
-    let mut pages = present_pages(0x4000_0000, &bytes, 4096);
-    pages.sort_unstable();
-    let regions = [
-        TriedRegion {
-            start: 0x100_000,
-            end: 0x102_000,
-            nr_accesses: 7,
-            age: 0,
-        },
-        TriedRegion {
-            start: 0x102_000,
-            end: 0x200_000,
-            nr_accesses: 2,
-            age: 0,
-        },
-        TriedRegion {
-            start: 0x400_000,
-            end: 0x600_000,
-            nr_accesses: 7,
-            age: 3,
-        },
-    ];
-    let spans = attribute(PID, &regions, &pages, 4096);
-    assert_eq!(
-        spans,
-        vec![
-            AccessSpan {
-                pid: PID,
-                start: 0x4000_0000,
-                end: 0x4000_3000,
-                value: 7.0
-            },
-            AccessSpan {
-                pid: PID,
-                start: 0x4000_3000,
-                end: 0x4000_4000,
-                value: 2.0
-            },
-        ]
-    );
 }
 
 #[test]
@@ -582,102 +461,4 @@ fn the_real_interface_is_read_without_panicking() {
     if let DamonStatus::Occupied { operations, .. } = &status {
         assert!(!operations.is_empty());
     }
-}
-
-/// Kills and reaps the child if a test ends early.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
-}
-
-#[test]
-fn a_signal_removes_the_kdamond_before_exit() {
-    for signo in cleanup::SIGNALS {
-        let fake = Fake::new(0);
-        fake_kdamond(&fake.admin(), 0, "off", "-1", "", "vaddr", 0);
-        let mut child = ChildGuard(
-            Command::new(std::env::current_exe().unwrap())
-                .args([CHILD_TEST, "--exact", "--ignored", "--nocapture"])
-                .env(CHILD_ENV, fake.dir.path())
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap(),
-        );
-        let stdout = child.0.stdout.take().unwrap();
-        let (ready_tx, ready) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if line.starts_with(CHILD_READY) {
-                    let _ = ready_tx.send(line);
-                }
-            }
-        });
-        let mut stderr = String::new();
-        if ready.recv_timeout(Duration::from_secs(60)).is_err() {
-            let _ = child.0.kill();
-            let _ = child.0.wait();
-            std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr)
-                .unwrap();
-            panic!("the child did not start its kdamond: {stderr}");
-        }
-        assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "1");
-        // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
-        assert_eq!(unsafe { libc::kill(child.0.id() as libc::pid_t, signo) }, 0);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let status = loop {
-            if let Some(status) = child.0.try_wait().unwrap() {
-                break status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the child ignored signal {signo}"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        std::io::Read::read_to_string(&mut child.0.stderr.take().unwrap(), &mut stderr).unwrap();
-        assert_eq!(status.code(), Some(128 + signo), "{status:?}: {stderr}");
-        assert!(
-            stderr.contains(&format!(
-                "{}: removed DAMON kdamond 0 (memscope's)",
-                cleanup::signal_name(signo)
-            )),
-            "{stderr}"
-        );
-        assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "0");
-        assert_eq!(get(&fake.admin(), "kdamonds/0/state"), "off");
-    }
-}
-
-/// The child of `a_signal_removes_the_kdamond_before_exit`: starts a kdamond in the fake
-/// tree it is given, says so, and waits for its signal.
-#[test]
-#[ignore = "the child process of a_signal_removes_the_kdamond_before_exit"]
-fn signal_child_starts_and_waits() {
-    let Some(dir) = std::env::var_os(CHILD_ENV) else {
-        return;
-    };
-    let dir = PathBuf::from(dir);
-    let sysfs = Sysfs::new(&dir.join("admin"));
-    let _monitor = DamonMonitor::start_in(
-        sysfs,
-        &dir.join("proc"),
-        true,
-        PID as libc::pid_t,
-        5_000,
-        100_000,
-    )
-    .unwrap();
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{CHILD_READY}").unwrap();
-    stdout.flush().unwrap();
-    drop(stdout);
-    std::thread::sleep(Duration::from_secs(120));
 }
