@@ -226,8 +226,6 @@ impl DamonMonitor {
         let kdamond = match sysfs::add_kdamond(&sysfs, previous_count) {
             Ok(kdamond) => kdamond,
             Err(error) => {
-                // The count may have been written before the failure: set it back.
-                let _ = sysfs.write("kdamonds/nr_kdamonds", &previous_count.to_string());
                 drop(slot);
                 return Err(format!("DAMON refused a new kdamond: {error}"));
             }

@@ -140,7 +140,8 @@ pub struct Created {
 
 /// Adds kdamond `previous_count` (the caller checked that none runs and none exists whose
 /// configuration would be lost). Returns it created but not configured, so the caller can
-/// read its `avail_operations` before choosing a target.
+/// read its `avail_operations` before choosing a target. On an error nothing is left: the
+/// count was not changed, or the new kdamond is removed again.
 pub fn add_kdamond(sysfs: &Sysfs, previous_count: u64) -> io::Result<Created> {
     sysfs.write("kdamonds/nr_kdamonds", &(previous_count + 1).to_string())?;
     let created = Created {
@@ -148,7 +149,12 @@ pub fn add_kdamond(sysfs: &Sysfs, previous_count: u64) -> io::Result<Created> {
         index: previous_count as usize,
         previous_count,
     };
-    sysfs.write(&format!("{}/nr_contexts", created.contexts()), "1")?;
+    if let Err(error) = sysfs.write(&format!("{}/nr_contexts", created.contexts()), "1") {
+        if let Err(undo) = created.remove() {
+            eprintln!("memscope: warning: {undo}");
+        }
+        return Err(error);
+    }
     Ok(created)
 }
 

@@ -462,3 +462,42 @@ fn the_real_interface_is_read_without_panicking() {
         assert!(!operations.is_empty());
     }
 }
+
+#[test]
+fn a_kdamond_without_its_contexts_directory_is_removed_again() {
+    let fake = Fake::new(0);
+    put(&fake.admin(), "kdamonds/0/state", "off");
+    let error = fake.start(PID as libc::pid_t).err().unwrap();
+    assert!(
+        error.contains("DAMON refused a new kdamond") && error.contains("nr_contexts"),
+        "{error}"
+    );
+    assert_eq!(
+        fake.writes(),
+        vec![
+            w("kdamonds/nr_kdamonds", "1"),
+            w("kdamonds/0/contexts/nr_contexts", "1"),
+            w("kdamonds/nr_kdamonds", "0"),
+        ]
+    );
+    assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "0");
+}
+
+#[test]
+fn removal_leaves_the_count_alone_while_a_kdamond_it_did_not_create_runs() {
+    let fake = Fake::new(0);
+    fake_kdamond(&fake.admin(), 0, "off", "-1", "", "vaddr", 0);
+    let monitor = fake.start(PID as libc::pid_t).unwrap();
+    // Someone else added and started kdamond 1 meanwhile (as if the kernel allowed it).
+    put(&fake.admin(), "kdamonds/nr_kdamonds", "2");
+    fake_kdamond(&fake.admin(), 1, "on", "99", "paddr", "vaddr", 1);
+    let error = monitor.stop().unwrap_err().to_string();
+    assert!(error.contains("nr_kdamonds is 2"), "{error}");
+    assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "2");
+    assert_eq!(get(&fake.admin(), "kdamonds/1/state"), "on");
+    assert_eq!(get(&fake.admin(), "kdamonds/0/state"), "off");
+    assert!(!fake
+        .writes()
+        .iter()
+        .any(|(path, _)| path.starts_with("kdamonds/1/")));
+}
