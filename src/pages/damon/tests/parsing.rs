@@ -121,3 +121,28 @@ fn physical_regions_are_attributed_to_the_processes_virtual_pages() {
         ]
     );
 }
+
+#[test]
+fn this_process_pages_and_the_ram_are_read_from_the_real_proc() {
+    // Read only. Without root the frames and addresses are hidden, which is an error.
+    let pid = std::process::id();
+    let pages = super::super::pagemap::process_pages(Path::new("/proc"), pid, page_bytes());
+    let ram = system_ram(&fs::read_to_string("/proc/iomem").unwrap());
+    if !is_root() {
+        assert!(ram.is_err());
+        return;
+    }
+    let pages = pages.unwrap();
+    assert!(!pages.is_empty());
+    assert!(pages.windows(2).all(|p| p[0].0 <= p[1].0));
+    let ram = ram.unwrap();
+    // Every frame of this process is in System RAM.
+    assert!(pages
+        .iter()
+        .all(|&(phys, _)| ram.iter().any(|&(start, end)| (start..end).contains(&phys))));
+    eprintln!(
+        "{} present pages of this process, {} System RAM range(s)",
+        pages.len(),
+        ram.len()
+    );
+}
