@@ -2,30 +2,27 @@
 //! pool too small for `--pages 2m|1g` into a one-line error with the command that would
 //! reserve the pages, and `HugepageReservation::ensure` (for `--reserve-hugepages`, root
 //! only) grows the pool by what the run lacks and sets it back when the guard is dropped,
-//! on success, on an error, during a panic's unwinding, and on SIGINT, SIGTERM or SIGHUP.
+//! on success, on an error, during a panic's unwinding, and on SIGINT, SIGTERM, SIGHUP or
+//! SIGQUIT.
 //! memscope never leaves the system changed.
 //!
 //! Every pool this process grew is in one registry, so the signal path restores them all.
-//! The signal path is a thread (started at the first reservation) that waits on
-//! signal-hook's self-pipe: the process-wide handler only writes to the pipe, so it does
-//! not matter which thread the kernel delivers the signal to, and nothing has to block
-//! signals in threads started earlier. The thread restores the pools and exits with
-//! 128 + the signal number (130 for Ctrl-C), as a shell reports a command killed by it.
-//! SIGKILL and a kernel crash cannot be caught; nothing else leaves a pool changed.
+//! The signal path is the process's one signal thread (`platform::cleanup`, started at
+//! the first reservation), which runs the pools' undo action among the others and exits
+//! with 128 + the signal number (130 for Ctrl-C), as a shell reports a command killed by
+//! it. SIGKILL and a kernel crash cannot be caught; nothing else leaves a pool changed.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
+use super::cleanup::{self, signal_name};
 use crate::error::UsageError;
 use crate::topology::HugePagePool;
 use crate::units::{Bytes, GIB, MIB};
 
 const HUGEPAGES_SYSFS: &str = "/sys/kernel/mm/hugepages";
-
-/// The signals after which the pools are set back before the process exits.
-const RESTORING_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
 
 /// The sysfs directory of the pool of one huge page size, e.g. `…/hugepages-2048kB`.
 pub fn pool_dir(page_bytes: u64) -> PathBuf {
@@ -269,41 +266,26 @@ fn write_back(path: &Path, count: u64) -> bool {
     result.is_ok()
 }
 
-/// Starts, once, the thread that restores the pools on SIGINT, SIGTERM and SIGHUP and
-/// then exits with 128 + the signal number. The handlers are registered on that thread and
-/// it reports back, so a failure leaves the signals' default actions in place.
+/// Makes sure the pools are set back on a signal: starts the process's signal thread
+/// (`cleanup`) and registers, once, the action that restores every pool this process grew.
 fn install_signal_handler() -> io::Result<()> {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            let (sender, receiver) = std::sync::mpsc::channel();
-            std::thread::Builder::new()
-                .name("memscope-signals".into())
-                .spawn(
-                    move || match signal_hook::iterator::Signals::new(RESTORING_SIGNALS) {
-                        Ok(mut signals) => {
-                            let _ = sender.send(Ok(()));
-                            if let Some(signo) = signals.forever().next() {
-                                restore_and_exit(signo);
-                            }
-                        }
-                        Err(error) => {
-                            let _ = sender.send(Err(error.to_string()));
-                        }
-                    },
-                )
-                .map_err(|error| error.to_string())?;
-            receiver
-                .recv()
-                .unwrap_or_else(|_| Err("the signal thread ended early".into()))
-        })
-        .clone()
-        .map_err(io::Error::other)
+    static REGISTERED: OnceLock<()> = OnceLock::new();
+    cleanup::install()?;
+    REGISTERED.get_or_init(|| {
+        // Registered for the life of the process: the action restores whatever the
+        // registry holds when it runs, nothing when it is empty.
+        let _ = cleanup::register("hugetlbfs pools", Box::new(restore_for_cleanup));
+    });
+    Ok(())
 }
 
-fn restore_and_exit(signo: libc::c_int) -> ! {
-    // Keeps the registry locked until the process is gone, so no thread can grow a pool
-    // after this restore.
+/// The pools' undo action. On a signal it keeps the registry locked until the process is
+/// gone, so no thread can grow a pool after this restore, and says what it set back.
+fn restore_for_cleanup() {
+    let Some(signo) = cleanup::signal_being_handled() else {
+        restore_all();
+        return;
+    };
     let mut raised = registry();
     for entry in raised.drain(..).filter(restore) {
         eprintln!(
@@ -313,16 +295,7 @@ fn restore_and_exit(signo: libc::c_int) -> ! {
             entry.previous
         );
     }
-    std::process::exit(128 + signo)
-}
-
-fn signal_name(signo: libc::c_int) -> &'static str {
-    match signo {
-        libc::SIGINT => "interrupted (SIGINT)",
-        libc::SIGTERM => "terminated (SIGTERM)",
-        libc::SIGHUP => "hung up (SIGHUP)",
-        _ => "signal",
-    }
+    std::mem::forget(raised);
 }
 
 /// The pool's counters; unlike the topology's reader, a missing or unparsable
@@ -916,7 +889,7 @@ mod tests {
             return;
         };
         let dir = &snapshot.dir;
-        for signo in RESTORING_SIGNALS {
+        for signo in cleanup::SIGNALS {
             let mut child = ChildGuard(
                 Command::new(std::env::current_exe().unwrap())
                     .args([CHILD_TEST, "--exact", "--ignored", "--nocapture"])

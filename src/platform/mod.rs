@@ -2,12 +2,14 @@
 //! memory buffers with an explicit page policy (`arena`), NUMA placement of their pages
 //! through mbind and get_mempolicy (`numa_policy`), teams of pinned threads that run
 //! trials together (`team`), whether a trial was preempted (`preemption`), and hugetlbfs
-//! pages reserved for a run and always given back (`hugepages`), and a user's command
-//! started paused so counters can be attached before its exec (`child`).
+//! pages reserved for a run and always given back (`hugepages`), a user's command
+//! started paused so counters can be attached before its exec (`child`), and the undo
+//! actions run when a signal stops the process (`cleanup`).
 
 pub mod affinity;
 pub mod arena;
 pub mod child;
+pub mod cleanup;
 pub mod cpu_time;
 pub mod hugepages;
 pub mod numa_policy;
