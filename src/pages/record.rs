@@ -124,6 +124,12 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
         sources::Sampler::open(chosen.kind, root, plan.interval).map_err(RecordError::Source)?;
     let mut map = RegionMap::default();
     let mut running = paused.release()?;
+    if let Err(why) = sampler.after_exec() {
+        // The command runs already: stop it before reporting why nothing is sampled.
+        // SAFETY: signalling our own child, which `running` reaps on drop.
+        unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+        return Err(RecordError::Source(why));
+    }
     let mut processes: Vec<(u32, String)> = Vec::new();
     let finished = loop {
         let deadline = Instant::now() + plan.interval;

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::access::{MemSample, TlbOutcome};
+use super::access::{AccessSpan, MemSample, TlbOutcome};
+use super::damon::{self, DamonMonitor, DamonStatus};
 use super::pmu::{self, DrainStats, PreciseSampler};
 use super::procfs;
 use super::record::Signal;
 use super::refs::RefsSampler;
-use super::regions::RegionMap;
+use super::regions::{RegionMap, REGION_BYTES};
 
 /// `--source`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,8 +98,10 @@ pub struct Chosen {
 /// with `auto` the first that works of PMU, DAMON and accessed bits.
 pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
     let pmu = || pmu::precise_availability().map(|_| ());
-    let damon =
-        || -> Result<(), String> { Err("DAMON is not built into this memscope yet".to_string()) };
+    let damon = || match damon::status() {
+        DamonStatus::Free { .. } => Ok(()),
+        other => Err(other.to_string()),
+    };
     match choice {
         SourceChoice::Pmu => pmu().map(|_| Chosen {
             kind: SourceKind::Pmu,
@@ -149,11 +152,18 @@ pub enum Sampler {
         totals: DrainStats,
         with_tlb: u64,
     },
+    /// memscope's own kdamond, started once the command has exec'd (a `vaddr` target
+    /// set up before the exec would start from memscope's address space).
+    Damon {
+        pid: u32,
+        interval: Duration,
+        monitor: Option<DamonMonitor>,
+    },
 }
 
 impl Sampler {
     /// Opens the source for the command `pid` (paused before its exec).
-    pub fn open(kind: SourceKind, pid: u32, _interval: Duration) -> Result<Sampler, String> {
+    pub fn open(kind: SourceKind, pid: u32, interval: Duration) -> Result<Sampler, String> {
         match kind {
             SourceKind::Refs => Ok(Sampler::Refs(RefsSampler::new())),
             SourceKind::Pmu => {
@@ -165,8 +175,31 @@ impl Sampler {
                     with_tlb: 0,
                 })
             }
-            other => Err(format!("the {} source is not built yet", other.name())),
+            SourceKind::Damon => Ok(Sampler::Damon {
+                pid,
+                interval,
+                monitor: None,
+            }),
         }
+    }
+
+    /// After the command's exec: starts what must watch the new program.
+    pub fn after_exec(&mut self) -> Result<(), String> {
+        if let Sampler::Damon {
+            pid,
+            interval,
+            monitor,
+        } = self
+        {
+            let aggr_us = interval.as_micros().max(1000) as u64;
+            let sample_us = (aggr_us / 20).max(100);
+            *monitor = Some(DamonMonitor::start(
+                *pid as libc::pid_t,
+                sample_us,
+                aggr_us,
+            )?);
+        }
+        Ok(())
     }
 
     /// One interval's end: moves what the source saw into `map`.
@@ -176,6 +209,23 @@ impl Sampler {
             Sampler::Pmu { .. } => {
                 observe(tree, map);
                 self.drain_pmu(map);
+                Ok(())
+            }
+            Sampler::Damon { pid, monitor, .. } => {
+                observe(tree, map);
+                let Some(monitor) = monitor else {
+                    return Ok(());
+                };
+                // nr_accesses is a frequency per DAMON region: every 2 MiB region the
+                // span covers gets it (in proportion to how much of it is covered).
+                for span in monitor.snapshot()? {
+                    let regions = (span.end - span.start) as f64 / REGION_BYTES as f64;
+                    map.add_span(&AccessSpan {
+                        pid: *pid,
+                        value: span.value * regions,
+                        ..span
+                    });
+                }
                 Ok(())
             }
         }
@@ -213,6 +263,10 @@ impl Sampler {
     pub fn description(&self) -> String {
         match self {
             Sampler::Pmu { sampler, .. } => sampler.description(),
+            Sampler::Damon { monitor, .. } => monitor.as_ref().map_or_else(
+                || "DAMON (not started)".to_string(),
+                DamonMonitor::description,
+            ),
             Sampler::Refs(_) => "page-table accessed bits of every mapping, read from \
                                  /proc/PID/smaps (Referenced) and cleared through \
                                  /proc/PID/clear_refs each interval"
@@ -225,7 +279,7 @@ impl Sampler {
     pub fn preload_missing(&self) -> bool {
         match self {
             Sampler::Refs(refs) => refs.saw_a_process() && !refs.preload_everywhere,
-            Sampler::Pmu { .. } => false,
+            Sampler::Pmu { .. } | Sampler::Damon { .. } => false,
         }
     }
 
