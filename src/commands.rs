@@ -65,12 +65,16 @@ fn pages(plan: &Plan, machine: Machine) -> anyhow::Result<Report> {
     let mut report = Report::new(machine, Settings::default());
     report.settings.sampling = match &result {
         PagesResult::Record(r) => format!(
-            "one run of the command with address-space randomization off, sampled every              {:.0} ms by the {} source",
+            "one run of the command with address-space randomization off, sampled every {:.0} \
+             ms by the {} source",
             r.interval_ms,
             r.source.name()
         ),
         PagesResult::Apply(a) => format!(
-            "{} interleaved blocks of three runs (4 KiB pages, top {} regions huge, all              huge; order shuffled per block), address-space randomization off; speed-up =              median time of the 4 KiB runs / the arm's; two-sided Mann–Whitney U test",
+            "one warm-up block, then {} interleaved blocks of three runs (4 KiB pages, top {} \
+             regions huge, all huge; order shuffled per block), address-space randomization \
+             off; speed-up = median time of the 4 KiB runs / the arm's; two-sided Mann–Whitney \
+             U test",
             a.repeat, a.top
         ),
     };

@@ -291,13 +291,15 @@ impl Sampler {
         {
             if totals.lost > 0 || totals.throttled > 0 {
                 notes.push(format!(
-                    "the kernel dropped {} sample record(s) (ring buffer full) and throttled                      sampling {} time(s): counts are a lower bound, spread as the losses fell",
+                    "the kernel dropped {} sample record(s) (ring buffer full) and throttled \
+                     sampling {} time(s): counts are a lower bound, spread as the losses fell",
                     totals.lost, totals.throttled
                 ));
             }
             if totals.samples > 0 && *with_tlb == 0 {
                 notes.push(
-                    "no sample carried a TLB outcome: this CPU's memory events do not report                      TLB hits and misses, so no region is ranked"
+                    "no sample carried a TLB outcome: this CPU's memory events do not report \
+                     TLB hits and misses, so no region is ranked"
                         .to_string(),
                 );
             }
