@@ -30,7 +30,7 @@ fn parse() -> Result<Options, String> {
         hot: 8,
         hot_share: 0.99,
         lines_per_page: 2,
-        accesses: 40_000_000,
+        accesses: 100_000_000,
         seed: 1,
     };
     let mut args = std::env::args().skip(1);

@@ -86,6 +86,12 @@ pub struct ArmResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_value: Option<f64>,
     pub significant: bool,
+    /// Median user and system CPU time of the successful runs, seconds: a huge-page arm
+    /// that pays in the kernel (faults, zeroing, compaction) shows it here.
+    #[serde(default)]
+    pub user_s: f64,
+    #[serde(default)]
+    pub system_s: f64,
     /// Median of the runs' peak huge-page memory, KiB.
     pub huge_kb: f64,
     pub failed_runs: usize,
@@ -302,6 +308,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         }
     }
     let arms = summarize(&runs, plan.top);
+    notes.extend(kernel_time_notes(&arms));
     // The chosen regions with their huge pages: recorded once more, untimed.
     let after_plan = RecordPlan {
         source: crate::pages::sources::SourceChoice::parse(record.source.name())
@@ -378,6 +385,29 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     })
 }
 
+/// Notes on arms that spent clearly more time in the kernel than the 4 KiB runs.
+fn kernel_time_notes(arms: &[ArmResult]) -> Vec<String> {
+    let Some(base) = arms.iter().find(|a| a.arm == Arm::Baseline) else {
+        return Vec::new();
+    };
+    arms.iter()
+        .filter(|a| a.arm != Arm::Baseline)
+        .filter(|a| a.system_s > base.system_s * 1.5 && a.system_s - base.system_s > 0.2)
+        .map(|a| {
+            format!(
+                "'{}' runs spent {:.2} s more in the kernel than the 4 KiB runs (median \
+                 system time {:.2} s against {:.2} s): faulting memory in as huge pages costs \
+                 zeroing 2 MiB at a time, compaction when memory is fragmented and, in a \
+                 virtual machine, the host backing memory the guest had handed back",
+                a.label,
+                a.system_s - base.system_s,
+                a.system_s,
+                base.system_s
+            )
+        })
+        .collect()
+}
+
 fn huge_missing_note(hugetlb: bool) -> String {
     if hugetlb {
         "no hugetlb page was obtained in the all-huge arm: the 2 MiB pool is empty or too \
@@ -442,6 +472,8 @@ fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
                 .then(|| mann_whitney(&baseline, &t))
                 .flatten();
             let huge: Vec<f64> = own.iter().map(|r| r.huge_kb).collect();
+            let ok = || own.iter().filter(|r| r.termination.success());
+            let median_of = |v: Vec<f64>| Summary::of(&v).map_or(0.0, |s| s.median);
             let dtlb = (0..DTLB_EVENTS.len())
                 .map(|i| {
                     let v: Vec<f64> = own
@@ -458,6 +490,8 @@ fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
                 speedup,
                 significant: p_value.is_some_and(|p| p < 0.05),
                 p_value,
+                user_s: median_of(ok().map(|r| r.user_s).collect()),
+                system_s: median_of(ok().map(|r| r.system_s).collect()),
                 huge_kb: Summary::of(&huge).map_or(0.0, |s| s.median),
                 failed_runs: own.iter().filter(|r| !r.termination.success()).count(),
                 dtlb,

@@ -392,6 +392,11 @@ fn arms_table(a: &PagesApply) -> Table {
         Column::quantity("time", "s").titled("median wall time of the successful runs"),
         Column::number("spread"),
         Column::number("runs"),
+        Column::quantity("user", "s").titled("median user CPU time"),
+        Column::quantity("system", "s").titled(
+            "median system CPU time: page faults, zeroing and compaction (in a VM, also the \
+             host backing memory the guest had returned)",
+        ),
         Column::number("speed-up").titled("4 KiB median / this arm's median"),
         Column::number("p").titled(
             "two-sided Mann–Whitney U test against the 4 KiB runs; ~ = not significant (p ≥ 0.05)",
@@ -421,6 +426,8 @@ fn arms_table(a: &PagesApply) -> Table {
             } else {
                 x.runs.len().to_string()
             },
+            format::fixed(x.user_s, 2),
+            format::fixed(x.system_s, 2),
             match (x.arm, x.speedup) {
                 (Arm::Baseline, _) => "1".to_string(),
                 (_, Some(s)) if x.significant => format!("{}×", format::fixed(s, 2)),
