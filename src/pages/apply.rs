@@ -216,6 +216,13 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         ));
     }
     let ranges = ranges_of(&chosen);
+    if plan.repeat < 4 {
+        notes.push(format!(
+            "with {} runs per arm no difference can reach p < 0.05 in a Mann–Whitney U test \
+             (it needs at least 4 against 4): use --repeat 5 or more to call a change",
+            plan.repeat
+        ));
+    }
     let preload = Preload::create().map_err(RecordError::Preload)?;
     let probe = Probe::detect();
     let dtlb_groups: Vec<Vec<Event>> = vec![DTLB_EVENTS

@@ -7,6 +7,7 @@ use super::apply::{Arm, PagesApply};
 use super::record::PagesRecord;
 use super::regions::{Region, REGION_BYTES};
 use super::PagesResult;
+use crate::stats::summary::Summary;
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, Heatmap, PALETTE};
 use crate::view::format::{self, raw, raw_opt};
@@ -374,7 +375,17 @@ fn trade_off(a: &PagesApply) -> Option<String> {
         speedup(all),
         kib(all.huge_kb)
     );
-    if let (Some(s), Some(m)) = (a.share_of_speedup_pct, a.share_of_huge_memory_pct) {
+    let all_slower = all.significant && all.speedup.is_some_and(|s| s < 1.0);
+    let top_faster = top.significant && top.speedup.is_some_and(|s| s > 1.0);
+    if all_slower && top_faster {
+        line.push_str(&format!(
+            " Huge pages everywhere cost more than they buy here; the top {} give the whole \
+             gain, with {} of the huge-page memory.",
+            a.top,
+            a.share_of_huge_memory_pct
+                .map_or(String::new(), |m| format!("{}%", format::fixed(m, 1)))
+        ));
+    } else if let (Some(s), Some(m)) = (a.share_of_speedup_pct, a.share_of_huge_memory_pct) {
         line.push_str(&format!(
             " The top {} buy {}% of the all-huge speed-up for {}% of its huge-page memory.",
             a.top,
@@ -402,7 +413,10 @@ fn arms_table(a: &PagesApply) -> Table {
             "two-sided Mann–Whitney U test against the 4 KiB runs; ~ = not significant (p ≥ 0.05)",
         ),
         Column::number("huge pages").titled("median of the runs' peak huge-page memory (smaps)"),
-        Column::number("in chosen regions"),
+        Column::number("in chosen regions").titled(
+            "median of the runs' peak huge-page memory inside the chosen regions (shared in \
+             proportion to the overlap where a mapping reaches beyond them)",
+        ),
     ];
     if dtlb {
         columns.push(Column::number("dTLB load misses"));
@@ -416,7 +430,8 @@ fn arms_table(a: &PagesApply) -> Table {
             );
             continue;
         };
-        let in_regions = format::distinct(x.runs.iter().map(|r| kib(r.huge_in_regions_kb)));
+        let in_regions: Vec<f64> = x.runs.iter().map(|r| r.huge_in_regions_kb).collect();
+        let in_regions = Summary::of(&in_regions).map_or(0.0, |s| s.median);
         let mut row = vec![
             x.label.clone(),
             format::fixed(time.median, 3),
@@ -436,7 +451,7 @@ fn arms_table(a: &PagesApply) -> Table {
             },
             x.p_value.map(|p| format::fixed(p, 3)).unwrap_or_default(),
             kib(x.huge_kb),
-            in_regions.join(" / "),
+            kib(in_regions),
         ];
         if dtlb {
             row.push(
