@@ -71,10 +71,10 @@ fn pages(plan: &Plan, machine: Machine) -> anyhow::Result<Report> {
             r.source.name()
         ),
         PagesResult::Apply(a) => format!(
-            "one warm-up block, then {} interleaved blocks of three runs (4 KiB pages, top {} \
-             regions huge, all huge; order shuffled per block), address-space randomization \
-             off; speed-up = median time of the 4 KiB runs / the arm's; two-sided Mann–Whitney \
-             U test",
+            "one warm-up block, then {} blocks of three runs (4 KiB pages, top {} regions huge, \
+             all huge; order shuffled per block), address-space randomization off; speed-up = \
+             median over the blocks of the 4 KiB time / the arm's time; two-sided Wilcoxon \
+             signed-rank test of those ratios",
             a.repeat, a.top
         ),
     };

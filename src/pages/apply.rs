@@ -3,6 +3,7 @@
 //! pages everywhere and huge pages everywhere, in interleaved runs; verifies per region
 //! in /proc/PID/smaps what the kernel really gave.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use super::record::{self, PagesRecord, RecordError, RecordPlan};
 use super::regions::{ranges_of, region_of, Region, REGION_BYTES};
 use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
 use crate::platform::child::{self, SpawnOptions, Termination};
+use crate::stats::rank_tests::signed_rank;
 use crate::stats::summary::Summary;
 
 /// What `pages apply` runs.
@@ -57,6 +59,9 @@ impl Arm {
 pub struct ArmRun {
     /// Position in the interleaved sequence (0-based).
     pub order: usize,
+    /// The timed block it ran in (1-based; each block runs every arm once).
+    #[serde(default)]
+    pub block: usize,
     pub elapsed_s: f64,
     pub user_s: f64,
     pub system_s: f64,
@@ -79,10 +84,12 @@ pub struct ArmResult {
     /// Run time of the successful runs, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_s: Option<Summary>,
-    /// Baseline median / this arm's median (the baseline's is 1).
+    /// Median over the blocks of the 4 KiB run's time / this arm's run's time in the same
+    /// block (the baseline's is 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speedup: Option<f64>,
-    /// Two-sided Mann–Whitney U test of this arm's times against the baseline's.
+    /// Two-sided Wilcoxon signed-rank test of the blocks' log time ratios (paired by
+    /// block, so drift of the machine between blocks cancels).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p_value: Option<f64>,
     pub significant: bool,
@@ -216,10 +223,10 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         ));
     }
     let ranges = ranges_of(&chosen);
-    if plan.repeat < 4 {
+    if plan.repeat < 6 {
         notes.push(format!(
-            "with {} runs per arm no difference can reach p < 0.05 in a Mann–Whitney U test \
-             (it needs at least 4 against 4): use --repeat 5 or more to call a change",
+            "with {} blocks no difference can reach p < 0.05 in the signed-rank test (it \
+             needs at least 6): use --repeat 6 or more to call a change",
             plan.repeat
         ));
     }
@@ -302,6 +309,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 arm,
                 ArmRun {
                     order,
+                    block,
                     elapsed_s: finished.elapsed.as_secs_f64(),
                     user_s: finished.user.as_secs_f64(),
                     system_s: finished.system.as_secs_f64(),
@@ -459,8 +467,14 @@ fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
             .map(|(_, r)| r.elapsed_s)
             .collect()
     };
-    let baseline = times(Arm::Baseline);
-    let baseline_median = Summary::of(&baseline).map(|s| s.median);
+    // Successful run time of `arm` in each block.
+    let by_block = |arm: Arm| -> HashMap<usize, f64> {
+        runs.iter()
+            .filter(|(a, r)| *a == arm && r.termination.success())
+            .map(|(_, r)| (r.block, r.elapsed_s))
+            .collect()
+    };
+    let baseline = by_block(Arm::Baseline);
     Arm::ALL
         .iter()
         .map(|&arm| {
@@ -469,14 +483,16 @@ fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
                 .filter(|(a, _)| *a == arm)
                 .map(|(_, r)| r)
                 .collect();
-            let t = times(arm);
-            let time_s = Summary::of(&t);
-            let speedup = match (baseline_median, &time_s) {
-                (Some(b), Some(s)) if s.median > 0.0 => Some(b / s.median),
-                _ => None,
-            };
+            let time_s = Summary::of(&times(arm));
+            let mine = by_block(arm);
+            let ratios: Vec<f64> = baseline
+                .iter()
+                .filter_map(|(block, base)| mine.get(block).map(|t| base / t))
+                .filter(|r| r.is_finite() && *r > 0.0)
+                .collect();
+            let speedup = Summary::of(&ratios).map(|s| s.median);
             let p_value = (arm != Arm::Baseline)
-                .then(|| mann_whitney(&baseline, &t))
+                .then(|| signed_rank(&ratios.iter().map(|r| r.ln()).collect::<Vec<_>>()))
                 .flatten();
             let huge: Vec<f64> = own.iter().map(|r| r.huge_kb).collect();
             let ok = || own.iter().filter(|r| r.termination.success());
@@ -506,63 +522,6 @@ fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
             }
         })
         .collect()
-}
-
-/// Two-sided Mann–Whitney U p-value: exact (the null distribution of U counted) for
-/// small samples without ties, statrs' normal approximation with tie and continuity
-/// correction otherwise. (statrs 0.19's own exact path returns p = 1 for two samples that
-/// do not overlap at all, so it is not used.)
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
-    use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};
-    use statrs::stats_tests::Alternative;
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
-    all.sort_by(f64::total_cmp);
-    let ties = all.windows(2).any(|w| w[0] == w[1]);
-    if ties || a.len() + b.len() > 40 {
-        return mannwhitneyu(
-            a,
-            b,
-            MannWhitneyUMethod::AsymptoticInclContinuityCorrection,
-            Alternative::TwoSided,
-        )
-        .ok()
-        .map(|(_, p)| p);
-    }
-    // U of `a`: pairs (x in a, y in b) with x > y.
-    let u = a
-        .iter()
-        .map(|x| b.iter().filter(|y| x > y).count())
-        .sum::<usize>();
-    let u = u.min(a.len() * b.len() - u);
-    let counts = u_distribution(a.len(), b.len());
-    let total: f64 = counts.iter().sum();
-    let tail: f64 = counts[..=u].iter().sum();
-    Some((2.0 * tail / total).min(1.0))
-}
-
-/// How many orderings of n1 + n2 distinct values give each U (0 ..= n1·n2): the
-/// recurrence f(n1, n2, u) = f(n1 − 1, n2, u − n2) + f(n1, n2 − 1, u).
-fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
-    // table[j] = distribution for (i, j) as i grows.
-    let mut table: Vec<Vec<f64>> = (0..=n2).map(|_| vec![1.0]).collect();
-    for i in 1..=n1 {
-        let mut next: Vec<Vec<f64>> = vec![vec![1.0]];
-        for j in 1..=n2 {
-            let mut d = vec![0.0; i * j + 1];
-            for (u, c) in table[j].iter().enumerate() {
-                d[u + j] += c; // the largest value is one of the i: it beats all j
-            }
-            for (u, c) in next[j - 1].iter().enumerate() {
-                d[u] += c; // the largest value is one of the j
-            }
-            next.push(d);
-        }
-        table = next;
-    }
-    table.pop().expect("n2 + 1 rows")
 }
 
 fn lossy(command: &[OsString]) -> Vec<String> {
@@ -603,9 +562,10 @@ pub const REGION_KB: f64 = (REGION_BYTES / 1024) as f64;
 mod tests {
     use super::*;
 
-    fn run(elapsed_s: f64, ok: bool) -> ArmRun {
+    fn run(block: usize, elapsed_s: f64, ok: bool) -> ArmRun {
         ArmRun {
             order: 0,
+            block,
             elapsed_s,
             user_s: 0.0,
             system_s: 0.0,
@@ -623,50 +583,32 @@ mod tests {
     #[test]
     fn arms_are_summarized_with_speedup_and_a_test() {
         let mut runs = Vec::new();
-        for i in 0..6 {
-            let j = i as f64 * 0.01;
-            runs.push((Arm::Baseline, run(2.0 + j, true)));
-            runs.push((Arm::Top, run(1.5 + j, true)));
-            runs.push((Arm::All, run(1.4 + j, true)));
+        // The machine drifts from block to block; the ratios within a block do not.
+        for block in 1..=7 {
+            let drift = 1.0 + block as f64 * 0.1;
+            runs.push((Arm::Baseline, run(block, 2.0 * drift, true)));
+            runs.push((Arm::Top, run(block, 1.6 * drift, true)));
+            let all_ok = block != 7;
+            runs.push((
+                Arm::All,
+                run(block, if all_ok { 1.5 * drift } else { 9.0 }, all_ok),
+            ));
         }
-        runs.push((Arm::All, run(9.0, false)));
         let arms = summarize(&runs, 8);
         assert_eq!(arms.len(), 3);
         assert_eq!(arms[0].speedup, Some(1.0));
         assert!(arms[0].p_value.is_none());
         let top = &arms[1];
-        assert!((top.speedup.unwrap() - 2.025 / 1.525).abs() < 1e-9);
+        assert!((top.speedup.unwrap() - 1.25).abs() < 1e-9);
         assert!(top.significant, "{:?}", top.p_value);
         assert_eq!(arms[2].failed_runs, 1);
+        let all = &arms[2];
         assert_eq!(
-            arms[2].time_s.as_ref().unwrap().count,
+            all.time_s.as_ref().unwrap().count,
             6,
             "a failed run is never averaged in"
         );
-    }
-
-    #[test]
-    fn exact_p_values_match_the_u_distribution() {
-        // 6 against 6 with no overlap: one ordering of C(12, 6) = 924 in each tail.
-        let a = [2.0, 2.01, 2.02, 2.03, 2.04, 2.05];
-        let b = [1.5, 1.51, 1.52, 1.53, 1.54, 1.55];
-        let p = mann_whitney(&a, &b).unwrap();
-        assert!((p - 2.0 / 924.0).abs() < 1e-12, "{p}");
-        assert_eq!(mann_whitney(&b, &a), Some(p));
-        // 3 against 3: the distribution of U is 1 1 2 3 3 3 3 2 1 1 (sum 20).
-        assert_eq!(
-            u_distribution(3, 3),
-            vec![1.0, 1.0, 2.0, 3.0, 3.0, 3.0, 3.0, 2.0, 1.0, 1.0]
-        );
-        assert_eq!(u_distribution(2, 1), vec![1.0, 1.0, 1.0]);
-    }
-
-    #[test]
-    fn the_same_times_are_not_a_change() {
-        let a = [1.0, 1.1, 0.9, 1.05, 0.95];
-        let p = mann_whitney(&a, &[1.02, 0.97, 1.08, 0.93, 1.01]).unwrap();
-        assert!(p > 0.05, "{p}");
-        assert!(mann_whitney(&a, &[1.0]).is_none());
+        assert!((all.speedup.unwrap() - 2.0 / 1.5).abs() < 1e-9);
     }
 
     #[test]

@@ -91,8 +91,9 @@ pub struct ApplyArgs {
     #[arg(long, value_name = "KIND", default_value = "thp")]
     pub huge: String,
 
-    /// Timed runs of each arm (4 KiB, top N huge, all huge), interleaved.
-    #[arg(long, value_name = "R", default_value = "5")]
+    /// Timed blocks; each runs every arm (4 KiB, top N huge, all huge) once, in a shuffled
+    /// order, so the arms are compared within a block.
+    #[arg(long, value_name = "R", default_value = "7")]
     pub repeat: String,
 
     /// The command and its arguments (put `--` before it).

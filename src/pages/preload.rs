@@ -80,6 +80,17 @@ impl Preload {
                 .join(","),
         };
         env.push((OsString::from("MEMSCOPE_PAGES_HUGE"), OsString::from(huge)));
+        // Advice must come before the program's first touch; cutting mappings for the
+        // accessed-bit counts only before the next reading (every interval, ≥ 10 ms).
+        let poll_us = if mode.huge.is_some() || mode.no_huge {
+            5_000
+        } else {
+            20_000
+        };
+        env.push((
+            OsString::from("MEMSCOPE_PAGES_POLL_US"),
+            OsString::from(poll_us.to_string()),
+        ));
         env.push((
             OsString::from("MEMSCOPE_PAGES_NO_HUGE"),
             OsString::from(if mode.no_huge { "1" } else { "0" }),

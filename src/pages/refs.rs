@@ -64,7 +64,11 @@ impl RefsSampler {
             map.name_process(pid, procfs::command_name(pid));
             map.observe_mappings(pid, &mappings);
             if self.cleared.contains(&pid) {
-                for m in mappings.iter().filter(|m| m.referenced_kb > 0) {
+                let own = preload_mappings(&mappings);
+                for m in mappings
+                    .iter()
+                    .filter(|m| m.referenced_kb > 0 && !own.contains(&m.start))
+                {
                     map.add_span(&AccessSpan {
                         pid,
                         start: m.start,
@@ -90,6 +94,23 @@ impl RefsSampler {
     pub fn saw_a_process(&self) -> bool {
         self.seen_any
     }
+}
+
+/// Starts of the preload library's own mappings (its file and the .bss right after it,
+/// which holds the watcher's stack): their accesses are memscope's, not the program's.
+fn preload_mappings(mappings: &[Mapping]) -> Vec<u64> {
+    let mut own = Vec::new();
+    for (i, m) in mappings.iter().enumerate() {
+        if m.path.contains(super::preload::MAPPING_NAME) {
+            own.push(m.start);
+            if let Some(next) = mappings.get(i + 1) {
+                if next.start == m.end && next.path.is_empty() {
+                    own.push(next.start);
+                }
+            }
+        }
+    }
+    own
 }
 
 #[cfg(test)]

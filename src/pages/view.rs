@@ -322,7 +322,7 @@ fn apply_section(a: &PagesApply) -> Section {
         "pages-apply",
         "Huge pages",
         format!(
-            "Huge pages ({}) under the top {} regions of {}: {} interleaved runs per arm",
+            "Huge pages ({}) under the top {} regions of {}: {} blocks of interleaved runs",
             a.huge,
             a.top,
             format::shell_quoted(&a.command),
@@ -408,9 +408,11 @@ fn arms_table(a: &PagesApply) -> Table {
             "median system CPU time: page faults, zeroing and compaction (in a VM, also the \
              host backing memory the guest had returned)",
         ),
-        Column::number("speed-up").titled("4 KiB median / this arm's median"),
+        Column::number("speed-up")
+            .titled("median over the blocks of the 4 KiB run's time / this arm's run's time"),
         Column::number("p").titled(
-            "two-sided Mann–Whitney U test against the 4 KiB runs; ~ = not significant (p ≥ 0.05)",
+            "two-sided Wilcoxon signed-rank test of the blocks' time ratios; ~ = not \
+             significant (p ≥ 0.05)",
         ),
         Column::number("huge pages").titled("median of the runs' peak huge-page memory (smaps)"),
         Column::number("in chosen regions").titled(

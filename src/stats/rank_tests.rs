@@ -1,0 +1,170 @@
+//! Rank tests for "did this change the run time?": Mann–Whitney U for two independent
+//! samples and the Wilcoxon signed-rank test for paired ones (each pair measured side by
+//! side, as the runs of one block). Both are exact (the null distribution counted) for
+//! small samples without ties and use the normal approximation with tie and continuity
+//! correction otherwise.
+
+use statrs::function::erf::erfc;
+
+/// Two-sided Mann–Whitney U p-value: exact (the null distribution of U counted) for
+/// small samples without ties, statrs' normal approximation with tie and continuity
+/// correction otherwise. (statrs 0.19's own exact path returns p = 1 for two samples that
+/// do not overlap at all, so it is not used.)
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
+    use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};
+    use statrs::stats_tests::Alternative;
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
+    all.sort_by(f64::total_cmp);
+    let ties = all.windows(2).any(|w| w[0] == w[1]);
+    if ties || a.len() + b.len() > 40 {
+        return mannwhitneyu(
+            a,
+            b,
+            MannWhitneyUMethod::AsymptoticInclContinuityCorrection,
+            Alternative::TwoSided,
+        )
+        .ok()
+        .map(|(_, p)| p);
+    }
+    // U of `a`: pairs (x in a, y in b) with x > y.
+    let u = a
+        .iter()
+        .map(|x| b.iter().filter(|y| x > y).count())
+        .sum::<usize>();
+    let u = u.min(a.len() * b.len() - u);
+    let counts = u_distribution(a.len(), b.len());
+    let total: f64 = counts.iter().sum();
+    let tail: f64 = counts[..=u].iter().sum();
+    Some((2.0 * tail / total).min(1.0))
+}
+
+/// How many orderings of n1 + n2 distinct values give each U (0 ..= n1·n2): the
+/// recurrence f(n1, n2, u) = f(n1 − 1, n2, u − n2) + f(n1, n2 − 1, u).
+fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
+    // table[j] = distribution for (i, j) as i grows.
+    let mut table: Vec<Vec<f64>> = (0..=n2).map(|_| vec![1.0]).collect();
+    for i in 1..=n1 {
+        let mut next: Vec<Vec<f64>> = vec![vec![1.0]];
+        for j in 1..=n2 {
+            let mut d = vec![0.0; i * j + 1];
+            for (u, c) in table[j].iter().enumerate() {
+                d[u + j] += c; // the largest value is one of the i: it beats all j
+            }
+            for (u, c) in next[j - 1].iter().enumerate() {
+                d[u] += c; // the largest value is one of the j
+            }
+            next.push(d);
+        }
+        table = next;
+    }
+    table.pop().expect("n2 + 1 rows")
+}
+
+/// Two-sided Wilcoxon signed-rank p-value of paired differences (zeros dropped); `None`
+/// with fewer than two non-zero differences.
+pub fn signed_rank(differences: &[f64]) -> Option<f64> {
+    let mut d: Vec<f64> = differences
+        .iter()
+        .copied()
+        .filter(|v| v.is_finite() && *v != 0.0)
+        .collect();
+    let n = d.len();
+    if n < 2 {
+        return None;
+    }
+    d.sort_by(|a, b| a.abs().total_cmp(&b.abs()));
+    // Average ranks of |d| (ties share their mean rank).
+    let mut ranks = vec![0.0; n];
+    let mut tie_term = 0.0;
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && d[j + 1].abs() == d[i].abs() {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        ranks[i..=j].fill(rank);
+        let t = (j - i + 1) as f64;
+        tie_term += t * t * t - t;
+        i = j + 1;
+    }
+    let w_plus: f64 = d
+        .iter()
+        .zip(&ranks)
+        .filter(|(v, _)| **v > 0.0)
+        .map(|(_, r)| r)
+        .sum();
+    let total = (n * (n + 1)) as f64 / 2.0;
+    let w = w_plus.min(total - w_plus);
+    if tie_term == 0.0 && n <= 40 {
+        let counts = rank_sum_distribution(n);
+        let all: f64 = counts.iter().sum();
+        let tail: f64 = counts[..=(w as usize)].iter().sum();
+        return Some((2.0 * tail / all).min(1.0));
+    }
+    let mean = total / 2.0;
+    let var = (n * (n + 1) * (2 * n + 1)) as f64 / 24.0 - tie_term / 48.0;
+    let z = ((mean - w) - 0.5).max(0.0) / var.sqrt();
+    Some(erfc(z / std::f64::consts::SQRT_2).min(1.0))
+}
+
+/// How many subsets of the ranks 1..=n sum to each total (0 ..= n(n+1)/2).
+fn rank_sum_distribution(n: usize) -> Vec<f64> {
+    let mut counts = vec![0.0; n * (n + 1) / 2 + 1];
+    counts[0] = 1.0;
+    for rank in 1..=n {
+        for total in (rank..counts.len()).rev() {
+            counts[total] += counts[total - rank];
+        }
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_mann_whitney_matches_the_u_distribution() {
+        // 6 against 6 with no overlap: one ordering of C(12, 6) = 924 in each tail.
+        let a = [2.0, 2.01, 2.02, 2.03, 2.04, 2.05];
+        let b = [1.5, 1.51, 1.52, 1.53, 1.54, 1.55];
+        let p = mann_whitney(&a, &b).unwrap();
+        assert!((p - 2.0 / 924.0).abs() < 1e-12, "{p}");
+        assert_eq!(mann_whitney(&b, &a), Some(p));
+        // 3 against 3: the distribution of U is 1 1 2 3 3 3 3 2 1 1 (sum 20).
+        assert_eq!(
+            u_distribution(3, 3),
+            vec![1.0, 1.0, 2.0, 3.0, 3.0, 3.0, 3.0, 2.0, 1.0, 1.0]
+        );
+        assert_eq!(u_distribution(2, 1), vec![1.0, 1.0, 1.0]);
+        let same = [1.0, 1.1, 0.9, 1.05, 0.95];
+        let p = mann_whitney(&same, &[1.02, 0.97, 1.08, 0.93, 1.01]).unwrap();
+        assert!(p > 0.05, "{p}");
+        assert!(mann_whitney(&same, &[1.0]).is_none());
+    }
+
+    #[test]
+    fn signed_rank_is_exact_for_small_samples() {
+        // All 7 differences of one sign: 1 of 2^7 = 128 sign patterns in each tail.
+        let d = [0.1, 0.2, 0.15, 0.3, 0.05, 0.12, 0.22];
+        let p = signed_rank(&d).unwrap();
+        assert!((p - 2.0 / 128.0).abs() < 1e-12, "{p}");
+        let negated: Vec<f64> = d.iter().map(|v| -v).collect();
+        assert_eq!(signed_rank(&negated), Some(p));
+        // Ranks 1..=3: subset sums 0 1 2 3 3 4 5 6 → counts 1 1 1 2 1 1 1.
+        assert_eq!(
+            rank_sum_distribution(3),
+            vec![1.0, 1.0, 1.0, 2.0, 1.0, 1.0, 1.0]
+        );
+        // Mixed signs: not a change.
+        assert!(signed_rank(&[0.1, -0.12, 0.05, -0.07, 0.02, -0.03]).unwrap() > 0.05);
+        assert!(signed_rank(&[0.0, 0.1]).is_none());
+        // Ties take the normal approximation and stay a probability.
+        let tied = signed_rank(&[0.1, 0.1, 0.1, 0.2, 0.2, -0.1]).unwrap();
+        assert!(tied > 0.0 && tied <= 1.0, "{tied}");
+    }
+}
