@@ -31,7 +31,7 @@ pub enum PagesAction {
     Apply(ApplyArgs),
 }
 
-/// Flags shared by `record` and `apply`.
+/// Flags shared by `record` and `apply`, and the command.
 #[derive(Debug, Clone, Args)]
 pub struct SamplingArgs {
     /// The regions to list (record) or to back with huge pages (apply).
@@ -59,12 +59,6 @@ pub struct SamplingArgs {
     /// Write the HTML report (histograms of the regions, heat over time) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<String>,
-}
-
-#[derive(Debug, Clone, Args)]
-pub struct RecordArgs {
-    #[command(flatten)]
-    pub sampling: SamplingArgs,
 
     /// The command and its arguments (put `--` before it).
     #[arg(
@@ -75,6 +69,12 @@ pub struct RecordArgs {
         allow_hyphen_values = true
     )]
     pub command: Vec<OsString>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RecordArgs {
+    #[command(flatten)]
+    pub sampling: SamplingArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -95,16 +95,6 @@ pub struct ApplyArgs {
     /// order, so the arms are compared within a block.
     #[arg(long, value_name = "R", default_value = "7")]
     pub repeat: String,
-
-    /// The command and its arguments (put `--` before it).
-    #[arg(
-        value_name = "COMMAND",
-        required = true,
-        num_args = 1..,
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
-    pub command: Vec<OsString>,
 }
 
 fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
@@ -116,7 +106,7 @@ fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
 }
 
 impl SamplingArgs {
-    fn record_plan(&self, command: &[OsString]) -> Result<RecordPlan, UsageError> {
+    fn record_plan(&self) -> Result<RecordPlan, UsageError> {
         let top = parse_count("--top", &self.top, 1, 100_000)?;
         let source = SourceChoice::parse(self.source.trim())
             .ok_or_else(|| invalid("--source", &self.source, SourceChoice::NAMES))?;
@@ -125,20 +115,20 @@ impl SamplingArgs {
             top,
             source,
             interval: Duration::from_millis(ms as u64),
-            command: command.to_vec(),
+            command: self.command.clone(),
         })
     }
 }
 
 impl RecordArgs {
     pub fn plan(&self) -> Result<RecordPlan, UsageError> {
-        self.sampling.record_plan(&self.command)
+        self.sampling.record_plan()
     }
 }
 
 impl ApplyArgs {
     pub fn plan(&self) -> Result<ApplyPlan, UsageError> {
-        let record = self.sampling.record_plan(&self.command)?;
+        let record = self.sampling.record_plan()?;
         let hugetlb = match self.huge.trim() {
             "thp" => false,
             "2m" => true,
