@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::preload::{Preload, PreloadMode};
 use super::procfs;
 use super::record::{self, PagesRecord, RecordError, RecordPlan};
-use super::regions::{ranges_of, region_of, Region, REGION_BYTES};
+use super::regions::{ranges_of, Region};
+use super::sources::SourceKind;
 use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
 use crate::platform::child::{self, SpawnOptions, Termination};
 use crate::stats::rank_tests::signed_rank;
@@ -341,12 +342,12 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     let regions = chosen
         .iter()
         .map(|r| {
-            let after = record_after.as_ref().map(|a| {
-                a.regions
-                    .iter()
-                    .filter(|x| x.start == r.start)
-                    .map(|x| x.value)
-                    .sum::<f64>()
+            // The accessed-bit source cannot see into hugetlb pages: no value there.
+            let blind =
+                |a: &PagesRecord, x: &Region| a.source == SourceKind::Refs && x.hugetlb_kb > 0.0;
+            let after = record_after.as_ref().and_then(|a| {
+                let mine: Vec<&Region> = a.regions.iter().filter(|x| x.start == r.start).collect();
+                (!mine.iter().any(|x| blind(a, x))).then(|| mine.iter().map(|x| x.value).sum())
             });
             let huge_kb = record_after
                 .as_ref()
@@ -549,14 +550,6 @@ fn shuffle(arms: &mut [Arm], state: &mut u64) {
         arms.swap(i, j);
     }
 }
-
-/// The region a huge-page mapping's start falls in (for tests and views).
-pub fn region_label(start: u64) -> String {
-    format!("{:#x}", region_of(start))
-}
-
-/// Bytes of one region, for views.
-pub const REGION_KB: f64 = (REGION_BYTES / 1024) as f64;
 
 #[cfg(test)]
 mod tests {

@@ -174,6 +174,13 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
         );
     }
     let regions = map.ranked();
+    if chosen.kind == SourceKind::Refs && hugetlb_seen(&regions) {
+        notes.push(
+            "some regions are in hugetlb pages, whose accessed bits /proc/PID/smaps does not \
+             report: the refs source sees no access there (their value is 0)"
+                .to_string(),
+        );
+    }
     if map.intervals() > 0 && regions.iter().all(|r| r.value <= 0.0) {
         notes.push("no access was seen: the command touched no sampled memory".to_string());
     }
@@ -201,6 +208,11 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
         timeline,
         notes,
     })
+}
+
+/// Whether any region holds hugetlb pages.
+fn hugetlb_seen(regions: &[Region]) -> bool {
+    regions.iter().any(|r| r.hugetlb_kb > 0.0)
 }
 
 fn timeline(map: &RegionMap, regions: &[Region], interval: Duration) -> Option<Timeline> {

@@ -44,6 +44,9 @@ pub struct Region {
     /// Peak resident memory of the region, and of it in huge pages (THP or hugetlb), KiB.
     pub resident_kb: f64,
     pub huge_kb: f64,
+    /// Of the huge-page memory, hugetlb pages (whose accesses smaps does not report).
+    #[serde(default)]
+    pub hugetlb_kb: f64,
 }
 
 /// Accumulates regions over a run.
@@ -68,6 +71,7 @@ struct Acc {
     anonymous: bool,
     resident_kb: f64,
     huge_kb: f64,
+    hugetlb_kb: f64,
 }
 
 impl RegionMap {
@@ -118,7 +122,7 @@ impl RegionMap {
     /// A snapshot of the process's mappings: names the regions and keeps each one's peak
     /// resident and huge-page memory.
     pub fn observe_mappings(&mut self, pid: u32, mappings: &[Mapping]) {
-        let mut resident: HashMap<u64, (f64, f64)> = HashMap::new();
+        let mut resident: HashMap<u64, (f64, f64, f64)> = HashMap::new();
         for m in mappings {
             let size = (m.end - m.start).max(1) as f64;
             let mut region = region_of(m.start);
@@ -126,8 +130,10 @@ impl RegionMap {
                 let overlap = m.end.min(region + REGION_BYTES) - m.start.max(region);
                 let part = overlap as f64 / size;
                 let r = resident.entry(region).or_default();
-                r.0 += m.rss_kb as f64 * part;
+                // smaps leaves hugetlb pages out of Rss.
+                r.0 += (m.rss_kb + m.hugetlb_kb) as f64 * part;
                 r.1 += (m.anon_huge_kb + m.hugetlb_kb) as f64 * part;
+                r.2 += m.hugetlb_kb as f64 * part;
                 let acc = self.regions.entry((pid, region)).or_default();
                 if overlap > acc.mapping_overlap {
                     acc.mapping_overlap = overlap;
@@ -137,10 +143,11 @@ impl RegionMap {
                 region += REGION_BYTES;
             }
         }
-        for (region, (rss, huge)) in resident {
+        for (region, (rss, huge, hugetlb)) in resident {
             let acc = self.regions.entry((pid, region)).or_default();
             acc.resident_kb = acc.resident_kb.max(rss);
             acc.huge_kb = acc.huge_kb.max(huge);
+            acc.hugetlb_kb = acc.hugetlb_kb.max(hugetlb);
         }
     }
 
@@ -179,6 +186,7 @@ impl RegionMap {
                 mean_weight: (a.weighted > 0).then(|| a.weight_sum / a.weighted as f64),
                 resident_kb: a.resident_kb,
                 huge_kb: a.huge_kb,
+                hugetlb_kb: a.hugetlb_kb,
             })
             .collect();
         out.sort_by(|a, b| {
@@ -337,6 +345,7 @@ mod tests {
             mean_weight: None,
             resident_kb: 0.0,
             huge_kb: 0.0,
+            hugetlb_kb: 0.0,
         };
         let ranges = ranges_of(&[
             region(4 * MB2),
