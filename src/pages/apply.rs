@@ -244,7 +244,8 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     let mut rng = seed();
     // Block 0 warms up (each arm once, untimed): the program's files are cached and the
     // kernel has handed out huge pages once before the timed blocks.
-    for block in 0..=plan.repeat {
+    let mut stopped = false;
+    'blocks: for block in 0..=plan.repeat {
         let mut arms = Arm::ALL;
         shuffle(&mut arms, &mut rng);
         for arm in arms {
@@ -297,6 +298,11 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 None => Vec::new(),
             };
             if block == 0 {
+                if interrupted(finished.termination) {
+                    notes.push("interrupted (Ctrl-C) during the warm-up".to_string());
+                    stopped = true;
+                    break 'blocks;
+                }
                 if !finished.termination.success() {
                     notes.push(format!(
                         "the warm-up run of '{}' ended with {}",
@@ -321,6 +327,15 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 },
             ));
             order += 1;
+            if runs.last().is_some_and(|(_, r)| interrupted(r.termination)) {
+                notes.push(format!(
+                    "interrupted (Ctrl-C) in block {block} of {}: the blocks after it were \
+                     not run",
+                    plan.repeat
+                ));
+                stopped = true;
+                break 'blocks;
+            }
         }
     }
     let arms = summarize(&runs, plan.top);
@@ -331,10 +346,12 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             .unwrap_or(plan.record.source),
         ..plan.record.clone()
     };
-    let record_after = match record::record(&after_plan, &mode_of(Arm::Top, &ranges, plan.hugetlb))
-    {
-        Ok(r) => Some(r),
-        Err(e) => {
+    let after =
+        (!stopped).then(|| record::record(&after_plan, &mode_of(Arm::Top, &ranges, plan.hugetlb)));
+    let record_after = match after {
+        None => None,
+        Some(Ok(r)) => Some(r),
+        Some(Err(e)) => {
             notes.push(format!("the recorded run with huge pages failed: {e}"));
             None
         }
@@ -399,6 +416,12 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         dtlb_not_counted,
         notes,
     })
+}
+
+/// Whether the command was stopped by Ctrl-C or Ctrl-\ (memscope ignores both while it
+/// runs, so the user meant the whole comparison).
+fn interrupted(termination: Termination) -> bool {
+    matches!(termination, Termination::Signaled(s) if s == libc::SIGINT || s == libc::SIGQUIT)
 }
 
 /// Notes on arms that spent clearly more time in the kernel than the 4 KiB runs.
