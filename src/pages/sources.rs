@@ -211,17 +211,16 @@ impl Sampler {
                 self.drain_pmu(map);
                 Ok(())
             }
-            Sampler::Damon { pid, monitor, .. } => {
+            Sampler::Damon { monitor, .. } => {
                 observe(tree, map);
                 let Some(monitor) = monitor else {
                     return Ok(());
                 };
                 // nr_accesses is a frequency per DAMON region: every 2 MiB region the
                 // span covers gets it (in proportion to how much of it is covered).
-                for span in monitor.snapshot()? {
+                for span in monitor.snapshot_of(tree)? {
                     let regions = (span.end - span.start) as f64 / REGION_BYTES as f64;
                     map.add_span(&AccessSpan {
-                        pid: *pid,
                         value: span.value * regions,
                         ..span
                     });

@@ -255,6 +255,14 @@ impl DamonMonitor {
     /// Regions of the latest aggregation, as spans of the process's virtual memory with
     /// DAMON's `nr_accesses`: directly for `vaddr`, through pagemap for `paddr`.
     pub fn snapshot(&mut self) -> io::Result<Vec<AccessSpan>> {
+        let pid = self.pid;
+        self.snapshot_of(&[pid])
+    }
+
+    /// `snapshot` for several processes: with `paddr`, the physical regions are
+    /// attributed to the pages of every process listed (the command and what it
+    /// started); a `vaddr` kdamond watches only the process it was started for.
+    pub fn snapshot_of(&mut self, processes: &[u32]) -> io::Result<Vec<AccessSpan>> {
         let kdamond = lock(&self.created).clone().ok_or_else(|| {
             io::Error::other(format!(
                 "memscope's kdamond {} is removed already",
@@ -280,24 +288,32 @@ impl DamonMonitor {
                 })
                 .collect()),
             Some(_) => {
-                let pages = pagemap::process_pages(&self.proc_root, self.pid, self.page_bytes)?;
-                Ok(pagemap::attribute(
-                    self.pid,
-                    &regions,
-                    &pages,
-                    self.page_bytes,
-                ))
+                let mut spans = Vec::new();
+                for &pid in processes {
+                    // A process that exited meanwhile has no pages left to attribute.
+                    let Ok(pages) = pagemap::process_pages(&self.proc_root, pid, self.page_bytes)
+                    else {
+                        continue;
+                    };
+                    spans.extend(pagemap::attribute(pid, &regions, &pages, self.page_bytes));
+                }
+                Ok(spans)
             }
         }
     }
 
-    /// E.g. "DAMON vaddr, kdamond 1 (memscope's), sampling 5 ms, aggregation 100 ms".
+    /// E.g. "DAMON paddr over 3 System RAM range(s), attributed to …, kdamond 1 (memscope's),
+    /// sampling 5 ms, aggregation 100 ms".
     pub fn description(&self) -> String {
         let operations = match self.ram_ranges {
-            None => "vaddr".to_string(),
+            None => format!(
+                "vaddr on pid {} (processes it starts are not watched: a vaddr target is \
+                 one process)",
+                self.pid
+            ),
             Some(ranges) => format!(
-                "paddr over {ranges} System RAM range(s), attributed to pid {} through its \
-                 pagemap",
+                "paddr over {ranges} System RAM range(s), attributed to the pages of pid {} \
+                 and the processes it starts through their pagemaps",
                 self.pid
             ),
         };

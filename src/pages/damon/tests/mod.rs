@@ -327,7 +327,7 @@ fn start_writes_the_vaddr_kdamond_in_order_and_drop_removes_it() {
     assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "1");
     assert_eq!(
         monitor.description(),
-        "DAMON vaddr, kdamond 0 (memscope's), sampling 5 ms, aggregation 100 ms"
+        "DAMON vaddr on pid 4242 (processes it starts are not watched: a vaddr target is one process), kdamond 0 (memscope's), sampling 5 ms, aggregation 100 ms"
     );
     assert!(cleanup::registered().contains(&"DAMON kdamond".to_string()));
     drop(monitor);
@@ -423,9 +423,9 @@ fn without_vaddr_start_monitors_the_ram_and_snapshot_goes_through_pagemap() {
     assert!(written.contains(&w(&format!("{regions}/nr_regions"), "3")));
     assert!(written.contains(&w(&format!("{regions}/2/start"), "4294967296")));
     assert!(written.contains(&w(&format!("{regions}/2/end"), "9663676416")));
-    assert!(monitor
-        .description()
-        .starts_with("DAMON paddr over 3 System RAM range(s), attributed to pid 4242"));
+    assert!(monitor.description().starts_with(
+        "DAMON paddr over 3 System RAM range(s), attributed to the pages of pid 4242"
+    ));
     let dir = "kdamonds/0/contexts/0/schemes/0/tried_regions/0";
     put(
         &fake.admin(),
