@@ -16,7 +16,8 @@
 //!   tables) and the shared number formats;
 //! - `experiments`: one room per experiment (parameters, measurement, result,
 //!   presentation) and the registry that lists them; `stat`: `memscope stat`, counting
-//!   around a user's command;
+//!   around a user's command; `pages`: `memscope pages`, a user's command's hot 2 MiB
+//!   regions and huge pages applied to them;
 //! - `report`: the serde model, which sections each output shows, and renderers that
 //!   know no experiment (terminal, CSV, HTML + SVG; JSON is the model itself).
 
