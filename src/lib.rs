@@ -26,6 +26,7 @@ pub mod commands;
 pub mod counters;
 pub mod error;
 pub mod experiments;
+pub mod footprint;
 pub mod kernels;
 pub mod pages;
 pub mod plan;
