@@ -49,6 +49,10 @@ pub enum Command {
     /// Where a program's TLB misses and hot pages are (`pages record -- CMD`), and huge
     /// pages applied to exactly those regions and measured (`pages apply -- CMD`).
     Pages(crate::pages::params::PagesArgs),
+    /// A binary's per-thread (TLS) and static data from its ELF and DWARF: each object in
+    /// bytes, cache lines and shares of L1d and L2, struct layouts with holes and padding,
+    /// and the per-thread total × threads against L3.
+    Footprint(crate::footprint::params::FootprintArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]

@@ -37,6 +37,7 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
         CommandKind::Info => info(&mut machine),
         CommandKind::Stat => stat(&plan, machine)?,
         CommandKind::Pages => pages(&plan, machine)?,
+        CommandKind::Footprint => footprint(&plan, machine)?,
         _ => measure(&plan, machine)?,
     };
     report.settings.command = plan.command.name().to_string();
@@ -47,6 +48,27 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
         (_, Some(pages)) => ExitCode::from(pages.exit_status()),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// `memscope footprint`: reads the binary; nothing is measured or pinned.
+fn footprint(plan: &Plan, machine: Machine) -> anyhow::Result<Report> {
+    let footprint_plan = plan
+        .footprint
+        .as_ref()
+        .expect("the footprint command has a footprint plan");
+    let result =
+        crate::footprint::run(footprint_plan, &machine).map_err(|e| UsageError::InvalidValue {
+            flag: "BINARY",
+            value: e.path,
+            expected: format!(
+                "an ELF executable or library that can be read ({})",
+                e.reason
+            ),
+        })?;
+    let mut report = Report::new(machine, Settings::default());
+    report.settings.sampling = "read from the file: nothing was run or measured".to_string();
+    report.footprint = Some(result);
+    Ok(report)
 }
 
 /// `memscope pages`: runs the user's command under an access source (and huge pages,

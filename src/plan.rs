@@ -24,6 +24,8 @@ use crate::experiments::stride::StrideConfig;
 use crate::experiments::tlb::params::TlbArgs;
 use crate::experiments::tlb::TlbConfig;
 use crate::experiments::{Configs, ExperimentCommand};
+use crate::footprint::params::FootprintArgs;
+use crate::footprint::FootprintPlan;
 use crate::pages::params::{PagesAction, PagesArgs};
 use crate::pages::PagesPlan;
 use crate::report::output::Target;
@@ -43,6 +45,8 @@ pub struct Plan {
     pub stat: Option<StatPlan>,
     /// `memscope pages`: record or apply, and the command.
     pub pages: Option<PagesPlan>,
+    /// `memscope footprint`: the binary and the caches to compare with.
+    pub footprint: Option<FootprintPlan>,
     /// Experiments of the profile that cannot run on this machine, and why.
     pub skipped: Vec<Skipped>,
     /// Print every sweep point, not only the levels.
@@ -64,6 +68,7 @@ pub enum CommandKind {
     Experiment(&'static str),
     Stat,
     Pages,
+    Footprint,
 }
 
 impl CommandKind {
@@ -74,6 +79,7 @@ impl CommandKind {
             CommandKind::Experiment(name) => name,
             CommandKind::Stat => "stat",
             CommandKind::Pages => "pages",
+            CommandKind::Footprint => "footprint",
         }
     }
 }
@@ -113,6 +119,7 @@ impl Plan {
             experiments: Configs::default(),
             stat: None,
             pages: None,
+            footprint: None,
             skipped: Vec::new(),
             print_points: false,
         }
@@ -126,7 +133,16 @@ impl Plan {
             Some(Command::Experiment(command)) => Plan::experiment(command, machine),
             Some(Command::Stat(args)) => Plan::stat(args),
             Some(Command::Pages(args)) => Plan::pages(args),
+            Some(Command::Footprint(args)) => Plan::footprint(args),
         }
+    }
+
+    fn footprint(args: &FootprintArgs) -> Result<Plan, UsageError> {
+        let mut outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
+        outputs.html = args.html.as_deref().map(Target::parse).transpose()?;
+        let mut plan = Plan::new(CommandKind::Footprint, outputs, None);
+        plan.footprint = Some(args.plan()?);
+        Ok(plan)
     }
 
     fn pages(args: &PagesArgs) -> Result<Plan, UsageError> {

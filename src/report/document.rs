@@ -29,6 +29,9 @@ pub fn result_sections(report: &Report) -> Vec<Section> {
     if let Some(pages) = &report.pages {
         sections.extend(pages.sections());
     }
+    if let Some(footprint) = &report.footprint {
+        sections.push(footprint.section());
+    }
     sections
 }
 

@@ -9,6 +9,7 @@
 use serde::{Deserialize, Serialize};
 
 pub use crate::experiments::Results as Experiments;
+use crate::footprint::FootprintResult;
 use crate::pages::PagesResult;
 pub use crate::platform::arena::PagesObtained;
 use crate::stat::StatResult;
@@ -46,6 +47,9 @@ pub struct Report {
     /// to them (apply).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pages: Option<PagesResult>,
+    /// `memscope footprint`: a binary's per-thread and static data against the caches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub footprint: Option<FootprintResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -102,6 +106,7 @@ impl Report {
             experiments: Experiments::default(),
             stat: None,
             pages: None,
+            footprint: None,
         }
     }
 }

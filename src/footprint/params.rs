@@ -1,0 +1,84 @@
+//! The flags of `memscope footprint` (clap) and their resolution into a plan: the binary
+//! must exist, the counts be sane, and a report given with `--against` (or found in the
+//! current directory) must be a memscope report.
+
+use clap::Args;
+
+use super::FootprintPlan;
+use crate::error::UsageError;
+use crate::experiments::params::parse_count;
+
+#[derive(Debug, Clone, Args)]
+pub struct FootprintArgs {
+    /// The ELF binary or shared library to read.
+    #[arg(value_name = "BINARY")]
+    pub binary: String,
+
+    /// Threads that each get the per-thread (TLS) block, for the total against L3.
+    #[arg(long, value_name = "N", default_value = "1")]
+    pub threads: String,
+
+    /// How many of the largest static objects (.data, .bss, .rodata) to list.
+    #[arg(long, value_name = "K", default_value = "10")]
+    pub top: String,
+
+    /// A memscope report (JSON) whose measured cache capacities to compare with; default:
+    /// memscope-report.json in the current directory when there is one, else the OS's
+    /// cache sizes.
+    #[arg(long, value_name = "REPORT.json")]
+    pub against: Option<String>,
+
+    /// Write the JSON report to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write every object as CSV to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+
+    /// Write the HTML report (a bar per object against the cache sizes) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<String>,
+}
+
+impl FootprintArgs {
+    pub fn plan(&self) -> Result<FootprintPlan, UsageError> {
+        let threads = parse_count("--threads", &self.threads, 1, 1 << 20)?;
+        let top = parse_count("--top", &self.top, 0, 100_000)?;
+        if !std::path::Path::new(&self.binary).is_file() {
+            return Err(UsageError::InvalidValue {
+                flag: "BINARY",
+                value: self.binary.clone(),
+                expected: "an existing ELF file".to_string(),
+            });
+        }
+        let measured = match &self.against {
+            Some(path) => Some((path.clone(), read_report(path)?)),
+            None => {
+                let here = "memscope-report.json";
+                read_report(here).ok().map(|r| (here.to_string(), r))
+            }
+        };
+        Ok(FootprintPlan {
+            binary: self.binary.clone(),
+            threads,
+            top,
+            measured,
+        })
+    }
+}
+
+fn read_report(path: &str) -> Result<serde_json::Value, UsageError> {
+    let bad = |reason: String| UsageError::InvalidValue {
+        flag: "--against",
+        value: path.to_string(),
+        expected: format!("a memscope JSON report ({reason})"),
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+    if value.get("schema_version").is_none() || value.get("machine").is_none() {
+        return Err(bad("it has no schema_version and machine".to_string()));
+    }
+    Ok(value)
+}

@@ -1,0 +1,203 @@
+//! `memscope footprint` in every output: the per-thread block and its total over the
+//! threads, every TLS object and the largest static ones as bytes, cache lines and
+//! shares of L1d and L2, the struct layouts (members, holes, padding, as pahole shows
+//! them), a bar chart of the objects against the caches and the CSV table.
+
+use super::{DataObject, FootprintResult};
+use crate::units::Bytes;
+use crate::view::chart::{Axis, BarChart, PALETTE};
+use crate::view::format::{self, raw};
+use crate::view::{Block, Column, DataTable, Medium, Paragraph, Section, Table};
+
+fn share(bytes: u64, of: Option<u64>) -> String {
+    match of {
+        Some(size) if size > 0 => {
+            format!("{}%", format::fixed(100.0 * bytes as f64 / size as f64, 1))
+        }
+        _ => format::DASH.to_string(),
+    }
+}
+
+impl FootprintResult {
+    pub fn section(&self) -> Section {
+        let c = &self.caches;
+        let per_thread = self.tls.map_or(0, |t| t.bytes);
+        let mut section = Section::new(
+            "footprint",
+            "Footprint",
+            format!(
+                "Footprint of {}: {} of thread-local data per thread ({} lines of {} B)",
+                self.binary,
+                Bytes(per_thread),
+                per_thread.div_ceil(c.line_bytes.max(1)),
+                c.line_bytes
+            ),
+        );
+        section.push(Paragraph::note(format!(
+            "Caches compared with: L1d {}, L2 {}, L3 {}, {}. Detail: {}.",
+            c.l1d_bytes
+                .map_or(format::DASH.to_string(), |b| Bytes(b).to_string()),
+            c.l2_bytes
+                .map_or(format::DASH.to_string(), |b| Bytes(b).to_string()),
+            c.l3_bytes
+                .map_or(format::DASH.to_string(), |b| Bytes(b).to_string()),
+            c.source,
+            self.detail
+        )));
+        if let Some(tls) = self.tls {
+            let total = self.tls_total_bytes();
+            section.push(Paragraph::callout(format!(
+                "Per thread: {} (.tdata {} + .tbss {}), {} of L1d and {} of L2; × {} thread(s) \
+                 = {}, {} of L3.",
+                Bytes(tls.bytes),
+                Bytes(tls.initialized_bytes),
+                Bytes(tls.bytes - tls.initialized_bytes.min(tls.bytes)),
+                share(tls.bytes, c.l1d_bytes),
+                share(tls.bytes, c.l2_bytes),
+                self.threads,
+                Bytes(total),
+                share(total, c.l3_bytes)
+            )));
+        }
+        section.push(objects_table(self));
+        for note in &self.notes {
+            section.push(Paragraph::muted(note.as_str()));
+        }
+        let layouts: Vec<Block> = self
+            .objects
+            .iter()
+            .filter_map(|o| layout_table(o).map(Block::from))
+            .collect();
+        if !layouts.is_empty() {
+            section.push(Block::Details {
+                summary: "Struct layouts (members, holes, padding)".into(),
+                blocks: layouts,
+            });
+        }
+        if !self.objects.is_empty() {
+            section.push(Block::Only(Medium::Html, vec![chart(self).into()]));
+        }
+        section.push(data(self));
+        section
+    }
+}
+
+fn objects_table(r: &FootprintResult) -> Table {
+    let c = &r.caches;
+    let mut table = Table::new(vec![
+        Column::text("object"),
+        Column::text("section"),
+        Column::text("type"),
+        Column::quantity("size", "B"),
+        Column::number("lines"),
+        Column::number("of L1d"),
+        Column::number("of L2"),
+    ]);
+    for o in &r.objects {
+        table.row([
+            o.name.clone(),
+            o.section.clone(),
+            o.type_name.clone().unwrap_or_default(),
+            format::thousands(o.bytes as f64),
+            o.lines.to_string(),
+            share(o.bytes, c.l1d_bytes),
+            share(o.bytes, c.l2_bytes),
+        ]);
+    }
+    table.note(
+        "every thread-local object, then the largest static ones; lines: cache lines the \
+         object spans at least",
+    );
+    table
+}
+
+/// A struct's members as pahole lists them, with its holes and tail padding.
+fn layout_table(o: &DataObject) -> Option<Table> {
+    let l = o.layout.as_ref()?;
+    let mut table = Table::new(vec![
+        Column::text("member"),
+        Column::text("type"),
+        Column::number("offset"),
+        Column::number("size"),
+        Column::text("hole after"),
+    ])
+    .titled(format!(
+        "{} ({}): {} B, {} cache line(s), {} member(s), {} hole(s) of {} B, {} B padding",
+        o.name,
+        l.name,
+        l.size,
+        l.size.div_ceil(64),
+        l.members.len(),
+        l.holes.len(),
+        l.holes.iter().map(|h| h.1).sum::<u64>(),
+        l.padding
+    ));
+    for m in &l.members {
+        let hole = l
+            .holes
+            .iter()
+            .find(|h| h.0 == m.offset + m.size)
+            .map(|h| format!("{} B", h.1))
+            .unwrap_or_default();
+        let size = match m.bits {
+            Some((bits, _)) => format!("{bits} bits"),
+            None => m.size.to_string(),
+        };
+        table.row([
+            m.name.clone(),
+            m.type_name.clone(),
+            m.offset.to_string(),
+            size,
+            hole,
+        ]);
+    }
+    Some(table)
+}
+
+fn chart(r: &FootprintResult) -> BarChart {
+    let shown: Vec<&DataObject> = r.objects.iter().take(40).collect();
+    let pct = |b: u64, of: Option<u64>| of.map_or(f64::NAN, |s| 100.0 * b as f64 / s as f64);
+    BarChart::new("Each object as a share of L1d and of L2 (100% = the whole cache)")
+        .x_label("object")
+        .y_axis(Axis::linear("% of the cache"))
+        .categories(shown.iter().map(|o| o.name.clone()).collect())
+        .series(
+            "of L1d",
+            shown
+                .iter()
+                .map(|o| pct(o.bytes, r.caches.l1d_bytes))
+                .collect(),
+            Some(PALETTE[0].to_string()),
+        )
+        .series(
+            "of L2",
+            shown
+                .iter()
+                .map(|o| pct(o.bytes, r.caches.l2_bytes))
+                .collect(),
+            Some(PALETTE[1].to_string()),
+        )
+        .value_labels(Some(1))
+}
+
+fn data(r: &FootprintResult) -> DataTable {
+    let mut t = DataTable::new(
+        "footprint_objects",
+        "name section tls type bytes lines l1d_pct l2_pct".split_whitespace(),
+    );
+    let pct =
+        |b: u64, of: Option<u64>| of.map_or(String::new(), |s| raw(100.0 * b as f64 / s as f64));
+    for o in &r.objects {
+        t.row(vec![
+            o.name.clone(),
+            o.section.clone(),
+            o.tls.to_string(),
+            o.type_name.clone().unwrap_or_default(),
+            o.bytes.to_string(),
+            o.lines.to_string(),
+            pct(o.bytes, r.caches.l1d_bytes),
+            pct(o.bytes, r.caches.l2_bytes),
+        ]);
+    }
+    t
+}
