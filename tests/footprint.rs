@@ -101,6 +101,25 @@ fn real_binaries_read_with_or_without_tls() {
 }
 
 #[test]
+fn a_running_process_shows_its_mappings() {
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id().to_string();
+    let json = footprint(&["--pid", &pid]);
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+    let process = &json["footprint"]["process"];
+    assert_eq!(process["pid"].as_u64().unwrap().to_string(), pid);
+    let mappings = process["mappings"].as_array().unwrap();
+    assert!(mappings.iter().any(|m| m["name"] == "[stack]"), "{process}");
+    memscope(&["footprint", "--pid", "999999999"])
+        .assert()
+        .code(2);
+}
+
+#[test]
 fn what_cannot_be_read_is_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("notes.txt");

@@ -19,6 +19,8 @@ use elf::{ElfFacts, TlsSegment};
 #[derive(Debug, Clone)]
 pub struct FootprintPlan {
     pub binary: String,
+    /// A running process whose mappings are shown beside the static view.
+    pub pid: Option<u32>,
     pub threads: usize,
     pub top: usize,
     /// A memscope report's measured cache capacities, and where they came from.
@@ -67,6 +69,9 @@ pub struct FootprintResult {
     pub sections: Vec<(String, u64)>,
     /// "DWARF", "symbols only", "dynamic symbols only".
     pub detail: String,
+    /// `--pid`: the running process's mappings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process: Option<ProcessMappings>,
     pub notes: Vec<String>,
 }
 
@@ -75,6 +80,62 @@ impl FootprintResult {
     pub fn tls_total_bytes(&self) -> u64 {
         self.tls.map_or(0, |t| t.bytes) * self.threads as u64
     }
+}
+
+/// A running process's memory, per mapping (from /proc/PID/smaps).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessMappings {
+    pub pid: u32,
+    pub command: String,
+    pub mappings: Vec<MappingUse>,
+}
+
+/// One mapping of a running process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MappingUse {
+    pub start: u64,
+    pub end: u64,
+    pub perms: String,
+    /// File name, `[heap]`, `[stack]`, `anon` …
+    pub name: String,
+    pub anonymous: bool,
+    pub rss_kb: u64,
+    pub anonymous_kb: u64,
+    /// Transparent huge pages in the mapping.
+    pub anon_huge_kb: u64,
+}
+
+impl MappingUse {
+    /// Share of the anonymous memory in transparent huge pages, percent.
+    pub fn thp_pct(&self) -> Option<f64> {
+        (self.anonymous_kb > 0).then(|| 100.0 * self.anon_huge_kb as f64 / self.anonymous_kb as f64)
+    }
+}
+
+/// The process's resident mappings, largest first.
+fn process_mappings(pid: u32) -> Result<ProcessMappings, String> {
+    let maps = crate::pages::procfs::smaps(pid)
+        .map_err(|e| format!("cannot read /proc/{pid}/smaps: {e}"))?;
+    let mut mappings: Vec<MappingUse> = maps
+        .iter()
+        .filter(|m| m.rss_kb > 0)
+        .map(|m| MappingUse {
+            start: m.start,
+            end: m.end,
+            perms: m.perms.clone(),
+            name: m.label(),
+            anonymous: m.is_anonymous(),
+            rss_kb: m.rss_kb,
+            anonymous_kb: m.anonymous_kb,
+            anon_huge_kb: m.anon_huge_kb,
+        })
+        .collect();
+    mappings.sort_by(|a, b| b.rss_kb.cmp(&a.rss_kb).then(a.start.cmp(&b.start)));
+    Ok(ProcessMappings {
+        pid,
+        command: crate::pages::procfs::command_name(pid),
+        mappings,
+    })
 }
 
 /// Why a binary cannot be read at all (exit 2).
@@ -125,8 +186,19 @@ pub fn run(plan: &FootprintPlan, machine: &Machine) -> Result<FootprintResult, F
     if facts.tls.is_none() {
         notes.push("the binary has no TLS segment (PT_TLS): no per-thread data".to_string());
     }
+    let process = match plan.pid {
+        Some(pid) => match process_mappings(pid) {
+            Ok(p) => Some(p),
+            Err(why) => {
+                notes.push(why);
+                None
+            }
+        },
+        None => None,
+    };
     Ok(FootprintResult {
         binary: plan.binary.clone(),
+        process,
         tls: facts.tls,
         threads: plan.threads,
         caches,

@@ -10,9 +10,15 @@ use crate::experiments::params::parse_count;
 
 #[derive(Debug, Clone, Args)]
 pub struct FootprintArgs {
-    /// The ELF binary or shared library to read.
-    #[arg(value_name = "BINARY")]
-    pub binary: String,
+    /// The ELF binary or shared library to read (default with --pid: the process's
+    /// executable).
+    #[arg(value_name = "BINARY", required_unless_present = "pid")]
+    pub binary: Option<String>,
+
+    /// A running process whose mappings to show beside the static view: resident memory,
+    /// anonymous vs file-backed and the share in transparent huge pages, per mapping.
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<String>,
 
     /// Threads that each get the per-thread (TLS) block, for the total against L3.
     #[arg(long, value_name = "N", default_value = "1")]
@@ -45,10 +51,30 @@ impl FootprintArgs {
     pub fn plan(&self) -> Result<FootprintPlan, UsageError> {
         let threads = parse_count("--threads", &self.threads, 1, 1 << 20)?;
         let top = parse_count("--top", &self.top, 0, 100_000)?;
-        if !std::path::Path::new(&self.binary).is_file() {
+        let pid = self
+            .pid
+            .as_deref()
+            .map(|p| {
+                p.trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|pid| std::path::Path::new(&format!("/proc/{pid}")).is_dir())
+                    .ok_or_else(|| UsageError::InvalidValue {
+                        flag: "--pid",
+                        value: p.to_string(),
+                        expected: "the pid of a running process".to_string(),
+                    })
+            })
+            .transpose()?;
+        let binary = match (&self.binary, pid) {
+            (Some(b), _) => b.clone(),
+            (None, Some(pid)) => format!("/proc/{pid}/exe"),
+            (None, None) => unreachable!("clap requires BINARY unless --pid is given"),
+        };
+        if !std::path::Path::new(&binary).is_file() {
             return Err(UsageError::InvalidValue {
                 flag: "BINARY",
-                value: self.binary.clone(),
+                value: binary,
                 expected: "an existing ELF file".to_string(),
             });
         }
@@ -60,7 +86,8 @@ impl FootprintArgs {
             }
         };
         Ok(FootprintPlan {
-            binary: self.binary.clone(),
+            binary,
+            pid,
             threads,
             top,
             measured,

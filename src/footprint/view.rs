@@ -60,6 +60,9 @@ impl FootprintResult {
             )));
         }
         section.push(objects_table(self));
+        if let Some(process) = &self.process {
+            section.push(process_table(process));
+        }
         for note in &self.notes {
             section.push(Paragraph::muted(note.as_str()));
         }
@@ -78,6 +81,9 @@ impl FootprintResult {
             section.push(Block::Only(Medium::Html, vec![chart(self).into()]));
         }
         section.push(data(self));
+        if let Some(process) = &self.process {
+            section.push(mappings_data(process));
+        }
         section
     }
 }
@@ -108,6 +114,41 @@ fn objects_table(r: &FootprintResult) -> Table {
         "every thread-local object, then the largest static ones; lines: cache lines the \
          object spans at least",
     );
+    table
+}
+
+/// The running process's resident mappings (the 30 largest; the CSV has all).
+fn process_table(p: &super::ProcessMappings) -> Table {
+    let kib = |kb: u64| Bytes(kb * 1024).to_string();
+    let mut table = Table::new(vec![
+        Column::text("mapping"),
+        Column::text("range"),
+        Column::text("perms"),
+        Column::number("resident"),
+        Column::number("anonymous"),
+        Column::number("in THP"),
+    ])
+    .titled(format!(
+        "Process {} ({}): {} resident in {} mapping(s), {} anonymous, {} of it in transparent \
+         huge pages",
+        p.pid,
+        p.command,
+        kib(p.mappings.iter().map(|m| m.rss_kb).sum()),
+        p.mappings.len(),
+        kib(p.mappings.iter().map(|m| m.anonymous_kb).sum()),
+        kib(p.mappings.iter().map(|m| m.anon_huge_kb).sum()),
+    ));
+    for m in p.mappings.iter().take(30) {
+        table.row([
+            m.name.clone(),
+            format!("{:#x}–{:#x}", m.start, m.end),
+            m.perms.clone(),
+            kib(m.rss_kb),
+            kib(m.anonymous_kb),
+            m.thp_pct()
+                .map_or(String::new(), |p| format!("{}%", format::fixed(p, 0))),
+        ]);
+    }
     table
 }
 
@@ -178,6 +219,27 @@ fn chart(r: &FootprintResult) -> BarChart {
             Some(PALETTE[1].to_string()),
         )
         .value_labels(Some(1))
+}
+
+fn mappings_data(p: &super::ProcessMappings) -> DataTable {
+    let mut t = DataTable::new(
+        "footprint_mappings",
+        "pid start end perms name anonymous rss_kb anonymous_kb anon_huge_kb".split_whitespace(),
+    );
+    for m in &p.mappings {
+        t.row(vec![
+            p.pid.to_string(),
+            format!("{:#x}", m.start),
+            format!("{:#x}", m.end),
+            m.perms.clone(),
+            m.name.clone(),
+            m.anonymous.to_string(),
+            m.rss_kb.to_string(),
+            m.anonymous_kb.to_string(),
+            m.anon_huge_kb.to_string(),
+        ]);
+    }
+    t
 }
 
 fn data(r: &FootprintResult) -> DataTable {
