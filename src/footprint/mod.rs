@@ -166,6 +166,13 @@ pub fn run(plan: &FootprintPlan, machine: &Machine) -> Result<FootprintResult, F
     };
     let detail = if !variables.is_empty() {
         "DWARF (types and layouts)".to_string()
+    } else if facts.debug_info {
+        notes.push(
+            "the DWARF lists no variable with a location (line tables only, e.g. -g1 or \
+             debug = 1): sizes come from the symbol table"
+                .to_string(),
+        );
+        "symbols only (DWARF without variables)".to_string()
     } else if facts.symtab {
         notes.push(
             "no DWARF debug information: sizes come from the symbol table, without types or \
