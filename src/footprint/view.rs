@@ -200,7 +200,7 @@ fn chart(r: &FootprintResult) -> BarChart {
     let pct = |b: u64, of: Option<u64>| of.map_or(f64::NAN, |s| 100.0 * b as f64 / s as f64);
     BarChart::new("Each object as a share of L1d and of L2 (100% = the whole cache)")
         .x_label("object")
-        .y_axis(Axis::linear("% of the cache"))
+        .y_axis(Axis::log10("% of the cache (log scale)"))
         .categories(shown.iter().map(|o| o.name.clone()).collect())
         .series(
             "of L1d",
