@@ -267,3 +267,42 @@ fn footprint_dwarf_matches_pahole() {
         "{text}"
     );
 }
+
+#[test]
+fn footprint_dwarf_c_type_names() {
+    let Some(cc) = cc() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let source = r#"
+enum colour { RED, GREEN };
+union number { int i; double d; };
+int (*handler)(int, char *);
+void (*callbacks[3])(void);
+int (*row)[4];
+volatile int ticks;
+enum colour paint;
+union number value;
+struct { char c; int n; } anon;
+const int limits[2][3];
+int main(void) { return ticks; }
+"#;
+    let exe = compile(cc, dir.path(), source, &["-g", "-O0"], "prog");
+    let vars = variables(&std::fs::read(&exe).unwrap()).unwrap();
+    let name = |n: &str| find(&vars, n).type_name.clone();
+    assert_eq!(name("handler"), "int (*)(int, char *)");
+    assert_eq!(name("callbacks"), "void (*[3])(void)");
+    assert_eq!(name("row"), "int (*)[4]");
+    assert_eq!(name("ticks"), "volatile int");
+    assert_eq!(name("paint"), "enum colour");
+    assert_eq!(name("value"), "union number");
+    assert_eq!(name("anon"), "struct {...}");
+    assert_eq!(name("limits"), "const int[2][3]");
+    assert_eq!(find(&vars, "callbacks").size, 24);
+    assert_eq!(find(&vars, "limits").size, 24);
+    assert_eq!(find(&vars, "limits").dimensions, [(2, None), (3, None)]);
+    let union = find(&vars, "value").layout.as_ref().unwrap();
+    assert_eq!(union.size, 8);
+    assert!(union.holes.is_empty());
+    assert_eq!(union.padding, 0);
+    let anon = find(&vars, "anon").layout.as_ref().unwrap();
+    assert_eq!(anon.holes, [(1, 3)]);
+}

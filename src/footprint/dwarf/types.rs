@@ -129,7 +129,14 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
                     };
                     self.type_name(target, format!(" {inner}"), depth + 1)?
                 } else {
-                    format!("{qualifier} {}", self.type_name(target, inner, depth + 1)?)
+                    // A qualified array qualifies its elements, which DWARF 5 producers
+                    // often qualify again: say it once.
+                    let named = self.type_name(target, inner, depth + 1)?;
+                    if named.starts_with(&format!("{qualifier} ")) {
+                        named
+                    } else {
+                        format!("{qualifier} {named}")
+                    }
                 }
             }
             gimli::DW_TAG_array_type => {
