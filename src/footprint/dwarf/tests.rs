@@ -219,8 +219,16 @@ fn footprint_dwarf_dedups_across_units_and_names_bounds() {
     let Some(cc) = cc() else { return };
     let dir = tempfile::tempdir().unwrap();
     let header = "struct pair { char a; double b; };\nextern struct pair shared;\n";
-    std::fs::write(dir.path().join("a.c"), format!("{header}struct pair shared;\nint main(void) {{ return (int)shared.b; }}\n")).unwrap();
-    std::fs::write(dir.path().join("b.c"), format!("{header}double get(void) {{ return shared.b; }}\n")).unwrap();
+    std::fs::write(
+        dir.path().join("a.c"),
+        format!("{header}struct pair shared;\nint main(void) {{ return (int)shared.b; }}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("b.c"),
+        format!("{header}double get(void) {{ return shared.b; }}\n"),
+    )
+    .unwrap();
     let exe = dir.path().join("ab");
     let status = Command::new(cc)
         .args(["-g", "-O0", "-o"])
@@ -260,7 +268,10 @@ fn footprint_dwarf_matches_pahole() {
     );
     for (offset, bytes) in &layout.holes {
         let _ = offset;
-        assert!(text.contains(&format!("/* XXX {bytes} bytes hole")), "{text}");
+        assert!(
+            text.contains(&format!("/* XXX {bytes} bytes hole")),
+            "{text}"
+        );
     }
     assert!(
         layout.padding == 0 || text.contains(&format!("/* padding: {} */", layout.padding)),

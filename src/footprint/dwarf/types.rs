@@ -237,7 +237,10 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
 
     /// The dimensions of the array the type at `offset` is (through typedefs and
     /// qualifiers), outermost first; empty when it is not an array.
-    pub(super) fn dimensions(&self, offset: UnitOffset) -> gimli::Result<Vec<(u64, Option<String>)>> {
+    pub(super) fn dimensions(
+        &self,
+        offset: UnitOffset,
+    ) -> gimli::Result<Vec<(u64, Option<String>)>> {
         let (offset, die) = self.peel(offset)?;
         if die.tag() != gimli::DW_TAG_array_type {
             return Ok(Vec::new());
@@ -254,13 +257,22 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
                 self.bound(value)?
             } else if let Some(value) = child.attr_value(gimli::DW_AT_upper_bound) {
                 let (upper, named) = self.bound(value)?;
-                let count = match child.attr(gimli::DW_AT_upper_bound).and_then(|a| a.sdata_value())
+                let count = match child
+                    .attr(gimli::DW_AT_upper_bound)
+                    .and_then(|a| a.sdata_value())
                 {
                     // clang spells a flexible array's bound -1.
                     Some(-1) => 0,
                     _ => upper.wrapping_sub(lower).wrapping_add(1),
                 };
-                (if named.is_some() && upper == 0 { 0 } else { count }, named)
+                (
+                    if named.is_some() && upper == 0 {
+                        0
+                    } else {
+                        count
+                    },
+                    named,
+                )
             } else {
                 (0, None)
             };
@@ -338,19 +350,18 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
             };
             let (offset, bits) = match Self::udata(&child, gimli::DW_AT_bit_size) {
                 Some(bit_size) => {
-                    let storage = Self::udata(&child, gimli::DW_AT_byte_size).unwrap_or(member_size);
-                    let data_bit_offset =
-                        match Self::udata(&child, gimli::DW_AT_data_bit_offset) {
-                            Some(bits) => bits,
-                            // DWARF 2-4: DW_AT_bit_offset counts from the storage unit's
-                            // most significant bit (little-endian layout assumed).
-                            None => {
-                                let msb_offset =
-                                    Self::udata(&child, gimli::DW_AT_bit_offset).unwrap_or(0);
-                                (byte_offset * 8 + storage * 8)
-                                    .saturating_sub(msb_offset + bit_size)
-                            }
-                        };
+                    let storage =
+                        Self::udata(&child, gimli::DW_AT_byte_size).unwrap_or(member_size);
+                    let data_bit_offset = match Self::udata(&child, gimli::DW_AT_data_bit_offset) {
+                        Some(bits) => bits,
+                        // DWARF 2-4: DW_AT_bit_offset counts from the storage unit's
+                        // most significant bit (little-endian layout assumed).
+                        None => {
+                            let msb_offset =
+                                Self::udata(&child, gimli::DW_AT_bit_offset).unwrap_or(0);
+                            (byte_offset * 8 + storage * 8).saturating_sub(msb_offset + bit_size)
+                        }
+                    };
                     let unit_offset = match storage {
                         0 => data_bit_offset / 8,
                         storage => {
@@ -362,7 +373,10 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
                             }
                         }
                     };
-                    (unit_offset, Some((bit_size, data_bit_offset - unit_offset * 8)))
+                    (
+                        unit_offset,
+                        Some((bit_size, data_bit_offset - unit_offset * 8)),
+                    )
                 }
                 None => (byte_offset, None),
             };
@@ -397,7 +411,10 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
 
 /// The offset a DW_AT_data_member_location expression of the form `DW_OP_plus_uconst N`
 /// (or a constant) gives.
-fn plus_uconst(expr: gimli::Expression<R<'_>>, encoding: gimli::Encoding) -> gimli::Result<Option<u64>> {
+fn plus_uconst(
+    expr: gimli::Expression<R<'_>>,
+    encoding: gimli::Encoding,
+) -> gimli::Result<Option<u64>> {
     let mut ops = expr.operations(encoding);
     let mut value = None;
     while let Some(op) = ops.next()? {
