@@ -215,7 +215,7 @@ fn footprint_dwarf_no_debug_info_is_empty() {
 }
 
 #[test]
-fn footprint_dwarf_dedups_across_units_and_names_bounds() {
+fn footprint_dwarf_dedups_across_units() {
     let Some(cc) = cc() else { return };
     let dir = tempfile::tempdir().unwrap();
     let header = "struct pair { char a; double b; };\nextern struct pair shared;\n";
