@@ -69,7 +69,7 @@ impl FootprintResult {
         let layouts: Vec<Block> = self
             .objects
             .iter()
-            .filter_map(|o| layout_table(o).map(Block::from))
+            .filter_map(|o| layout_table(o, c.line_bytes).map(Block::from))
             .collect();
         if !layouts.is_empty() {
             section.push(Block::Details {
@@ -153,7 +153,7 @@ fn process_table(p: &super::ProcessMappings) -> Table {
 }
 
 /// A struct's members as pahole lists them, with its holes and tail padding.
-fn layout_table(o: &DataObject) -> Option<Table> {
+fn layout_table(o: &DataObject, line: u64) -> Option<Table> {
     let l = o.layout.as_ref()?;
     let mut table = Table::new(vec![
         Column::text("member"),
@@ -167,7 +167,7 @@ fn layout_table(o: &DataObject) -> Option<Table> {
         o.name,
         l.name,
         l.size,
-        l.size.div_ceil(64),
+        l.size.div_ceil(line.max(1)),
         l.members.len(),
         l.holes.len(),
         l.holes.iter().map(|h| h.1).sum::<u64>(),
