@@ -252,7 +252,6 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             let options = SpawnOptions {
                 env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
                 no_aslr: true,
-                thp_disable: false,
             };
             let paused = child::spawn_paused_with(&plan.record.command, &options)?;
             let counters = probe.has_hardware_pmu().then(|| {

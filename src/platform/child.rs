@@ -99,9 +99,6 @@ pub struct SpawnOptions {
     /// Address-space randomization off (personality ADDR_NO_RANDOMIZE), so the command's
     /// mappings land at the same addresses from run to run.
     pub no_aslr: bool,
-    /// Transparent huge pages off for the command and what it starts
-    /// (prctl PR_SET_THP_DISABLE, inherited across fork and exec).
-    pub thp_disable: bool,
 }
 
 /// Everything the child needs, prepared before the fork (the child must not allocate).
@@ -111,7 +108,6 @@ struct ExecPlan {
     /// The whole environment when options change it; `None` keeps memscope's.
     envp: Option<Vec<CString>>,
     no_aslr: bool,
-    thp_disable: bool,
 }
 
 impl ExecPlan {
@@ -168,7 +164,6 @@ impl ExecPlan {
             argv,
             envp,
             no_aslr: options.no_aslr,
-            thp_disable: options.thp_disable,
         })
     }
 }
@@ -207,7 +202,7 @@ pub fn spawn_paused_with(
         envp.push(std::ptr::null());
     }
     // SAFETY: the child runs only async-signal-safe calls (read, write, sigaction,
-    // personality, prctl, execv(e), _exit) on memory prepared before the fork, then execs or exits.
+    // personality, execv(e), _exit) on memory prepared before the fork, then execs or exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(SpawnError::Fork(io::Error::last_os_error()));
@@ -269,9 +264,6 @@ unsafe fn child_after_fork(
                 (current as libc::c_ulong) | libc::ADDR_NO_RANDOMIZE as libc::c_ulong,
             );
         }
-    }
-    if plan.thp_disable {
-        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
     // As execvp: ENOENT-like failures try the next directory, and a program found but
     // not executable (EACCES) is reported in preference to "not found".

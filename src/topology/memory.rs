@@ -126,33 +126,15 @@ pub fn thp_info() -> ThpInfo {
     }
 }
 
-/// The address range of an smaps mapping header ("7f00…-7f00… rw-p …"), or None for the
-/// "Key: value" lines in between.
-fn smaps_header_range(line: &str) -> Option<(usize, usize)> {
-    let first = line.split_whitespace().next()?;
-    let (lo, hi) = first.split_once('-')?;
-    Some((
-        usize::from_str_radix(lo, 16).ok()?,
-        usize::from_str_radix(hi, 16).ok()?,
-    ))
-}
-
 /// Sum of AnonHugePages (bytes) over the mappings of `smaps` text that overlap
 /// [start, end). A mapping that only partly overlaps counts whole: smaps gives no finer
 /// detail, and the arena asks about ranges it mapped itself.
 pub fn parse_smaps_anon_huge_bytes(smaps: &str, start: usize, end: usize) -> u64 {
-    let mut total = 0u64;
-    let mut in_range = false;
-    for line in smaps.lines() {
-        if let Some((lo, hi)) = smaps_header_range(line) {
-            in_range = lo < end && start < hi;
-        } else if in_range {
-            if let Some(bytes) = parse_meminfo_field(line, "AnonHugePages") {
-                total = total.saturating_add(bytes);
-            }
-        }
-    }
-    total
+    super::smaps::parse_smaps(smaps)
+        .iter()
+        .filter(|m| (m.start as usize) < end && start < m.end as usize)
+        .map(|m| m.anon_huge_kb.saturating_mul(1024))
+        .fold(0u64, u64::saturating_add)
 }
 
 /// Bytes of this process's memory in [start, end) backed by transparent huge pages.

@@ -12,6 +12,7 @@ pub mod caches;
 pub mod cpu;
 pub mod memory;
 pub mod numa;
+pub mod smaps;
 
 /// The `machine` object of the report (see docs/DESIGN.md, "Output contract").
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
