@@ -16,6 +16,7 @@ use super::regions::{ranges_of, Region};
 use super::sources::SourceKind;
 use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
 use crate::platform::child::{self, SpawnOptions, Termination};
+use crate::stats::design::Shuffler;
 use crate::stats::rank_tests::signed_rank;
 use crate::stats::summary::Summary;
 
@@ -241,17 +242,18 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     let mut runs: Vec<(Arm, ArmRun)> = Vec::new();
     let mut dtlb_refusal = None;
     let mut order = 0;
-    let mut rng = seed();
+    let mut shuffler = Shuffler::from_clock();
     // Block 0 warms up (each arm once, untimed): the program's files are cached and the
     // kernel has handed out huge pages once before the timed blocks.
     let mut stopped = false;
     'blocks: for block in 0..=plan.repeat {
         let mut arms = Arm::ALL;
-        shuffle(&mut arms, &mut rng);
+        shuffler.shuffle(&mut arms);
         for arm in arms {
             let options = SpawnOptions {
                 env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
                 no_aslr: true,
+                ..SpawnOptions::default()
             };
             let paused = child::spawn_paused_with(&plan.record.command, &options)?;
             let counters = probe.has_hardware_pmu().then(|| {
@@ -554,25 +556,6 @@ fn lossy(command: &[OsString]) -> Vec<String> {
         .collect()
 }
 
-/// A seed for the order of the arms (xorshift state, never zero).
-fn seed() -> u64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(1, |d| d.as_nanos() as u64);
-    nanos | 1
-}
-
-/// Fisher–Yates with xorshift: the arms' order within a block.
-fn shuffle(arms: &mut [Arm], state: &mut u64) {
-    for i in (1..arms.len()).rev() {
-        *state ^= *state << 13;
-        *state ^= *state >> 7;
-        *state ^= *state << 17;
-        let j = (*state % (i as u64 + 1)) as usize;
-        arms.swap(i, j);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -624,17 +607,5 @@ mod tests {
             "a failed run is never averaged in"
         );
         assert!((all.speedup.unwrap() - 2.0 / 1.5).abs() < 1e-9);
-    }
-
-    #[test]
-    fn every_block_holds_each_arm_once() {
-        let mut state = 12345;
-        for _ in 0..20 {
-            let mut arms = Arm::ALL;
-            shuffle(&mut arms, &mut state);
-            for arm in Arm::ALL {
-                assert_eq!(arms.iter().filter(|&&a| a == arm).count(), 1);
-            }
-        }
     }
 }

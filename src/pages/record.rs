@@ -116,6 +116,7 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
     let options = SpawnOptions {
         env: preload.env(&mode),
         no_aslr: true,
+        ..SpawnOptions::default()
     };
     let paused = child::spawn_paused_with(&plan.command, &options)?;
     let root = paused.pid() as u32;

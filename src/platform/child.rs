@@ -11,7 +11,7 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -72,14 +72,17 @@ impl std::fmt::Display for Termination {
     }
 }
 
-/// A finished command: how it ended, its wall time from the release to the exit, and
-/// the CPU time it and the descendants it waited for used.
+/// A finished command: how it ended, its wall time from the release to the exit, the
+/// CPU time it and the descendants it waited for used, and the peak resident memory of
+/// the largest of them.
 #[derive(Debug, Clone, Copy)]
 pub struct Finished {
     pub termination: Termination,
     pub elapsed: Duration,
     pub user: Duration,
     pub system: Duration,
+    /// Peak resident set size in KiB (`ru_maxrss`).
+    pub max_rss_kib: u64,
 }
 
 /// A forked child blocked before its exec. Dropping it without `release` kills it.
@@ -99,6 +102,11 @@ pub struct SpawnOptions {
     /// Address-space randomization off (personality ADDR_NO_RANDOMIZE), so the command's
     /// mappings land at the same addresses from run to run.
     pub no_aslr: bool,
+    /// A descriptor that becomes the command's standard output (e.g. a file that
+    /// captures it); memscope's own stdout when `None`. It must stay open until release.
+    pub stdout: Option<RawFd>,
+    /// The same for standard error.
+    pub stderr: Option<RawFd>,
 }
 
 /// Everything the child needs, prepared before the fork (the child must not allocate).
@@ -108,6 +116,8 @@ struct ExecPlan {
     /// The whole environment when options change it; `None` keeps memscope's.
     envp: Option<Vec<CString>>,
     no_aslr: bool,
+    stdout: Option<RawFd>,
+    stderr: Option<RawFd>,
 }
 
 impl ExecPlan {
@@ -164,6 +174,8 @@ impl ExecPlan {
             argv,
             envp,
             no_aslr: options.no_aslr,
+            stdout: options.stdout,
+            stderr: options.stderr,
         })
     }
 }
@@ -201,7 +213,7 @@ pub fn spawn_paused_with(
     if let Some(envp) = envp.as_mut() {
         envp.push(std::ptr::null());
     }
-    // SAFETY: the child runs only async-signal-safe calls (read, write, sigaction,
+    // SAFETY: the child runs only async-signal-safe calls (read, write, dup2, sigaction,
     // personality, execv(e), _exit) on memory prepared before the fork, then execs or exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -256,6 +268,13 @@ unsafe fn child_after_fork(
     default.sa_sigaction = libc::SIG_DFL;
     for signal in [libc::SIGPIPE, libc::SIGINT, libc::SIGQUIT] {
         libc::sigaction(signal, &default, std::ptr::null_mut());
+    }
+    for (fd, target) in [(plan.stdout, 1), (plan.stderr, 2)] {
+        if let Some(fd) = fd {
+            if libc::dup2(fd, target) < 0 {
+                libc::_exit(125);
+            }
+        }
     }
     if plan.no_aslr {
         let current = libc::personality(0xffff_ffff);
@@ -391,6 +410,7 @@ impl RunningChild {
             elapsed,
             user: time(usage.ru_utime),
             system: time(usage.ru_stime),
+            max_rss_kib: usage.ru_maxrss.max(0) as u64,
         }))
     }
 }
@@ -519,6 +539,36 @@ mod tests {
         ])
         .unwrap();
         assert!(busy.user + busy.system > Duration::ZERO, "{busy:?}");
+        assert!(busy.max_rss_kib > 0, "{busy:?}");
+    }
+
+    #[test]
+    fn output_goes_to_the_descriptors_given() {
+        let out = tempfile::tempfile().unwrap();
+        let err = tempfile::tempfile().unwrap();
+        let options = SpawnOptions {
+            stdout: Some(out.as_raw_fd()),
+            stderr: Some(err.as_raw_fd()),
+            ..SpawnOptions::default()
+        };
+        let command: Vec<OsString> = ["sh", "-c", "echo out; echo err >&2"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let finished = spawn_paused_with(&command, &options)
+            .unwrap()
+            .run()
+            .unwrap();
+        assert!(finished.termination.success());
+        let read = |mut f: std::fs::File| {
+            use std::io::{Read, Seek};
+            let mut s = String::new();
+            f.rewind().unwrap();
+            f.read_to_string(&mut s).unwrap();
+            s
+        };
+        assert_eq!(read(out), "out\n");
+        assert_eq!(read(err), "err\n");
     }
 
     #[test]

@@ -16,7 +16,7 @@ use std::ffi::OsString;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::{CounterGroup, Event, EventKind, Probe, Reading, Refusal, Scaled, Target};
-use crate::platform::child::{self, SpawnError, Termination};
+use crate::platform::child::{self, Finished, SpawnError, SpawnOptions, Termination};
 use crate::stats::summary::Summary;
 
 /// What `memscope stat` runs.
@@ -135,37 +135,123 @@ impl StatResult {
     }
 }
 
+/// Counters around runs of a command: the requested groups spread over the core PMUs
+/// (one copy per core type on a hybrid CPU), opened on each run's child before its exec.
+pub struct Counting {
+    groups: Vec<Vec<Event>>,
+    /// Every event, in the order of `StatRun::counts`.
+    pub events: Vec<Event>,
+}
+
+/// One counted run: how it ended, and the scaled count of every event.
+pub struct CountedRun {
+    pub finished: Finished,
+    /// Scaled counts in the order of `Counting::events`; `None` when not counted.
+    pub counts: Vec<Option<f64>>,
+    pub readings: Vec<Reading>,
+    /// Why the counters could not be read after the run, if they could not.
+    pub read_error: Option<String>,
+}
+
+impl CountedRun {
+    /// The run as `stat` keeps it.
+    pub fn stat_run(&self) -> StatRun {
+        StatRun {
+            elapsed_s: self.finished.elapsed.as_secs_f64(),
+            user_s: self.finished.user.as_secs_f64(),
+            system_s: self.finished.system.as_secs_f64(),
+            termination: self.finished.termination,
+            counts: self.counts.clone(),
+        }
+    }
+}
+
+impl Counting {
+    pub fn new(groups: &[Vec<Event>], probe: &Probe) -> Counting {
+        let groups = probe.expand_for_core_pmus(groups);
+        let events = groups.iter().flatten().cloned().collect();
+        Counting { groups, events }
+    }
+
+    /// Runs `command` once, counted from its exec to its exit with the processes and
+    /// threads it starts. Errors only when it cannot be started.
+    pub fn run(
+        &self,
+        command: &[OsString],
+        options: &SpawnOptions,
+        probe: &Probe,
+    ) -> Result<CountedRun, SpawnError> {
+        let paused = child::spawn_paused_with(command, options)?;
+        let counters =
+            CounterGroup::open_groups(&self.groups, Target::ChildBeforeExec(paused.pid()), probe);
+        let finished = paused.run()?;
+        let (readings, read_error) = match counters.read() {
+            Ok(readings) => (readings, None),
+            Err(e) => (Vec::new(), Some(e.to_string())),
+        };
+        let counts = (0..self.events.len())
+            .map(|i| readings.get(i).and_then(scaled))
+            .collect();
+        Ok(CountedRun {
+            finished,
+            counts,
+            readings,
+            read_error,
+        })
+    }
+
+    /// Every event's summary over `runs`, the derived figures, and the notes that explain
+    /// refusals, multiplexing and user-only counting.
+    pub fn summarize(
+        &self,
+        runs: &[StatRun],
+        readings: &[Vec<Reading>],
+        line_bytes: u64,
+    ) -> (Vec<EventStat>, Vec<DerivedFigure>, Vec<String>) {
+        let stats = event_stats(&self.events, runs, readings);
+        let mut notes: Vec<String> = Vec::new();
+        for note in refusals(readings) {
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+        if stats.iter().any(|e| e.multiplexed) {
+            notes.push(
+                "counts marked * were multiplexed: the PMU had fewer counters than events, so \
+                 each was counted part of the time and scaled by time enabled / time running"
+                    .to_string(),
+            );
+        }
+        if stats.iter().any(|e| e.user_only) {
+            notes.push(
+                "counts marked (u) exclude the kernel: counting kernel mode is not permitted at \
+                 this perf_event_paranoid level"
+                    .to_string(),
+            );
+        }
+        let derived = derive(&self.events, &stats, runs, line_bytes);
+        (stats, derived, notes)
+    }
+}
+
 /// Runs the plan: `repeat` runs, stopping after a run that fails (its status is passed
 /// through). Errors only when the command cannot be started at all.
 pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult, SpawnError> {
-    let groups = probe.expand_for_core_pmus(&plan.groups);
-    let events: Vec<Event> = groups.iter().flatten().cloned().collect();
+    let counting = Counting::new(&plan.groups, probe);
     let mut runs = Vec::new();
     let mut readings_per_run: Vec<Vec<Reading>> = Vec::new();
     let mut notes = Vec::new();
     for index in 0..plan.repeat {
-        let paused = child::spawn_paused(&plan.command)?;
-        let counters =
-            CounterGroup::open_groups(&groups, Target::ChildBeforeExec(paused.pid()), probe);
-        let finished = paused.run()?;
-        let readings = counters.read().unwrap_or_else(|e| {
+        let counted = counting.run(&plan.command, &SpawnOptions::default(), probe)?;
+        if let Some(e) = &counted.read_error {
             notes.push(format!(
                 "reading the counters failed in run {}: {e}",
                 index + 1
             ));
-            Vec::new()
-        });
-        let counts = (0..events.len())
-            .map(|i| readings.get(i).and_then(scaled))
-            .collect();
-        runs.push(StatRun {
-            elapsed_s: finished.elapsed.as_secs_f64(),
-            user_s: finished.user.as_secs_f64(),
-            system_s: finished.system.as_secs_f64(),
-            termination: finished.termination,
-            counts,
-        });
-        readings_per_run.push(readings);
+        }
+        let finished = counted.finished;
+        runs.push(counted.stat_run());
+        readings_per_run.push(counted.readings);
         if !finished.termination.success() {
             if index + 1 < plan.repeat {
                 notes.push(format!(
@@ -178,27 +264,9 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
             break;
         }
     }
-    let event_stats = event_stats(&events, &runs, &readings_per_run);
-    for note in refusals(&readings_per_run) {
-        if !notes.contains(&note) {
-            notes.push(note);
-        }
-    }
-    if event_stats.iter().any(|e| e.multiplexed) {
-        notes.push(
-            "counts marked * were multiplexed: the PMU had fewer counters than events, so \
-             each was counted part of the time and scaled by time enabled / time running"
-                .to_string(),
-        );
-    }
-    if event_stats.iter().any(|e| e.user_only) {
-        notes.push(
-            "counts marked (u) exclude the kernel: counting kernel mode is not permitted at \
-             this perf_event_paranoid level"
-                .to_string(),
-        );
-    }
-    let derived = derive(&events, &event_stats, &runs, line_bytes);
+    let (event_stats, derived, summary_notes) =
+        counting.summarize(&runs, &readings_per_run, line_bytes);
+    notes.extend(summary_notes);
     let summary = |f: fn(&StatRun) -> f64| {
         Summary::of(&runs.iter().map(f).collect::<Vec<_>>()).expect("at least one run")
     };

@@ -1,7 +1,10 @@
-//! Statistics: robust summaries of repeated trials (`summary`) and finding structure in a
-//! measured curve (`segment`: optimal piecewise-constant segmentation, plateaus), and
-//! whether two sets of runs differ (`rank_tests`).
+//! Statistics: robust summaries of repeated trials (`summary`), confidence intervals of a
+//! median (`interval`), finding structure in a measured curve (`segment`: optimal
+//! piecewise-constant segmentation, plateaus), whether two sets of runs differ
+//! (`rank_tests`), and the shuffled run order of randomized blocks (`design`).
 
+pub mod design;
+pub mod interval;
 pub mod rank_tests;
 pub mod segment;
 pub mod summary;

@@ -6,39 +6,64 @@
 
 use statrs::function::erf::erfc;
 
-/// Two-sided Mann–Whitney U p-value: exact (the null distribution of U counted) for
+/// A Mann–Whitney U test of two independent samples.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MannWhitney {
+    /// U of the first sample: the pairs (x from a, y from b) with x > y, ties counting ½.
+    pub u: f64,
+    /// Two-sided p-value.
+    pub p: f64,
+}
+
+/// Two-sided Mann–Whitney U p-value (see `mann_whitney_u`).
+pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
+    mann_whitney_u(a, b).map(|t| t.p)
+}
+
+/// The two-sided Mann–Whitney U test: exact (the null distribution of U counted) for
 /// small samples without ties, statrs' normal approximation with tie and continuity
 /// correction otherwise. (statrs 0.19's own exact path returns p = 1 for two samples that
-/// do not overlap at all, so it is not used.)
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
+/// do not overlap at all, so it is not used.) `None` with fewer than 2 values on a side.
+pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};
     use statrs::stats_tests::Alternative;
     if a.len() < 2 || b.len() < 2 {
         return None;
     }
+    let u: f64 = a
+        .iter()
+        .map(|x| {
+            b.iter()
+                .map(|y| match x.total_cmp(y) {
+                    std::cmp::Ordering::Greater => 1.0,
+                    std::cmp::Ordering::Equal => 0.5,
+                    std::cmp::Ordering::Less => 0.0,
+                })
+                .sum::<f64>()
+        })
+        .sum();
     let mut all: Vec<f64> = a.iter().chain(b).copied().collect();
     all.sort_by(f64::total_cmp);
     let ties = all.windows(2).any(|w| w[0] == w[1]);
     if ties || a.len() + b.len() > 40 {
-        return mannwhitneyu(
+        let p = mannwhitneyu(
             a,
             b,
             MannWhitneyUMethod::AsymptoticInclContinuityCorrection,
             Alternative::TwoSided,
         )
         .ok()
-        .map(|(_, p)| p);
+        .map(|(_, p)| p)?;
+        return Some(MannWhitney { u, p });
     }
-    // U of `a`: pairs (x in a, y in b) with x > y.
-    let u = a
-        .iter()
-        .map(|x| b.iter().filter(|y| x > y).count())
-        .sum::<usize>();
-    let u = u.min(a.len() * b.len() - u);
+    let smaller = (u as usize).min(a.len() * b.len() - u as usize);
     let counts = u_distribution(a.len(), b.len());
     let total: f64 = counts.iter().sum();
-    let tail: f64 = counts[..=u].iter().sum();
-    Some((2.0 * tail / total).min(1.0))
+    let tail: f64 = counts[..=smaller].iter().sum();
+    Some(MannWhitney {
+        u,
+        p: (2.0 * tail / total).min(1.0),
+    })
 }
 
 /// How many orderings of n1 + n2 distinct values give each U (0 ..= n1·n2): the
@@ -145,6 +170,28 @@ mod tests {
         let p = mann_whitney(&same, &[1.02, 0.97, 1.08, 0.93, 1.01]).unwrap();
         assert!(p > 0.05, "{p}");
         assert!(mann_whitney(&same, &[1.0]).is_none());
+    }
+
+    #[test]
+    fn mann_whitney_gives_the_textbook_u_and_p() {
+        // 5 against 4: U = 17 for the first sample (3 for the second), exact two-sided
+        // p = 14/126 = 0.111, as the tables of the U distribution give.
+        let t = mann_whitney_u(&[19.0, 22.0, 16.0, 29.0, 24.0], &[20.0, 11.0, 17.0, 12.0]);
+        let t = t.unwrap();
+        assert_eq!(t.u, 17.0);
+        assert!((t.p - 14.0 / 126.0).abs() < 1e-12, "{}", t.p);
+        // 7 against 8: U = 12, p = 0.0721 (every split of the 15 ranks enumerated).
+        let t = mann_whitney_u(
+            &[1.1, 2.3, 3.2, 4.5, 5.1, 6.7, 7.2],
+            &[2.0, 3.9, 5.5, 8.1, 8.8, 9.4, 9.9, 10.2],
+        )
+        .unwrap();
+        assert_eq!(t.u, 12.0);
+        assert!((t.p - 0.0721056721).abs() < 1e-9, "{}", t.p);
+        // Ties: U counts them as halves, and p comes from the normal approximation.
+        let t = mann_whitney_u(&[1.0, 2.0, 2.0, 3.0], &[2.0, 4.0, 5.0, 6.0]).unwrap();
+        assert_eq!(t.u, 2.5);
+        assert!(t.p > 0.05 && t.p < 1.0, "{}", t.p);
     }
 
     #[test]
