@@ -53,6 +53,12 @@ pub enum Command {
     /// bytes, cache lines and shares of L1d and L2, struct layouts with holes and padding,
     /// and the per-thread total × threads against L3.
     Footprint(crate::footprint::params::FootprintArgs),
+    /// Does a build or runtime knob change a program's speed, and why: every variant of
+    /// the parameters (-p NAME=VALUES) built once, the benchmarks run interleaved in
+    /// shuffled blocks, each variant's median with a 95% interval, its change against the
+    /// baseline with a Mann–Whitney U test (~ when p ≥ 0.05), CPU time, peak RSS,
+    /// counters and per-thread footprint.
+    Sweep(crate::sweep::params::SweepArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]

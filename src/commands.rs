@@ -38,16 +38,38 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
         CommandKind::Stat => stat(&plan, machine)?,
         CommandKind::Pages => pages(&plan, machine)?,
         CommandKind::Footprint => footprint(&plan, machine)?,
+        CommandKind::Sweep => sweep(&plan, machine)?,
         _ => measure(&plan, machine)?,
     };
     report.settings.command = plan.command.name().to_string();
     export(&plan, &report)?;
     // memscope stat and pages pass the command's exit status through.
-    Ok(match (&report.stat, &report.pages) {
-        (Some(stat), _) => ExitCode::from(stat.exit_status()),
-        (_, Some(pages)) => ExitCode::from(pages.exit_status()),
+    Ok(match (&report.stat, &report.pages, &report.sweep) {
+        (Some(stat), _, _) => ExitCode::from(stat.exit_status()),
+        (_, Some(pages), _) => ExitCode::from(pages.exit_status()),
+        (_, _, Some(sweep)) => ExitCode::from(sweep.exit_status()),
         _ => ExitCode::SUCCESS,
     })
+}
+
+/// `memscope sweep`: builds the variants and runs the benchmarks interleaved; like
+/// `stat`, no calibration or pinning (the benchmarks run where the OS puts them).
+fn sweep(plan: &Plan, machine: Machine) -> anyhow::Result<Report> {
+    let sweep_plan = plan
+        .sweep
+        .as_ref()
+        .expect("the sweep command has a sweep plan");
+    let probe = Probe::detect();
+    let result = crate::sweep::run(sweep_plan, &machine, &probe)
+        .map_err(|e| UsageError::ProgramFailed(e.0))?;
+    let mut report = Report::new(machine, Settings::default());
+    report.settings.sampling = format!(
+        "{} warm-up and {} measured blocks; each block runs every benchmark × variant once, \
+         in a shuffled order; counters as memscope stat counts them",
+        result.warmup_blocks, result.blocks
+    );
+    report.sweep = Some(result);
+    Ok(report)
 }
 
 /// `memscope footprint`: reads the binary; nothing is measured or pinned.

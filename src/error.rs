@@ -49,6 +49,11 @@ pub enum UsageError {
 
     #[error("not supported here: {0}")]
     Unsupported(String),
+
+    /// The user's build or benchmark failed in a way the run cannot go on from (the
+    /// message names the command, the variant and its output).
+    #[error("{0}")]
+    ProgramFailed(String),
 }
 
 /// Exit status for errors the user can fix (bad flags, sizes, CPUs, paths).

@@ -17,7 +17,9 @@
 //! - `experiments`: one room per experiment (parameters, measurement, result,
 //!   presentation) and the registry that lists them; `stat`: `memscope stat`, counting
 //!   around a user's command; `pages`: `memscope pages`, a user's command's hot 2 MiB
-//!   regions and huge pages applied to them;
+//!   regions and huge pages applied to them; `footprint`: a binary's per-thread and
+//!   static data against the caches; `sweep`: build or runtime knobs swept over
+//!   interleaved runs, with confidence intervals and rank tests;
 //! - `report`: the serde model, which sections each output shows, and renderers that
 //!   know no experiment (terminal, CSV, HTML + SVG; JSON is the model itself).
 
@@ -35,6 +37,7 @@ pub mod report;
 pub mod session;
 pub mod stat;
 pub mod stats;
+pub mod sweep;
 pub mod topology;
 pub mod units;
 pub mod view;

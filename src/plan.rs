@@ -30,6 +30,8 @@ use crate::pages::params::{PagesAction, PagesArgs};
 use crate::pages::PagesPlan;
 use crate::report::output::Target;
 use crate::stat::{self, StatPlan};
+use crate::sweep::params::SweepArgs;
+use crate::sweep::SweepPlan;
 use crate::topology::Machine;
 
 /// Which command runs, with everything it needs.
@@ -47,6 +49,8 @@ pub struct Plan {
     pub pages: Option<PagesPlan>,
     /// `memscope footprint`: the binary and the caches to compare with.
     pub footprint: Option<FootprintPlan>,
+    /// `memscope sweep`: the variants, builds, benchmarks and schedule.
+    pub sweep: Option<SweepPlan>,
     /// Experiments of the profile that cannot run on this machine, and why.
     pub skipped: Vec<Skipped>,
     /// Print every sweep point, not only the levels.
@@ -69,6 +73,7 @@ pub enum CommandKind {
     Stat,
     Pages,
     Footprint,
+    Sweep,
 }
 
 impl CommandKind {
@@ -80,6 +85,7 @@ impl CommandKind {
             CommandKind::Stat => "stat",
             CommandKind::Pages => "pages",
             CommandKind::Footprint => "footprint",
+            CommandKind::Sweep => "sweep",
         }
     }
 }
@@ -120,6 +126,7 @@ impl Plan {
             stat: None,
             pages: None,
             footprint: None,
+            sweep: None,
             skipped: Vec::new(),
             print_points: false,
         }
@@ -134,7 +141,16 @@ impl Plan {
             Some(Command::Stat(args)) => Plan::stat(args),
             Some(Command::Pages(args)) => Plan::pages(args),
             Some(Command::Footprint(args)) => Plan::footprint(args),
+            Some(Command::Sweep(args)) => Plan::sweep(args),
         }
+    }
+
+    fn sweep(args: &SweepArgs) -> Result<Plan, UsageError> {
+        let mut outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
+        outputs.html = args.html.as_deref().map(Target::parse).transpose()?;
+        let mut plan = Plan::new(CommandKind::Sweep, outputs, None);
+        plan.sweep = Some(args.plan()?);
+        Ok(plan)
     }
 
     fn footprint(args: &FootprintArgs) -> Result<Plan, UsageError> {

@@ -32,6 +32,9 @@ pub fn result_sections(report: &Report) -> Vec<Section> {
     if let Some(footprint) = &report.footprint {
         sections.push(footprint.section());
     }
+    if let Some(sweep) = &report.sweep {
+        sections.push(sweep.section());
+    }
     sections
 }
 

@@ -13,6 +13,7 @@ use crate::footprint::FootprintResult;
 use crate::pages::PagesResult;
 pub use crate::platform::arena::PagesObtained;
 use crate::stat::StatResult;
+use crate::sweep::SweepResult;
 use crate::topology::Machine;
 
 pub mod csv;
@@ -50,6 +51,9 @@ pub struct Report {
     /// `memscope footprint`: a binary's per-thread and static data against the caches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub footprint: Option<FootprintResult>,
+    /// `memscope sweep`: a program's figures over the variants of its knobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -107,6 +111,7 @@ impl Report {
             stat: None,
             pages: None,
             footprint: None,
+            sweep: None,
         }
     }
 }

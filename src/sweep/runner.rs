@@ -1,0 +1,164 @@
+//! One run of one benchmark on one variant: the command's words with the variant's values
+//! and its kept copies, its environment, standard output and error captured in files (the
+//! metrics are read from stdout; stderr is shown when a warm-up run fails), and `stat`'s
+//! counters around it. Nothing here decides what runs when (`schedule`).
+
+use std::ffi::OsString;
+use std::io::{Read, Seek};
+use std::os::fd::AsRawFd;
+
+use super::template;
+use super::variants::BuiltVariant;
+use super::{Benchmark, MetricSpec, SweepError, SweepPlan};
+use crate::counters::Probe;
+use crate::platform::child::{SpawnError, SpawnOptions};
+use crate::stat::{CountedRun, Counting};
+
+/// A benchmark ready to run on one variant.
+pub struct Prepared {
+    pub command: Vec<OsString>,
+    pub options_env: Vec<(OsString, OsString)>,
+}
+
+/// The benchmark's words with the variant's values, a word naming a kept path replaced
+/// by the variant's copy, and the environment: `--env` values, the kept libraries first
+/// on LD_LIBRARY_PATH and MEMSCOPE_VARIANT_DIR naming the variant's directory.
+pub fn prepare(plan: &SweepPlan, benchmark: &Benchmark, variant: &BuiltVariant) -> Prepared {
+    let assignment = &variant.info.values;
+    let command = benchmark
+        .words
+        .iter()
+        .map(|w| {
+            let word = template::substitute(w, assignment);
+            match variant.copy_of(&word) {
+                Some(copy) => copy.as_os_str().to_os_string(),
+                None => OsString::from(word),
+            }
+        })
+        .collect();
+    let mut env: Vec<(OsString, OsString)> = plan
+        .env
+        .iter()
+        .map(|(k, v)| (k.into(), template::substitute(v, assignment).into()))
+        .collect();
+    if !variant.library_dirs.is_empty() {
+        let mut dirs: Vec<std::path::PathBuf> = variant.library_dirs.clone();
+        let existing = env
+            .iter()
+            .find(|(k, _)| k == "LD_LIBRARY_PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var_os("LD_LIBRARY_PATH"));
+        if let Some(existing) = existing {
+            dirs.extend(std::env::split_paths(&existing));
+        }
+        let joined = std::env::join_paths(dirs).unwrap_or_default();
+        env.retain(|(k, _)| k != "LD_LIBRARY_PATH");
+        env.push(("LD_LIBRARY_PATH".into(), joined));
+    }
+    if let Some(dir) = &variant.dir {
+        env.push((
+            "MEMSCOPE_VARIANT_DIR".into(),
+            dir.as_os_str().to_os_string(),
+        ));
+    }
+    Prepared {
+        command,
+        options_env: env,
+    }
+}
+
+/// A finished run with its captured output.
+pub struct Outcome {
+    pub counted: CountedRun,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs the prepared command once with its output captured.
+pub fn run_once(
+    prepared: &Prepared,
+    counting: &Counting,
+    probe: &Probe,
+) -> Result<Outcome, RunError> {
+    let capture = || tempfile::tempfile().map_err(RunError::Capture);
+    let (mut out, mut err) = (capture()?, capture()?);
+    let options = SpawnOptions {
+        env: prepared.options_env.clone(),
+        stdout: Some(out.as_raw_fd()),
+        stderr: Some(err.as_raw_fd()),
+        ..SpawnOptions::default()
+    };
+    let counted = counting
+        .run(&prepared.command, &options, probe)
+        .map_err(RunError::Spawn)?;
+    let read = |f: &mut std::fs::File| {
+        let mut bytes = Vec::new();
+        let _ = f.rewind().and_then(|_| f.read_to_end(&mut bytes));
+        String::from_utf8_lossy(&bytes).into_owned()
+    };
+    Ok(Outcome {
+        counted,
+        stdout: read(&mut out),
+        stderr: read(&mut err),
+    })
+}
+
+/// Why a run could not be made at all.
+#[derive(Debug)]
+pub enum RunError {
+    Spawn(SpawnError),
+    Capture(std::io::Error),
+}
+
+impl RunError {
+    pub fn into_sweep_error(self, what: &str) -> SweepError {
+        match self {
+            RunError::Spawn(e) => SweepError(format!("{what}: {e}")),
+            RunError::Capture(e) => SweepError(format!(
+                "{what}: cannot create a file to capture its output: {e}"
+            )),
+        }
+    }
+}
+
+/// The metric's value in `stdout`: its last match, the `value` group or the first one,
+/// with thousands separators (`,` `_`) removed; `None` when it does not match or the
+/// group is not a number.
+pub fn read_metric(metric: &MetricSpec, stdout: &str) -> Option<f64> {
+    let captures = metric.regex.captures_iter(stdout).last()?;
+    let group = captures.name("value").or_else(|| captures.get(1))?;
+    let text: String = group
+        .as_str()
+        .chars()
+        .filter(|c| *c != ',' && *c != '_')
+        .collect();
+    text.trim().parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sweep::Better;
+
+    fn metric(pattern: &str) -> MetricSpec {
+        MetricSpec {
+            label: "x".into(),
+            pattern: pattern.into(),
+            regex: regex::Regex::new(pattern).unwrap(),
+            better: Better::Higher,
+            better_inferred: false,
+        }
+    }
+
+    #[test]
+    fn metrics_take_the_last_match_and_ignore_separators() {
+        let out = "warm-up ops=1.5M ops/s\nops=2,345.5M ops/s\n";
+        assert_eq!(read_metric(&metric(r"ops=([0-9.,]+)M"), out), Some(2345.5));
+        assert_eq!(
+            read_metric(&metric(r"(?P<unit>\w+)=(?P<value>[0-9.]+)"), "t=3.25"),
+            Some(3.25)
+        );
+        assert_eq!(read_metric(&metric(r"time: ([0-9.]+)"), out), None);
+        assert_eq!(read_metric(&metric(r"ops=(\S+)"), "ops=fast"), None);
+    }
+}

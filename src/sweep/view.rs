@@ -1,0 +1,654 @@
+//! `memscope sweep` in every output: per benchmark and figure, a table of the variants
+//! (median, 95% interval, change against the baseline, p), the resources and counters
+//! of each variant beside its per-thread footprint, the plots (figure vs parameter with
+//! interval bars and the baseline marked; counters vs parameter), the notes, and CSV
+//! tables of every run and every cell.
+
+use super::analysis::{MeasureStat, Verdict};
+use super::schedule::primary;
+use super::{Measure, Stop, SweepResult};
+use crate::units::Bytes;
+use crate::view::chart::{Axis, BarChart, LineChart, Series, VMarker, PALETTE};
+use crate::view::format::{self, raw, raw_opt};
+use crate::view::{
+    Block, Cell, Column, DataTable, Headline, Medium, Paragraph, Section, Style, Table,
+};
+
+/// Derived counter figures shown per variant, when measured.
+const COUNTER_FIGURES: [&str; 5] = [
+    "IPC",
+    "L1d load miss ratio",
+    "LLC load MPKI",
+    "dTLB load miss rate",
+    "dTLB load MPKI",
+];
+
+/// Counted events shown per variant as counts per run, when counted.
+const COUNTED_EVENTS: [&str; 1] = ["page-faults"];
+
+impl SweepResult {
+    pub fn section(&self) -> Section {
+        let names: Vec<&str> = self.parameters.iter().map(|p| p.name.as_str()).collect();
+        let mut section = Section::new(
+            "sweep",
+            "Sweep",
+            format!(
+                "Sweep of {}: {} × {}, {} measured block(s)",
+                names.join(" × "),
+                format::count_of(self.benchmarks.len(), "benchmark"),
+                format::count_of(self.variants.len(), "variant"),
+                self.blocks
+            ),
+        );
+        section.headlines = self.headlines();
+        section.push(Paragraph::note(self.method()));
+        for b in 0..self.benchmarks.len() {
+            self.push_benchmark(&mut section, b);
+        }
+        for note in &self.notes {
+            section.push(Paragraph::warning(note.as_str()));
+        }
+        section.push(self.runs_data());
+        section.push(self.cells_data());
+        section
+    }
+
+    fn baseline_label(&self) -> &str {
+        &self.variants[self.baseline].label
+    }
+
+    fn method(&self) -> String {
+        let stop = match self.stop {
+            Stop::Fixed => "the blocks asked for (--runs) ran".to_string(),
+            Stop::Resolved => format!(
+                "every median was known to ±{:.1}% (95% interval)",
+                self.effect_pct / 2.0
+            ),
+            Stop::TimeLimit => "the time limit was reached".to_string(),
+            Stop::MaxBlocks => "the most blocks the adaptive schedule runs".to_string(),
+            Stop::Interrupted => "interrupted (Ctrl-C)".to_string(),
+        };
+        format!(
+            "{} warm-up and {} measured block(s) in {:.0} s, each running every benchmark × \
+             variant once in a shuffled order; stopped because {stop}. Baseline: {}. median \
+             over the successful runs; 95% CI: order statistics (no shape assumed); change = \
+             median / baseline median − 1; p: two-sided Mann–Whitney U against the baseline's \
+             runs; ~ = not significant (p ≥ 0.05).",
+            self.warmup_blocks,
+            self.blocks,
+            self.measured_s,
+            self.baseline_label()
+        )
+    }
+
+    /// Per benchmark: the variant with the largest significant change of the main figure.
+    fn headlines(&self) -> Vec<Headline> {
+        let m = primary(&self.measures);
+        let measure = &self.measures[m];
+        self.benchmarks
+            .iter()
+            .enumerate()
+            .map(|(b, bench)| {
+                let best = (0..self.variants.len())
+                    .map(|v| (v, &self.cell(b, v).measures[m]))
+                    .filter(|(_, s)| matches!(s.verdict, Verdict::Better | Verdict::Worse))
+                    .max_by(|x, y| {
+                        let size = |s: &MeasureStat| s.change_pct.unwrap_or(0.0).abs();
+                        size(x.1).total_cmp(&size(y.1))
+                    });
+                match best {
+                    Some((v, s)) => Headline {
+                        label: format!("{}: {}", bench.name, self.variants[v].label),
+                        value: signed_pct(s.change_pct.unwrap_or(0.0)),
+                        detail: format!(
+                            "{} vs {}, p = {}",
+                            measure.label,
+                            self.baseline_label(),
+                            p_text(s.p)
+                        ),
+                    },
+                    None => Headline {
+                        label: bench.name.clone(),
+                        value: "~".to_string(),
+                        detail: format!(
+                            "no variant's {} differs from {} (p ≥ 0.05)",
+                            measure.label,
+                            self.baseline_label()
+                        ),
+                    },
+                }
+            })
+            .collect()
+    }
+
+    fn push_benchmark(&self, section: &mut Section, b: usize) {
+        let bench = &self.benchmarks[b];
+        section.push(Block::Heading(format!(
+            "Benchmark {}: {}",
+            bench.name,
+            format::shell_quoted(&bench.words)
+        )));
+        for (m, measure) in self.measures.iter().enumerate() {
+            let has_data =
+                (0..self.variants.len()).any(|v| self.cell(b, v).measures[m].summary.is_some());
+            if m > 0 && !has_data {
+                continue;
+            }
+            section.push(self.measure_table(b, m, measure));
+            if let Some(chart) = self.measure_chart(b, m, measure) {
+                section.push(Block::Only(Medium::Html, vec![chart]));
+            }
+        }
+        let (resources, charts) = self.resources(b);
+        section.push(resources);
+        if !charts.is_empty() {
+            section.push(Block::Only(Medium::Html, charts));
+        }
+    }
+
+    /// One column per parameter, holding the variant's values.
+    fn parameter_columns(&self) -> Vec<Column> {
+        self.parameters
+            .iter()
+            .map(|p| Column::text(p.name.clone()))
+            .collect()
+    }
+
+    fn parameter_cells(&self, v: usize) -> Vec<Cell> {
+        self.variants[v]
+            .values
+            .0
+            .iter()
+            .map(|(_, value)| {
+                if v == self.baseline {
+                    Cell::styled(value.clone(), Style::Strong)
+                } else {
+                    Cell::new(value.clone())
+                }
+            })
+            .collect()
+    }
+
+    fn measure_table(&self, b: usize, m: usize, measure: &Measure) -> Table {
+        let unit = (!measure.unit.is_empty()).then(|| measure.unit.clone());
+        let mut columns = self.parameter_columns();
+        columns.extend([
+            Column {
+                unit,
+                ..Column::number("median")
+            },
+            Column::number("95% CI").titled("order-statistic interval of the median"),
+            Column::number("±").titled("half the interval, relative to the median"),
+            Column::number("change").titled("median / baseline median − 1; ~: p ≥ 0.05"),
+            Column::number("p").titled("two-sided Mann–Whitney U against the baseline"),
+            Column::number("runs"),
+        ]);
+        let failed = (0..self.variants.len()).any(|v| self.cell(b, v).failed > 0);
+        if failed {
+            columns.push(Column::text("failed"));
+        }
+        let mut table = Table::new(columns).titled(format!(
+            "{} ({}) — {}",
+            measure.label,
+            measure.better.phrase(),
+            measure.source
+        ));
+        for v in 0..self.variants.len() {
+            let cell = self.cell(b, v);
+            let s = &cell.measures[m];
+            let mut row = self.parameter_cells(v);
+            let median = s.summary.map(|x| x.median);
+            row.push(Cell::new(
+                median.map_or(format::DASH.to_string(), format::derived),
+            ));
+            row.push(Cell::new(match s.interval {
+                Some(i) => format!("{} … {}", format::derived(i.low), format::derived(i.high)),
+                None => format::DASH.to_string(),
+            }));
+            row.push(Cell::new(match (s.interval, median) {
+                (Some(i), Some(med)) => format!("{:.1}%", i.half_width_pct(med)),
+                _ => format::DASH.to_string(),
+            }));
+            row.push(change_cell(s));
+            row.push(Cell::new(match s.verdict {
+                Verdict::Baseline => String::new(),
+                _ => p_text(s.p),
+            }));
+            row.push(Cell::new(cell.runs.to_string()));
+            if failed {
+                row.push(Cell::new(if cell.failed > 0 {
+                    format!("{} ({})", cell.failed, cell.failures.join(", "))
+                } else {
+                    String::new()
+                }));
+            }
+            table.row(row);
+        }
+        table
+    }
+
+    /// The figure against the first parameter when its values are numbers (interval bars,
+    /// one line per combination of the other parameters, the baseline marked); else bars.
+    fn measure_chart(&self, b: usize, m: usize, measure: &Measure) -> Option<Block> {
+        let title = format!(
+            "{}: {} ({}) per variant",
+            self.benchmarks[b].name,
+            measure.label,
+            measure.better.phrase()
+        );
+        let y_label = if measure.unit.is_empty() {
+            measure.label.clone()
+        } else {
+            format!("{} ({})", measure.label, measure.unit)
+        };
+        let value = |v: usize| self.cell(b, v).measures[m].summary.map(|s| s.median);
+        let interval = |v: usize| self.cell(b, v).measures[m].interval;
+        match self.numeric_x() {
+            Some(xs) => {
+                let mut chart = LineChart::new(title)
+                    .x_axis(self.x_axis(&xs))
+                    .y_axis(Axis::linear(y_label));
+                for (i, (name, members)) in self.series_groups().into_iter().enumerate() {
+                    let points: Vec<(usize, f64)> = members
+                        .iter()
+                        .filter_map(|&v| Some((v, value(v)?)))
+                        .collect();
+                    if points.is_empty() {
+                        continue;
+                    }
+                    let errors = points
+                        .iter()
+                        .map(|&(v, med)| interval(v).map_or((med, med), |i| (i.low, i.high)))
+                        .collect();
+                    chart = chart.series(
+                        Series::new(name, points.iter().map(|&(v, y)| (xs[v], y)).collect())
+                            .color(PALETTE[i % PALETTE.len()])
+                            .error_bars(errors),
+                    );
+                }
+                chart = chart.marker(VMarker::reference(
+                    xs[self.baseline],
+                    format!("baseline {}", self.baseline_label()),
+                ));
+                if let Some(marker) = self.l1d_marker(&xs) {
+                    chart = chart.marker(marker);
+                }
+                Some(chart.into())
+            }
+            None => {
+                let values = (0..self.variants.len())
+                    .map(|v| value(v).unwrap_or(f64::NAN))
+                    .collect();
+                let chart = BarChart::new(format!("{title} (baseline {})", self.baseline_label()))
+                    .x_label("variant")
+                    .y_axis(Axis::linear(y_label))
+                    .categories(self.variants.iter().map(|v| v.label.clone()).collect())
+                    .series(measure.label.clone(), values, Some(PALETTE[0].to_string()))
+                    .value_labels(Some(2));
+                Some(chart.into())
+            }
+        }
+    }
+
+    /// Where the per-thread data (the variants' TLS blocks) first reaches the L1d size.
+    fn l1d_marker(&self, xs: &[f64]) -> Option<VMarker> {
+        let (v, l1d) = self.variants.iter().enumerate().find_map(|(v, info)| {
+            let f = info.footprint.as_ref()?;
+            let l1d = f.l1d_bytes.filter(|&l| l > 0)?;
+            (f.tls_bytes >= l1d).then_some((v, l1d))
+        })?;
+        Some(VMarker::found(
+            xs[v],
+            format!("per-thread data ≥ L1d ({})", Bytes(l1d)),
+            PALETTE[3],
+        ))
+    }
+
+    /// The first parameter's value of each variant, when every value is a number.
+    fn numeric_x(&self) -> Option<Vec<f64>> {
+        let first = &self.parameters.first()?.name;
+        self.variants
+            .iter()
+            .map(|v| v.values.value(first)?.parse::<f64>().ok())
+            .collect()
+    }
+
+    fn x_axis(&self, xs: &[f64]) -> Axis {
+        let name = self.parameters[0].name.clone();
+        let (min, max) = xs
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            });
+        if min > 0.0 && max / min >= 16.0 {
+            Axis::log2(format!("{name} (log scale)"))
+        } else {
+            Axis::linear(name)
+        }
+    }
+
+    /// Variants grouped by the values of every parameter but the first (one line each).
+    fn series_groups(&self) -> Vec<(String, Vec<usize>)> {
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        for (v, variant) in self.variants.iter().enumerate() {
+            let rest: Vec<String> = variant.values.0[1..]
+                .iter()
+                .map(|(n, val)| format!("{n}={val}"))
+                .collect();
+            let name = if rest.is_empty() {
+                "median".to_string()
+            } else {
+                rest.join(" ")
+            };
+            match groups.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, members)) => members.push(v),
+                None => groups.push((name, vec![v])),
+            }
+        }
+        groups
+    }
+
+    /// CPU time, peak RSS, the per-thread footprint and the counters of each variant, and
+    /// a plot of each counter figure against the parameter.
+    fn resources(&self, b: usize) -> (Table, Vec<Block>) {
+        let nv = self.variants.len();
+        let shown: Vec<&str> = COUNTER_FIGURES
+            .iter()
+            .chain(&COUNTED_EVENTS)
+            .copied()
+            .filter(|name| (0..nv).any(|v| derived_value(self, b, v, name).is_some()))
+            .collect();
+        let footprints = self.variants.iter().any(|v| v.footprint.is_some());
+        let mut columns = self.parameter_columns();
+        columns.extend([
+            Column::quantity("user", "s"),
+            Column::quantity("system", "s"),
+            Column::quantity("peak RSS", "MiB"),
+        ]);
+        if footprints {
+            columns.push(
+                Column::text("per-thread data")
+                    .titled("the binary's TLS block (memscope footprint) and its share of L1d"),
+            );
+        }
+        for name in &shown {
+            let unit = figure_unit(self, b, name);
+            columns.push(if unit.is_empty() {
+                Column::number(*name)
+            } else {
+                Column::quantity(*name, unit)
+            });
+        }
+        let mut table = Table::new(columns).titled("Resources, counters and footprint (medians)");
+        for v in 0..nv {
+            let cell = self.cell(b, v);
+            let mut row = self.parameter_cells(v);
+            let med = |s: Option<crate::stats::Summary>| s.map(|s| s.median);
+            row.push(Cell::new(format::opt_fixed(med(cell.user_s), 3)));
+            row.push(Cell::new(format::opt_fixed(med(cell.system_s), 3)));
+            row.push(Cell::new(format::opt_fixed(
+                med(cell.max_rss_kib).map(|k| k / 1024.0),
+                1,
+            )));
+            if footprints {
+                row.push(Cell::new(match &self.variants[v].footprint {
+                    Some(f) => match f.l1d_bytes {
+                        Some(l1) if l1 > 0 => format!(
+                            "{} ({:.0}% of L1d)",
+                            Bytes(f.tls_bytes),
+                            100.0 * f.tls_bytes as f64 / l1 as f64
+                        ),
+                        _ => Bytes(f.tls_bytes).to_string(),
+                    },
+                    None => format::DASH.to_string(),
+                }));
+            }
+            for name in &shown {
+                row.push(Cell::new(
+                    derived_value(self, b, v, name)
+                        .map_or(format::DASH.to_string(), format::derived),
+                ));
+            }
+            table.row(row);
+        }
+        // The figures not measured, grouped by why.
+        let mut missing: Vec<(String, Vec<&str>)> = Vec::new();
+        for d in &self.cells[b * nv].derived {
+            let name = d.name.as_str();
+            let (true, Some(why)) = (
+                COUNTER_FIGURES.contains(&name) && !shown.contains(&name),
+                d.not_supported.clone(),
+            ) else {
+                continue;
+            };
+            match missing.iter_mut().find(|(w, _)| *w == why) {
+                Some((_, names)) => names.push(name),
+                None => missing.push((why, vec![name])),
+            }
+        }
+        for (why, names) in missing {
+            table.note(format!("{}: {why}", names.join(", ")));
+        }
+        if let Some(f) = self.variants.iter().find_map(|v| v.footprint.as_ref()) {
+            let largest: Vec<String> = f
+                .largest_tls
+                .iter()
+                .map(|(n, bytes)| format!("{n} {}", Bytes(*bytes)))
+                .collect();
+            table.note(format!(
+                "per-thread data: the TLS block of {} per variant ({}: {})",
+                f.binary,
+                self.variants[0].label,
+                if largest.is_empty() {
+                    "no TLS objects".to_string()
+                } else {
+                    largest.join(", ")
+                }
+            ));
+        }
+        let mut charts = Vec::new();
+        if let Some(xs) = self.numeric_x() {
+            let mut figures: Vec<(String, Vec<Option<f64>>)> = shown
+                .iter()
+                .map(|name| {
+                    let unit = figure_unit(self, b, name);
+                    (
+                        format!("{name} ({unit})"),
+                        (0..nv).map(|v| derived_value(self, b, v, name)).collect(),
+                    )
+                })
+                .collect();
+            figures.push((
+                "peak RSS (MiB)".to_string(),
+                (0..nv)
+                    .map(|v| self.cell(b, v).max_rss_kib.map(|s| s.median / 1024.0))
+                    .collect(),
+            ));
+            for (i, (label, values)) in figures.into_iter().enumerate() {
+                let mut chart =
+                    LineChart::new(format!("{}: {label} per variant", self.benchmarks[b].name))
+                        .size(480.0, 300.0)
+                        .x_axis(self.x_axis(&xs))
+                        .y_axis(Axis::linear(label.clone()).include_zero());
+                for (name, members) in self.series_groups() {
+                    let points: Vec<(f64, f64)> = members
+                        .iter()
+                        .filter_map(|&v| Some((xs[v], values[v]?)))
+                        .collect();
+                    if !points.is_empty() {
+                        chart = chart.series(
+                            Series::new(name, points).color(PALETTE[(i + 1) % PALETTE.len()]),
+                        );
+                    }
+                }
+                charts.push(chart.into());
+            }
+        }
+        (table, charts)
+    }
+
+    fn runs_data(&self) -> DataTable {
+        let mut header: Vec<String> = self.parameters.iter().map(|p| p.name.clone()).collect();
+        header.extend(
+            [
+                "benchmark",
+                "block",
+                "order",
+                "elapsed_s",
+                "user_s",
+                "system_s",
+                "max_rss_kib",
+                "exit",
+            ]
+            .map(String::from),
+        );
+        header.extend(self.measures[1..].iter().map(|m| metric_column(&m.label)));
+        header.extend(self.events.iter().map(|e| metric_column(e)));
+        let mut t = DataTable::new("sweep_runs", header);
+        for r in &self.runs {
+            let mut row: Vec<String> = self.variants[r.variant]
+                .values
+                .0
+                .iter()
+                .map(|(_, v)| v.clone())
+                .collect();
+            row.extend([
+                self.benchmarks[r.benchmark].name.clone(),
+                r.block.to_string(),
+                r.order.to_string(),
+                raw(r.elapsed_s),
+                raw(r.user_s),
+                raw(r.system_s),
+                r.max_rss_kib.to_string(),
+                r.termination.shell_status().to_string(),
+            ]);
+            row.extend(r.metrics.iter().map(|m| m.map(raw).unwrap_or_default()));
+            row.extend(r.counts.iter().map(|c| c.map(raw).unwrap_or_default()));
+            t.row(row);
+        }
+        t
+    }
+
+    fn cells_data(&self) -> DataTable {
+        let mut header: Vec<String> = self.parameters.iter().map(|p| p.name.clone()).collect();
+        header.extend(
+            "benchmark figure better runs failed median ci_low ci_high ci_coverage change_pct u p verdict"
+                .split_whitespace()
+                .map(String::from),
+        );
+        let mut t = DataTable::new("sweep_cells", header);
+        for cell in &self.cells {
+            for (m, measure) in self.measures.iter().enumerate() {
+                let s = &cell.measures[m];
+                let mut row: Vec<String> = self.variants[cell.variant]
+                    .values
+                    .0
+                    .iter()
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                row.extend([
+                    self.benchmarks[cell.benchmark].name.clone(),
+                    measure.label.clone(),
+                    format!("{:?}", measure.better).to_lowercase(),
+                    cell.runs.to_string(),
+                    cell.failed.to_string(),
+                    raw_opt(s.summary.map(|x| raw(x.median))),
+                    raw_opt(s.interval.map(|i| raw(i.low))),
+                    raw_opt(s.interval.map(|i| raw(i.high))),
+                    raw_opt(s.interval.map(|i| raw(i.coverage))),
+                    raw_opt(s.change_pct.map(raw)),
+                    raw_opt(s.u.map(raw)),
+                    raw_opt(s.p.map(|p| format!("{p:.6}"))),
+                    verdict_word(s.verdict).to_string(),
+                ]);
+                t.row(row);
+            }
+        }
+        t
+    }
+}
+
+/// A counter figure's median in one cell: a derived figure by name, or an event's count
+/// per run.
+fn derived_value(r: &SweepResult, b: usize, v: usize, name: &str) -> Option<f64> {
+    let cell = r.cell(b, v);
+    if COUNTED_EVENTS.contains(&name) {
+        return cell
+            .events
+            .iter()
+            .find(|e| e.event == name)
+            .and_then(|e| e.count)
+            .map(|s| s.median);
+    }
+    cell.derived
+        .iter()
+        .find(|d| d.name == name)
+        .and_then(|d| d.value)
+        .map(|s| s.median)
+}
+
+/// The unit of a counter figure as shown.
+fn figure_unit(r: &SweepResult, b: usize, name: &str) -> String {
+    if COUNTED_EVENTS.contains(&name) {
+        return "per run".to_string();
+    }
+    r.cells[b * r.variants.len()]
+        .derived
+        .iter()
+        .find(|d| d.name == name)
+        .map(|d| d.unit.clone())
+        .unwrap_or_default()
+}
+
+/// A CSV column name from a label: lower case, words joined by '_'.
+fn metric_column(label: &str) -> String {
+    let words: Vec<String> = label
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect();
+    words.join("_")
+}
+
+fn signed_pct(change: f64) -> String {
+    format!(
+        "{}{:.1}%",
+        if change > 0.0 { "+" } else { "−" },
+        change.abs()
+    )
+}
+
+fn p_text(p: Option<f64>) -> String {
+    match p {
+        Some(p) if p < 0.001 => "<0.001".to_string(),
+        Some(p) => format!("{p:.3}"),
+        None => format::DASH.to_string(),
+    }
+}
+
+fn verdict_word(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Baseline => "baseline",
+        Verdict::Better => "better",
+        Verdict::Worse => "worse",
+        Verdict::NoChange => "~",
+        Verdict::TooFewRuns => "too few runs",
+        Verdict::NoData => "no data",
+    }
+}
+
+fn change_cell(s: &MeasureStat) -> Cell {
+    let change = s.change_pct.map(signed_pct).unwrap_or_default();
+    match s.verdict {
+        Verdict::Baseline => Cell::styled("baseline", Style::Muted),
+        Verdict::Better => Cell::styled(change, Style::Strong),
+        Verdict::Worse => Cell::styled(change, Style::Warn),
+        Verdict::NoChange => Cell::titled(
+            "~",
+            Style::Muted,
+            format!("{change}, not significant (p ≥ 0.05)"),
+        ),
+        Verdict::TooFewRuns => Cell::styled("too few runs", Style::Muted),
+        Verdict::NoData => Cell::dash(),
+    }
+}
