@@ -66,7 +66,7 @@ impl Better {
     }
 }
 
-/// A figure read from the benchmarks' standard output.
+/// A figure read from the benchmarks' standard output (or error).
 #[derive(Debug, Clone)]
 pub struct MetricSpec {
     pub label: String,
@@ -96,7 +96,7 @@ pub struct Measure {
     pub label: String,
     pub unit: String,
     pub better: Better,
-    /// "wall clock" or "stdout /REGEX/ (direction guessed)".
+    /// "wall clock" or "output /REGEX/ (direction guessed)".
     pub source: String,
 }
 

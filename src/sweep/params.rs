@@ -61,10 +61,11 @@ pub struct SweepArgs {
     #[arg(long, value_name = "PERCENT", default_value = "2")]
     pub effect: String,
 
-    /// A figure read from each run's standard output: LABEL=REGEX with one capture group
-    /// around the number (the last match counts), LABEL:higher=… or LABEL:lower=… for
-    /// which way is better (default: higher when the label or regex has '/s' or 'ops',
-    /// else lower). The first metric is the one the sweep is about. Repeatable.
+    /// A figure read from each run's standard output (else its stderr): LABEL=REGEX with
+    /// one capture group around the number (the last match counts), LABEL:higher=… or
+    /// LABEL:lower=… for which way is better (default: higher when the label or regex
+    /// has '/s' or 'ops', else lower). The first metric is the one the sweep is about.
+    /// Repeatable.
     #[arg(long, value_name = "LABEL=REGEX")]
     pub metric: Vec<String>,
 

@@ -121,11 +121,13 @@ impl RunError {
     }
 }
 
-/// The metric's value in `stdout`: its last match, the `value` group or the first one,
-/// with thousands separators (`,` `_`) removed; `None` when it does not match or the
-/// group is not a number.
-pub fn read_metric(metric: &MetricSpec, stdout: &str) -> Option<f64> {
-    let captures = metric.regex.captures_iter(stdout).last()?;
+/// The metric's value in the run's standard output, or in its standard error when stdout
+/// has no match (many benchmarks report there): the last match, its `value` group or the
+/// first one, with thousands separators (`,` `_`) removed; `None` when it does not match
+/// or the group is not a number.
+pub fn read_metric(metric: &MetricSpec, stdout: &str, stderr: &str) -> Option<f64> {
+    let captures = (metric.regex.captures_iter(stdout).last())
+        .or_else(|| metric.regex.captures_iter(stderr).last())?;
     let group = captures.name("value").or_else(|| captures.get(1))?;
     let text: String = group
         .as_str()
@@ -153,12 +155,19 @@ mod tests {
     #[test]
     fn metrics_take_the_last_match_and_ignore_separators() {
         let out = "warm-up ops=1.5M ops/s\nops=2,345.5M ops/s\n";
-        assert_eq!(read_metric(&metric(r"ops=([0-9.,]+)M"), out), Some(2345.5));
         assert_eq!(
-            read_metric(&metric(r"(?P<unit>\w+)=(?P<value>[0-9.]+)"), "t=3.25"),
+            read_metric(&metric(r"ops=([0-9.,]+)M"), out, ""),
+            Some(2345.5)
+        );
+        assert_eq!(
+            read_metric(&metric(r"(?P<unit>\w+)=(?P<value>[0-9.]+)"), "t=3.25", ""),
             Some(3.25)
         );
-        assert_eq!(read_metric(&metric(r"time: ([0-9.]+)"), out), None);
-        assert_eq!(read_metric(&metric(r"ops=(\S+)"), "ops=fast"), None);
+        assert_eq!(read_metric(&metric(r"time: ([0-9.]+)"), out, ""), None);
+        assert_eq!(read_metric(&metric(r"ops=(\S+)"), "ops=fast", ""), None);
+        // stderr when stdout has no match; stdout first when both have one.
+        let m = metric(r"speed ([0-9.]+)");
+        assert_eq!(read_metric(&m, "nothing", "speed 4.5"), Some(4.5));
+        assert_eq!(read_metric(&m, "speed 1", "speed 2"), Some(1.0));
     }
 }

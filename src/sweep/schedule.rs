@@ -126,7 +126,7 @@ fn measures(plan: &SweepPlan) -> Vec<Measure> {
         unit: String::new(),
         better: m.better,
         source: format!(
-            "stdout /{}/{}",
+            "output /{}/{}",
             m.pattern,
             if m.better_inferred {
                 " (direction guessed: name it LABEL:higher or LABEL:lower)"
@@ -195,7 +195,7 @@ impl State<'_> {
                 .plan
                 .metrics
                 .iter()
-                .map(|m| runner::read_metric(m, &outcome.stdout))
+                .map(|m| runner::read_metric(m, &outcome.stdout, &outcome.stderr))
                 .collect();
             for (i, v) in metrics.iter().enumerate() {
                 self.matched[benchmark][i] |= v.is_some();
@@ -258,7 +258,7 @@ impl State<'_> {
                     .unwrap_or_default();
                 return Err(SweepError(format!(
                     "invalid value '{}={}' for --metric: expected a regular expression that \
-                     matches the benchmarks' standard output, with its capture group around a \
+                     matches the benchmarks' standard output or error, with its capture group around a \
                      number; it matched no output of any benchmark (e.g. '{sample}')",
                     metric.label, metric.pattern
                 )));
