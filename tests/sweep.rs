@@ -39,7 +39,7 @@ fn has_cc() -> bool {
     ok
 }
 
-fn cell<'a>(report: &'a Value, benchmark: usize, variant: usize) -> &'a Value {
+fn cell(report: &Value, benchmark: usize, variant: usize) -> &Value {
     let variants = report["sweep"]["variants"].as_array().unwrap().len();
     &report["sweep"]["cells"][benchmark * variants + variant]
 }
