@@ -134,12 +134,7 @@ fn stat(plan: &Plan, machine: Machine) -> anyhow::Result<Report> {
         .as_ref()
         .expect("the stat command has a stat plan");
     let probe = Probe::detect();
-    let line_bytes = machine
-        .caches
-        .iter()
-        .map(|c| c.line_bytes)
-        .find(|&l| l > 0)
-        .unwrap_or(64);
+    let line_bytes = machine.line_bytes();
     let result = stat::run(stat_plan, &probe, line_bytes)?;
     let mut report = Report::new(machine, Settings::default());
     report.settings.sampling = format!(

@@ -18,7 +18,7 @@ use crate::experiments::loaded::LoadedConfig;
 use crate::experiments::miss_impact::MissImpactConfig;
 use crate::experiments::mlp::params::MlpArgs;
 use crate::experiments::mlp::MlpConfig;
-use crate::experiments::params::{defaults, parse_count, thread_cpus, MeasurePlan};
+use crate::experiments::params::{defaults, parse_count, thread_cpus, MeasurePlan, OutputArgs};
 use crate::experiments::stride::params::StrideArgs;
 use crate::experiments::stride::StrideConfig;
 use crate::experiments::tlb::params::TlbArgs;
@@ -107,6 +107,13 @@ impl Outputs {
         })
     }
 
+    /// The `--json`, `--csv` and `--html` files of a program command.
+    fn of_program(args: &OutputArgs) -> Result<Outputs, UsageError> {
+        let mut outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
+        outputs.html = args.html.as_deref().map(Target::parse).transpose()?;
+        Ok(outputs)
+    }
+
     /// True when a machine-readable output goes to stdout, so tables must go to stderr.
     pub fn uses_stdout(&self) -> bool {
         [&self.json, &self.csv, &self.html]
@@ -146,16 +153,14 @@ impl Plan {
     }
 
     fn sweep(args: &SweepArgs) -> Result<Plan, UsageError> {
-        let mut outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
-        outputs.html = args.html.as_deref().map(Target::parse).transpose()?;
+        let outputs = Outputs::of_program(&args.outputs)?;
         let mut plan = Plan::new(CommandKind::Sweep, outputs, None);
         plan.sweep = Some(args.plan()?);
         Ok(plan)
     }
 
     fn footprint(args: &FootprintArgs) -> Result<Plan, UsageError> {
-        let mut outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
-        outputs.html = args.html.as_deref().map(Target::parse).transpose()?;
+        let outputs = Outputs::of_program(&args.outputs)?;
         let mut plan = Plan::new(CommandKind::Footprint, outputs, None);
         plan.footprint = Some(args.plan()?);
         Ok(plan)
@@ -166,8 +171,7 @@ impl Plan {
             PagesAction::Record(a) => (&a.sampling, PagesPlan::Record(a.plan()?)),
             PagesAction::Apply(a) => (&a.sampling, PagesPlan::Apply(Box::new(a.plan()?))),
         };
-        let mut outputs = Outputs::of(sampling.json.as_deref(), sampling.csv.as_deref())?;
-        outputs.html = sampling.html.as_deref().map(Target::parse).transpose()?;
+        let outputs = Outputs::of_program(&sampling.outputs)?;
         let mut plan = Plan::new(CommandKind::Pages, outputs, None);
         plan.pages = Some(pages);
         Ok(plan)

@@ -270,3 +270,20 @@ pub fn parse_count(
         .filter(|n| (min..=max).contains(n))
         .ok_or_else(|| invalid(flag, value, &format!("a whole number from {min} to {max}")))
 }
+
+/// The output files of the program commands (`pages`, `footprint`, `sweep`): the report
+/// as JSON, its tables as CSV and the self-contained HTML page.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutputArgs {
+    /// Write the JSON report to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+
+    /// Write the tables (every run, region or object) as CSV to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<String>,
+
+    /// Write the self-contained HTML report, with its plots, to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<String>,
+}

@@ -271,12 +271,7 @@ fn cache_sizes(machine: &Machine, measured: Option<&(String, serde_json::Value)>
             .find(|c| c.level == level && c.kind != "instruction")
             .map(|c| c.size_bytes)
     };
-    let line_bytes = machine
-        .caches
-        .iter()
-        .map(|c| c.line_bytes)
-        .find(|&l| l > 0)
-        .unwrap_or(64);
+    let line_bytes = machine.line_bytes();
     let from_report = measured.and_then(|(path, report)| {
         let levels = report.pointer("/experiments/latency/levels")?.as_array()?;
         let capacity = |name: &str| {

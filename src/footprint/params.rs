@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::FootprintPlan;
 use crate::error::UsageError;
-use crate::experiments::params::parse_count;
+use crate::experiments::params::{parse_count, OutputArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct FootprintArgs {
@@ -34,17 +34,8 @@ pub struct FootprintArgs {
     #[arg(long, value_name = "REPORT.json")]
     pub against: Option<String>,
 
-    /// Write the JSON report to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
-
-    /// Write every object as CSV to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
-
-    /// Write the HTML report (a bar per object against the cache sizes) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<String>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 }
 
 impl FootprintArgs {

@@ -10,7 +10,7 @@ use super::apply::ApplyPlan;
 use super::record::{PagesRecord, RecordPlan};
 use super::sources::SourceChoice;
 use crate::error::UsageError;
-use crate::experiments::params::parse_count;
+use crate::experiments::params::{parse_count, OutputArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct PagesArgs {
@@ -48,17 +48,8 @@ pub struct SamplingArgs {
     #[arg(long, value_name = "MS", default_value = "100")]
     pub interval: String,
 
-    /// Write the JSON report to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
-
-    /// Write every region (and run) as CSV to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
-
-    /// Write the HTML report (histograms of the regions, heat over time) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<String>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 
     /// The command and its arguments (put `--` before it).
     #[arg(

@@ -11,7 +11,7 @@ use regex::Regex;
 use super::template::{self, Assignment, Parameter, MAX_VARIANTS};
 use super::{Benchmark, Better, MetricSpec, Schedule, SweepPlan};
 use crate::error::UsageError;
-use crate::experiments::params::{invalid, parse_count};
+use crate::experiments::params::{invalid, parse_count, OutputArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
@@ -74,17 +74,8 @@ pub struct SweepArgs {
     #[arg(long, value_name = "VALUE")]
     pub baseline: Option<String>,
 
-    /// Write the JSON report (every run) to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
-
-    /// Write every run and the summary as CSV to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
-
-    /// Write the HTML report (metric vs parameter with confidence bars) to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<String>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
 
     /// The benchmarks: each a command run as argv (split as a shell splits words, but no
     /// shell runs it), optionally named NAME=COMMAND.

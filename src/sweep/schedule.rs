@@ -31,12 +31,7 @@ pub fn measure(
     built: &Built,
 ) -> Result<SweepResult, SweepError> {
     let counting = Counting::new(&stat::default_groups(), probe);
-    let line_bytes = machine
-        .caches
-        .iter()
-        .map(|c| c.line_bytes)
-        .find(|&l| l > 0)
-        .unwrap_or(64);
+    let line_bytes = machine.line_bytes();
     let (nb, nv) = (plan.benchmarks.len(), plan.variants.len());
     let prepared: Vec<Vec<Prepared>> = plan
         .benchmarks

@@ -358,7 +358,11 @@ impl SweepResult {
             .copied()
             .filter(|name| (0..nv).any(|v| derived_value(self, b, v, name).is_some()))
             .collect();
-        let footprints = self.variants.iter().any(|v| v.footprint.is_some());
+        // The per-thread column only when some variant's binary has per-thread data.
+        let footprints = self
+            .variants
+            .iter()
+            .any(|v| v.footprint.as_ref().is_some_and(|f| f.tls_bytes > 0));
         let mut columns = self.parameter_columns();
         columns.extend([
             Column::quantity("user", "s"),
@@ -429,7 +433,16 @@ impl SweepResult {
         for (why, names) in missing {
             table.note(format!("{}: {why}", names.join(", ")));
         }
-        if let Some(f) = self.variants.iter().find_map(|v| v.footprint.as_ref()) {
+        let read = self.variants.iter().find_map(|v| v.footprint.as_ref());
+        if let (Some(f), false) = (read, footprints) {
+            table.note(format!(
+                "per-thread data: {} has no thread-local (TLS) data in any variant; its working \
+                 memory is on the stack or the heap, which `memscope pages` and the peak RSS \
+                 show",
+                f.binary
+            ));
+        }
+        if let (Some(f), true) = (read, footprints) {
             let largest: Vec<String> = f
                 .largest_tls
                 .iter()

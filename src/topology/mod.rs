@@ -177,6 +177,15 @@ pub struct CpuFreq {
 }
 
 impl Machine {
+    /// The cache line size the OS reports (64 when it reports none).
+    pub fn line_bytes(&self) -> u64 {
+        self.caches
+            .iter()
+            .map(|c| c.line_bytes)
+            .find(|&l| l > 0)
+            .unwrap_or(64)
+    }
+
     /// A machine for tests: 8 CPUs at 3 GHz with a 32 KiB L1d and L1i, a 1 MiB L2 and a
     /// 32 MiB L3 (8 ways, four instances each shared by CPUs 0 and 1, CPUID agreeing).
     #[cfg(test)]
