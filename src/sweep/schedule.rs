@@ -385,8 +385,10 @@ fn cells(
                 .collect();
             let (events, derived, counter_notes) =
                 state.counting.summarize(&stat_runs, &readings, line_bytes);
+            // Refusals are named once per figure in the resources table; the other notes
+            // (multiplexing, user-only counting) are kept.
             for note in counter_notes {
-                if !notes.contains(&note) {
+                if !note.starts_with("not supported:") && !notes.contains(&note) {
                     notes.push(note);
                 }
             }

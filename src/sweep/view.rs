@@ -408,10 +408,11 @@ impl SweepResult {
                 }));
             }
             for name in &shown {
-                row.push(Cell::new(
-                    derived_value(self, b, v, name)
-                        .map_or(format::DASH.to_string(), format::derived),
-                ));
+                row.push(Cell::new(match derived_value(self, b, v, name) {
+                    Some(count) if COUNTED_EVENTS.contains(name) => format::thousands(count),
+                    Some(figure) => format::derived(figure),
+                    None => format::DASH.to_string(),
+                }));
             }
             table.row(row);
         }
