@@ -64,7 +64,7 @@ pub struct SweepArgs {
     /// A figure read from each run's standard output (else its stderr): LABEL=REGEX with
     /// one capture group around the number (the last match counts), LABEL:higher=… or
     /// LABEL:lower=… for which way is better (default: higher when the label or regex
-    /// has '/s' or 'ops', else lower). The first metric is the one the sweep is about.
+    /// names a rate: '/s', '/sec', 'ops', 'throughput', 'bandwidth'; else lower). The first metric is the one the sweep is about.
     /// Repeatable.
     #[arg(long, value_name = "LABEL=REGEX")]
     pub metric: Vec<String>,
@@ -77,8 +77,9 @@ pub struct SweepArgs {
     #[command(flatten)]
     pub outputs: OutputArgs,
 
-    /// The benchmarks: each a command run as argv (split as a shell splits words, but no
-    /// shell runs it), optionally named NAME=COMMAND.
+    /// The benchmarks, each one quoted argument: a command run as argv (split as a shell
+    /// splits words, but no shell runs it), optionally named NAME=COMMAND, e.g.
+    /// 'small=./bench --size 4K'.
     #[arg(value_name = "BENCH", required = true, num_args = 1..)]
     pub benchmarks: Vec<String>,
 }
@@ -395,7 +396,9 @@ fn parse_metric(spec: &str) -> Result<MetricSpec, UsageError> {
     let (better, inferred) = match better {
         Some(b) => (b, false),
         None => {
-            let hint = |s: &str| s.contains("/s") || s.to_lowercase().contains("ops");
+            let rate = Regex::new(r"(?i)(/s\b|/sec\b|per sec|\bops\b|ops/|throughput|bandwidth)")
+                .expect("a valid pattern");
+            let hint = |s: &str| rate.is_match(s);
             let b = if hint(label) || hint(pattern) {
                 Better::Higher
             } else {
@@ -519,6 +522,18 @@ mod tests {
         assert_eq!(p.benchmarks[1].name, "second");
         assert_eq!(p.benchmarks[1].words, ["true", "{N}"]);
         assert_eq!(p.metrics[0].better, Better::Higher);
+        // A rate is higher-is-better, a time per step is not.
+        for (spec, better) in [
+            ("ns/step=ns/step=([0-9.]+)", Better::Lower),
+            ("t=took ([0-9.]+) s", Better::Lower),
+            ("rate=([0-9.]+) MB/s", Better::Higher),
+            ("x=([0-9.]+) Mops", Better::Lower),
+            ("x=([0-9.]+) ops/sec", Better::Higher),
+            ("throughput=([0-9.]+)", Better::Higher),
+            ("x:lower=([0-9.]+) MB/s", Better::Lower),
+        ] {
+            assert_eq!(parse_metric(spec).unwrap().better, better, "{spec}");
+        }
         assert!(matches!(p.schedule, Schedule::Adaptive { .. }));
     }
 

@@ -69,14 +69,14 @@ impl SweepResult {
             Stop::Interrupted => "interrupted (Ctrl-C)".to_string(),
         };
         format!(
-            "{} warm-up and {} measured block(s) in {:.0} s, each running every benchmark × \
+            "{} warm-up and {} measured block(s) in {} s, each running every benchmark × \
              variant once in a shuffled order; stopped because {stop}. Baseline: {}. median \
              over the successful runs; 95% CI: order statistics (no shape assumed); change = \
              median / baseline median − 1; p: two-sided Mann–Whitney U against the baseline's \
              runs; ~ = not significant (p ≥ 0.05).",
             self.warmup_blocks,
             self.blocks,
-            self.measured_s,
+            format::rounded(self.measured_s, 10.0),
             self.baseline_label()
         )
     }
@@ -276,15 +276,16 @@ impl SweepResult {
                 Some(chart.into())
             }
             None => {
-                let values = (0..self.variants.len())
+                let values: Vec<f64> = (0..self.variants.len())
                     .map(|v| value(v).unwrap_or(f64::NAN))
                     .collect();
+                let values_for_labels = values.clone();
                 let chart = BarChart::new(format!("{title} (baseline {})", self.baseline_label()))
                     .x_label("variant")
                     .y_axis(Axis::linear(y_label))
                     .categories(self.variants.iter().map(|v| v.label.clone()).collect())
                     .series(measure.label.clone(), values, Some(PALETTE[0].to_string()))
-                    .value_labels(Some(2));
+                    .value_labels(Some(label_decimals(&values_for_labels)));
                 Some(chart.into())
             }
         }
@@ -304,17 +305,26 @@ impl SweepResult {
         ))
     }
 
-    /// The first parameter's value of each variant, when every value is a number.
+    /// The parameter plotted on the x axis: the first whose values are all numbers.
+    fn x_parameter(&self) -> Option<usize> {
+        self.parameters
+            .iter()
+            .position(|p| p.values.iter().all(|v| v.parse::<f64>().is_ok()))
+    }
+
+    /// Each variant's value of the x parameter, when there is one.
     fn numeric_x(&self) -> Option<Vec<f64>> {
-        let first = &self.parameters.first()?.name;
+        let x = self.x_parameter()?;
         self.variants
             .iter()
-            .map(|v| v.values.value(first)?.parse::<f64>().ok())
+            .map(|v| v.values.0.get(x)?.1.parse::<f64>().ok())
             .collect()
     }
 
     fn x_axis(&self, xs: &[f64]) -> Axis {
-        let name = self.parameters[0].name.clone();
+        let name = self
+            .x_parameter()
+            .map_or_else(String::new, |x| self.parameters[x].name.clone());
         let (min, max) = xs
             .iter()
             .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
@@ -327,13 +337,14 @@ impl SweepResult {
         }
     }
 
-    /// Variants grouped by the values of every parameter but the first (one line each).
+    /// Variants grouped by the values of every parameter but the x one (one line each).
     fn series_groups(&self) -> Vec<(String, Vec<usize>)> {
+        let x = self.x_parameter();
         let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
         for (v, variant) in self.variants.iter().enumerate() {
-            let rest: Vec<String> = variant.values.0[1..]
-                .iter()
-                .map(|(n, val)| format!("{n}={val}"))
+            let rest: Vec<String> = (variant.values.0.iter().enumerate())
+                .filter(|(i, _)| Some(*i) != x)
+                .map(|(_, (n, val))| format!("{n}={val}"))
                 .collect();
             let name = if rest.is_empty() {
                 "median".to_string()
@@ -622,6 +633,18 @@ fn metric_column(label: &str) -> String {
         .map(str::to_lowercase)
         .collect();
     words.join("_")
+}
+
+/// Decimals that show three significant digits of the largest value (0.0163, 1.68, 812).
+fn label_decimals(values: &[f64]) -> usize {
+    let largest = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold(0.0f64, |a, &v| a.max(v.abs()));
+    if largest <= 0.0 {
+        return 2;
+    }
+    (2 - largest.log10().floor() as i64).clamp(0, 6) as usize
 }
 
 fn signed_pct(change: f64) -> String {
