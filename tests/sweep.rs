@@ -189,6 +189,17 @@ fn sigterm_removes_the_work_directory() {
     assert!(!work.exists(), "{} left behind", work.display());
 }
 
+/// A sweep whose build fails for the first variant, after printing a line.
+const FAILING_BUILD: &[&str] = &[
+    "-p",
+    "N=1,2",
+    "--build",
+    "echo building {N}; exit 3",
+    "--keep",
+    "x",
+    "true",
+];
+
 #[test]
 fn bad_input_is_a_clear_error_with_exit_2_and_no_output_file() {
     let dir = tempfile::tempdir().unwrap();
@@ -199,15 +210,7 @@ fn bad_input_is_a_clear_error_with_exit_2_and_no_output_file() {
         ),
         (&["-p", "N=1,2", "true {M}"], "{M} is not one"),
         (
-            &[
-                "-p",
-                "N=1,2",
-                "--build",
-                "echo building {N}; exit 3",
-                "--keep",
-                "x",
-                "true",
-            ],
+            FAILING_BUILD,
             "the build of variant N=1 failed (exit status 3)",
         ),
         (
@@ -244,22 +247,11 @@ fn bad_input_is_a_clear_error_with_exit_2_and_no_output_file() {
         );
     }
     // The failed build shows its output; the failing benchmark its stderr.
-    let out = memscope(
-        dir.path(),
-        &[
-            "-p",
-            "N=1,2",
-            "--build",
-            "echo building {N}; exit 3",
-            "--keep",
-            "x",
-            "true",
-        ],
-    )
-    .assert()
-    .code(2)
-    .get_output()
-    .clone();
+    let out = memscope(dir.path(), FAILING_BUILD)
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("building 1"));
     let out = memscope(
         dir.path(),

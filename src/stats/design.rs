@@ -31,6 +31,11 @@ impl Shuffler {
         self.state
     }
 
+    /// A uniform value in [0, 1) (53 random bits), e.g. for simulations in tests.
+    pub fn uniform(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     /// Puts `items` in a uniformly random order.
     pub fn shuffle<T>(&mut self, items: &mut [T]) {
         for i in (1..items.len()).rev() {

@@ -89,13 +89,8 @@ mod tests {
     #[test]
     fn the_interval_covers_the_true_median_as_often_as_it_says() {
         // Skewed samples (exponential, median ln 2) from a fixed xorshift stream.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut uniform = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut stream = crate::stats::design::Shuffler::seeded(0x9e37_79b9_7f4a_7c15);
+        let mut uniform = || stream.uniform();
         let true_median = std::f64::consts::LN_2;
         for n in [6, 10, 15, 30] {
             let trials = 4000;

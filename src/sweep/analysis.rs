@@ -287,13 +287,8 @@ mod tests {
     #[test]
     fn under_no_change_about_one_in_twenty_is_called_significant() {
         // 400 sweeps of two variants drawn from one distribution, 10 runs each.
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut uniform = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut stream = crate::stats::design::Shuffler::seeded(0x2545_f491_4f6c_dd1d);
+        let mut uniform = || stream.uniform();
         let mut called = 0;
         for _ in 0..400 {
             let a: Vec<f64> = (0..10).map(|_| 1.0 + 0.05 * uniform()).collect();
