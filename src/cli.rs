@@ -73,6 +73,11 @@ pub struct RunArgs {
     /// Write the HTML report here instead of DIR/memscope-report.html.
     #[arg(long, value_name = "FILE")]
     pub html: Option<String>,
+
+    /// Skip the file reads (their quick form writes about 81 MiB of test files in a fresh
+    /// directory under the current one, removed afterwards).
+    #[arg(long)]
+    pub no_files: bool,
 }
 
 #[derive(Debug, Clone, Default, Args)]

@@ -25,9 +25,7 @@ use crate::session::warnings::WarningKind;
 use crate::stat;
 use crate::topology::{self, Machine};
 
-/// Environment variable that makes a run fail on purpose at a given point, so tests can
-/// check that memscope cleans up after a failure (e.g. "after-reservation").
-pub const SIMULATED_FAILURE: &str = "MEMSCOPE_SIMULATE_FAILURE";
+pub use crate::error::SIMULATED_FAILURE;
 
 /// Runs the command line; `Err` carries either a `UsageError` (exit 2) or a failure.
 pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
@@ -61,7 +59,7 @@ fn sweep(plan: &Plan, machine: Machine) -> anyhow::Result<Report> {
         .expect("the sweep command has a sweep plan");
     let probe = Probe::detect();
     let result = crate::sweep::run(sweep_plan, &machine, &probe)
-        .map_err(|e| UsageError::ProgramFailed(e.0))?;
+        .map_err(|e| UsageError::CannotProceed(e.0))?;
     let mut report = Report::new(machine, Settings::default());
     report.settings.sampling = format!(
         "{} warm-up and {} measured blocks; each block runs every benchmark × variant once, \
@@ -277,6 +275,8 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         reason: s.reason.into(),
     }));
     let mut experiments = plan.experiments.measure(&mut session)?;
+    // What the test files of `files` were on belongs to the machine's description.
+    let storage = experiments.files.as_ref().map(|f| f.storage.clone());
     experiments.link(session.pages_obtained.as_ref());
     warnings.extend(session.warnings);
     settings.cpus = session.cpus;
@@ -286,6 +286,7 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         settings.sampling.push_str(&format!("; {summary}"));
     }
     drop(reservation);
+    machine.storage = storage;
     let mut report = Report::new(machine, settings);
     report.warnings = warnings;
     report.experiments = experiments;

@@ -50,11 +50,16 @@ pub enum UsageError {
     #[error("not supported here: {0}")]
     Unsupported(String),
 
-    /// The user's build or benchmark failed in a way the run cannot go on from (the
-    /// message names the command, the variant and its output).
+    /// The run cannot go on for a reason the user must fix that is not one flag's value:
+    /// a build or benchmark that fails (the message names the command, the variant and
+    /// its output), a test directory without the space or the rights it needs.
     #[error("{0}")]
-    ProgramFailed(String),
+    CannotProceed(String),
 }
+
+/// Environment variable that makes a run fail on purpose at a given point, so tests can
+/// check that memscope cleans up after a failure ("after-reservation", "files-written").
+pub const SIMULATED_FAILURE: &str = "MEMSCOPE_SIMULATE_FAILURE";
 
 /// Exit status for errors the user can fix (bad flags, sizes, CPUs, paths).
 pub const USAGE_EXIT_CODE: u8 = 2;

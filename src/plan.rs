@@ -11,6 +11,7 @@ use crate::counters::parse_event_list;
 use crate::error::UsageError;
 use crate::experiments::bandwidth::params::BandwidthArgs;
 use crate::experiments::bandwidth::BandwidthConfig;
+use crate::experiments::files::FilesConfig;
 use crate::experiments::latency::params::LatencyArgs;
 use crate::experiments::latency::LatencyConfig;
 use crate::experiments::loaded::params::LoadedArgs;
@@ -277,6 +278,10 @@ impl Plan {
         quick_tlb.quick = true;
         let tlb = TlbConfig::resolve(&defaults::<TlbArgs>(), &quick_tlb, machine)?;
         plan.experiments.tlb = Some(tlb);
+        // File reads in their quick form, in the current directory, unless skipped.
+        if !args.no_files {
+            plan.experiments.files = Some(FilesConfig::quick_profile());
+        }
         Ok(plan)
     }
 

@@ -22,6 +22,7 @@ use params::{CommandArgs, MeasureArgs, MeasurePlan};
 
 pub mod bandwidth;
 pub mod chase_timing;
+pub mod files;
 pub mod latency;
 pub mod loaded;
 pub mod miss_impact;
@@ -207,6 +208,11 @@ registry! {
     numa: numa::NumaConfig => numa::NumaResult, command
         /// Node × node matrix of latency and read bandwidth (threads on node i, memory on j).
         Numa(numa::params::NumaArgs);
+    files: files::FilesConfig => files::FilesResult, command
+        /// File reads by file size, warm (page cache, read and mmap) and cold (O_DIRECT),
+        /// random 4 KiB read latency percentiles by io_uring queue depth, and a block-size
+        /// sweep; the test files are removed afterwards.
+        Files(files::params::FilesArgs);
 }
 
 impl Results {

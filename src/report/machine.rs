@@ -151,6 +151,9 @@ fn identity_table(m: &Machine) -> Table {
         m.hypervisor.as_deref().unwrap_or("none detected"),
     );
     t.pair("Kernel", or_dash(&m.kernel));
+    if let Some(storage) = &m.storage {
+        t.pair("Storage (files)", storage.describe());
+    }
     t.pair("Clock source", m.clocksource.as_deref().unwrap_or(DASH));
     t.pair(
         "TSC",

@@ -13,6 +13,7 @@ pub mod cpu;
 pub mod memory;
 pub mod numa;
 pub mod smaps;
+pub mod storage;
 
 /// The `machine` object of the report (see docs/DESIGN.md, "Output contract").
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -66,6 +67,9 @@ pub struct Machine {
     /// Performance counters: the core PMUs the kernel lists and perf_event_paranoid.
     #[serde(default)]
     pub perf_counters: Option<crate::counters::Probe>,
+    /// The filesystem and block device `files` made its test files on (when it ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<storage::Storage>,
 }
 
 /// One cache as sysfs reports it, cross-checked with CPUID.
@@ -285,6 +289,7 @@ pub fn detect() -> anyhow::Result<Machine> {
         cpufreq: cpu::cpufreq(),
         isa_extensions: cpu::isa_extensions(&cpuinfo),
         perf_counters: Some(crate::counters::Probe::detect()),
+        storage: None,
     })
 }
 

@@ -1,0 +1,157 @@
+//! The flags of `memscope files` and how they, with the measuring flags, become a
+//! `FilesConfig`; the quick form the full profile runs.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::FilesConfig;
+use crate::error::UsageError;
+use crate::experiments::params::{invalid, parse_count, CommandArgs, MeasureArgs, MeasurePlan};
+use crate::topology::Machine;
+use crate::units::{Bytes, KIB, MIB};
+
+#[derive(Debug, Clone, Default, Args)]
+pub struct FilesArgs {
+    #[command(flatten)]
+    pub measure: MeasureArgs,
+
+    /// Directory to make the test files in (a fresh subdirectory, removed afterwards)
+    /// [default: the current directory].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<String>,
+
+    /// File sizes: a list (4K,1M,64M) or a range FIRST..LAST in steps of ×4 (FIRST..LAST:*F
+    /// for another factor); rounded up to 4 KiB. The test files take at most a quarter of
+    /// the free space.
+    #[arg(long, value_name = "SIZES", default_value = "4K..1G")]
+    pub sizes: String,
+
+    /// Block sizes of the cold sequential sweep, as --sizes.
+    #[arg(long = "block", value_name = "SIZES", default_value = "4K..4M")]
+    pub blocks: String,
+
+    /// io_uring queue depths of the random 4 KiB reads (pread runs at depth 1 beside them).
+    #[arg(long, value_name = "DEPTHS", default_value = "1,4,16,32")]
+    pub depth: String,
+
+    /// Random reads per queue depth.
+    #[arg(long, value_name = "N", default_value = "20000")]
+    pub reads: String,
+}
+
+impl CommandArgs for FilesArgs {
+    fn measure(&self) -> &MeasureArgs {
+        &self.measure
+    }
+}
+
+/// Sizes from a list or a geometric range, rounded up to 4 KiB, ascending, each once.
+pub fn parse_sizes(flag: &'static str, text: &str) -> Result<Vec<u64>, UsageError> {
+    let expected = "sizes as a list (4K,1M,64M) or a range FIRST..LAST[:*FACTOR] with FIRST ≤ \
+                    LAST, from 4K to 64G";
+    let one = |s: &str| -> Result<u64, UsageError> {
+        let b = Bytes::parse(s.trim())?.0;
+        if !(1..=64 << 30).contains(&b) {
+            return Err(invalid(flag, text, expected));
+        }
+        Ok(b.next_multiple_of(4 * KIB))
+    };
+    let mut sizes = match text.split_once("..") {
+        Some((first, rest)) => {
+            let (last, factor) = match rest.split_once(":*") {
+                Some((last, f)) => (last, f.trim().parse::<u64>().ok().filter(|f| *f >= 2)),
+                None => (rest, Some(4)),
+            };
+            let (first, last) = (one(first)?, one(last)?);
+            let factor = factor.ok_or_else(|| invalid(flag, text, expected))?;
+            if first > last {
+                return Err(invalid(flag, text, expected));
+            }
+            let mut sizes = Vec::new();
+            let mut s = first;
+            while s <= last {
+                sizes.push(s);
+                s *= factor;
+            }
+            sizes
+        }
+        None => text.split(',').map(one).collect::<Result<Vec<_>, _>>()?,
+    };
+    sizes.sort_unstable();
+    sizes.dedup();
+    Ok(sizes)
+}
+
+impl FilesConfig {
+    /// The test directory checked (it must exist and be a directory), the lists parsed.
+    pub fn resolve(
+        args: &FilesArgs,
+        measure: &MeasurePlan,
+        _machine: &Machine,
+    ) -> Result<FilesConfig, UsageError> {
+        let dir = PathBuf::from(args.dir.as_deref().unwrap_or("."));
+        if !dir.is_dir() {
+            return Err(invalid(
+                "--dir",
+                &dir.to_string_lossy(),
+                "an existing directory to make the test files in",
+            ));
+        }
+        let depths = args
+            .depth
+            .split(',')
+            .map(|d| parse_count("--depth", d, 1, 4096))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(FilesConfig {
+            dir,
+            sizes: parse_sizes("--sizes", &args.sizes)?,
+            sizes_given: args.sizes != "4K..1G",
+            blocks: parse_sizes("--block", &args.blocks)?,
+            read_block: MIB,
+            depths,
+            random_reads: parse_count("--reads", &args.reads, 16, 10_000_000)?,
+            sweep_bytes: 256 * MIB,
+            repetitions: measure.repetitions.min(7),
+            trial_ns: if measure.quick { 5e6 } else { 20e6 },
+        })
+    }
+
+    /// The full profile's quick form, in the current directory: five sizes up to 64 MiB,
+    /// three block sizes, depths 1 and 32, 2000 reads, 3 trials.
+    pub fn quick_profile() -> FilesConfig {
+        FilesConfig {
+            dir: PathBuf::from("."),
+            sizes: vec![4 * KIB, 64 * KIB, MIB, 16 * MIB, 64 * MIB],
+            sizes_given: false,
+            blocks: vec![4 * KIB, 64 * KIB, MIB],
+            read_block: MIB,
+            depths: vec![1, 32],
+            random_reads: 2000,
+            sweep_bytes: 64 * MIB,
+            repetitions: 3,
+            trial_ns: 5e6,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_as_lists_and_ranges() {
+        assert_eq!(
+            parse_sizes("--sizes", "4K..1M").unwrap(),
+            vec![4096, 16384, 65536, 262144, 1 << 20]
+        );
+        assert_eq!(parse_sizes("--sizes", "4K..32K:*2").unwrap().len(), 4);
+        assert_eq!(
+            parse_sizes("--sizes", "1M,4K,1M,5000").unwrap(),
+            vec![4096, 8192, 1 << 20]
+        );
+        for bad in ["", "4K..1K", "4K..1M:*1", "0", "128G", "lots"] {
+            assert!(parse_sizes("--sizes", bad).is_err(), "{bad}");
+        }
+    }
+}

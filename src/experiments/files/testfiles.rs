@@ -1,0 +1,107 @@
+//! The test files of `files`: a fresh directory (`memscope-files-XXXXXX`) in the chosen
+//! one, one file per size filled with data that neither compresses nor dedups to nothing,
+//! written and synced before anything is timed. The directory is removed when the
+//! `TestFiles` value drops (success or error) and on SIGINT/SIGTERM/SIGHUP/SIGQUIT through
+//! `platform::cleanup`.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::platform::cleanup;
+
+/// The test directory and its files, removed on drop.
+pub struct TestFiles {
+    dir: Option<tempfile::TempDir>,
+    token: Option<cleanup::Token>,
+    /// (size in bytes, path), in the order of the sizes asked for.
+    pub files: Vec<(u64, PathBuf)>,
+}
+
+impl TestFiles {
+    /// Creates the directory inside `parent` and writes one file per size; an error names
+    /// what failed (a read-only directory, a full disk).
+    pub fn create(parent: &Path, sizes: &[u64]) -> Result<TestFiles, String> {
+        let dir = tempfile::Builder::new()
+            .prefix("memscope-files-")
+            .tempdir_in(parent)
+            .map_err(|e| format!("cannot create a directory in {}: {e}", parent.display()))?;
+        let path = dir.path().to_path_buf();
+        let token = cleanup::install().ok().map(|()| {
+            cleanup::register(
+                "remove the files test directory",
+                Box::new(move || {
+                    let _ = std::fs::remove_dir_all(&path);
+                }),
+            )
+        });
+        let mut test = TestFiles {
+            dir: Some(dir),
+            token,
+            files: Vec::new(),
+        };
+        let mut block = vec![0u8; 1 << 20];
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for &size in sizes {
+            let path = test.path().join(format!("file-{size}"));
+            write_file(&path, size, &mut block, &mut state).map_err(|e| {
+                format!(
+                    "cannot write the {size}-byte test file {}: {e}",
+                    path.display()
+                )
+            })?;
+            test.files.push((size, path));
+        }
+        Ok(test)
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.as_ref().expect("present until drop").path()
+    }
+}
+
+impl Drop for TestFiles {
+    fn drop(&mut self) {
+        if let Some(dir) = self.dir.take() {
+            let _ = dir.close();
+        }
+        if let Some(token) = self.token.take() {
+            cleanup::unregister(token);
+        }
+    }
+}
+
+/// Writes `size` bytes of pseudo-random data and syncs them to the device.
+fn write_file(path: &Path, size: u64, block: &mut [u8], state: &mut u64) -> std::io::Result<()> {
+    let mut file = File::create(path)?;
+    let mut left = size;
+    while left > 0 {
+        for chunk in block.chunks_exact_mut(8) {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            chunk.copy_from_slice(&state.to_le_bytes());
+        }
+        let n = left.min(block.len() as u64) as usize;
+        file.write_all(&block[..n])?;
+        left -= n as u64;
+    }
+    file.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_written_at_their_sizes_and_removed_on_drop() {
+        let parent = tempfile::tempdir().unwrap();
+        let test = TestFiles::create(parent.path(), &[4096, 100_000]).unwrap();
+        let dir = test.path().to_path_buf();
+        for (size, path) in &test.files {
+            assert_eq!(std::fs::metadata(path).unwrap().len(), *size);
+        }
+        drop(test);
+        assert!(!dir.exists());
+    }
+}

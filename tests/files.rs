@@ -1,0 +1,134 @@
+//! `memscope files` through the real binary: every figure measured on small files and
+//! the test directory gone afterwards; none left after a failure or SIGTERM; a directory
+//! that cannot take the files is exit 2 with the reason.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn files(dir: &Path, extra: &[&str]) -> Command {
+    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
+    command.arg("files").arg("--dir").arg(dir).args([
+        "--sizes",
+        "4K,1M",
+        "--block",
+        "4K,64K",
+        "--depth",
+        "1,8",
+        "--reads",
+        "200",
+        "--repetitions",
+        "2",
+        "--quick",
+    ]);
+    command.args(extra);
+    command
+}
+
+fn empty(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().next().is_none()
+}
+
+#[test]
+fn small_files_give_every_figure_and_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = files(dir.path(), &["--json", "-"])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &report["experiments"]["files"];
+    assert_eq!(f["sizes"].as_array().unwrap().len(), 2);
+    for row in f["sizes"].as_array().unwrap() {
+        for kind in ["warm", "mmap", "cold"] {
+            assert!(row[kind]["gb_per_s"].as_f64().unwrap() > 0.0, "{row}");
+        }
+    }
+    let random = f["random"].as_array().unwrap();
+    assert_eq!(random[0]["engine"], "pread");
+    assert!(random.iter().all(|r| r["reads"] == 200));
+    assert_eq!(f["blocks"].as_array().unwrap().len(), 2);
+    assert!(!f["storage"]["filesystem"].as_str().unwrap().is_empty());
+    assert!(empty(dir.path()), "test files left behind");
+}
+
+#[test]
+fn a_failure_after_writing_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = files(dir.path(), &[])
+        .env("MEMSCOPE_SIMULATE_FAILURE", "files-written")
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("simulated failure"));
+    assert!(empty(dir.path()), "test files left behind");
+}
+
+#[test]
+fn sigterm_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memscope"))
+        .args(["files", "--sizes", "4K,64M", "--reads", "100000", "--dir"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the test directory has its files, then stop memscope.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let has_files = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(Result::ok)
+            .any(|e| std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_some()))
+    };
+    while !has_files() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(has_files(), "no test files appeared");
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
+    assert!(empty(dir.path()), "test files left behind after SIGTERM");
+}
+
+#[test]
+fn a_directory_that_cannot_take_the_files_is_exit_2() {
+    // /proc has no space for files (and takes no new directories, even from root).
+    let out = files(Path::new("/proc"), &[])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/proc"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let out = Command::cargo_bin("memscope")
+        .unwrap()
+        .args(["files", "--dir", "/nonexistent-memscope-dir"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("an existing directory"));
+    // Sizes beyond a quarter of the free space are refused before anything is written.
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::cargo_bin("memscope")
+        .unwrap()
+        .args(["files", "--sizes", "64G", "--dir"])
+        .arg(dir.path())
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("of the") && stderr.contains("free in"),
+        "{stderr}"
+    );
+    assert!(empty(dir.path()));
+}
