@@ -153,7 +153,16 @@ pub fn random_uring(
 ) -> io::Result<f64> {
     use io_uring::{opcode, types, IoUring};
     let depth = depth.max(1).min(buffers.len());
-    let mut ring = IoUring::new(depth.next_power_of_two() as u32)?;
+    let entries = depth.next_power_of_two() as u32;
+    // One thread submits and reaps: the kernel may run completion work when we wait
+    // instead of interrupting us (as fio sets up its rings); older kernels refuse the
+    // flags, and a plain ring does the same work.
+    let mut ring: IoUring = IoUring::builder()
+        .setup_single_issuer()
+        .setup_defer_taskrun()
+        .build(entries)
+        .or_else(|_| IoUring::builder().setup_coop_taskrun().build(entries))
+        .or_else(|_| IoUring::new(entries))?;
     latencies.clear();
     let mut submitted_at = vec![Instant::now(); depth];
     let mut next = 0usize;

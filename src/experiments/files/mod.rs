@@ -255,18 +255,6 @@ pub fn measure(config: &FilesConfig, progress: &Progress) -> Result<FilesResult,
         progress.advance();
     }
 
-    progress.start("files: random 4 KiB reads", config.depths.len() as u64 + 1);
-    let block_size = 4096u64;
-    let random = random_reads(
-        config,
-        &largest,
-        largest_bytes,
-        block_size,
-        cold_method,
-        &mut notes,
-    )
-    .map_err(|e| fail("random reads", e))?;
-
     progress.start("files: block sizes", config.blocks.len() as u64);
     let sweep_bytes = config.sweep_bytes.min(largest_bytes);
     let mut blocks = Vec::new();
@@ -282,6 +270,20 @@ pub fn measure(config: &FilesConfig, progress: &Progress) -> Result<FilesResult,
         });
         progress.advance();
     }
+    // The random reads last: the longer after the files were written, the less the
+    // device (or a VM host) is still busy writing them back.
+    progress.start("files: random 4 KiB reads", config.depths.len() as u64 + 1);
+    let block_size = 4096u64;
+    let random = random_reads(
+        config,
+        &largest,
+        largest_bytes,
+        block_size,
+        cold_method,
+        &mut notes,
+    )
+    .map_err(|e| fail("random reads", e))?;
+
     progress.finish();
     let written_bytes = sizes.iter().sum();
     drop(files);
