@@ -141,10 +141,11 @@ pub struct FilesResult {
     pub sweep_bytes: u64,
     /// Bytes of test files written (and removed).
     pub written_bytes: u64,
-    /// One thread's DRAM read bandwidth from the same report's bandwidth table, GB/s, for
-    /// comparison (absent when bandwidth did not run).
+    /// One thread's DRAM copy rate from the same report's bandwidth table, in bytes
+    /// copied per second (GB/s): what read(2) from the page cache does is a copy, so this
+    /// is its ceiling for files larger than the caches (absent when bandwidth did not run).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dram_read_gb_per_s: Option<f64>,
+    pub dram_copy_gb_per_s: Option<f64>,
     pub notes: Vec<String>,
 }
 
@@ -298,7 +299,7 @@ pub fn measure(config: &FilesConfig, progress: &Progress) -> Result<FilesResult,
         blocks,
         sweep_bytes,
         written_bytes,
-        dram_read_gb_per_s: None,
+        dram_copy_gb_per_s: None,
         notes,
     })
 }

@@ -27,12 +27,13 @@ impl Experiment for FilesConfig {
 
     fn measure(&self, s: &mut Session, earlier: &Results) -> anyhow::Result<FilesResult> {
         let mut result = measure(self, s.progress).map_err(|e| UsageError::CannotProceed(e.0))?;
-        // One thread reading DRAM, from the bandwidth table of the same run.
-        result.dram_read_gb_per_s = earlier.bandwidth.as_ref().and_then(|b| {
+        // One thread copying in DRAM, from the bandwidth table of the same run; the table
+        // counts bytes read + written, a copy moves half of them.
+        result.dram_copy_gb_per_s = earlier.bandwidth.as_ref().and_then(|b| {
             b.rows
                 .iter()
-                .filter(|r| r.level == "DRAM" && r.threads == 1 && r.kernel.starts_with("read"))
-                .map(|r| r.gb_per_s)
+                .filter(|r| r.level == "DRAM" && r.threads == 1 && r.kernel == "copy")
+                .map(|r| r.gb_per_s / 2.0)
                 .reduce(f64::max)
         });
         Ok(result)

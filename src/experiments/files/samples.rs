@@ -64,7 +64,7 @@ pub fn files() -> FilesResult {
         }],
         sweep_bytes: 64 << 20,
         written_bytes: (64 << 20) + (1 << 20) + 4096,
-        dram_read_gb_per_s: Some(12.0),
+        dram_copy_gb_per_s: Some(12.0),
         notes: vec!["a note".into()],
     }
 }

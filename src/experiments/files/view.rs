@@ -138,13 +138,13 @@ impl FilesResult {
                 Series::new("cold: from the device", points(|r| r.cold.gb_per_s)).color(PALETTE[2]),
             );
         if let (Some(dram), Some(first), Some(last)) = (
-            self.dram_read_gb_per_s,
+            self.dram_copy_gb_per_s,
             self.sizes.first(),
             self.sizes.last(),
         ) {
             chart = chart.series(
                 Series::new(
-                    "DRAM read, 1 thread (bandwidth table)",
+                    "DRAM copy, 1 thread: bytes copied/s (bandwidth table)",
                     vec![(first.bytes as f64, dram), (last.bytes as f64, dram)],
                 )
                 .color(PALETTE[3])
