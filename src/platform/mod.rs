@@ -3,8 +3,9 @@
 //! through mbind and get_mempolicy (`numa_policy`), teams of pinned threads that run
 //! trials together (`team`), whether a trial was preempted (`preemption`), and hugetlbfs
 //! pages reserved for a run and always given back (`hugepages`), a user's command
-//! started paused so counters can be attached before its exec (`child`), and the undo
-//! actions run when a signal stops the process (`cleanup`).
+//! started paused so counters can be attached before its exec (`child`), the undo
+//! actions run when a signal stops the process (`cleanup`), and scratch directories
+//! removed on every exit (`scratch`).
 
 pub mod affinity;
 pub mod arena;
@@ -14,5 +15,6 @@ pub mod cpu_time;
 pub mod hugepages;
 pub mod numa_policy;
 pub mod preemption;
+pub mod scratch;
 pub mod team;
 pub mod timer;

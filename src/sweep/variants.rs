@@ -14,7 +14,7 @@ use super::params::same_path;
 use super::template::{self, Assignment};
 use super::{FootprintSummary, SweepError, SweepPlan, VariantInfo};
 use crate::footprint::{self, FootprintPlan};
-use crate::platform::cleanup;
+use crate::platform::scratch::ScratchDir;
 use crate::session::progress::Progress;
 use crate::topology::Machine;
 
@@ -47,51 +47,23 @@ impl BuiltVariant {
 }
 
 /// The temporary directory of the kept copies, removed on drop and on a signal.
-struct WorkDir {
-    dir: Option<tempfile::TempDir>,
-    token: Option<cleanup::Token>,
-}
+struct WorkDir(ScratchDir);
 
 impl WorkDir {
     fn create() -> Result<WorkDir, SweepError> {
-        let dir = tempfile::Builder::new()
-            .prefix("memscope-sweep-")
-            .tempdir()
+        let parent = std::env::temp_dir();
+        ScratchDir::create_in(&parent, "memscope-sweep-")
+            .map(WorkDir)
             .map_err(|e| {
                 SweepError(format!(
                     "cannot create a work directory for the variants' builds in {}: {e}",
-                    std::env::temp_dir().display()
+                    parent.display()
                 ))
-            })?;
-        let path = dir.path().to_path_buf();
-        // Without the signal thread the directory is still removed on every other exit.
-        let token = cleanup::install().ok().map(|()| {
-            cleanup::register(
-                "remove the sweep's work directory",
-                Box::new(move || {
-                    let _ = std::fs::remove_dir_all(&path);
-                }),
-            )
-        });
-        Ok(WorkDir {
-            dir: Some(dir),
-            token,
-        })
+            })
     }
 
     fn path(&self) -> &Path {
-        self.dir.as_ref().expect("present until drop").path()
-    }
-}
-
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if let Some(dir) = self.dir.take() {
-            let _ = dir.close();
-        }
-        if let Some(token) = self.token.take() {
-            cleanup::unregister(token);
-        }
+        self.0.path()
     }
 }
 

@@ -1,19 +1,18 @@
 //! The test files of `files`: a fresh directory (`memscope-files-XXXXXX`) in the chosen
 //! one, one file per size filled with data that neither compresses nor dedups to nothing,
-//! written and synced before anything is timed. The directory is removed when the
-//! `TestFiles` value drops (success or error) and on SIGINT/SIGTERM/SIGHUP/SIGQUIT through
-//! `platform::cleanup`.
+//! written and synced before anything is timed. The directory is a
+//! `platform::scratch::ScratchDir`: removed when the value drops (success or error) and on
+//! SIGINT/SIGTERM/SIGHUP/SIGQUIT.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::platform::cleanup;
+use crate::platform::scratch::ScratchDir;
 
 /// The test directory and its files, removed on drop.
 pub struct TestFiles {
-    dir: Option<tempfile::TempDir>,
-    token: Option<cleanup::Token>,
+    dir: ScratchDir,
     /// (size in bytes, path), in the order of the sizes asked for.
     pub files: Vec<(u64, PathBuf)>,
 }
@@ -22,22 +21,10 @@ impl TestFiles {
     /// Creates the directory inside `parent` and writes one file per size; an error names
     /// what failed (a read-only directory, a full disk).
     pub fn create(parent: &Path, sizes: &[u64]) -> Result<TestFiles, String> {
-        let dir = tempfile::Builder::new()
-            .prefix("memscope-files-")
-            .tempdir_in(parent)
+        let dir = ScratchDir::create_in(parent, "memscope-files-")
             .map_err(|e| format!("cannot create a directory in {}: {e}", parent.display()))?;
-        let path = dir.path().to_path_buf();
-        let token = cleanup::install().ok().map(|()| {
-            cleanup::register(
-                "remove the files test directory",
-                Box::new(move || {
-                    let _ = std::fs::remove_dir_all(&path);
-                }),
-            )
-        });
         let mut test = TestFiles {
-            dir: Some(dir),
-            token,
+            dir,
             files: Vec::new(),
         };
         let mut block = vec![0u8; 1 << 20];
@@ -56,18 +43,7 @@ impl TestFiles {
     }
 
     pub fn path(&self) -> &Path {
-        self.dir.as_ref().expect("present until drop").path()
-    }
-}
-
-impl Drop for TestFiles {
-    fn drop(&mut self) {
-        if let Some(dir) = self.dir.take() {
-            let _ = dir.close();
-        }
-        if let Some(token) = self.token.take() {
-            cleanup::unregister(token);
-        }
+        self.dir.path()
     }
 }
 
