@@ -44,7 +44,8 @@ pub struct SweepArgs {
 
     /// Measured blocks (each runs every benchmark × variant once, in a shuffled order);
     /// default: adaptive, at least 10 (fewer only to fit --time-limit, never below 6) and
-    /// more while a median's 95% interval is wider than ±--effect/2, up to 60 blocks.
+    /// more while a median's 95% interval is wider than ±--effect/2 (a variant already
+    /// clearly different from the baseline excepted), up to 60 blocks.
     #[arg(long, value_name = "N")]
     pub runs: Option<String>,
 

@@ -315,11 +315,28 @@ fn next_step(
     }
     let m = primary(measures);
     let nv = plan.variants.len();
+    // A cell is settled when its median is known to ±effect/2, or when it already
+    // differs significantly from the baseline by more than the effect looked for (more
+    // runs would only sharpen a figure whose verdict is clear).
     let all_resolved = (0..plan.benchmarks.len() * nv).all(|pair| {
-        let own = analysis::cell_runs(&state.runs, pair / nv, pair % nv);
-        let stat = analysis::compare(&analysis::values(&own, m), &[], Better::Lower, true);
-        stat.verdict == analysis::Verdict::NoData
-            || analysis::resolved(&stat, plan.effect_pct / 2.0)
+        let (benchmark, variant) = (pair / nv, pair % nv);
+        let own = analysis::values(&analysis::cell_runs(&state.runs, benchmark, variant), m);
+        let base = analysis::values(
+            &analysis::cell_runs(&state.runs, benchmark, plan.baseline),
+            m,
+        );
+        let alone = analysis::compare(&own, &[], Better::Lower, true);
+        let against = analysis::compare(&own, &base, Better::Lower, variant == plan.baseline);
+        let clear = matches!(
+            against.verdict,
+            analysis::Verdict::Better | analysis::Verdict::Worse
+        ) && against
+            .change_pct
+            .is_some_and(|c| c.abs() > plan.effect_pct)
+            && against.p.is_some_and(|p| p < analysis::ALPHA / 10.0);
+        alone.verdict == analysis::Verdict::NoData
+            || analysis::resolved(&alone, plan.effect_pct / 2.0)
+            || clear
     });
     if all_resolved {
         return Some(Stop::Resolved);
