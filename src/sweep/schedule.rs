@@ -357,32 +357,23 @@ fn cells(
     for benchmark in 0..plan.benchmarks.len() {
         let base = analysis::cell_runs(&state.runs, benchmark, plan.baseline);
         for variant in 0..nv {
-            let own = analysis::cell_runs(&state.runs, benchmark, variant);
-            let failed: Vec<&SweepRun> = state
-                .runs
-                .iter()
-                .filter(|r| r.block > 0 && r.benchmark == benchmark && r.variant == variant)
-                .filter(|r| !r.termination.success())
-                .collect();
-            let mut failures: Vec<String> = Vec::new();
-            for r in &failed {
-                let text = r.termination.to_string();
-                if !failures.contains(&text) {
-                    failures.push(text);
-                }
-            }
-            let own_indices: Vec<usize> = state
-                .runs
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| {
-                    r.block > 0
-                        && r.benchmark == benchmark
-                        && r.variant == variant
-                        && r.termination.success()
+            // The measured runs of this cell, by index (the readings are kept beside the
+            // runs, in the same order).
+            let mine: Vec<usize> = (0..state.runs.len())
+                .filter(|&i| {
+                    let r = &state.runs[i];
+                    r.block > 0 && r.benchmark == benchmark && r.variant == variant
                 })
-                .map(|(i, _)| i)
                 .collect();
+            let (own_indices, failed): (Vec<usize>, Vec<usize>) = mine
+                .into_iter()
+                .partition(|&i| state.runs[i].termination.success());
+            let own: Vec<&SweepRun> = own_indices.iter().map(|&i| &state.runs[i]).collect();
+            let failures = crate::view::format::distinct(
+                failed
+                    .iter()
+                    .map(|&i| state.runs[i].termination.to_string()),
+            );
             let stat_runs: Vec<stat::StatRun> = own_indices
                 .iter()
                 .map(|&i| {
