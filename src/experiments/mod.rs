@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::UsageError;
 use crate::session::context::Session;
 use crate::topology::Machine;
+use crate::view::figure::{Figure, Figures};
 use crate::view::{Present, Section};
 use params::{CommandArgs, MeasureArgs, MeasurePlan};
 
@@ -131,6 +132,13 @@ macro_rules! registry {
         }
 
         impl Results {
+            /// The comparable figures of every experiment that ran, in reading order.
+            pub fn figures(&self) -> Vec<Figure> {
+                let mut figures = Vec::new();
+                $(figures.extend(self.$field.as_ref().map(Figures::figures).unwrap_or_default());)*
+                figures
+            }
+
             /// The section of every experiment that ran, in reading order.
             pub fn sections(&self, machine: &Machine) -> Vec<Section> {
                 let mut sections = Vec::new();

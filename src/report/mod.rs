@@ -15,6 +15,7 @@ pub use crate::platform::arena::PagesObtained;
 use crate::stat::StatResult;
 use crate::sweep::SweepResult;
 use crate::topology::Machine;
+use crate::view::figure::{Figure, Figures};
 
 pub mod csv;
 pub mod document;
@@ -100,6 +101,16 @@ pub struct Settings {
 }
 
 impl Report {
+    /// Every comparable figure of the report: the experiments' in the registry's order,
+    /// then the program commands'.
+    pub fn figures(&self) -> Vec<Figure> {
+        let mut figures = self.experiments.figures();
+        figures.extend(self.stat.iter().flat_map(Figures::figures));
+        figures.extend(self.pages.iter().flat_map(Figures::figures));
+        figures.extend(self.sweep.iter().flat_map(Figures::figures));
+        figures
+    }
+
     pub fn new(machine: Machine, settings: Settings) -> Report {
         Report {
             schema_version: SCHEMA_VERSION,

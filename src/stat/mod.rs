@@ -9,6 +9,7 @@
 //! (1.4826·MAD/median) are reported. An event the machine cannot count keeps its row,
 //! with `not supported: <reason>`, and so does every figure derived from it.
 
+pub mod figures;
 pub mod view;
 
 use std::ffi::OsString;

@@ -7,6 +7,7 @@
 //! does), and `view` draws the tables and plots.
 
 pub mod analysis;
+pub mod figures;
 pub mod params;
 pub mod runner;
 pub mod schedule;

@@ -13,6 +13,7 @@
 //! Nothing here formats a number: `format` holds the shared number formats the rooms use.
 
 pub mod chart;
+pub mod figure;
 pub mod format;
 #[cfg(test)]
 mod inspect;

@@ -10,6 +10,7 @@
 //! whose threads did not run together (overlap below 90% in every trial) is flagged.
 
 pub mod charts;
+pub mod figures;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod tables;

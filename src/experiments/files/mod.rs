@@ -7,6 +7,7 @@
 //! removed on success, error and signals; `storage` says what filesystem and device they
 //! are on.
 
+pub mod figures;
 pub mod params;
 pub mod run;
 #[cfg(test)]

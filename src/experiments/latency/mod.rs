@@ -4,6 +4,7 @@
 //! in a separate untimed pass after its trials (`ChaseCursor::counted`).
 
 pub mod charts;
+pub mod figures;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod view;

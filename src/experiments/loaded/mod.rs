@@ -3,6 +3,7 @@
 //! delay from 0 (full load) to an idle level traces latency against bandwidth, as Intel
 //! MLC's --loaded_latency does. The knee is found from the curve.
 
+pub mod figures;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod view;

@@ -12,6 +12,7 @@
 //! not computed and says why; nothing is estimated. Software events (page faults, task
 //! clock) are counted around the same pass on every machine.
 
+pub mod figures;
 pub mod view;
 
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,7 @@
 //! model T(n) = n·M + C of n dependent misses, and a working-set × N grid that shows
 //! where parallelism appears.
 
+pub mod figures;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod view;

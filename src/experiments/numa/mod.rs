@@ -17,6 +17,7 @@
 //! remote/local ratios are the mean of the off-diagonal cells over the mean of the
 //! diagonal. One node gives the 1×1 matrix and a note that there is nothing remote.
 
+pub mod figures;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod view;

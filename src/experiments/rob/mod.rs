@@ -11,6 +11,7 @@
 //! allows for.
 
 mod charts;
+pub mod figures;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod view;

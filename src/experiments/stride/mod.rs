@@ -25,6 +25,7 @@
 //! counted in a separate untimed run of one trial's units after the row's timed trials,
 //! continuing the walk where the trials left it.
 
+pub mod figures;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod view;

@@ -49,6 +49,7 @@
 
 mod charts;
 mod data;
+pub mod figures;
 #[cfg(test)]
 pub(crate) mod samples;
 pub mod view;
