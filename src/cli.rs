@@ -59,6 +59,15 @@ pub enum Command {
     /// baseline with a Mann–Whitney U test (~ when p ≥ 0.05), CPU time, peak RSS,
     /// counters and per-thread footprint.
     Sweep(crate::sweep::params::SweepArgs),
+    /// Two or more reports side by side (runs, machines, a fleet): every figure they share
+    /// with its change against the first, called a change only outside both runs' noise,
+    /// and what differs between the machines named first. A directory compares every
+    /// report in it, grouped by CPU model.
+    Compare(crate::compare::params::CompareArgs),
+    /// Saved runs (--save on a measuring command, or MEMSCOPE_SAVE=1) by host and date;
+    /// with --check, each host's latest run against its earlier ones, exiting 1 on a
+    /// regression beyond the noise.
+    History(crate::history::params::HistoryArgs),
 }
 
 #[derive(Debug, Clone, Default, Args)]
@@ -115,6 +124,9 @@ pub struct StatArgs {
     /// Write the counts and derived figures as CSV to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<String>,
+
+    #[command(flatten)]
+    pub save: crate::experiments::params::SaveArgs,
 
     /// The command and its arguments (put `--` before it when it has options of its own).
     #[arg(

@@ -25,10 +25,12 @@
 
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod experiments;
 pub mod footprint;
+pub mod history;
 pub mod kernels;
 pub mod pages;
 pub mod plan;

@@ -19,7 +19,9 @@ use crate::experiments::loaded::LoadedConfig;
 use crate::experiments::miss_impact::MissImpactConfig;
 use crate::experiments::mlp::params::MlpArgs;
 use crate::experiments::mlp::MlpConfig;
-use crate::experiments::params::{defaults, parse_count, thread_cpus, MeasurePlan, OutputArgs};
+use crate::experiments::params::{
+    defaults, parse_count, thread_cpus, MeasurePlan, OutputArgs, SaveArgs,
+};
 use crate::experiments::stride::params::StrideArgs;
 use crate::experiments::stride::StrideConfig;
 use crate::experiments::tlb::params::TlbArgs;
@@ -52,6 +54,10 @@ pub struct Plan {
     pub footprint: Option<FootprintPlan>,
     /// `memscope sweep`: the variants, builds, benchmarks and schedule.
     pub sweep: Option<SweepPlan>,
+    /// `memscope compare`: the reports read.
+    pub compare: Option<crate::compare::load::Inputs>,
+    /// `memscope history`: the database and what to do with it.
+    pub history: Option<crate::history::params::HistoryPlan>,
     /// Experiments of the profile that cannot run on this machine, and why.
     pub skipped: Vec<Skipped>,
     /// Print every sweep point, not only the levels.
@@ -75,6 +81,8 @@ pub enum CommandKind {
     Pages,
     Footprint,
     Sweep,
+    Compare,
+    History,
 }
 
 impl CommandKind {
@@ -87,6 +95,8 @@ impl CommandKind {
             CommandKind::Pages => "pages",
             CommandKind::Footprint => "footprint",
             CommandKind::Sweep => "sweep",
+            CommandKind::Compare => "compare",
+            CommandKind::History => "history",
         }
     }
 }
@@ -96,6 +106,10 @@ pub struct Outputs {
     pub json: Option<Target>,
     pub csv: Option<Target>,
     pub html: Option<Target>,
+    /// The headline figures in Prometheus' text format.
+    pub prometheus: Option<Target>,
+    /// Record the run in the history database.
+    pub save: bool,
 }
 
 impl Outputs {
@@ -104,8 +118,22 @@ impl Outputs {
         Ok(Outputs {
             json: json.map(Target::parse).transpose()?,
             csv: csv.map(Target::parse).transpose()?,
-            html: None,
+            ..Outputs::default()
         })
+    }
+
+    /// Adds a measuring command's `--save` (or MEMSCOPE_SAVE) and `--prometheus`.
+    fn saving(mut self, args: &SaveArgs) -> Result<Outputs, UsageError> {
+        self.save = args.save || crate::history::save_by_default();
+        self.prometheus = args.prometheus.as_deref().map(Target::parse).transpose()?;
+        if self.prometheus.as_ref().is_some_and(Target::is_stdout) && self.uses_stdout() {
+            return Err(UsageError::InvalidValue {
+                flag: "--prometheus",
+                value: "-".into(),
+                expected: "a file, since another output already goes to stdout".into(),
+            });
+        }
+        Ok(self)
     }
 
     /// The `--json`, `--csv` and `--html` files of a program command.
@@ -117,7 +145,7 @@ impl Outputs {
 
     /// True when a machine-readable output goes to stdout, so tables must go to stderr.
     pub fn uses_stdout(&self) -> bool {
-        [&self.json, &self.csv, &self.html]
+        [&self.json, &self.csv, &self.html, &self.prometheus]
             .iter()
             .any(|t| t.as_ref().is_some_and(Target::is_stdout))
     }
@@ -135,6 +163,8 @@ impl Plan {
             pages: None,
             footprint: None,
             sweep: None,
+            compare: None,
+            history: None,
             skipped: Vec::new(),
             print_points: false,
         }
@@ -150,11 +180,25 @@ impl Plan {
             Some(Command::Pages(args)) => Plan::pages(args),
             Some(Command::Footprint(args)) => Plan::footprint(args),
             Some(Command::Sweep(args)) => Plan::sweep(args),
+            Some(Command::Compare(args)) => Plan::compare(args),
+            Some(Command::History(args)) => {
+                let outputs = Outputs::of(args.json.as_deref(), None)?;
+                let mut plan = Plan::new(CommandKind::History, outputs, None);
+                plan.history = Some(args.plan()?);
+                Ok(plan)
+            }
         }
     }
 
-    fn sweep(args: &SweepArgs) -> Result<Plan, UsageError> {
+    fn compare(args: &crate::compare::params::CompareArgs) -> Result<Plan, UsageError> {
         let outputs = Outputs::of_program(&args.outputs)?;
+        let mut plan = Plan::new(CommandKind::Compare, outputs, None);
+        plan.compare = Some(args.inputs()?);
+        Ok(plan)
+    }
+
+    fn sweep(args: &SweepArgs) -> Result<Plan, UsageError> {
+        let outputs = Outputs::of_program(&args.outputs)?.saving(&args.save)?;
         let mut plan = Plan::new(CommandKind::Sweep, outputs, None);
         plan.sweep = Some(args.plan()?);
         Ok(plan)
@@ -172,14 +216,14 @@ impl Plan {
             PagesAction::Record(a) => (&a.sampling, PagesPlan::Record(a.plan()?)),
             PagesAction::Apply(a) => (&a.sampling, PagesPlan::Apply(Box::new(a.plan()?))),
         };
-        let outputs = Outputs::of_program(&sampling.outputs)?;
+        let outputs = Outputs::of_program(&sampling.outputs)?.saving(&sampling.save)?;
         let mut plan = Plan::new(CommandKind::Pages, outputs, None);
         plan.pages = Some(pages);
         Ok(plan)
     }
 
     fn stat(args: &StatArgs) -> Result<Plan, UsageError> {
-        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
+        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?.saving(&args.save)?;
         let groups = if args.events.is_empty() {
             stat::default_groups()
         } else {
@@ -259,7 +303,9 @@ impl Plan {
             json: Some(Target::parse(&json)?),
             csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
             html: Some(Target::parse(&html)?),
-        };
+            ..Outputs::default()
+        }
+        .saving(&args.measure.save)?;
         let mut plan = Plan::new(CommandKind::Run, outputs, Some(measure));
         plan.experiments.miss_impact = Some(MissImpactConfig::resolve(&latency, &quick, machine));
         plan.experiments.latency = Some(latency);
@@ -289,7 +335,7 @@ impl Plan {
     fn experiment(command: &ExperimentCommand, machine: &Machine) -> Result<Plan, UsageError> {
         let (measure, experiments) = command.resolve(machine)?;
         let args = command.measure();
-        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
+        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?.saving(&args.save)?;
         let mut plan = Plan::new(
             CommandKind::Experiment(command.name()),
             outputs,

@@ -39,7 +39,9 @@ fn measured_json(line: &str) -> Value {
 fn info_json_lists_l1d_and_another_level() {
     let out = memscope("info --json -").assert().success();
     let report = json_of(&out.get_output().stdout);
-    assert_eq!(report["schema_version"], 1);
+    assert_eq!(report["schema_version"], 2);
+    assert!(!report["run"]["host"].as_str().unwrap().is_empty());
+    assert!(report["run"]["started"].as_str().unwrap().ends_with('Z'));
     assert_eq!(report["tool"]["name"], "memscope");
     let machine = &report["machine"];
     assert!(machine["logical_cpus"].as_u64().unwrap() >= 1);

@@ -66,6 +66,24 @@ pub struct MeasureArgs {
     /// also on error and on Ctrl-C.
     #[arg(long)]
     pub reserve_hugepages: bool,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+}
+
+/// What becomes of a measuring run beyond its outputs: the history database and the
+/// Prometheus textfile.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct SaveArgs {
+    /// Record the run in the history database (`memscope history` lists and checks it);
+    /// also done when the environment sets MEMSCOPE_SAVE=1.
+    #[arg(long)]
+    pub save: bool,
+
+    /// Write the headline figures to FILE in Prometheus' text format (for node_exporter's
+    /// textfile collector), atomically, labelled with the host and CPU model.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<String>,
 }
 
 /// Settings shared by measuring commands.

@@ -10,7 +10,7 @@ use super::apply::ApplyPlan;
 use super::record::{PagesRecord, RecordPlan};
 use super::sources::SourceChoice;
 use crate::error::UsageError;
-use crate::experiments::params::{parse_count, OutputArgs};
+use crate::experiments::params::{parse_count, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct PagesArgs {
@@ -50,6 +50,9 @@ pub struct SamplingArgs {
 
     #[command(flatten)]
     pub outputs: OutputArgs,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
 
     /// The command and its arguments (put `--` before it).
     #[arg(

@@ -4,7 +4,14 @@
 use super::Report;
 
 pub fn serialize(report: &Report) -> Vec<u8> {
-    let mut bytes = serde_json::to_vec_pretty(report).expect("the report model always serialises");
+    to_bytes(report)
+}
+
+/// Any of memscope's documents (a report, a comparison, a history listing), pretty-printed
+/// with a final newline.
+pub fn to_bytes<T: serde::Serialize>(document: &T) -> Vec<u8> {
+    let mut bytes =
+        serde_json::to_vec_pretty(document).expect("memscope's documents always serialise");
     bytes.push(b'\n');
     bytes
 }

@@ -23,6 +23,8 @@ pub mod html;
 pub mod json;
 pub mod machine;
 pub mod output;
+pub mod prometheus;
+pub mod read;
 pub mod settings;
 pub mod svg;
 pub mod terminal;
@@ -30,14 +32,21 @@ pub mod virtualization;
 
 pub use crate::session::warnings::Warning;
 
-/// Version of the JSON document layout; bumped when a field is renamed or removed.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the JSON document layout; bumped when a field is renamed or removed, or
+/// when a reader must know that a field was added. 2 added `run` (host and time).
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The oldest schema this memscope still reads (`compare`, `history --add`).
+pub const OLDEST_READABLE_SCHEMA: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Report {
     pub schema_version: u32,
     pub tool: Tool,
+    /// Where and when it ran (schema 2; empty in a schema-1 report).
+    #[serde(default)]
+    pub run: RunStamp,
     pub machine: Machine,
     pub settings: Settings,
     pub warnings: Vec<Warning>,
@@ -71,6 +80,52 @@ impl Default for Tool {
             version: env!("CARGO_PKG_VERSION").to_string(),
         }
     }
+}
+
+/// Where and when a report was made.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunStamp {
+    /// The host name (`uname -n`).
+    pub host: String,
+    /// When the command started, RFC 3339 in UTC ("2026-11-26T13:05:00Z").
+    pub started: String,
+    /// The same instant in seconds since the Unix epoch (0 when unknown).
+    pub started_unix: u64,
+    /// Seconds from the start to the report being written.
+    pub elapsed_s: f64,
+}
+
+impl RunStamp {
+    /// This host, now.
+    pub fn now() -> RunStamp {
+        let now = std::time::SystemTime::now();
+        RunStamp {
+            host: host_name(),
+            started: humantime::format_rfc3339_seconds(now).to_string(),
+            started_unix: now
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            elapsed_s: 0.0,
+        }
+    }
+
+    /// The date and time for a reader ("2026-11-26 13:05 UTC"), or "date unknown".
+    pub fn when(&self) -> String {
+        match self.started.get(..16) {
+            Some(t) if self.started.len() >= 16 => format!("{} UTC", t.replace('T', " ")),
+            _ => "date unknown".to_string(),
+        }
+    }
+}
+
+/// The kernel's host name, or "unknown".
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 /// What was asked and what was obtained.
@@ -115,6 +170,7 @@ impl Report {
         Report {
             schema_version: SCHEMA_VERSION,
             tool: Tool::default(),
+            run: RunStamp::now(),
             machine,
             settings,
             warnings: Vec::new(),

@@ -11,7 +11,7 @@ use regex::Regex;
 use super::template::{self, Assignment, Parameter, MAX_VARIANTS};
 use super::{Benchmark, Better, MetricSpec, Schedule, SweepPlan};
 use crate::error::UsageError;
-use crate::experiments::params::{invalid, parse_count, OutputArgs};
+use crate::experiments::params::{invalid, parse_count, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
@@ -77,6 +77,9 @@ pub struct SweepArgs {
 
     #[command(flatten)]
     pub outputs: OutputArgs,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
 
     /// The benchmarks, each one quoted argument: a command run as argv (split as a shell
     /// splits words, but no shell runs it), optionally named NAME=COMMAND, e.g.

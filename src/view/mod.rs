@@ -17,6 +17,7 @@ pub mod figure;
 pub mod format;
 #[cfg(test)]
 mod inspect;
+pub mod overlay;
 
 pub use chart::Chart;
 

@@ -1,10 +1,160 @@
-//! The comparable figures of numa (for compare, history and the Prometheus export).
+//! The comparable figures of numa (for compare, history and the Prometheus export): per
+//! pair of nodes the page-local and the random-chase latency and the read bandwidth, and
+//! the remote/local ratios. The result keeps one spread for the whole matrix, the widest
+//! of any cell: each cell takes it as an upper bound of its own.
 
 use super::NumaResult;
-use crate::view::figure::{Figure, Figures};
+use crate::view::figure::{Better, Figure, Figures};
 
 impl Figures for NumaResult {
     fn figures(&self) -> Vec<Figure> {
-        Vec::new()
+        let cell = |matrix: &[Vec<f64>], i: usize, j: usize| {
+            matrix.get(i).and_then(|row| row.get(j)).copied()
+        };
+        let mut figures = Vec::new();
+        for (i, from) in self.nodes.iter().enumerate() {
+            for (j, to) in self.nodes.iter().enumerate() {
+                let key = format!("node.{from}.{to}");
+                let what = format!("node {from} → node {to}");
+                let labels = [("from_node", from.to_string()), ("to_node", to.to_string())];
+                if let Some(ns) = cell(&self.latency_ns, i, j) {
+                    figures.push(
+                        Figure::new(
+                            "numa",
+                            format!("{key}.latency_ns"),
+                            format!("{what} latency"),
+                            "ns",
+                            ns,
+                            Better::Lower,
+                        )
+                        .spread(self.max_spread_pct)
+                        .metric(
+                            "numa_latency_seconds",
+                            "Idle load latency from the CPUs of one node to the memory of \
+                             another (page-local chase)",
+                            &labels,
+                            1e-9,
+                        ),
+                    );
+                }
+                if let Some(ns) = cell(&self.random_latency_ns, i, j) {
+                    figures.push(
+                        Figure::new(
+                            "numa",
+                            format!("{key}.random_latency_ns"),
+                            format!("{what} latency, random chase (TLB misses)"),
+                            "ns",
+                            ns,
+                            Better::Lower,
+                        )
+                        .spread(self.max_spread_pct),
+                    );
+                }
+                if let Some(gb_per_s) = cell(&self.read_gb_per_s, i, j) {
+                    figures.push(
+                        Figure::new(
+                            "numa",
+                            format!("{key}.read_gb_per_s"),
+                            format!("{what} read bandwidth"),
+                            "GB/s",
+                            gb_per_s,
+                            Better::Higher,
+                        )
+                        .spread(self.max_spread_pct)
+                        .metric(
+                            "numa_read_bandwidth_bytes_per_second",
+                            "Read bandwidth of the threads on one node from the memory of \
+                             another",
+                            &labels,
+                            1e9,
+                        ),
+                    );
+                }
+            }
+        }
+        let ratios = [
+            (
+                "remote_local_latency_ratio",
+                "remote / local latency",
+                self.remote_local_latency_ratio,
+                Better::Lower,
+            ),
+            (
+                "remote_local_bandwidth_ratio",
+                "remote / local read bandwidth",
+                self.remote_local_bandwidth_ratio,
+                Better::Higher,
+            ),
+        ];
+        for (key, label, ratio, better) in ratios {
+            if let Some(ratio) = ratio {
+                figures.push(Figure::new("numa", key, label, "×", ratio, better));
+            }
+        }
+        figures.retain(|f| f.value.is_finite());
+        figures
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::numa::samples;
+    use std::collections::HashSet;
+
+    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
+        let found = figures.iter().find(|f| f.key == key);
+        found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
+    }
+
+    #[test]
+    fn every_pair_has_latencies_and_bandwidth_and_the_ratios_follow() {
+        let figures = samples::numa().figures();
+        let keys: HashSet<&str> = figures.iter().map(|f| f.key.as_str()).collect();
+        assert_eq!(keys.len(), figures.len(), "unique keys");
+        assert!(figures.iter().all(|f| f.section == "numa"));
+        assert_eq!(figures.len(), 4 * 3 + 2);
+
+        let remote = find(&figures, "numa.node.1.0.latency_ns");
+        assert_eq!((remote.value, remote.better), (142.0, Better::Lower));
+        assert_eq!(remote.label, "node 1 → node 0 latency");
+        assert_eq!(remote.spread_pct, Some(2.5));
+        let metric = remote.metric.as_ref().unwrap();
+        assert_eq!(
+            (metric.name.as_str(), metric.scale),
+            ("numa_latency_seconds", 1e-9)
+        );
+        let labels = [("from_node", "1"), ("to_node", "0")].map(|(k, v)| (k.into(), v.into()));
+        assert_eq!(metric.labels, labels);
+
+        let random = find(&figures, "numa.node.0.1.random_latency_ns");
+        assert_eq!((random.value, random.metric.clone()), (171.0, None));
+        let bandwidth = find(&figures, "numa.node.0.1.read_gb_per_s");
+        assert_eq!((bandwidth.value, bandwidth.better), (25.0, Better::Higher));
+        let metric = bandwidth.metric.as_ref().unwrap();
+        assert_eq!(metric.name, "numa_read_bandwidth_bytes_per_second");
+        assert_eq!(metric.scale, 1e9);
+
+        let ratio = find(&figures, "numa.remote_local_latency_ratio");
+        assert_eq!((ratio.value, ratio.spread_pct), (1.56, None));
+        let ratio = find(&figures, "numa.remote_local_bandwidth_ratio");
+        assert_eq!((ratio.value, ratio.better), (0.60, Better::Higher));
+    }
+
+    #[test]
+    fn one_node_empty_and_ragged_results() {
+        let figures = samples::numa_single_node().figures();
+        assert_eq!(figures.len(), 3);
+        assert_eq!(find(&figures, "numa.node.0.0.read_gb_per_s").value, 38.5);
+        assert!(samples::empty_numa().figures().is_empty());
+
+        let figures = samples::nan_numa().figures();
+        assert!(figures
+            .iter()
+            .all(|f| f.value.is_finite() && f.spread_pct.is_none()));
+        let keys: Vec<&str> = figures.iter().map(|f| f.key.as_str()).collect();
+        assert!(!keys.contains(&"numa.node.0.1.latency_ns"));
+        assert!(!keys.contains(&"numa.node.1.1.read_gb_per_s"));
+        assert!(keys.contains(&"numa.node.1.0.read_gb_per_s"));
     }
 }

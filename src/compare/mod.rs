@@ -1,0 +1,377 @@
+//! `memscope compare`: two or more reports side by side. Every figure the reports share
+//! (each result's `Figures`) is set against the first run's with its ratio, and called a
+//! change only outside both runs' noise (`judge`). Machines and settings that differ (CPU
+//! model, kernel, THP, pages …) are named first, so nobody compares apples with oranges
+//! unknowingly. Reports given as a directory are read whole and grouped by CPU model,
+//! each group compared within itself (a fleet of hosts of one model). `view` presents it;
+//! `load` reads the files.
+
+pub mod judge;
+pub mod load;
+pub mod params;
+pub mod view;
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::Report;
+use crate::view::figure::{Better, Figure};
+use judge::Verdict;
+
+/// A report with where it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub file: String,
+    pub report: Report,
+}
+
+/// One run as the comparison names it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// "A", "B" … (or the host names, when every run is of another host).
+    pub label: String,
+    pub file: String,
+    pub host: String,
+    /// RFC 3339, or "" for a schema-1 report.
+    pub started: String,
+    pub command: String,
+    pub cpu_model: String,
+    pub kernel: String,
+    pub tool_version: String,
+    pub schema_version: u32,
+}
+
+/// What differs between the runs of a group, one value per run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Difference {
+    /// "CPU model", "kernel", "THP", "pages" …
+    pub what: String,
+    pub values: Vec<String>,
+}
+
+/// One figure in every run of a group; `cells[i]` is run `runs[i]`'s, None when that run
+/// did not measure it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub key: String,
+    pub section: String,
+    pub label: String,
+    pub unit: String,
+    pub better: Better,
+    pub cells: Vec<Option<Cell>>,
+}
+
+/// A run's value of a figure, against the group's first run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cell {
+    pub value: f64,
+    pub spread_pct: Option<f64>,
+    pub step_pct: Option<f64>,
+    /// This value ÷ the first run's (None for the first run, or when it lacks the figure).
+    pub ratio: Option<f64>,
+    pub verdict: Option<Verdict>,
+}
+
+/// Runs of one CPU model (or every run given as files), compared with the first of them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub cpu_model: String,
+    /// Indices into `Comparison::runs`.
+    pub runs: Vec<usize>,
+    pub differences: Vec<Difference>,
+    pub rows: Vec<Row>,
+}
+
+/// The result of `memscope compare`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub runs: Vec<RunInfo>,
+    pub groups: Vec<Group>,
+    /// How a change is called, in words.
+    pub rule: String,
+    pub notes: Vec<String>,
+}
+
+impl Comparison {
+    /// Changes per verdict over every group: (better, worse, changed, same, not judged).
+    pub fn counts(&self) -> [usize; 5] {
+        let mut counts = [0; 5];
+        let cells = self
+            .groups
+            .iter()
+            .flat_map(|g| &g.rows)
+            .flat_map(|r| &r.cells);
+        for verdict in cells.flatten().filter_map(|c| c.verdict) {
+            let i = match verdict {
+                Verdict::Better => 0,
+                Verdict::Worse => 1,
+                Verdict::Changed => 2,
+                Verdict::Same => 3,
+                Verdict::NotJudged => 4,
+            };
+            counts[i] += 1;
+        }
+        counts
+    }
+}
+
+/// The JSON document of `memscope compare`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareDocument {
+    pub schema_version: u32,
+    pub tool: crate::report::Tool,
+    pub comparison: Comparison,
+}
+
+impl CompareDocument {
+    pub fn new(comparison: Comparison) -> CompareDocument {
+        CompareDocument {
+            schema_version: crate::report::SCHEMA_VERSION,
+            tool: crate::report::Tool::default(),
+            comparison,
+        }
+    }
+}
+
+/// Compares the runs; `grouped` splits them by CPU model first.
+pub fn compare(runs: &[Loaded], grouped: bool, notes: Vec<String>) -> Comparison {
+    let hosts: Vec<&str> = runs.iter().map(|r| r.report.run.host.as_str()).collect();
+    let distinct_hosts = hosts
+        .iter()
+        .all(|h| *h != "unknown" && hosts.iter().filter(|o| *o == h).count() == 1);
+    let infos: Vec<RunInfo> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| RunInfo {
+            label: if distinct_hosts {
+                r.report.run.host.clone()
+            } else {
+                run_letter(i)
+            },
+            file: r.file.clone(),
+            host: r.report.run.host.clone(),
+            started: r.report.run.started.clone(),
+            command: r.report.settings.command.clone(),
+            cpu_model: r.report.machine.cpu_model.clone(),
+            kernel: r.report.machine.kernel.clone(),
+            tool_version: r.report.tool.version.clone(),
+            schema_version: r.report.schema_version,
+        })
+        .collect();
+    let mut members: Vec<(String, Vec<usize>)> = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let model = if grouped {
+            r.report.machine.cpu_model.clone()
+        } else {
+            String::new()
+        };
+        match members.iter_mut().find(|(m, _)| *m == model) {
+            Some((_, list)) => list.push(i),
+            None => members.push((model, vec![i])),
+        }
+    }
+    let groups = members
+        .into_iter()
+        .map(|(model, indices)| {
+            let reports: Vec<&Report> = indices.iter().map(|&i| &runs[i].report).collect();
+            Group {
+                cpu_model: if grouped {
+                    model
+                } else {
+                    reports[0].machine.cpu_model.clone()
+                },
+                differences: differences(&reports),
+                rows: rows(&reports),
+                runs: indices,
+            }
+        })
+        .collect();
+    Comparison {
+        runs: infos,
+        groups,
+        rule: format!(
+            "a difference is a change only when it lies outside both runs' noise: {} × the \
+             run's own spread, one step of the grid a figure was read off, or {}%, whichever \
+             is wider; '~' otherwise; '?' where neither run measured a spread",
+            judge::NOISE_SIGMAS,
+            judge::FLOOR_PCT
+        ),
+        notes,
+    }
+}
+
+/// "A" … "Z", then "R27" …
+fn run_letter(i: usize) -> String {
+    if i < 26 {
+        ((b'A' + i as u8) as char).to_string()
+    } else {
+        format!("R{}", i + 1)
+    }
+}
+
+/// The machine and settings facts that make figures incomparable, where the runs differ.
+fn differences(reports: &[&Report]) -> Vec<Difference> {
+    type Fact = fn(&Report) -> String;
+    let facts: [(&str, Fact); 11] = [
+        ("CPU model", |r| r.machine.cpu_model.clone()),
+        ("logical CPUs", |r| r.machine.logical_cpus.to_string()),
+        ("NUMA nodes", |r| r.machine.numa_nodes.len().to_string()),
+        ("kernel", |r| r.machine.kernel.clone()),
+        ("hypervisor", |r| {
+            r.machine
+                .hypervisor
+                .clone()
+                .unwrap_or_else(|| "none".into())
+        }),
+        ("THP", |r| {
+            let thp = &r.machine.thp;
+            match &thp.defrag {
+                Some(d) => format!("enabled {}, defrag {d}", thp.enabled),
+                None => format!("enabled {}", thp.enabled),
+            }
+        }),
+        ("pages asked", |r| r.settings.pages_requested.clone()),
+        ("pages obtained", |r| match &r.settings.pages_obtained {
+            Some(p) => format!(
+                "{} ({:.0}% huge)",
+                crate::units::Bytes(p.page_bytes),
+                p.huge_fraction * 100.0
+            ),
+            None => "-".into(),
+        }),
+        ("memory", |r| {
+            crate::units::Bytes(r.machine.memory_total_bytes).to_string()
+        }),
+        ("command", |r| r.settings.command.clone()),
+        ("memscope", |r| r.tool.version.clone()),
+    ];
+    facts
+        .iter()
+        .filter_map(|(what, fact)| {
+            let values: Vec<String> = reports.iter().map(|r| fact(r)).collect();
+            values.iter().any(|v| *v != values[0]).then(|| Difference {
+                what: what.to_string(),
+                values,
+            })
+        })
+        .collect()
+}
+
+/// Every figure of any run, in the order they first appear, judged against the first run.
+fn rows(reports: &[&Report]) -> Vec<Row> {
+    let figures: Vec<Vec<Figure>> = reports.iter().map(|r| r.figures()).collect();
+    let mut order: Vec<&Figure> = Vec::new();
+    for f in figures.iter().flatten() {
+        if !order.iter().any(|o| o.key == f.key) {
+            order.push(f);
+        }
+    }
+    order
+        .into_iter()
+        .map(|first| {
+            let of_run = |run: &Vec<Figure>| run.iter().find(|f| f.key == first.key).cloned();
+            let baseline = of_run(&figures[0]);
+            let cells = figures
+                .iter()
+                .enumerate()
+                .map(|(i, run)| {
+                    of_run(run).map(|f| {
+                        let against = baseline.as_ref().filter(|_| i > 0);
+                        Cell {
+                            value: f.value,
+                            spread_pct: f.spread_pct,
+                            step_pct: f.step_pct,
+                            ratio: against
+                                .filter(|b| b.value != 0.0)
+                                .map(|b| f.value / b.value),
+                            verdict: against.map(|b| judge::judge(b, &f)),
+                        }
+                    })
+                })
+                .collect();
+            Row {
+                key: first.key.clone(),
+                section: first.section.clone(),
+                label: first.label.clone(),
+                unit: first.unit.clone(),
+                better: first.better,
+                cells,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::latency::samples;
+
+    fn loaded(host: &str, scale: f64) -> Loaded {
+        let mut report = Report::new(crate::topology::detect().unwrap(), Default::default());
+        report.run.host = host.to_string();
+        let mut latency = samples::latency();
+        for level in &mut latency.levels {
+            level.latency_ns *= scale;
+        }
+        for point in &mut latency.points {
+            point.ns *= scale;
+        }
+        report.experiments.latency = Some(latency);
+        Loaded {
+            file: format!("{host}.json"),
+            report,
+        }
+    }
+
+    #[test]
+    fn a_slower_run_is_worse_and_an_identical_one_the_same() {
+        let runs = [loaded("a", 1.0), loaded("b", 1.0), loaded("c", 1.3)];
+        let c = compare(&runs, false, Vec::new());
+        assert_eq!(c.groups.len(), 1);
+        assert_eq!(
+            c.runs.iter().map(|r| r.label.as_str()).collect::<Vec<_>>(),
+            ["a", "b", "c"]
+        );
+        let rows = &c.groups[0].rows;
+        assert!(!rows.is_empty());
+        let latency = rows
+            .iter()
+            .find(|r| r.unit == "ns" && r.better == Better::Lower)
+            .expect("a latency row");
+        let verdict = |i: usize| latency.cells[i].as_ref().unwrap().verdict;
+        assert_eq!(verdict(0), None);
+        assert_eq!(verdict(1), Some(Verdict::Same));
+        assert_eq!(verdict(2), Some(Verdict::Worse));
+        let ratio = latency.cells[2].as_ref().unwrap().ratio.unwrap();
+        assert!((ratio - 1.3).abs() < 1e-9, "{ratio}");
+    }
+
+    #[test]
+    fn differences_name_what_differs_and_groups_split_by_cpu_model() {
+        let mut other = loaded("b", 1.0);
+        other.report.machine.kernel = "7.0.0-other".into();
+        other.report.machine.cpu_model = "Other CPU".into();
+        let runs = [loaded("a", 1.0), other];
+        let one = compare(&runs, false, Vec::new());
+        let what: Vec<&str> = one.groups[0]
+            .differences
+            .iter()
+            .map(|d| d.what.as_str())
+            .collect();
+        assert!(
+            what.contains(&"kernel") && what.contains(&"CPU model"),
+            "{what:?}"
+        );
+        let split = compare(&runs, true, Vec::new());
+        assert_eq!(split.groups.len(), 2);
+        assert!(split.groups.iter().all(|g| g.differences.is_empty()));
+    }
+
+    #[test]
+    fn runs_of_one_host_are_lettered() {
+        let c = compare(&[loaded("h", 1.0), loaded("h", 1.0)], false, Vec::new());
+        assert_eq!(c.runs[0].label, "A");
+        assert_eq!(c.runs[1].label, "B");
+        assert_eq!(run_letter(26), "R27");
+    }
+}

@@ -1,0 +1,366 @@
+//! `memscope compare` in every output: the runs and what differs between their machines
+//! first, then one section per experiment with its figures side by side (value, and for
+//! each later run its change against the first with the verdict), and the runs' charts
+//! overlaid (`view::overlay`). Groups of more than `SIDE_BY_SIDE_MAX` runs (a fleet) get
+//! one row per figure with the group's median, range and the runs beyond the noise
+//! instead of a column per run.
+
+use super::judge::Verdict;
+use super::{Comparison, Group, Loaded, Row};
+use crate::report::document;
+use crate::units::Bytes;
+use crate::view::figure::Better;
+use crate::view::format;
+use crate::view::overlay::{self, run_color};
+use crate::view::{Block, Column, Headline, Paragraph, Section, Style, Table, Text};
+
+/// The most runs a group shows as columns.
+pub const SIDE_BY_SIDE_MAX: usize = 6;
+
+/// The sections of a comparison; `runs` are the reports it was made from (for charts and
+/// the experiments' section titles).
+pub fn sections(comparison: &Comparison, runs: &[Loaded]) -> Vec<Section> {
+    let per_run: Vec<Vec<Section>> = runs
+        .iter()
+        .map(|r| document::result_sections(&r.report))
+        .collect();
+    let mut sections = vec![runs_section(comparison)];
+    // Experiment sections in the order their figures first appear.
+    let mut ids: Vec<&str> = Vec::new();
+    for row in comparison.groups.iter().flat_map(|g| &g.rows) {
+        if !ids.contains(&row.section.as_str()) {
+            ids.push(&row.section);
+        }
+    }
+    for id in ids {
+        let Some(model) = per_run.iter().flatten().find(|s| s.id == id) else {
+            continue;
+        };
+        let mut section = Section::new(model.id, model.nav.clone(), model.title.clone());
+        for group in &comparison.groups {
+            let rows: Vec<&Row> = group.rows.iter().filter(|r| r.section == id).collect();
+            if rows.is_empty() {
+                continue;
+            }
+            if comparison.groups.len() > 1 {
+                section.push(Block::Heading(format!(
+                    "{} ({} runs)",
+                    format::or_dash(&group.cpu_model),
+                    group.runs.len()
+                )));
+            }
+            if group.runs.len() > SIDE_BY_SIDE_MAX {
+                section.push(fleet_table(comparison, group, &rows));
+            } else {
+                section.push(side_by_side(comparison, group, &rows));
+                charts(comparison, group, &per_run, id, &mut section);
+            }
+        }
+        sections.push(section);
+    }
+    sections
+}
+
+/// The headline cards of the HTML: how many figures changed, each way.
+pub fn headlines(comparison: &Comparison) -> Vec<Headline> {
+    let [better, worse, changed, same, unjudged] = comparison.counts();
+    vec![
+        Headline {
+            label: "Worse".into(),
+            value: worse.to_string(),
+            detail: "figures beyond both runs' noise, the wrong way".into(),
+        },
+        Headline {
+            label: "Better".into(),
+            value: better.to_string(),
+            detail: format!("and {changed} changed with no better direction"),
+        },
+        Headline {
+            label: "Unchanged (~)".into(),
+            value: same.to_string(),
+            detail: format!("{unjudged} not judged (no spread measured)"),
+        },
+    ]
+}
+
+fn runs_section(c: &Comparison) -> Section {
+    let mut section = Section::new("runs", "Runs", "Runs compared");
+    let mut table = Table::new(vec![
+        Column::text("run"),
+        Column::text("host"),
+        Column::text("date"),
+        Column::text("command"),
+        Column::text("CPU model"),
+        Column::text("kernel"),
+        Column::text("file"),
+    ]);
+    for (i, run) in c.runs.iter().enumerate() {
+        let stamp = crate::report::RunStamp {
+            started: run.started.clone(),
+            ..Default::default()
+        };
+        table.row([
+            crate::view::Cell::swatched(run_color(i), run.label.clone()),
+            run.host.clone().into(),
+            stamp.when().into(),
+            run.command.clone().into(),
+            run.cpu_model.clone().into(),
+            run.kernel.clone().into(),
+            run.file.clone().into(),
+        ]);
+    }
+    section.push(table);
+    for group in &c.groups {
+        if group.differences.is_empty() {
+            continue;
+        }
+        let what: Vec<&str> = group.differences.iter().map(|d| d.what.as_str()).collect();
+        section.push(Paragraph::warning(format!(
+            "These runs differ in {}: a change below may come from that, not from the \
+             machine's memory.",
+            what.join(", ")
+        )));
+        let mut columns = vec![Column::text("")];
+        columns.extend(group.runs.iter().map(|&i| Column::text(&c.runs[i].label)));
+        let mut differences = Table::new(columns).titled("What differs");
+        for d in &group.differences {
+            let mut cells = vec![d.what.clone()];
+            cells.extend(d.values.iter().cloned());
+            differences.row(cells);
+        }
+        section.push(differences);
+    }
+    if c.groups.len() > 1 {
+        section.push(Paragraph::note(format!(
+            "{} CPU models: each group is compared within itself, against its first run.",
+            c.groups.len()
+        )));
+    }
+    section.push(Paragraph::muted(format!(
+        "How a change is called: {}.",
+        c.rule
+    )));
+    for note in &c.notes {
+        section.push(Paragraph::muted(note.clone()));
+    }
+    section.push(data_table(c));
+    section
+}
+
+/// A value with its unit's format: sizes in binary units, the rest with the digits that
+/// matter.
+fn value_text(value: f64, unit: &str) -> String {
+    match unit {
+        "bytes" if value.is_finite() && value >= 0.0 => Bytes(value.round() as u64).to_string(),
+        _ => format::derived(value),
+    }
+}
+
+/// "+12.3% worse", "~ (+0.4%)", "? (+3.1%)".
+fn change_text(ratio: Option<f64>, verdict: Verdict) -> (String, Style) {
+    let pct = ratio.map_or_else(
+        || format::DASH.to_string(),
+        |r| format!("{:+.1}%", (r - 1.0) * 100.0),
+    );
+    match verdict {
+        Verdict::Same => (format!("~ ({pct})"), Style::Muted),
+        Verdict::NotJudged => (format!("? ({pct})"), Style::Muted),
+        Verdict::Worse => (format!("{pct} worse"), Style::Warn),
+        Verdict::Better => (format!("{pct} better"), Style::Strong),
+        Verdict::Changed => (format!("{pct} changed"), Style::Strong),
+    }
+}
+
+fn unit_column(row: &Row) -> String {
+    match (row.unit.as_str(), row.better) {
+        ("", _) => String::new(),
+        (unit, Better::Lower) => format!("{unit} ↓"),
+        (unit, Better::Higher) => format!("{unit} ↑"),
+        (unit, Better::Neither) => unit.to_string(),
+    }
+}
+
+fn side_by_side(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
+    let first = &c.runs[group.runs[0]].label;
+    let mut columns = vec![Column::text("figure"), Column::text("unit")];
+    for (n, &i) in group.runs.iter().enumerate() {
+        columns.push(Column::number(c.runs[i].label.clone()));
+        if n > 0 {
+            columns.push(Column::text(format!("vs {first}")));
+        }
+    }
+    let mut table = Table::new(columns);
+    for row in rows {
+        let mut cells = vec![
+            crate::view::Cell::new(row.label.clone()),
+            crate::view::Cell::new(unit_column(row)),
+        ];
+        for (n, cell) in row.cells.iter().enumerate() {
+            cells.push(match cell {
+                Some(cell) => crate::view::Cell::new(value_text(cell.value, &row.unit)),
+                None => crate::view::Cell::dash(),
+            });
+            if n > 0 {
+                cells.push(
+                    match cell.as_ref().and_then(|c| c.verdict.map(|v| (c, v))) {
+                        Some((cell, verdict)) => {
+                            let (text, style) = change_text(cell.ratio, verdict);
+                            crate::view::Cell::styled(text, style)
+                        }
+                        None => crate::view::Cell::dash(),
+                    },
+                );
+            }
+        }
+        table.row(cells);
+    }
+    table.note("↓ lower is better, ↑ higher is better; ~ within the noise of either run");
+    table
+}
+
+/// One row per figure for a large group: the first run's value, the group's median and
+/// range, and the runs beyond the noise of the first.
+fn fleet_table(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
+    let mut table = Table::new(vec![
+        Column::text("figure"),
+        Column::text("unit"),
+        Column::number(format!("{} (first)", c.runs[group.runs[0]].label)),
+        Column::number("median"),
+        Column::number("min"),
+        Column::number("max"),
+        Column::text("worse than the first"),
+        Column::text("better"),
+    ]);
+    for row in rows {
+        let values: Vec<f64> = row.cells.iter().flatten().map(|c| c.value).collect();
+        let median = crate::stats::Summary::of(&values).map_or(f64::NAN, |s| s.median);
+        let (min, max) = values
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+                (lo.min(v), hi.max(v))
+            });
+        let runs_with = |wanted: Verdict| {
+            let labels: Vec<&str> = row
+                .cells
+                .iter()
+                .zip(&group.runs)
+                .filter(|(cell, _)| cell.as_ref().and_then(|c| c.verdict) == Some(wanted))
+                .map(|(_, &i)| c.runs[i].label.as_str())
+                .collect();
+            if labels.is_empty() {
+                format::DASH.to_string()
+            } else {
+                labels.join(", ")
+            }
+        };
+        table.row([
+            crate::view::Cell::new(row.label.clone()),
+            crate::view::Cell::new(unit_column(row)),
+            row.cells[0]
+                .as_ref()
+                .map_or_else(crate::view::Cell::dash, |c| {
+                    crate::view::Cell::new(value_text(c.value, &row.unit))
+                }),
+            crate::view::Cell::new(value_text(median, &row.unit)),
+            crate::view::Cell::new(value_text(min, &row.unit)),
+            crate::view::Cell::new(value_text(max, &row.unit)),
+            crate::view::Cell::styled(runs_with(Verdict::Worse), Style::Warn),
+            crate::view::Cell::new(runs_with(Verdict::Better)),
+        ]);
+    }
+    table
+}
+
+/// The group's charts of section `id`, overlaid where they can be.
+fn charts(
+    c: &Comparison,
+    group: &Group,
+    per_run: &[Vec<Section>],
+    id: &str,
+    section: &mut Section,
+) {
+    let of_run = |i: usize| per_run[i].iter().find(|s| s.id == id);
+    let mut titles: Vec<String> = Vec::new();
+    for &i in &group.runs {
+        for chart in of_run(i).map(overlay::charts).unwrap_or_default() {
+            let t = overlay::title(chart).to_string();
+            if !titles.contains(&t) {
+                titles.push(t);
+            }
+        }
+    }
+    for t in titles {
+        let labelled: Vec<(String, Option<&crate::view::Chart>)> = group
+            .runs
+            .iter()
+            .map(|&i| {
+                let chart = of_run(i).and_then(|s| {
+                    overlay::charts(s)
+                        .into_iter()
+                        .find(|ch| overlay::title(ch) == t)
+                });
+                (legend_label(&c.runs[i]), chart)
+            })
+            .collect();
+        for chart in overlay::overlay(&labelled) {
+            section.push(Block::Only(crate::view::Medium::Html, vec![chart.into()]));
+        }
+    }
+}
+
+/// A run as the charts' legends name it: its label, with the host and date when the
+/// label is a letter.
+fn legend_label(run: &super::RunInfo) -> String {
+    let stamp = crate::report::RunStamp {
+        started: run.started.clone(),
+        ..Default::default()
+    };
+    if run.label == run.host {
+        format!("{} ({})", run.host, stamp.when())
+    } else {
+        format!("{}: {}, {}", run.label, run.host, stamp.when())
+    }
+}
+
+/// Every cell as CSV: one line per figure and run.
+fn data_table(c: &Comparison) -> crate::view::DataTable {
+    let mut table = crate::view::DataTable::new(
+        "compare.figures",
+        "group cpu_model key section label unit better run value spread_pct step_pct ratio verdict"
+            .split(' '),
+    );
+    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    for (g, group) in c.groups.iter().enumerate() {
+        for row in &group.rows {
+            for (cell, &i) in row.cells.iter().zip(&group.runs) {
+                let Some(cell) = cell else { continue };
+                table.row(vec![
+                    (g + 1).to_string(),
+                    group.cpu_model.clone(),
+                    row.key.clone(),
+                    row.section.clone(),
+                    row.label.clone(),
+                    row.unit.clone(),
+                    format!("{:?}", row.better).to_lowercase(),
+                    c.runs[i].label.clone(),
+                    cell.value.to_string(),
+                    opt(cell.spread_pct),
+                    opt(cell.step_pct),
+                    opt(cell.ratio),
+                    cell.verdict
+                        .map_or_else(String::new, |v| v.mark().to_string()),
+                ]);
+            }
+        }
+    }
+    table
+}
+
+/// The terminal's closing line: the counts of each verdict.
+pub fn summary_line(comparison: &Comparison) -> Text {
+    let [better, worse, changed, same, unjudged] = comparison.counts();
+    Text::plain(format!(
+        "{worse} worse, {better} better, {changed} changed, {same} unchanged (~), {unjudged} \
+         not judged"
+    ))
+}

@@ -1,0 +1,93 @@
+//! The flags of `memscope history`.
+
+use std::path::PathBuf;
+
+use crate::error::UsageError;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct HistoryArgs {
+    /// The database file [default: $MEMSCOPE_HISTORY, else
+    /// $XDG_DATA_HOME/memscope/history.sqlite3, else ~/.local/share/memscope/history.sqlite3].
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<String>,
+
+    /// Only this host's runs.
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+
+    /// List at most the newest N runs per host [default: all]; with --check, the earlier
+    /// runs each latest run is checked against [default: 10].
+    #[arg(long, value_name = "N")]
+    pub last: Option<String>,
+
+    /// Set each host's latest run against its earlier runs of the same command and exit
+    /// with status 1 when a figure got worse beyond the noise (for cron jobs and CI).
+    #[arg(long)]
+    pub check: bool,
+
+    /// Import these reports (from other hosts, or runs made without --save) first.
+    #[arg(long, value_name = "REPORT", num_args = 1..)]
+    pub add: Vec<String>,
+
+    /// Write the listing (or the check) as JSON to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<String>,
+}
+
+/// What `history` does, checked.
+#[derive(Debug, Clone)]
+pub struct HistoryPlan {
+    pub db: PathBuf,
+    pub host: Option<String>,
+    pub last: Option<usize>,
+    pub check: bool,
+    /// Reports to import, already read.
+    pub add: Vec<(String, crate::report::Report)>,
+}
+
+impl HistoryArgs {
+    pub fn plan(&self) -> Result<HistoryPlan, UsageError> {
+        let db = match &self.db {
+            Some(path) => PathBuf::from(path),
+            None => super::default_path().ok_or_else(|| UsageError::InvalidValue {
+                flag: "--db",
+                value: String::new(),
+                expected: format!(
+                    "a database file: neither --db, {} nor HOME is set",
+                    super::DB_ENV
+                ),
+            })?,
+        };
+        if db.is_dir() {
+            return Err(UsageError::InvalidValue {
+                flag: "--db",
+                value: db.display().to_string(),
+                expected: "a database file, not a directory".into(),
+            });
+        }
+        let last = self
+            .last
+            .as_deref()
+            .map(|v| crate::experiments::params::parse_count("--last", v, 1, 100_000))
+            .transpose()?;
+        let mut add = Vec::new();
+        for file in &self.add {
+            let report =
+                crate::report::read::read_report(std::path::Path::new(file)).map_err(|e| {
+                    UsageError::InvalidValue {
+                        flag: "--add",
+                        value: file.clone(),
+                        expected: format!("a memscope JSON report, but {e}"),
+                    }
+                })?;
+            add.push((file.clone(), report));
+        }
+        Ok(HistoryPlan {
+            db,
+            host: self.host.clone(),
+            last,
+            check: self.check,
+            add,
+        })
+    }
+}
