@@ -95,6 +95,7 @@ fn compare(plan: &Plan, inputs: &crate::compare::load::Inputs) -> anyhow::Result
         (&outputs.csv, &|| report::csv::render(&sections)),
         (&outputs.html, &|| {
             report::html::render(&report::html::Page {
+                heading: "memscope comparison".to_string(),
                 title: "memscope comparison".to_string(),
                 generator: tool.clone(),
                 byline: crate::view::Text::plain(format!(

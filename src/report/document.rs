@@ -95,6 +95,7 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
         byline = byline.add(format!(" · {cpu}"));
     }
     html::render(&html::Page {
+        heading: "memscope report".to_string(),
         title: if cpu.is_empty() {
             "memscope report".to_string()
         } else {

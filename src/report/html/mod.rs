@@ -36,6 +36,8 @@ pub struct Page<'a> {
     pub title: String,
     /// The generator `<meta>`: "memscope 0.1.0".
     pub generator: String,
+    /// The page's `h1`: "memscope report", "memscope comparison".
+    pub heading: String,
     /// The line under the `h1`.
     pub byline: Text,
     pub glance: Vec<Glance>,
@@ -58,7 +60,8 @@ pub fn render(page: &Page) -> Vec<u8> {
     );
     let _ = write!(
         out,
-        "<header>\n<h1>memscope report</h1>\n<p class=\"muted\">{}</p>\n<nav>",
+        "<header>\n<h1>{}</h1>\n<p class=\"muted\">{}</p>\n<nav>",
+        escape(&page.heading),
         text(&page.byline)
     );
     for s in &page.sections {
@@ -109,6 +112,7 @@ mod tests {
         let mut a = Section::new("latency", "Latency", "Latency ladder");
         a.push(Paragraph::note("<script>"));
         let page = Page {
+            heading: "memscope report".into(),
             title: "memscope report: <cpu>".into(),
             generator: "memscope 0.1.0".into(),
             byline: Text::plain("command ").strong("run"),
