@@ -37,7 +37,7 @@ pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
         return compare(&plan, inputs);
     }
     if let Some(history) = &plan.history {
-        return crate::history::run(history, &plan.outputs);
+        return crate::history::run(history, plan.outputs.json.as_ref());
     }
     let mut report = match plan.command {
         CommandKind::Info => info(&mut machine),

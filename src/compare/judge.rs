@@ -86,7 +86,11 @@ pub fn judge_against(reference: f64, band_pct: Option<f64>, b: &Figure, better: 
     } else {
         f64::INFINITY
     };
-    if bands.iter().any(|&band| relative_pct <= band) {
+    // One grid step apart is within a step-wide band (a hair of rounding allowed).
+    if bands
+        .iter()
+        .any(|&band| relative_pct <= band * (1.0 + 1e-6))
+    {
         return Verdict::Same;
     }
     match (better, difference > 0.0) {
@@ -158,5 +162,9 @@ mod tests {
         let step = |v: f64| Figure::new("l", "c", "c", "bytes", v, Better::Neither).step(50.0);
         assert_eq!(judge(&step(32.0), &step(48.0)), Verdict::Same);
         assert_eq!(judge(&step(32.0), &step(64.0)), Verdict::Changed);
+        // Neighbours on a ×√2 ladder are one step apart, whatever the rounding.
+        let root2 =
+            |v: f64| Figure::new("l", "c", "c", "bytes", v, Better::Neither).step(41.421356);
+        assert_eq!(judge(&root2(8.0), &root2(8.0 * 2f64.sqrt())), Verdict::Same);
     }
 }

@@ -256,7 +256,7 @@ impl History {
 /// regression.
 pub fn run(
     plan: &params::HistoryPlan,
-    outputs: &crate::plan::Outputs,
+    json_to: Option<&crate::report::output::Target>,
 ) -> anyhow::Result<std::process::ExitCode> {
     let creating = !plan.add.is_empty();
     let mut history = History::open(&plan.db, creating)?;
@@ -284,14 +284,14 @@ pub fn run(
             crate::report::json::to_bytes(&runs),
         )
     };
-    text.insert_str(0, &crate::report::terminal::render(&[section], false));
-    if let Some(target) = &outputs.json {
+    text.push_str(&crate::report::terminal::render(&[section], false));
+    if let Some(target) = json_to {
         target.write(&json)?;
         if !target.is_stdout() {
             text.push_str(&format!("\n Wrote {target}\n"));
         }
     }
-    if outputs.uses_stdout() {
+    if json_to.is_some_and(|t| t.is_stdout()) {
         eprint!("{text}");
     } else {
         print!("{text}");

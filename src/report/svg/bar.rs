@@ -5,6 +5,19 @@ use super::axis::{make_ticks, Mapper};
 use super::*;
 use crate::view::chart::{BarChart, Scale};
 
+/// The angle (degrees) of category labels too long to stand side by side.
+const SLANT: f64 = 40.0;
+
+/// `text` cut to `max` characters, the cut marked with an ellipsis.
+fn shortened(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        let kept: String = text.chars().take(max - 1).collect();
+        format!("{kept}…")
+    }
+}
+
 impl BarChart {
     pub fn render(&self) -> String {
         let (width, height) = (self.width, self.height);
@@ -25,12 +38,35 @@ impl BarChart {
             })
             .collect();
 
+        // Category labels that would not fit side by side under their groups (the plot is
+        // at most the width less the margins) are turned 40° and shortened, and the
+        // bottom margin grows to hold them.
+        let n_groups = self.categories.len().max(1) as f64;
+        let widest = (self.categories.iter())
+            .map(|c| text_width(c, FONT))
+            .fold(0.0, f64::max);
+        let slanted = widest > (width - 100.0) / n_groups - 8.0;
+        let categories: Vec<String> = if slanted {
+            self.categories.iter().map(|c| shortened(c, 30)).collect()
+        } else {
+            self.categories.clone()
+        };
+        let slant_room = if slanted {
+            let longest = (categories.iter())
+                .map(|c| text_width(c, FONT))
+                .fold(0.0, f64::max);
+            longest * SLANT.to_radians().sin()
+        } else {
+            0.0
+        };
         let top = 12.0 + TITLE_FONT + 14.0;
-        let bottom = bottom_margin(&self.x_label, legend_height(&entries, width));
+        let bottom = bottom_margin(&self.x_label, legend_height(&entries, width)) + slant_room;
         let plot_h = (height - top - bottom).max(40.0);
         let axis = &self.y_axis;
         let ticks = make_ticks(axis.scale, axis.format, y_lo, y_hi, plot_h, false);
-        let left = left_margin(&axis.label, ticks.label_width());
+        // Slanted labels reach left of their group: the first must stay on the chart.
+        let first_reach = slant_room / SLANT.to_radians().tan() - (width - 100.0) / n_groups / 2.0;
+        let left = left_margin(&axis.label, ticks.label_width()).max(first_reach + 4.0);
         let plot_w = (width - left - 20.0).max(40.0);
         let (px0, px1, py0, py1) = (left, left + plot_w, top, top + plot_h);
         let ym = Mapper::new(axis.scale, y_lo, y_hi, py1, py0);
@@ -80,15 +116,23 @@ impl BarChart {
                         svg.text(x + bar_w / 2.0, y.min(base) - 4.0, &value, &value_attrs);
                     }
                 }
-                if let Some(label) = self.categories.get(c) {
+                if let Some(label) = categories.get(c) {
                     let x = px0 + (c as f64 + 0.5) * group_w;
-                    svg.label(x, py1 + 6.0 + FONT, label, "middle", MUTED_TEXT_COLOR);
+                    if slanted {
+                        let attrs = format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\"");
+                        svg.text_rotated(x, py1 + 6.0 + FONT * 0.6, -SLANT, label, &attrs);
+                    } else {
+                        svg.label(x, py1 + 6.0 + FONT, label, "middle", MUTED_TEXT_COLOR);
+                    }
                 }
             }
         }
         svg.line(px0, py1, px1, py1, &format!("stroke=\"{FRAME_COLOR}\""));
         svg.line(px0, py0, px0, py1, &format!("stroke=\"{FRAME_COLOR}\""));
-        svg.plot_titles((px0, px1, py0, py1), &self.x_label, &axis.label);
+        svg.plot_titles((px0, px1, py0, py1), "", &axis.label);
+        // The x title goes below the category labels, slanted or not.
+        let x_title_y = py1 + slant_room + 6.0 + FONT + 8.0 + FONT + 2.0;
+        svg.axis_title((px0 + px1) / 2.0, x_title_y, 0.0, &self.x_label);
         draw_legend(&mut svg, &entries, width, height, px0);
         svg.finish()
     }

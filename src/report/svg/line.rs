@@ -261,7 +261,8 @@ impl LineChart {
     /// is (it is high only past the last cache, where no boundary is found). Reference labels
     /// sit left of their line and found labels right of it, so a reference and a found marker
     /// at the same x (the usual case: "L1d 32 KiB" / "L1d ends") do not collide; a found
-    /// label that would still touch a nearby reference label starts below it.
+    /// label that would still touch a nearby label (a reference, or another found marker a
+    /// few pixels away) starts below it.
     fn draw_marker_labels(
         &self,
         svg: &mut Svg,
@@ -272,14 +273,15 @@ impl LineChart {
             xm.px(m.x)
                 .filter(|&x| x >= px0 && x <= px1 && !m.label.is_empty())
         };
-        // Horizontal extent and length of every reference label.
-        let references: Vec<(f64, f64, f64)> = self
+        // Horizontal extent of every label placed so far, and how far down from the top
+        // of the plot it reaches (with a gap): the reference labels first.
+        let mut placed: Vec<(f64, f64, f64)> = self
             .markers
             .iter()
             .filter(|m| m.style == MarkerStyle::Reference)
             .filter_map(|m| {
                 let x = visible(m)?;
-                Some((x - 4.0 - FONT, x - 4.0, text_width(&m.label, FONT)))
+                Some((x - 4.0 - FONT, x - 4.0, text_width(&m.label, FONT) + 8.0))
             })
             .collect();
         let reference = format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}");
@@ -290,12 +292,15 @@ impl LineChart {
                     svg.text_rotated(x - 4.0, py0 + 4.0, -90.0, &m.label, &reference)
                 }
                 MarkerStyle::Found { color } => {
+                    // Below every label it would touch: a reference at the same x, or
+                    // another found marker a few pixels away.
                     let (a, b) = (x + 3.0, x + 4.0 + FONT);
-                    let start = references
+                    let start = placed
                         .iter()
                         .filter(|&&(ra, rb, _)| a < rb && ra < b)
-                        .map(|&(_, _, len)| len + 8.0)
+                        .map(|&(_, _, reach)| reach)
                         .fold(0.0, f64::max);
+                    placed.push((a, b, start + text_width(&m.label, FONT) + 8.0));
                     let fill = color_attr("fill", color);
                     let attrs = format!("text-anchor=\"end\" font-weight=\"600\" {fill} {HALO}");
                     let (x, y) = (x + 4.0 + FONT * 0.8, py0 + 4.0 + start);
