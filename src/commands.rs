@@ -261,30 +261,36 @@ fn machine_warnings(machine: &Machine, tsc_problem: Option<String>) -> Vec<Warni
     if let Some(governor) = governor.filter(|g| g != "performance") {
         warnings.push(WarningKind::FrequencyScaling(governor));
     }
-    if let Some(running) = other_running_tasks().filter(|&others| others >= 0.5) {
+    if let Some((running, tasks)) = other_running_tasks().filter(|(others, _)| *others >= 0.5) {
         let cpus = machine.logical_cpus;
-        warnings.push(WarningKind::SystemBusy { running, cpus });
+        warnings.push(WarningKind::SystemBusy {
+            running,
+            cpus,
+            tasks,
+        });
     }
     warnings.into_iter().map(Warning::from).collect()
 }
 
-/// Tasks running on the CPUs besides memscope, averaged over ten samples of
-/// `procs_running` (/proc/stat) 10 ms apart: the instantaneous competition for caches and
-/// memory, which the load average (a decaying mean over a minute) reports too late.
-fn other_running_tasks() -> Option<f64> {
+/// Tasks running on the CPUs besides memscope (its own threads and its ancestors, such as
+/// `cargo run`, are not load), averaged over ten samples 10 ms apart: the instantaneous
+/// competition for caches and memory, which the load average (a decaying mean over a
+/// minute) reports too late. With the names of those seen running.
+fn other_running_tasks() -> Option<(f64, Vec<String>)> {
+    use crate::platform::load;
+    let own = load::Own::this_process();
     let mut total = 0.0;
+    let mut names: Vec<String> = Vec::new();
     for _ in 0..10 {
-        let stat = std::fs::read_to_string("/proc/stat").ok()?;
-        let running: f64 = stat
-            .lines()
-            .find_map(|l| l.strip_prefix("procs_running "))?
-            .trim()
-            .parse()
-            .ok()?;
-        total += (running - 1.0).max(0.0); // memscope itself is one of them
+        let running = load::procs_running()?;
+        let others = running.saturating_sub(load::own_running_threads().max(1));
+        total += others as f64;
+        if others > 0 && names.is_empty() {
+            names = load::running_elsewhere(&own);
+        }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    Some(total / 10.0)
+    Some((total / 10.0, names))
 }
 
 /// The sampling policy of every experiment the plan runs, in words.
@@ -361,6 +367,36 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         reason: s.reason.into(),
     }));
     let mut experiments = plan.experiments.measure(&mut session)?;
+    // The headline figures once more (or until stable): how far the machine moved.
+    let drift = crate::experiments::drift::check(
+        &plan.experiments,
+        &mut session,
+        &experiments,
+        m.until_stable,
+    )?;
+    let conditions = std::mem::take(&mut session.conditions.records);
+    for c in conditions.iter().filter(|c| c.disturbed()) {
+        session.warn([WarningKind::Disturbed {
+            experiment: c.experiment.replace('_', " "),
+            other_runnable: c.other_runnable_mean,
+            steal_pct: c
+                .steal_pct
+                .filter(|&s| s >= crate::session::conditions::BUSY_STEAL_PCT),
+            tasks: c.tasks.clone(),
+        }]);
+    }
+    if let Some(d) = &drift {
+        let moved: Vec<_> = d.beyond_noise().collect();
+        if let Some(worst) = moved
+            .iter()
+            .max_by(|a, b| a.drift_pct.total_cmp(&b.drift_pct))
+        {
+            session.warn([WarningKind::Drift {
+                count: moved.len(),
+                worst: format!("{} {:+.1}%", worst.label, signed_drift(worst)),
+            }]);
+        }
+    }
     // What the test files of `files` were on belongs to the machine's description.
     let storage = experiments.files.as_ref().map(|f| f.storage.clone());
     experiments.link(session.pages_obtained.as_ref());
@@ -368,6 +404,9 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
     settings.cpus = session.cpus;
     settings.pages_obtained = session.pages_obtained;
 
+    if let Some(d) = &report_drift_words(m, &drift) {
+        settings.sampling.push_str(d);
+    }
     if let Some(summary) = reservation.as_ref().and_then(HugepageReservation::summary) {
         settings.sampling.push_str(&format!("; {summary}"));
     }
@@ -376,9 +415,40 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
     let mut report = Report::new(machine, settings);
     report.warnings = warnings;
     report.experiments = experiments;
+    report.conditions = conditions;
+    report.drift = drift;
     // The measuring thread is done; let the exporters run anywhere.
     let _ = affinity::set_current_thread_cpus(&report.machine.allowed_cpus);
     Ok(report)
+}
+
+/// The drift pass in words, for the sampling policy.
+fn report_drift_words(
+    m: &MeasurePlan,
+    drift: &Option<crate::experiments::drift::DriftResult>,
+) -> Option<String> {
+    let d = drift.as_ref()?;
+    Some(match m.until_stable {
+        None => format!(
+            "; drift: {} headline figures measured once more at the end of the run (at most \
+             5 trials each)",
+            d.figures.len()
+        ),
+        Some(t) => format!(
+            "; drift: {} headline figures measured again at the end until two passes in a row \
+             agreed within {}% or {:.0} s ran out ({} passes)",
+            d.figures.len(),
+            t.within_pct,
+            t.budget.as_secs_f64(),
+            d.passes
+        ),
+    })
+}
+
+/// The last pass's change against the measurement, percent, with its sign.
+fn signed_drift(f: &crate::experiments::drift::DriftFigure) -> f64 {
+    let last = f.passes.last().copied().unwrap_or(f.before);
+    (last / f.before - 1.0) * 100.0
 }
 
 /// Prints the tables (to stderr when a machine-readable output goes to stdout) and writes

@@ -1,8 +1,9 @@
 //! When a difference between two runs' figures is a change: only when it lies outside the
 //! noise band of *both* runs. A run's band around a figure is the widest of
 //! `NOISE_SIGMAS` × its own spread (from its trials), one step of the grid the figure was
-//! read off, and `FLOOR_PCT` (what page placement and the clock move between two runs of
-//! an unchanged machine). A figure with neither spread nor step in either run is shown but
+//! read off, how far it drifted between the run's measurement and the drift pass at its
+//! end, and `FLOOR_PCT` (what page placement and the clock move between two runs of an
+//! unchanged machine). A figure with neither spread nor step in either run is shown but
 //! not judged.
 
 use serde::{Deserialize, Serialize};
@@ -51,11 +52,12 @@ impl Verdict {
 /// The band (percent) a run's figure moves within by itself; None when the run measured
 /// neither a spread nor a step.
 pub fn noise_band_pct(f: &Figure) -> Option<f64> {
-    match (f.spread_pct, f.step_pct) {
-        (None, None) => None,
-        (spread, step) => Some(
+    match (f.spread_pct, f.step_pct, f.drift_pct) {
+        (None, None, None) => None,
+        (spread, step, drift) => Some(
             (NOISE_SIGMAS * spread.unwrap_or(0.0))
                 .max(step.unwrap_or(0.0))
+                .max(drift.unwrap_or(0.0))
                 .max(FLOOR_PCT),
         ),
     }
@@ -134,6 +136,15 @@ mod tests {
             judge(&tight, &figure(100.5, Some(0.01), Better::Lower)),
             Verdict::Same
         );
+    }
+
+    #[test]
+    fn a_figure_that_drifted_within_its_run_widens_that_run_s_band() {
+        let a = figure(100.0, Some(1.0), Better::Higher);
+        let mut b = figure(85.0, Some(1.0), Better::Higher);
+        assert_eq!(judge(&a, &b), Verdict::Worse);
+        b.drift_pct = Some(20.0);
+        assert_eq!(judge(&a, &b), Verdict::Same);
     }
 
     #[test]

@@ -191,8 +191,9 @@ pub fn compare(runs: &[Loaded], grouped: bool, notes: Vec<String>) -> Comparison
         groups,
         rule: format!(
             "a difference is a change only when it lies outside both runs' noise: {} × the \
-             run's own spread, one step of the grid a figure was read off, or {}%, whichever \
-             is wider; '~' otherwise; '?' where neither run measured a spread",
+             run's own spread, one step of the grid a figure was read off, its drift between \
+             the measurement and the run's drift pass, or {}%, whichever is wider; '~' \
+             otherwise; '?' where neither run measured a spread",
             judge::NOISE_SIGMAS,
             judge::FLOOR_PCT
         ),

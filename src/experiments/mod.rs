@@ -17,12 +17,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::UsageError;
 use crate::session::context::Session;
 use crate::topology::Machine;
-use crate::view::figure::{Figure, Figures};
+use crate::view::figure::{Figure, Figures, Remeasured};
 use crate::view::{Present, Section};
 use params::{CommandArgs, MeasureArgs, MeasurePlan};
 
 pub mod bandwidth;
 pub mod chase_timing;
+pub mod drift;
 pub mod files;
 pub mod latency;
 pub mod loaded;
@@ -55,6 +56,17 @@ pub trait Experiment {
     /// Runs it on the pinned thread; `earlier` holds the results of the experiments
     /// registered before it.
     fn measure(&self, session: &mut Session, earlier: &Results) -> anyhow::Result<Self::Result>;
+
+    /// Measures its headline figures once more, briefly, for the drift check at the end of
+    /// a run: each figure's key with its value in `result` and now. An experiment without
+    /// such a pass leaves its figures without a drift.
+    fn remeasure(
+        &self,
+        _session: &mut Session,
+        _result: &Self::Result,
+    ) -> anyhow::Result<Vec<Remeasured>> {
+        Ok(Vec::new())
+    }
 }
 
 /// Hugetlbfs pages of `page` bytes that a buffer of `bytes` takes.
@@ -169,15 +181,33 @@ macro_rules! registry {
                 most
             }
 
-            /// Runs every planned experiment, in the registry's order.
+            /// Runs every planned experiment, in the registry's order, noting what else ran
+            /// on the machine during each (`session.conditions`).
             pub fn measure(&self, session: &mut Session) -> anyhow::Result<Results> {
                 let mut results = Results::default();
                 $(
                     if let Some(c) = &self.$field {
+                        let mark = session.conditions.mark();
                         results.$field = Some(c.measure(session, &results)?);
+                        session.conditions.record(stringify!($field), mark);
                     }
                 )*
                 Ok(results)
+            }
+
+            /// One drift pass: every planned experiment's headline figures measured again.
+            pub fn remeasure(
+                &self,
+                session: &mut Session,
+                results: &Results,
+            ) -> anyhow::Result<Vec<Remeasured>> {
+                let mut again = Vec::new();
+                $(
+                    if let (Some(c), Some(r)) = (&self.$field, &results.$field) {
+                        again.extend(c.remeasure(session, r)?);
+                    }
+                )*
+                Ok(again)
             }
         }
     };

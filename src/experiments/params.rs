@@ -3,6 +3,8 @@
 //! `params.rs` uses to turn its own flags into its validated configuration. Below the
 //! rooms: nothing here imports the command line, the plan or the commands.
 
+use std::time::Duration;
+
 use clap::Args;
 
 use crate::error::UsageError;
@@ -67,6 +69,16 @@ pub struct MeasureArgs {
     #[arg(long)]
     pub reserve_hugepages: bool,
 
+    /// Repeat the headline figures at the end of the run until two passes in a row agree
+    /// within PCT percent (2 when no value is given) or --stable-budget runs out; the report
+    /// says which happened. Without it, one drift pass runs.
+    #[arg(long, value_name = "PCT", num_args = 0..=1, default_missing_value = "2")]
+    pub until_stable: Option<String>,
+
+    /// The time --until-stable's passes may take.
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub stable_budget: String,
+
     #[command(flatten)]
     pub save: SaveArgs,
 }
@@ -100,6 +112,8 @@ pub struct MeasurePlan {
     pub max_size_given: bool,
     /// Grow the hugetlbfs pool for this run when it is too small (and restore it after).
     pub reserve_hugepages: bool,
+    /// Repeat the drift pass until stable (`--until-stable`).
+    pub until_stable: Option<crate::experiments::drift::StableTarget>,
 }
 
 impl MeasurePlan {
@@ -145,6 +159,21 @@ impl MeasurePlan {
             max_size,
             max_size_given: args.max_size.is_some(),
             reserve_hugepages: args.reserve_hugepages,
+            until_stable: match &args.until_stable {
+                None => None,
+                Some(pct) => Some(crate::experiments::drift::StableTarget {
+                    within_pct: pct
+                        .trim()
+                        .trim_end_matches('%')
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|p| p.is_finite() && *p > 0.0 && *p <= 100.0)
+                        .ok_or_else(|| {
+                            invalid("--until-stable", pct, "a percentage above 0, e.g. 2 or 0.5")
+                        })?,
+                    budget: parse_duration("--stable-budget", &args.stable_budget)?,
+                }),
+            },
         })
     }
 }
@@ -287,6 +316,36 @@ pub fn parse_count(
         .ok()
         .filter(|n| (min..=max).contains(n))
         .ok_or_else(|| invalid(flag, value, &format!("a whole number from {min} to {max}")))
+}
+
+/// `90`, `90s`, `10m`, `1h`, `500ms`.
+pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageError> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|n| n * scale)
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 7.0 * 86400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| {
+            invalid(
+                flag,
+                text,
+                "a duration such as 90s, 10m or 1h (at most a week)",
+            )
+        })
 }
 
 /// The output files of the program commands (`pages`, `footprint`, `sweep`): the report

@@ -127,6 +127,7 @@ impl History {
                  value REAL NOT NULL,
                  spread_pct REAL,
                  step_pct REAL,
+                 drift_pct REAL,
                  PRIMARY KEY (run_id, key)
              );",
         )?;
@@ -160,8 +161,9 @@ impl History {
         {
             let mut insert = tx.prepare(
                 "INSERT OR REPLACE INTO figures
-                 (run_id, key, section, label, unit, better, value, spread_pct, step_pct)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                 (run_id, key, section, label, unit, better, value, spread_pct, step_pct,
+                  drift_pct)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             )?;
             for f in figures.iter().filter(|f| f.value.is_finite()) {
                 insert.execute(params![
@@ -173,7 +175,8 @@ impl History {
                     better_name(f.better),
                     f.value,
                     f.spread_pct,
-                    f.step_pct
+                    f.step_pct,
+                    f.drift_pct
                 ])?;
             }
         }
@@ -220,7 +223,7 @@ impl History {
     /// The figures of one run.
     pub fn figures(&self, run: i64) -> anyhow::Result<Vec<Figure>> {
         let mut statement = self.connection.prepare(
-            "SELECT key, section, label, unit, better, value, spread_pct, step_pct
+            "SELECT key, section, label, unit, better, value, spread_pct, step_pct, drift_pct
              FROM figures WHERE run_id = ?1 ORDER BY rowid",
         )?;
         let rows = statement.query_map(params![run], |r| {
@@ -233,6 +236,7 @@ impl History {
                 value: r.get(5)?,
                 spread_pct: r.get(6)?,
                 step_pct: r.get(7)?,
+                drift_pct: r.get(8)?,
                 metric: None,
             })
         })?;

@@ -35,6 +35,10 @@ pub fn result_sections(report: &Report) -> Vec<Section> {
     if let Some(sweep) = &report.sweep {
         sections.push(sweep.section());
     }
+    sections.extend(crate::experiments::drift::view::section(
+        report.drift.as_ref(),
+        &report.conditions,
+    ));
     sections
 }
 

@@ -8,10 +8,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::experiments::drift::DriftResult;
 pub use crate::experiments::Results as Experiments;
 use crate::footprint::FootprintResult;
 use crate::pages::PagesResult;
 pub use crate::platform::arena::PagesObtained;
+use crate::session::conditions::ExperimentConditions;
 use crate::stat::StatResult;
 use crate::sweep::SweepResult;
 use crate::topology::Machine;
@@ -51,6 +53,12 @@ pub struct Report {
     pub settings: Settings,
     pub warnings: Vec<Warning>,
     pub experiments: Experiments,
+    /// What else ran on the machine during each experiment (schema 2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<ExperimentConditions>,
+    /// The headline figures measured again at the end of the run (schema 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<DriftResult>,
     /// `memscope stat`: a user's command and its counts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stat: Option<StatResult>,
@@ -163,6 +171,9 @@ impl Report {
         figures.extend(self.stat.iter().flat_map(Figures::figures));
         figures.extend(self.pages.iter().flat_map(Figures::figures));
         figures.extend(self.sweep.iter().flat_map(Figures::figures));
+        if let Some(drift) = &self.drift {
+            drift.annotate(&mut figures);
+        }
         figures
     }
 
@@ -175,6 +186,8 @@ impl Report {
             settings,
             warnings: Vec::new(),
             experiments: Experiments::default(),
+            conditions: Vec::new(),
+            drift: None,
             stat: None,
             pages: None,
             footprint: None,

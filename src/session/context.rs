@@ -6,6 +6,7 @@
 use crate::error::UsageError;
 use crate::platform::arena::{Arena, PagePolicy, PagesObtained};
 use crate::platform::timer::Timer;
+use crate::session::conditions::Conditions;
 use crate::session::progress::Progress;
 use crate::session::warnings::{Warning, WarningKind};
 use crate::topology::Machine;
@@ -23,6 +24,8 @@ pub struct Session<'a> {
     pub cpus: Vec<usize>,
     /// What the first buffer got, verified after first touch.
     pub pages_obtained: Option<PagesObtained>,
+    /// What else ran on the machine during each experiment.
+    pub conditions: Conditions,
 }
 
 impl<'a> Session<'a> {
@@ -41,6 +44,7 @@ impl<'a> Session<'a> {
             warnings: Vec::new(),
             cpus: vec![cpu],
             pages_obtained: None,
+            conditions: Conditions::start(cpu, &machine.allowed_cpus),
         }
     }
 
@@ -66,6 +70,7 @@ impl<'a> Session<'a> {
                 self.cpus.push(cpu);
             }
         }
+        self.conditions.use_cpus(&self.cpus);
     }
 
     /// Maps a measurement buffer on the calling (pinned) thread with the run's page policy

@@ -25,8 +25,23 @@ pub enum WarningKind {
     UnstablePoints { count: usize, sizes: String },
     /// No hardware performance counters.
     NoPmu(String),
-    /// Other tasks were running when memscope started (average count).
-    SystemBusy { running: f64, cpus: usize },
+    /// Other tasks were running when memscope started (average count, and their names;
+    /// memscope's own threads and its ancestors are not counted).
+    SystemBusy {
+        running: f64,
+        cpus: usize,
+        tasks: Vec<String>,
+    },
+    /// Other tasks or the hypervisor took a share of the CPUs while an experiment measured.
+    Disturbed {
+        experiment: String,
+        other_runnable: Option<f64>,
+        steal_pct: Option<f64>,
+        tasks: Vec<String>,
+    },
+    /// Figures that moved between the run's measurement and the drift pass at its end by
+    /// more than their own noise.
+    Drift { count: usize, worst: String },
     /// Frequency scaling governor other than performance.
     FrequencyScaling(String),
     /// The TSC could not be calibrated; clock_gettime used instead.
@@ -70,6 +85,8 @@ impl WarningKind {
             WarningKind::UnstablePoints { .. } => "unstable_points",
             WarningKind::NoPmu(_) => "no_pmu",
             WarningKind::SystemBusy { .. } => "system_busy",
+            WarningKind::Disturbed { .. } => "disturbed",
+            WarningKind::Drift { .. } => "drift",
             WarningKind::FrequencyScaling(_) => "frequency_scaling",
             WarningKind::NoTsc(_) => "no_tsc",
             WarningKind::LevelMismatch(_) => "level_mismatch",
@@ -78,6 +95,15 @@ impl WarningKind {
             WarningKind::Skipped { .. } => "skipped",
             WarningKind::NotConcurrent { .. } => "not_concurrent",
         }
+    }
+}
+
+/// ": a, b" naming the tasks, or nothing.
+fn named(tasks: &[String]) -> String {
+    if tasks.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", tasks.join(", "))
     }
 }
 
@@ -108,11 +134,46 @@ impl fmt::Display for WarningKind {
             WarningKind::NoPmu(reason) => {
                 write!(f, "hardware performance counters unavailable: {reason}")
             }
-            WarningKind::SystemBusy { running, cpus } => write!(
+            WarningKind::SystemBusy {
+                running,
+                cpus,
+                tasks,
+            } => write!(
                 f,
                 "the system is busy: {running:.1} other task(s) were running on its {cpus} CPUs \
-                 when memscope started; they compete for caches and memory bandwidth, so \
-                 results may be noisy"
+                 when memscope started{}; they compete for caches and memory bandwidth, so \
+                 results may be noisy",
+                named(tasks)
+            ),
+            WarningKind::Disturbed {
+                experiment,
+                other_runnable,
+                steal_pct,
+                tasks,
+            } => {
+                let mut what = Vec::new();
+                if let Some(n) = other_runnable {
+                    what.push(format!(
+                        "{n:.1} other runnable task(s) on average{}",
+                        named(tasks)
+                    ));
+                }
+                if let Some(s) = steal_pct {
+                    what.push(format!("{s:.1}% of the CPU time stolen by the hypervisor"));
+                }
+                write!(
+                    f,
+                    "{experiment} was measured while the machine was shared: {}; its figures may \
+                     be lower or noisier than this machine's own (see 'conditions' in the JSON)",
+                    what.join(", ")
+                )
+            }
+            WarningKind::Drift { count, worst } => write!(
+                f,
+                "{count} headline figure(s) moved between the measurement and the drift pass at \
+                 the end of the run by more than their own spread (largest: {worst}): the \
+                 machine changed while memscope ran; consider --until-stable, or a quieter \
+                 moment"
             ),
             WarningKind::FrequencyScaling(governor) => write!(
                 f,

@@ -3,7 +3,6 @@
 //! or run, and a bad one is a `UsageError` that quotes it and says what was expected.
 
 use std::ffi::OsString;
-use std::time::Duration;
 
 use clap::Args;
 use regex::Regex;
@@ -11,7 +10,7 @@ use regex::Regex;
 use super::template::{self, Assignment, Parameter, MAX_VARIANTS};
 use super::{Benchmark, Better, MetricSpec, Schedule, SweepPlan};
 use crate::error::UsageError;
-use crate::experiments::params::{invalid, parse_count, OutputArgs, SaveArgs};
+use crate::experiments::params::{invalid, parse_count, parse_duration, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
@@ -453,36 +452,6 @@ fn find_baseline(
                     parameters[0].name,
                     parameters[0].values.join(", ")
                 ),
-            )
-        })
-}
-
-/// `90`, `90s`, `10m`, `1h`, `500ms`.
-fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageError> {
-    let t = text.trim();
-    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    number
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .map(|n| n * scale)
-        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 7.0 * 86400.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| {
-            invalid(
-                flag,
-                text,
-                "a duration such as 90s, 10m or 1h (at most a week)",
             )
         })
 }

@@ -53,6 +53,10 @@ pub struct Figure {
     /// For a figure read off a grid (a capacity on a ladder of sizes, a queue depth), one
     /// step of the grid in percent: a difference smaller than a step is not a change.
     pub step_pct: Option<f64>,
+    /// How far the figure moved between the run's measurement and its drift pass at the
+    /// end of the run, percent (the largest over the passes); None without a pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift_pct: Option<f64>,
     pub better: Better,
     /// Set on the headline figures that the Prometheus export writes.
     pub metric: Option<Metric>,
@@ -76,6 +80,7 @@ impl Figure {
             value,
             spread_pct: None,
             step_pct: None,
+            drift_pct: None,
             better,
             metric: None,
         }
@@ -111,6 +116,30 @@ impl Figure {
             scale,
         });
         self
+    }
+}
+
+/// A headline figure measured again at the end of a run (the drift pass): its value in
+/// the run's result and now. `before` is the point the pass repeats, which for an
+/// aggregate (a level's latency, the median of its plateau) is one of its points.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Remeasured {
+    /// The figure's key (`Figure::key`).
+    pub key: String,
+    pub label: String,
+    pub unit: String,
+    pub before: f64,
+    pub after: f64,
+}
+
+impl Remeasured {
+    /// |after − before| / before, percent (NaN when before is not a positive number).
+    pub fn drift_pct(&self) -> f64 {
+        if self.before > 0.0 && self.after.is_finite() {
+            (self.after - self.before).abs() / self.before * 100.0
+        } else {
+            f64::NAN
+        }
     }
 }
 

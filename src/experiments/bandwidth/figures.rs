@@ -13,7 +13,7 @@ impl Figures for BandwidthResult {
 }
 
 /// One kernel at one level (or one `--sizes` working set) with one thread count.
-fn row_figure(r: &BandwidthRow) -> Figure {
+pub fn row_figure(r: &BandwidthRow) -> Figure {
     // A level holds one working set; custom columns are told apart by theirs.
     let level = if r.level == "custom" {
         format!("custom-{}", r.working_set_bytes)

@@ -428,6 +428,51 @@ pub fn measure(
     })
 }
 
+/// The kernels whose table rows the drift pass measures again: the STREAM-like read,
+/// copy and triad, which stand for the rest (re-measuring every mix would double the
+/// table's time).
+pub const DRIFT_KERNELS: [&str; 3] = ["read", "copy", "triad"];
+
+/// The drift pass: the table rows of `DRIFT_KERNELS` measured again with at most three
+/// trials each, with the ISA they had; (row before, row now).
+pub fn remeasure_rows(
+    config: &BandwidthConfig,
+    result: &BandwidthResult,
+    timer: &Timer,
+    machine: &Machine,
+    progress: &Progress,
+) -> Result<Vec<(BandwidthRow, BandwidthRow)>, UsageError> {
+    let core_ghz = machine.core_hz_estimate.map(|hz| hz / 1e9);
+    let quick = BandwidthConfig {
+        repetitions: config.repetitions.clamp(1, 3),
+        ..config.clone()
+    };
+    let mut pairs = Vec::new();
+    for &threads in &config.thread_counts {
+        let rows: Vec<&BandwidthRow> = (result.rows.iter())
+            .filter(|r| r.threads == threads && DRIFT_KERNELS.contains(&r.kernel.as_str()))
+            .collect();
+        let points: Vec<(&'static KernelSpec, String, u64, Isa)> = rows
+            .iter()
+            .filter_map(|r| {
+                let kernel = crate::kernels::stream::find(&r.kernel)?;
+                Some((
+                    kernel,
+                    r.level.clone(),
+                    r.working_set_bytes,
+                    Isa::parse(&r.isa)?,
+                ))
+            })
+            .collect();
+        if points.len() != rows.len() || points.is_empty() {
+            continue;
+        }
+        let again = measure_points(&quick, &points, threads, timer, core_ghz, progress)?;
+        pairs.extend(rows.into_iter().cloned().zip(again));
+    }
+    Ok(pairs)
+}
+
 fn measure_points(
     config: &BandwidthConfig,
     points: &[(&'static KernelSpec, String, u64, Isa)],

@@ -1,13 +1,14 @@
 //! How a run drives the bandwidth table: its sampling policy in words, the buffers of its
 //! threads, and the measurement with its not-concurrent warnings.
 
-use super::{measure, BandwidthConfig, BandwidthResult};
+use super::{figures, measure, remeasure_rows, BandwidthConfig, BandwidthResult};
 use crate::experiments::{pages_for, Experiment, Results};
 use crate::platform::cpu_time::MIN_OVERLAP;
 use crate::platform::team;
 use crate::session::context::Session;
 use crate::session::warnings::WarningKind;
 use crate::topology::Machine;
+use crate::view::figure::Remeasured;
 
 impl BandwidthConfig {
     fn most_threads(&self) -> usize {
@@ -46,5 +47,26 @@ impl Experiment for BandwidthConfig {
             result.rows.iter().chain(&result.sweep).map(|r| r.overlap),
         ));
         Ok(result)
+    }
+
+    fn remeasure(
+        &self,
+        s: &mut Session,
+        result: &BandwidthResult,
+    ) -> anyhow::Result<Vec<Remeasured>> {
+        let pairs = remeasure_rows(self, result, s.timer, s.machine, s.progress)?;
+        Ok(pairs
+            .into_iter()
+            .map(|(before, now)| {
+                let figure = figures::row_figure(&before);
+                Remeasured {
+                    key: figure.key,
+                    label: figure.label,
+                    unit: figure.unit,
+                    before: before.gb_per_s,
+                    after: now.gb_per_s,
+                }
+            })
+            .collect())
     }
 }

@@ -19,6 +19,11 @@ impl Figures for LatencyResult {
     }
 }
 
+/// The full key of a level's latency figure (the drift pass names it too).
+pub fn level_latency_key(name: &str) -> String {
+    format!("{SECTION}.level.{name}.latency_ns")
+}
+
 /// A level's latency and, for a cache, its capacity on the ladder of sizes measured.
 fn level_figures(result: &LatencyResult, level: &LatencyLevel) -> Vec<Figure> {
     let name = &level.name;

@@ -267,6 +267,57 @@ pub fn measure(
     )
 }
 
+/// The drift pass: each level's middle point chased again in the sweep's order, with a
+/// fresh layout and at most five trials, against its value in the sweep (the level's
+/// figure is the median of such points). Returns (level name, point before, now).
+pub fn remeasure_levels(
+    config: &LatencyConfig,
+    arena: &Arena,
+    timer: &Timer,
+    result: &LatencyResult,
+) -> Vec<(String, f64, f64)> {
+    let mut again = Vec::new();
+    for level in &result.levels {
+        let plateau: Vec<&LatencyPoint> = (result.points.iter())
+            .filter(|p| (level.first_bytes..=level.last_bytes).contains(&p.bytes) && !p.unstable)
+            .collect();
+        let Some(middle) = plateau.get(plateau.len() / 2) else {
+            continue;
+        };
+        if middle.bytes as usize > arena.len() {
+            continue;
+        }
+        let index = config
+            .sizes
+            .iter()
+            .position(|&b| b == middle.bytes)
+            .unwrap_or(0);
+        // Another offset and seed than every pass of the sweep.
+        let layout = Layout::new(config, arena, middle.bytes, config.passes + 1, index);
+        let trials = config.repetitions.clamp(1, 5);
+        let (samples, _) = chase_samples(config, arena, timer, &layout, config.order, trials, None);
+        if let Some(now) = Summary::of(&samples) {
+            again.push((level.name.clone(), middle.ns, now.median));
+        }
+    }
+    again
+}
+
+/// The largest point `remeasure_levels` chases: the arena it needs.
+pub fn remeasure_bytes(result: &LatencyResult) -> u64 {
+    (result.levels.iter())
+        .filter_map(|level| {
+            let plateau: Vec<u64> = (result.points.iter())
+                .filter(|p| (level.first_bytes..=level.last_bytes).contains(&p.bytes))
+                .filter(|p| !p.unstable)
+                .map(|p| p.bytes)
+                .collect();
+            plateau.get(plateau.len() / 2).copied()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// One sweep over all sizes in one chase order. The trials of each point are spread over
 /// `passes` passes through the whole sweep, so a neighbour's burst lasting a second
 /// disturbs one pass, not every trial of a point; each pass lays the chase out afresh at

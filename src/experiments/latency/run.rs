@@ -1,11 +1,15 @@
 //! How a run drives the latency ladder: its sampling policy in words, its buffer, and the
 //! measurement through the session.
 
-use super::{measure, LatencyConfig, LatencyResult, UNSTABLE_SPREAD_PCT};
+use super::{
+    figures, measure, remeasure_bytes, remeasure_levels, LatencyConfig, LatencyResult,
+    UNSTABLE_SPREAD_PCT,
+};
 use crate::experiments::{pages_for, Experiment, Results};
 use crate::session::context::Session;
 use crate::topology::Machine;
 use crate::units::Bytes;
+use crate::view::figure::Remeasured;
 
 impl Experiment for LatencyConfig {
     type Result = LatencyResult;
@@ -36,5 +40,31 @@ impl Experiment for LatencyConfig {
         let (result, found) = measure(self, &arena, s.timer, s.machine, s.progress);
         s.warn(found);
         Ok(result)
+    }
+
+    fn remeasure(
+        &self,
+        s: &mut Session,
+        result: &LatencyResult,
+    ) -> anyhow::Result<Vec<Remeasured>> {
+        let bytes = remeasure_bytes(result);
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        // Room to lay the chase out at another offset than the sweep's.
+        let arena = s.allocate(Bytes((bytes + (4 << 20)).min(self.arena_bytes)))?;
+        s.progress.start("drift pass: latency levels", 1);
+        let again = remeasure_levels(self, &arena, s.timer, result);
+        s.progress.finish();
+        Ok(again
+            .into_iter()
+            .map(|(level, before, after)| Remeasured {
+                key: figures::level_latency_key(&level),
+                label: format!("{level} latency"),
+                unit: "ns".into(),
+                before,
+                after,
+            })
+            .collect())
     }
 }

@@ -1,0 +1,204 @@
+//! The stability section: what else ran during each experiment (other runnable tasks,
+//! steal time), each headline figure measured again at the end of the run with its drift
+//! against its own spread, and how `--until-stable` ended.
+
+use super::DriftResult;
+use crate::session::conditions::ExperimentConditions;
+use crate::units::Bytes;
+use crate::view::format;
+use crate::view::{Cell, Column, DataTable, Paragraph, Section, Style, Table};
+
+/// The section, when there is anything to show.
+pub fn section(
+    drift: Option<&DriftResult>,
+    conditions: &[ExperimentConditions],
+) -> Option<Section> {
+    if drift.is_none() && conditions.is_empty() {
+        return None;
+    }
+    let mut section = Section::new(
+        "stability",
+        "Stability",
+        "Stability: the machine while memscope ran",
+    );
+    if !conditions.is_empty() {
+        section.push(conditions_table(conditions));
+    }
+    if let Some(d) = drift {
+        section.push(drift_table(d));
+        let moved = d.beyond_noise().count();
+        section.push(if moved > 0 {
+            Paragraph::warning(format!(
+                "{moved} of {} figures moved beyond their own noise between the measurement \
+                 and the drift pass: the machine changed while memscope ran.",
+                d.figures.len()
+            ))
+        } else {
+            Paragraph::note(format!(
+                "Every one of the {} figures measured again stayed within its own noise.",
+                d.figures.len()
+            ))
+        });
+        if let Some(s) = &d.until_stable {
+            section.push(Paragraph::note(if s.stable {
+                format!(
+                    "--until-stable: stable after {} passes ({:.1} s): the last two agreed \
+                     within {:.1}% (target {:.1}%).",
+                    d.passes, d.elapsed_s, s.last_disagreement_pct, s.within_pct
+                )
+            } else {
+                format!(
+                    "--until-stable: not stable within the {:.0} s budget after {} passes: the \
+                     last two still differed by {:.1}% ({}), target {:.1}%.",
+                    s.budget_s,
+                    d.passes,
+                    s.last_disagreement_pct,
+                    s.last_disagreement,
+                    s.within_pct
+                )
+            }));
+        }
+        section.push(drift_data(d));
+    }
+    section.push(conditions_data(conditions));
+    Some(section)
+}
+
+fn conditions_table(conditions: &[ExperimentConditions]) -> Table {
+    let mut table = Table::new(vec![
+        Column::text("experiment"),
+        Column::quantity("time", "s"),
+        Column::number("other runnable (mean)"),
+        Column::number("peak"),
+        Column::quantity("steal", "%"),
+        Column::text("tasks seen running"),
+    ])
+    .titled("Other load during each experiment");
+    for c in conditions {
+        let style = if c.disturbed() {
+            Style::Warn
+        } else {
+            Style::Plain
+        };
+        table.row([
+            Cell::new(c.experiment.replace('_', " ")),
+            Cell::new(format::fixed(c.elapsed_s, 1)),
+            Cell::styled(format::opt_fixed(c.other_runnable_mean, 2), style),
+            Cell::new(format::opt_fixed(c.other_runnable_max, 0)),
+            Cell::styled(format::opt_fixed(c.steal_pct, 1), style),
+            Cell::new(if c.tasks.is_empty() {
+                format::DASH.to_string()
+            } else {
+                c.tasks.join(", ")
+            }),
+        ]);
+    }
+    table.note(
+        "runnable tasks outside memscope (its threads and the processes it runs under are not \
+         counted), sampled every 50 ms; steal: time the hypervisor gave the measuring CPUs to \
+         others",
+    );
+    table
+}
+
+fn value_text(value: f64, unit: &str) -> String {
+    match unit {
+        "bytes" if value.is_finite() && value >= 0.0 => Bytes(value as u64).to_string(),
+        _ => format::derived(value),
+    }
+}
+
+fn drift_table(d: &DriftResult) -> Table {
+    let mut table = Table::new(vec![
+        Column::text("figure"),
+        Column::text("unit"),
+        Column::number("measured"),
+        Column::number(if d.passes == 1 {
+            "at the end".to_string()
+        } else {
+            format!("last of {} passes", d.passes)
+        }),
+        Column::quantity("drift", "%"),
+        Column::quantity("own spread", "%"),
+        Column::text(""),
+    ])
+    .titled("Headline figures measured again at the end of the run");
+    for f in &d.figures {
+        let last = f.passes.last().copied().unwrap_or(f64::NAN);
+        table.row([
+            Cell::new(f.label.clone()),
+            Cell::new(f.unit.clone()),
+            Cell::new(value_text(f.before, &f.unit)),
+            Cell::new(value_text(last, &f.unit)),
+            Cell::new(format::fixed(f.drift_pct, 1)),
+            Cell::new(format::opt_fixed(f.spread_pct, 1)),
+            if f.beyond_noise {
+                Cell::styled("beyond noise", Style::Warn)
+            } else {
+                Cell::styled("~", Style::Muted)
+            },
+        ]);
+    }
+    table.note(
+        "drift: the largest |again − measured| / measured over the passes; beyond noise: more \
+         than 3 × the figure's own spread and 1%; a level's latency is repeated at the middle \
+         point of its plateau",
+    );
+    table
+}
+
+fn drift_data(d: &DriftResult) -> DataTable {
+    let mut table = DataTable::new(
+        "stability.drift",
+        [
+            "key",
+            "label",
+            "unit",
+            "measured",
+            "passes",
+            "drift_pct",
+            "spread_pct",
+            "beyond_noise",
+        ],
+    );
+    for f in &d.figures {
+        let passes: Vec<String> = f.passes.iter().map(|v| v.to_string()).collect();
+        table.row(vec![
+            f.key.clone(),
+            f.label.clone(),
+            f.unit.clone(),
+            f.before.to_string(),
+            passes.join(" "),
+            f.drift_pct.to_string(),
+            f.spread_pct.map_or_else(String::new, |s| s.to_string()),
+            f.beyond_noise.to_string(),
+        ]);
+    }
+    table
+}
+
+fn conditions_data(conditions: &[ExperimentConditions]) -> DataTable {
+    let mut table = DataTable::new(
+        "stability.conditions",
+        [
+            "experiment",
+            "elapsed_s",
+            "other_runnable_mean",
+            "other_runnable_max",
+            "steal_pct",
+            "tasks",
+        ],
+    );
+    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    for c in conditions {
+        table.row(vec![
+            c.experiment.clone(),
+            c.elapsed_s.to_string(),
+            opt(c.other_runnable_mean),
+            opt(c.other_runnable_max),
+            opt(c.steal_pct),
+            c.tasks.join("; "),
+        ]);
+    }
+    table
+}
