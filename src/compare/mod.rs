@@ -69,6 +69,10 @@ pub struct Cell {
     /// This value ÷ the first run's (None for the first run, or when it lacks the figure).
     pub ratio: Option<f64>,
     pub verdict: Option<Verdict>,
+    /// This run or the first was measured while other tasks or the hypervisor took a share
+    /// of the machine (the experiment's `conditions`): a change may be theirs.
+    #[serde(default)]
+    pub disturbed: bool,
 }
 
 /// Runs of one CPU model (or every run given as files), compared with the first of them.
@@ -201,6 +205,16 @@ pub fn compare(runs: &[Loaded], grouped: bool, notes: Vec<String>) -> Comparison
     }
 }
 
+/// Whether the experiment of `section` (a section id: "miss-impact" is the experiment
+/// "miss_impact") ran while the machine was shared, by the report's own conditions.
+fn disturbed_in(report: &Report, section: &str) -> bool {
+    let experiment = section.replace('-', "_");
+    report
+        .conditions
+        .iter()
+        .any(|c| c.experiment == experiment && c.disturbed())
+}
+
 /// "A" … "Z", then "R27" …
 fn run_letter(i: usize) -> String {
     if i < 26 {
@@ -278,7 +292,10 @@ fn rows(reports: &[&Report]) -> Vec<Row> {
                 .map(|(i, run)| {
                     of_run(run).map(|f| {
                         let against = baseline.as_ref().filter(|_| i > 0);
+                        let disturbed = disturbed_in(reports[i], &f.section)
+                            || (i > 0 && disturbed_in(reports[0], &f.section));
                         Cell {
+                            disturbed,
                             value: f.value,
                             spread_pct: f.spread_pct,
                             step_pct: f.step_pct,

@@ -215,6 +215,17 @@ fn side_by_side(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
         table.row(cells);
     }
     table.note("↓ lower is better, ↑ higher is better; ~ within the noise of either run");
+    if rows
+        .iter()
+        .flat_map(|r| &r.cells)
+        .flatten()
+        .any(|c| c.disturbed)
+    {
+        table.note(
+            "* measured while other tasks or the hypervisor took a share of the machine (see \
+             the runs' Stability sections): the change may be theirs",
+        );
+    }
     table
 }
 
@@ -326,7 +337,8 @@ fn legend_label(run: &super::RunInfo) -> String {
 fn data_table(c: &Comparison) -> crate::view::DataTable {
     let mut table = crate::view::DataTable::new(
         "compare.figures",
-        "group cpu_model key section label unit better run value spread_pct step_pct ratio verdict"
+        "group cpu_model key section label unit better run value spread_pct step_pct ratio verdict \
+         disturbed"
             .split(' '),
     );
     let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
