@@ -4,8 +4,9 @@
 //! trials together (`team`), whether a trial was preempted (`preemption`), and hugetlbfs
 //! pages reserved for a run and always given back (`hugepages`), a user's command
 //! started paused so counters can be attached before its exec (`child`), the undo
-//! actions run when a signal stops the process (`cleanup`), and scratch directories
-//! removed on every exit (`scratch`).
+//! actions run when a signal stops the process (`cleanup`), scratch directories
+//! removed on every exit (`scratch`), and the journal of those changes that lets the next
+//! start undo what a SIGKILL left (`journal`).
 
 pub mod affinity;
 pub mod arena;
@@ -13,6 +14,7 @@ pub mod child;
 pub mod cleanup;
 pub mod cpu_time;
 pub mod hugepages;
+pub mod journal;
 pub mod numa_policy;
 pub mod preemption;
 pub mod scratch;
