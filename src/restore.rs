@@ -39,6 +39,8 @@ pub struct Summary {
     pub failed: Vec<String>,
     /// What running memscopes hold (not touched).
     pub running: Vec<String>,
+    /// Journal files this memscope cannot read, kept.
+    pub unreadable: Vec<String>,
 }
 
 /// Called first by every command: `memscope restore` runs here (Some: its exit code);
@@ -49,7 +51,7 @@ pub fn at_start(cli: &Cli) -> Option<ExitCode> {
     }
     let journal = journal::journal();
     // Nothing was ever journaled here: nothing to read, and nothing is created.
-    if !journal.dir().is_dir() {
+    if !journal.dir().is_dir() || !can_tell_who_runs() {
         return None;
     }
     let summary = sweep(&journal, &System::current(), &Roots::real());
@@ -65,12 +67,20 @@ pub fn at_start(cli: &Cli) -> Option<ExitCode> {
 /// `memscope restore`: the same pass, reported on stdout (failures on stderr, exit 1).
 fn command() -> ExitCode {
     let journal = journal::journal();
+    if !can_tell_who_runs() {
+        eprintln!(
+            "memscope: error: /proc/self/stat cannot be read, so memscope cannot tell which \
+             journaled memscopes still run; nothing restored"
+        );
+        return ExitCode::FAILURE;
+    }
     let summary = sweep(&journal, &System::current(), &Roots::real());
     for line in summary
         .restored
         .iter()
         .chain(&summary.left)
         .chain(&summary.running)
+        .chain(&summary.unreadable)
     {
         println!("{line}");
     }
@@ -85,6 +95,12 @@ fn command() -> ExitCode {
     } else {
         ExitCode::FAILURE
     }
+}
+
+/// Without /proc (a container without it), every writer would look gone, and a running
+/// memscope's pool would be set back under it: then nothing is restored.
+fn can_tell_who_runs() -> bool {
+    journal::this_process().start_time != 0
 }
 
 /// One pass: under the journal's lock, every entry whose process is gone is undone (or
@@ -110,12 +126,12 @@ pub fn sweep(journal: &Journal, system: &System, roots: &Roots) -> Summary {
     for path in &listing.leftovers {
         let _ = std::fs::remove_file(path);
     }
+    // Kept: another memscope version may read (and undo) what this one cannot.
     for (path, why) in &listing.unreadable {
-        summary.left.push(format!(
-            "removed the unreadable journal entry {} ({why})",
+        summary.unreadable.push(format!(
+            "kept the journal entry {}, which this memscope cannot read ({why})",
             path.display()
         ));
-        let _ = std::fs::remove_file(path);
     }
     let (running, stale): (Vec<&Record>, Vec<&Record>) = listing
         .records

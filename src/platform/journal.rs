@@ -148,6 +148,14 @@ impl Journal {
                     format!("cannot create {} ({error})", self.dir.display()),
                 )
             })?;
+        // The `memscope` directory above (in /tmp, say) must be this user's too, or its
+        // owner could swap the journal for another.
+        if let Some(parent) = self.dir.parent().filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("memscope"))
+        }) {
+            check_private(parent)?;
+        }
         check_private(&self.dir)
     }
 
@@ -307,14 +315,18 @@ fn write_entry(file: &Path, entry: &Entry) -> io::Result<()> {
 
 fn read_entry(path: &Path) -> Result<Entry, String> {
     let text = fs::read(path).map_err(|error| error.to_string())?;
-    let entry: Entry = serde_json::from_slice(&text).map_err(|error| error.to_string())?;
-    if entry.format != FORMAT {
-        return Err(format!(
-            "entry format {}, this memscope reads format {FORMAT}",
-            entry.format
-        ));
+    let value: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|error| error.to_string())?;
+    // The format first: another memscope version's entry may have other fields.
+    match &value["format"] {
+        serde_json::Value::Number(n) if n.as_u64() == Some(u64::from(FORMAT)) => {}
+        other => {
+            return Err(format!(
+                "entry format {other}, this memscope reads format {FORMAT}"
+            ))
+        }
     }
-    Ok(entry)
+    serde_json::from_value(value).map_err(|error| error.to_string())
 }
 
 /// Fails unless `dir` is a directory of this user that nobody else can write to: entries
