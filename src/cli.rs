@@ -68,6 +68,9 @@ pub enum Command {
     /// with --check, each host's latest run against its earlier ones, exiting 1 on a
     /// regression beyond the noise.
     History(crate::history::params::HistoryArgs),
+    /// Undo what a killed memscope left changed (a grown hugetlbfs pool, its DAMON
+    /// kdamond, a scratch directory), from its journal; every command does this first.
+    Restore,
 }
 
 #[derive(Debug, Clone, Default, Args)]

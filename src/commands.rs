@@ -29,6 +29,9 @@ pub use crate::error::SIMULATED_FAILURE;
 
 /// Runs the command line; `Err` carries either a `UsageError` (exit 2) or a failure.
 pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
+    if let Some(code) = crate::restore::at_start(cli) {
+        return Ok(code);
+    }
     let stamp = report::RunStamp::now();
     let started = std::time::Instant::now();
     let mut machine = topology::detect().context("reading the machine's topology")?;

@@ -21,7 +21,9 @@
 //!   static data against the caches; `sweep`: build or runtime knobs swept over
 //!   interleaved runs, with confidence intervals and rank tests;
 //! - `report`: the serde model, which sections each output shows, and renderers that
-//!   know no experiment (terminal, CSV, HTML + SVG; JSON is the model itself).
+//!   know no experiment (terminal, CSV, HTML + SVG; JSON is the model itself);
+//! - `restore`: what killed memscope processes left changed, undone from the journal at
+//!   every start and by `memscope restore`.
 
 pub mod cli;
 pub mod commands;
@@ -36,6 +38,7 @@ pub mod pages;
 pub mod plan;
 pub mod platform;
 pub mod report;
+pub mod restore;
 pub mod session;
 pub mod stat;
 pub mod stats;

@@ -83,6 +83,7 @@ pub enum CommandKind {
     Sweep,
     Compare,
     History,
+    Restore,
 }
 
 impl CommandKind {
@@ -97,6 +98,7 @@ impl CommandKind {
             CommandKind::Sweep => "sweep",
             CommandKind::Compare => "compare",
             CommandKind::History => "history",
+            CommandKind::Restore => "restore",
         }
     }
 }
@@ -181,6 +183,7 @@ impl Plan {
             Some(Command::Footprint(args)) => Plan::footprint(args),
             Some(Command::Sweep(args)) => Plan::sweep(args),
             Some(Command::Compare(args)) => Plan::compare(args),
+            Some(Command::Restore) => Ok(Plan::new(CommandKind::Restore, Outputs::default(), None)),
             Some(Command::History(args)) => {
                 let outputs = Outputs::of(args.json.as_deref(), None)?;
                 let mut plan = Plan::new(CommandKind::History, outputs, None);

@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use super::cleanup::{self, signal_name};
+use super::journal::{self, Change, Entry, Outcome, Record};
 use crate::error::UsageError;
 use crate::topology::HugePagePool;
 use crate::units::{Bytes, GIB, MIB};
@@ -108,20 +109,44 @@ impl HugepageReservation {
         // Held throughout, so the signal thread restores either before the pool grows or
         // after this reservation is registered, never in between.
         let mut raised = registry();
+        let unchanged = |previous: u64| HugepageReservation {
+            page_bytes,
+            pages_needed,
+            previous,
+            reserved: previous,
+            raised: None,
+        };
+        let before = read_pool(dir, page_bytes)?;
+        if pool_target(&before, pages_needed).is_none() {
+            return Ok(unchanged(persistent_pages(&before)));
+        }
+        // The pool is read again, journaled and written under the journal's lock, so a
+        // memscope starting now never sets it back halfway (see `platform::journal`).
+        let _journal = journal::lock_for_change("the hugetlbfs pool");
         let before = read_pool(dir, page_bytes)?;
         let previous = persistent_pages(&before);
         let Some(target) = pool_target(&before, pages_needed) else {
-            return Ok(HugepageReservation {
-                page_bytes,
-                pages_needed,
-                previous,
-                reserved: previous,
-                raised: None,
-            });
+            return Ok(unchanged(previous));
         };
         install_signal_handler().map_err(ReserveError::SignalHandler)?;
         let path = dir.join("nr_hugepages");
+        // Journaled before the write: a SIGKILL after it leaves an entry to undo it.
+        let record = match raised.iter_mut().find(|r| r.path == path) {
+            Some(entry) => {
+                entry.note_set(target);
+                None
+            }
+            None => journal::record(Change::HugepagePool {
+                path: path.clone(),
+                page_bytes,
+                previous,
+                set: vec![target],
+            }),
+        };
         if let Err(error) = write_count(&path, target) {
+            if let Some(record) = record {
+                forget(&record);
+            }
             return Err(ReserveError::WriteFailed {
                 path,
                 pool: before,
@@ -136,9 +161,14 @@ impl HugepageReservation {
                 path: path.clone(),
                 previous,
                 holders: 1,
+                record,
             }),
         }
         let after = read_pool(dir, page_bytes);
+        if let (Ok(after), Some(entry)) = (&after, raised.iter_mut().find(|r| r.path == path)) {
+            // The kernel may grant fewer pages than asked; that count is memscope's too.
+            entry.note_set(after.total);
+        }
         match after {
             Ok(after) if available_pages(&after) >= pages_needed => Ok(HugepageReservation {
                 page_bytes,
@@ -222,12 +252,40 @@ pub fn restore_all() {
 }
 
 /// A pool this process grew: its `nr_hugepages` file, its persistent size before the
-/// first reservation, and how many live reservations share it.
+/// first reservation, how many live reservations share it, and its journal entry.
 #[derive(Debug)]
 struct Raised {
     path: PathBuf,
     previous: u64,
     holders: usize,
+    record: Option<Record>,
+}
+
+impl Raised {
+    /// Adds a value this process wrote to (or read back from) the pool to its journal
+    /// entry, so the next start knows the pool still holds memscope's count.
+    fn note_set(&mut self, value: u64) {
+        let Some(record) = &mut self.record else {
+            return;
+        };
+        let result = record.update(|change| {
+            if let Change::HugepagePool { set, .. } = change {
+                if !set.contains(&value) {
+                    set.push(value);
+                }
+            }
+        });
+        if let Err(error) = result {
+            eprintln!("memscope: warning: {error}");
+        }
+    }
+}
+
+/// Removes a journal entry whose change is undone (or was never made).
+fn forget(record: &Record) {
+    if let Err(error) = record.remove() {
+        eprintln!("memscope: warning: {error}");
+    }
 }
 
 static RAISED: Mutex<Vec<Raised>> = Mutex::new(Vec::new());
@@ -249,7 +307,12 @@ fn release(raised: &mut Vec<Raised>, path: &Path) {
 }
 
 fn restore(entry: &Raised) -> bool {
-    write_back(&entry.path, entry.previous)
+    let restored = write_back(&entry.path, entry.previous);
+    // A pool that could not be set back keeps its entry, for the next start to try.
+    if let (true, Some(record)) = (restored, &entry.record) {
+        forget(record);
+    }
+    restored
 }
 
 /// Writes a pool size back; a failure is a warning with the command that fixes it.
@@ -296,6 +359,117 @@ fn restore_for_cleanup() {
         );
     }
     std::mem::forget(raised);
+}
+
+/// Sets back one pool that memscope processes, now gone, left grown: `stale` are their
+/// journal entries for that pool (the same `path`), `running` whether a running memscope
+/// holds it too (then nothing is touched until it is done). Each entry whose values the
+/// pool holds is undone in turn, newest change first, so entries of several killed
+/// processes unwind as a chain; a pool that holds none of memscope's values was changed by
+/// someone else since and is left as it is. Each outcome comes with its entry's index in
+/// `stale`, the ones restored first and in the order they were.
+pub fn restore_stale(
+    hugepages_root: &Path,
+    stale: &[&Entry],
+    running: bool,
+) -> Vec<(usize, Outcome)> {
+    let all = |outcome: Outcome| (0..stale.len()).map(|i| (i, outcome.clone())).collect();
+    let Some(Change::HugepagePool {
+        path, page_bytes, ..
+    }) = stale.first().map(|e| &e.change)
+    else {
+        return Vec::new();
+    };
+    let expected = hugepages_root
+        .join(format!("hugepages-{}kB", page_bytes / 1024))
+        .join("nr_hugepages");
+    if *path != expected {
+        let why = format!(
+            "left {} alone: it is not the hugetlbfs pool file memscope writes ({})",
+            path.display(),
+            expected.display()
+        );
+        return all(Outcome::LeftAlone(why));
+    }
+    if running {
+        return all(Outcome::Deferred);
+    }
+    let pool = format!("the {} hugetlbfs pool", Bytes(*page_bytes));
+    let mut current = match read_count(path) {
+        Ok(current) => current,
+        Err(error) => {
+            let why = format!(
+                "could not read {} to restore {pool} ({error})",
+                path.display()
+            );
+            return all(Outcome::Failed(why));
+        }
+    };
+    // (previous, values set) of each entry; the caller passes pool entries only.
+    let fields: Vec<(u64, &[u64])> = stale
+        .iter()
+        .map(|entry| match &entry.change {
+            Change::HugepagePool { previous, set, .. } => (*previous, set.as_slice()),
+            _ => (u64::MAX, &[][..]),
+        })
+        .collect();
+    let mut outcomes: Vec<(usize, Outcome)> = Vec::new();
+    let decided = |outcomes: &[(usize, Outcome)], i: usize| outcomes.iter().any(|o| o.0 == i);
+    // Newest entry first when two could match; each restore moves `current` down a link.
+    while let Some(i) = (0..stale.len()).rev().find(|&i| {
+        let (previous, set) = fields[i];
+        !decided(&outcomes, i) && previous != current && set.contains(&current)
+    }) {
+        let previous = fields[i].0;
+        let who = journal::killed(stale[i]);
+        match write_count(path, previous) {
+            Ok(()) => {
+                outcomes.push((
+                    i,
+                    Outcome::Restored(format!(
+                        "restored {pool} to {previous} pages ({who} while it held {current})"
+                    )),
+                ));
+                current = previous;
+            }
+            Err(error) => {
+                outcomes.push((
+                    i,
+                    Outcome::Failed(format!(
+                        "could not restore {pool} to {previous} pages ({who} while it held \
+                         {current}): {error}; run 'echo {previous} | sudo tee {}'",
+                        path.display()
+                    )),
+                ));
+                break;
+            }
+        }
+    }
+    for (i, (previous, set)) in fields.into_iter().enumerate() {
+        if decided(&outcomes, i) {
+            continue;
+        }
+        let outcome = if previous == current {
+            Outcome::Clean
+        } else {
+            let held = set.last().copied().unwrap_or(previous);
+            Outcome::LeftAlone(format!(
+                "left {pool} at {current} pages: {} while it held {held} (and would have set \
+                 it back to {previous}), but it has been changed since",
+                journal::killed(stale[i])
+            ))
+        };
+        outcomes.push((i, outcome));
+    }
+    outcomes
+}
+
+/// The `nr_hugepages` count alone, for restoring.
+fn read_count(path: &Path) -> io::Result<u64> {
+    std::fs::read_to_string(path)?
+        .trim()
+        .parse()
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not a count"))
 }
 
 /// The pool's counters; unlike the topology's reader, a missing or unparsable
@@ -568,6 +742,19 @@ mod tests {
         dir
     }
 
+    /// This process's journal entries for the pool in `dir`.
+    fn journaled(dir: &Path) -> Vec<Change> {
+        journal::journal()
+            .list()
+            .unwrap()
+            .records
+            .into_iter()
+            .filter(|r| r.entry.pid == std::process::id())
+            .map(|r| r.entry.change)
+            .filter(|c| matches!(c, Change::HugepagePool { path, .. } if path.starts_with(dir)))
+            .collect()
+    }
+
     fn read_nr(dir: &Path) -> u64 {
         read_pool(dir, PAGE_2M).unwrap().total
     }
@@ -745,6 +932,10 @@ mod tests {
         assert!(matches!(error, ReserveError::NotGranted { target: 6, .. }));
         assert_eq!(read_nr(dir.path()), 3, "the pool was not set back");
         assert!(registry().iter().all(|r| !r.path.starts_with(dir.path())));
+        assert!(
+            journaled(dir.path()).is_empty(),
+            "the entry outlived the change"
+        );
         assert_one_line_with(
             &UsageError::from(error).to_string(),
             &[
@@ -791,6 +982,10 @@ mod tests {
             &UsageError::from(error).to_string(),
             &["growing it needs root", &command],
         );
+        assert!(
+            journaled(dir.path()).is_empty(),
+            "an entry for a write that failed"
+        );
     }
 
     /// One simulated run: reserve, map and touch the pages, then fail midway.
@@ -835,15 +1030,37 @@ mod tests {
         let dir = &snapshot.dir;
         let need_two_more = || available_pages(&read_pool(dir, PAGE_2M).unwrap()) + 2;
         let first = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
+        // Journaled: the size before and the size set, for the next start after a SIGKILL.
+        match journaled(dir).as_slice() {
+            [Change::HugepagePool { previous, set, .. }] => {
+                assert_eq!(*previous, snapshot.persistent);
+                assert!(set.contains(&first.reserved_pool()), "{set:?}");
+            }
+            other => panic!("{other:?}"),
+        }
         let second = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
         assert_eq!(first.previous_pool(), snapshot.persistent);
         assert_eq!(second.previous_pool(), first.reserved_pool());
         assert!(second.reserved_pool() >= snapshot.persistent + 4);
+        // One entry for the pool, holding both sizes set.
+        match journaled(dir).as_slice() {
+            [Change::HugepagePool { previous, set, .. }] => {
+                assert_eq!(*previous, snapshot.persistent);
+                assert!(set.contains(&first.reserved_pool()), "{set:?}");
+                assert!(set.contains(&second.reserved_pool()), "{set:?}");
+            }
+            other => panic!("{other:?}"),
+        }
         // Dropped out of order: the first one's end must not undo the second's pages.
         drop(first);
         assert_eq!(read_nr(dir), second.reserved_pool());
+        assert_eq!(journaled(dir).len(), 1);
         drop(second);
         snapshot.assert_restored();
+        assert!(
+            journaled(dir).is_empty(),
+            "the entry outlived the reservations"
+        );
 
         // restore_all gives everything back and is idempotent; a later drop does nothing.
         let third = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
@@ -851,6 +1068,7 @@ mod tests {
         restore_all();
         restore_all();
         snapshot.assert_restored();
+        assert!(journaled(dir).is_empty());
         drop(third);
         snapshot.assert_restored();
     }

@@ -5,8 +5,9 @@
 //! pages reserved for a run and always given back (`hugepages`), a user's command
 //! started paused so counters can be attached before its exec (`child`), the undo
 //! actions run when a signal stops the process (`cleanup`), scratch directories
-//! removed on every exit (`scratch`), and the competition for the CPUs: other runnable
-//! tasks and steal time (`load`).
+//! removed on every exit (`scratch`), the journal of those changes that lets the next
+//! start undo what a SIGKILL left (`journal`), and the competition for the CPUs: other
+//! runnable tasks and steal time (`load`).
 
 pub mod affinity;
 pub mod arena;
@@ -14,6 +15,7 @@ pub mod child;
 pub mod cleanup;
 pub mod cpu_time;
 pub mod hugepages;
+pub mod journal;
 pub mod load;
 pub mod numa_policy;
 pub mod preemption;

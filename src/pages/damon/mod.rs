@@ -8,9 +8,12 @@
 //! kernel then accepts no new one) or exists switched off (adding one would recreate its
 //! directory and lose its configuration), `start` refuses and says why. The kdamond it
 //! creates is removed, and `nr_kdamonds` set back, on `stop`, on drop, on an error in
-//! `start`, and on SIGINT, SIGTERM, SIGHUP and SIGQUIT (through `platform::cleanup`).
+//! `start`, and on SIGINT, SIGTERM, SIGHUP and SIGQUIT (through `platform::cleanup`). It is
+//! journaled before it is created (`platform::journal`), so when memscope is killed by
+//! SIGKILL the next start removes it, if it is still recognisably memscope's (`stale`).
 
 mod pagemap;
+mod stale;
 mod sysfs;
 #[cfg(test)]
 mod tests;
@@ -20,9 +23,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
+pub use self::stale::restore_stale;
 use self::sysfs::{Created, Sysfs, Target};
 use super::access::AccessSpan;
 use crate::platform::cleanup::{self, Token};
+use crate::platform::journal::{self, Change};
 
 /// What the DAMON interface looks like here.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -180,6 +185,9 @@ impl DamonMonitor {
                  at least one sample; got {sample_us} µs and {aggr_us} µs"
             ));
         }
+        // Held until the kdamond is set up, so a memscope starting meanwhile does not take
+        // it for a killed run's leftover (`platform::journal`).
+        let _journal = journal::lock_for_change("memscope's DAMON kdamond");
         match status_in(&sysfs, root) {
             DamonStatus::Free { .. } => {}
             other => return Err(other.to_string()),
@@ -223,7 +231,15 @@ impl DamonMonitor {
         // Held throughout, so the signal action removes the kdamond either before it is
         // created or once it is set up, never in between.
         let mut slot = lock(&monitor.created);
-        let kdamond = match sysfs::add_kdamond(&sysfs, previous_count) {
+        let record = journal::record(Change::Kdamond {
+            admin: sysfs.root.clone(),
+            index: previous_count,
+            previous_count,
+            target_pid: pid,
+            sample_us,
+            aggr_us,
+        });
+        let kdamond = match sysfs::add_kdamond(&sysfs, previous_count, record) {
             Ok(kdamond) => kdamond,
             Err(error) => {
                 drop(slot);

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use crate::platform::journal::Record;
+
 /// Where the kernel puts the interface.
 pub const ADMIN: &str = "/sys/kernel/mm/damon/admin";
 
@@ -130,24 +132,37 @@ pub enum Target {
     Paddr(Vec<(u64, u64)>),
 }
 
-/// A kdamond memscope created: where it is and the `nr_kdamonds` to restore.
+/// A kdamond memscope created: where it is, the `nr_kdamonds` to restore, and its entry
+/// in memscope's journal (removed with it).
 #[derive(Debug, Clone)]
 pub struct Created {
     pub sysfs: Sysfs,
     pub index: usize,
     pub previous_count: u64,
+    pub journal: Option<Record>,
 }
 
 /// Adds kdamond `previous_count` (the caller checked that none runs and none exists whose
-/// configuration would be lost). Returns it created but not configured, so the caller can
-/// read its `avail_operations` before choosing a target. On an error nothing is left: the
-/// count was not changed, or the new kdamond is removed again.
-pub fn add_kdamond(sysfs: &Sysfs, previous_count: u64) -> io::Result<Created> {
-    sysfs.write("kdamonds/nr_kdamonds", &(previous_count + 1).to_string())?;
+/// configuration would be lost, and journaled it as `journal`). Returns it created but not
+/// configured, so the caller can read its `avail_operations` before choosing a target. On
+/// an error nothing is left: the count was not changed, or the new kdamond is removed
+/// again (and the entry with it).
+pub fn add_kdamond(
+    sysfs: &Sysfs,
+    previous_count: u64,
+    journal: Option<Record>,
+) -> io::Result<Created> {
+    if let Err(error) = sysfs.write("kdamonds/nr_kdamonds", &(previous_count + 1).to_string()) {
+        if let Some(record) = &journal {
+            let _ = record.remove();
+        }
+        return Err(error);
+    }
     let created = Created {
         sysfs: sysfs.clone(),
         index: previous_count as usize,
         previous_count,
+        journal,
     };
     if let Err(error) = sysfs.write(&format!("{}/nr_contexts", created.contexts()), "1") {
         if let Err(undo) = created.remove() {
@@ -279,7 +294,8 @@ impl Created {
         for other in (0..count as usize).filter(|&i| i != self.index) {
             if self.sysfs.read(&format!("kdamonds/{other}/state"))? == "on" {
                 return Err(io::Error::other(format!(
-                    "kdamond {other}, which memscope did not create, is running now, so                      memscope left its kdamond {} off but in place",
+                    "kdamond {other}, which memscope did not create, is running now, so \
+                     memscope left its kdamond {} off but in place",
                     self.index
                 )));
             }
@@ -293,6 +309,15 @@ impl Created {
                 Err(error) if error.kind() == io::ErrorKind::ResourceBusy && tries < 50 => {
                     tries += 1;
                     std::thread::sleep(Duration::from_millis(20));
+                }
+                Ok(()) => {
+                    // Gone, so nothing is left for the next start to undo.
+                    if let Some(record) = &self.journal {
+                        if let Err(error) = record.remove() {
+                            eprintln!("memscope: warning: {error}");
+                        }
+                    }
+                    return Ok(());
                 }
                 result => return result,
             }

@@ -338,6 +338,61 @@ fn start_writes_the_vaddr_kdamond_in_order_and_drop_removes_it() {
     assert_eq!(get(&fake.admin(), "kdamonds/0/state"), "off");
 }
 
+/// This process's journal entries for kdamonds under `admin`.
+fn journaled(admin: &Path) -> Vec<crate::platform::journal::Record> {
+    crate::platform::journal::journal()
+        .list()
+        .unwrap()
+        .records
+        .into_iter()
+        .filter(|r| r.entry.pid == std::process::id())
+        .filter(|r| matches!(&r.entry.change, Change::Kdamond { admin: a, .. } if a == admin))
+        .collect()
+}
+
+#[test]
+fn the_kdamond_is_journaled_while_it_exists_and_recognised_after_a_kill() {
+    let fake = Fake::new(0);
+    fake_kdamond(&fake.admin(), 0, "off", "-1", "", "vaddr paddr", 0);
+    let monitor = fake.start(PID as libc::pid_t).unwrap();
+    let records = journaled(&fake.admin());
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0].entry.change,
+        Change::Kdamond {
+            admin: fake.admin(),
+            index: 0,
+            previous_count: 0,
+            target_pid: PID,
+            sample_us: 5_000,
+            aggr_us: 100_000,
+        }
+    );
+    // As if memscope were killed now: the monitor forgets its kdamond without removing
+    // it, and the next start finds the entry and the kdamond as memscope configured it.
+    drop(lock(&monitor.created).take());
+    drop(monitor);
+    assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "1");
+    put(&fake.admin(), "kdamonds/0/state", "on");
+    let entry = records[0].entry.clone();
+    match restore_stale(&fake.admin(), &entry, false) {
+        journal::Outcome::Restored(line) => assert!(
+            line.starts_with("turned off and removed DAMON kdamond 0, memscope's"),
+            "{line}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(get(&fake.admin(), "kdamonds/0/state"), "off");
+    assert_eq!(get(&fake.admin(), "kdamonds/nr_kdamonds"), "0");
+    records[0].remove().unwrap();
+
+    // A normal start and stop leaves no entry.
+    let monitor = fake.start(PID as libc::pid_t).unwrap();
+    assert_eq!(journaled(&fake.admin()).len(), 1);
+    monitor.stop().unwrap();
+    assert!(journaled(&fake.admin()).is_empty());
+}
+
 #[test]
 fn stop_removes_once_even_after_the_signal_action_ran() {
     let fake = Fake::new(0);
@@ -500,4 +555,9 @@ fn removal_leaves_the_count_alone_while_a_kdamond_it_did_not_create_runs() {
         .writes()
         .iter()
         .any(|(path, _)| path.starts_with("kdamonds/1/")));
+    // Not removed, so its entry stays for the next start (which will find the count
+    // changed and leave the kdamonds alone); this test clears it itself.
+    let records = journaled(&fake.admin());
+    assert_eq!(records.len(), 1);
+    records[0].remove().unwrap();
 }
