@@ -107,6 +107,10 @@ fn can_tell_who_runs() -> bool {
 /// found clean, or left alone) and removed; failed and deferred ones stay.
 pub fn sweep(journal: &Journal, system: &System, roots: &Roots) -> Summary {
     let mut summary = Summary::default();
+    // No journal yet: nothing was ever changed, and nothing is created just to look.
+    if !journal.dir().exists() {
+        return summary;
+    }
     let _lock = match journal.lock(journal::LOCK_WAIT) {
         Ok(lock) => lock,
         Err(error) => {
