@@ -962,6 +962,101 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------
+// What the kernel hands memscope, parsed as text or bytes: /proc/PID/smaps, /proc/meminfo,
+// sysfs sizes, choices, distances and PMU formats, /proc/cpuinfo, perf sample records.
+
+/// smaps-like text: mappings (a header line, mostly ascending, then its fields) with
+/// numbers at the extremes, and lines of anything.
+fn smaps_like() -> BoxedStrategy<String> {
+    let header = (
+        any::<u64>(),
+        prop_oneof![3 => (0u64..1 << 30).prop_map(Some), 1 => Just(None)],
+        any::<u64>(),
+        "[-r][-w][-x][ps]",
+        any::<u32>(),
+        "[ a-z/\\[\\]]{0,12}",
+    )
+        .prop_map(|(a, len, b, perms, inode, path)| {
+            let b = len.map_or(b, |len| a.saturating_add(len));
+            format!("{a:x}-{b:x} {perms} 00000000 00:00 {inode} {path}")
+        });
+    let field = (
+        prop::sample::select(
+            &[
+                "Rss",
+                "Referenced",
+                "Anonymous",
+                "AnonHugePages",
+                "Shared_Hugetlb",
+                "Private_Hugetlb",
+                "KernelPageSize",
+                "Size",
+                "MemTotal",
+                "Node 0 MemFree",
+                "HugePages_Total",
+            ][..],
+        ),
+        prop_oneof![
+            2 => any::<u64>().prop_map(|n| n.to_string()),
+            1 => (u64::MAX - 2..=u64::MAX).prop_map(|n| n.to_string()),
+            1 => nasty(),
+        ],
+        prop::sample::select(&["kB", "", "KB", "mB"][..]),
+    )
+        .prop_map(|(key, n, unit)| format!("{key}: {n} {unit}"));
+    let block = (
+        header,
+        prop::collection::vec(prop_oneof![4 => field, 1 => any::<String>()], 0..8),
+    )
+        .prop_map(|(h, fields)| format!("{h}\n{}", fields.join("\n")));
+    prop::collection::vec(block, 0..4)
+        .prop_map(|b| b.join("\n"))
+        .boxed()
+}
+
+proptest! {
+    #![proptest_config(cases(STRINGS))]
+
+    #[test]
+    fn kernel_text_never_panics(text in prop_oneof![smaps_like(), any::<String>()], start in any::<usize>(), end in any::<usize>()) {
+        use memscope::topology::{caches, cpu, memory, numa, smaps};
+        for m in smaps::parse_smaps(&text) {
+            prop_assert!(m.start <= m.end);
+            let _ = (m.label(), m.is_anonymous());
+        }
+        let _ = memory::parse_smaps_anon_huge_bytes(&text, start, end);
+        for field in ["MemTotal", "MemFree", "HugePages_Total", ""] {
+            let _ = memory::parse_meminfo_field(&text, field);
+        }
+        let _ = memory::parse_bracketed_choice(&text);
+        let _ = memory::parse_hugepages_dir_name(&text);
+        let _ = numa::parse_distances(&text);
+        let _ = caches::parse_sysfs_size(&text);
+        let _ = cpu::identity(&text);
+        let _ = cpu::cpuinfo_field(&text, "model name");
+        if let Err(why) = memscope::pages::pmu::spe::sysfs::parse_format(&text) {
+            prop_assert!(why.starts_with("unreadable PMU format '"), "{}", why);
+        }
+    }
+
+    #[test]
+    fn perf_records_of_any_bytes_never_panic(
+        sample_type in prop_oneof![any::<u64>(), 0u64..(1 << 20)],
+        record in prop::collection::vec(any::<u8>(), 0..200),
+        kind in prop::sample::select(&[9u32, 2, 13, 5, 6, 1, 0][..]),
+    ) {
+        use memscope::pages::pmu::record::parse_record;
+        let mut record = record;
+        if record.len() >= 4 {
+            record[..4].copy_from_slice(&kind.to_le_bytes());
+        }
+        if let Err(why) = parse_record(sample_type, &record) {
+            prop_assert!(why.len() > 10, "{}", why);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // 5. JSON reports read back by `compare` (`report::read::parse_report`), and the
 // comparison, its sections and its renderings made of whatever reads.
 
