@@ -1117,13 +1117,53 @@ fn memscope_cmd(args: &[&str]) -> Command {
     command
 }
 
-/// Real reports, as JSON: this machine with no experiment (`Report::new`), and one
-/// measured report holding a quick latency ladder, a stride study and a `stat` run.
-fn real_reports() -> &'static [(&'static str, Value)] {
-    static REPORTS: OnceLock<Vec<(&'static str, Value)>> = OnceLock::new();
-    REPORTS.get_or_init(|| {
+/// A real report: its JSON, as it reads, and the JSON pointers of every node and of every
+/// number in it (computed once: each case edits a copy).
+struct RealReport {
+    value: Value,
+    loaded: Loaded,
+    all: Vec<String>,
+    numbers: Vec<String>,
+}
+
+impl RealReport {
+    fn new(name: &str, value: Value) -> RealReport {
+        let bytes = serde_json::to_vec(&value).unwrap();
+        let report = parse_report(Path::new(name), &bytes).expect("a real report reads");
+        let (mut all, mut numbers) = (Vec::new(), Vec::new());
+        pointers(&value, &mut String::new(), &mut all, &mut numbers);
+        RealReport {
+            value,
+            loaded: Loaded {
+                file: name.to_string(),
+                report,
+            },
+            all,
+            numbers,
+        }
+    }
+
+    /// A node's pointer: of any node, or of a number when `number`.
+    fn pointer(&self, at: &Index, number: bool) -> &str {
+        let pool = if number { &self.numbers } else { &self.all };
+        &pool[at.index(pool.len())]
+    }
+}
+
+/// This machine with no experiment (`Report::new`).
+fn bare_report() -> &'static RealReport {
+    static BARE: OnceLock<RealReport> = OnceLock::new();
+    BARE.get_or_init(|| {
         let machine = memscope::topology::detect().expect("this machine is described");
-        let bare = serde_json::to_value(Report::new(machine, Default::default())).unwrap();
+        let value = serde_json::to_value(Report::new(machine, Default::default())).unwrap();
+        RealReport::new("bare.json", value)
+    })
+}
+
+/// A measured report: a quick latency ladder, a stride study and a `stat` run.
+fn measured_report() -> &'static RealReport {
+    static MEASURED: OnceLock<RealReport> = OnceLock::new();
+    MEASURED.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let out = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
         let read = |name: &str| -> Value {
@@ -1151,24 +1191,16 @@ fn real_reports() -> &'static [(&'static str, Value)] {
         let mut measured = read("latency.json");
         measured["experiments"]["stride"] = read("stride.json")["experiments"]["stride"].clone();
         measured["stat"] = read("stat.json")["stat"].clone();
-        let reports = vec![("bare.json", bare), ("measured.json", measured)];
-        for (name, value) in &reports {
-            let bytes = serde_json::to_vec(value).unwrap();
-            parse_report(Path::new(name), &bytes).expect("a real report reads");
-        }
-        reports
+        RealReport::new("measured.json", measured)
     })
 }
 
 /// Every report that reads goes through what `compare` and `history` do with it: its
-/// figures, the comparison against itself and a real report (both ways), the comparison's
-/// sections, and their terminal, CSV, JSON and HTML renderings.
-fn compare_everything(name: &str, report: Report, real: &Value) {
+/// figures, the comparison with a real report (both ways, and grouped by CPU model), the
+/// comparison's sections, and their terminal, CSV, JSON and HTML renderings.
+fn compare_everything(name: &str, report: Report, real: &RealReport) {
     let _ = report.figures();
-    let real = Loaded {
-        file: "real.json".into(),
-        report: parse_report(Path::new("real.json"), &serde_json::to_vec(real).unwrap()).unwrap(),
-    };
+    let real = real.loaded.clone();
     let mine = Loaded {
         file: name.into(),
         report,
@@ -1199,7 +1231,7 @@ fn compare_everything(name: &str, report: Report, real: &Value) {
 }
 
 /// Reads `bytes` as the report `name`; a refusal must name the file and say why.
-fn read_and_compare(name: &str, bytes: &[u8], real: &Value) -> Result<(), String> {
+fn read_and_compare(name: &str, bytes: &[u8], real: &RealReport) -> Result<(), String> {
     match parse_report(Path::new(name), bytes) {
         Ok(report) => {
             compare_everything(name, report, real);
@@ -1274,77 +1306,77 @@ fn edit() -> BoxedStrategy<Edit> {
     .boxed()
 }
 
-/// JSON paths (object keys and array indices) of every node under `value`.
-fn paths(
-    value: &Value,
-    prefix: &mut Vec<Value>,
-    out: &mut Vec<Vec<Value>>,
-    numbers: &mut Vec<Vec<Value>>,
-) {
+/// The JSON pointers of every node under `value`, and of its numbers.
+fn pointers(value: &Value, prefix: &mut String, all: &mut Vec<String>, numbers: &mut Vec<String>) {
+    let mut visit = |step: &str, v: &Value, prefix: &mut String| {
+        let len = prefix.len();
+        prefix.push('/');
+        prefix.push_str(&step.replace('~', "~0").replace('/', "~1"));
+        all.push(prefix.clone());
+        pointers(v, prefix, all, numbers);
+        prefix.truncate(len);
+    };
     match value {
-        Value::Object(map) => {
-            for (k, v) in map {
-                prefix.push(Value::from(k.as_str()));
-                out.push(prefix.clone());
-                paths(v, prefix, out, numbers);
-                prefix.pop();
-            }
-        }
-        Value::Array(items) => {
-            for (i, v) in items.iter().enumerate() {
-                prefix.push(Value::from(i));
-                out.push(prefix.clone());
-                paths(v, prefix, out, numbers);
-                prefix.pop();
-            }
-        }
+        Value::Object(map) => map.iter().for_each(|(k, v)| visit(k, v, prefix)),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .for_each(|(i, v)| visit(&i.to_string(), v, prefix)),
         Value::Number(_) => numbers.push(prefix.clone()),
         _ => {}
     }
 }
 
-/// Applies `edit` at `path` under `root`.
-fn apply(root: &mut Value, path: &[Value], edit: &Edit) {
-    let Some((last, parents)) = path.split_last() else {
+/// Applies `edit` at `pointer` under `root`; a pointer an earlier edit made stale is
+/// passed over.
+fn apply(root: &mut Value, pointer: &str, edit: &Edit) {
+    let Some((parent, last)) = pointer.rsplit_once('/') else {
         return;
     };
-    let mut node = root;
-    for step in parents {
-        node = match step {
-            Value::String(k) => &mut node[k.as_str()],
-            _ => &mut node[step.as_u64().unwrap() as usize],
-        };
+    let last = last.replace("~1", "/").replace("~0", "~");
+    let Some(parent) = root.pointer_mut(parent) else {
+        return;
+    };
+    if let Edit::Delete = edit {
+        match parent {
+            Value::Object(map) => {
+                map.remove(&last);
+            }
+            Value::Array(items) => {
+                if let Some(i) = last.parse::<usize>().ok().filter(|&i| i < items.len()) {
+                    items.remove(i);
+                }
+            }
+            _ => {}
+        }
+        return;
     }
-    match (edit, node, last) {
-        (Edit::Delete, Value::Object(map), Value::String(k)) => {
-            map.remove(k);
-        }
-        (Edit::Delete, Value::Array(items), i) => {
-            items.remove(i.as_u64().unwrap() as usize);
-        }
-        (Edit::Replace(v), parent, step) => *slot(parent, step) = v.clone(),
-        (Edit::Scale(f), parent, step) => {
-            let target = slot(parent, step);
+    let Some(target) = (match parent {
+        Value::Object(map) => map.get_mut(&last),
+        Value::Array(items) => last.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+        _ => None,
+    }) else {
+        return;
+    };
+    match edit {
+        Edit::Delete => {}
+        Edit::Replace(v) => *target = v.clone(),
+        Edit::Scale(f) => {
             if let Some(n) = target.as_f64() {
                 *target = Value::from(n * f);
             }
         }
-        (Edit::Repeat(n), parent, step) => {
-            if let Value::Array(items) = slot(parent, step) {
-                match items.first().cloned() {
-                    Some(first) if *n > 0 => items.extend(std::iter::repeat_n(first, *n)),
-                    _ => items.clear(),
-                }
-            }
-        }
-        _ => {}
+        Edit::Repeat(n) => repeat(target, *n),
     }
 }
 
-fn slot<'a>(parent: &'a mut Value, step: &Value) -> &'a mut Value {
-    match step {
-        Value::String(k) => &mut parent[k.as_str()],
-        _ => &mut parent[step.as_u64().unwrap() as usize],
+/// An array's first element repeated `n` times more, or the array emptied when `n` is 0.
+fn repeat(target: &mut Value, n: usize) {
+    if let Value::Array(items) = target {
+        match items.first().cloned() {
+            Some(first) if n > 0 => items.extend(std::iter::repeat_n(first, n)),
+            _ => items.clear(),
+        }
     }
 }
 
@@ -1356,7 +1388,7 @@ proptest! {
         any::<Vec<u8>>(),
         any::<String>().prop_map(String::into_bytes),
         (any::<Index>(), any::<Vec<u8>>()).prop_map(|(at, tail)| {
-            let real = serde_json::to_vec(&real_reports()[0].1).unwrap();
+            let real = serde_json::to_vec(&bare_report().value).unwrap();
             let mut bytes = real[..at.index(real.len())].to_vec();
             bytes.extend(tail);
             bytes
@@ -1364,7 +1396,7 @@ proptest! {
     ]) {
         // A refusal names the file (checked by the helper); a tail that happens to close
         // the real report's prefix reads, and is compared like any report.
-        let _ = read_and_compare("bytes.json", &bytes, &real_reports()[0].1);
+        let _ = read_and_compare("bytes.json", &bytes, bare_report());
     }
 }
 
@@ -1386,26 +1418,19 @@ proptest! {
             }
             (_, value) => value,
         };
-        let _ = read_and_compare("shape.json", &serde_json::to_vec(&value).unwrap(), &real_reports()[0].1);
+        let _ = read_and_compare("shape.json", &serde_json::to_vec(&value).unwrap(), bare_report());
     }
 
     #[test]
     fn real_reports_mutated_at_random_are_refused_or_compared(
-        which in 0usize..2,
+        measured in any::<bool>(),
         edits in prop::collection::vec((any::<Index>(), any::<bool>(), edit()), 1..5),
         cut in prop::option::weighted(0.15, any::<Index>()),
     ) {
-        let (_, real) = &real_reports()[which];
-        let mut value = real.clone();
+        let real = if measured { measured_report() } else { bare_report() };
+        let mut value = real.value.clone();
         for (at, on_a_number, edit) in &edits {
-            let (mut all, mut numbers) = (Vec::new(), Vec::new());
-            paths(&value, &mut Vec::new(), &mut all, &mut numbers);
-            let pool = if *on_a_number && !numbers.is_empty() { &numbers } else { &all };
-            if pool.is_empty() {
-                break;
-            }
-            let path = pool[at.index(pool.len())].clone();
-            apply(&mut value, &path, edit);
+            apply(&mut value, real.pointer(at, *on_a_number), edit);
         }
         let mut bytes = serde_json::to_vec(&value).unwrap();
         if let Some(cut) = cut {
@@ -1453,20 +1478,16 @@ fn typed() -> BoxedStrategy<Typed> {
     .boxed()
 }
 
-/// Applies a typed edit at `path` when the value there is of the edit's type.
-fn apply_typed(root: &mut Value, path: &[Value], edit: &Typed) {
-    let mut node = root;
-    for step in path {
-        node = slot(node, step);
-    }
+/// Applies a typed edit at `pointer` when the value there is of the edit's type.
+fn apply_typed(root: &mut Value, pointer: &str, edit: &Typed) {
+    let Some(node) = root.pointer_mut(pointer) else {
+        return;
+    };
     match (edit, &mut *node) {
         (Typed::Float(f), Value::Number(n)) if n.is_f64() => *node = Value::from(*f),
         (Typed::Unsigned(u), Value::Number(n)) if !n.is_f64() => *node = Value::from(*u),
         (Typed::Text(t), Value::String(_)) => *node = Value::from(t.as_str()),
-        (Typed::Repeat(n), Value::Array(items)) => match items.first().cloned() {
-            Some(first) if *n > 0 => items.extend(std::iter::repeat_n(first, *n)),
-            _ => items.clear(),
-        },
+        (Typed::Repeat(n), Value::Array(_)) => repeat(node, *n),
         (Typed::Flip, Value::Bool(b)) => *b = !*b,
         _ => {}
     }
@@ -1479,14 +1500,10 @@ proptest! {
     fn real_reports_with_extreme_values_are_refused_or_compared(
         edits in prop::collection::vec((any::<Index>(), any::<bool>(), typed()), 1..24),
     ) {
-        let (_, real) = &real_reports()[1];
-        let mut value = real.clone();
+        let real = measured_report();
+        let mut value = real.value.clone();
         for (at, on_a_number, edit) in &edits {
-            let (mut all, mut numbers) = (Vec::new(), Vec::new());
-            paths(&value, &mut Vec::new(), &mut all, &mut numbers);
-            let pool = if *on_a_number { &numbers } else { &all };
-            let path = pool[at.index(pool.len())].clone();
-            apply_typed(&mut value, &path, edit);
+            apply_typed(&mut value, real.pointer(at, *on_a_number), edit);
         }
         let _ = read_and_compare("extreme.json", &serde_json::to_vec(&value).unwrap(), real);
     }
@@ -1851,7 +1868,11 @@ fn a_history_database_with_hostile_rows_is_refused_or_listed() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("h.sqlite3");
     let report = dir.path().join("r.json");
-    std::fs::write(&report, serde_json::to_vec(&real_reports()[1].1).unwrap()).unwrap();
+    std::fs::write(
+        &report,
+        serde_json::to_vec(&measured_report().value).unwrap(),
+    )
+    .unwrap();
     let db_text = db.to_str().unwrap();
     for _ in 0..2 {
         memscope_cmd(&[
