@@ -87,7 +87,9 @@ impl History {
             connection,
             path: path.to_path_buf(),
         };
-        history.migrate()?;
+        history
+            .migrate()
+            .with_context(|| format!("reading the history database {}", path.display()))?;
         Ok(history)
     }
 
@@ -96,9 +98,8 @@ impl History {
         let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         if version > LAYOUT_VERSION {
             anyhow::bail!(
-                "the history database {} has layout {version}, newer than this memscope's \
-                 {LAYOUT_VERSION}: use a newer memscope with it",
-                self.path.display()
+                "it has layout {version}, newer than this memscope's {LAYOUT_VERSION}: use a \
+                 newer memscope with it"
             );
         }
         c.execute_batch(
@@ -208,7 +209,9 @@ impl History {
                 figures: r.get(9)?,
             })
         })?;
-        let mut all: Vec<RunRow> = rows.collect::<Result<_, _>>()?;
+        let mut all: Vec<RunRow> = rows
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("reading the runs in {}", self.path.display()))?;
         if let Some(limit) = limit {
             let mut kept = Vec::new();
             for host in distinct(all.iter().map(|r| r.host.clone())) {
@@ -240,7 +243,12 @@ impl History {
                 metric: None,
             })
         })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        rows.collect::<Result<_, _>>().with_context(|| {
+            format!(
+                "reading the figures of run {run} in {}",
+                self.path.display()
+            )
+        })
     }
 
     /// The whole report of a run, as it was saved.

@@ -175,6 +175,13 @@ impl SweepArgs {
     }
 
     fn parameters(&self) -> Result<Vec<Parameter>, UsageError> {
+        if self.params.is_empty() {
+            return Err(invalid(
+                "-p/--param",
+                "",
+                "at least one parameter, NAME=V1,V2,… or NAME=FIRST..LAST[:STEP]",
+            ));
+        }
         let mut parameters: Vec<Parameter> = Vec::new();
         for spec in &self.params {
             let p = template::parse_parameter(spec).map_err(|e| invalid("-p/--param", spec, &e))?;
@@ -183,8 +190,13 @@ impl SweepArgs {
             }
             parameters.push(p);
         }
-        let count: usize = parameters.iter().map(|p| p.values.len()).product();
-        if count > MAX_VARIANTS {
+        // Checked: nine parameters of 512 values overflow a 64-bit product.
+        let count = parameters
+            .iter()
+            .try_fold(1usize, |n, p| n.checked_mul(p.values.len()));
+        if count.is_none_or(|c| c > MAX_VARIANTS) {
+            let count =
+                count.map_or_else(|| format!("more than {}", usize::MAX), |c| c.to_string());
             return Err(invalid(
                 "-p/--param",
                 &self.params.join(" "),
@@ -558,6 +570,32 @@ mod tests {
             let err = plan(argv).expect_err(&format!("{argv:?} should fail"));
             assert!(err.contains(want), "{argv:?}: {err}");
         }
+    }
+
+    #[test]
+    fn huge_products_and_no_parameters_are_refused_not_a_panic() {
+        // Found by tests/hostile_input.rs: the product of nine 512-value parameters
+        // overflowed (a panic in debug builds, a wrapped count let through in release),
+        // and a plan without -p (possible through the library) indexed the first one.
+        let mut argv: Vec<String> = Vec::new();
+        for i in 0..9 {
+            argv.extend(["-p".to_string(), format!("P{i}=1..512")]);
+        }
+        let placeholders: Vec<String> = (0..9).map(|i| format!("{{P{i}}}")).collect();
+        argv.push(format!("true {}", placeholders.join(" ")));
+        let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let err = plan(&argv).unwrap_err();
+        assert!(
+            err.contains("at most 512 variants") && err.contains("more than"),
+            "{err}"
+        );
+        let mut args =
+            Wrapper::try_parse_from(["sweep", "-p", "N=1", "--baseline", "1", "true {N}"])
+                .unwrap()
+                .args;
+        args.params.clear();
+        let err = args.plan().unwrap_err().to_string();
+        assert!(err.contains("at least one parameter"), "{err}");
     }
 
     #[test]

@@ -61,6 +61,10 @@ pub fn parse_parameter(spec: &str) -> Result<Parameter, String> {
     } else {
         values.split(',').map(|v| v.trim().to_string()).collect()
     };
+    // Before the repeats are looked for: that check is quadratic in the values.
+    if list.len() > MAX_VARIANTS {
+        return Err(format!("at most {MAX_VARIANTS} values"));
+    }
     if list.iter().any(String::is_empty) {
         return Err("values separated by commas, none of them empty".to_string());
     }
@@ -97,11 +101,12 @@ fn range(first: &str, rest: &str) -> Result<Vec<String>, String> {
                 return Err(expected.to_string());
             }
             let mut v = first;
-            while v <= last {
+            while v <= last && values.len() <= MAX_VARIANTS {
                 values.push(v.to_string());
-                v = v.checked_mul(factor).ok_or(expected)?;
-                if values.len() > MAX_VARIANTS {
-                    break;
+                // A next value beyond i64 is beyond LAST too: the range ends here.
+                match v.checked_mul(factor) {
+                    Some(next) => v = next,
+                    None => break,
                 }
             }
         }
@@ -113,7 +118,10 @@ fn range(first: &str, rest: &str) -> Result<Vec<String>, String> {
             let mut v = first;
             while v <= last && values.len() <= MAX_VARIANTS {
                 values.push(v.to_string());
-                v = v.checked_add(step).ok_or(expected)?;
+                match v.checked_add(step) {
+                    Some(next) => v = next,
+                    None => break,
+                }
             }
         }
     }
@@ -221,6 +229,27 @@ mod tests {
         ] {
             assert!(parse_parameter(bad).is_err(), "{bad} should be refused");
         }
+    }
+
+    #[test]
+    fn ranges_that_end_near_the_largest_number_keep_their_last_value() {
+        // Found by tests/hostile_input.rs: the step after the last value overflowed i64,
+        // and a valid range was refused.
+        let max = i64::MAX;
+        assert_eq!(values(&format!("N={max}..{max}")), [max.to_string()]);
+        assert_eq!(values(&format!("N=315..315:{}", max - 314)), ["315"]);
+        assert_eq!(values(&format!("N={}..{max}:2", max - 3)).len(), 2);
+        let powers = values(&format!("N=1..{}:*2", max - 600));
+        assert_eq!(powers.len(), 63);
+        assert_eq!(powers[62], (1i64 << 62).to_string());
+        assert_eq!(values(&format!("N={0}..{0}:*{0}", 1i64 << 62)).len(), 1);
+        // A list longer than the cap is refused before its repeats are looked for.
+        let long = (0..100_000)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(",");
+        let e = parse_parameter(&format!("N={long}")).unwrap_err();
+        assert!(e.contains("at most 512"), "{e}");
     }
 
     #[test]

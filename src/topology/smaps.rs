@@ -74,7 +74,9 @@ pub fn parse_smaps(text: &str) -> Vec<Mapping> {
             "Referenced" => current.referenced_kb = kb(),
             "Anonymous" => current.anonymous_kb = kb(),
             "AnonHugePages" => current.anon_huge_kb = kb(),
-            "Shared_Hugetlb" | "Private_Hugetlb" => current.hugetlb_kb += kb(),
+            "Shared_Hugetlb" | "Private_Hugetlb" => {
+                current.hugetlb_kb = current.hugetlb_kb.saturating_add(kb())
+            }
             "KernelPageSize" => current.kernel_page_kb = kb(),
             _ => {}
         }
@@ -89,6 +91,10 @@ fn parse_header(line: &str) -> Option<Mapping> {
     let (start, end) = range.split_once('-')?;
     let start = u64::from_str_radix(start, 16).ok()?;
     let end = u64::from_str_radix(end, 16).ok()?;
+    // Every reader takes end - start: a range that ends before it starts is no mapping.
+    if end < start {
+        return None;
+    }
     let perms = fields.next()?;
     if perms.len() != 4 {
         return None;
@@ -129,6 +135,24 @@ Private_Hugetlb:       0 kB
 7f1000000000-7f1000021000 r-xp 00000000 fd:01 1234                       /usr/lib/x86_64-linux-gnu/libc.so.6
 Rss:                 100 kB
 ";
+
+    #[test]
+    fn backward_ranges_and_huge_counts_are_not_mappings_nor_overflows() {
+        // Found by tests/hostile_input.rs: the two Hugetlb lines were added unchecked (a
+        // panic in debug builds), and a range ending before its start reached readers
+        // that take end - start.
+        let text = "\
+7f0000400000-7f0000000000 rw-p 00000000 00:00 0
+Rss: 4 kB
+7f0000000000-7f0000400000 rw-p 00000000 00:00 0
+Shared_Hugetlb: 18446744073709551615 kB
+Private_Hugetlb: 18446744073709551615 kB
+";
+        let maps = parse_smaps(text);
+        assert_eq!(maps.len(), 1);
+        assert_eq!(maps[0].start, 0x7f00_0000_0000);
+        assert_eq!(maps[0].hugetlb_kb, u64::MAX);
+    }
 
     #[test]
     fn smaps_fields_are_read_per_mapping() {

@@ -72,7 +72,11 @@ pub fn parse_sizes(flag: &'static str, text: &str) -> Result<Vec<u64>, UsageErro
             let mut s = first;
             while s <= last {
                 sizes.push(s);
-                s *= factor;
+                // A next size beyond u64 is beyond LAST too: the range ends here.
+                match s.checked_mul(factor) {
+                    Some(next) => s = next,
+                    None => break,
+                }
             }
             sizes
         }
@@ -153,5 +157,23 @@ mod tests {
         for bad in ["", "1M..4K", "4K..1M:*1", "0", "128G", "lots"] {
             assert!(parse_sizes("--sizes", bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_huge_factor_ends_the_range_instead_of_overflowing() {
+        // Found by tests/hostile_input.rs: size × factor overflowed u64 (a panic in debug
+        // builds; in release a wrapped 0 looped forever, filling memory).
+        assert_eq!(
+            parse_sizes("--sizes", "1K..1K:*4503599627370496").unwrap(),
+            vec![4096]
+        );
+        assert_eq!(
+            parse_sizes("--sizes", &format!("4K..64G:*{}", u64::MAX)).unwrap(),
+            vec![4096]
+        );
+        assert_eq!(
+            parse_sizes("--sizes", "4K..64G:*9223372036854775808").unwrap(),
+            vec![4096]
+        );
     }
 }

@@ -317,3 +317,178 @@ int main(void) { return ticks; }
     let anon = find(&vars, "anon").layout.as_ref().unwrap();
     assert_eq!(anon.holes, [(1, 3)]);
 }
+
+/// Hand-written DWARF with every number a struct layout adds up at its extreme (member
+/// offsets, sizes, bit offsets and widths of 2^64 - 1), an array whose bounds wrap, and a
+/// function type that is its own return and parameter types.
+const HOSTILE_DWARF: &str = r#"
+    .section .debug_abbrev,"",%progbits
+    .uleb128 1, 0x11
+    .byte 1
+    .uleb128 0x03, 0x08
+    .byte 0, 0
+    .uleb128 2, 0x34
+    .byte 0
+    .uleb128 0x03, 0x08, 0x49, 0x13, 0x02, 0x18
+    .byte 0, 0
+    .uleb128 3, 0x13
+    .byte 1
+    .uleb128 0x03, 0x08, 0x0b, 0x0f
+    .byte 0, 0
+    .uleb128 4, 0x0d
+    .byte 0
+    .uleb128 0x03, 0x08, 0x49, 0x13, 0x38, 0x0f, 0x0d, 0x0f, 0x0c, 0x0f, 0x0b, 0x0f
+    .byte 0, 0
+    .uleb128 5, 0x0d
+    .byte 0
+    .uleb128 0x03, 0x08, 0x49, 0x13, 0x38, 0x18
+    .byte 0, 0
+    .uleb128 6, 0x24
+    .byte 0
+    .uleb128 0x03, 0x08, 0x0b, 0x0f
+    .byte 0, 0
+    .uleb128 7, 0x0d
+    .byte 0
+    .uleb128 0x03, 0x08, 0x49, 0x13, 0x6b, 0x0f, 0x0d, 0x0f, 0x0b, 0x0f
+    .byte 0, 0
+    .uleb128 8, 0x15
+    .byte 1
+    .uleb128 0x49, 0x13
+    .byte 0, 0
+    .uleb128 9, 0x05
+    .byte 0
+    .uleb128 0x49, 0x13
+    .byte 0, 0
+    .uleb128 10, 0x0d
+    .byte 0
+    .uleb128 0x03, 0x08, 0x49, 0x13, 0x38, 0x0f
+    .byte 0, 0
+    .uleb128 11, 0x01
+    .byte 1
+    .uleb128 0x49, 0x13
+    .byte 0, 0
+    .uleb128 12, 0x21
+    .byte 0
+    .uleb128 0x22, 0x0f, 0x2f, 0x0f
+    .byte 0, 0
+    .byte 0
+
+    .section .debug_info,"",%progbits
+.Lcu:
+    .long .Lend - .Lversion
+.Lversion:
+    .short 4
+    .long 0
+    .byte 8
+    .uleb128 1
+    .asciz "hostile.c"
+.Lbase:
+    .uleb128 6
+    .asciz "long"
+    .uleb128 8
+.Lhuge:
+    .uleb128 6
+    .asciz "huge"
+    .uleb128 0xffffffffffffffff
+.Lstruct:
+    .uleb128 3
+    .asciz "s"
+    .uleb128 0xffffffffffffffff
+    .uleb128 4
+    .asciz "a"
+    .long .Lbase - .Lcu
+    .uleb128 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff
+    .uleb128 4
+    .asciz "b"
+    .long .Lbase - .Lcu
+    .uleb128 0xffffffffffffffff, 3, 0, 8
+    .uleb128 5
+    .asciz "c"
+    .long .Lbase - .Lcu
+    .uleb128 22
+    .byte 0x23
+    .uleb128 0xffffffffffffffff
+    .byte 0x23
+    .uleb128 0xffffffffffffffff
+    .uleb128 7
+    .asciz "d"
+    .long .Lbase - .Lcu
+    .uleb128 0xffffffffffffffff, 0xffffffffffffffff, 0xffffffffffffffff
+    .uleb128 7
+    .asciz "e"
+    .long .Lbase - .Lcu
+    .uleb128 0xfffffffffffffff0, 64, 8
+    .uleb128 10
+    .asciz "f"
+    .long .Lhuge - .Lcu
+    .uleb128 0xfffffffffffffff0
+    .byte 0
+.Larray:
+    .uleb128 11
+    .long .Lstruct - .Lcu
+    .uleb128 12
+    .uleb128 5, 0xffffffffffffffff
+    .uleb128 12
+    .uleb128 0xffffffffffffffff, 2
+    .byte 0
+    .uleb128 2
+    .asciz "v"
+    .long .Lstruct - .Lcu
+    .uleb128 9
+    .byte 0x03
+    .quad 0x1000
+    .uleb128 2
+    .asciz "w"
+    .long .Larray - .Lcu
+    .uleb128 9
+    .byte 0x03
+    .quad 0x2000
+.Lfn:
+    .uleb128 8
+    .long .Lfn - .Lcu
+    .uleb128 9
+    .long .Lfn - .Lcu
+    .uleb128 9
+    .long .Lfn - .Lcu
+    .byte 0
+    .uleb128 2
+    .asciz "g"
+    .long .Lfn - .Lcu
+    .uleb128 9
+    .byte 0x03
+    .quad 0x3000
+    .byte 0
+.Lend:
+"#;
+
+#[test]
+fn footprint_dwarf_hostile_numbers_and_cycles_are_read_without_panic() {
+    // Found by tests/hostile_input.rs's review of what DWARF can say: offsets and sizes
+    // near 2^64 overflowed the layout's sums (a panic in debug builds), and a function
+    // type naming itself as return and parameter types took 3^64 steps to name.
+    let Some(cc) = cc() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let source = dir.path().join("hostile.s");
+    std::fs::write(&source, HOSTILE_DWARF).unwrap();
+    let object = dir.path().join("hostile.o");
+    let status = Command::new(cc)
+        .args(["-c", "-o"])
+        .arg(&object)
+        .arg(&source)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{cc} could not assemble the DWARF");
+    let started = std::time::Instant::now();
+    let vars = variables(&std::fs::read(&object).unwrap()).unwrap();
+    assert!(started.elapsed().as_secs() < 10, "{:?}", started.elapsed());
+    let v = find(&vars, "v");
+    let layout = v.layout.as_ref().unwrap();
+    assert_eq!(layout.size, u64::MAX);
+    assert_eq!(layout.members.len(), 6);
+    assert!(find(&vars, "w").layout.is_some());
+    assert!(
+        find(&vars, "g").type_name.contains('?'),
+        "{:?}",
+        find(&vars, "g")
+    );
+}

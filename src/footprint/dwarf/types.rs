@@ -11,14 +11,23 @@ pub(super) type Die<'a> = gimli::DebuggingInformationEntry<R<'a>>;
 /// Type chains deeper than this are treated as cycles (malformed DWARF).
 const MAX_DEPTH: usize = 64;
 
+/// The most DIEs one type name visits: a function type that is its own return and
+/// parameter types (malformed DWARF) would otherwise take 3^MAX_DEPTH steps.
+const MAX_NAME_STEPS: usize = 4096;
+
 /// A unit's type DIEs, and the lookups the variables need from them.
 pub(super) struct TypeCtx<'u, 'd> {
     pub(super) unit: gimli::UnitRef<'u, R<'d>>,
+    /// DIEs visited by the type name being built (`MAX_NAME_STEPS`).
+    name_steps: std::cell::Cell<usize>,
 }
 
 impl<'u, 'd> TypeCtx<'u, 'd> {
     pub(super) fn new(unit: gimli::UnitRef<'u, R<'d>>) -> Self {
-        TypeCtx { unit }
+        TypeCtx {
+            unit,
+            name_steps: std::cell::Cell::new(0),
+        }
     }
 
     pub(super) fn entry(&self, offset: UnitOffset) -> gimli::Result<Die<'d>> {
@@ -77,7 +86,11 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
         let Some(offset) = offset else {
             return Ok(join("void", &inner));
         };
-        if depth > MAX_DEPTH {
+        if depth == 0 {
+            self.name_steps.set(0);
+        }
+        self.name_steps.set(self.name_steps.get() + 1);
+        if depth > MAX_DEPTH || self.name_steps.get() > MAX_NAME_STEPS {
             return Ok(join("?", &inner));
         }
         let die = self.entry(offset)?;
@@ -205,11 +218,10 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
             | gimli::DW_TAG_atomic_type => self.type_size(self.type_of(&die), depth + 1)?,
             gimli::DW_TAG_array_type => {
                 let element = self.type_size(self.type_of(&die), depth + 1)?;
-                let count: u64 = self
+                let count = self
                     .dimensions(offset)?
                     .iter()
-                    .map(|(count, _)| *count)
-                    .product();
+                    .fold(1u64, |product, (count, _)| product.saturating_mul(*count));
                 element.map(|size| size.saturating_mul(count))
             }
             _ => None,
@@ -359,14 +371,19 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
                         None => {
                             let msb_offset =
                                 Self::udata(&child, gimli::DW_AT_bit_offset).unwrap_or(0);
-                            (byte_offset * 8 + storage * 8).saturating_sub(msb_offset + bit_size)
+                            // Saturating: hostile DWARF may put any of these near 2^64.
+                            byte_offset
+                                .saturating_mul(8)
+                                .saturating_add(storage.saturating_mul(8))
+                                .saturating_sub(msb_offset.saturating_add(bit_size))
                         }
                     };
                     let unit_offset = match storage {
                         0 => data_bit_offset / 8,
                         storage => {
                             let aligned = data_bit_offset / 8 / storage * storage;
-                            if data_bit_offset + bit_size <= (aligned + storage) * 8 {
+                            let unit_end = aligned.saturating_add(storage).saturating_mul(8);
+                            if data_bit_offset.saturating_add(bit_size) <= unit_end {
                                 aligned
                             } else {
                                 data_bit_offset / 8
@@ -396,7 +413,7 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
             if member.offset > end {
                 holes.push((end, member.offset - end));
             }
-            end = end.max(member.offset + member.size);
+            end = end.max(member.offset.saturating_add(member.size));
         }
         let padding = size.saturating_sub(end);
         Ok(Layout {
@@ -421,7 +438,7 @@ fn plus_uconst(
         match op {
             gimli::Operation::PlusConstant { value: v }
             | gimli::Operation::UnsignedConstant { value: v } => {
-                value = Some(value.unwrap_or(0) + v)
+                value = Some(value.unwrap_or(0u64).wrapping_add(v))
             }
             _ => return Ok(None),
         }

@@ -281,7 +281,8 @@ pub fn decode_at(
     let mut record = Record::default();
     let mut at = 0usize;
     while at < bytes.len() {
-        let (packet, len) = match parse_packet(&bytes[at..], position + at as u64) {
+        // Wrapping: only the position modulo an alignment (a power of two) matters.
+        let (packet, len) = match parse_packet(&bytes[at..], position.wrapping_add(at as u64)) {
             Parsed::Packet(packet, len) => (packet, len),
             Parsed::NeedMore => {
                 stats.truncated = true;
