@@ -86,7 +86,17 @@ fn record_finds_the_hot_regions_a_program_plants() {
 
 #[test]
 fn apply_runs_three_interleaved_arms_and_verifies_the_huge_pages() {
-    let (json, _) = on_demo(&["pages", "apply", "--top", "3", "--repeat", "2"]);
+    // A short sampling interval: on a fast core the demo runs for a third of a second.
+    let (json, _) = on_demo(&[
+        "pages",
+        "apply",
+        "--top",
+        "3",
+        "--repeat",
+        "2",
+        "--interval",
+        "25",
+    ]);
     let apply = &json["pages"]["apply"];
     let arms = apply["arms"].as_array().unwrap();
     let names: Vec<&str> = arms.iter().map(|a| a["arm"].as_str().unwrap()).collect();
