@@ -118,13 +118,17 @@ fn latency_csv_has_one_row_per_point() {
         .assert()
         .success();
     let text = std::fs::read_to_string(&csv).unwrap();
-    let mut lines = text.lines();
+    // The points come first; the stability tables follow after a blank line.
+    let points = text.split("\n\n").next().unwrap();
+    let mut lines = points.lines();
+    assert_eq!(lines.next(), Some("# latency.points"));
     assert!(lines
         .next()
         .unwrap()
         .starts_with("bytes,order,ns,cycles,spread_pct"));
     // 4 KiB .. 1 MiB at 4 points per octave.
     assert_eq!(lines.count(), 8 * 4 + 1);
+    assert!(text.contains("\n# stability.conditions\n"), "{text}");
 }
 
 fn fails_with_usage_error(line: &str, names: &str) {

@@ -28,11 +28,25 @@ fn memscope(args: &[&str]) -> Command {
 /// Runs memscope with `args` + `-- DEMO SMALL_DEMO`: the JSON report (stdout) and the
 /// demo's hot regions (from its stderr).
 fn on_demo(args: &[&str]) -> (Value, Vec<u64>) {
+    on_demo_with(args, SMALL_DEMO)
+}
+
+/// One sampled run at a time: DAMON runs one kdamond of memscope's, and a second memscope
+/// finding it busy would fall back to another source mid-test.
+static SAMPLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SAMPLING.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// `on_demo` with other demo arguments.
+fn on_demo_with(args: &[&str], demo: &[&str]) -> (Value, Vec<u64>) {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("pages.json");
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--json", report.to_str().unwrap(), "--", DEMO]);
-    all.extend(SMALL_DEMO);
+    all.extend(demo);
     let output = memscope(&all).assert().success().get_output().clone();
     let stderr = String::from_utf8_lossy(&output.stderr).to_string();
     let mut hot: Vec<u64> = Vec::new();
@@ -133,6 +147,7 @@ fn apply_runs_three_interleaved_arms_and_verifies_the_huge_pages() {
 
 #[test]
 fn the_commands_exit_status_passes_through() {
+    let _one = one_at_a_time();
     let out = memscope(&["pages", "record", "--", "sh", "-c", "exit 3"])
         .assert()
         .code(3);
@@ -145,6 +160,7 @@ fn the_commands_exit_status_passes_through() {
 
 #[test]
 fn a_record_read_back_by_apply_must_be_a_pages_report() {
+    let _one = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let not_a_report = dir.path().join("x.json");
     std::fs::write(&not_a_report, "{\"schema_version\": 1}").unwrap();
@@ -195,6 +211,7 @@ fn a_record_read_back_by_apply_must_be_a_pages_report() {
 
 #[test]
 fn a_source_this_machine_lacks_is_a_clear_error() {
+    let _one = one_at_a_time();
     for source in ["pmu", "damon"] {
         let out = memscope(&["pages", "record", "--source", source, "--", "true"])
             .assert()
