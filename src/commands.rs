@@ -378,13 +378,13 @@ fn measure(plan: &Plan, mut machine: Machine) -> anyhow::Result<Report> {
         m.until_stable,
     )?;
     let conditions = std::mem::take(&mut session.conditions.records);
-    for c in conditions.iter().filter(|c| c.disturbed()) {
+    for c in conditions.iter().filter(|c| c.disturbed) {
+        let by_tasks = c.tasks_disturbed();
         session.warn([WarningKind::Disturbed {
             experiment: c.experiment.replace('_', " "),
-            other_runnable: c.other_runnable_mean,
-            steal_pct: c
-                .steal_pct
-                .filter(|&s| s >= crate::session::conditions::BUSY_STEAL_PCT),
+            other_runnable: c.other_runnable_mean.filter(|_| by_tasks),
+            busy_share_pct: c.other_runnable_share_pct.filter(|_| by_tasks),
+            steal_pct: c.steal_pct.filter(|_| c.steal_disturbed()),
             tasks: c.tasks.clone(),
         }]);
     }

@@ -212,7 +212,7 @@ fn disturbed_in(report: &Report, section: &str) -> bool {
     report
         .conditions
         .iter()
-        .any(|c| c.experiment == experiment && c.disturbed())
+        .any(|c| c.experiment == experiment && c.disturbed)
 }
 
 /// "A" … "Z", then "R27" …

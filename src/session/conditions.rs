@@ -1,9 +1,9 @@
 //! What else ran while each experiment measured: a sampler thread (on a CPU other than the
 //! measuring one) counts the runnable tasks outside memscope every `PERIOD` and names them
 //! at most once a second, and each experiment's interval gets the mean and peak of that
-//! count, the names, and the steal time of the CPUs it used. These go into the report
-//! (`conditions`) and, beyond `BUSY_TASKS` or `BUSY_STEAL_PCT`, into a warning that names
-//! the tasks.
+//! count, the share of samples that saw any, the names, and the steal time of the CPUs it
+//! used. These go into the report (`conditions`) and, beyond `BUSY_TASKS`, `BUSY_SHARE_PCT`
+//! or `BUSY_STEAL_PCT`, into a warning that names the tasks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -19,6 +19,10 @@ pub const PERIOD: Duration = Duration::from_millis(50);
 const NAMING_PERIOD: Duration = Duration::from_secs(1);
 /// Other runnable tasks, on average over an experiment, that make it "disturbed".
 pub const BUSY_TASKS: f64 = 0.5;
+/// Percent of an experiment's samples with another task runnable that make it "disturbed":
+/// load that came and went (a burst over part of the experiment) has a low mean but moves
+/// the points it overlapped.
+pub const BUSY_SHARE_PCT: f64 = 20.0;
 /// Steal time, percent of an experiment's CPU time, that makes it "disturbed".
 pub const BUSY_STEAL_PCT: f64 = 2.0;
 
@@ -32,18 +36,32 @@ pub struct ExperimentConditions {
     /// allowed CPU leaves the sampler nowhere to run without disturbing the measurement).
     pub other_runnable_mean: Option<f64>,
     pub other_runnable_max: Option<f64>,
+    /// Percent of the samples that saw at least one other runnable task.
+    #[serde(default)]
+    pub other_runnable_share_pct: Option<f64>,
     pub samples: usize,
     /// The tasks seen runnable, most often first.
     pub tasks: Vec<String>,
     /// Steal time of the CPUs memscope measured on, percent of their time.
     pub steal_pct: Option<f64>,
+    /// Other tasks or the hypervisor took enough to matter: `BUSY_TASKS` on average,
+    /// another task runnable in `BUSY_SHARE_PCT` of the samples, or `BUSY_STEAL_PCT`.
+    #[serde(default)]
+    pub disturbed: bool,
 }
 
 impl ExperimentConditions {
-    /// Other tasks or the hypervisor took enough to matter.
-    pub fn disturbed(&self) -> bool {
+    /// The part of `disturbed` that other tasks account for.
+    pub fn tasks_disturbed(&self) -> bool {
         self.other_runnable_mean.is_some_and(|m| m >= BUSY_TASKS)
-            || self.steal_pct.is_some_and(|s| s >= BUSY_STEAL_PCT)
+            || self
+                .other_runnable_share_pct
+                .is_some_and(|s| s >= BUSY_SHARE_PCT)
+    }
+
+    /// The part of `disturbed` that the hypervisor accounts for.
+    pub fn steal_disturbed(&self) -> bool {
+        self.steal_pct.is_some_and(|s| s >= BUSY_STEAL_PCT)
     }
 }
 
@@ -149,15 +167,21 @@ impl Conditions {
             _ => None,
         };
         let sampled = !counts.is_empty();
-        self.records.push(ExperimentConditions {
+        let n = counts.len() as f64;
+        let mut record = ExperimentConditions {
             experiment: experiment.to_string(),
             elapsed_s: (now - mark.at).as_secs_f64(),
-            other_runnable_mean: sampled.then(|| counts.iter().sum::<f64>() / counts.len() as f64),
+            other_runnable_mean: sampled.then(|| counts.iter().sum::<f64>() / n),
             other_runnable_max: sampled.then(|| counts.iter().copied().fold(0.0, f64::max)),
+            other_runnable_share_pct: sampled
+                .then(|| counts.iter().filter(|&&c| c >= 1.0).count() as f64 / n * 100.0),
             samples: counts.len(),
             tasks: tally.into_iter().take(6).map(|(n, _)| n).collect(),
             steal_pct,
-        });
+            disturbed: false,
+        };
+        record.disturbed = record.tasks_disturbed() || record.steal_disturbed();
+        self.records.push(record);
     }
 }
 
@@ -220,5 +244,27 @@ mod tests {
             assert!(r.other_runnable_max.unwrap() >= 1.0, "{r:?}");
             assert!(r.tasks.iter().any(|t| t.starts_with("sh")), "{r:?}");
         }
+    }
+
+    #[test]
+    fn load_over_part_of_an_experiment_disturbs_it_though_its_mean_is_low() {
+        let burst = ExperimentConditions {
+            experiment: "tlb".into(),
+            elapsed_s: 8.0,
+            other_runnable_mean: Some(0.3),
+            other_runnable_max: Some(2.0),
+            other_runnable_share_pct: Some(25.0),
+            samples: 160,
+            tasks: vec!["stress-ng".into()],
+            steal_pct: Some(0.1),
+            disturbed: false,
+        };
+        assert!(burst.tasks_disturbed() && !burst.steal_disturbed());
+        let quiet = ExperimentConditions {
+            other_runnable_mean: Some(0.02),
+            other_runnable_share_pct: Some(2.0),
+            ..burst
+        };
+        assert!(!quiet.tasks_disturbed());
     }
 }

@@ -36,6 +36,8 @@ pub enum WarningKind {
     Disturbed {
         experiment: String,
         other_runnable: Option<f64>,
+        /// Percent of the samples with another task runnable.
+        busy_share_pct: Option<f64>,
         steal_pct: Option<f64>,
         tasks: Vec<String>,
     },
@@ -148,13 +150,17 @@ impl fmt::Display for WarningKind {
             WarningKind::Disturbed {
                 experiment,
                 other_runnable,
+                busy_share_pct,
                 steal_pct,
                 tasks,
             } => {
                 let mut what = Vec::new();
                 if let Some(n) = other_runnable {
+                    let share = busy_share_pct
+                        .map(|p| format!(", another task runnable in {p:.0}% of the samples"))
+                        .unwrap_or_default();
                     what.push(format!(
-                        "{n:.1} other runnable task(s) on average{}",
+                        "{n:.1} other runnable task(s) on average{share}{}",
                         named(tasks)
                     ));
                 }

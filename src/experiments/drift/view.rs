@@ -70,12 +70,13 @@ fn conditions_table(conditions: &[ExperimentConditions]) -> Table {
         Column::quantity("time", "s"),
         Column::number("other runnable (mean)"),
         Column::number("peak"),
+        Column::quantity("busy", "%"),
         Column::quantity("steal", "%"),
         Column::text("tasks seen running"),
     ])
     .titled("Other load during each experiment");
     for c in conditions {
-        let style = if c.disturbed() {
+        let style = if c.disturbed {
             Style::Warn
         } else {
             Style::Plain
@@ -85,6 +86,7 @@ fn conditions_table(conditions: &[ExperimentConditions]) -> Table {
             Cell::new(format::fixed(c.elapsed_s, 1)),
             Cell::styled(format::opt_fixed(c.other_runnable_mean, 2), style),
             Cell::new(format::opt_fixed(c.other_runnable_max, 0)),
+            Cell::styled(format::opt_fixed(c.other_runnable_share_pct, 0), style),
             Cell::styled(format::opt_fixed(c.steal_pct, 1), style),
             Cell::new(if c.tasks.is_empty() {
                 format::DASH.to_string()
@@ -95,8 +97,8 @@ fn conditions_table(conditions: &[ExperimentConditions]) -> Table {
     }
     table.note(
         "runnable tasks outside memscope (its threads and the processes it runs under are not \
-         counted), sampled every 50 ms; steal: time the hypervisor gave the measuring CPUs to \
-         others",
+         counted), sampled every 50 ms; busy: share of the samples with one or more; steal: \
+         time the hypervisor gave the measuring CPUs to others",
     );
     table
 }
@@ -185,7 +187,9 @@ fn conditions_data(conditions: &[ExperimentConditions]) -> DataTable {
             "elapsed_s",
             "other_runnable_mean",
             "other_runnable_max",
+            "other_runnable_share_pct",
             "steal_pct",
+            "disturbed",
             "tasks",
         ],
     );
@@ -196,7 +200,9 @@ fn conditions_data(conditions: &[ExperimentConditions]) -> DataTable {
             c.elapsed_s.to_string(),
             opt(c.other_runnable_mean),
             opt(c.other_runnable_max),
+            opt(c.other_runnable_share_pct),
             opt(c.steal_pct),
+            c.disturbed.to_string(),
             c.tasks.join("; "),
         ]);
     }

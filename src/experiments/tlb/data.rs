@@ -47,7 +47,9 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
 pub(super) fn levels_data(result: &TlbResult) -> DataTable {
     let mut t = DataTable::new(
         "tlb.levels",
-        "page_bytes name entries reach_bytes miss_ns miss_cycles cpuid_entries".split_whitespace(),
+        "page_bytes name entries reach_bytes miss_ns miss_cycles cpuid_entries rise_from_pages \
+         rise_to_pages miss_ns_low miss_ns_high"
+            .split_whitespace(),
     );
     for l in &result.levels {
         t.row(vec![
@@ -58,6 +60,10 @@ pub(super) fn levels_data(result: &TlbResult) -> DataTable {
             l.miss_ns.map(raw).unwrap_or_default(),
             l.miss_cycles.map(raw).unwrap_or_default(),
             raw_opt(l.cpuid_entries),
+            raw_opt(l.transition_pages.map(|t| t.0)),
+            raw_opt(l.transition_pages.map(|t| t.1)),
+            l.miss_ns_range.map(|r| raw(r.0)).unwrap_or_default(),
+            l.miss_ns_range.map(|r| raw(r.1)).unwrap_or_default(),
         ]);
     }
     t

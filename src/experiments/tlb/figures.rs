@@ -1,7 +1,9 @@
 //! The comparable figures of tlb (for compare, history and the Prometheus export): per
 //! level and page size the entries and reach (with the step of the page-count ladder at
-//! the knee) and the miss cost (with the spread of the points around the knee); SAXPY's
-//! time per element per pattern; DRAM parallelism and latency per page size.
+//! the knee, or the curve's whole rise around it when wider) and the miss cost (with the
+//! spread of the points around the knee, and as its step how far it moves when the knee
+//! lands elsewhere in that rise); SAXPY's time per element per pattern; DRAM parallelism
+//! and latency per page size.
 
 use super::{TlbLevel, TlbResult};
 use crate::stats::summary::median;
@@ -23,7 +25,13 @@ impl Figures for TlbResult {
                 ("page_bytes", page.to_string()),
             ];
             let pages: Vec<u64> = self.curve(page).iter().map(|r| r.pages).collect();
-            let step = ladder_step_pct(&pages, entries).unwrap_or(f64::NAN);
+            // Where the knee can land: one step of the ladder, or the whole rise where the
+            // curve climbs over a range of page counts.
+            let ladder = ladder_step_pct(&pages, entries).unwrap_or(f64::NAN);
+            let rise = level.transition_pages.map_or(f64::NAN, |(lo, hi)| {
+                (hi as f64 / lo.max(1) as f64 - 1.0) * 100.0
+            });
+            let step = ladder.max(rise);
             figures.push(
                 Figure::new(
                     "tlb",
@@ -69,6 +77,9 @@ impl Figures for TlbResult {
                         Better::Lower,
                     )
                     .spread(miss_spread_pct(self, level, entries, miss_ns))
+                    .step(level.miss_ns_range.map_or(f64::NAN, |(lo, hi)| {
+                        (hi - lo) / miss_ns.abs().max(f64::MIN_POSITIVE) * 100.0
+                    }))
                     .metric(
                         "tlb_miss_seconds",
                         "What a miss in a TLB level adds to a load over a hit in it",

@@ -131,6 +131,15 @@ pub struct TlbLevel {
     /// What the TLB adds per access on this level's plateau (`tlb_ns` of its rows): about
     /// 0 for L1 DTLB hits, the L1 miss for L2 DTLB hits, the walk for "page walk", ns.
     pub tlb_ns: f64,
+    /// Page counts where the curve leaves the plateau and where it has nearly reached the
+    /// miss cost (see [`FoundTlbLevel::transition`]): where the knee can land from run to
+    /// run. None for the walk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transition_pages: Option<(u64, u64)>,
+    /// The miss cost read with the knee at either end of the transition, ns (lower,
+    /// higher): how far it moves when the knee lands elsewhere in the rise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub miss_ns_range: Option<(f64, f64)>,
 }
 
 /// SAXPY (y = a·x + y) over the same footprint in one access pattern.
@@ -451,6 +460,8 @@ pub fn measure(
                 miss_cycles: found.miss_ns.map(to_cycles),
                 cpuid_entries,
                 tlb_ns: found.tlb_ns,
+                transition_pages: found.transition,
+                miss_ns_range: found.miss_range,
             });
         }
         if curve.walk_expected && !curve.levels.iter().any(|l| l.name == PAGE_WALK) {
@@ -789,6 +800,14 @@ pub struct FoundTlbLevel {
     /// Page counts bracketing the knee: the last point at or below the midpoint and the
     /// next point measured (where refining helps).
     pub knee: Option<(u64, u64)>,
+    /// The rise around the knee: the last page count before the curve first passes a
+    /// quarter of the way from the plateau to the miss cost, and the first past the knee
+    /// at three quarters. A sharp knee spans one step of the ladder; a TLB whose
+    /// replacement is not LRU, or a shared one, rises over a range, and the knee can land
+    /// anywhere in it from run to run.
+    pub transition: Option<(u64, u64)>,
+    /// The miss cost with the knee at either end of the transition, ns (lower, higher).
+    pub miss_range: Option<(f64, f64)>,
     /// First and last page count of the plateau.
     pub first_pages: u64,
     pub last_pages: u64,
@@ -850,6 +869,8 @@ pub fn find_tlb_levels(
             entries: None,
             miss_ns: None,
             knee: None,
+            transition: None,
+            miss_range: None,
             first_pages: pages[plateau.first],
             last_pages: pages[plateau.last],
         };
@@ -885,8 +906,25 @@ pub fn find_tlb_levels(
                 .find(|&&(p, _)| p > entries)
                 .map_or(pages[next.first], |&(p, _)| p);
             let reference = reference_at(entries);
+            let rise = reference - plateau.value;
+            let leaves = window
+                .iter()
+                .position(|&(_, v)| v > plateau.value + rise / 4.0)
+                .map_or(entries, |at| window[at.saturating_sub(1)].0)
+                .min(entries);
+            let arrives = all
+                .iter()
+                .find(|&&(p, v)| p > entries && v >= plateau.value + rise * 3.0 / 4.0)
+                .map_or(above, |&(p, _)| p)
+                .max(above);
             found.entries = Some(entries);
             found.knee = Some((entries, above));
+            found.transition = Some((leaves, arrives));
+            let (a, b) = (
+                reference_at(leaves) - plateau.value,
+                reference_at(arrives) - plateau.value,
+            );
+            found.miss_range = Some((a.min(b), a.max(b)));
             found.miss_ns = Some(reference - plateau.value);
             walk_reference = Some(reference);
         }
@@ -1212,6 +1250,63 @@ mod tests {
         let l2 = levels[1].entries.expect("an L2 knee");
         assert!((1448..=2435).contains(&l2), "{levels:?}");
     }
+    #[test]
+    fn a_gradual_rise_gives_a_wide_transition_and_a_sharp_knee_a_narrow_one() {
+        // 4 KiB pages on this VM: the L1 DTLB curve climbs from 64 to 128 pages (the
+        // refinements between 64 and 91 included, one an outlier at 90); the knee lands
+        // anywhere in the rise from run to run.
+        let hit = 1.73;
+        let ladder: [(u64, f64); 14] = [
+            (4, 1.73),
+            (6, 1.74),
+            (8, 1.73),
+            (11, 1.74),
+            (16, 1.74),
+            (23, 1.74),
+            (32, 1.76),
+            (45, 1.79),
+            (64, 2.07),
+            (91, 3.08),
+            (128, 4.09),
+            (181, 4.13),
+            (256, 4.19),
+            (362, 4.36),
+        ];
+        let refined: Vec<(u64, f64)> = [
+            (66, 2.05),
+            (68, 2.11),
+            (69, 2.12),
+            (71, 2.25),
+            (73, 2.26),
+            (75, 2.41),
+            (77, 2.37),
+            (79, 2.52),
+            (82, 2.59),
+            (84, 2.63),
+            (86, 2.77),
+            (89, 2.88),
+            (90, 1.83),
+        ]
+        .iter()
+        .map(|&(p, t)| (p, t - hit))
+        .collect();
+        let pages: Vec<u64> = ladder.iter().map(|l| l.0).collect();
+        let tlb_ns: Vec<f64> = ladder.iter().map(|l| l.1 - hit).collect();
+        let usable = vec![true; pages.len()];
+        let levels = find_tlb_levels(&pages, &tlb_ns, &usable, hit, 1, &refined);
+        let (lo, hi) = levels[0].transition.expect("a transition");
+        let entries = levels[0].entries.unwrap();
+        assert!(lo <= entries && entries < hi, "{levels:?}");
+        assert!(lo <= 75 && hi >= 128, "{levels:?}");
+
+        let sharp: Vec<f64> = pages
+            .iter()
+            .map(|&p| if p <= 64 { 0.0 } else { 2.4 })
+            .collect();
+        let levels = find_tlb_levels(&pages, &sharp, &usable, hit, 1, &[]);
+        assert_eq!(levels[0].transition, Some((64, 91)), "{levels:?}");
+    }
+
     use crate::topology::TlbInfo;
 
     /// A 4 KiB curve measured on a 2-vCPU Zen 4 KVM guest: pages and tlb_ns, the sweep at 4
@@ -1454,6 +1549,8 @@ mod tests {
             miss_cycles: None,
             cpuid_entries: None,
             tlb_ns: 0.0,
+            transition_pages: None,
+            miss_ns_range: None,
         };
         let levels = [
             level("L1 DTLB", 4096, Some(72)),

@@ -59,6 +59,8 @@ pub fn tlb() -> TlbResult {
         miss_cycles: miss_ns.map(|ns| ns * 3.0),
         cpuid_entries: cpuid,
         tlb_ns: miss_ns.unwrap_or(40.0),
+        transition_pages: entries.map(|e| (e, e + e / 8)),
+        miss_ns_range: miss_ns.map(|ns| (ns, ns)),
     };
     let saxpy = |pattern: &str, page_bytes: u64, stride_bytes: u64, ns: f64| SaxpyTlbRow {
         pattern: pattern.to_string(),

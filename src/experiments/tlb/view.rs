@@ -125,6 +125,7 @@ fn levels_table(result: &TlbResult) -> Block {
         Column::text("Page"),
         Column::text("Level"),
         Column::number("Entries found"),
+        Column::number("Rise"),
         Column::number("CPUID entries"),
         Column::number("Reach"),
         Column::quantity("Miss cost", "ns"),
@@ -137,6 +138,8 @@ fn levels_table(result: &TlbResult) -> Block {
             Cell::new(l.name.clone()),
             l.entries
                 .map_or_else(Cell::dash, |e| Cell::styled(e.to_string(), Style::Strong)),
+            l.transition_pages
+                .map_or_else(Cell::dash, |(lo, hi)| Cell::new(format!("{lo}–{hi}"))),
             Cell::new(opt_count(l.cpuid_entries)),
             Cell::new(opt_bytes(l.reach_bytes)),
             Cell::new(ns(l.miss_ns.unwrap_or(f64::NAN))),
@@ -144,9 +147,12 @@ fn levels_table(result: &TlbResult) -> Block {
         ]);
     }
     t.note(
-        "Entries: pages covered before the next knee. Miss cost: the step from this level's \
-         plateau to the next one (past the last TLB, a page walk; nested under a \
-         hypervisor).",
+        "Entries: pages covered before the next knee. Rise: the page counts over which the \
+         curve climbs from the plateau (a quarter of the way to the miss cost) to three \
+         quarters of it; a wide rise (a replacement that is not LRU, a TLB shared with a \
+         sibling) means the knee can land anywhere in it from run to run, and compare counts \
+         that as the figure's noise. Miss cost: the step from this level's plateau to the \
+         next one (past the last TLB, a page walk; nested under a hypervisor).",
     );
     t.into()
 }
@@ -345,11 +351,11 @@ mod tests {
             ("tlb", "TLB", "TLB reach and miss cost")
         );
         let levels = s.table("Levels found").unwrap();
-        let first = "4 KiB | L1 DTLB | 64 | 72 | 256 KiB | 2.00 | 6.0";
+        let first = "4 KiB | L1 DTLB | 64 | 64–72 | 72 | 256 KiB | 2.00 | 6.0";
         assert_eq!(levels.row_text(0).join(" | "), first);
         let strong = Cell::styled("64", Style::Strong);
         assert!(matches!(&levels.rows[0], Row::Cells(c) if c[2] == strong));
-        assert_eq!(levels.row_text(2).iter().filter(|c| *c == DASH).count(), 5);
+        assert_eq!(levels.row_text(2).iter().filter(|c| *c == DASH).count(), 6);
         // A headline per level with a reach: its miss cost.
         assert_eq!(s.headlines.len(), 4);
         assert_eq!(
@@ -479,7 +485,8 @@ mod tests {
             |i: usize| -> Vec<String> { data[i].rows.iter().map(|r| r.join(",")).collect() };
         let headers = [
             "page_bytes,pages,ns,cycles,dense_ns,tlb_ns,spread_pct,level",
-            "page_bytes,name,entries,reach_bytes,miss_ns,miss_cycles,cpuid_entries",
+            "page_bytes,name,entries,reach_bytes,miss_ns,miss_cycles,cpuid_entries,\
+             rise_from_pages,rise_to_pages,miss_ns_low,miss_ns_high",
             "pattern,page_bytes,stride_bytes,footprint_bytes,pass_ms,ns_per_access",
         ];
         // Each point names the TLB level its page count falls in.
@@ -489,7 +496,10 @@ mod tests {
                 "4096,96,3.2,9.6,1.2,2,1,L2 DTLB",
                 "4096,3072,29,87,4,25,1,page walk",
             ][..],
-            &["4096,L1 DTLB,64,262144,2,6,72", "4096,page walk,,,,,"],
+            &[
+                "4096,L1 DTLB,64,262144,2,6,72,64,72,2,2",
+                "4096,page walk,,,,,,,,,",
+            ][..],
         ];
         for (i, t) in data.iter().enumerate() {
             assert_eq!(t.header.join(","), headers[i]);
