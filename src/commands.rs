@@ -92,7 +92,6 @@ fn compare(plan: &Plan, inputs: &crate::compare::load::Inputs) -> anyhow::Result
     let document = compare::CompareDocument::new(comparison.clone());
     let tool = format!("{} {}", document.tool.name, document.tool.version);
     let outputs = &plan.outputs;
-    let mut files = Vec::new();
     let renderers: [(_, &dyn Fn() -> Vec<u8>); 3] = [
         (&outputs.json, &|| report::json::to_bytes(&document)),
         (&outputs.csv, &|| report::csv::render(&sections)),
@@ -121,13 +120,7 @@ fn compare(plan: &Plan, inputs: &crate::compare::load::Inputs) -> anyhow::Result
             })
         }),
     ];
-    for (target, render) in renderers {
-        let Some(target) = target else { continue };
-        target.write(&render())?;
-        if !target.is_stdout() {
-            files.push(target.to_string());
-        }
-    }
+    let files = report::output::write_requested(&renderers)?;
     if !files.is_empty() {
         text.push_str(&format!("\n Wrote {}\n", files.join(", ")));
     }
@@ -467,20 +460,13 @@ fn export(plan: &Plan, report: &Report) -> anyhow::Result<()> {
     let mut text = document::terminal(report, &results, machine_view, plan.print_points);
 
     let outputs = &plan.outputs;
-    let mut files = Vec::new();
     let renderers: [(_, &dyn Fn() -> Vec<u8>); 4] = [
         (&outputs.json, &|| report::json::serialize(report)),
         (&outputs.csv, &|| document::csv(report, &results)),
         (&outputs.html, &|| document::html(report, &results)),
         (&outputs.prometheus, &|| report::prometheus::render(report)),
     ];
-    for (target, render) in renderers {
-        let Some(target) = target else { continue };
-        target.write(&render())?;
-        if !target.is_stdout() {
-            files.push(target.to_string());
-        }
-    }
+    let files = report::output::write_requested(&renderers)?;
     if !files.is_empty() {
         text.push_str(&format!("\n Wrote {}\n", files.join(", ")));
     }

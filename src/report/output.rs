@@ -142,6 +142,22 @@ fn check_special_writable(path: &Path) -> Result<(), UsageError> {
     }
 }
 
+/// Renders and writes every requested output (`None`: not asked for), in order, and
+/// returns the files written (stdout is not one): the "Wrote …" line's names.
+pub fn write_requested(
+    outputs: &[(&Option<Target>, &dyn Fn() -> Vec<u8>)],
+) -> anyhow::Result<Vec<String>> {
+    let mut files = Vec::new();
+    for (target, render) in outputs {
+        let Some(target) = target else { continue };
+        target.write(&render())?;
+        if !target.is_stdout() {
+            files.push(target.to_string());
+        }
+    }
+    Ok(files)
+}
+
 /// Writes `bytes` to a temporary file beside `path` and renames it over `path`.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
