@@ -142,11 +142,12 @@ fn check_special_writable(path: &Path) -> Result<(), UsageError> {
     }
 }
 
-/// Renders and writes every requested output (`None`: not asked for), in order, and
-/// returns the files written (stdout is not one): the "Wrote …" line's names.
-pub fn write_requested(
-    outputs: &[(&Option<Target>, &dyn Fn() -> Vec<u8>)],
-) -> anyhow::Result<Vec<String>> {
+/// An output as asked for (`None`: not asked for) and what renders its bytes.
+pub type Requested<'a> = (&'a Option<Target>, &'a dyn Fn() -> Vec<u8>);
+
+/// Renders and writes every requested output, in order, and returns the files written
+/// (stdout is not one): the "Wrote …" line's names.
+pub fn write_requested(outputs: &[Requested]) -> anyhow::Result<Vec<String>> {
     let mut files = Vec::new();
     for (target, render) in outputs {
         let Some(target) = target else { continue };
