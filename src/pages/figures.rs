@@ -124,6 +124,7 @@ mod tests {
     use crate::pages::regions::{Region, REGION_BYTES};
     use crate::pages::sources::SourceKind;
     use crate::platform::child::Termination;
+    use crate::view::figure::find;
     use std::collections::HashSet;
 
     fn region(i: u64, value: f64, cumulative_pct: f64) -> Region {
@@ -223,11 +224,6 @@ mod tests {
             dtlb_not_counted: None,
             notes: vec![],
         }
-    }
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        let found = figures.iter().find(|f| f.key == key);
-        found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
     }
 
     #[test]

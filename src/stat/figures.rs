@@ -117,6 +117,7 @@ mod tests {
     use crate::counters::EventKind;
     use crate::platform::child::Termination;
     use crate::stat::{DerivedFigure, EventStat};
+    use crate::view::figure::find;
 
     fn event(name: &str, counts: &[f64]) -> EventStat {
         EventStat {
@@ -171,11 +172,6 @@ mod tests {
             line_bytes: 64,
             notes: Vec::new(),
         }
-    }
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        let found = figures.iter().find(|f| f.key == key);
-        found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
     }
 
     #[test]

@@ -57,6 +57,7 @@ mod tests {
     use crate::sweep::analysis::{compare, Cell};
     use crate::sweep::template::{Assignment, Parameter};
     use crate::sweep::{Benchmark, Measure, Stop, VariantInfo};
+    use crate::view::figure::find;
     use std::collections::HashSet;
 
     const WALL: [&[f64]; 2] = [
@@ -128,11 +129,6 @@ mod tests {
             cells,
             notes: vec![],
         }
-    }
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        let found = figures.iter().find(|f| f.key == key);
-        found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
     }
 
     #[test]

@@ -157,6 +157,13 @@ pub fn ladder_step_pct(ladder: &[u64], value: u64) -> Option<f64> {
     }
 }
 
+/// The figure with this key (tests).
+#[cfg(test)]
+pub fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
+    let found = figures.iter().find(|f| f.key == key);
+    found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
+}
+
 /// A result that lists its comparable figures.
 pub trait Figures {
     fn figures(&self) -> Vec<Figure>;

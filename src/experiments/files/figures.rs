@@ -110,12 +110,8 @@ impl Figures for FilesResult {
 mod tests {
     use super::*;
     use crate::experiments::files::samples;
+    use crate::view::figure::find;
     use std::collections::HashSet;
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        let found = figures.iter().find(|f| f.key == key);
-        found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
-    }
 
     fn metric_labels(f: &Figure) -> Vec<(String, String)> {
         f.metric.as_ref().unwrap().labels.clone()

@@ -131,11 +131,8 @@ mod tests {
     use super::super::samples;
     use super::*;
     use crate::units::{KIB, MIB};
+    use crate::view::figure::find;
     use std::collections::HashSet;
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        (figures.iter().find(|f| f.key == key)).unwrap_or_else(|| panic!("no {key}"))
-    }
 
     #[test]
     fn every_level_has_its_latency_and_capacity_with_spread_step_and_metric() {

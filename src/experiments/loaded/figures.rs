@@ -139,11 +139,8 @@ fn neighbour_step_pct(points: &[&LoadedRow], i: usize, value: fn(&LoadedRow) -> 
 mod tests {
     use super::super::samples;
     use super::*;
+    use crate::view::figure::find;
     use std::collections::HashSet;
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        (figures.iter().find(|f| f.key == key)).unwrap_or_else(|| panic!("no {key}"))
-    }
 
     #[test]
     fn idle_and_every_curves_peak_full_load_and_knee() {

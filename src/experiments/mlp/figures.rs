@@ -127,11 +127,8 @@ fn plateau_figures(result: &MlpResult, s: &MlpSaturation) -> Vec<Figure> {
 mod tests {
     use super::super::samples;
     use super::*;
+    use crate::view::figure::find;
     use std::collections::HashSet;
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        (figures.iter().find(|f| f.key == key)).unwrap_or_else(|| panic!("no {key}"))
-    }
 
     #[test]
     fn saturation_plateau_fit_and_littles_law() {

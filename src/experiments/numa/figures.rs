@@ -100,12 +100,8 @@ impl Figures for NumaResult {
 mod tests {
     use super::*;
     use crate::experiments::numa::samples;
+    use crate::view::figure::find;
     use std::collections::HashSet;
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        let found = figures.iter().find(|f| f.key == key);
-        found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
-    }
 
     #[test]
     fn every_pair_has_latencies_and_bandwidth_and_the_ratios_follow() {

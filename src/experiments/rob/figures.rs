@@ -82,12 +82,8 @@ fn entries_step_pct(result: &RobResult, st: &RobStructure, entries: u32) -> Opti
 mod tests {
     use super::*;
     use crate::experiments::rob::samples;
+    use crate::view::figure::find;
     use std::collections::HashSet;
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        let found = figures.iter().find(|f| f.key == key);
-        found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
-    }
 
     #[test]
     fn structures_window_and_mlp_with_their_grid_steps() {

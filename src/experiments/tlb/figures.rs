@@ -147,12 +147,8 @@ mod tests {
     use super::*;
     use crate::experiments::tlb::samples;
     use crate::units::{KIB, MIB};
+    use crate::view::figure::find;
     use std::collections::HashSet;
-
-    fn find<'a>(figures: &'a [Figure], key: &str) -> &'a Figure {
-        let found = figures.iter().find(|f| f.key == key);
-        found.unwrap_or_else(|| panic!("no {key} in {figures:?}"))
-    }
 
     fn labels(f: &Figure) -> Vec<(String, String)> {
         f.metric.as_ref().unwrap().labels.clone()
