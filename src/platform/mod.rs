@@ -14,6 +14,8 @@ pub mod arena;
 pub mod child;
 pub mod cleanup;
 pub mod cpu_time;
+#[cfg(test)]
+pub mod fake_files;
 pub mod hugepages;
 pub mod journal;
 pub mod load;

@@ -4,6 +4,7 @@
 use std::fs;
 
 use super::*;
+use crate::platform::fake_files::{get, put};
 use crate::platform::journal::{Entry, FORMAT};
 
 const BOOT: &str = "boot-a";
@@ -108,19 +109,6 @@ impl Fake {
     fn entries(&self) -> usize {
         self.journal().list().unwrap().records.len()
     }
-}
-
-fn put(root: &Path, rel: &str, value: &str) {
-    let path = root.join(rel);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, format!("{value}\n")).unwrap();
-}
-
-fn get(root: &Path, rel: &str) -> String {
-    fs::read_to_string(root.join(rel))
-        .unwrap()
-        .trim()
-        .to_string()
 }
 
 #[test]

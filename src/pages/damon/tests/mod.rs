@@ -11,21 +11,9 @@ use std::sync::{Arc, Mutex};
 
 use super::sysfs::{Journal, Sysfs, MAX_REGIONS, MIN_REGIONS};
 use super::*;
+use crate::platform::fake_files::{get, put};
 
 const PID: u32 = 4242;
-
-fn put(root: &Path, rel: &str, value: &str) {
-    let path = root.join(rel);
-    fs::create_dir_all(path.parent().unwrap()).unwrap();
-    fs::write(path, format!("{value}\n")).unwrap();
-}
-
-fn get(root: &Path, rel: &str) -> String {
-    fs::read_to_string(root.join(rel))
-        .unwrap()
-        .trim()
-        .to_string()
-}
 
 /// The files of kdamond `index` as the kernel creates them (one context, one target with
 /// `ram_regions` region directories, one scheme).
