@@ -164,15 +164,15 @@ fn drift_data(d: &DriftResult) -> DataTable {
         ],
     );
     for f in &d.figures {
-        let passes: Vec<String> = f.passes.iter().map(|v| v.to_string()).collect();
+        let passes: Vec<String> = f.passes.iter().map(|&v| format::raw(v)).collect();
         table.row(vec![
             f.key.clone(),
             f.label.clone(),
             f.unit.clone(),
-            f.before.to_string(),
+            format::raw(f.before),
             passes.join(" "),
-            f.drift_pct.to_string(),
-            f.spread_pct.map_or_else(String::new, |s| s.to_string()),
+            format::raw(f.drift_pct),
+            f.spread_pct.map_or_else(String::new, format::raw),
             f.beyond_noise.to_string(),
         ]);
     }
@@ -193,11 +193,11 @@ fn conditions_data(conditions: &[ExperimentConditions]) -> DataTable {
             "tasks",
         ],
     );
-    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    let opt = |v: Option<f64>| v.map_or_else(String::new, format::raw);
     for c in conditions {
         table.row(vec![
             c.experiment.clone(),
-            c.elapsed_s.to_string(),
+            format::raw(c.elapsed_s),
             opt(c.other_runnable_mean),
             opt(c.other_runnable_max),
             opt(c.other_runnable_share_pct),
