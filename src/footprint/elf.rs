@@ -149,7 +149,11 @@ pub fn check_header(data: &[u8]) -> Result<(), String> {
     let wide = match data[4] {
         ELFCLASS32 => false,
         ELFCLASS64 => true,
-        other => return Err(format!("class {other} is neither 1 (32-bit) nor 2 (64-bit)")),
+        other => {
+            return Err(format!(
+                "class {other} is neither 1 (32-bit) nor 2 (64-bit)"
+            ))
+        }
     };
     let big = match data[5] {
         ELFDATA2LSB => false,
@@ -318,7 +322,11 @@ mod tests {
         let mut damaged = me.clone();
         // e_shoff (64-bit, little-endian on the hosts this runs on) past the end.
         damaged[40..48].copy_from_slice(&(me.len() as u64).to_le_bytes());
-        assert!(why(&damaged).contains("section headers"), "{}", why(&damaged));
+        assert!(
+            why(&damaged).contains("section headers"),
+            "{}",
+            why(&damaged)
+        );
         let mut damaged = me.clone();
         damaged[58..60].copy_from_slice(&40u16.to_le_bytes()); // e_shentsize
         assert!(why(&damaged).contains("entries are 40 bytes, not the 64"));
@@ -331,6 +339,10 @@ mod tests {
         let near_end = me.len() as u64 - 8;
         let mut damaged = me;
         damaged[32..40].copy_from_slice(&near_end.to_le_bytes()); // e_phoff
-        assert!(why(&damaged).contains("program headers"), "{}", why(&damaged));
+        assert!(
+            why(&damaged).contains("program headers"),
+            "{}",
+            why(&damaged)
+        );
     }
 }

@@ -42,15 +42,24 @@ impl fmt::Display for NotRegular {
 #[derive(Debug, thiserror::Error)]
 pub enum UserFileError {
     #[error("cannot open {path}: {reason}")]
-    Open { path: PathBuf, reason: std::io::Error },
+    Open {
+        path: PathBuf,
+        reason: std::io::Error,
+    },
     #[error("{path} is {kind}; expected a regular file")]
     NotRegular { path: PathBuf, kind: NotRegular },
     #[error("{path} is larger than {cap}, the most memscope reads of such a file")]
     TooLarge { path: PathBuf, cap: Bytes },
     #[error("cannot read {path}: {reason}")]
-    Read { path: PathBuf, reason: std::io::Error },
+    Read {
+        path: PathBuf,
+        reason: std::io::Error,
+    },
     #[error("cannot map {path} into memory: {reason}")]
-    Map { path: PathBuf, reason: std::io::Error },
+    Map {
+        path: PathBuf,
+        reason: std::io::Error,
+    },
 }
 
 /// A regular file opened for reading.

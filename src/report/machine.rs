@@ -521,6 +521,9 @@ mod tests {
         let back: Machine = serde_json::from_value(json).unwrap();
         assert_eq!(back.memory_limit, m.memory_limit);
         m.memory_limit = None;
-        assert!(serde_json::to_value(&m).unwrap().get("memory_limit").is_none());
+        assert!(serde_json::to_value(&m)
+            .unwrap()
+            .get("memory_limit")
+            .is_none());
     }
 }

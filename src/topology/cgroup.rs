@@ -112,11 +112,13 @@ pub fn memory_limit(root: &Path, proc_cgroup: &str, mountinfo: &str) -> Option<C
     if let Some(path) = &memberships.v1_memory {
         if let Some(mount) = mounts.iter().find(|m| m.kind == MountKind::V1Memory) {
             let levels = directories(root, mount, path);
-            if let Some((cgroup, leaf)) = levels.first() {
-                limits.extend(v1_hierarchical_limit(leaf, cgroup));
-            }
             for (cgroup, dir) in &levels {
                 limits.extend(v1_limit(dir, cgroup));
+            }
+            // Last: on a tie the limit a visible cgroup sets is named (min_by_key keeps
+            // the first of equals).
+            if let Some((cgroup, leaf)) = levels.first() {
+                limits.extend(v1_hierarchical_limit(leaf, cgroup));
             }
         }
     }
@@ -206,7 +208,12 @@ fn directories(root: &Path, mount: &Mount, path: &str) -> Vec<(String, PathBuf)>
     if parts.iter().any(|p| *p == "." || *p == "..") {
         parts.clear();
     }
-    let base = root.join(mount.mount_point.strip_prefix("/").unwrap_or(&mount.mount_point));
+    let base = root.join(
+        mount
+            .mount_point
+            .strip_prefix("/")
+            .unwrap_or(&mount.mount_point),
+    );
     let mut out = Vec::new();
     loop {
         let name = format!("{mount_root}/{}", parts.join("/"));
@@ -281,8 +288,8 @@ fn v1_limit(dir: &Path, cgroup: &str) -> Option<CgroupMemoryLimit> {
 /// The leaf's hierarchical limit, with the leaf's own usage (a lower bound of the
 /// usage of the ancestor that sets it, when that one is not visible).
 fn v1_hierarchical_limit(dir: &Path, cgroup: &str) -> Option<CgroupMemoryLimit> {
-    let limit_bytes = stat_field(&memory_stat(dir), "hierarchical_memory_limit")
-        .filter(|&l| l < V1_UNLIMITED)?;
+    let limit_bytes =
+        stat_field(&memory_stat(dir), "hierarchical_memory_limit").filter(|&l| l < V1_UNLIMITED)?;
     Some(CgroupMemoryLimit {
         source: LimitSource::V1HierarchicalLimit,
         cgroup: cgroup.to_string(),
@@ -338,7 +345,11 @@ mod tests {
         put(r, &format!("{mem}/memory.limit_in_bytes"), UNLIMITED);
         put(r, &format!("{mem}/jobs/memory.limit_in_bytes"), &mb(1024));
         put(r, &format!("{mem}/jobs/memory.usage_in_bytes"), &mb(900));
-        put(r, &format!("{mem}/jobs/one/memory.limit_in_bytes"), &mb(300));
+        put(
+            r,
+            &format!("{mem}/jobs/one/memory.limit_in_bytes"),
+            &mb(300),
+        );
         put(r, &format!("{mem}/jobs/one/memory.usage_in_bytes"), &mb(50));
         put(
             r,
@@ -353,16 +364,36 @@ mod tests {
         put(r, &format!("{mem}/jobs/memory.usage_in_bytes"), &mb(100));
         let limit = memory_limit(r, V1_CGROUP, V1_MOUNTS).unwrap();
         assert_eq!(limit.cgroup, "/jobs/one");
-        assert_eq!((limit.limit_bytes, limit.in_use_bytes), (300 * MIB, 30 * MIB));
+        assert_eq!(
+            (limit.limit_bytes, limit.in_use_bytes),
+            (300 * MIB, 30 * MIB)
+        );
         assert!(
             limit.describe().contains("/jobs/one limit 300 MiB")
                 && limit.describe().contains("minus 30 MiB in use"),
             "{}",
             limit.describe()
         );
+        // The kernel's hierarchical limit equal to the leaf's own: the leaf's file is named.
+        put(
+            r,
+            &format!("{mem}/jobs/one/memory.stat"),
+            &format!(
+                "hierarchical_memory_limit {}\ntotal_inactive_file {}\n",
+                mb(300),
+                mb(20)
+            ),
+        );
+        let tie = memory_limit(r, V1_CGROUP, V1_MOUNTS).unwrap();
+        assert_eq!(tie.source, LimitSource::V1LimitInBytes);
+        put(r, &format!("{mem}/jobs/one/memory.stat"), "");
         // No limit anywhere: none.
         put(r, &format!("{mem}/jobs/memory.limit_in_bytes"), UNLIMITED);
-        put(r, &format!("{mem}/jobs/one/memory.limit_in_bytes"), UNLIMITED);
+        put(
+            r,
+            &format!("{mem}/jobs/one/memory.limit_in_bytes"),
+            UNLIMITED,
+        );
         assert_eq!(memory_limit(r, V1_CGROUP, V1_MOUNTS), None);
         // A limit above the mount shows in the leaf's hierarchical_memory_limit.
         put(
@@ -392,7 +423,11 @@ mod tests {
         assert_eq!(limit.headroom_bytes(), 412 * MIB);
         put(r, "run/cg2/a/b/c/memory.max", &mb(64));
         put(r, "run/cg2/a/b/c/memory.current", &mb(16));
-        put(r, "run/cg2/a/b/c/memory.stat", &format!("inactive_file {}", mb(6)));
+        put(
+            r,
+            "run/cg2/a/b/c/memory.stat",
+            &format!("inactive_file {}", mb(6)),
+        );
         let limit = memory_limit(r, cgroup, mounts).unwrap();
         assert_eq!(limit.cgroup, "/a/b/c");
         assert_eq!(limit.headroom_bytes(), 54 * MIB);
@@ -414,7 +449,10 @@ mod tests {
         put(r, "sys/fs/cgroup/memory.max", &mb(300));
         put(r, "sys/fs/cgroup/memory.current", &mb(10));
         let limit = memory_limit(r, "0::/\n", mounts).unwrap();
-        assert_eq!((limit.cgroup.as_str(), limit.headroom_bytes()), ("/", 290 * MIB));
+        assert_eq!(
+            (limit.cgroup.as_str(), limit.headroom_bytes()),
+            ("/", 290 * MIB)
+        );
         // No namespace, the container's cgroup bind-mounted: its path is outside the
         // mount's root ("/docker/abc" vs "/"), or the mount's root is the path.
         let bound = "29 1 0:26 /docker/abc /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n";
