@@ -86,6 +86,7 @@ fn compare_refuses_a_device_a_fifo_and_a_directory_at_once() {
 
 /// Runs memscope and returns its output and its own peak RSS (wait4 on its pid, so no
 /// other child of this test process counts).
+#[allow(clippy::zombie_processes)] // reaped by the wait4 below, which also gives its rusage
 fn with_peak_rss(args: &[&str]) -> (i32, String, u64) {
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memscope"))
         .args(args)
