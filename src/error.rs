@@ -4,6 +4,7 @@
 //! status 2 (like clap's own argument errors). Each message quotes the bad value and says
 //! what was expected.
 
+use crate::topology::memory::AvailableMemory;
 use crate::units::{Bytes, SizeParseError};
 
 #[derive(Debug, thiserror::Error)]
@@ -23,11 +24,16 @@ pub enum UsageError {
     )]
     NoSuchCpu { cpu: String, available: String },
 
-    #[error("{flag} {requested} is larger than the memory available now ({available}): expected at most {available}")]
+    /// `available` says which limit refused: MemAvailable or a cgroup's.
+    #[error(
+        "{flag} {requested} is larger than the memory available now ({available}): expected \
+         at most {allowed}, nine tenths of it"
+    )]
     SizeExceedsMemory {
         flag: &'static str,
         requested: Bytes,
-        available: Bytes,
+        allowed: Bytes,
+        available: AvailableMemory,
     },
 
     #[error("{flag} {requested} is too small: expected at least {minimum}")]

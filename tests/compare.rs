@@ -277,7 +277,8 @@ fn files_that_are_not_readable_reports_are_refused_with_exit_2() {
         (write("text.json", "not json at all"), "not JSON"),
         (write("fio.json", r#"{"fio version": "3.33"}"#), "tool.name"),
         (write("future.json", &future.to_string()), "schema 99"),
-        (dir.path().join("missing.json"), "cannot read"),
+        (dir.path().join("missing.json"), "cannot open"),
+        (PathBuf::from("/dev/zero"), "is a character device"),
     ];
     for (file, says) in &cases {
         memscope(&["compare", a.to_str().unwrap(), file.to_str().unwrap()])

@@ -1,6 +1,7 @@
 //! The reports a comparison reads: files named on the command line (each must be a
-//! readable memscope report), and directories, whose `*.json` files are read in name
-//! order and those that are not memscope reports skipped with a note.
+//! readable memscope report, a regular file: a device or FIFO is refused at once), and
+//! directories, whose regular `*.json` files are read in name order and those that are
+//! not memscope reports skipped with a note.
 
 use std::path::Path;
 

@@ -10,6 +10,7 @@ use clap::Args;
 use crate::error::UsageError;
 use crate::platform::arena::PagePolicy;
 use crate::topology::cpu::format_cpu_list;
+use crate::topology::memory::MemoryBound;
 use crate::topology::Machine;
 use crate::units::{Bytes, KIB, MIB};
 
@@ -268,18 +269,21 @@ pub fn thread_cpus(machine: &Machine, first: usize) -> Vec<usize> {
     order
 }
 
-/// A working set that must fit in the memory available now, leaving a tenth of it for
-/// everything else on the machine.
+/// A working set that must fit in the memory available now (MemAvailable, or the
+/// cgroup's headroom when that is smaller), leaving a tenth of it for everything else.
 pub fn check_fits_memory(
     flag: &'static str,
     bytes: Bytes,
     machine: &Machine,
 ) -> Result<(), UsageError> {
-    let available = Bytes(machine.memory_available_bytes / 10 * 9);
-    if machine.memory_available_bytes > 0 && bytes > available {
+    let available = machine.available_memory();
+    let unknown = available.bytes == 0 && available.bound == MemoryBound::MemAvailable;
+    let allowed = Bytes(available.bytes / 10 * 9);
+    if !unknown && bytes > allowed {
         return Err(UsageError::SizeExceedsMemory {
             flag,
             requested: bytes,
+            allowed,
             available,
         });
     }
@@ -363,4 +367,48 @@ pub struct OutputArgs {
     /// Write the self-contained HTML report, with its plots, to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topology::cgroup::{CgroupMemoryLimit, LimitSource};
+    use crate::units::GIB;
+
+    #[test]
+    fn the_memory_guard_names_the_limit_that_refused() {
+        let mut machine = Machine {
+            memory_available_bytes: 17 * GIB,
+            ..Machine::default()
+        };
+        check_fits_memory("--max-size", Bytes(GIB), &machine).unwrap();
+        let e = check_fits_memory("--max-size", Bytes(16 * GIB), &machine)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MemAvailable"), "{e}");
+        machine.memory_limit = Some(CgroupMemoryLimit {
+            source: LimitSource::V1LimitInBytes,
+            cgroup: "/x".into(),
+            limit_bytes: 300 * MIB,
+            in_use_bytes: 30 * MIB,
+        });
+        let e = check_fits_memory("--max-size", Bytes(GIB), &machine)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--max-size 1 GiB is larger than the memory available now (270 MiB, the memory cgroup /x limit 300 MiB")
+                && e.contains("minus 30 MiB in use")
+                && e.contains("expected at most 243 MiB"),
+            "{e}"
+        );
+        check_fits_memory("--max-size", Bytes(200 * MIB), &machine).unwrap();
+        // A cgroup limit looser than MemAvailable does not count.
+        machine.memory_available_bytes = 100 * MIB;
+        let e = check_fits_memory("--max-size", Bytes(200 * MIB), &machine)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("MemAvailable") && !e.contains("cgroup"), "{e}");
+        // Unknown MemAvailable (a sample machine) checks nothing.
+        check_fits_memory("--max-size", Bytes(GIB), &Machine::default()).unwrap();
+    }
 }

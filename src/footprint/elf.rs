@@ -1,6 +1,8 @@
 //! What the ELF file itself says, without debug information: the TLS segment (PT_TLS:
 //! `.tdata` initialised + `.tbss` zeroed, per thread) and the data objects of the symbol
-//! table with their sizes and sections.
+//! table with their sizes and sections. Before the `object` crate parses anything, the
+//! header and the extent of its tables are checked (`check_header`), so a file that only
+//! starts like an ELF file is refused naming its defect instead of read as an empty one.
 
 use object::read::elf::{ElfFile, FileHeader, ProgramHeader};
 use object::{Object, ObjectSection, ObjectSymbol, SectionIndex, SymbolKind};
@@ -43,6 +45,9 @@ pub struct ElfFacts {
 
 /// Reads an ELF file (32- or 64-bit, either byte order); an error names what it is not.
 pub fn read(data: &[u8]) -> Result<ElfFacts, String> {
+    if data.starts_with(&object::elf::ELFMAG) {
+        check_header(data).map_err(|why| format!("it is not a valid ELF file: {why}"))?;
+    }
     match object::FileKind::parse(data) {
         Ok(object::FileKind::Elf64) => {
             read_elf::<object::elf::FileHeader64<object::Endianness>>(data)
@@ -123,6 +128,140 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result
     })
 }
 
+/// Checks that an ELF file's header is whole and its fields sane, and that the program
+/// and section header tables it points to lie inside the file with entries of the size
+/// of its class; the reason names the first defect.
+pub fn check_header(data: &[u8]) -> Result<(), String> {
+    // The numbers of the System V ABI (object's constants are typed wrappers).
+    const ELFCLASS32: u8 = 1;
+    const ELFCLASS64: u8 = 2;
+    const ELFDATA2LSB: u8 = 1;
+    const ELFDATA2MSB: u8 = 2;
+    const EV_CURRENT: u8 = 1;
+    const PN_XNUM: u64 = 0xffff;
+    const SHN_XINDEX: u64 = 0xffff;
+    let length = data.len() as u64;
+    if data.len() < 16 {
+        return Err(format!(
+            "the file is {length} bytes, shorter than the 16 of the ELF identification"
+        ));
+    }
+    let wide = match data[4] {
+        ELFCLASS32 => false,
+        ELFCLASS64 => true,
+        other => {
+            return Err(format!(
+                "class {other} is neither 1 (32-bit) nor 2 (64-bit)"
+            ))
+        }
+    };
+    let big = match data[5] {
+        ELFDATA2LSB => false,
+        ELFDATA2MSB => true,
+        other => {
+            return Err(format!(
+                "data encoding {other} is neither 1 (little-endian) nor 2 (big-endian)"
+            ))
+        }
+    };
+    if data[6] != EV_CURRENT {
+        return Err(format!("ELF version {} is not 1", data[6]));
+    }
+    let (header_size, ph_size, sh_size) = if wide { (64, 56, 64) } else { (52, 32, 40) };
+    if length < header_size {
+        return Err(format!(
+            "the file is {length} bytes, shorter than the {header_size}-byte header of its class"
+        ));
+    }
+    // Fixed offsets of the ELF header (System V ABI): the 64-bit header widens the three
+    // address-sized fields (entry, phoff, shoff).
+    let field = |at: usize, width: usize| -> u64 {
+        let bytes = &data[at..at + width];
+        let mut value = 0u64;
+        for i in 0..width {
+            let byte = if big { bytes[i] } else { bytes[width - 1 - i] };
+            value = value << 8 | u64::from(byte);
+        }
+        value
+    };
+    let (phoff, shoff, rest) = if wide {
+        (field(32, 8), field(40, 8), 52)
+    } else {
+        (field(28, 4), field(32, 4), 40)
+    };
+    let phentsize = field(rest + 2, 2);
+    let mut phnum = field(rest + 4, 2);
+    let shentsize = field(rest + 6, 2);
+    let mut shnum = field(rest + 8, 2);
+    let mut shstrndx = field(rest + 10, 2);
+    let table_end = |what: &str, offset: u64, count: u64, size: u64| {
+        let end = count
+            .checked_mul(size)
+            .and_then(|bytes| bytes.checked_add(offset));
+        match end {
+            Some(end) if end <= length => Ok(()),
+            _ => Err(format!(
+                "its {what} ({count} of {size} bytes at offset {offset}) end beyond the                  file's {length} bytes"
+            )),
+        }
+    };
+    if shoff != 0 {
+        if shentsize != sh_size {
+            return Err(format!(
+                "its section header entries are {shentsize} bytes, not the {sh_size} of its                  class"
+            ));
+        }
+        // Extended numbering: with more than 0xff00 sections (or 0xffff segments) the
+        // real counts and the string table index live in section header 0.
+        if shnum == 0 || phnum == PN_XNUM || shstrndx == SHN_XINDEX {
+            table_end("section header 0", shoff, 1, sh_size)?;
+            let at = usize::try_from(shoff).map_err(|_| "its section offset is too large")?;
+            let (size, link, info) = if wide {
+                (field(at + 32, 8), field(at + 40, 4), field(at + 44, 4))
+            } else {
+                (field(at + 20, 4), field(at + 24, 4), field(at + 28, 4))
+            };
+            if shnum == 0 {
+                shnum = size;
+            }
+            if phnum == PN_XNUM {
+                phnum = info;
+            }
+            if shstrndx == SHN_XINDEX {
+                shstrndx = link;
+            }
+        }
+        table_end("section headers", shoff, shnum, sh_size)?;
+        if shnum > 0 {
+            if shstrndx == 0 {
+                return Err("it has sections but no section name table (e_shstrndx 0)".into());
+            }
+            if shstrndx >= shnum {
+                return Err(format!(
+                    "its section name table index {shstrndx} is not below its {shnum} sections"
+                ));
+            }
+        }
+    } else if shnum != 0 {
+        return Err(format!("it claims {shnum} sections at offset 0"));
+    }
+    if phnum > 0 {
+        if phoff == 0 {
+            return Err(format!("it claims {phnum} program headers at offset 0"));
+        }
+        if phentsize != ph_size {
+            return Err(format!(
+                "its program header entries are {phentsize} bytes, not the {ph_size} of its                  class"
+            ));
+        }
+        table_end("program headers", phoff, phnum, ph_size)?;
+    }
+    if shnum == 0 && phnum == 0 {
+        return Err("it has neither sections nor segments".to_string());
+    }
+    Ok(())
+}
+
 /// The sections that hold program data (not notes, not code).
 fn is_data_section(name: &str) -> bool {
     [
@@ -160,5 +299,50 @@ mod tests {
         assert_eq!(demangle("tcache"), "tcache");
         let truncated = &me[..200];
         assert!(read(truncated).is_err());
+    }
+
+    #[test]
+    fn a_file_that_only_starts_like_elf_is_refused_naming_the_defect() {
+        let why = |bytes: &[u8]| match read(bytes) {
+            Ok(_) => "read without error".to_string(),
+            Err(e) => e,
+        };
+        // 7 bytes of magic (class, data, version) and zeros.
+        let mut fake = b"\x7fELF\x02\x01\x01".to_vec();
+        fake.resize(1 << 16, 0);
+        let e = why(&fake);
+        assert!(
+            e.contains("not a valid ELF file") && e.contains("neither sections nor segments"),
+            "{e}"
+        );
+        assert!(why(&fake[..40]).contains("shorter than the 64-byte header"));
+        assert!(why(&fake[..10]).contains("shorter than the 16"));
+        let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        check_header(&me).unwrap();
+        let mut damaged = me.clone();
+        // e_shoff (64-bit, little-endian on the hosts this runs on) past the end.
+        damaged[40..48].copy_from_slice(&(me.len() as u64).to_le_bytes());
+        assert!(
+            why(&damaged).contains("section headers"),
+            "{}",
+            why(&damaged)
+        );
+        let mut damaged = me.clone();
+        damaged[58..60].copy_from_slice(&40u16.to_le_bytes()); // e_shentsize
+        assert!(why(&damaged).contains("entries are 40 bytes, not the 64"));
+        let mut damaged = me.clone();
+        damaged[62..64].copy_from_slice(&u16::MAX.to_le_bytes()); // e_shstrndx = SHN_XINDEX
+        assert!(why(&damaged).contains("name table"), "{}", why(&damaged));
+        let mut damaged = me.clone();
+        damaged[4] = 3;
+        assert!(why(&damaged).contains("class 3"));
+        let near_end = me.len() as u64 - 8;
+        let mut damaged = me;
+        damaged[32..40].copy_from_slice(&near_end.to_le_bytes()); // e_phoff
+        assert!(
+            why(&damaged).contains("program headers"),
+            "{}",
+            why(&damaged)
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! caches: each object in bytes, cache lines and shares of L1d and L2 (measured sizes
 //! from a memscope report when there is one, the OS's otherwise), and the per-thread
 //! total × threads against L3. The ELF gives the TLS segment and the symbols (`elf`), the
-//! DWARF, where present, the types and struct layouts (`dwarf`).
+//! DWARF, where present, the types and struct layouts (`dwarf`). The file is mapped
+//! read-only (`platform::user_file`) and its ELF header and tables checked for
+//! plausibility before anything is reported.
 
 pub mod dwarf;
 pub mod elf;
@@ -138,7 +140,8 @@ fn process_mappings(pid: u32) -> Result<ProcessMappings, String> {
     })
 }
 
-/// Why a binary cannot be read at all (exit 2).
+/// Why a binary cannot be read at all (exit 2): not a regular file, unreadable, or not
+/// a valid ELF file.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot read '{path}': {reason}")]
 pub struct FootprintError {
@@ -152,7 +155,11 @@ pub fn run(plan: &FootprintPlan, machine: &Machine) -> Result<FootprintResult, F
         path: plan.binary.clone(),
         reason,
     };
-    let data = std::fs::read(&plan.binary).map_err(|e| fail(e.to_string()))?;
+    // Mapped, not read: a large binary (or a sparse file posing as one) costs page cache
+    // for the parts the parsers touch, not a heap copy of the whole.
+    let data = crate::platform::user_file::open(std::path::Path::new(&plan.binary))
+        .and_then(|file| file.map())
+        .map_err(|e| fail(e.to_string()))?;
     let facts = elf::read(&data).map_err(fail)?;
     let mut notes = Vec::new();
     let variables = match dwarf::variables(&data) {

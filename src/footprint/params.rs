@@ -1,12 +1,15 @@
 //! The flags of `memscope footprint` (clap) and their resolution into a plan: the binary
 //! must exist, the counts be sane, and a report given with `--against` (or found in the
-//! current directory) must be a memscope report.
+//! current directory) must be a memscope report; both must be regular files
+//! (`platform::user_file`).
 
 use clap::Args;
 
 use super::FootprintPlan;
 use crate::error::UsageError;
 use crate::experiments::params::{parse_count, OutputArgs};
+use crate::platform::user_file;
+use crate::report::read::MAX_REPORT_BYTES;
 
 #[derive(Debug, Clone, Args)]
 pub struct FootprintArgs {
@@ -62,11 +65,13 @@ impl FootprintArgs {
             (None, Some(pid)) => format!("/proc/{pid}/exe"),
             (None, None) => unreachable!("clap requires BINARY unless --pid is given"),
         };
-        if !std::path::Path::new(&binary).is_file() {
+        // Refused here, before anything else, when it is no regular file (a FIFO would
+        // hang a plain open, a device read without end).
+        if let Err(e) = user_file::open(std::path::Path::new(&binary)) {
             return Err(UsageError::InvalidValue {
                 flag: "BINARY",
                 value: binary,
-                expected: "an existing ELF file".to_string(),
+                expected: format!("an existing ELF file, but {e}"),
             });
         }
         let measured = match &self.against {
@@ -92,9 +97,10 @@ fn read_report(path: &str) -> Result<serde_json::Value, UsageError> {
         value: path.to_string(),
         expected: format!("a memscope JSON report ({reason})"),
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let bytes = user_file::read_capped(std::path::Path::new(path), MAX_REPORT_BYTES)
+        .map_err(|e| bad(e.to_string()))?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
     if value.get("schema_version").is_none() || value.get("machine").is_none() {
         return Err(bad("it has no schema_version and machine".to_string()));
     }

@@ -149,9 +149,14 @@ pub fn read_record(path: &str) -> Result<PagesRecord, UsageError> {
         value: path.to_string(),
         expected: format!("a JSON report of `memscope pages record --json` ({reason})"),
     };
-    let text = std::fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    // A regular file only, read to the report cap (a FIFO or device is refused at once).
+    let bytes = crate::platform::user_file::read_capped(
+        std::path::Path::new(path),
+        crate::report::read::MAX_REPORT_BYTES,
+    )
+    .map_err(|e| bad(e.to_string()))?;
     let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| bad(format!("not JSON: {e}")))?;
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("not JSON: {e}")))?;
     let pages = value
         .get("pages")
         .ok_or_else(|| bad("it has no `pages` object".to_string()))?;

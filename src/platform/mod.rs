@@ -6,8 +6,9 @@
 //! started paused so counters can be attached before its exec (`child`), the undo
 //! actions run when a signal stops the process (`cleanup`), scratch directories
 //! removed on every exit (`scratch`), the journal of those changes that lets the next
-//! start undo what a SIGKILL left (`journal`), and the competition for the CPUs: other
-//! runnable tasks and steal time (`load`).
+//! start undo what a SIGKILL left (`journal`), the competition for the CPUs: other
+//! runnable tasks and steal time (`load`), and the files a user names for memscope to
+//! read, only regular ones, read to a cap or mapped (`user_file`).
 
 pub mod affinity;
 pub mod arena;
@@ -24,3 +25,4 @@ pub mod preemption;
 pub mod scratch;
 pub mod team;
 pub mod timer;
+pub mod user_file;

@@ -1,6 +1,6 @@
-//! The machine's section of every output: identity, clocks and memory as key/value rows,
-//! the caches, TLBs, NUMA nodes and huge page pools as tables, the distortions of a
-//! hypervisor in words, and the caches as the CSV table `machine.caches`; plus the two
+//! The machine's section of every output: identity, clocks and memory (with the cgroup's
+//! memory limit, when one is set) as key/value rows, the caches, TLBs, NUMA nodes and
+//! huge page pools as tables, the distortions of a hypervisor in words, and the caches as the CSV table `machine.caches`; plus the two
 //! lines `run` prints about the machine before its results.
 
 use std::fmt::Write as _;
@@ -124,6 +124,19 @@ fn identity_table(m: &Machine) -> Table {
             Bytes(m.memory_available_bytes)
         ),
     );
+    if let Some(limit) = &m.memory_limit {
+        t.pair(
+            "Memory limit",
+            format!(
+                "{} of cgroup {} ({}), {} in use: {} left",
+                Bytes(limit.limit_bytes),
+                limit.cgroup,
+                limit.source.file(),
+                Bytes(limit.in_use_bytes),
+                Bytes(limit.headroom_bytes())
+            ),
+        );
+    }
     t.pair("NUMA nodes", m.numa_nodes.len().to_string());
     let offered: Vec<String> = m
         .page_sizes_bytes
@@ -485,5 +498,32 @@ mod tests {
         ] {
             assert!(summary.contains(words), "{words}: {summary}");
         }
+    }
+
+    #[test]
+    fn a_cgroup_memory_limit_is_shown_when_set() {
+        use crate::topology::cgroup::{CgroupMemoryLimit, LimitSource};
+        let mut m = sample_machine();
+        assert!(!machine_section(&m).plain_text().contains("Memory limit"));
+        m.memory_limit = Some(CgroupMemoryLimit {
+            source: LimitSource::V2MemoryMax,
+            cgroup: "/job".into(),
+            limit_bytes: 300 * MIB,
+            in_use_bytes: 30 * MIB,
+        });
+        assert_eq!(
+            value(&machine_section(&m), "Memory limit"),
+            "300 MiB of cgroup /job (cgroup v2 memory.max), 30 MiB in use: 270 MiB left"
+        );
+        // The JSON field is additive: absent without a limit, read back when present.
+        let json = serde_json::to_value(&m).unwrap();
+        assert_eq!(json["memory_limit"]["source"], "v2_memory_max");
+        let back: Machine = serde_json::from_value(json).unwrap();
+        assert_eq!(back.memory_limit, m.memory_limit);
+        m.memory_limit = None;
+        assert!(serde_json::to_value(&m)
+            .unwrap()
+            .get("memory_limit")
+            .is_none());
     }
 }

@@ -2,20 +2,22 @@
 //! schema this memscope reads. Anything else is refused with what it is and what was
 //! expected, never a panic: a file that is not JSON, JSON that is not a memscope report, a
 //! report of a schema too new or too old, a report whose fields do not fit the schema it
-//! claims.
+//! claims. The file itself is read through `platform::user_file`: a regular file only
+//! (a device or FIFO is refused at once), at most `MAX_REPORT_BYTES` counted as read.
 
 use std::path::{Path, PathBuf};
 
 use super::{Report, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
 
 /// The largest report read; a profile's report is a few hundred KiB.
-const MAX_REPORT_BYTES: u64 = 256 << 20;
+pub const MAX_REPORT_BYTES: u64 = 256 << 20;
 
 /// Why a file could not be read as a report.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    #[error("cannot read {path}: {reason}")]
-    Io { path: PathBuf, reason: String },
+    /// Not a regular file, too large, or unreadable (the error names the path).
+    #[error(transparent)]
+    File(#[from] crate::platform::user_file::UserFileError),
     #[error("{path} is not a memscope report: {reason}")]
     NotAReport { path: PathBuf, reason: String },
     #[error(
@@ -38,20 +40,7 @@ pub enum ReadError {
 
 /// Reads and checks one report file.
 pub fn read_report(path: &Path) -> Result<Report, ReadError> {
-    let io = |reason: String| ReadError::Io {
-        path: path.to_path_buf(),
-        reason,
-    };
-    let size = std::fs::metadata(path)
-        .map_err(|e| io(e.to_string()))?
-        .len();
-    if size > MAX_REPORT_BYTES {
-        return Err(io(format!(
-            "it is {} bytes, more than a report's {MAX_REPORT_BYTES}",
-            size
-        )));
-    }
-    let bytes = std::fs::read(path).map_err(|e| io(e.to_string()))?;
+    let bytes = crate::platform::user_file::read_capped(path, MAX_REPORT_BYTES)?;
     parse_report(path, &bytes)
 }
 

@@ -1,11 +1,14 @@
 //! System memory as the kernel reports it: totals from /proc/meminfo, the base page size,
-//! every huge page size and its hugetlbfs pool, and the transparent-huge-page mode. It also
+//! every huge page size and its hugetlbfs pool, and the transparent-huge-page mode; what
+//! bounds the memory available to this process (`AvailableMemory`). It also
 //! reads /proc/self/smaps so the arena can check that THP really backed a mapping, since
 //! `madvise(MADV_HUGEPAGE)` is only a hint.
 
 use std::path::Path;
 
+use super::cgroup::CgroupMemoryLimit;
 use super::{read_trimmed, HugePagePool, ThpInfo};
+use crate::units::Bytes;
 
 const HUGEPAGES_SYSFS: &str = "/sys/kernel/mm/hugepages";
 const THP_SYSFS: &str = "/sys/kernel/mm/transparent_hugepage";
@@ -32,6 +35,34 @@ pub fn parse_meminfo_field(text: &str, name: &str) -> Option<u64> {
 pub fn read_meminfo_field(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     parse_meminfo_field(&text, name)
+}
+
+/// The memory this process may allocate now, and which limit that is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AvailableMemory {
+    pub bytes: u64,
+    pub bound: MemoryBound,
+}
+
+/// What bounds the memory available to this process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryBound {
+    /// MemAvailable of /proc/meminfo (no cgroup limit is tighter).
+    MemAvailable,
+    /// A cgroup's limit minus what is charged to it.
+    Cgroup(CgroupMemoryLimit),
+}
+
+impl std::fmt::Display for AvailableMemory {
+    /// "270 MiB, the memory cgroup /x limit 300 MiB (…) minus 30 MiB in use".
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.bound {
+            MemoryBound::MemAvailable => {
+                write!(f, "{}, MemAvailable of /proc/meminfo", Bytes(self.bytes))
+            }
+            MemoryBound::Cgroup(limit) => write!(f, "{}, {}", Bytes(self.bytes), limit.describe()),
+        }
+    }
 }
 
 /// The base page size; 4 KiB if sysconf cannot say, which is what nearly every system uses.

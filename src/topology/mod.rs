@@ -1,5 +1,7 @@
 //! The machine as the OS and the CPU describe it: CPU identity, caches, TLBs, NUMA nodes,
-//! page sizes and huge-page pools, THP mode, hypervisor and kernel.
+//! page sizes and huge-page pools, THP mode, hypervisor and kernel, and the memory
+//! this process may use: MemAvailable, or its cgroup's limit when that is tighter
+//! (`cgroup`).
 //!
 //! Everything here is *reported*, not measured: experiments compare what they measure
 //! against it. Sources are sysfs and procfs first (they reflect what the kernel actually
@@ -9,6 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod caches;
+pub mod cgroup;
 pub mod cpu;
 pub mod memory;
 pub mod numa;
@@ -45,6 +48,10 @@ pub struct Machine {
     /// MemTotal and MemAvailable of /proc/meminfo.
     pub memory_total_bytes: u64,
     pub memory_available_bytes: u64,
+    /// The tightest memory limit of this process's cgroups, when one is set (what a
+    /// size must fit is `available_memory()`, the smaller of the two).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<cgroup::CgroupMemoryLimit>,
     /// Base page size and every huge page size the kernel offers.
     pub base_page_bytes: u64,
     pub page_sizes_bytes: Vec<u64>,
@@ -215,6 +222,23 @@ impl Machine {
         }
     }
 
+    /// The memory this process may allocate now: MemAvailable, or the headroom of its
+    /// cgroup's limit when that is smaller, and which of the two it is.
+    pub fn available_memory(&self) -> memory::AvailableMemory {
+        match &self.memory_limit {
+            Some(limit) if limit.headroom_bytes() < self.memory_available_bytes => {
+                memory::AvailableMemory {
+                    bytes: limit.headroom_bytes(),
+                    bound: memory::MemoryBound::Cgroup(limit.clone()),
+                }
+            }
+            _ => memory::AvailableMemory {
+                bytes: self.memory_available_bytes,
+                bound: memory::MemoryBound::MemAvailable,
+            },
+        }
+    }
+
     /// Data-holding caches (L1d, L2, L3 …) ordered by level.
     pub fn data_caches(&self) -> Vec<&CacheInfo> {
         let mut caches: Vec<&CacheInfo> = self.caches.iter().filter(|c| c.holds_data()).collect();
@@ -277,6 +301,7 @@ pub fn detect() -> anyhow::Result<Machine> {
         allowed_cpus: allowed,
         memory_total_bytes,
         memory_available_bytes,
+        memory_limit: cgroup::detect(),
         base_page_bytes,
         page_sizes_bytes: memory::page_sizes(base_page_bytes, &hugepage_pools),
         hugepage_pools,

@@ -123,21 +123,28 @@ fn mount_of(path: &Path) -> Option<(String, String, String)> {
     best
 }
 
-/// mountinfo escapes spaces and the like as \ooo (octal).
-fn unescape(field: &str) -> String {
+/// mountinfo escapes spaces and the like as \ooo (octal). Bytes, not `str` slices: a
+/// backslash before a multi-byte character must not split it.
+pub(super) fn unescape(field: &str) -> String {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 4 <= bytes.len() {
-            if let Ok(v) = u8::from_str_radix(&field[i + 1..i + 4], 8) {
-                out.push(v);
+        let octal = bytes.get(i + 1..i + 4).and_then(|digits| {
+            std::str::from_utf8(digits)
+                .ok()
+                .and_then(|d| u8::from_str_radix(d, 8).ok())
+        });
+        match (bytes[i], octal) {
+            (b'\\', Some(byte)) => {
+                out.push(byte);
                 i += 4;
-                continue;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
             }
         }
-        out.push(bytes[i]);
-        i += 1;
     }
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -193,6 +200,7 @@ mod tests {
     fn mount_fields_are_unescaped() {
         assert_eq!(unescape("/mnt/with\\040space"), "/mnt/with space");
         assert_eq!(unescape("/plain"), "/plain");
+        assert_eq!(unescape("/a\\é\\04"), "/a\\é\\04");
     }
 
     #[test]

@@ -94,7 +94,7 @@ impl MlpConfig {
             // 1 GiB, or what fits in the memory available now.
             None => Some(
                 (1 << 30)
-                    .min(machine.memory_available_bytes / 2)
+                    .min(machine.available_memory().bytes / 2)
                     .max(64 * MIB),
             ),
         };

@@ -504,7 +504,7 @@ fn huge_page_cap(policy: PagePolicy, machine: &Machine) -> u64 {
             .iter()
             .find(|p| p.page_bytes == page)
             .map_or(0, |p| p.free),
-        _ => machine.memory_available_bytes / 2 / page,
+        _ => machine.available_memory().bytes / 2 / page,
     }
 }
 

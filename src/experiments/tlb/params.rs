@@ -81,7 +81,7 @@ impl TlbConfig {
             config.max_pages_base = parse_count("--max-pages", text, 16, 1 << 24)? as u64;
         }
         // At most half the free memory, in 2 MiB pages.
-        let memory_pages = (machine.memory_available_bytes / 2 / (2 * MIB)).max(16);
+        let memory_pages = (machine.available_memory().bytes / 2 / (2 * MIB)).max(16);
         match &args.max_huge_pages {
             Some(text) => {
                 let pages = parse_count("--max-huge-pages", text, 16, 1 << 20)? as u64;
@@ -102,7 +102,7 @@ impl TlbConfig {
             None => {
                 config.saxpy_footprint = config
                     .saxpy_footprint
-                    .min(machine.memory_available_bytes / 2)
+                    .min(machine.available_memory().bytes / 2)
             }
         }
         if !measure.quick {
