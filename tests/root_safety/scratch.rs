@@ -49,7 +49,10 @@ fn a_sweep_value_with_shell_syntax_runs_nothing() {
     let script = std::fs::read_to_string(dir.path().join("script.txt")).unwrap();
     assert_eq!(script, format!("{value}\n"));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(report["sweep"]["variants"][0]["values"][0][1], value.as_str());
+    assert_eq!(
+        report["sweep"]["variants"][0]["values"][0][1],
+        value.as_str()
+    );
 }
 
 #[test]
