@@ -1,7 +1,9 @@
-//! Root-safety tests that go through the binary: each part of issue 25 in its module
-//! (tests/root_safety/*.rs).
+//! Root-safety tests that go through the binary (issue 25): one test binary, a module
+//! per part in tests/root_safety/.
 
 #[path = "root_safety/memory_guard.rs"]
 mod memory_guard;
+#[path = "root_safety/scratch.rs"]
+mod scratch;
 #[path = "root_safety/user_files.rs"]
 mod user_files;

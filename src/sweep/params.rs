@@ -26,7 +26,9 @@ pub struct SweepArgs {
     pub params: Vec<String>,
 
     /// The build line, run once per variant by `sh -c` in the current directory (it is
-    /// your shell line: it may use pipes, `&&` and ${VARIABLES}).
+    /// your shell line: it may use pipes, `&&` and ${VARIABLES}). Each `{NAME}` becomes
+    /// its value shell-quoted, one literal word (inside '…' or "…" the text itself); for
+    /// several words let the shell split a variable: `F={FLAGS}; cc $F …`.
     #[arg(long, value_name = "SHELL COMMAND")]
     pub build: Option<String>,
 
@@ -127,6 +129,7 @@ impl SweepArgs {
             ));
         }
         self.check_placeholders(&parameters, &env, &benchmarks)?;
+        check_shell_lines(self.build.as_deref(), &benchmarks, &variants)?;
         check_programs(&benchmarks, &self.keep, &variants[0])?;
         let metrics = self
             .metric
@@ -251,6 +254,32 @@ impl SweepArgs {
         }
         Ok(())
     }
+}
+
+/// Every variant's values can be quoted into the shell lines: the build line and the
+/// script of a benchmark run as `sh -c SCRIPT` (refused here, before anything is built).
+fn check_shell_lines(
+    build: Option<&str>,
+    benchmarks: &[Benchmark],
+    variants: &[Assignment],
+) -> Result<(), UsageError> {
+    let mut lines: Vec<(&'static str, &str)> = Vec::new();
+    lines.extend(build.map(|b| ("--build", b)));
+    lines.extend(benchmarks.iter().filter_map(|b| {
+        template::shell_script_word(&b.words).map(|i| ("BENCH", b.words[i].as_str()))
+    }));
+    for (flag, line) in lines {
+        for v in variants {
+            template::substitute_shell(line, v).map_err(|e| {
+                invalid(
+                    flag,
+                    line,
+                    &format!("a shell line every value can be quoted into ({e})"),
+                )
+            })?;
+        }
+    }
+    Ok(())
 }
 
 /// `VAR=VALUE` with a valid variable name.

@@ -1,7 +1,9 @@
 //! One run of one benchmark on one variant: the command's words with the variant's values
 //! and its kept copies, its environment, standard output and error captured in files (the
 //! metrics are read from stdout; stderr is shown when a warm-up run fails), and `stat`'s
-//! counters around it. Nothing here decides what runs when (`schedule`).
+//! counters around it. A benchmark is argv, run with no shell; only the script of one
+//! that runs a shell itself (`sh -c SCRIPT`) gets its values shell-quoted. Nothing here
+//! decides what runs when (`schedule`).
 
 use std::ffi::OsString;
 use std::io::{Read, Seek};
@@ -23,19 +25,34 @@ pub struct Prepared {
 /// The benchmark's words with the variant's values, a word naming a kept path replaced
 /// by the variant's copy, and the environment: `--env` values, the kept libraries first
 /// on LD_LIBRARY_PATH and MEMSCOPE_VARIANT_DIR naming the variant's directory.
-pub fn prepare(plan: &SweepPlan, benchmark: &Benchmark, variant: &BuiltVariant) -> Prepared {
+///
+/// A benchmark that runs a shell on a script (`sh -c SCRIPT`) gets its values
+/// shell-quoted into the script, as the build line does; the error (checked already when
+/// the plan was made) names the value.
+pub fn prepare(
+    plan: &SweepPlan,
+    benchmark: &Benchmark,
+    variant: &BuiltVariant,
+) -> Result<Prepared, SweepError> {
     let assignment = &variant.info.values;
+    let script = template::shell_script_word(&benchmark.words);
     let command = benchmark
         .words
         .iter()
-        .map(|w| {
+        .enumerate()
+        .map(|(i, w)| {
+            if Some(i) == script {
+                return template::substitute_shell(w, assignment)
+                    .map(OsString::from)
+                    .map_err(|e| SweepError(format!("benchmark '{}': {e}", benchmark.name)));
+            }
             let word = template::substitute(w, assignment);
-            match variant.copy_of(&word) {
+            Ok(match variant.copy_of(&word) {
                 Some(copy) => copy.as_os_str().to_os_string(),
                 None => OsString::from(word),
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let mut env: Vec<(OsString, OsString)> = plan
         .env
         .iter()
@@ -61,10 +78,10 @@ pub fn prepare(plan: &SweepPlan, benchmark: &Benchmark, variant: &BuiltVariant) 
             dir.as_os_str().to_os_string(),
         ));
     }
-    Prepared {
+    Ok(Prepared {
         command,
         options_env: env,
-    }
+    })
 }
 
 /// A finished run with its captured output.

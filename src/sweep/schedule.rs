@@ -43,7 +43,7 @@ pub fn measure(
                 .map(|v| runner::prepare(plan, b, v))
                 .collect()
         })
-        .collect();
+        .collect::<Result<_, _>>()?;
     let measures = measures(plan);
     let mut state = State {
         plan,
@@ -59,6 +59,7 @@ pub fn measure(
     };
     let mut notes = Vec::new();
     for w in 0..plan.warmup {
+        built.check_in_place()?;
         if state.block(0, &format!("warm-up {}/{}", w + 1, plan.warmup))? {
             return Err(SweepError("interrupted (Ctrl-C) during the warm-up".into()));
         }
@@ -73,6 +74,7 @@ pub fn measure(
             Schedule::Fixed(n) => format!("block {}/{n}", block + 1),
             Schedule::Adaptive { .. } => format!("block {}", block + 1),
         };
+        built.check_in_place()?;
         if state.block(block + 1, &label)? {
             state.drop_block(block + 1);
             break Stop::Interrupted;

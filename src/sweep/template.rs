@@ -1,7 +1,10 @@
 //! Sweep parameters and `{NAME}` placeholders: parsing `-p NAME=V1,V2,…` and
 //! `-p NAME=A..B:STEP` (or `:*F` for a geometric range), the product of several
-//! parameters, finding the placeholders a text uses and substituting a variant's values.
-//! `${NAME}` is shell syntax, not a placeholder, so a build line may use shell variables.
+//! parameters, finding the placeholders a text uses and substituting a variant's values:
+//! as they are into paths, environment values and argv words (`substitute`), shell-quoted
+//! into a shell line (`substitute_shell`: the build line, a benchmark's `sh -c` script),
+//! where each value stays one literal word whatever characters it holds. `${NAME}` is
+//! shell syntax, not a placeholder, so a build line may use shell variables.
 
 use serde::{Deserialize, Serialize};
 
@@ -67,6 +70,13 @@ pub fn parse_parameter(spec: &str) -> Result<Parameter, String> {
     }
     if list.iter().any(String::is_empty) {
         return Err("values separated by commas, none of them empty".to_string());
+    }
+    // No shell word and no argv word can hold one (`substitute_shell` refuses it too).
+    if let Some(v) = list.iter().find(|v| v.contains('\0')) {
+        return Err(format!(
+            "values without a NUL byte ('{}' cannot be shell-quoted or passed to a program)",
+            v.escape_debug()
+        ));
     }
     for (i, v) in list.iter().enumerate() {
         if list[..i].contains(v) {
@@ -196,6 +206,251 @@ pub fn substitute(text: &str, assignment: &Assignment) -> String {
     out
 }
 
+/// How a placeholder's value is quoted where it sits in a shell line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    /// Unquoted: the value becomes one shell word (`shlex::try_quote`).
+    Word,
+    /// Inside '…': each ' becomes '\'' (close, a backslashed quote, reopen).
+    Single,
+    /// Inside "…": \ " $ ` get a backslash.
+    Double,
+    /// Where memscope does not follow the shell's parsing (inside `…`, $(…), ${…}, a
+    /// comment, after a here-document): only values that need no quoting go there.
+    Unclear(&'static str),
+}
+
+/// Where the shell's parser is at a point of the line (memscope's simplified view).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Context {
+    Top,
+    Single,
+    Double,
+    /// `$(…)` or `$((…))`, and parentheses inside them.
+    Paren,
+    /// `${…}`.
+    Brace,
+    Backtick,
+    Comment,
+}
+
+/// `text`, a shell line, with each `{NAME}` of the assignment replaced by its value quoted
+/// so that the shell reads it as exactly that text: unquoted, inside '…' or inside "…".
+/// The error (a value with a NUL byte, or a value that needs quoting where memscope does
+/// not follow the shell's parsing) names the value, the parameter and what to do.
+pub fn substitute_shell(text: &str, assignment: &Assignment) -> Result<String, String> {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut stack = vec![Context::Top];
+    // Set once memscope can no longer follow the line's quoting, for the rest of it.
+    let mut unclear: Option<&'static str> = None;
+    let mut i = 0;
+    // The byte before is a backslash that escapes what follows (outside '…').
+    let mut escaped = false;
+    while i < bytes.len() {
+        let top = *stack.last().unwrap_or(&Context::Top);
+        let b = bytes[i];
+        // A placeholder, in any context: the same rule as `substitute`.
+        if b == b'{' && !(i > 0 && bytes[i - 1] == b'$') {
+            if let Some((close, name, value)) = text[i..]
+                .find('}')
+                .map(|c| c + i)
+                .and_then(|c| Some((c, &text[i + 1..c], assignment.value(&text[i + 1..c])?)))
+            {
+                let quoting = match (unclear, stack.as_slice()) {
+                    // A backslash would escape the value's opening quote.
+                    _ if escaped => Quoting::Unclear("right after a backslash"),
+                    (Some(why), _) => Quoting::Unclear(why),
+                    (None, [Context::Top]) => Quoting::Word,
+                    (None, [Context::Top, Context::Single]) => Quoting::Single,
+                    (None, [Context::Top, Context::Double]) => Quoting::Double,
+                    (None, _) => Quoting::Unclear(match top {
+                        Context::Comment => "in a comment",
+                        Context::Backtick => "inside `…`",
+                        Context::Brace => "inside ${…}",
+                        _ => "inside $(…)",
+                    }),
+                };
+                out.push_str(&quote(value, name, quoting)?);
+                i = close + 1;
+                escaped = false;
+                continue;
+            }
+        }
+        escaped = false;
+        let next = bytes.get(i + 1).copied();
+        let word_start = i == 0 || b" \t\n;&|()<>".contains(&bytes[i - 1]);
+        let mut step = 1;
+        match top {
+            Context::Single => {
+                if b == b'\'' {
+                    stack.pop();
+                }
+            }
+            Context::Comment => {
+                if b == b'\n' {
+                    stack.pop();
+                }
+            }
+            Context::Backtick => match b {
+                b'\\' => (step, escaped) = escape(next),
+                b'`' => {
+                    stack.pop();
+                }
+                _ => {}
+            },
+            Context::Double => match b {
+                b'\\' => (step, escaped) = escape(next),
+                b'"' => {
+                    stack.pop();
+                }
+                b'`' => stack.push(Context::Backtick),
+                b'$' if next == Some(b'(') => {
+                    stack.push(Context::Paren);
+                    step = 2;
+                }
+                b'$' if next == Some(b'{') => {
+                    stack.push(Context::Brace);
+                    step = 2;
+                }
+                _ => {}
+            },
+            Context::Top | Context::Paren | Context::Brace => match b {
+                b'\\' => (step, escaped) = escape(next),
+                b'\'' | b'"' if top == Context::Brace => {
+                    // Quotes inside ${…} mean different things inside and outside "…".
+                    unclear = unclear.or(Some("after a quote inside ${…}"));
+                }
+                b'\'' => stack.push(Context::Single),
+                b'"' => stack.push(Context::Double),
+                b'`' => stack.push(Context::Backtick),
+                b'$' if next == Some(b'\'') => {
+                    unclear = unclear.or(Some("after $'…'"));
+                }
+                b'$' if next == Some(b'(') => {
+                    stack.push(Context::Paren);
+                    step = 2;
+                }
+                b'$' if next == Some(b'{') => {
+                    stack.push(Context::Brace);
+                    step = 2;
+                }
+                b'<' if next == Some(b'<') && top != Context::Brace => {
+                    unclear = unclear.or(Some("after a here-document (<<)"));
+                }
+                b'#' if word_start && top != Context::Brace => stack.push(Context::Comment),
+                b'(' if top == Context::Paren => stack.push(Context::Paren),
+                b')' if top == Context::Paren => {
+                    stack.pop();
+                }
+                b'}' if top == Context::Brace => {
+                    stack.pop();
+                }
+                b'c' if top == Context::Paren
+                    && word_start
+                    && text[i..].starts_with("case")
+                    && bytes.get(i + 4).is_some_and(u8::is_ascii_whitespace) =>
+                {
+                    // A pattern's unmatched ')' would end $(…) too early for memscope.
+                    unclear = unclear.or(Some("after a case inside $(…)"));
+                }
+                _ => {}
+            },
+        }
+        let end = (i + step).min(bytes.len());
+        // A backslash may escape a multi-byte character: copy up to the next boundary.
+        let end = (end..=bytes.len())
+            .find(|&e| text.is_char_boundary(e))
+            .unwrap_or(bytes.len());
+        out.push_str(&text[i..end]);
+        i = end;
+    }
+    Ok(out)
+}
+
+/// How far a backslash reaches: over the character it escapes, except the `{` of a
+/// placeholder, which is then substituted right after the backslash (`escaped`).
+fn escape(next: Option<u8>) -> (usize, bool) {
+    match next {
+        Some(b'{') => (1, true),
+        _ => (2, false),
+    }
+}
+
+/// `value` (of the parameter `name`) quoted for where it sits.
+fn quote(value: &str, name: &str, quoting: Quoting) -> Result<String, String> {
+    if value.contains('\0') {
+        return Err(format!(
+            "the value '{}' of {name} holds a NUL byte, which no shell word can hold",
+            value.escape_debug()
+        ));
+    }
+    Ok(match quoting {
+        Quoting::Word => shlex::try_quote(value)
+            .map_err(|e| format!("the value '{value}' of {name}: {e}"))?
+            .into_owned(),
+        Quoting::Single => value.replace('\'', "'\\''"),
+        Quoting::Double => {
+            let mut out = String::with_capacity(value.len());
+            for c in value.chars() {
+                if matches!(c, '\\' | '"' | '$' | '`') {
+                    out.push('\\');
+                }
+                out.push(c);
+            }
+            out
+        }
+        Quoting::Unclear(why) => match shlex::try_quote(value) {
+            Ok(std::borrow::Cow::Borrowed(_)) => value.to_string(),
+            _ => {
+                return Err(format!(
+                    "the value '{value}' of {name} needs shell quoting, but {{{name}}} sits \
+                     {why}, where memscope does not follow the shell's quoting: set a \
+                     variable first (V={{{name}}}; …) and use \"$V\" there"
+                ))
+            }
+        },
+    })
+}
+
+/// The index of the script word when `words` run a shell on a script (`sh -c SCRIPT`,
+/// `bash -ec SCRIPT`, …): values substituted into it must be shell-quoted too.
+pub fn shell_script_word(words: &[String]) -> Option<usize> {
+    const SHELLS: &[&str] = &["sh", "bash", "dash", "ash", "ksh", "mksh", "zsh", "busybox"];
+    let program = words.first()?.rsplit('/').next()?;
+    if !SHELLS.contains(&program) {
+        return None;
+    }
+    let mut script = false;
+    let mut i = 1;
+    // busybox runs its applet: `busybox sh -c …`.
+    if program == "busybox" {
+        if words.get(1).map(String::as_str) != Some("sh") {
+            return None;
+        }
+        i = 2;
+    }
+    while i < words.len() {
+        let word = &words[i];
+        if word == "--" || word == "-" {
+            i += 1;
+            break;
+        }
+        match word.as_bytes().first() {
+            Some(b'-') | Some(b'+') => {
+                script |= word[1..].contains('c');
+                // -o OPTION / -O OPTION take the next word.
+                if word[1..].ends_with(['o', 'O']) {
+                    i += 1;
+                }
+                i += 1;
+            }
+            _ => break,
+        }
+    }
+    (script && i < words.len()).then_some(i)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,5 +533,154 @@ mod tests {
         );
         assert_eq!(substitute("{UNSET} {", &a), "{UNSET} {");
         assert!(placeholders("awk '{print $1}'").is_empty());
+    }
+
+    fn one(name: &str, value: &str) -> Assignment {
+        Assignment(vec![(name.into(), value.into())])
+    }
+
+    /// Runs `line` by `sh -c` in `dir`; its standard output.
+    fn run(line: &str, dir: &std::path::Path) -> String {
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn a_value_is_one_quoted_word_and_runs_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let pwned = dir.path().join("pwned");
+        let value = format!("a;touch {}", pwned.display());
+        let line = substitute_shell("echo {X}", &one("X", &value)).unwrap();
+        assert_eq!(line, format!("echo '{value}'"));
+        assert_eq!(run(&line, dir.path()), format!("{value}\n"));
+        assert!(!pwned.exists());
+        // Values that need no quoting are pasted as they are, in any context.
+        assert_eq!(
+            substitute_shell(
+                "cc -DK={K} '{K}' \"{K}\" $(echo {K}) # {K}",
+                &one("K", "16")
+            )
+            .unwrap(),
+            "cc -DK=16 '16' \"16\" $(echo 16) # 16"
+        );
+        // A value with a space is one word: a flag list is split by the shell only where
+        // the line asks for it, through a variable.
+        let flags = one("F", "-O2 -march=native");
+        assert_eq!(
+            run(
+                &substitute_shell("printf '<%s>' {F}", &flags).unwrap(),
+                dir.path()
+            ),
+            "<-O2 -march=native>"
+        );
+        assert_eq!(
+            run(
+                &substitute_shell("f={F}; printf '<%s>' $f", &flags).unwrap(),
+                dir.path()
+            ),
+            "<-O2><-march=native>"
+        );
+    }
+
+    #[test]
+    fn hostile_values_stay_literal_unquoted_and_inside_quotes() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("pwned");
+        let p = p.display();
+        let values = [
+            format!("a;touch {p}"),
+            format!("$(touch {p})"),
+            format!("`touch {p}`"),
+            format!("'; touch {p}; '"),
+            format!("\"; touch {p}; \""),
+            format!("x\ntouch {p}\n"),
+            format!("\\'; touch {p} #"),
+            format!("\\\"; touch {p} #"),
+            "$HOME ~ * ? [a] {Y} ${X} %s é\t!".to_string(),
+            "\\".to_string(),
+            "'".to_string(),
+            "\"".to_string(),
+            "a'b\"c\\d$e`f".to_string(),
+        ];
+        // printf prints each argument between <>: the value must arrive as one literal
+        // argument (or as literal text inside the template's own quotes).
+        for template in [
+            "printf '<%s>' {X}",
+            "printf '<%s>' pre{X}post",
+            "printf '<%s>' '{X}'",
+            "printf '<%s>' 'a {X} b'",
+            "printf '<%s>' \"{X}\"",
+            "printf '<%s>' \"a {X} $(echo b)\"",
+            "( printf '<%s>' {X} ) && printf '<%s>' \"{X}\" '{X}'",
+        ] {
+            for value in &values {
+                let line = substitute_shell(template, &one("X", value)).unwrap();
+                let want = substitute(template, &one("X", "VALUE"));
+                let want = run(&want, dir.path()).replace("VALUE", value);
+                assert_eq!(
+                    run(&line, dir.path()),
+                    want,
+                    "{template} with {value:?}: {line}"
+                );
+                assert!(!dir.path().join("pwned").exists(), "{line}");
+            }
+        }
+    }
+
+    #[test]
+    fn values_that_need_quoting_where_memscope_cannot_follow_are_refused() {
+        let spaced = one("X", "a b");
+        for (template, why) in [
+            ("echo $(echo {X})", "inside $(…)"),
+            ("echo \"$(echo {X})\"", "inside $(…)"),
+            ("echo `echo {X}`", "inside `…`"),
+            ("echo ${V:-{X}}", "inside ${…}"),
+            ("echo hi # {X}", "in a comment"),
+            ("cat <<EOF\n{X}\nEOF", "here-document"),
+            ("echo \\{X}", "right after a backslash"),
+            ("echo $'x' {X}", "after $'…'"),
+            ("x=$(case a in a) echo;; esac) \"{X}\"", "case"),
+        ] {
+            let e = substitute_shell(template, &spaced).unwrap_err();
+            assert!(
+                e.contains("'a b' of X") && e.contains(why),
+                "{template}: {e}"
+            );
+            // A value that needs no quoting goes anywhere.
+            assert!(
+                substitute_shell(template, &one("X", "16")).is_ok(),
+                "{template}"
+            );
+        }
+        // Quoting is followed past these: a quote inside $(…) or `…` ends there.
+        let line = substitute_shell("echo \"$(echo ')')\" {X} `echo \\`` '{X}'", &spaced).unwrap();
+        assert_eq!(line, "echo \"$(echo ')')\" 'a b' `echo \\`` 'a b'");
+        let e = substitute_shell("echo {X}", &one("X", "a\0b")).unwrap_err();
+        assert!(e.contains("NUL") && e.contains("of X"), "{e}");
+        let e = parse_parameter("X=a\0b,c").unwrap_err();
+        assert!(e.contains("NUL"), "{e}");
+    }
+
+    #[test]
+    fn a_shell_script_word_is_found_after_the_shells_options() {
+        let words = |s: &str| shlex::split(s).unwrap();
+        assert_eq!(shell_script_word(&words("sh -c 'exit {N}'")), Some(2));
+        assert_eq!(shell_script_word(&words("/bin/bash -e -c 'x'")), Some(3));
+        assert_eq!(shell_script_word(&words("bash -ec 'x' name arg")), Some(2));
+        assert_eq!(
+            shell_script_word(&words("bash -o pipefail -c 'x'")),
+            Some(4)
+        );
+        assert_eq!(shell_script_word(&words("busybox sh -c 'x'")), Some(3));
+        assert_eq!(shell_script_word(&words("sh script.sh {N}")), None);
+        assert_eq!(shell_script_word(&words("sh -e script.sh")), None);
+        assert_eq!(shell_script_word(&words("sh -c")), None);
+        assert_eq!(shell_script_word(&words("./bench -c {N}")), None);
+        assert_eq!(shell_script_word(&words("busybox ls -c")), None);
     }
 }

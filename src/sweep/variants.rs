@@ -1,7 +1,11 @@
-//! Building each variant once: the user's build line through `sh -c` in the current
-//! directory, then every `--keep` path copied into the variant's own directory under a
-//! temporary work directory, so the variants can later run interleaved without
-//! rebuilding. The work directory is removed when the sweep ends, on an error, and on
+//! Building each variant once: the user's build line (values shell-quoted,
+//! `template::substitute_shell`) through `sh -c` in the current directory, then every
+//! `--keep` path copied into the variant's own directory under a temporary work directory,
+//! so the variants can later run interleaved without rebuilding. The work directory is a
+//! `platform::scratch::ScratchDir`: the copies and the build log are created relative to
+//! its descriptor (`O_NOFOLLOW`, exclusively), and it is checked in place after each
+//! build and before each block of runs, so a directory swapped by another user stops the
+//! sweep. It is removed when the sweep ends, on an error, and on
 //! SIGINT/SIGTERM/SIGHUP/SIGQUIT (through `platform::cleanup`). A build that fails stops
 //! the sweep with its output and the variant that failed; the variant's binary is read by
 //! `footprint` so its per-thread footprint sits beside its figures.
@@ -14,15 +18,26 @@ use super::params::same_path;
 use super::template::{self, Assignment};
 use super::{FootprintSummary, SweepError, SweepPlan, VariantInfo};
 use crate::footprint::{self, FootprintPlan};
-use crate::platform::scratch::ScratchDir;
+use crate::platform::scratch::{Dir, ScratchDir};
 use crate::session::progress::Progress;
 use crate::topology::Machine;
 
 /// The variants as built: where each one's kept files are.
 pub struct Built {
     /// Removed on drop; `None` when nothing is built (runtime knobs only).
-    _work: Option<WorkDir>,
+    work: Option<WorkDir>,
     pub variants: Vec<BuiltVariant>,
+}
+
+impl Built {
+    /// An error naming the work directory when it was renamed or replaced since it was
+    /// made (the kept copies run from there by path).
+    pub fn check_in_place(&self) -> Result<(), SweepError> {
+        match &self.work {
+            Some(work) => work.check_in_place(),
+            None => Ok(()),
+        }
+    }
 }
 
 /// One variant's kept files.
@@ -65,6 +80,12 @@ impl WorkDir {
     fn path(&self) -> &Path {
         self.0.path()
     }
+
+    fn check_in_place(&self) -> Result<(), SweepError> {
+        self.0
+            .check_in_place()
+            .map_err(|e| SweepError(e.to_string()))
+    }
 }
 
 /// Builds every variant (when there is a build line) and keeps its files.
@@ -86,7 +107,7 @@ pub fn build_all(plan: &SweepPlan, machine: &Machine) -> Result<Built, SweepErro
             })
             .collect();
         return Ok(Built {
-            _work: None,
+            work: None,
             variants,
         });
     };
@@ -96,17 +117,24 @@ pub fn build_all(plan: &SweepPlan, machine: &Machine) -> Result<Built, SweepErro
     let mut variants = Vec::new();
     for (index, assignment) in plan.variants.iter().enumerate() {
         progress.message(&assignment.label());
-        let line = template::substitute(build, assignment);
+        let line = template::substitute_shell(build, assignment).map_err(SweepError)?;
         let started = Instant::now();
         run_build(&line, assignment, &work)?;
         let build_s = started.elapsed().as_secs_f64();
-        let dir = work.path().join(format!("variant-{}", index + 1));
+        work.check_in_place()?;
+        let dir_name = format!("variant-{}", index + 1);
+        let dir = work.path().join(&dir_name);
+        let variant_dir = work
+            .0
+            .create_dir(&dir_name)
+            .map_err(|e| SweepError(format!("cannot create {}: {e}", dir.display())))?;
         let mut kept = Vec::new();
         let mut library_dirs: Vec<PathBuf> = Vec::new();
         for given in &plan.keep {
             let given = template::substitute(given, assignment);
-            let copy = dir.join(kept_name(&given));
-            copy_kept(&given, &copy).map_err(|e| {
+            let name = kept_name(&given);
+            let copy = dir.join(&name);
+            copy_kept(Path::new(&given), &variant_dir, &name).map_err(|e| {
                 SweepError(format!(
                     "the build of variant {} did not leave '{given}' to keep ({e}); build \
                      line: {line}",
@@ -121,6 +149,7 @@ pub fn build_all(plan: &SweepPlan, machine: &Machine) -> Result<Built, SweepErro
             }
             kept.push((given, copy));
         }
+        work.check_in_place()?;
         let footprint = kept
             .iter()
             .find(|(_, copy)| is_elf(copy))
@@ -140,7 +169,7 @@ pub fn build_all(plan: &SweepPlan, machine: &Machine) -> Result<Built, SweepErro
     }
     progress.finish();
     Ok(Built {
-        _work: Some(work),
+        work: Some(work),
         variants,
     })
 }
@@ -148,25 +177,32 @@ pub fn build_all(plan: &SweepPlan, machine: &Machine) -> Result<Built, SweepErro
 /// Runs one build line; its output goes to a file in the work directory, shown when the
 /// build fails.
 fn run_build(line: &str, assignment: &Assignment, work: &WorkDir) -> Result<(), SweepError> {
-    let log_path = work.path().join("build.log");
+    const LOG: &str = "build.log";
+    let log_path = work.path().join(LOG);
+    let cannot =
+        |e: std::io::Error| SweepError(format!("cannot write {}: {e}", log_path.display()));
+    // A fresh log per build, made exclusively inside the work directory.
+    match work.0.remove(LOG) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(cannot(e)),
+        _ => {}
+    }
+    let log = work.0.create_file(LOG).map_err(cannot)?;
     let failed = |why: String| {
-        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+        // Read back through the descriptor the build wrote to, not by path.
+        let output = read_log(&log);
         SweepError(format!(
             "the build of variant {} failed ({why}); build line: {line}{}",
             assignment.label(),
             tail("build output", &output, 40)
         ))
     };
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| SweepError(format!("cannot write {}: {e}", log_path.display())))?;
-    let err = log
-        .try_clone()
-        .map_err(|e| SweepError(format!("cannot write {}: {e}", log_path.display())))?;
+    let out = log.try_clone().map_err(cannot)?;
+    let err = log.try_clone().map_err(cannot)?;
     let status = Command::new("sh")
         .arg("-c")
         .arg(line)
         .stdin(Stdio::null())
-        .stdout(log)
+        .stdout(out)
         .stderr(err)
         .status()
         .map_err(|e| failed(format!("cannot run sh: {e}")))?;
@@ -178,6 +214,19 @@ fn run_build(line: &str, assignment: &Assignment, work: &WorkDir) -> Result<(), 
             None => "killed by a signal".to_string(),
         }))
     }
+}
+
+/// The build's output, from its log's start (at most the last MiB: only its tail is shown).
+fn read_log(log: &std::fs::File) -> String {
+    use std::io::{Read, Seek, SeekFrom};
+    const MAX: u64 = 1 << 20;
+    let mut log = log;
+    let len = log.metadata().map_or(0, |m| m.len());
+    let mut bytes = Vec::new();
+    let _ = log
+        .seek(SeekFrom::Start(len.saturating_sub(MAX)))
+        .and_then(|_| log.take(MAX).read_to_end(&mut bytes));
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// The last `lines` lines of `output`, indented under a heading (empty when there is none).
@@ -217,23 +266,62 @@ fn kept_name(given: &str) -> PathBuf {
     }
 }
 
-/// Copies a file (permissions kept) or a directory tree.
-fn copy_kept(from: &str, to: &Path) -> std::io::Result<()> {
-    let from = Path::new(from);
+/// Copies the file or directory tree `from` (in the user's directory) to `to` inside the
+/// variant's directory `dir`, creating what is in between; every file and directory is
+/// made relative to a descriptor, exclusively, and a file keeps its permission bits (not
+/// set-id bits).
+fn copy_kept(from: &Path, dir: &Dir, to: &Path) -> std::io::Result<()> {
+    let name = to
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| std::io::Error::other(format!("'{}' has no file name", to.display())))?;
+    let parent;
+    let into = match to.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(p) => {
+            parent = dir.create_dirs(p)?;
+            &parent
+        }
+        None => dir,
+    };
+    copy_into(from, into, name, 0)
+}
+
+/// Copies `from` as `name` into `dir`, descending into directories (to a bounded depth).
+fn copy_into(from: &Path, dir: &Dir, name: &str, depth: usize) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let meta = std::fs::metadata(from)?;
-    if let Some(parent) = to.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
     if meta.is_dir() {
-        std::fs::create_dir_all(to)?;
+        if depth > 32 {
+            return Err(std::io::Error::other(format!(
+                "{} is more than 32 directories deep",
+                from.display()
+            )));
+        }
+        // An existing directory (an earlier --keep under it) is filled in, not refused.
+        let sub = dir.create_dirs(Path::new(name))?;
         for entry in std::fs::read_dir(from)? {
             let entry = entry?;
-            let source = entry.path();
-            copy_kept(&source.to_string_lossy(), &to.join(entry.file_name()))?;
+            let entry_name = entry.file_name();
+            let entry_name = entry_name.to_str().ok_or_else(|| {
+                std::io::Error::other(format!("{} is not UTF-8", entry.path().display()))
+            })?;
+            copy_into(&entry.path(), &sub, entry_name, depth + 1)?;
         }
         Ok(())
     } else {
-        std::fs::copy(from, to).map(|_| ())
+        let mut source = std::fs::File::open(from)?;
+        // A file an earlier --keep copied is replaced, as a copy by path would.
+        let mut copy = match dir.create_file(name) {
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                dir.remove(name)?;
+                dir.create_file(name)?
+            }
+            other => other?,
+        };
+        std::io::copy(&mut source, &mut copy)?;
+        copy.set_permissions(std::fs::Permissions::from_mode(
+            meta.permissions().mode() & 0o777,
+        ))
     }
 }
 

@@ -4,8 +4,10 @@
 //! refused), random 4 KiB reads over the largest file at several queue depths (a
 //! synchronous `pread` baseline and `io_uring`) with latency percentiles, and a block-size
 //! sweep of cold sequential reads. The test files live in a fresh directory (`testfiles`)
-//! removed on success, error and signals; `storage` says what filesystem and device they
-//! are on.
+//! removed on success, error and signals; every file is opened relative to its descriptor
+//! (page-cache drops, mmap and io_uring work on those descriptors, never on a path), and a
+//! directory renamed or swapped under the run stops it before the next phase. `storage`
+//! says what filesystem and device they are on.
 
 pub mod figures;
 pub mod params;
@@ -17,8 +19,7 @@ pub mod view;
 
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
@@ -233,20 +234,67 @@ pub fn measure(config: &FilesConfig, progress: &Progress) -> Result<FilesResult,
             "simulated failure after the test files were written ({simulated})"
         )));
     }
-    let (largest_bytes, largest) = files.files.last().cloned().expect("at least one size");
-    let cold_method = cold_method(&largest);
+    let read = read_files(config, &files, progress, &mut notes)?;
+    progress.finish();
+    let written_bytes = sizes.iter().sum();
+    drop(files);
+    Ok(FilesResult {
+        storage,
+        cold_method: read.cold_method,
+        read_block: config.read_block,
+        sizes: read.sizes,
+        largest_bytes: read.largest_bytes,
+        block_size: read.block_size,
+        random: read.random,
+        blocks: read.blocks,
+        sweep_bytes: read.sweep_bytes,
+        written_bytes,
+        dram_copy_gb_per_s: None,
+        notes,
+    })
+}
+
+/// The figures read from the test files.
+struct Read {
+    cold_method: ColdMethod,
+    sizes: Vec<SizeRow>,
+    largest_bytes: u64,
+    block_size: u64,
+    random: Vec<RandomRow>,
+    blocks: Vec<BlockRow>,
+    sweep_bytes: u64,
+}
+
+/// The reads of every phase over the written test files, each phase after checking that
+/// the directory is still in place (a swapped directory stops the run, naming it).
+fn read_files(
+    config: &FilesConfig,
+    files: &TestFiles,
+    progress: &Progress,
+    notes: &mut Vec<String>,
+) -> Result<Read, FilesError> {
+    let in_place = || files.check_in_place().map_err(FilesError);
+    in_place()?;
+    let (largest_bytes, largest_name) = files.files.last().cloned().expect("at least one size");
+    let largest = TestFile {
+        files,
+        name: &largest_name,
+    };
+    let cold_method = cold_method(largest);
     let fail = |what: &str, e: std::io::Error| FilesError(format!("{what}: {e}"));
 
-    progress.start("files: sequential reads", sizes.len() as u64);
+    progress.start("files: sequential reads", files.files.len() as u64);
     let mut rows = Vec::new();
-    for (bytes, path) in &files.files {
+    for (bytes, name) in &files.files {
+        in_place()?;
         progress.message(&crate::units::Bytes(*bytes).to_string());
+        let file = TestFile { files, name };
         let block = config
             .read_block
             .min(bytes.next_multiple_of(DIRECT_ALIGN as u64));
-        let warm = warm_read(config, path, *bytes, block).map_err(|e| fail("warm read", e))?;
-        let mmap = mapped_read(config, path, *bytes).map_err(|e| fail("mmap read", e))?;
-        let cold = cold_read(config, path, *bytes, block, cold_method)
+        let warm = warm_read(config, file, *bytes, block).map_err(|e| fail("warm read", e))?;
+        let mmap = mapped_read(config, file, *bytes).map_err(|e| fail("mmap read", e))?;
+        let cold = cold_read(config, file, *bytes, block, cold_method)
             .map_err(|e| fail("cold read", e))?;
         rows.push(SizeRow {
             bytes: *bytes,
@@ -257,12 +305,13 @@ pub fn measure(config: &FilesConfig, progress: &Progress) -> Result<FilesResult,
         progress.advance();
     }
 
+    in_place()?;
     progress.start("files: block sizes", config.blocks.len() as u64);
     let sweep_bytes = config.sweep_bytes.min(largest_bytes);
     let mut blocks = Vec::new();
     for &block in &config.blocks {
         progress.message(&crate::units::Bytes(block).to_string());
-        let figure = cold_read(config, &largest, sweep_bytes, block, cold_method)
+        let figure = cold_read(config, largest, sweep_bytes, block, cold_method)
             .map_err(|e| fail("block sweep", e))?;
         blocks.push(BlockRow {
             block,
@@ -274,50 +323,47 @@ pub fn measure(config: &FilesConfig, progress: &Progress) -> Result<FilesResult,
     }
     // The random reads last: the longer after the files were written, the less the
     // device (or a VM host) is still busy writing them back.
+    in_place()?;
     progress.start("files: random 4 KiB reads", config.depths.len() as u64 + 1);
     let block_size = 4096u64;
     let random = random_reads(
         config,
-        &largest,
+        largest,
         largest_bytes,
         block_size,
         cold_method,
-        &mut notes,
+        notes,
     )
     .map_err(|e| fail("random reads", e))?;
-
-    progress.finish();
-    let written_bytes = sizes.iter().sum();
-    drop(files);
-    Ok(FilesResult {
-        storage,
+    in_place()?;
+    Ok(Read {
         cold_method,
-        read_block: config.read_block,
         sizes: rows,
         largest_bytes,
         block_size,
         random,
         blocks,
         sweep_bytes,
-        written_bytes,
-        dram_copy_gb_per_s: None,
-        notes,
     })
 }
 
-fn open(path: &Path, direct: bool) -> std::io::Result<File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    if direct {
-        options.custom_flags(libc::O_DIRECT);
+/// One test file, opened by name relative to the test directory's descriptor.
+#[derive(Clone, Copy)]
+struct TestFile<'a> {
+    files: &'a TestFiles,
+    name: &'a str,
+}
+
+impl TestFile<'_> {
+    fn open(self, direct: bool) -> std::io::Result<File> {
+        self.files.open(self.name, direct)
     }
-    options.open(path)
 }
 
 /// O_DIRECT when the filesystem takes it (opening and one aligned read), else dropping
 /// the cached pages.
-fn cold_method(path: &Path) -> ColdMethod {
-    let Ok(file) = open(path, true) else {
+fn cold_method(file: TestFile) -> ColdMethod {
+    let Ok(file) = file.open(true) else {
         return ColdMethod::DropCache;
     };
     let mut buffer = AlignedBuffer::new(DIRECT_ALIGN);
@@ -375,11 +421,11 @@ fn trials(
 
 fn warm_read(
     config: &FilesConfig,
-    path: &Path,
+    file: TestFile,
     bytes: u64,
     block: u64,
 ) -> std::io::Result<ReadFigure> {
-    let file = open(path, false)?;
+    let file = file.open(false)?;
     let mut buffer = AlignedBuffer::new(block as usize);
     // The first read brings the file into the page cache.
     fileio::read_sequential(
@@ -404,8 +450,8 @@ fn warm_read(
     )
 }
 
-fn mapped_read(config: &FilesConfig, path: &Path, bytes: u64) -> std::io::Result<ReadFigure> {
-    let file = open(path, false)?;
+fn mapped_read(config: &FilesConfig, file: TestFile, bytes: u64) -> std::io::Result<ReadFigure> {
+    let file = file.open(false)?;
     let mut checksum = 0u64;
     let figure = trials(
         config,
@@ -442,12 +488,12 @@ fn mapped_read(config: &FilesConfig, path: &Path, bytes: u64) -> std::io::Result
 
 fn cold_read(
     config: &FilesConfig,
-    path: &Path,
+    file: TestFile,
     bytes: u64,
     block: u64,
     method: ColdMethod,
 ) -> std::io::Result<ReadFigure> {
-    let file = open(path, method == ColdMethod::Direct)?;
+    let file = file.open(method == ColdMethod::Direct)?;
     let fd = file.as_raw_fd();
     let mut buffer = AlignedBuffer::new(block as usize);
     let prepare = || {
@@ -464,13 +510,13 @@ fn cold_read(
 /// Random block reads over the file: pread at depth 1, then io_uring at each depth.
 fn random_reads(
     config: &FilesConfig,
-    path: &Path,
+    file: TestFile,
     bytes: u64,
     block: u64,
     method: ColdMethod,
     notes: &mut Vec<String>,
 ) -> std::io::Result<Vec<RandomRow>> {
-    let file = open(path, method == ColdMethod::Direct)?;
+    let file = file.open(method == ColdMethod::Direct)?;
     let fd = file.as_raw_fd();
     let slots = (bytes / block).max(1);
     let mut stream = Shuffler::from_clock();
@@ -559,6 +605,7 @@ fn random_row(engine: &str, depth: usize, latencies_ns: &[u64], total_ns: f64) -
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn config(dir: &Path) -> FilesConfig {
         FilesConfig {
@@ -607,5 +654,41 @@ mod tests {
         assert_eq!(sizes, vec![4096, 1 << 20]);
         assert!(note.unwrap().contains("left out"));
         assert!(fit_sizes(&c, 1000).is_err());
+    }
+
+    #[test]
+    fn a_directory_swapped_during_the_run_stops_it_and_the_victim_is_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = config(dir.path());
+        let files = TestFiles::create(dir.path(), &c.sizes).unwrap();
+        let path = files.path().to_path_buf();
+        // Another user renames the directory away and puts a symlink in its place to a
+        // directory of `file-<size>` entries that must not change.
+        std::fs::rename(&path, dir.path().join("moved")).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::create_dir(&victim).unwrap();
+        for size in &c.sizes {
+            std::fs::write(victim.join(format!("file-{size}")), b"victim").unwrap();
+        }
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        let mut notes = Vec::new();
+        let error = match read_files(&c, &files, &Progress::hidden(), &mut notes) {
+            Err(FilesError(e)) => e,
+            Ok(_) => panic!("a swapped directory was measured"),
+        };
+        assert!(error.contains("renamed or replaced"), "{error}");
+        assert!(error.contains(&path.display().to_string()), "{error}");
+        drop(files);
+        for size in &c.sizes {
+            assert_eq!(
+                std::fs::read(victim.join(format!("file-{size}"))).unwrap(),
+                b"victim"
+            );
+        }
+        assert!(path.symlink_metadata().unwrap().file_type().is_symlink());
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("moved")).unwrap().count(),
+            0
+        );
     }
 }
