@@ -34,7 +34,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use super::cleanup::{self, signal_name};
-use super::journal::{self, Change, Entry, Identity, Journal, Lock, Outcome, Owner, Record, System};
+use super::journal::{
+    self, Change, Entry, Identity, Journal, Lock, Outcome, Owner, Record, System,
+};
 use crate::error::UsageError;
 use crate::topology::HugePagePool;
 use crate::units::{Bytes, GIB, MIB};
@@ -220,16 +222,14 @@ impl HugepageReservation {
                 (Some(entry), None)
             }
         };
-        let failed = |raised: &mut Vec<Raised>, fresh: Option<Raised>| {
-            match (fresh, existing) {
-                (Some(entry), _) => {
-                    if let Some(record) = &entry.record {
-                        forget(record);
-                    }
+        let failed = |raised: &mut Vec<Raised>, fresh: Option<Raised>| match (fresh, existing) {
+            (Some(entry), _) => {
+                if let Some(record) = &entry.record {
+                    forget(record);
                 }
-                (None, Some(i)) => raised[i].reset_set(undo.clone().unwrap_or_default()),
-                (None, None) => {}
             }
+            (None, Some(i)) => raised[i].reset_set(undo.clone().unwrap_or_default()),
+            (None, None) => {}
         };
         let mut after = before.clone();
         if let Some(target) = target {
@@ -611,7 +611,10 @@ fn restore_for_cleanup() {
         let path = entry.path.display();
         match release(&entry) {
             Released::Restored(base) => {
-                eprintln!("memscope: {}: set {path} back to {base}", signal_name(signo))
+                eprintln!(
+                    "memscope: {}: set {path} back to {base}",
+                    signal_name(signo)
+                )
             }
             Released::HandedOver(pids) => eprintln!(
                 "memscope: {}: left {path} to the memscope(s) still using it (pid {})",
@@ -1242,10 +1245,7 @@ mod tests {
         two.set_free(0);
         let b = two.reserve(&two.b, 2);
         assert_eq!((b.previous_pool(), b.reserved_pool(), two.nr()), (4, 6, 6));
-        assert_eq!(
-            two.entries(),
-            vec![(100, 0, vec![4]), (200, 4, vec![6])]
-        );
+        assert_eq!(two.entries(), vec![(100, 0, vec![4]), (200, 4, vec![6])]);
         // A ends while B runs: the pool stays, and B's entry now holds A's base.
         drop(a);
         assert_eq!(two.nr(), 6);
@@ -1329,8 +1329,7 @@ mod tests {
             write: write_count,
             ..two.b.clone()
         };
-        let error = HugepageReservation::ensure_with(&stingy, &two.pool(), PAGE_2M, 2)
-            .unwrap_err();
+        let error = HugepageReservation::ensure_with(&stingy, &two.pool(), PAGE_2M, 2).unwrap_err();
         assert!(
             matches!(error, ReserveError::NotGranted { target: 6, .. }),
             "{error:?}"
