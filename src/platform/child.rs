@@ -277,6 +277,36 @@ pub fn spawn_paused_with(
     })
 }
 
+/// Makes a `std::process::Command` die with memscope the same way (for children that
+/// need no counters, e.g. a shell build line): the parent-death SIGKILL asked for in the
+/// child before its exec, and an exit if memscope is gone already. As with
+/// `spawn_paused`, the thread that spawns must live as long as the child is wanted.
+pub fn die_with_parent(command: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec and calls only prctl
+    // and getppid, both async-signal-safe; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(125);
+            }
+            Ok(())
+        })
+    }
+}
+
 /// The child's ends of the two pipes.
 struct Pipes {
     go: libc::c_int,
@@ -759,12 +789,19 @@ mod tests {
 
     #[test]
     fn the_command_dies_with_memscope() {
-        for signal in [libc::SIGKILL, libc::SIGTERM] {
+        // A std Command with die_with_parent dies by the death signal alone: no signal
+        // thread kills it on SIGTERM.
+        for (signal, how) in [
+            (libc::SIGKILL, "paused"),
+            (libc::SIGTERM, "paused"),
+            (libc::SIGKILL, "std"),
+        ] {
             // A helper process (this test binary) stands for memscope: it runs `sleep`
-            // through spawn_paused, says its pid, and waits to be killed.
+            // through spawn_paused (or die_with_parent), says its pid, and waits to be
+            // killed.
             let mut helper = Command::new(std::env::current_exe().unwrap())
                 .args([HELPER_TEST, "--exact", "--ignored", "--nocapture"])
-                .env(HELPER_ENV, "1")
+                .env(HELPER_ENV, how)
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
@@ -816,7 +853,14 @@ mod tests {
     #[test]
     #[ignore = "the helper process of the_command_dies_with_memscope"]
     fn death_helper_runs_a_command_and_waits() {
-        if std::env::var_os(HELPER_ENV).is_none() {
+        let Some(how) = std::env::var_os(HELPER_ENV) else {
+            return;
+        };
+        if how == "std" {
+            let mut sleep = Command::new("sleep");
+            let mut child = die_with_parent(sleep.arg("60")).spawn().unwrap();
+            println!("sleep pid {}", child.id());
+            let _ = child.wait();
             return;
         }
         let command = [OsString::from("sleep"), OsString::from("60")];
