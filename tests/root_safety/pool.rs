@@ -10,15 +10,19 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
-const RESERVING: &[&str] = &[
-    "latency",
-    "--quick",
-    "--pages",
-    "2m",
-    "--reserve-hugepages",
-    "--max-size",
-    "8M",
-];
+const FREE_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages";
+const RESERVING: &[&str] = &["latency", "--quick", "--pages", "2m", "--reserve-hugepages"];
+
+/// A `--max-size` (a power of two, at least 8 MiB) whose buffer needs more 2 MiB pages
+/// than the pool has free now, so that the runs grow it.
+fn max_size_beyond_the_free_pages() -> String {
+    let free: u64 = std::fs::read_to_string(FREE_2M)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0);
+    let mib = ((free + 4) * 2).next_power_of_two().max(8);
+    format!("{mib}M")
+}
 
 fn read_count() -> Option<u64> {
     std::fs::read_to_string(POOL_2M).ok()?.trim().parse().ok()
@@ -74,9 +78,11 @@ fn two_concurrent_reserving_runs_leave_the_pool_as_they_found_it() {
     };
     let scratch = tempfile::tempdir().unwrap();
     let journal = scratch.path().join("journal");
+    let size = max_size_beyond_the_free_pages();
     let start = || {
         Command::new(assert_cmd::cargo::cargo_bin("memscope"))
             .args(RESERVING)
+            .args(["--max-size", &size])
             .env("MEMSCOPE_JOURNAL_DIR", &journal)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
