@@ -13,15 +13,23 @@ use std::time::{Duration, Instant};
 
 const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
 const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds";
-const RESERVING: &[&str] = &[
-    "latency",
-    "--quick",
-    "--pages",
-    "2m",
-    "--reserve-hugepages",
-    "--max-size",
-    "8M",
-];
+const FREE_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages";
+
+/// A `latency --reserve-hugepages` run whose buffer (a power of two, at least 8 MiB)
+/// needs more 2 MiB pages than the pool has free now, so that it grows the pool: a run
+/// that finds its pages is journaled as the pool's user too, without growing it.
+fn reserving() -> Vec<String> {
+    let free: u64 = std::fs::read_to_string(FREE_2M)
+        .ok()
+        .and_then(|t| t.trim().parse().ok())
+        .unwrap_or(0);
+    let mib = ((free + 4) * 2).next_power_of_two().max(8);
+    ["latency", "--quick", "--pages", "2m", "--reserve-hugepages"]
+        .iter()
+        .map(|a| a.to_string())
+        .chain(["--max-size".to_string(), format!("{mib}M")])
+        .collect()
+}
 
 fn binary() -> PathBuf {
     assert_cmd::cargo::cargo_bin("memscope")
@@ -196,7 +204,9 @@ fn the_next_start_sets_back_a_pool_a_sigkilled_memscope_grew() {
         let scratch = tempfile::tempdir().unwrap();
         let journal = scratch.path().join("journal");
         let log = scratch.path().join("stderr");
-        let mut child = start(&journal, RESERVING, &log);
+        let reserving = reserving();
+        let args: Vec<&str> = reserving.iter().map(String::as_str).collect();
+        let mut child = start(&journal, &args, &log);
         assert!(
             wait_for(Duration::from_secs(120), || !entries(&journal).is_empty()),
             "no journal entry appeared: {}",
@@ -385,7 +395,9 @@ fn sigkill_at_random_points_always_restores_the_pool() {
     let scratch = tempfile::tempdir().unwrap();
     let journal = scratch.path().join("journal");
     let started = Instant::now();
-    let mut child = start(&journal, RESERVING, &scratch.path().join("stderr"));
+    let reserving = reserving();
+    let args: Vec<&str> = reserving.iter().map(String::as_str).collect();
+    let mut child = start(&journal, &args, &scratch.path().join("stderr"));
     wait_for(Duration::from_secs(120), || {
         read_count(POOL_2M) != Some(before)
     });
@@ -403,7 +415,7 @@ fn sigkill_at_random_points_always_restores_the_pool() {
         // Half the kills anywhere in a run, half around the reservation itself.
         let span = if kill % 2 == 0 { whole } else { grown_at * 2 };
         let delay = Duration::from_micros(random.below(span.as_micros() as u64));
-        let mut child = start(&journal, RESERVING, &scratch.path().join("stderr"));
+        let mut child = start(&journal, &args, &scratch.path().join("stderr"));
         std::thread::sleep(delay);
         let finished = sigkill(&mut child);
         tally.kills += 1;

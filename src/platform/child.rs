@@ -8,13 +8,36 @@
 //! second, close-on-exec pipe carries the errno back when the exec fails, so "no such
 //! program" is an error the parent reports, not an exit status it has to guess from.
 //! The child calls only async-signal-safe functions between fork and exec.
+//!
+//! The command dies with memscope. Right after the fork the child asks the kernel for
+//! SIGKILL when its parent dies (`PR_SET_PDEATHSIG`) and then compares `getppid()` with
+//! the pid memscope had before the fork: if they differ, memscope died before the request
+//! took hold and the child exits at once, so a SIGKILL of memscope at any moment leaves no
+//! command running. The death signal fires when the *thread* that forked ends, so a
+//! command must be spawned, released and waited for on a thread that lives as long as the
+//! command is wanted: `stat`, `pages record`/`apply` and `sweep` (through `stat`) all do it
+//! on the main thread, which lives until memscope exits. The request is kept across the
+//! exec (it is dropped only for a set-user-ID or file-capability program), and is not
+//! inherited by the command's own children.
+//!
+//! On SIGTERM or SIGHUP, memscope's signal thread (`platform::cleanup`) runs an action
+//! registered while a command runs (unregistered once it is reaped, which is done so that
+//! the pid cannot be reused under the action): it SIGKILLs the command, and the command's
+//! process group too if the command made one of its own, before memscope exits. Commands
+//! stay in memscope's process group, as a shell's `time` leaves them: a terminal's Ctrl-C
+//! (SIGINT) or Ctrl-\ (SIGQUIT) reaches the command directly, while memscope ignores both
+//! until the command is reaped and then reports what was counted, as `time` and `perf
+//! stat` do. `kill -- -PGID` reaches both at once.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use super::cleanup;
 
 /// Why a command could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -213,8 +236,14 @@ pub fn spawn_paused_with(
     if let Some(envp) = envp.as_mut() {
         envp.push(std::ptr::null());
     }
-    // SAFETY: the child runs only async-signal-safe calls (read, write, dup2, sigaction,
-    // personality, execv(e), _exit) on memory prepared before the fork, then execs or exits.
+    // SAFETY: getpid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getpid() };
+    // Every signal blocked across the fork, so no handler of memscope's (signal-hook's,
+    // which writes to memscope's self-pipe) runs in the child before it resets them.
+    let blocked = BlockedSignals::new();
+    // SAFETY: the child runs only async-signal-safe calls (prctl, getppid, sigaction,
+    // sigprocmask, read, write, dup2, personality, execv(e), _exit) on memory prepared
+    // before the fork, then execs or exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
         return Err(SpawnError::Fork(io::Error::last_os_error()));
@@ -228,11 +257,16 @@ pub fn spawn_paused_with(
                 &plan,
                 &argv,
                 envp.as_deref(),
-                go_read.as_raw_fd(),
-                err_write.as_raw_fd(),
+                Pipes {
+                    go: go_read.as_raw_fd(),
+                    exec_error: err_write.as_raw_fd(),
+                },
+                parent,
+                &blocked.old,
             )
         }
     }
+    drop(blocked);
     drop(go_read);
     drop(err_write);
     Ok(PausedChild {
@@ -243,16 +277,81 @@ pub fn spawn_paused_with(
     })
 }
 
+/// Makes a `std::process::Command` die with memscope the same way (for children that
+/// need no counters, e.g. a shell build line): the parent-death SIGKILL asked for in the
+/// child before its exec, and an exit if memscope is gone already. As with
+/// `spawn_paused`, the thread that spawns must live as long as the child is wanted.
+pub fn die_with_parent(command: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid has no preconditions and cannot fail.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec and calls only prctl
+    // and getppid, both async-signal-safe; it allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(125);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// The child's ends of the two pipes.
+struct Pipes {
+    go: libc::c_int,
+    exec_error: libc::c_int,
+}
+
 /// The child's side (its copies of the parent's pipe ends already closed, so the go
-/// pipe reads end-of-file when the parent gives up): wait for the go byte, restore the default disposition of the
-/// signals Rust's runtime ignores, try each candidate path, report the errno, exit.
+/// pipe reads end-of-file when the parent gives up): ask to die with the parent (and exit
+/// if it is gone already), reset memscope's signal handlers and the signals Rust's runtime
+/// ignores to their defaults and unblock signals, wait for the go byte, try each candidate
+/// path, report the errno, exit.
 unsafe fn child_after_fork(
     plan: &ExecPlan,
     argv: &[*const libc::c_char],
     envp: Option<&[*const libc::c_char]>,
-    go: libc::c_int,
-    exec_error: libc::c_int,
+    pipes: Pipes,
+    parent: libc::pid_t,
+    old_mask: &libc::sigset_t,
 ) -> ! {
+    let Pipes { go, exec_error } = pipes;
+    // The parent may have died between the fork and the prctl, when the request comes too
+    // late to fire: then the child has been reparented and sees another parent pid.
+    if libc::prctl(
+        libc::PR_SET_PDEATHSIG,
+        libc::SIGKILL as libc::c_ulong,
+        0,
+        0,
+        0,
+    ) != 0
+        || libc::getppid() != parent
+    {
+        libc::_exit(125);
+    }
+    let mut default: libc::sigaction = std::mem::zeroed();
+    default.sa_sigaction = libc::SIG_DFL;
+    for signal in [
+        libc::SIGPIPE,
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+    ] {
+        libc::sigaction(signal, &default, std::ptr::null_mut());
+    }
+    libc::pthread_sigmask(libc::SIG_SETMASK, old_mask, std::ptr::null_mut());
     let mut byte = 0u8;
     loop {
         let n = libc::read(go, (&mut byte as *mut u8).cast(), 1);
@@ -263,11 +362,6 @@ unsafe fn child_after_fork(
             // The parent gave up before releasing us.
             libc::_exit(125);
         }
-    }
-    let mut default: libc::sigaction = std::mem::zeroed();
-    default.sa_sigaction = libc::SIG_DFL;
-    for signal in [libc::SIGPIPE, libc::SIGINT, libc::SIGQUIT] {
-        libc::sigaction(signal, &default, std::ptr::null_mut());
     }
     for (fd, target) in [(plan.stdout, 1), (plan.stderr, 2)] {
         if let Some(fd) = fd {
@@ -319,9 +413,26 @@ impl PausedChild {
     }
 
     /// Lets the child exec and returns once the exec has happened (or failed), with the
-    /// command running; SIGINT and SIGQUIT are ignored by memscope until it is reaped.
+    /// command running; SIGINT and SIGQUIT are ignored by memscope until it is reaped, and
+    /// a SIGTERM or SIGHUP of memscope kills it (see the module's documentation).
     pub fn release(mut self) -> Result<RunningChild, SpawnError> {
+        // The signal thread first: its handlers must be in place before SIGINT and SIGQUIT
+        // are ignored, so that putting back the dispositions found puts back its handlers.
+        // Without a signal thread the death signal still covers a memscope killed by
+        // SIGTERM's default action.
+        let installed = cleanup::install().is_ok();
         let ignored = IgnoredSignals::new();
+        let pid = std::mem::replace(&mut self.pid, 0);
+        let alive = Arc::new(Mutex::new(pid));
+        // Registered before the exec, so there is no moment when the command runs and a
+        // signal would leave it.
+        let token = installed.then(|| {
+            let alive = Arc::clone(&alive);
+            cleanup::register(
+                &format!("child process {pid}"),
+                Box::new(move || kill_unreaped(&alive)),
+            )
+        });
         let start = Instant::now();
         let go = self.go.take().expect("released once");
         // SAFETY: writing one byte to our end of the pipe.
@@ -329,10 +440,11 @@ impl PausedChild {
         drop(go);
         let mut errno = [0u8; 4];
         let n = read_fully(&self.exec_error, &mut errno);
-        let pid = std::mem::replace(&mut self.pid, 0);
         let mut running = RunningChild {
             pid,
             start,
+            alive,
+            token,
             _ignored: ignored,
         };
         if n == errno.len() {
@@ -347,11 +459,32 @@ impl PausedChild {
     }
 }
 
+/// The signal path's action for a running command: SIGKILL it, and its process group if
+/// it made one of its own. `alive` holds its pid until it is reaped (0 after), and is
+/// locked while it is reaped, so the pid named here is never another process's.
+fn kill_unreaped(alive: &Mutex<libc::pid_t>) {
+    let pid = *alive.lock().unwrap_or_else(PoisonError::into_inner);
+    if pid <= 0 {
+        return;
+    }
+    // SAFETY: getpgid and kill have no memory-safety preconditions; the pid is our
+    // unreaped child's (a zombie at worst), so it names no other process.
+    unsafe {
+        if libc::getpgid(pid) == pid {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+        libc::kill(pid, libc::SIGKILL);
+    }
+}
+
 /// A command that has been released and has exec'd; dropping it without reaping it
 /// waits for it (it is never left a zombie).
 pub struct RunningChild {
     pid: libc::pid_t,
     start: Instant,
+    /// The pid while unreaped, for the signal path's action (see `kill_unreaped`).
+    alive: Arc<Mutex<libc::pid_t>>,
+    token: Option<cleanup::Token>,
     _ignored: IgnoredSignals,
 }
 
@@ -374,16 +507,41 @@ impl RunningChild {
         self.reap(libc::WNOHANG)
     }
 
+    /// Reaps the command once it has ended (blocking unless `flags` has WNOHANG). A
+    /// blocking wait first waits for the end without reaping (WNOWAIT), so that the lock
+    /// the signal path's action takes is held only for the reaping itself.
     fn reap(&mut self, flags: libc::c_int) -> Result<Option<Finished>, SpawnError> {
         if self.pid <= 0 {
             return Err(SpawnError::Fork(io::Error::other(
                 "the command was already reaped",
             )));
         }
+        if flags & libc::WNOHANG == 0 {
+            // SAFETY: an all-zero siginfo is a valid value for waitid to overwrite.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: waiting for our own child, with a valid out-pointer.
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    self.pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOWAIT,
+                )
+            };
+            if r != 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
+                    return Ok(None);
+                }
+                return Err(SpawnError::Fork(e));
+            }
+        }
+        let mut alive = self.alive.lock().unwrap_or_else(PoisonError::into_inner);
         let mut status = 0;
         // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: waiting for our own child, with valid out-pointers.
+        // SAFETY: waiting for our own child, with valid out-pointers. After the WNOWAIT
+        // wait it has ended, so this returns at once.
         let r = unsafe { libc::wait4(self.pid, &mut status, flags, &mut usage) };
         if r == 0 {
             return Ok(None);
@@ -394,6 +552,11 @@ impl RunningChild {
                 return Ok(None);
             }
             return Err(SpawnError::Fork(e));
+        }
+        *alive = 0;
+        drop(alive);
+        if let Some(token) = self.token.take() {
+            cleanup::unregister(token);
         }
         let elapsed = self.start.elapsed();
         self.pid = 0;
@@ -417,10 +580,13 @@ impl RunningChild {
 
 impl Drop for RunningChild {
     fn drop(&mut self) {
-        if self.pid > 0 {
-            let mut status = 0;
-            // SAFETY: waiting for our own child.
-            unsafe { libc::waitpid(self.pid, &mut status, 0) };
+        while self.pid > 0 {
+            if self.reap(0).is_err() {
+                break;
+            }
+        }
+        if let Some(token) = self.token.take() {
+            cleanup::unregister(token);
         }
     }
 }
@@ -459,6 +625,32 @@ fn read_fully(fd: &OwnedFd, buf: &mut [u8]) -> usize {
     got
 }
 
+/// Every signal blocked in the calling thread until dropped; `old` is the mask before.
+struct BlockedSignals {
+    old: libc::sigset_t,
+}
+
+impl BlockedSignals {
+    fn new() -> BlockedSignals {
+        // SAFETY: sigfillset and pthread_sigmask write to the sets given; an all-zero
+        // sigset_t is a valid value to overwrite.
+        unsafe {
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+            BlockedSignals { old }
+        }
+    }
+}
+
+impl Drop for BlockedSignals {
+    fn drop(&mut self) {
+        // SAFETY: restoring the mask saved in `new`.
+        unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
 /// SIGINT and SIGQUIT ignored in memscope until dropped.
 struct IgnoredSignals(Vec<(libc::c_int, libc::sigaction)>);
 
@@ -491,7 +683,16 @@ impl Drop for IgnoredSignals {
 
 #[cfg(test)]
 mod tests {
+    use std::io::{BufRead, BufReader};
+    use std::path::Path;
+    use std::process::{Command, Stdio};
+
     use super::*;
+    use crate::platform::journal::start_time;
+
+    /// Set in the helper process of `the_command_dies_with_memscope`.
+    const HELPER_ENV: &str = "MEMSCOPE_CHILD_DEATH_HELPER";
+    const HELPER_TEST: &str = "platform::child::tests::death_helper_runs_a_command_and_waits";
 
     fn run(args: &[&str]) -> Result<Finished, SpawnError> {
         let command: Vec<OsString> = args.iter().map(OsString::from).collect();
@@ -579,5 +780,94 @@ mod tests {
         // SAFETY: probing whether the pid still names our child.
         let r = unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
         assert_eq!(r, -1, "the child should already have been reaped");
+    }
+
+    /// Whether process `pid`, started at `started`, still runs (a zombie does not).
+    fn runs(pid: u32, started: u64) -> bool {
+        start_time(Path::new("/proc"), pid) == Some(started)
+    }
+
+    #[test]
+    fn the_command_dies_with_memscope() {
+        // A std Command with die_with_parent dies by the death signal alone: no signal
+        // thread kills it on SIGTERM.
+        for (signal, how) in [
+            (libc::SIGKILL, "paused"),
+            (libc::SIGTERM, "paused"),
+            (libc::SIGKILL, "std"),
+        ] {
+            // A helper process (this test binary) stands for memscope: it runs `sleep`
+            // through spawn_paused (or die_with_parent), says its pid, and waits to be
+            // killed.
+            let mut helper = Command::new(std::env::current_exe().unwrap())
+                .args([HELPER_TEST, "--exact", "--ignored", "--nocapture"])
+                .env(HELPER_ENV, how)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let stdout = BufReader::new(helper.stdout.take().unwrap());
+            let line = stdout
+                .lines()
+                .map_while(Result::ok)
+                .find(|l| l.starts_with("sleep pid "));
+            let Some(pid) = line.and_then(|l| l["sleep pid ".len()..].trim().parse::<u32>().ok())
+            else {
+                let _ = helper.kill();
+                let _ = helper.wait();
+                panic!("the helper did not start its command");
+            };
+            let started = start_time(Path::new("/proc"), pid).expect("the command runs");
+            // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
+            assert_eq!(unsafe { libc::kill(helper.id() as libc::pid_t, signal) }, 0);
+            let status = helper.wait().unwrap();
+            let killed = Instant::now();
+            while runs(pid, started) && killed.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            let still = runs(pid, started);
+            if still {
+                // SAFETY: as above; the pid still names the command (same start time).
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+            assert!(
+                !still,
+                "signal {signal}: the command outlived memscope ({status:?})"
+            );
+            eprintln!(
+                "signal {signal}: the command was gone {:?} after memscope ({status:?})",
+                killed.elapsed()
+            );
+            if signal == libc::SIGTERM {
+                // The signal thread killed the command, then exited as a shell reports it.
+                assert_eq!(
+                    std::os::unix::process::ExitStatusExt::into_raw(status) >> 8,
+                    128 + signal
+                );
+            }
+        }
+    }
+
+    /// The helper of `the_command_dies_with_memscope`.
+    #[test]
+    #[ignore = "the helper process of the_command_dies_with_memscope"]
+    fn death_helper_runs_a_command_and_waits() {
+        let Some(how) = std::env::var_os(HELPER_ENV) else {
+            return;
+        };
+        if how == "std" {
+            let mut sleep = Command::new("sleep");
+            let mut child = die_with_parent(sleep.arg("60")).spawn().unwrap();
+            println!("sleep pid {}", child.id());
+            let _ = child.wait();
+            return;
+        }
+        let command = [OsString::from("sleep"), OsString::from("60")];
+        let mut running = spawn_paused(&command).unwrap().release().unwrap();
+        println!("sleep pid {}", running.pid());
+        // Killed by the test long before the command ends; waiting keeps this thread (the
+        // one that forked) alive, as memscope's main thread is.
+        let _ = running.wait();
     }
 }

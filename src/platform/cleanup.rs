@@ -1,8 +1,9 @@
 //! Undoing what memscope changed in the system when the process is stopped by a signal: a
 //! process-wide registry of undo actions (a grown hugetlbfs pool set back, a kdamond
-//! memscope created removed) and the one thread that runs them on SIGINT, SIGTERM, SIGHUP
-//! or SIGQUIT and then exits with 128 + the signal number (130 for Ctrl-C), as a shell
-//! reports a command killed by it.
+//! memscope created removed, a running command killed: `platform::child` registers one
+//! while a command runs and unregisters it once the command is reaped) and the one thread
+//! that runs them on SIGINT, SIGTERM, SIGHUP or SIGQUIT and then exits with 128 + the
+//! signal number (130 for Ctrl-C), as a shell reports a command killed by it.
 //!
 //! The thread waits on signal-hook's self-pipe: the process-wide handler only writes to
 //! the pipe, so it does not matter which thread the kernel delivers the signal to, and

@@ -1,16 +1,32 @@
 //! Reserving hugetlbfs pages for a run, and always giving them back: `check_pool` turns a
 //! pool too small for `--pages 2m|1g` into a one-line error with the command that would
 //! reserve the pages, and `HugepageReservation::ensure` (for `--reserve-hugepages`, root
-//! only) grows the pool by what the run lacks and sets it back when the guard is dropped,
-//! on success, on an error, during a panic's unwinding, and on SIGINT, SIGTERM, SIGHUP or
-//! SIGQUIT.
-//! memscope never leaves the system changed.
+//! only) grows the pool by what the run lacks and gives it back when the guard is
+//! dropped, on success, on an error, during a panic's unwinding, and on SIGINT, SIGTERM,
+//! SIGHUP or SIGQUIT. memscope never leaves the system changed.
 //!
-//! Every pool this process grew is in one registry, so the signal path restores them all.
-//! The signal path is the process's one signal thread (`platform::cleanup`, started at
-//! the first reservation), which runs the pools' undo action among the others and exits
-//! with 128 + the signal number (130 for Ctrl-C), as a shell reports a command killed by
-//! it. SIGKILL and a kernel crash cannot be caught; nothing else leaves a pool changed.
+//! The pool is shared by concurrent memscopes, so it is never set back by "each run
+//! writes back its own size before". Every run that reserves pages, whether it grew the
+//! pool or found the pages there, journals itself as a user of the pool (the size
+//! before, the values it set, the pages it holds), and everything (reading, growing,
+//! reading back, setting back after a failure, ending) happens under the journal's lock
+//! (`platform::journal`). A run that ends while another running memscope still has an
+//! entry for the pool leaves the pool as it is and hands the base (the size before the
+//! first of them) and the values set on to the running entries; the last one sets the
+//! pool back to the base, if it still holds a value memscope set (an admin's resize is
+//! left alone). A run that cannot get its pages sets the pool back to the size it found,
+//! under the same hold of the lock, and leaves no entry. A killed run's entry is undone
+//! by the next start (`restore_stale`), or left to a running memscope using the same pool,
+//! which takes it into account when it ends. (Two runs starting at once may still see the
+//! same free pages, the second before the first has mapped them; it then fails at its
+//! mapping, and the pool is still set back as above.)
+//!
+//! Every pool this process uses is in one registry (several reservations of a pool share
+//! one entry), so the signal path releases them all. The signal path is the process's
+//! one signal thread (`platform::cleanup`, started at the first reservation), which runs
+//! the pools' release among the other undo actions and exits with 128 + the signal number
+//! (130 for Ctrl-C), as a shell reports a command killed by it. SIGKILL and a kernel crash
+//! cannot be caught; the journal covers them.
 
 use std::fs::OpenOptions;
 use std::io::{self, Write};
@@ -18,7 +34,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use super::cleanup::{self, signal_name};
-use super::journal::{self, Change, Entry, Outcome, Record};
+use super::journal::{
+    self, Change, Entry, Identity, Journal, Lock, Outcome, Owner, Record, System,
+};
 use crate::error::UsageError;
 use crate::topology::HugePagePool;
 use crate::units::{Bytes, GIB, MIB};
@@ -77,8 +95,9 @@ fn check_pool_in(dir: &Path, page_bytes: u64, pages_needed: u64) -> Result<(), R
 }
 
 /// hugetlbfs pages reserved for a run. While it lives the pool has grown by what the run
-/// lacked (if anything); dropping it sets the pool back to its size before, unless
-/// another reservation of the same pool is still alive (the last one restores).
+/// lacked (if anything) and the run is journaled as one of the pool's users; dropping it
+/// ends that use, and the last user of the pool (in this process and among concurrent
+/// memscopes) sets the pool back to its size before the first of them.
 #[derive(Debug)]
 #[must_use = "the pool is set back as soon as the reservation is dropped"]
 pub struct HugepageReservation {
@@ -88,8 +107,50 @@ pub struct HugepageReservation {
     previous: u64,
     /// The pool's persistent size right after it.
     reserved: u64,
-    /// The `nr_hugepages` file this reservation wrote, or None when it changed nothing.
-    raised: Option<PathBuf>,
+    /// Whether this reservation wrote the pool.
+    grew: bool,
+    /// The pool's `nr_hugepages` file and the process holding it, the key of the
+    /// registry; None once released.
+    holder: Option<(PathBuf, Identity)>,
+}
+
+/// Who keeps a pool's books: the journal, how a running memscope is told from a gone one,
+/// this process as the journal names it, and how a pool size is written. The tests make
+/// up a second process (another identity in a fake /proc) and a fake sysfs that grants
+/// the pages written.
+#[derive(Debug, Clone)]
+struct Ledger {
+    journal: Journal,
+    system: System,
+    me: Identity,
+    write: fn(&Path, u64) -> io::Result<()>,
+}
+
+impl Ledger {
+    fn current() -> Ledger {
+        Ledger {
+            journal: journal::journal(),
+            system: System::current(),
+            me: journal::this_process().clone(),
+            write: write_count,
+        }
+    }
+
+    /// The journal's lock; None (after the once-only warning) without a journal.
+    fn lock(&self) -> Option<Lock> {
+        self.journal
+            .lock(journal::LOCK_WAIT)
+            .map_err(|error| journal::warn_once(&error, "the hugetlbfs pool"))
+            .ok()
+    }
+
+    fn record(&self, change: Change) -> Option<Record> {
+        let what = journal::describe(&change);
+        self.journal
+            .record_as(&self.me, change)
+            .map_err(|error| journal::warn_once(&error, &what))
+            .ok()
+    }
 }
 
 impl HugepageReservation {
@@ -106,94 +167,131 @@ impl HugepageReservation {
         page_bytes: u64,
         pages_needed: u64,
     ) -> Result<HugepageReservation, ReserveError> {
-        // Held throughout, so the signal thread restores either before the pool grows or
+        Self::ensure_with(&Ledger::current(), dir, page_bytes, pages_needed)
+    }
+
+    /// Everything happens under the journal's lock, held once: the pool is read, this
+    /// run journaled as one of its users, the pool grown, read back, and on failure set
+    /// back and the entry removed, so no other memscope (starting, ending or restoring)
+    /// sees or changes the pool halfway.
+    fn ensure_with(
+        ledger: &Ledger,
+        dir: &Path,
+        page_bytes: u64,
+        pages_needed: u64,
+    ) -> Result<HugepageReservation, ReserveError> {
+        // Held throughout, so the signal thread releases either before the pool grows or
         // after this reservation is registered, never in between.
         let mut raised = registry();
-        let unchanged = |previous: u64| HugepageReservation {
+        let _journal = ledger.lock();
+        let before = read_pool(dir, page_bytes)?;
+        let previous = persistent_pages(&before);
+        let target = pool_target(&before, pages_needed);
+        install_signal_handler().map_err(ReserveError::SignalHandler)?;
+        let path = dir.join("nr_hugepages");
+        let key = (path.clone(), ledger.me.clone());
+        let existing = raised.iter().position(|r| r.key() == (&key.0, &key.1));
+        // Journaled before any write: a SIGKILL after it leaves an entry to undo it. The
+        // in-process entry's values as they were, to put back if this call fails.
+        let (mut fresh, undo) = match existing {
+            Some(i) => {
+                let undo = raised[i].set.clone();
+                if let Some(target) = target {
+                    raised[i].note(Some(target), 0);
+                }
+                (None, Some(undo))
+            }
+            None => {
+                let set: Vec<u64> = target.into_iter().collect();
+                let record = ledger.record(Change::HugepagePool {
+                    path: path.clone(),
+                    page_bytes,
+                    previous,
+                    set: set.clone(),
+                    pages: pages_needed,
+                });
+                let entry = Raised {
+                    path: path.clone(),
+                    ledger: ledger.clone(),
+                    previous,
+                    set,
+                    pages: pages_needed,
+                    holders: 0,
+                    record,
+                };
+                (Some(entry), None)
+            }
+        };
+        let failed = |raised: &mut Vec<Raised>, fresh: Option<Raised>| match (fresh, existing) {
+            (Some(entry), _) => {
+                if let Some(record) = &entry.record {
+                    forget(record);
+                }
+            }
+            (None, Some(i)) => raised[i].reset_set(undo.clone().unwrap_or_default()),
+            (None, None) => {}
+        };
+        let mut after = before.clone();
+        if let Some(target) = target {
+            if let Err(error) = (ledger.write)(&path, target) {
+                failed(&mut raised, fresh);
+                return Err(ReserveError::WriteFailed {
+                    path,
+                    pool: before,
+                    needed: pages_needed,
+                    target,
+                    error,
+                });
+            }
+            let read = read_pool(dir, page_bytes);
+            if let Ok(read) = &read {
+                // The kernel may grant fewer pages than asked; that count is memscope's too.
+                match (&mut fresh, existing) {
+                    (Some(entry), _) => entry.note(Some(read.total), 0),
+                    (None, Some(i)) => raised[i].note(Some(read.total), 0),
+                    (None, None) => {}
+                }
+            }
+            match read {
+                Ok(read) if available_pages(&read) >= pages_needed => after = read,
+                read => {
+                    // Undo this call's growth only, under the same hold of the lock: the
+                    // pool is as it was before this call, for this process's earlier
+                    // reservations and for other memscopes alike.
+                    write_back(ledger, &path, previous);
+                    failed(&mut raised, fresh);
+                    return Err(match read {
+                        Ok(after) => ReserveError::NotGranted {
+                            path,
+                            before,
+                            after,
+                            needed: pages_needed,
+                            target,
+                        },
+                        Err(error) => error,
+                    });
+                }
+            }
+        }
+        match (fresh, existing) {
+            (Some(mut entry), _) => {
+                entry.holders = 1;
+                raised.push(entry);
+            }
+            (None, Some(i)) => {
+                raised[i].holders += 1;
+                raised[i].note(None, pages_needed);
+            }
+            (None, None) => {}
+        }
+        Ok(HugepageReservation {
             page_bytes,
             pages_needed,
             previous,
-            reserved: previous,
-            raised: None,
-        };
-        let before = read_pool(dir, page_bytes)?;
-        if pool_target(&before, pages_needed).is_none() {
-            return Ok(unchanged(persistent_pages(&before)));
-        }
-        // The pool is read again, journaled and written under the journal's lock, so a
-        // memscope starting now never sets it back halfway (see `platform::journal`).
-        let _journal = journal::lock_for_change("the hugetlbfs pool");
-        let before = read_pool(dir, page_bytes)?;
-        let previous = persistent_pages(&before);
-        let Some(target) = pool_target(&before, pages_needed) else {
-            return Ok(unchanged(previous));
-        };
-        install_signal_handler().map_err(ReserveError::SignalHandler)?;
-        let path = dir.join("nr_hugepages");
-        // Journaled before the write: a SIGKILL after it leaves an entry to undo it.
-        let record = match raised.iter_mut().find(|r| r.path == path) {
-            Some(entry) => {
-                entry.note_set(target);
-                None
-            }
-            None => journal::record(Change::HugepagePool {
-                path: path.clone(),
-                page_bytes,
-                previous,
-                set: vec![target],
-            }),
-        };
-        if let Err(error) = write_count(&path, target) {
-            if let Some(record) = record {
-                forget(&record);
-            }
-            return Err(ReserveError::WriteFailed {
-                path,
-                pool: before,
-                needed: pages_needed,
-                target,
-                error,
-            });
-        }
-        match raised.iter_mut().find(|r| r.path == path) {
-            Some(entry) => entry.holders += 1,
-            None => raised.push(Raised {
-                path: path.clone(),
-                previous,
-                holders: 1,
-                record,
-            }),
-        }
-        let after = read_pool(dir, page_bytes);
-        if let (Ok(after), Some(entry)) = (&after, raised.iter_mut().find(|r| r.path == path)) {
-            // The kernel may grant fewer pages than asked; that count is memscope's too.
-            entry.note_set(after.total);
-        }
-        match after {
-            Ok(after) if available_pages(&after) >= pages_needed => Ok(HugepageReservation {
-                page_bytes,
-                pages_needed,
-                previous,
-                reserved: persistent_pages(&after),
-                raised: Some(path),
-            }),
-            after => {
-                // Undo this call's growth only: an earlier reservation of the pool keeps
-                // its pages (and restores the first size when it ends).
-                write_back(&path, previous);
-                release(&mut raised, &path);
-                Err(match after {
-                    Ok(after) => ReserveError::NotGranted {
-                        path,
-                        before,
-                        after,
-                        needed: pages_needed,
-                        target,
-                    },
-                    Err(error) => error,
-                })
-            }
-        }
+            reserved: persistent_pages(&after),
+            grew: target.is_some(),
+            holder: Some(key),
+        })
     }
 
     pub fn page_bytes(&self) -> u64 {
@@ -204,12 +302,12 @@ impl HugepageReservation {
         self.pages_needed
     }
 
-    /// Whether this reservation grew the pool (and so will set it back).
+    /// Whether this reservation grew the pool.
     pub fn changed_pool(&self) -> bool {
-        self.raised.is_some()
+        self.grew
     }
 
-    /// The pool's persistent size before the reservation: what it is set back to.
+    /// The pool's persistent size before the reservation.
     pub fn previous_pool(&self) -> u64 {
         self.previous
     }
@@ -222,10 +320,10 @@ impl HugepageReservation {
     /// One line for the report when the pool was changed, e.g. "hugetlbfs pool of 2 MiB
     /// pages grown from 0 to 4 for this run and set back afterwards".
     pub fn summary(&self) -> Option<String> {
-        self.raised.as_ref().map(|_| {
+        self.grew.then(|| {
             format!(
                 "hugetlbfs pool of {} pages grown from {} to {} for this run and set back \
-                 afterwards",
+                 afterwards (by the last memscope using it)",
                 Bytes(self.page_bytes),
                 self.previous,
                 self.reserved
@@ -236,44 +334,84 @@ impl HugepageReservation {
 
 impl Drop for HugepageReservation {
     fn drop(&mut self) {
-        if let Some(path) = self.raised.take() {
-            release(&mut registry(), &path);
+        if let Some((path, me)) = self.holder.take() {
+            let mut raised = registry();
+            if let Some(i) = raised.iter().position(|r| r.key() == (&path, &me)) {
+                raised[i].holders -= 1;
+                if raised[i].holders == 0 {
+                    let entry = raised.swap_remove(i);
+                    // Released with the registry held, as `ensure` grows it.
+                    release(&entry);
+                }
+            }
         }
     }
 }
 
-/// Sets every pool this process grew back to its size before, and forgets them (so a
-/// second call, or a reservation dropped later, changes nothing). For the signal path and
-/// for tests; a failure to write is printed as a warning with the command that fixes it.
+/// Ends every use of a pool this process holds (each pool set back if this process is
+/// its last user) and forgets them (so a second call, or a reservation dropped later,
+/// changes nothing). For the signal path and for tests; a failure to write is printed as
+/// a warning with the command that fixes it.
 pub fn restore_all() {
     for entry in registry().drain(..) {
-        restore(&entry);
+        release(&entry);
     }
 }
 
-/// A pool this process grew: its `nr_hugepages` file, its persistent size before the
-/// first reservation, how many live reservations share it, and its journal entry.
+/// A pool this process uses: its `nr_hugepages` file, who keeps its books, its
+/// persistent size before this process's first reservation, the values this process set,
+/// the pages its reservations hold, how many live reservations share it, and its journal
+/// entry.
 #[derive(Debug)]
 struct Raised {
     path: PathBuf,
+    ledger: Ledger,
     previous: u64,
+    set: Vec<u64>,
+    pages: u64,
     holders: usize,
     record: Option<Record>,
 }
 
 impl Raised {
-    /// Adds a value this process wrote to (or read back from) the pool to its journal
-    /// entry, so the next start knows the pool still holds memscope's count.
-    fn note_set(&mut self, value: u64) {
+    fn key(&self) -> (&PathBuf, &Identity) {
+        (&self.path, &self.ledger.me)
+    }
+
+    /// Adds a value written to (or read back from) the pool, and pages held, to the entry
+    /// in memory and in the journal, so the next start knows the pool still holds
+    /// memscope's count. The journal's copy is read first: another memscope that ended
+    /// may have handed its base on to this entry.
+    fn note(&mut self, value: Option<u64>, pages: u64) {
+        if let Some(value) = value.filter(|v| !self.set.contains(v)) {
+            self.set.push(value);
+        }
+        self.pages += pages;
+        self.rewrite(|set, held| {
+            if let Some(value) = value.filter(|v| !set.contains(v)) {
+                set.push(value);
+            }
+            *held += pages;
+        });
+    }
+
+    /// Puts the values set back to `set` (a reservation that failed wrote nothing that
+    /// stays).
+    fn reset_set(&mut self, set: Vec<u64>) {
+        self.set.clone_from(&set);
+        self.rewrite(|values, _| values.retain(|v| set.contains(v)));
+    }
+
+    fn rewrite(&mut self, change: impl FnOnce(&mut Vec<u64>, &mut u64)) {
         let Some(record) = &mut self.record else {
             return;
         };
-        let result = record.update(|change| {
-            if let Change::HugepagePool { set, .. } = change {
-                if !set.contains(&value) {
-                    set.push(value);
+        let result = record.reload().and_then(|()| {
+            record.update(|entry| {
+                if let Change::HugepagePool { set, pages, .. } = entry {
+                    change(set, pages);
                 }
-            }
+            })
         });
         if let Err(error) = result {
             eprintln!("memscope: warning: {error}");
@@ -295,29 +433,148 @@ fn registry() -> MutexGuard<'static, Vec<Raised>> {
     RAISED.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Ends one reservation of the pool at `path`; the last one sets the pool back to its
-/// first size. Absent after `restore_all`: then it is set back already.
-fn release(raised: &mut Vec<Raised>, path: &Path) {
-    if let Some(i) = raised.iter().position(|r| r.path == path) {
-        raised[i].holders -= 1;
-        if raised[i].holders == 0 {
-            restore(&raised.swap_remove(i));
-        }
-    }
+/// What ending a process's use of a pool did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Released {
+    /// Other running memscopes (these pids) still use the pool: it is left as it is, and
+    /// the size to set it back to is theirs now.
+    HandedOver(Vec<u32>),
+    /// Set back to this size.
+    Restored(u64),
+    /// It was at its size before already.
+    Clean,
+    /// It holds a size memscope never set (someone resized it since): left there.
+    LeftAlone { current: u64, base: u64 },
+    /// Could not be set back; the entry stays for the next start to try.
+    Failed,
 }
 
-fn restore(entry: &Raised) -> bool {
-    let restored = write_back(&entry.path, entry.previous);
-    // A pool that could not be set back keeps its entry, for the next start to try.
-    if let (true, Some(record)) = (restored, &entry.record) {
-        forget(record);
+/// Ends this process's use of the pool `raised` describes, under the journal's lock. The
+/// journal's entries for the pool are the runs that use it (this one, running memscopes,
+/// and gone ones a start left to the running ones); the oldest entry's size before is the
+/// pool's base, the size before the first of them. If another running memscope has an
+/// entry, the pool is left to it: each running entry takes the base and every value set,
+/// and this entry and the gone ones' are removed. Otherwise this is the last user: the
+/// pool is set back to the base if it holds one of the values memscope set (an admin's
+/// size is left alone), and the entries are removed.
+fn release(raised: &Raised) -> Released {
+    let ledger = &raised.ledger;
+    let _lock = ledger.lock();
+    let mut base = raised.previous;
+    let mut set = raised.set.clone();
+    let mut own = raised.record.clone();
+    let mut live: Vec<Record> = Vec::new();
+    let mut gone: Vec<Record> = Vec::new();
+    let listing = match ledger.journal.list() {
+        Ok(listing) => listing.records,
+        Err(error) => {
+            // Without the journal this process decides alone, as if it were the last.
+            if raised.record.is_some() {
+                eprintln!("memscope: warning: {error}");
+            }
+            Vec::new()
+        }
+    };
+    let mut oldest = true;
+    for record in listing {
+        let Change::HugepagePool {
+            path,
+            previous,
+            set: values,
+            ..
+        } = &record.entry.change
+        else {
+            continue;
+        };
+        if *path != raised.path {
+            continue;
+        }
+        let is_own = own.as_ref().is_some_and(|o| o.file() == record.file());
+        let owner = ledger.system.owner(&record.entry);
+        if !is_own && owner == Owner::EarlierBoot {
+            // The boot reset the pool; the next start's restoration drops the entry.
+            continue;
+        }
+        // Listed oldest first: the first entry's size before is the base.
+        if std::mem::take(&mut oldest) {
+            base = *previous;
+        }
+        for value in values {
+            if !set.contains(value) {
+                set.push(*value);
+            }
+        }
+        if is_own {
+            own = Some(record);
+        } else if owner == Owner::Running {
+            live.push(record);
+        } else {
+            gone.push(record);
+        }
     }
-    restored
+    let settle = |own: &Option<Record>, gone: &[Record]| {
+        for record in own.iter().chain(gone) {
+            forget(record);
+        }
+    };
+    if !live.is_empty() {
+        for record in &mut live {
+            let result = record.update(|change| {
+                if let Change::HugepagePool {
+                    previous,
+                    set: values,
+                    ..
+                } = change
+                {
+                    *previous = base;
+                    values.clone_from(&set);
+                }
+            });
+            if let Err(error) = result {
+                eprintln!("memscope: warning: {error}");
+            }
+        }
+        settle(&own, &gone);
+        return Released::HandedOver(live.iter().map(|r| r.entry.pid).collect());
+    }
+    let outcome = match read_count(&raised.path) {
+        Ok(current) if current == base => Released::Clean,
+        Ok(current) if !set.contains(&current) => Released::LeftAlone { current, base },
+        Ok(_) if write_back(ledger, &raised.path, base) => Released::Restored(base),
+        Ok(_) => Released::Failed,
+        Err(error) => {
+            eprintln!(
+                "memscope: warning: could not read {} to set it back to {base} ({error})",
+                raised.path.display()
+            );
+            Released::Failed
+        }
+    };
+    if outcome == Released::Failed {
+        // This entry carries the base and the values for the next start to try again.
+        if let Some(mut record) = own {
+            let _ = record.update(|change| {
+                if let Change::HugepagePool {
+                    previous,
+                    set: values,
+                    ..
+                } = change
+                {
+                    *previous = base;
+                    values.clone_from(&set);
+                }
+            });
+        }
+        settle(&None, &gone);
+    } else {
+        settle(&own, &gone);
+    }
+    outcome
 }
 
 /// Writes a pool size back; a failure is a warning with the command that fixes it.
-fn write_back(path: &Path, count: u64) -> bool {
-    let result = write_count(path, count);
+fn write_back(ledger: &Ledger, path: &Path, count: u64) -> bool {
+    let result = (ledger.write)(path, count);
     if let Err(error) = &result {
         eprintln!(
             "memscope: warning: could not set {} back to {count} ({error}); run 'echo {count} \
@@ -335,7 +592,7 @@ fn install_signal_handler() -> io::Result<()> {
     static REGISTERED: OnceLock<()> = OnceLock::new();
     cleanup::install()?;
     REGISTERED.get_or_init(|| {
-        // Registered for the life of the process: the action restores whatever the
+        // Registered for the life of the process: the action releases whatever the
         // registry holds when it runs, nothing when it is empty.
         let _ = cleanup::register("hugetlbfs pools", Box::new(restore_for_cleanup));
     });
@@ -343,27 +600,40 @@ fn install_signal_handler() -> io::Result<()> {
 }
 
 /// The pools' undo action. On a signal it keeps the registry locked until the process is
-/// gone, so no thread can grow a pool after this restore, and says what it set back.
+/// gone, so no thread can grow a pool after this release, and says what it did.
 fn restore_for_cleanup() {
     let Some(signo) = cleanup::signal_being_handled() else {
         restore_all();
         return;
     };
     let mut raised = registry();
-    for entry in raised.drain(..).filter(restore) {
-        eprintln!(
-            "memscope: {}: set {} back to {}",
-            signal_name(signo),
-            entry.path.display(),
-            entry.previous
-        );
+    for entry in raised.drain(..) {
+        let path = entry.path.display();
+        match release(&entry) {
+            Released::Restored(base) => {
+                eprintln!(
+                    "memscope: {}: set {path} back to {base}",
+                    signal_name(signo)
+                )
+            }
+            Released::HandedOver(pids) => eprintln!(
+                "memscope: {}: left {path} to the memscope(s) still using it (pid {})",
+                signal_name(signo),
+                pids.iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => {}
+        }
     }
     std::mem::forget(raised);
 }
 
 /// Sets back one pool that memscope processes, now gone, left grown: `stale` are their
 /// journal entries for that pool (the same `path`), `running` whether a running memscope
-/// holds it too (then nothing is touched until it is done). Each entry whose values the
+/// uses it too (then nothing is touched: the running one takes these entries into account
+/// when it ends, see `release`). Each entry whose values the
 /// pool holds is undone in turn, newest change first, so entries of several killed
 /// processes unwind as a chain; a pool that holds none of memscope's values was changed by
 /// someone else since and is left as it is. Each outcome comes with its entry's index in
@@ -449,7 +719,8 @@ pub fn restore_stale(
         if decided(&outcomes, i) {
             continue;
         }
-        let outcome = if previous == current {
+        // A run that only used pages already there (or whose base equals the size now).
+        let outcome = if previous == current || set.is_empty() {
             Outcome::Clean
         } else {
             let held = set.last().copied().unwrap_or(previous);
@@ -704,6 +975,7 @@ mod tests {
 
     use super::*;
     use crate::platform::arena::{Arena, PagePolicy};
+    use crate::platform::fake_files::put;
 
     const PAGE_2M: u64 = 2 * MIB;
     /// Set in the child process of `a_signal_sets_the_pool_back_before_exit`.
@@ -861,6 +1133,233 @@ mod tests {
                 write_count(&self.dir.join("nr_hugepages"), self.persistent).unwrap();
             }
         }
+    }
+
+    /// Two memscopes, A (pid 100) and B (pid 200), running in a fake /proc, sharing a
+    /// journal and a fake sysfs pool that grants every page written.
+    struct Two {
+        dir: tempfile::TempDir,
+        a: Ledger,
+        b: Ledger,
+    }
+
+    const BOOT: &str = "boot-a";
+
+    /// Writes `nr_hugepages` and lets the pool's free count follow, as the kernel does
+    /// when it can allocate every page.
+    fn granting_write(path: &Path, count: u64) -> io::Result<()> {
+        let dir = path.parent().unwrap();
+        let old = read_count(path)?;
+        let free = read_count(&dir.join("free_hugepages"))?;
+        let free = (free + count).saturating_sub(old);
+        std::fs::write(dir.join("free_hugepages"), format!("{free}\n"))?;
+        write_count(path, count)
+    }
+
+    impl Two {
+        fn new(total: u64, free: u64) -> Two {
+            let dir = tempfile::tempdir().unwrap();
+            let pool = dir.path().join("hugepages/hugepages-2048kB");
+            for (file, value) in [
+                ("nr_hugepages", total),
+                ("free_hugepages", free),
+                ("resv_hugepages", 0),
+                ("surplus_hugepages", 0),
+            ] {
+                put(&pool, file, &value.to_string());
+            }
+            let ledger = |pid: u32, start: u64| {
+                let mut fields = vec!["0".to_string(); 18];
+                fields.push(start.to_string());
+                put(
+                    &dir.path().join("proc"),
+                    &format!("{pid}/stat"),
+                    &format!("{pid} (memscope) S {}", fields.join(" ")),
+                );
+                Ledger {
+                    journal: Journal::at(&dir.path().join("journal")),
+                    system: System {
+                        proc_root: dir.path().join("proc"),
+                        boot_id: BOOT.into(),
+                    },
+                    me: Identity {
+                        pid,
+                        start_time: start,
+                        boot_id: BOOT.into(),
+                    },
+                    write: granting_write,
+                }
+            };
+            let (a, b) = (ledger(100, 1000), ledger(200, 2000));
+            Two { dir, a, b }
+        }
+
+        fn pool(&self) -> PathBuf {
+            self.dir.path().join("hugepages/hugepages-2048kB")
+        }
+
+        fn nr(&self) -> u64 {
+            read_nr(&self.pool())
+        }
+
+        /// The run mapped its pages: they are no longer free.
+        fn set_free(&self, free: u64) {
+            put(&self.pool(), "free_hugepages", &free.to_string());
+        }
+
+        fn reserve(&self, ledger: &Ledger, pages: u64) -> HugepageReservation {
+            HugepageReservation::ensure_with(ledger, &self.pool(), PAGE_2M, pages).unwrap()
+        }
+
+        /// (pid, previous, set) of each entry, oldest first.
+        fn entries(&self) -> Vec<(u32, u64, Vec<u64>)> {
+            self.a
+                .journal
+                .list()
+                .unwrap()
+                .records
+                .into_iter()
+                .map(|r| match r.entry.change {
+                    Change::HugepagePool { previous, set, .. } => (r.entry.pid, previous, set),
+                    other => panic!("{other:?}"),
+                })
+                .collect()
+        }
+
+        /// `ledger`'s process is SIGKILLed: it releases nothing, and its pid is gone.
+        fn kill(&self, ledger: &Ledger, reservation: HugepageReservation) {
+            std::mem::forget(reservation);
+            registry().retain(|r| r.ledger.me != ledger.me);
+            std::fs::remove_dir_all(self.dir.path().join(format!("proc/{}", ledger.me.pid)))
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn the_first_run_to_end_leaves_the_pool_to_the_second_and_the_last_sets_it_back() {
+        let _serial = serial();
+        let two = Two::new(0, 0);
+        let a = two.reserve(&two.a, 4);
+        assert!(a.changed_pool());
+        assert_eq!(two.nr(), 4);
+        two.set_free(0);
+        let b = two.reserve(&two.b, 2);
+        assert_eq!((b.previous_pool(), b.reserved_pool(), two.nr()), (4, 6, 6));
+        assert_eq!(two.entries(), vec![(100, 0, vec![4]), (200, 4, vec![6])]);
+        // A ends while B runs: the pool stays, and B's entry now holds A's base.
+        drop(a);
+        assert_eq!(two.nr(), 6);
+        assert_eq!(two.entries(), vec![(200, 0, vec![4, 6])]);
+        // B ends last: back to the size before A.
+        drop(b);
+        assert_eq!(two.nr(), 0);
+        assert_eq!(two.entries(), vec![]);
+    }
+
+    #[test]
+    fn a_run_that_found_its_pages_in_the_pool_is_a_user_of_it_too() {
+        let _serial = serial();
+        for a_ends_first in [true, false] {
+            let two = Two::new(0, 0);
+            let a = two.reserve(&two.a, 4);
+            // B's pages are there (A has not mapped its own yet): nothing grows, but B is
+            // journaled as a user.
+            let b = two.reserve(&two.b, 2);
+            assert!(!b.changed_pool() && b.summary().is_none());
+            assert_eq!(two.entries(), vec![(100, 0, vec![4]), (200, 4, vec![])]);
+            if a_ends_first {
+                drop(a);
+                assert_eq!(two.nr(), 4, "A's end took the pages B uses");
+                assert_eq!(two.entries(), vec![(200, 0, vec![4])]);
+                drop(b);
+            } else {
+                drop(b);
+                assert_eq!(two.nr(), 4);
+                assert_eq!(two.entries(), vec![(100, 0, vec![4])]);
+                drop(a);
+            }
+            assert_eq!(two.nr(), 0, "A ended first: {a_ends_first}");
+            assert_eq!(two.entries(), vec![]);
+        }
+    }
+
+    #[test]
+    fn a_killed_runs_entry_is_left_to_the_running_one_which_sets_the_pool_back() {
+        let _serial = serial();
+        // A (the first, whose entry holds the base) killed while B runs, and B killed
+        // while A runs.
+        for killed_first in [true, false] {
+            let two = Two::new(0, 0);
+            let a = two.reserve(&two.a, 4);
+            two.set_free(0);
+            let b = two.reserve(&two.b, 2);
+            assert_eq!(two.nr(), 6);
+            let (dead, victim, survivor) = if killed_first {
+                (&two.a, a, b)
+            } else {
+                (&two.b, b, a)
+            };
+            two.kill(dead, victim);
+            // A start in the meantime defers the dead run's entry to the running one.
+            let roots = crate::restore::Roots {
+                hugepages: two.dir.path().join("hugepages"),
+                damon_admin: two.dir.path().join("admin"),
+            };
+            let summary = crate::restore::sweep(&two.a.journal, &two.a.system, &roots);
+            assert!(
+                summary.restored.is_empty() && summary.left.is_empty(),
+                "{summary:?}"
+            );
+            assert_eq!(two.nr(), 6);
+            assert_eq!(two.entries().len(), 2);
+            drop(survivor);
+            assert_eq!(two.nr(), 0, "killed first: {killed_first}");
+            assert_eq!(two.entries(), vec![]);
+        }
+    }
+
+    #[test]
+    fn a_run_that_cannot_get_its_pages_leaves_the_pool_and_the_journal_as_they_were() {
+        let _serial = serial();
+        let two = Two::new(0, 0);
+        let a = two.reserve(&two.a, 4);
+        two.set_free(0);
+        // The kernel grants B nothing (a plain file: its free count stays 0).
+        let stingy = Ledger {
+            write: write_count,
+            ..two.b.clone()
+        };
+        let error = HugepageReservation::ensure_with(&stingy, &two.pool(), PAGE_2M, 2).unwrap_err();
+        assert!(
+            matches!(error, ReserveError::NotGranted { target: 6, .. }),
+            "{error:?}"
+        );
+        assert_eq!(two.nr(), 4);
+        assert_eq!(two.entries(), vec![(100, 0, vec![4])]);
+        assert!(registry().iter().all(|r| r.ledger.me != two.b.me));
+        drop(a);
+        assert_eq!(two.nr(), 0);
+    }
+
+    #[test]
+    fn reservations_in_one_process_are_one_user_and_an_admins_resize_is_left() {
+        let _serial = serial();
+        let two = Two::new(0, 0);
+        let first = two.reserve(&two.a, 4);
+        two.set_free(0);
+        let second = two.reserve(&two.a, 2);
+        assert_eq!(two.nr(), 6);
+        assert_eq!(two.entries(), vec![(100, 0, vec![4, 6])]);
+        drop(first);
+        assert_eq!(two.nr(), 6);
+        drop(second);
+        assert_eq!((two.nr(), two.entries()), (0, vec![]));
+
+        // Someone resized the pool while it was in use: it is not memscope's to set back.
+        let third = two.reserve(&two.a, 4);
+        write_count(&two.pool().join("nr_hugepages"), 10).unwrap();
+        drop(third);
+        assert_eq!((two.nr(), two.entries()), (10, vec![]));
     }
 
     #[test]

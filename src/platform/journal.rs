@@ -55,14 +55,19 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Change {
-    /// A hugetlbfs pool grown: its `nr_hugepages` file, the persistent size before, and
-    /// every value this process wrote or read back after a write (oldest first). It is
-    /// set back only while it holds one of them.
+    /// A hugetlbfs pool used by a run (grown by it or not): its `nr_hugepages` file, the
+    /// persistent size to set it back to (the size before the first of several concurrent
+    /// runs, handed on by each run that ends while others still use the pool), every
+    /// value memscope wrote or read back after a write (oldest first; empty for a run that
+    /// only used pages already there), and the pages the run uses. The pool is set back
+    /// only by the last run using it, and only while it holds one of the values set.
     HugepagePool {
         path: PathBuf,
         page_bytes: u64,
         previous: u64,
         set: Vec<u64>,
+        #[serde(default)]
+        pages: u64,
     },
     /// A kdamond memscope created through DAMON's sysfs interface at `admin`: its index,
     /// the `nr_kdamonds` before, and the configuration it recognises it by.
@@ -94,6 +99,15 @@ impl Record {
     pub fn update(&mut self, change: impl FnOnce(&mut Change)) -> io::Result<()> {
         change(&mut self.entry.change);
         write_entry(&self.file, &self.entry)
+    }
+
+    /// Reads the entry again: another process may have rewritten it (a memscope that ended
+    /// hands its pool's base on to the runs still using the pool).
+    pub fn reload(&mut self) -> io::Result<()> {
+        self.entry = read_entry(&self.file).map_err(|why| {
+            io::Error::other(format!("cannot read {} ({why})", self.file.display()))
+        })?;
+        Ok(())
     }
 
     /// Removes the entry; one already gone is fine.
@@ -161,9 +175,14 @@ impl Journal {
 
     /// Writes an entry for `change` by this process, before the change is made.
     pub fn record(&self, change: Change) -> io::Result<Record> {
+        self.record_as(this_process(), change)
+    }
+
+    /// Writes an entry for `change` by process `me` (this process, or a process the tests
+    /// make up to stand for another memscope).
+    pub fn record_as(&self, me: &Identity, change: Change) -> io::Result<Record> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         self.prepare()?;
-        let me = this_process();
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
         let record = Record {
             file: self
@@ -412,7 +431,8 @@ pub fn lock_for_change(what: &str) -> Option<Lock> {
         .ok()
 }
 
-fn warn_once(error: &io::Error, what: &str) {
+/// Says once per process that changes go unjournaled, and what a SIGKILL would leave.
+pub fn warn_once(error: &io::Error, what: &str) {
     static WARNED: Once = Once::new();
     WARNED.call_once(|| {
         eprintln!(
@@ -557,6 +577,7 @@ mod tests {
             page_bytes: 2 << 20,
             previous,
             set: vec![set],
+            pages: 1,
         }
     }
 

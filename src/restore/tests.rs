@@ -99,6 +99,7 @@ impl Fake {
             page_bytes: 2 << 20,
             previous,
             set: set.to_vec(),
+            pages: 4,
         }
     }
 
@@ -214,6 +215,21 @@ fn a_pool_also_held_by_a_running_memscope_waits_for_it() {
 }
 
 #[test]
+fn a_killed_run_that_only_used_pages_already_there_changed_nothing() {
+    let fake = Fake::new();
+    // A grew it 0 → 64 and was killed; B used pages of it without growing it (its entry
+    // has no values set) and was killed too.
+    fake.pool(64);
+    fake.entry(DEAD, 77, BOOT, 0, fake.pool_change(0, &[64]));
+    fake.entry(DEAD + 1, 78, BOOT, 1, fake.pool_change(64, &[]));
+    let summary = fake.sweep();
+    assert_eq!(summary.restored.len(), 1, "{summary:?}");
+    assert!(summary.left.is_empty(), "{summary:?}");
+    assert_eq!(fake.nr(), 0);
+    assert_eq!(fake.entries(), 0);
+}
+
+#[test]
 fn two_killed_memscopes_unwind_as_a_chain() {
     let fake = Fake::new();
     fake.pool(130);
@@ -267,6 +283,7 @@ fn only_the_hugetlbfs_pool_files_are_ever_written() {
             page_bytes: 2 << 20,
             previous: 0,
             set: vec![64],
+            pages: 4,
         },
     );
     let summary = fake.sweep();
