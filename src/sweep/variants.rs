@@ -18,6 +18,7 @@ use super::params::same_path;
 use super::template::{self, Assignment};
 use super::{FootprintSummary, SweepError, SweepPlan, VariantInfo};
 use crate::footprint::{self, FootprintPlan};
+use crate::platform::child;
 use crate::platform::scratch::{Dir, ScratchDir};
 use crate::session::progress::Progress;
 use crate::topology::Machine;
@@ -198,7 +199,8 @@ fn run_build(line: &str, assignment: &Assignment, work: &WorkDir) -> Result<(), 
     };
     let out = log.try_clone().map_err(cannot)?;
     let err = log.try_clone().map_err(cannot)?;
-    let status = Command::new("sh")
+    // The build line dies with memscope (PR_SET_PDEATHSIG), like the benchmarks.
+    let status = child::die_with_parent(&mut Command::new("sh"))
         .arg("-c")
         .arg(line)
         .stdin(Stdio::null())
