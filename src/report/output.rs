@@ -182,6 +182,13 @@ impl Resolved {
         Some(dir_path_of(&self.dir)?.join(std::ffi::OsStr::from_bytes(self.name.as_bytes())))
     }
 
+    /// Creates the missing file exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`), empty, with
+    /// `mode` less the umask: a name someone planted meanwhile is an `AlreadyExists`.
+    pub(crate) fn create_new(&self, mode: libc::mode_t) -> io::Result<()> {
+        let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY;
+        open_at(Some(&self.dir), &self.name, flags, mode).map(drop)
+    }
+
     /// Whether this process may write there, asked with faccessat(AT_EACCESS): the
     /// directory for a file made by rename, the device itself for one written in place.
     pub(crate) fn check_writable(&self) -> io::Result<()> {
