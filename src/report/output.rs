@@ -427,7 +427,10 @@ fn on_procfs(dir: &OwnedFd) -> bool {
     let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
     // SAFETY: fstatfs fills the struct it is given from a descriptor `dir` owns.
     let ok = unsafe { libc::fstatfs(dir.as_raw_fd(), &mut fs) } == 0;
-    ok && i64::from(fs.f_type) == PROC_SUPER_MAGIC
+    // f_type is i64 here, a 32-bit integer on other targets.
+    #[allow(clippy::useless_conversion)]
+    let kind = i64::from(fs.f_type);
+    ok && kind == PROC_SUPER_MAGIC
 }
 
 /// The text of the link `handle` (an `O_PATH|O_NOFOLLOW` descriptor of the link itself),
