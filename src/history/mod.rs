@@ -464,8 +464,8 @@ pub fn check_saving() -> Result<(), UsageError> {
 
 fn save_path() -> Result<PathBuf, UsageError> {
     default_path().ok_or_else(|| UsageError::HistoryDatabase {
-        path: String::new(),
-        reason: format!("there is none: set {DB_ENV} to a file path (HOME is not set either)"),
+        path: format!("${DB_ENV}"),
+        reason: "it is not set, and neither is HOME: set it to a file path".into(),
     })
 }
 
