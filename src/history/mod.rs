@@ -4,6 +4,12 @@
 //! --add` imports reports from other hosts or older runs; `history` lists runs by host and
 //! date; `history --check` sets each host's latest run against its earlier runs of the
 //! same command and reports the figures that moved beyond the noise (`check`).
+//!
+//! Listing and checking open the database read-only and never create or change a file;
+//! `--add` and `--save` create a missing one exclusively. The path follows the output
+//! files' link rules (`report::output::resolve`), SQLite opens it with
+//! SQLITE_OPEN_NOFOLLOW, and a file that is not memscope's history is refused (exit 2)
+//! before anything is written; `--save` checks all this before the measuring.
 
 pub mod check;
 pub mod params;
