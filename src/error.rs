@@ -46,6 +46,11 @@ pub enum UsageError {
     #[error("cannot write output file '{path}': {reason}")]
     OutputPath { path: String, reason: String },
 
+    /// A history database that cannot be used as one (refused link, not SQLite, not
+    /// memscope's, missing when only read).
+    #[error("cannot use the history database '{path}': {reason}")]
+    HistoryDatabase { path: String, reason: String },
+
     #[error("page size '{policy}' cannot be had: {reason}. {advice}")]
     PagesUnavailable {
         policy: String,

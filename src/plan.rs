@@ -127,6 +127,10 @@ impl Outputs {
     /// Adds a measuring command's `--save` (or MEMSCOPE_SAVE) and `--prometheus`.
     fn saving(mut self, args: &SaveArgs) -> Result<Outputs, UsageError> {
         self.save = args.save || crate::history::save_by_default();
+        // A database that cannot take the run fails now, not after the measuring.
+        if self.save {
+            crate::history::check_saving()?;
+        }
         self.prometheus = args.prometheus.as_deref().map(Target::parse).transpose()?;
         if self.prometheus.as_ref().is_some_and(Target::is_stdout) && self.uses_stdout() {
             return Err(UsageError::InvalidValue {

@@ -2,9 +2,9 @@
 //! (`at_start`, one line on stderr per thing restored) and as `memscope restore` (which
 //! also says what running memscopes hold, or "nothing to restore"). The journal
 //! (`platform::journal`) lists the changes; each kind is undone by its owner's
-//! `restore_stale` (hugetlbfs pools, memscope's kdamond, scratch directories), which
-//! checks that the thing is still as memscope left it. A failure is said and kept for the
-//! next start; it never stops the command.
+//! `restore_stale` (hugetlbfs pools, memscope's kdamond, scratch directories, temporary
+//! output files), which checks that the thing is still as memscope left it. A failure is
+//! said and kept for the next start; it never stops the command.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -185,6 +185,7 @@ pub fn sweep(journal: &Journal, system: &System, roots: &Roots) -> Summary {
             }
             // Files outlive a reboot.
             Change::ScratchDir { .. } => scratch::restore_stale(&record.entry),
+            Change::OutputTemp { .. } => crate::report::output::restore_stale(&record.entry),
         };
         outcomes.push((record, outcome));
     }

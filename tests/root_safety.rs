@@ -5,6 +5,8 @@
 mod children;
 #[path = "root_safety/memory_guard.rs"]
 mod memory_guard;
+#[path = "root_safety/outputs.rs"]
+mod outputs;
 #[path = "root_safety/pool.rs"]
 mod pool;
 #[path = "root_safety/scratch.rs"]

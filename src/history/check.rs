@@ -138,7 +138,8 @@ mod tests {
     #[test]
     fn a_run_20_percent_slower_is_a_regression_and_a_repeat_is_not() {
         let dir = tempfile::tempdir().unwrap();
-        let mut h = History::open(&dir.path().join("h.sqlite3"), true).unwrap();
+        let mut h =
+            History::open(&dir.path().join("h.sqlite3"), crate::history::Access::Write).unwrap();
         for (i, scale) in [1.0, 1.002, 0.998].into_iter().enumerate() {
             h.add(&report("box", 10 + i as u64, scale), "saved")
                 .unwrap();

@@ -4,6 +4,12 @@
 //! --add` imports reports from other hosts or older runs; `history` lists runs by host and
 //! date; `history --check` sets each host's latest run against its earlier runs of the
 //! same command and reports the figures that moved beyond the noise (`check`).
+//!
+//! Listing and checking open the database read-only and never create or change a file;
+//! `--add` and `--save` create a missing one exclusively. The path follows the output
+//! files' link rules (`report::output::resolve`), SQLite opens it with
+//! SQLITE_OPEN_NOFOLLOW, and a file that is not memscope's history is refused (exit 2)
+//! before anything is written; `--save` checks all this before the measuring.
 
 pub mod check;
 pub mod params;
@@ -12,9 +18,11 @@ pub mod view;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
+use crate::error::UsageError;
+use crate::report::output::{self, Found};
 use crate::report::Report;
 use crate::view::figure::{Better, Figure};
 
@@ -67,44 +75,133 @@ pub struct History {
     pub path: PathBuf,
 }
 
+/// How the database is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Listing and checking: opened read-only, so nothing is created or changed; a
+    /// missing or empty file is an error.
+    Read,
+    /// Adding runs: a missing file is created exclusively, an empty one given the layout.
+    Write,
+}
+
+/// What an existing database file holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// memscope's tables, at this layout version.
+    Ours(i64),
+    /// No table at all (a new or empty file).
+    Empty,
+}
+
+/// The `UsageError` (exit 2) naming the database and why it cannot be used.
+fn refused(path: &Path, reason: impl Into<String>) -> UsageError {
+    UsageError::HistoryDatabase {
+        path: path.display().to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// An SQLite error while opening or inspecting `path`: a file that is not an SQLite
+/// database (or a damaged one, or one swapped for a link) is the user's to fix (exit 2).
+fn sqlite_error(path: &Path, error: rusqlite::Error) -> anyhow::Error {
+    use rusqlite::ErrorCode;
+    let reason = match error.sqlite_error() {
+        Some(e) if e.code == ErrorCode::NotADatabase => "it is not an SQLite database",
+        Some(e) if e.code == ErrorCode::DatabaseCorrupt => "it is a damaged SQLite database",
+        Some(e) if e.extended_code == rusqlite::ffi::SQLITE_CANTOPEN_SYMLINK => {
+            "it became a symbolic link while memscope opened it"
+        }
+        _ => {
+            return anyhow::Error::new(error)
+                .context(format!("opening the history database {}", path.display()))
+        }
+    };
+    refused(path, format!("{reason} ({error})")).into()
+}
+
 impl History {
-    /// Opens (creating when `create`) the database at `path`.
-    pub fn open(path: &Path, create: bool) -> anyhow::Result<History> {
-        if !create && !path.exists() {
-            anyhow::bail!(
-                "no history database at {} yet: save a run first (--save on a measuring \
-                 command, or memscope history --add REPORT.json)",
-                path.display()
-            );
+    /// Opens the database at `path`: for `Read` read-only and without creating anything,
+    /// for `Write` creating it when missing. The path follows the output files' link
+    /// rules (`report::output::resolve`): another user's link, or any link in a
+    /// world-writable directory, is refused; SQLite then opens the resolved file by a
+    /// path without links, with SQLITE_OPEN_NOFOLLOW.
+    pub fn open(path: &Path, access: Access) -> anyhow::Result<History> {
+        if access == Access::Write {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .with_context(|| format!("creating the directory {}", dir.display()))?;
+            }
         }
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("creating the directory {}", dir.display()))?;
-        }
-        let connection = Connection::open(path)
-            .with_context(|| format!("opening the history database {}", path.display()))?;
+        let real = locate(path, access)?;
+        let flags = match access {
+            Access::Read => OpenFlags::SQLITE_OPEN_READ_ONLY,
+            Access::Write => OpenFlags::SQLITE_OPEN_READ_WRITE,
+        } | OpenFlags::SQLITE_OPEN_NOFOLLOW
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let connection =
+            Connection::open_with_flags(&real, flags).map_err(|e| sqlite_error(path, e))?;
         let history = History {
             connection,
             path: path.to_path_buf(),
         };
-        history
-            .migrate()
-            .with_context(|| format!("reading the history database {}", path.display()))?;
+        let layout = history.layout()?;
+        match (access, layout) {
+            (Access::Read, Layout::Empty) => {
+                return Err(refused(path, "it is empty: no run was saved in it yet").into())
+            }
+            (Access::Write, Layout::Empty) => history.create_layout(),
+            (Access::Write, Layout::Ours(version)) if version < LAYOUT_VERSION => {
+                history.create_layout()
+            }
+            _ => Ok(()),
+        }
+        .with_context(|| format!("writing the history database {}", path.display()))?;
         Ok(history)
     }
 
-    fn migrate(&self) -> anyhow::Result<()> {
+    /// What the file holds; anything but memscope's tables (or none) is refused.
+    fn layout(&self) -> anyhow::Result<Layout> {
         let c = &self.connection;
-        let version: i64 = c.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let path = &self.path;
+        c.execute_batch("PRAGMA foreign_keys = ON")
+            .map_err(|e| sqlite_error(path, e))?;
+        let version: i64 = c
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .map_err(|e| sqlite_error(path, e))?;
         if version > LAYOUT_VERSION {
-            anyhow::bail!(
-                "it has layout {version}, newer than this memscope's {LAYOUT_VERSION}: use a \
-                 newer memscope with it"
-            );
+            return Err(refused(
+                path,
+                format!(
+                    "it has layout {version}, newer than this memscope's {LAYOUT_VERSION}: \
+                     use a newer memscope with it"
+                ),
+            )
+            .into());
         }
+        let tables: Vec<String> = c
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+            .and_then(|mut s| s.query_map([], |r| r.get(0))?.collect())
+            .map_err(|e| sqlite_error(path, e))?;
+        let has = |name: &str| tables.iter().any(|t| t == name);
+        if has("runs") && has("figures") {
+            Ok(Layout::Ours(version))
+        } else if tables.is_empty() {
+            Ok(Layout::Empty)
+        } else {
+            Err(refused(
+                path,
+                "it is an SQLite database, but not a memscope history (it has no runs and \
+                 figures tables)",
+            )
+            .into())
+        }
+    }
+
+    fn create_layout(&self) -> anyhow::Result<()> {
+        let c = &self.connection;
         c.execute_batch(
-            "PRAGMA foreign_keys = ON;
-             CREATE TABLE IF NOT EXISTS runs (
+            "CREATE TABLE IF NOT EXISTS runs (
                  id INTEGER PRIMARY KEY,
                  host TEXT NOT NULL,
                  cpu_model TEXT NOT NULL,
@@ -264,14 +361,133 @@ impl History {
     }
 }
 
+/// Resolves `path` by the output files' link rules and returns the path SQLite is to
+/// open (absolute, without links, or `path` itself without /proc, which NOFOLLOW then
+/// guards). For `Write`, a missing file is created exclusively first (`O_CREAT|O_EXCL|
+/// O_NOFOLLOW`), so SQLite never creates one through a link planted meanwhile.
+fn locate(path: &Path, access: Access) -> Result<PathBuf, UsageError> {
+    for _ in 0..2 {
+        let resolved = output::resolve(path).map_err(|reason| refused(path, reason))?;
+        let real = resolved.real_path().unwrap_or_else(|| path.to_path_buf());
+        match (resolved.found, access) {
+            (Found::Special { .. }, _) => {
+                return Err(refused(path, "it is not a regular file"));
+            }
+            (Found::Regular, _) => return Ok(real),
+            (Found::Nothing, Access::Read) => {
+                return Err(refused(
+                    path,
+                    "there is no such file yet: save a run first (--save on a measuring \
+                     command, or memscope history --add REPORT.json)",
+                ))
+            }
+            (Found::Nothing, Access::Write) => match resolved.create_new(0o644) {
+                Ok(()) => return Ok(real),
+                // Made by someone meanwhile: judged again as it is now.
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(refused(path, format!("cannot create it ({error})"))),
+            },
+        }
+    }
+    Err(refused(path, "it kept changing while memscope opened it"))
+}
+
+/// Checks, without writing anything, that runs can be added to the database at `path`:
+/// an existing file must be memscope's history (or empty) and writable with its
+/// directory, a missing one creatable. For `--save`, before anything is measured.
+pub fn check_for_writing(path: &Path) -> Result<(), UsageError> {
+    let access = |dir: &Path, name: &str| -> Result<(), UsageError> {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes())
+            .map_err(|_| refused(path, "the path contains a NUL byte"))?;
+        // SAFETY: faccessat reads the NUL-terminated path.
+        let ok =
+            unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::W_OK, libc::AT_EACCESS) };
+        if ok == 0 {
+            Ok(())
+        } else {
+            let error = std::io::Error::last_os_error();
+            Err(refused(
+                path,
+                format!("{name} '{}' is not writable ({error})", dir.display()),
+            ))
+        }
+    };
+    // A missing directory is made by the save: the nearest existing one must allow it.
+    let mut existing = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut missing = false;
+    while std::fs::symlink_metadata(existing).is_err() {
+        missing = true;
+        existing = existing
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+    }
+    if missing {
+        if !existing.is_dir() {
+            return Err(refused(
+                path,
+                format!("'{}' is not a directory", existing.display()),
+            ));
+        }
+        return access(existing, "the directory");
+    }
+    let resolved = output::resolve(path).map_err(|reason| refused(path, reason))?;
+    resolved
+        .check_writable()
+        .map_err(|error| refused(path, error.to_string()))?;
+    match resolved.found {
+        Found::Special { .. } => Err(refused(path, "it is not a regular file")),
+        Found::Nothing => Ok(()),
+        Found::Regular => {
+            let real = resolved.real_path().unwrap_or_else(|| path.to_path_buf());
+            access(&real, "the file")?;
+            let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_NOFOLLOW
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            let as_usage = |error: anyhow::Error| match error.downcast::<UsageError>() {
+                Ok(usage) => usage,
+                Err(other) => refused(path, format!("{other:#}")),
+            };
+            let connection = Connection::open_with_flags(&real, flags)
+                .map_err(|e| as_usage(sqlite_error(path, e)))?;
+            let history = History {
+                connection,
+                path: path.to_path_buf(),
+            };
+            history.layout().map(drop).map_err(as_usage)
+        }
+    }
+}
+
+/// The database `--save` (or MEMSCOPE_SAVE) adds to, checked by `check_for_writing`.
+pub fn check_saving() -> Result<(), UsageError> {
+    check_for_writing(&save_path()?)
+}
+
+fn save_path() -> Result<PathBuf, UsageError> {
+    default_path().ok_or_else(|| UsageError::HistoryDatabase {
+        path: format!("${DB_ENV}"),
+        reason: "it is not set, and neither is HOME: set it to a file path".into(),
+    })
+}
+
 /// `memscope history`: imports, then lists or checks; exit status 1 when a check finds a
 /// regression.
 pub fn run(
     plan: &params::HistoryPlan,
     json_to: Option<&crate::report::output::Target>,
 ) -> anyhow::Result<std::process::ExitCode> {
-    let creating = !plan.add.is_empty();
-    let mut history = History::open(&plan.db, creating)?;
+    // Listing and checking only read: the database is opened read-only.
+    let access = if plan.add.is_empty() {
+        Access::Read
+    } else {
+        Access::Write
+    };
+    let mut history = History::open(&plan.db, access)?;
     let mut text = String::new();
     for (file, report) in &plan.add {
         let id = history.add(report, file)?;
@@ -317,10 +533,8 @@ pub fn run(
 
 /// Saves a measuring command's report in the default database; returns where and the id.
 pub fn save(report: &Report) -> anyhow::Result<(PathBuf, i64)> {
-    let path = default_path().context(
-        "no history database: set MEMSCOPE_HISTORY to a file path (HOME is not set either)",
-    )?;
-    let mut history = History::open(&path, true)?;
+    let path = save_path()?;
+    let mut history = History::open(&path, Access::Write)?;
     let id = history.add(report, "saved")?;
     Ok((path, id))
 }
@@ -374,8 +588,8 @@ mod tests {
     fn runs_are_saved_whole_with_their_figures_and_listed_by_host() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/history.sqlite3");
-        assert!(History::open(&path, false).is_err());
-        let mut h = History::open(&path, true).unwrap();
+        assert!(History::open(&path, Access::Read).is_err());
+        let mut h = History::open(&path, Access::Write).unwrap();
         let a = h.add(&report("b-host", 10, 1.0), "saved").unwrap();
         h.add(&report("a-host", 20, 1.0), "x.json").unwrap();
         h.add(&report("b-host", 30, 1.0), "saved").unwrap();
@@ -397,12 +611,117 @@ mod tests {
         drop(h);
         // Reopened, the layout is there and the runs too.
         assert_eq!(
-            History::open(&path, false)
+            History::open(&path, Access::Read)
                 .unwrap()
                 .runs(None, None)
                 .unwrap()
                 .len(),
             3
         );
+    }
+
+    fn refusal(result: anyhow::Result<History>) -> String {
+        let error = result.err().expect("refused");
+        assert!(error.downcast_ref::<UsageError>().is_some(), "{error:#}");
+        format!("{error:#}")
+    }
+
+    #[test]
+    fn listing_a_missing_database_creates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/history.sqlite3");
+        let error = refusal(History::open(&path, Access::Read));
+        assert!(error.contains("does not exist"), "{error}");
+        let path = dir.path().join("history.sqlite3");
+        let error = refusal(History::open(&path, Access::Read));
+        assert!(
+            error.contains(path.to_str().unwrap()) && error.contains("save a run first"),
+            "{error}"
+        );
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn an_empty_file_behind_a_link_stays_empty_when_listed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("empty");
+        std::fs::write(&file, "").unwrap();
+        let link = dir.path().join("link.sqlite3");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let error = refusal(History::open(&link, Access::Read));
+        assert!(error.contains("it is empty"), "{error}");
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 0);
+        // Not even a journal file beside it.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+        if crate::platform::journal::effective_uid() != 0 {
+            return eprintln!("the rest of this test needs root to make another user's link");
+        }
+        // Another user's link is refused for reading and writing alike.
+        let c = std::ffi::CString::new(link.to_str().unwrap()).unwrap();
+        // SAFETY: lchown reads the NUL-terminated path.
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), 65534, 65534) }, 0);
+        for access in [Access::Read, Access::Write] {
+            let error = refusal(History::open(&link, access));
+            assert!(error.contains("owned by uid 65534"), "{error}");
+        }
+        assert!(check_for_writing(&link).is_err());
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn files_that_are_not_memscope_histories_are_refused_and_left_as_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.sqlite3");
+        let bytes = "not a database at all, long enough to be read as one. ".repeat(4);
+        std::fs::write(&text, &bytes).unwrap();
+        for access in [Access::Read, Access::Write] {
+            let error = refusal(History::open(&text, access));
+            assert!(
+                error.contains(text.to_str().unwrap()) && error.contains("not an SQLite database"),
+                "{error}"
+            );
+        }
+        assert!(check_for_writing(&text).is_err());
+        assert_eq!(std::fs::read(&text).unwrap(), bytes.as_bytes());
+        // Someone else's SQLite database gets no memscope tables.
+        let other = dir.path().join("other.sqlite3");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE notes (text TEXT)")
+            .unwrap();
+        let error = refusal(History::open(&other, Access::Write));
+        assert!(error.contains("not a memscope history"), "{error}");
+        let tables: i64 = Connection::open(&other)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(tables, 1);
+        // A dangling link is not created through.
+        let link = dir.path().join("link.sqlite3");
+        std::os::unix::fs::symlink(dir.path().join("absent"), &link).unwrap();
+        let error = refusal(History::open(&link, Access::Write));
+        assert!(error.contains("does not exist"), "{error}");
+        assert!(!dir.path().join("absent").exists());
+    }
+
+    #[test]
+    fn a_database_is_checked_for_saving_without_being_written() {
+        let dir = tempfile::tempdir().unwrap();
+        // Missing, in a directory still to be made: fine, and nothing is made.
+        check_for_writing(&dir.path().join("a/b/h.sqlite3")).unwrap();
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        let path = dir.path().join("h.sqlite3");
+        std::fs::write(&path, "").unwrap();
+        check_for_writing(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        History::open(&path, Access::Write)
+            .unwrap()
+            .add(&report("box", 1, 1.0), "saved")
+            .unwrap();
+        let before = std::fs::read(&path).unwrap();
+        check_for_writing(&path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        let error = check_for_writing(dir.path()).unwrap_err().to_string();
+        assert!(error.contains("expected a file path"), "{error}");
     }
 }

@@ -81,6 +81,9 @@ pub enum Change {
     },
     /// A scratch directory (absolute path) whose name starts with `prefix`.
     ScratchDir { path: PathBuf, prefix: String },
+    /// A temporary output file `name` (`.NAME.memscope-RANDOM.tmp`) in the directory
+    /// `dir` (absolute, no link in it), between its creation and its rename.
+    OutputTemp { dir: PathBuf, name: String },
 }
 
 /// An entry in the journal and its file; removing it says the change is undone.
@@ -450,6 +453,9 @@ pub fn describe(change: &Change) -> String {
         }
         Change::Kdamond { index, .. } => format!("DAMON kdamond {index}"),
         Change::ScratchDir { path, .. } => format!("the scratch directory {}", path.display()),
+        Change::OutputTemp { dir, name } => {
+            format!("the temporary output file {}", dir.join(name).display())
+        }
     }
 }
 
