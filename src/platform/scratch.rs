@@ -149,7 +149,7 @@ impl ScratchDir {
         let parent_fd = open_path(&parent_path, libc::O_PATH | libc::O_DIRECTORY)?;
         let mut tries = 0;
         let (name, path, record) = loop {
-            let name = format!("{prefix}{}", random_suffix());
+            let name = format!("{prefix}{}", random_name(SUFFIX_LEN));
             let path = parent_path.join(&name);
             // The name is chosen first so the journal can say what to remove if memscope
             // is killed right after the directory is made.
@@ -513,25 +513,26 @@ fn stat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
     Ok(st)
 }
 
-/// Random letters and digits from getrandom, else from the clock, pid and a counter (a
-/// name taken already is retried).
-fn random_suffix() -> String {
+/// `len` random letters and digits from getrandom, else from the clock, pid and a
+/// counter: names nobody can guess ahead (a name taken already is retried by the
+/// exclusive create that uses it). Shared with the output files' temporary names.
+pub fn random_name(len: usize) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let mut bytes = [0u8; SUFFIX_LEN];
+    let mut bytes = vec![0u8; len];
     // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer it is given.
     let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
     if usize::try_from(got).ok() != Some(bytes.len()) {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0);
+            .map_or(0, |d| d.as_nanos() as u64);
         let mut state = nanos
             ^ (u64::from(std::process::id()) << 32)
             ^ COUNTER
                 .fetch_add(1, Ordering::Relaxed)
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            | 1;
         for byte in &mut bytes {
             state ^= state << 13;
             state ^= state >> 7;

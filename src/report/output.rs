@@ -38,8 +38,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::UsageError;
-use crate::platform::cleanup;
 use crate::platform::journal::{self, Change, Entry, Outcome, Record};
+use crate::platform::{cleanup, scratch};
 
 /// Where one exporter's bytes go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -481,7 +481,7 @@ fn temporary_name(name: &CStr) -> String {
         .collect();
     format!(
         ".{base}{TEMP_MARK}{}{TEMP_END}",
-        random_suffix(TEMP_RANDOM_LEN)
+        scratch::random_name(TEMP_RANDOM_LEN)
     )
 }
 
@@ -498,39 +498,6 @@ fn is_temporary_name(name: &str) -> bool {
         && !name.contains('/')
         && random.len() == TEMP_RANDOM_LEN
         && random.bytes().all(|b| b.is_ascii_alphanumeric())
-}
-
-/// `len` random letters and digits from getrandom (else from the clock, the pid and a
-/// counter: the name is created with O_EXCL, so a guessed one costs a retry, never a
-/// write through someone's link).
-fn random_suffix(len: usize) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let mut bytes = vec![0u8; len];
-    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer it is given.
-    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if usize::try_from(got).ok() != Some(bytes.len()) {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let mut state = nanos
-            ^ (u64::from(std::process::id()) << 32)
-            ^ COUNTER
-                .fetch_add(1, Ordering::Relaxed)
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            | 1;
-        for byte in &mut bytes {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            *byte = state as u8;
-        }
-    }
-    bytes
-        .iter()
-        .map(|&b| ALPHABET[usize::from(b) % ALPHABET.len()] as char)
-        .collect()
 }
 
 /// A temporary file while it exists: removed on drop unless renamed, on a signal by the
