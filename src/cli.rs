@@ -129,7 +129,7 @@ pub struct StatArgs {
     pub csv: Option<String>,
 
     #[command(flatten)]
-    pub save: crate::experiments::params::SaveArgs,
+    pub save: crate::flags::SaveArgs,
 
     /// The command and its arguments (put `--` before it when it has options of its own).
     #[arg(

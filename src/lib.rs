@@ -31,6 +31,7 @@ pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod experiments;
+pub mod flags;
 pub mod footprint;
 pub mod history;
 pub mod kernels;

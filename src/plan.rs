@@ -19,14 +19,13 @@ use crate::experiments::loaded::LoadedConfig;
 use crate::experiments::miss_impact::MissImpactConfig;
 use crate::experiments::mlp::params::MlpArgs;
 use crate::experiments::mlp::MlpConfig;
-use crate::experiments::params::{
-    defaults, parse_count, thread_cpus, MeasurePlan, OutputArgs, SaveArgs,
-};
+use crate::experiments::params::{defaults, parse_count, thread_cpus, MeasurePlan};
 use crate::experiments::stride::params::StrideArgs;
 use crate::experiments::stride::StrideConfig;
 use crate::experiments::tlb::params::TlbArgs;
 use crate::experiments::tlb::TlbConfig;
 use crate::experiments::{Configs, ExperimentCommand};
+use crate::flags::{OutputArgs, SaveArgs};
 use crate::footprint::params::FootprintArgs;
 use crate::footprint::FootprintPlan;
 use crate::pages::params::{PagesAction, PagesArgs};
