@@ -36,7 +36,6 @@ pub mod footprint;
 pub mod history;
 pub mod kernels;
 pub mod pages;
-pub mod plan;
 pub mod platform;
 pub mod report;
 pub mod restore;
