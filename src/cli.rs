@@ -1,5 +1,5 @@
-//! Command-line definitions (clap) and nothing else: raw values, validated later (by
-//! `plan`, through each room's `<X>Config::resolve`), so every error can quote the value
+//! Command-line definitions (clap) and nothing else: raw values, validated later (by each
+//! command's `commands::Command::plan`, through each room's `<X>Config::resolve`), so every error can quote the value
 //! and say what was expected. The subcommands and `run`'s, `info`'s and `stat`'s flags are
 //! here; each experiment's flags are in its room (`experiments::<name>::params`), the
 //! measuring flags in `experiments::params`.
@@ -129,7 +129,7 @@ pub struct StatArgs {
     pub csv: Option<String>,
 
     #[command(flatten)]
-    pub save: crate::experiments::params::SaveArgs,
+    pub save: crate::flags::SaveArgs,
 
     /// The command and its arguments (put `--` before it when it has options of its own).
     #[arg(

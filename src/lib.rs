@@ -1,8 +1,9 @@
 //! memscope: a memory-hierarchy profiler.
 //!
-//! The binary (`src/main.rs`) parses the command line (`cli`), resolves it against the
-//! machine into a validated `plan::Plan`, runs the experiments, and hands one
-//! `report::Report` to the exporters. The layers, from the bottom:
+//! The binary (`src/main.rs`) parses the command line (`cli`) and hands it to the command
+//! registry (`commands`): the command's room turns its flags into a validated
+//! `commands::Plan`, runs it, and gives one document to the one writer. The layers, from
+//! the bottom:
 //!
 //! - `units`, `error`: newtypes and typed errors shared by everything;
 //! - `topology`: what the OS and CPUID say about the machine;
@@ -12,6 +13,7 @@
 //! - `session`: progress on stderr, the typed warnings raised while measuring, and the
 //!   measuring context (`session::context::Session`) every experiment runs in;
 //! - `counters`: hardware and software event counters (perf_event_open);
+//! - `flags`: the output and save flags and parse helpers every room shares;
 //! - `view`: the presentation model as data (sections of prose, tables, charts, CSV
 //!   tables) and the shared number formats;
 //! - `experiments`: one room per experiment (parameters, measurement, result,
@@ -22,6 +24,7 @@
 //!   interleaved runs, with confidence intervals and rank tests;
 //! - `report`: the serde model, which sections each output shows, and renderers that
 //!   know no experiment (terminal, CSV, HTML + SVG; JSON is the model itself);
+//! - `commands`: the registry (one `Command` per command, the `Plan` enum, the writer);
 //! - `restore`: what killed memscope processes left changed, undone from the journal at
 //!   every start and by `memscope restore`.
 
@@ -31,11 +34,11 @@ pub mod compare;
 pub mod counters;
 pub mod error;
 pub mod experiments;
+pub mod flags;
 pub mod footprint;
 pub mod history;
 pub mod kernels;
 pub mod pages;
-pub mod plan;
 pub mod platform;
 pub mod report;
 pub mod restore;

@@ -9,7 +9,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::cli::{Cli, Command};
 use crate::platform::journal::{self, Change, Journal, Outcome, Owner, Record, System};
 use crate::platform::{hugepages, scratch};
 
@@ -43,16 +42,13 @@ pub struct Summary {
     pub unreadable: Vec<String>,
 }
 
-/// Called first by every command: `memscope restore` runs here (Some: its exit code);
-/// any other command first undoes what killed memscopes left, saying so on stderr.
-pub fn at_start(cli: &Cli) -> Option<ExitCode> {
-    if matches!(cli.command, Some(Command::Restore)) {
-        return Some(command());
-    }
+/// Called first by every command but `memscope restore` (which does this as its work):
+/// undoes what killed memscopes left, saying so on stderr.
+pub fn at_start() {
     let journal = journal::journal();
     // Nothing was ever journaled here: nothing to read, and nothing is created.
     if !journal.dir().is_dir() || !can_tell_who_runs() {
-        return None;
+        return;
     }
     let summary = sweep(&journal, &System::current(), &Roots::real());
     for line in summary.restored.iter().chain(&summary.left) {
@@ -61,18 +57,19 @@ pub fn at_start(cli: &Cli) -> Option<ExitCode> {
     for line in &summary.failed {
         eprintln!("memscope: warning: {line}");
     }
-    None
 }
 
-/// `memscope restore`: the same pass, reported on stdout (failures on stderr, exit 1).
-fn command() -> ExitCode {
+/// `memscope restore`: the same pass; returns its report for stdout (failures are said on
+/// stderr, exit 1).
+pub fn command() -> (String, ExitCode) {
+    let mut text = String::new();
     let journal = journal::journal();
     if !can_tell_who_runs() {
         eprintln!(
             "memscope: error: /proc/self/stat cannot be read, so memscope cannot tell which \
              journaled memscopes still run; nothing restored"
         );
-        return ExitCode::FAILURE;
+        return (text, ExitCode::FAILURE);
     }
     let summary = sweep(&journal, &System::current(), &Roots::real());
     for line in summary
@@ -82,19 +79,24 @@ fn command() -> ExitCode {
         .chain(&summary.running)
         .chain(&summary.unreadable)
     {
-        println!("{line}");
+        text.push_str(line);
+        text.push('\n');
     }
     for line in &summary.failed {
         eprintln!("memscope: warning: {line}");
     }
     if summary.restored.is_empty() && summary.left.is_empty() && summary.failed.is_empty() {
-        println!("nothing to restore (journal: {})", journal.dir().display());
+        text.push_str(&format!(
+            "nothing to restore (journal: {})\n",
+            journal.dir().display()
+        ));
     }
-    if summary.failed.is_empty() {
+    let code = if summary.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
-    }
+    };
+    (text, code)
 }
 
 /// Without /proc (a container without it), every writer would look gone, and a running

@@ -2,7 +2,7 @@
 
 use super::load::{self, Inputs};
 use crate::error::UsageError;
-use crate::experiments::params::OutputArgs;
+use crate::flags::OutputArgs;
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct CompareArgs {

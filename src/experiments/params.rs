@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::error::UsageError;
+pub use crate::flags::{invalid, parse_count, SaveArgs};
 use crate::platform::arena::PagePolicy;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::memory::MemoryBound;
@@ -82,21 +83,6 @@ pub struct MeasureArgs {
 
     #[command(flatten)]
     pub save: SaveArgs,
-}
-
-/// What becomes of a measuring run beyond its outputs: the history database and the
-/// Prometheus textfile.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct SaveArgs {
-    /// Record the run in the history database (`memscope history` lists and checks it);
-    /// also done when the environment sets MEMSCOPE_SAVE=1.
-    #[arg(long)]
-    pub save: bool,
-
-    /// Write the headline figures to FILE in Prometheus' text format (for node_exporter's
-    /// textfile collector), atomically, labelled with the host and CPU model.
-    #[arg(long, value_name = "FILE")]
-    pub prometheus: Option<String>,
 }
 
 /// Settings shared by measuring commands.
@@ -298,30 +284,6 @@ pub fn defaults<A: clap::Args + clap::FromArgMatches>() -> A {
         .expect("the clap definitions give every flag a default")
 }
 
-/// A flag's value that is not one of those expected.
-pub fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
-    UsageError::InvalidValue {
-        flag,
-        value: value.to_string(),
-        expected: expected.to_string(),
-    }
-}
-
-/// A whole number from `min` to `max`.
-pub fn parse_count(
-    flag: &'static str,
-    value: &str,
-    min: usize,
-    max: usize,
-) -> Result<usize, UsageError> {
-    value
-        .trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (min..=max).contains(n))
-        .ok_or_else(|| invalid(flag, value, &format!("a whole number from {min} to {max}")))
-}
-
 /// `90`, `90s`, `10m`, `1h`, `500ms`.
 pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageError> {
     let t = text.trim();
@@ -350,23 +312,6 @@ pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageE
                 "a duration such as 90s, 10m or 1h (at most a week)",
             )
         })
-}
-
-/// The output files of the program commands (`pages`, `footprint`, `sweep`): the report
-/// as JSON, its tables as CSV and the self-contained HTML page.
-#[derive(Debug, Clone, Default, clap::Args)]
-pub struct OutputArgs {
-    /// Write the JSON report to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
-
-    /// Write the tables (every run, region or object) as CSV to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
-
-    /// Write the self-contained HTML report, with its plots, to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<String>,
 }
 
 #[cfg(test)]

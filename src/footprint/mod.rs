@@ -116,7 +116,8 @@ impl MappingUse {
 
 /// The process's resident mappings, largest first.
 fn process_mappings(pid: u32) -> Result<ProcessMappings, String> {
-    let maps = crate::pages::procfs::smaps(pid)
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/smaps"))
+        .map(|text| crate::topology::smaps::parse_smaps(&text))
         .map_err(|e| format!("cannot read /proc/{pid}/smaps: {e}"))?;
     let mut mappings: Vec<MappingUse> = maps
         .iter()

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::FootprintPlan;
 use crate::error::UsageError;
-use crate::experiments::params::{parse_count, OutputArgs};
+use crate::flags::{parse_count, OutputArgs};
 use crate::platform::user_file;
 use crate::report::read::MAX_REPORT_BYTES;
 

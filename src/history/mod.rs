@@ -475,12 +475,18 @@ fn save_path() -> Result<PathBuf, UsageError> {
     })
 }
 
-/// `memscope history`: imports, then lists or checks; exit status 1 when a check finds a
-/// regression.
-pub fn run(
-    plan: &params::HistoryPlan,
-    json_to: Option<&crate::report::output::Target>,
-) -> anyhow::Result<std::process::ExitCode> {
+/// What `memscope history` found: the table, the same as JSON, and whether a check found
+/// a regression (exit status 1).
+#[derive(Debug)]
+pub struct Listing {
+    pub text: String,
+    pub json: Vec<u8>,
+    pub regression: bool,
+}
+
+/// `memscope history`: imports, then lists or checks. Writes nothing but the imports: the
+/// command's writer prints the listing and writes its JSON.
+pub fn run(plan: &params::HistoryPlan) -> anyhow::Result<Listing> {
     // Listing and checking only read: the database is opened read-only.
     let access = if plan.add.is_empty() {
         Access::Read
@@ -513,21 +519,10 @@ pub fn run(
         )
     };
     text.push_str(&crate::report::terminal::render(&[section], false));
-    if let Some(target) = json_to {
-        target.write(&json)?;
-        if !target.is_stdout() {
-            text.push_str(&format!("\n Wrote {target}\n"));
-        }
-    }
-    if json_to.is_some_and(|t| t.is_stdout()) {
-        eprint!("{text}");
-    } else {
-        print!("{text}");
-    }
-    Ok(if regression {
-        std::process::ExitCode::FAILURE
-    } else {
-        std::process::ExitCode::SUCCESS
+    Ok(Listing {
+        text,
+        json,
+        regression,
     })
 }
 

@@ -68,7 +68,7 @@ impl HistoryArgs {
         let last = self
             .last
             .as_deref()
-            .map(|v| crate::experiments::params::parse_count("--last", v, 1, 100_000))
+            .map(|v| crate::flags::parse_count("--last", v, 1, 100_000))
             .transpose()?;
         let mut add = Vec::new();
         for file in &self.add {

@@ -10,7 +10,7 @@ use super::apply::ApplyPlan;
 use super::record::{PagesRecord, RecordPlan};
 use super::sources::SourceChoice;
 use crate::error::UsageError;
-use crate::experiments::params::{parse_count, OutputArgs, SaveArgs};
+use crate::flags::{parse_count, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct PagesArgs {

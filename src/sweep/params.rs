@@ -10,7 +10,8 @@ use regex::Regex;
 use super::template::{self, Assignment, Parameter, MAX_VARIANTS};
 use super::{Benchmark, Better, MetricSpec, Schedule, SweepPlan};
 use crate::error::UsageError;
-use crate::experiments::params::{invalid, parse_count, parse_duration, OutputArgs, SaveArgs};
+use crate::experiments::params::parse_duration;
+use crate::flags::{invalid, parse_count, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
 pub struct SweepArgs {
