@@ -10,7 +10,10 @@ use memscope::platform::child::SpawnError;
 
 fn main() -> ExitCode {
     let cli = memscope::cli::Cli::parse();
-    match memscope::commands::execute(&cli) {
+    let result = memscope::commands::execute(&cli);
+    // A signal being handled decides the exit status (128 + the signal), not this thread.
+    memscope::platform::cleanup::wait_if_exiting();
+    match result {
         Ok(code) => code,
         Err(error) => {
             if is_broken_pipe(&error) {

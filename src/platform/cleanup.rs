@@ -124,6 +124,17 @@ pub fn signal_being_handled() -> Option<libc::c_int> {
     }
 }
 
+/// Blocks for ever while the signal thread is undoing and about to exit with 128 + the
+/// signal: a command that ended because an undo action took its child or its scratch
+/// directory away must not exit first, with its own status and an error the signal caused.
+pub fn wait_if_exiting() {
+    if signal_being_handled().is_some() {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 /// How a message names a signal: "interrupted (SIGINT)".
 pub fn signal_name(signo: libc::c_int) -> &'static str {
     match signo {
