@@ -6,7 +6,7 @@
 
 use std::process::ExitCode;
 
-use super::output::{report_document, Outputs, Shown};
+use super::output::{report_document, Outputs, Requested, Shown};
 use super::{Command, Context, Document};
 use crate::cli::RunArgs;
 use crate::error::UsageError;
@@ -31,7 +31,6 @@ use crate::platform::arena::PagePolicy;
 use crate::platform::hugepages::{self, HugepageReservation};
 use crate::platform::timer::Timer;
 use crate::report::document::MachineView;
-use crate::report::output::Target;
 use crate::report::{Report, Settings, Warning};
 use crate::session::context::Session;
 use crate::session::progress::Progress;
@@ -88,7 +87,12 @@ impl Command for Single {
     fn plan(command: &ExperimentCommand, context: &Context) -> anyhow::Result<MeasuringPlan> {
         let (measure, experiments) = command.resolve(context.machine()?)?;
         let args = command.measure();
-        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?.saving(&args.save)?;
+        let outputs = Outputs::resolve(Requested {
+            json: args.json.file(),
+            csv: args.csv.file(),
+            html: None,
+            save: Some(&args.save),
+        })?;
         Ok(MeasuringPlan {
             name: command.name(),
             outputs,
@@ -341,11 +345,14 @@ fn profile(args: &RunArgs, machine: &Machine) -> Result<MeasuringPlan, UsageErro
         });
     }
     // The file given, else `name` in the output directory.
-    let or_in_dir = |given: &Option<String>, name: &str| {
-        (given.clone()).unwrap_or_else(|| dir.join(name).to_string_lossy().into_owned())
+    let or_in_dir = |given: Option<&str>, name: &str| {
+        given.map_or_else(
+            || dir.join(name).to_string_lossy().into_owned(),
+            String::from,
+        )
     };
-    let json = or_in_dir(&args.measure.json, "memscope-report.json");
-    let html = or_in_dir(&args.html, "memscope-report.html");
+    let json = or_in_dir(args.measure.json.file(), "memscope-report.json");
+    let html = or_in_dir(args.html.file(), "memscope-report.html");
     let latency = LatencyConfig::resolve(&defaults::<LatencyArgs>(), &measure, machine)?;
     // The quick versions of the other experiments: the bandwidth table with a read and
     // copy sweep, and the stride matrix at one size per level.
@@ -373,13 +380,12 @@ fn profile(args: &RunArgs, machine: &Machine) -> Result<MeasuringPlan, UsageErro
         reason: "it needs a second CPU for the injector thread, and this process may use \
                      only one",
     });
-    let outputs = Outputs {
-        json: Some(Target::parse(&json)?),
-        csv: args.measure.csv.as_deref().map(Target::parse).transpose()?,
-        html: Some(Target::parse(&html)?),
-        ..Outputs::default()
-    }
-    .saving(&args.measure.save)?;
+    let outputs = Outputs::resolve(Requested {
+        json: Some(&json),
+        csv: args.measure.csv.file(),
+        html: Some(&html),
+        save: Some(&args.measure.save),
+    })?;
     let mut plan = MeasuringPlan {
         name: "run",
         outputs,
