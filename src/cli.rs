@@ -6,6 +6,8 @@
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::flags::{CsvArg, HtmlArg, JsonArg, SaveArgs};
+
 pub use crate::experiments::params::MeasureArgs;
 pub use crate::experiments::ExperimentCommand;
 
@@ -74,6 +76,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(mut_arg("html", |a| a.help("Write the HTML report here instead of DIR/memscope-report.html")))]
 pub struct RunArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -82,9 +85,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub out: String,
 
-    /// Write the HTML report here instead of DIR/memscope-report.html.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<String>,
+    #[command(flatten)]
+    pub html: HtmlArg,
 
     /// Skip the file reads (their quick form writes about 81 MiB of test files in a fresh
     /// directory under the current one, removed afterwards).
@@ -93,17 +95,22 @@ pub struct RunArgs {
 }
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(
+    mut_arg("json", |a| a.help("Write the `machine` JSON object's report to FILE ('-' for stdout)")),
+    mut_arg("csv", |a| a.help("Write the cache table as CSV to FILE ('-' for stdout)"))
+)]
 pub struct InfoArgs {
-    /// Write the `machine` JSON object's report to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
 
-    /// Write the cache table as CSV to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
+    #[command(flatten)]
+    pub csv: CsvArg,
 }
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(mut_arg("csv", |a| {
+    a.help("Write the counts and derived figures as CSV to FILE ('-' for stdout)")
+}))]
 pub struct StatArgs {
     /// Events to count, comma-separated; '{a,b}' groups events so they are counted over
     /// the same time; repeatable. Generic names (cycles, instructions, cache-misses,
@@ -120,16 +127,14 @@ pub struct StatArgs {
     #[arg(short = 'r', long, value_name = "N", default_value = "1")]
     pub repeat: String,
 
-    /// Write the JSON report to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
-
-    /// Write the counts and derived figures as CSV to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
 
     #[command(flatten)]
-    pub save: crate::flags::SaveArgs,
+    pub csv: CsvArg,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
 
     /// The command and its arguments (put `--` before it when it has options of its own).
     #[arg(
@@ -150,5 +155,60 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    /// The output flags are declared once (`flags`) and worded per command with
+    /// `mut_arg`: each command's own help, and the shared one where it has none.
+    #[test]
+    fn output_flags_are_worded_per_command() {
+        let cli = Cli::command();
+        let help = |command: Option<&str>, flag: &str| {
+            let command = command.map_or(&cli, |name| {
+                cli.find_subcommand(name).expect("the subcommand exists")
+            });
+            let arg = command.get_arguments().find(|a| a.get_id() == flag);
+            arg.and_then(|a| a.get_help()).map(|h| h.to_string())
+        };
+        let stdout = "to FILE ('-' for stdout)";
+        let cases = [
+            (
+                Some("info"),
+                "json",
+                "Write the `machine` JSON object's report",
+            ),
+            (Some("info"), "csv", "Write the cache table as CSV"),
+            (Some("stat"), "json", "Write the JSON report"),
+            (
+                Some("stat"),
+                "csv",
+                "Write the counts and derived figures as CSV",
+            ),
+            (
+                Some("history"),
+                "json",
+                "Write the listing (or the check) as JSON",
+            ),
+            (Some("latency"), "csv", "Write the result rows as CSV"),
+            (Some("run"), "csv", "Write the result rows as CSV"),
+            (None, "csv", "Write the result rows as CSV"),
+            (
+                Some("footprint"),
+                "csv",
+                "Write the tables (every run, region or object) as CSV",
+            ),
+        ];
+        for (command, flag, words) in cases {
+            assert_eq!(
+                help(command, flag).as_deref(),
+                Some(format!("{words} {stdout}").as_str()),
+                "{command:?} --{flag}"
+            );
+        }
+        let run_html = "Write the HTML report here instead of DIR/memscope-report.html";
+        assert_eq!(help(Some("run"), "html").as_deref(), Some(run_html));
+        assert_eq!(help(None, "html").as_deref(), Some(run_html));
+        let html = "Write the self-contained HTML report, with its plots, to FILE";
+        assert_eq!(help(Some("sweep"), "html").as_deref(), Some(html));
+        assert_eq!(help(Some("info"), "html"), None);
     }
 }

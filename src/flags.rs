@@ -1,26 +1,90 @@
 //! The flags and the parse helper that commands and experiments share, below them all:
-//! the output files (`OutputArgs`), what a measuring run leaves beyond them (`SaveArgs`:
-//! the history database, the Prometheus textfile) and whole-number flags
-//! (`parse_count`). Here, not in one command's room, so that no room imports another's
-//! parameters to get them; nothing here imports a room, the plan or the commands.
+//! each output flag declared once (`JsonArg`, `CsvArg`, `HtmlArg`, `PrometheusArg`,
+//! flattened into every command that writes that format; a command words its own help
+//! with clap's `mut_arg`), the program commands' set of them (`OutputArgs`), what a
+//! measuring run leaves beyond them (`SaveArgs`: the history database, the Prometheus
+//! textfile) and whole-number flags (`parse_count`). Here, not in one command's room, so
+//! that no room imports another's parameters to get them; nothing here imports a room,
+//! the plan or the commands.
 
 use crate::error::UsageError;
 
-/// The output files of the program commands (`pages`, `footprint`, `sweep`): the report
-/// as JSON, its tables as CSV and the self-contained HTML page.
+/// `--json FILE`, declared once for every command that writes JSON. A command whose
+/// JSON is not the report (`info`, `history`) words its help with clap's `mut_arg("json",
+/// …)` on its own flags.
 #[derive(Debug, Clone, Default, clap::Args)]
-pub struct OutputArgs {
+pub struct JsonArg {
     /// Write the JSON report to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE")]
     pub json: Option<String>,
+}
 
+/// `--csv FILE`, declared once; each command that writes other tables than the program
+/// commands' names them with `mut_arg("csv", …)`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CsvArg {
     /// Write the tables (every run, region or object) as CSV to FILE ('-' for stdout).
     #[arg(long, value_name = "FILE")]
     pub csv: Option<String>,
+}
 
+/// `--html FILE`, declared once (`run` says where it goes by default with `mut_arg`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct HtmlArg {
     /// Write the self-contained HTML report, with its plots, to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<String>,
+}
+
+/// `--prometheus FILE`, declared once.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct PrometheusArg {
+    /// Write the headline figures to FILE in Prometheus' text format (for node_exporter's
+    /// textfile collector), atomically, labelled with the host and CPU model.
+    #[arg(long, value_name = "FILE")]
+    pub prometheus: Option<String>,
+}
+
+impl JsonArg {
+    /// The file asked for, as given.
+    pub fn file(&self) -> Option<&str> {
+        self.json.as_deref()
+    }
+}
+
+impl CsvArg {
+    /// The file asked for, as given.
+    pub fn file(&self) -> Option<&str> {
+        self.csv.as_deref()
+    }
+}
+
+impl HtmlArg {
+    /// The file asked for, as given.
+    pub fn file(&self) -> Option<&str> {
+        self.html.as_deref()
+    }
+}
+
+impl PrometheusArg {
+    /// The file asked for, as given.
+    pub fn file(&self) -> Option<&str> {
+        self.prometheus.as_deref()
+    }
+}
+
+/// The output files of the program commands (`pages`, `footprint`, `sweep`, `compare`):
+/// the report as JSON, its tables as CSV and the self-contained HTML page.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct OutputArgs {
+    #[command(flatten)]
+    pub json: JsonArg,
+
+    #[command(flatten)]
+    pub csv: CsvArg,
+
+    #[command(flatten)]
+    pub html: HtmlArg,
 }
 
 /// What becomes of a measuring run beyond its outputs: the history database and the
@@ -32,10 +96,8 @@ pub struct SaveArgs {
     #[arg(long)]
     pub save: bool,
 
-    /// Write the headline figures to FILE in Prometheus' text format (for node_exporter's
-    /// textfile collector), atomically, labelled with the host and CPU model.
-    #[arg(long, value_name = "FILE")]
-    pub prometheus: Option<String>,
+    #[command(flatten)]
+    pub prometheus: PrometheusArg,
 }
 
 /// A whole number from `min` to `max`.

@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use super::output::{Format, Outputs, Render};
+use super::output::{Format, Outputs, Render, Requested};
 use super::{Command, Context, Document};
 use crate::compare::load::Inputs;
 use crate::compare::params::CompareArgs;
@@ -24,7 +24,7 @@ impl Command for Compare {
     type Plan = ComparePlan;
 
     fn plan(args: &CompareArgs, _context: &Context) -> anyhow::Result<ComparePlan> {
-        let outputs = Outputs::of_program(&args.outputs)?;
+        let outputs = Outputs::resolve(Requested::program(&args.outputs))?;
         let inputs = args.inputs()?;
         Ok(ComparePlan { outputs, inputs })
     }

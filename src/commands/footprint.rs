@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use super::output::{report_document, Outputs, Shown};
+use super::output::{report_document, Outputs, Requested, Shown};
 use super::{Command, Context, Document};
 use crate::error::UsageError;
 use crate::footprint::params::FootprintArgs;
@@ -23,7 +23,7 @@ impl Command for Footprint {
     type Plan = FootprintCommandPlan;
 
     fn plan(args: &FootprintArgs, _context: &Context) -> anyhow::Result<FootprintCommandPlan> {
-        let outputs = Outputs::of_program(&args.outputs)?;
+        let outputs = Outputs::resolve(Requested::program(&args.outputs))?;
         let footprint = args.plan()?;
         Ok(FootprintCommandPlan { outputs, footprint })
     }

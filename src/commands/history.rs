@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use super::output::{Format, Outputs, Render};
+use super::output::{Format, Outputs, Render, Requested};
 use super::{Command, Context, Document};
 use crate::history::params::{HistoryArgs, HistoryPlan};
 
@@ -21,7 +21,10 @@ impl Command for History {
     type Plan = HistoryCommandPlan;
 
     fn plan(args: &HistoryArgs, _context: &Context) -> anyhow::Result<HistoryCommandPlan> {
-        let outputs = Outputs::of(args.json.as_deref(), None)?;
+        let outputs = Outputs::resolve(Requested {
+            json: args.json.file(),
+            ..Requested::default()
+        })?;
         let history = args.plan()?;
         Ok(HistoryCommandPlan { outputs, history })
     }

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use super::measure::{calibrate_clocks, machine_warnings};
-use super::output::{report_document, Outputs, Shown};
+use super::output::{report_document, Outputs, Requested, Shown};
 use super::{Command, Context, Document};
 use crate::cli::InfoArgs;
 use crate::report::document::MachineView;
@@ -23,7 +23,11 @@ impl Command for Info {
     type Plan = InfoPlan;
 
     fn plan(args: &InfoArgs, _context: &Context) -> anyhow::Result<InfoPlan> {
-        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
+        let outputs = Outputs::resolve(Requested {
+            json: args.json.file(),
+            csv: args.csv.file(),
+            ..Requested::default()
+        })?;
         Ok(InfoPlan { outputs })
     }
 

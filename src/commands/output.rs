@@ -24,38 +24,65 @@ pub struct Outputs {
     pub save: bool,
 }
 
-impl Outputs {
-    /// The `--json` and `--csv` files of a command (no HTML).
-    pub fn of(json: Option<&str>, csv: Option<&str>) -> Result<Outputs, UsageError> {
-        Ok(Outputs {
-            json: json.map(Target::parse).transpose()?,
-            csv: csv.map(Target::parse).transpose()?,
-            ..Outputs::default()
-        })
+/// The output flags a command was given, as typed: each format's file, and a measuring
+/// command's `--save` and `--prometheus`. `Outputs::resolve` checks them.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Requested<'a> {
+    pub json: Option<&'a str>,
+    pub csv: Option<&'a str>,
+    pub html: Option<&'a str>,
+    /// `--save` and `--prometheus`, for a command that measures or runs a program.
+    pub save: Option<&'a SaveArgs>,
+}
+
+impl<'a> Requested<'a> {
+    /// A program command's `--json`, `--csv` and `--html`.
+    pub fn program(args: &'a OutputArgs) -> Requested<'a> {
+        Requested {
+            json: args.json.file(),
+            csv: args.csv.file(),
+            html: args.html.file(),
+            save: None,
+        }
     }
 
-    /// Adds a measuring command's `--save` (or MEMSCOPE_SAVE) and `--prometheus`.
-    pub fn saving(mut self, args: &SaveArgs) -> Result<Outputs, UsageError> {
-        self.save = args.save || crate::history::save_by_default();
+    /// With `--save` and `--prometheus`.
+    pub fn saving(self, save: &'a SaveArgs) -> Requested<'a> {
+        Requested {
+            save: Some(save),
+            ..self
+        }
+    }
+}
+
+impl Outputs {
+    /// The one place output flags become outputs: each file checked in turn (JSON, CSV,
+    /// HTML), then whether the history can take the run (`--save`, or MEMSCOPE_SAVE),
+    /// then the Prometheus file, which may not share stdout with another output.
+    pub fn resolve(requested: Requested) -> Result<Outputs, UsageError> {
+        let target = |file: Option<&str>| file.map(Target::parse).transpose();
+        let mut outputs = Outputs {
+            json: target(requested.json)?,
+            csv: target(requested.csv)?,
+            html: target(requested.html)?,
+            ..Outputs::default()
+        };
+        let Some(save) = requested.save else {
+            return Ok(outputs);
+        };
+        outputs.save = save.save || crate::history::save_by_default();
         // A database that cannot take the run fails now, not after the measuring.
-        if self.save {
+        if outputs.save {
             crate::history::check_saving()?;
         }
-        self.prometheus = args.prometheus.as_deref().map(Target::parse).transpose()?;
-        if self.prometheus.as_ref().is_some_and(Target::is_stdout) && self.uses_stdout() {
+        outputs.prometheus = target(save.prometheus.file())?;
+        if outputs.prometheus.as_ref().is_some_and(Target::is_stdout) && outputs.uses_stdout() {
             return Err(UsageError::InvalidValue {
                 flag: "--prometheus",
                 value: "-".into(),
                 expected: "a file, since another output already goes to stdout".into(),
             });
         }
-        Ok(self)
-    }
-
-    /// The `--json`, `--csv` and `--html` files of a program command.
-    pub fn of_program(args: &OutputArgs) -> Result<Outputs, UsageError> {
-        let mut outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?;
-        outputs.html = args.html.as_deref().map(Target::parse).transpose()?;
         Ok(outputs)
     }
 

@@ -4,7 +4,7 @@
 
 use std::process::ExitCode;
 
-use super::output::{report_document, Outputs, Shown};
+use super::output::{report_document, Outputs, Requested, Shown};
 use super::{Command, Context, Document};
 use crate::error::UsageError;
 use crate::pages::params::{PagesAction, PagesArgs};
@@ -30,7 +30,8 @@ impl Command for Pages {
             PagesAction::Record(a) => (&a.sampling, PagesPlan::Record(a.plan()?)),
             PagesAction::Apply(a) => (&a.sampling, PagesPlan::Apply(Box::new(a.plan()?))),
         };
-        let outputs = Outputs::of_program(&sampling.outputs)?.saving(&sampling.save)?;
+        let outputs =
+            Outputs::resolve(Requested::program(&sampling.outputs).saving(&sampling.save))?;
         Ok(PagesCommandPlan { outputs, pages })
     }
 

@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 
-use super::output::{report_document, Outputs, Shown};
+use super::output::{report_document, Outputs, Requested, Shown};
 use super::{Command, Context, Document};
 use crate::cli::StatArgs;
 use crate::counters::event::accepted_forms;
@@ -29,9 +29,14 @@ impl Command for Stat {
     type Plan = StatCommandPlan;
 
     fn plan(args: &StatArgs, _context: &Context) -> anyhow::Result<StatCommandPlan> {
-        let outputs = Outputs::of(args.json.as_deref(), args.csv.as_deref())?.saving(&args.save)?;
+        let outputs = Outputs::resolve(Requested {
+            json: args.json.file(),
+            csv: args.csv.file(),
+            html: None,
+            save: Some(&args.save),
+        })?;
         let groups = if args.events.is_empty() {
-            crate::stat::default_groups()
+            crate::counters::counting::default_groups()
         } else {
             let mut groups = Vec::new();
             for list in &args.events {

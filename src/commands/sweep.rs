@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use super::output::{report_document, Outputs, Shown};
+use super::output::{report_document, Outputs, Requested, Shown};
 use super::{Command, Context, Document};
 use crate::counters::Probe;
 use crate::error::UsageError;
@@ -25,7 +25,7 @@ impl Command for Sweep {
     type Plan = SweepCommandPlan;
 
     fn plan(args: &SweepArgs, _context: &Context) -> anyhow::Result<SweepCommandPlan> {
-        let outputs = Outputs::of_program(&args.outputs)?.saving(&args.save)?;
+        let outputs = Outputs::resolve(Requested::program(&args.outputs).saving(&args.save))?;
         let sweep = args.plan()?;
         Ok(SweepCommandPlan { outputs, sweep })
     }

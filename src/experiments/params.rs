@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::error::UsageError;
 pub use crate::flags::{invalid, parse_count, SaveArgs};
+use crate::flags::{CsvArg, JsonArg};
 use crate::platform::arena::PagePolicy;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::memory::MemoryBound;
@@ -34,6 +35,7 @@ pub trait CommandArgs {
 
 /// Flags shared by every measuring command.
 #[derive(Debug, Clone, Default, Args)]
+#[command(mut_arg("csv", |a| a.help("Write the result rows as CSV to FILE ('-' for stdout)")))]
 pub struct MeasureArgs {
     /// CPU to pin the measuring thread to [default: the last CPU this process may use].
     #[arg(long, value_name = "CPU")]
@@ -44,13 +46,11 @@ pub struct MeasureArgs {
     #[arg(long, value_name = "POLICY")]
     pub pages: Option<String>,
 
-    /// Write the JSON report to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
 
-    /// Write the result rows as CSV to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<String>,
+    #[command(flatten)]
+    pub csv: CsvArg,
 
     /// Fewer trials and shorter ones: a rough answer in a few seconds.
     #[arg(long)]

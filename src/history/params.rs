@@ -3,8 +3,12 @@
 use std::path::PathBuf;
 
 use crate::error::UsageError;
+use crate::flags::JsonArg;
 
 #[derive(Debug, Clone, clap::Args)]
+#[command(mut_arg("json", |a| {
+    a.help("Write the listing (or the check) as JSON to FILE ('-' for stdout)")
+}))]
 pub struct HistoryArgs {
     /// The database file [default: $MEMSCOPE_HISTORY, else
     /// $XDG_DATA_HOME/memscope/history.sqlite3, else ~/.local/share/memscope/history.sqlite3].
@@ -29,9 +33,8 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "REPORT", num_args = 1..)]
     pub add: Vec<String>,
 
-    /// Write the listing (or the check) as JSON to FILE ('-' for stdout).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<String>,
+    #[command(flatten)]
+    pub json: JsonArg,
 }
 
 /// What `history` does, checked.

@@ -167,9 +167,9 @@ fn stat_data(stat: &StatResult) -> DataTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::counters::counting::{DerivedFigure, EventStat, RunRecord};
     use crate::counters::EventKind;
     use crate::platform::child::Termination;
-    use crate::stat::{DerivedFigure, EventStat, StatRun};
     use crate::view::{Block, Row};
 
     fn argv(words: &[&str]) -> Vec<String> {
@@ -193,8 +193,8 @@ mod tests {
         }
     }
 
-    fn run() -> StatRun {
-        StatRun {
+    fn run() -> RunRecord {
+        RunRecord {
             elapsed_s: 1.0,
             user_s: 0.9,
             system_s: 0.1,

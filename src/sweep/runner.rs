@@ -12,9 +12,9 @@ use std::os::fd::AsRawFd;
 use super::template;
 use super::variants::BuiltVariant;
 use super::{Benchmark, MetricSpec, SweepError, SweepPlan};
+use crate::counters::counting::{CountedRun, Counting};
 use crate::counters::Probe;
 use crate::platform::child::{SpawnError, SpawnOptions};
-use crate::stat::{CountedRun, Counting};
 
 /// A benchmark ready to run on one variant.
 pub struct Prepared {

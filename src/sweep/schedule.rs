@@ -12,10 +12,10 @@ use super::analysis::{self, Cell};
 use super::runner::{self, Outcome, Prepared};
 use super::variants::{tail, Built};
 use super::{Better, Measure, Schedule, Stop, SweepError, SweepPlan, SweepResult, SweepRun};
+use crate::counters::counting::{self, Counting};
 use crate::counters::{Probe, Reading};
 use crate::platform::child::Termination;
 use crate::session::progress::Progress;
-use crate::stat::{self, Counting};
 use crate::stats::design::Shuffler;
 use crate::topology::Machine;
 
@@ -30,7 +30,7 @@ pub fn measure(
     probe: &Probe,
     built: &Built,
 ) -> Result<SweepResult, SweepError> {
-    let counting = Counting::new(&stat::default_groups(), probe);
+    let counting = Counting::new(&counting::default_groups(), probe);
     let line_bytes = machine.line_bytes();
     let (nb, nv) = (plan.benchmarks.len(), plan.variants.len());
     let prepared: Vec<Vec<Prepared>> = plan
@@ -376,11 +376,11 @@ fn cells(
                     .iter()
                     .map(|&i| state.runs[i].termination.to_string()),
             );
-            let stat_runs: Vec<stat::StatRun> = own_indices
+            let stat_runs: Vec<counting::RunRecord> = own_indices
                 .iter()
                 .map(|&i| {
                     let r = &state.runs[i];
-                    stat::StatRun {
+                    counting::RunRecord {
                         elapsed_s: r.elapsed_s,
                         user_s: r.user_s,
                         system_s: r.system_s,

@@ -105,30 +105,42 @@ impl BandwidthConfig {
             }
         }
         let sweep_kernels = if args.sweep {
-            parse_kernels("--sweep-kernels", &args.sweep_kernels)?
+            Some(parse_kernels("--sweep-kernels", &args.sweep_kernels)?)
         } else {
-            Vec::new()
+            None
         };
-        let sweep_sizes = if args.sweep {
-            sweep_working_sets(
-                sweep_max(measure, machine),
-                if measure.quick { 1 } else { 2 },
-            )
-        } else {
-            Vec::new()
-        };
-        Ok(BandwidthConfig {
+        let config = BandwidthConfig {
             kernels: parse_kernels("--kernels", &args.kernels)?,
             isa,
             thread_counts,
             cpus,
             sizes,
-            sweep_kernels,
-            sweep_sizes,
+            sweep_kernels: Vec::new(),
+            sweep_sizes: Vec::new(),
             pages: measure.pages,
             repetitions: measure.repetitions,
             trial_ns: measure.trial_ns,
+        };
+        Ok(match sweep_kernels {
+            Some(kernels) => config.with_sweep(kernels, measure, machine),
+            None => config,
         })
+    }
+
+    /// The same table with a bandwidth-vs-size sweep of `kernels` (4 KiB to the sweeps'
+    /// largest working set) at the first thread count: `--sweep`, and `run`'s profile.
+    pub fn with_sweep(
+        mut self,
+        kernels: Vec<&'static KernelSpec>,
+        measure: &MeasurePlan,
+        machine: &Machine,
+    ) -> BandwidthConfig {
+        self.sweep_kernels = kernels;
+        self.sweep_sizes = sweep_working_sets(
+            sweep_max(measure, machine),
+            if measure.quick { 1 } else { 2 },
+        );
+        self
     }
 }
 
