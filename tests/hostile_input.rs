@@ -1214,11 +1214,11 @@ fn compare_everything(name: &str, report: Report, real: &RealReport) {
         let sections = compare::view::sections(&comparison, &runs);
         let _ = compare::view::headlines(&comparison);
         let _ = compare::view::summary_line(&comparison).to_plain();
-        let _ = memscope::report::terminal::render(&sections, true);
-        let _ = memscope::report::csv::render(&sections);
+        let _ = memscope::render::terminal::render(&sections, true);
+        let _ = memscope::render::csv::render(&sections);
         let _ =
-            memscope::report::json::to_bytes(&compare::CompareDocument::new(comparison.clone()));
-        let _ = memscope::report::html::render(&memscope::report::html::Page {
+            memscope::render::json::to_bytes(&compare::CompareDocument::new(comparison.clone()));
+        let _ = memscope::render::html::render(&memscope::render::html::Page {
             title: "t".into(),
             generator: "g".into(),
             heading: "h".into(),
@@ -1708,7 +1708,7 @@ fn footprint_file(bytes: &[u8]) {
     match footprint::run(&plan, machine()) {
         Ok(result) => {
             let _ = result.tls_total_bytes();
-            let _ = memscope::report::terminal::render(&[result.section()], true);
+            let _ = memscope::render::terminal::render(&[result.section()], true);
         }
         Err(e) => {
             let message = e.to_string();
