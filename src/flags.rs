@@ -1,10 +1,17 @@
 //! The flags and the parse helper that commands and experiments share, below them all:
 //! the output files (`OutputArgs`), what a measuring run leaves beyond them (`SaveArgs`:
 //! the history database, the Prometheus textfile) and whole-number flags
-//! (`parse_count`). Here, not in one command's room, so that no room imports another's
-//! parameters to get them; nothing here imports a room, the plan or the commands.
+//! (`parse_count`), and how large a report file a flag names may be
+//! (`MAX_REPORT_BYTES`). Here, not in one command's room, so that no room imports
+//! another's parameters to get them; nothing here imports a room, the plan or the
+//! commands.
 
 use crate::error::UsageError;
+
+/// The largest report read (`compare`, `history --add`, `footprint --against`, `pages
+/// apply --from`); a profile's report is a few hundred KiB. Here, below the rooms, so
+/// that a room reading a report file names its cap without importing the report model.
+pub const MAX_REPORT_BYTES: u64 = 256 << 20;
 
 /// The output files of the program commands (`pages`, `footprint`, `sweep`): the report
 /// as JSON, its tables as CSV and the self-contained HTML page.

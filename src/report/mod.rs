@@ -9,9 +9,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::binary::FootprintResult;
 use crate::experiments::drift::DriftResult;
 pub use crate::experiments::Results as Experiments;
-use crate::footprint::FootprintResult;
 use crate::pages::PagesResult;
 pub use crate::platform::arena::PagesObtained;
 use crate::session::conditions::ExperimentConditions;
