@@ -1,13 +1,18 @@
-//! The flags and the parse helper that commands and experiments share, below them all:
 //! each output flag declared once (`JsonArg`, `CsvArg`, `HtmlArg`, `PrometheusArg`,
 //! flattened into every command that writes that format; a command words its own help
 //! with clap's `mut_arg`), the program commands' set of them (`OutputArgs`), what a
 //! measuring run leaves beyond them (`SaveArgs`: the history database, the Prometheus
-//! textfile) and whole-number flags (`parse_count`). Here, not in one command's room, so
-//! that no room imports another's parameters to get them; nothing here imports a room,
-//! the plan or the commands.
+//! textfile), whole-number flags (`parse_count`) and how large a report file a flag names
+//! may be (`MAX_REPORT_BYTES`). Here, not in one command's room, so that no room imports
+//! another's parameters to get them; nothing here imports a room, the plan or the
+//! commands.
 
 use crate::error::UsageError;
+
+/// The largest report read (`compare`, `history --add`, `footprint --against`, `pages
+/// apply --from`); a profile's report is a few hundred KiB. Here, below the rooms, so
+/// that a room reading a report file names its cap without importing the report model.
+pub const MAX_REPORT_BYTES: u64 = 256 << 20;
 
 /// `--json FILE`, declared once for every command that writes JSON. A command whose
 /// JSON is not the report (`info`, `history`) words its help with clap's `mut_arg("json",

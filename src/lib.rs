@@ -16,18 +16,25 @@
 //! - `flags`: the output and save flags and parse helpers every room shares;
 //! - `view`: the presentation model as data (sections of prose, tables, charts, CSV
 //!   tables) and the shared number formats;
+//! - `binary`: what a built binary holds (ELF, DWARF) against the caches, for
+//!   `footprint` and `sweep`;
+//! - `render`: the renderers that know no experiment, command or report (terminal, CSV,
+//!   HTML + SVG, JSON of any document, Prometheus text) and the atomic output files;
 //! - `experiments`: one room per experiment (parameters, measurement, result,
 //!   presentation) and the registry that lists them; `stat`: `memscope stat`, counting
 //!   around a user's command; `pages`: `memscope pages`, a user's command's hot 2 MiB
 //!   regions and huge pages applied to them; `footprint`: a binary's per-thread and
-//!   static data against the caches; `sweep`: build or runtime knobs swept over
+//!   static data against the caches (its flags and sections; the analysis is
+//!   `binary`'s); `sweep`: build or runtime knobs swept over
 //!   interleaved runs, with confidence intervals and rank tests;
-//! - `report`: the serde model, which sections each output shows, and renderers that
-//!   know no experiment (terminal, CSV, HTML + SVG; JSON is the model itself);
+//! - `report`: the serde model (JSON is the model itself), which sections each output
+//!   shows, and the report read back;
+//! - `compare`, `history`: reports read back, set side by side and kept over time;
 //! - `commands`: the registry (one `Command` per command, the `Plan` enum, the writer);
 //! - `restore`: what killed memscope processes left changed, undone from the journal at
 //!   every start and by `memscope restore`.
 
+pub mod binary;
 pub mod cli;
 pub mod commands;
 pub mod compare;
@@ -40,6 +47,7 @@ pub mod history;
 pub mod kernels;
 pub mod pages;
 pub mod platform;
+pub mod render;
 pub mod report;
 pub mod restore;
 pub mod session;

@@ -187,7 +187,7 @@ pub fn sweep(journal: &Journal, system: &System, roots: &Roots) -> Summary {
             }
             // Files outlive a reboot.
             Change::ScratchDir { .. } => scratch::restore_stale(&record.entry),
-            Change::OutputTemp { .. } => crate::report::output::restore_stale(&record.entry),
+            Change::OutputTemp { .. } => crate::render::output::restore_stale(&record.entry),
         };
         outcomes.push((record, outcome));
     }

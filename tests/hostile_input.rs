@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use assert_cmd::Command;
+use memscope::binary::{self, FootprintPlan};
 use memscope::compare::{self, Loaded};
 use memscope::counters::{parse_event_list, Event, EventKind};
 use memscope::error::UsageError;
-use memscope::footprint::{self, FootprintPlan};
 use memscope::report::read::parse_report;
 use memscope::report::Report;
 use memscope::sweep::params::SweepArgs;
@@ -1214,11 +1214,11 @@ fn compare_everything(name: &str, report: Report, real: &RealReport) {
         let sections = compare::view::sections(&comparison, &runs);
         let _ = compare::view::headlines(&comparison);
         let _ = compare::view::summary_line(&comparison).to_plain();
-        let _ = memscope::report::terminal::render(&sections, true);
-        let _ = memscope::report::csv::render(&sections);
+        let _ = memscope::render::terminal::render(&sections, true);
+        let _ = memscope::render::csv::render(&sections);
         let _ =
-            memscope::report::json::to_bytes(&compare::CompareDocument::new(comparison.clone()));
-        let _ = memscope::report::html::render(&memscope::report::html::Page {
+            memscope::render::json::to_bytes(&compare::CompareDocument::new(comparison.clone()));
+        let _ = memscope::render::html::render(&memscope::render::html::Page {
             title: "t".into(),
             generator: "g".into(),
             heading: "h".into(),
@@ -1510,8 +1510,8 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------
-// 6. ELF and DWARF files read by `footprint` (`footprint::elf::read`,
-// `footprint::dwarf::variables`, and `footprint::run` on files).
+// 6. ELF and DWARF files read by `footprint` (`binary::elf::read`,
+// `binary::dwarf::variables`, and `binary::footprint` on files).
 
 const C_PROGRAM: &str = r#"
 #include <stddef.h>
@@ -1650,10 +1650,10 @@ fn seeds() -> &'static [Seed] {
 /// What `footprint` does with a file's bytes: its ELF facts and DWARF variables. Neither
 /// may panic; an error is a sentence.
 fn read_elf_and_dwarf(bytes: &[u8]) {
-    if let Err(why) = footprint::elf::read(bytes) {
+    if let Err(why) = binary::elf::read(bytes) {
         assert!(why.len() > 10, "{why}");
     }
-    if let Err(why) = footprint::dwarf::variables(bytes) {
+    if let Err(why) = binary::dwarf::variables(bytes) {
         assert!(why.len() > 10, "{why}");
     }
 }
@@ -1692,7 +1692,7 @@ fn machine() -> &'static Machine {
     MACHINE.get_or_init(|| memscope::topology::detect().unwrap())
 }
 
-/// `footprint::run` on a file holding `bytes`: a result that renders, or an error that
+/// `binary::footprint` on a file holding `bytes`: a result that renders, or an error that
 /// names the file.
 fn footprint_file(bytes: &[u8]) {
     let dir = tempfile::tempdir().unwrap();
@@ -1705,10 +1705,10 @@ fn footprint_file(bytes: &[u8]) {
         top: 100_000,
         measured: None,
     };
-    match footprint::run(&plan, machine()) {
+    match binary::footprint(&plan, machine()) {
         Ok(result) => {
             let _ = result.tls_total_bytes();
-            let _ = memscope::report::terminal::render(&[result.section()], true);
+            let _ = memscope::render::terminal::render(&[result.section()], true);
         }
         Err(e) => {
             let message = e.to_string();
@@ -1726,7 +1726,7 @@ proptest! {
         let cut = at.index(seed.bytes.len());
         read_elf_and_dwarf(&seed.bytes[..cut]);
         if cut < 64 {
-            prop_assert!(footprint::elf::read(&seed.bytes[..cut]).is_err(), "{}", seed.name);
+            prop_assert!(binary::elf::read(&seed.bytes[..cut]).is_err(), "{}", seed.name);
         }
     }
 
@@ -1775,7 +1775,7 @@ proptest! {
     fn this_test_binary_truncated_is_refused_or_read(at in any::<Index>()) {
         let me = this_binary();
         let cut = at.index(me.len());
-        if let Err(why) = footprint::elf::read(&me[..cut]) {
+        if let Err(why) = binary::elf::read(&me[..cut]) {
             prop_assert!(why.len() > 10);
         }
     }
@@ -1791,9 +1791,9 @@ fn the_elf_seeds_read_whole() {
     let seeds = seeds();
     assert!(seeds.iter().any(|s| s.name == "true"));
     for seed in seeds {
-        footprint::elf::read(&seed.bytes).unwrap_or_else(|e| panic!("{}: {e}", seed.name));
-        let variables = footprint::dwarf::variables(&seed.bytes)
-            .unwrap_or_else(|e| panic!("{}: {e}", seed.name));
+        binary::elf::read(&seed.bytes).unwrap_or_else(|e| panic!("{}: {e}", seed.name));
+        let variables =
+            binary::dwarf::variables(&seed.bytes).unwrap_or_else(|e| panic!("{}: {e}", seed.name));
         if seed.name.starts_with("prog") {
             assert!(
                 variables.iter().any(|v| v.name == "tcache"),
@@ -1815,7 +1815,7 @@ fn the_elf_seeds_read_whole() {
         top: 1,
         measured: None,
     };
-    let e = footprint::run(&plan, machine()).unwrap_err().to_string();
+    let e = binary::footprint(&plan, machine()).unwrap_err().to_string();
     assert!(e.contains("/nonexistent/binary"), "{e}");
 }
 

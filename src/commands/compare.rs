@@ -8,8 +8,8 @@ use super::{Command, Context, Document};
 use crate::compare::load::Inputs;
 use crate::compare::params::CompareArgs;
 use crate::compare::{self as room, CompareDocument, Comparison};
-use crate::report;
 use crate::view::Section;
+use crate::{render, report};
 
 pub struct Compare;
 
@@ -47,7 +47,7 @@ impl Command for Compare {
         }
         let comparison = room::compare(&inputs.runs, inputs.from_directory, notes);
         let sections = room::view::sections(&comparison, &inputs.runs);
-        let mut text = report::terminal::render(&sections, false);
+        let mut text = render::terminal::render(&sections, false);
         text.push_str(&format!(
             "\n {}\n",
             room::view::summary_line(&comparison).to_plain()
@@ -78,8 +78,8 @@ struct CompareBody {
 impl Render for CompareBody {
     fn render(&self, format: Format) -> Vec<u8> {
         match format {
-            Format::Json => report::json::to_bytes(&self.document),
-            Format::Csv => report::csv::render(&self.sections),
+            Format::Json => render::json::to_bytes(&self.document),
+            Format::Csv => render::csv::render(&self.sections),
             Format::Html => self.html(),
             Format::Prometheus => Vec::new(),
         }
@@ -89,7 +89,7 @@ impl Render for CompareBody {
 impl CompareBody {
     fn html(&self) -> Vec<u8> {
         let tool = format!("{} {}", self.document.tool.name, self.document.tool.version);
-        report::html::render(&report::html::Page {
+        render::html::render(&render::html::Page {
             heading: "memscope comparison".to_string(),
             title: "memscope comparison".to_string(),
             generator: tool.clone(),
@@ -99,7 +99,7 @@ impl CompareBody {
             )),
             glance: room::view::headlines(&self.comparison)
                 .into_iter()
-                .map(|headline| report::html::Glance {
+                .map(|headline| render::html::Glance {
                     headline,
                     anchor: "runs",
                     warn: false,

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use super::output::{report_document, Outputs, Requested, Shown};
 use super::{Command, Context, Document};
+use crate::binary::FootprintPlan;
 use crate::error::UsageError;
 use crate::footprint::params::FootprintArgs;
-use crate::footprint::FootprintPlan;
 use crate::report::document::MachineView;
 use crate::report::{Report, Settings};
 
@@ -30,7 +30,7 @@ impl Command for Footprint {
 
     fn run(plan: FootprintCommandPlan, context: Context) -> anyhow::Result<(Document, ExitCode)> {
         let (machine, context) = context.into_machine()?;
-        let result = crate::footprint::run(&plan.footprint, &machine).map_err(|e| {
+        let result = crate::binary::footprint(&plan.footprint, &machine).map_err(|e| {
             UsageError::InvalidValue {
                 flag: "BINARY",
                 value: e.path,

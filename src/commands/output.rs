@@ -1,5 +1,5 @@
 //! The one writer: every command's document goes through `write`, which renders and
-//! writes each requested output (atomically, by `report::output`'s rules), saves a
+//! writes each requested output (atomically, by `render::output`'s rules), saves a
 //! measuring run in the history when asked, and prints the tables: to stdout, or to
 //! stderr when a machine-readable output takes stdout (or the command's own output does,
 //! as for `stat` and `pages`). `Outputs` are the files a command was asked for, checked
@@ -9,7 +9,7 @@ use anyhow::Context as _;
 
 use crate::error::UsageError;
 use crate::flags::{OutputArgs, SaveArgs};
-use crate::report::output::Target;
+use crate::render::output::Target;
 use crate::report::Report;
 
 /// The files a command writes, each checked writable at planning time.
@@ -159,7 +159,7 @@ pub fn write(document: Document) -> anyhow::Result<()> {
         (&outputs.html, &|| body.render(Format::Html)),
         (&outputs.prometheus, &|| body.render(Format::Prometheus)),
     ];
-    let files = crate::report::output::write_requested(&renderers)?;
+    let files = crate::render::output::write_requested(&renderers)?;
     if !files.is_empty() {
         text.push_str(&format!("\n Wrote {}\n", files.join(", ")));
     }
@@ -184,12 +184,13 @@ struct ReportBody {
 
 impl Render for ReportBody {
     fn render(&self, format: Format) -> Vec<u8> {
-        use crate::report::{document, json, prometheus};
+        use crate::render::json;
+        use crate::report::document;
         match format {
-            Format::Json => json::serialize(&self.report),
+            Format::Json => json::to_bytes(&self.report),
             Format::Csv => document::csv(&self.report, &self.results),
             Format::Html => document::html(&self.report, &self.results),
-            Format::Prometheus => prometheus::render(&self.report),
+            Format::Prometheus => document::prometheus(&self.report),
         }
     }
 

@@ -1,12 +1,11 @@
 //! `memscope compare`: two or more reports side by side. Every figure the reports share
 //! (each result's `Figures`) is set against the first run's with its ratio, and called a
-//! change only outside both runs' noise (`judge`). Machines and settings that differ (CPU
-//! model, kernel, THP, pages …) are named first, so nobody compares apples with oranges
-//! unknowingly. Reports given as a directory are read whole and grouped by CPU model,
-//! each group compared within itself (a fleet of hosts of one model). `view` presents it;
-//! `load` reads the files.
+//! change only outside both runs' noise (`view::judge`). Machines and settings that
+//! differ (CPU model, kernel, THP, pages …) are named first, so nobody compares apples
+//! with oranges unknowingly. Reports given as a directory are read whole and grouped by
+//! CPU model, each group compared within itself (a fleet of hosts of one model). `view`
+//! presents it; `load` reads the files.
 
-pub mod judge;
 pub mod load;
 pub mod params;
 pub mod view;
@@ -15,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::Report;
 use crate::view::figure::{Better, Figure};
-use judge::Verdict;
+use crate::view::judge::{self, Verdict};
 
 /// A report with where it came from.
 #[derive(Debug, Clone)]

@@ -5,12 +5,12 @@
 //! one row per figure with the group's median, range and the runs beyond the noise
 //! instead of a column per run.
 
-use super::judge::Verdict;
 use super::{Comparison, Group, Loaded, Row};
 use crate::report::document;
 use crate::units::Bytes;
 use crate::view::figure::Better;
 use crate::view::format;
+use crate::view::judge::Verdict;
 use crate::view::overlay::{self, run_color};
 use crate::view::{Block, Column, Headline, Paragraph, Section, Style, Table, Text};
 

@@ -5,11 +5,11 @@
 
 use clap::Args;
 
-use super::FootprintPlan;
+use crate::binary::FootprintPlan;
 use crate::error::UsageError;
+use crate::flags::MAX_REPORT_BYTES;
 use crate::flags::{parse_count, OutputArgs};
 use crate::platform::user_file;
-use crate::report::read::MAX_REPORT_BYTES;
 
 #[derive(Debug, Clone, Args)]
 pub struct FootprintArgs {

@@ -3,7 +3,7 @@
 //! shares of L1d and L2, the struct layouts (members, holes, padding, as pahole shows
 //! them), a bar chart of the objects against the caches and the CSV table.
 
-use super::{DataObject, FootprintResult};
+use crate::binary::{DataObject, FootprintResult, ProcessMappings};
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, PALETTE};
 use crate::view::format::{self, raw};
@@ -118,7 +118,7 @@ fn objects_table(r: &FootprintResult) -> Table {
 }
 
 /// The running process's resident mappings (the 30 largest; the CSV has all).
-fn process_table(p: &super::ProcessMappings) -> Table {
+fn process_table(p: &ProcessMappings) -> Table {
     let kib = |kb: u64| Bytes(kb * 1024).to_string();
     let mut table = Table::new(vec![
         Column::text("mapping"),
@@ -221,7 +221,7 @@ fn chart(r: &FootprintResult) -> BarChart {
         .value_labels(Some(1))
 }
 
-fn mappings_data(p: &super::ProcessMappings) -> DataTable {
+fn mappings_data(p: &ProcessMappings) -> DataTable {
     let mut t = DataTable::new(
         "footprint_mappings",
         "pid start end perms name anonymous rss_kb anonymous_kb anon_huge_kb".split_whitespace(),

@@ -1,6 +1,6 @@
 //! `history --check`: each host's latest run against the earlier runs of the same host and
 //! command. A figure's reference is the median of its earlier values; its band is the
-//! widest of the earlier runs' own noise (their median band, as `compare::judge` makes
+//! widest of the earlier runs' own noise (their median band, as `view::judge` makes
 //! it) and how far the earlier values scatter among themselves (three robust standard
 //! deviations, from three runs on). The latest value is judged against that band and its
 //! own, as `compare` judges two runs; a figure worse beyond both is a regression.
@@ -8,9 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{History, RunRow};
-use crate::compare::judge::{self, Verdict};
 use crate::stats::Summary;
 use crate::view::figure::{Better, Figure};
+use crate::view::judge::{self, Verdict};
 
 /// One figure of the latest run against its history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

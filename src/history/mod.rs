@@ -7,7 +7,7 @@
 //!
 //! Listing and checking open the database read-only and never create or change a file;
 //! `--add` and `--save` create a missing one exclusively. The path follows the output
-//! files' link rules (`report::output::resolve`), SQLite opens it with
+//! files' link rules (`render::output::resolve`), SQLite opens it with
 //! SQLITE_OPEN_NOFOLLOW, and a file that is not memscope's history is refused (exit 2)
 //! before anything is written; `--save` checks all this before the measuring.
 
@@ -22,7 +22,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
-use crate::report::output::{self, Found};
+use crate::render::output::{self, Found};
 use crate::report::Report;
 use crate::view::figure::{Better, Figure};
 
@@ -123,7 +123,7 @@ fn sqlite_error(path: &Path, error: rusqlite::Error) -> anyhow::Error {
 impl History {
     /// Opens the database at `path`: for `Read` read-only and without creating anything,
     /// for `Write` creating it when missing. The path follows the output files' link
-    /// rules (`report::output::resolve`): another user's link, or any link in a
+    /// rules (`render::output::resolve`): another user's link, or any link in a
     /// world-writable directory, is refused; SQLite then opens the resolved file by a
     /// path without links, with SQLITE_OPEN_NOFOLLOW.
     pub fn open(path: &Path, access: Access) -> anyhow::Result<History> {
@@ -509,16 +509,16 @@ pub fn run(plan: &params::HistoryPlan) -> anyhow::Result<Listing> {
         regression = checks.iter().any(|c| c.regressions().count() > 0);
         (
             view::check_section(&checks),
-            crate::report::json::to_bytes(&checks),
+            crate::render::json::to_bytes(&checks),
         )
     } else {
         let runs = history.runs(plan.host.as_deref(), plan.last)?;
         (
             view::list_section(&runs, &history.path),
-            crate::report::json::to_bytes(&runs),
+            crate::render::json::to_bytes(&runs),
         )
     };
-    text.push_str(&crate::report::terminal::render(&[section], false));
+    text.push_str(&crate::render::terminal::render(&[section], false));
     Ok(Listing {
         text,
         json,

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use super::check::HostCheck;
 use super::RunRow;
-use crate::compare::judge::Verdict;
 use crate::report::RunStamp;
 use crate::units::Bytes;
 use crate::view::format;
+use crate::view::judge::Verdict;
 use crate::view::{Block, Cell, Column, Paragraph, Section, Style, Table};
 
 fn when(started: &str) -> String {

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::preload::{Preload, PreloadMode};
-use super::procfs;
 use super::record::{self, PagesRecord, RecordError, RecordPlan};
 use super::regions::{ranges_of, Region};
 use super::sources::SourceKind;
@@ -19,6 +18,7 @@ use crate::platform::child::{self, SpawnOptions, Termination};
 use crate::stats::design::Shuffler;
 use crate::stats::rank_tests::signed_rank;
 use crate::stats::summary::Summary;
+use crate::topology::process as procfs;
 
 /// What `pages apply` runs.
 #[derive(Debug, Clone)]

@@ -8,7 +8,6 @@ pub mod figures;
 pub mod params;
 pub mod pmu;
 pub mod preload;
-pub mod procfs;
 pub mod record;
 pub mod refs;
 pub mod regions;

@@ -152,7 +152,7 @@ pub fn read_record(path: &str) -> Result<PagesRecord, UsageError> {
     // A regular file only, read to the report cap (a FIFO or device is refused at once).
     let bytes = crate::platform::user_file::read_capped(
         std::path::Path::new(path),
-        crate::report::read::MAX_REPORT_BYTES,
+        crate::flags::MAX_REPORT_BYTES,
     )
     .map_err(|e| bad(e.to_string()))?;
     let value: serde_json::Value =

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::preload::{Preload, PreloadMode};
-use super::procfs;
 use super::regions::{Region, RegionMap, REGION_BYTES};
 use super::sources::{self, SourceChoice, SourceKind};
 use crate::platform::child::{self, SpawnError, SpawnOptions, Termination};
+use crate::topology::process as procfs;
 
 /// What `pages record` runs.
 #[derive(Debug, Clone)]

@@ -12,8 +12,9 @@
 use std::io;
 
 use super::access::AccessSpan;
-use super::procfs::{self, Mapping};
 use super::regions::RegionMap;
+use crate::topology::process as procfs;
+use crate::topology::smaps::Mapping;
 
 /// Translations touched in a mapping since the last clear.
 pub fn translations_touched(m: &Mapping) -> f64 {

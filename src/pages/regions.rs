@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::access::{AccessSpan, MemSample};
-use super::procfs::Mapping;
+use crate::topology::smaps::Mapping;
 
 /// The unit of `pages`: one 2 MiB-aligned stretch of virtual memory, the reach of one
 /// x86/Arm huge page.

@@ -11,10 +11,10 @@ use serde::{Deserialize, Serialize};
 use super::access::{AccessSpan, MemSample, TlbOutcome};
 use super::damon::{self, DamonMonitor, DamonStatus};
 use super::pmu::{self, DrainStats, PreciseSampler};
-use super::procfs;
 use super::record::Signal;
 use super::refs::RefsSampler;
 use super::regions::{RegionMap, REGION_BYTES};
+use crate::topology::process as procfs;
 
 /// `--source`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

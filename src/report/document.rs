@@ -3,7 +3,8 @@
 //! the settings and the warnings. The renderers then draw them without knowing what they
 //! are.
 
-use super::{html, machine, settings, Report};
+use super::{machine, settings, Report};
+use crate::render::{html, prometheus};
 #[cfg(test)]
 use crate::topology::Machine;
 use crate::view::{Headline, Paragraph, Present, Section};
@@ -64,16 +65,16 @@ pub fn terminal(
     if !report.warnings.is_empty() {
         sections.push(settings::warnings_section(report));
     }
-    super::terminal::render(&sections, verbose)
+    crate::render::terminal::render(&sections, verbose)
 }
 
 /// The CSV document: each result's tables, or the machine's caches when nothing was
 /// measured (`memscope info`).
 pub fn csv(report: &Report, results: &[Section]) -> Vec<u8> {
     if results.iter().all(|s| s.data_tables().is_empty()) {
-        return super::csv::render(&[machine::machine_section(&report.machine)]);
+        return crate::render::csv::render(&[machine::machine_section(&report.machine)]);
     }
-    super::csv::render(results)
+    crate::render::csv::render(results)
 }
 
 /// The HTML document: the headline figures and the warnings first, then the results,
@@ -114,6 +115,31 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
             report.schema_version
         ),
     })
+}
+
+/// The report's headline figures (those with a metric) as Prometheus text, labelled with
+/// the host and CPU model, then when the run started and how long it took, labelled with
+/// the command too.
+pub fn prometheus(report: &Report) -> Vec<u8> {
+    let common = [
+        ("host", report.run.host.as_str()),
+        ("cpu_model", report.machine.cpu_model.as_str()),
+    ];
+    let mut run_labels = common.to_vec();
+    run_labels.push(("command", report.settings.command.as_str()));
+    let run = [
+        (
+            "run_timestamp_seconds",
+            "When the memscope run started, in seconds since the Unix epoch.",
+            report.run.started_unix as f64,
+        ),
+        (
+            "run_duration_seconds",
+            "How long the memscope run took.",
+            report.run.elapsed_s,
+        ),
+    ];
+    prometheus::render(&common, &report.figures(), &run_labels, &run)
 }
 
 /// The headline figures of every result section, then the warnings count (when anything
@@ -277,5 +303,43 @@ mod tests {
             Err(_) => full_report(),
         };
         std::fs::write(path, html(&report, &result_sections(&report))).unwrap();
+    }
+
+    #[test]
+    fn the_prometheus_text_holds_every_figure_with_a_metric_and_the_run() {
+        let mut report = Report::new(Machine::default(), Default::default());
+        report.run.host = "node\"7".into();
+        report.machine.cpu_model = "EPYC".into();
+        report.settings.command = "run".into();
+        report.experiments.latency = Some(latency::samples::latency());
+        let text = String::from_utf8(prometheus(&report)).unwrap();
+        assert!(
+            text.contains("# TYPE memscope_run_timestamp_seconds gauge"),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"host="node\"7",cpu_model="EPYC""#),
+            "{text}"
+        );
+        assert!(
+            text.contains(r#"cpu_model="EPYC",command="run"}"#),
+            "{text}"
+        );
+        let expected: Vec<crate::view::figure::Figure> = report
+            .figures()
+            .into_iter()
+            .filter(|f| f.metric.is_some())
+            .collect();
+        for f in &expected {
+            let name = format!("{}{}", prometheus::PREFIX, f.metric.as_ref().unwrap().name);
+            assert!(
+                text.contains(&format!("# TYPE {name} gauge")),
+                "{name}: {text}"
+            );
+        }
+        // Parsed by a Prometheus text parser: every sample line is a sample.
+        let lines = text.lines().map(|l| Ok(l.to_string()));
+        let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
+        assert_eq!(scrape.samples.len(), expected.len() + 2);
     }
 }

@@ -1,16 +1,17 @@
-//! The one report model and its outputs.
+//! The one report model.
 //!
-//! Every command builds a `Report`. `json` serialises it as it is; `document` turns it
-//! into sections (the registry's results framed by `machine` and `settings`) that the
-//! renderers `terminal`, `csv` and `html` (+ `svg`) draw without knowing any experiment.
-//! `output` owns the files and writes each one atomically (temporary file + rename), so
-//! a failed run never leaves a half-written report.
+//! Every measuring and program command builds a `Report`: its serde layout is the JSON
+//! (`render::json` prints it as it is; `read` reads one back and checks it). `document`
+//! turns it into sections (the registry's results framed by `machine` and `settings`)
+//! and picks its Prometheus figures; the generic renderers in `render` (terminal, CSV,
+//! HTML + SVG, Prometheus text) draw them without knowing any experiment, and
+//! `render::output` writes each file atomically.
 
 use serde::{Deserialize, Serialize};
 
+use crate::binary::FootprintResult;
 use crate::experiments::drift::DriftResult;
 pub use crate::experiments::Results as Experiments;
-use crate::footprint::FootprintResult;
 use crate::pages::PagesResult;
 pub use crate::platform::arena::PagesObtained;
 use crate::session::conditions::ExperimentConditions;
@@ -19,17 +20,10 @@ use crate::sweep::SweepResult;
 use crate::topology::Machine;
 use crate::view::figure::{Figure, Figures};
 
-pub mod csv;
 pub mod document;
-pub mod html;
-pub mod json;
 pub mod machine;
-pub mod output;
-pub mod prometheus;
 pub mod read;
 pub mod settings;
-pub mod svg;
-pub mod terminal;
 pub mod virtualization;
 
 pub use crate::session::warnings::Warning;
@@ -193,5 +187,52 @@ impl Report {
             footprint: None,
             sweep: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_round_trip_and_are_left_out_when_not_asked_for() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.latency =
+            Some(crate::experiments::latency::samples::latency_counted(false));
+        let text = String::from_utf8(crate::render::json::to_bytes(&report)).unwrap();
+        assert!(!text.contains("\"counters\""), "{text}");
+
+        report.experiments.latency =
+            Some(crate::experiments::latency::samples::latency_counted(true));
+        report.experiments.stride = Some(crate::experiments::stride::samples::stride_counted(true));
+        let mut tlb = crate::experiments::tlb::samples::tlb();
+        tlb.rows[0].counters = Some(crate::counters::samples::access_counts(0.5));
+        report.experiments.tlb = Some(tlb);
+        let back: Report = serde_json::from_slice(&crate::render::json::to_bytes(&report)).unwrap();
+        let (sent, got) = (&report.experiments, &back.experiments);
+        let latency = |e: &Experiments| {
+            let l = e.latency.as_ref().unwrap();
+            let random = l.random_points.as_ref().unwrap();
+            (l.points.iter().chain(random))
+                .map(|p| p.counters.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(latency(sent), latency(got));
+        let stride = |e: &Experiments| {
+            let rows = &e.stride.as_ref().unwrap().rows;
+            rows.iter().map(|r| r.counters.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(stride(sent), stride(got));
+        let tlb = |e: &Experiments| {
+            let rows = &e.tlb.as_ref().unwrap().rows;
+            rows.iter().map(|r| r.counters.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(tlb(sent), tlb(got));
+        let value: serde_json::Value =
+            serde_json::from_slice(&crate::render::json::to_bytes(&report)).unwrap();
+        let l2 = &value["experiments"]["latency"]["points"][0]["counters"]["levels"][1];
+        assert_eq!(l2["level"], "l2");
+        assert!(l2["per_access"].is_null());
+        assert_eq!(l2["not_supported"], "not supported: no generic L2 event");
     }
 }

@@ -9,8 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Report, OLDEST_READABLE_SCHEMA, SCHEMA_VERSION};
 
-/// The largest report read; a profile's report is a few hundred KiB.
-pub const MAX_REPORT_BYTES: u64 = 256 << 20;
+use crate::flags::MAX_REPORT_BYTES;
 
 /// Why a file could not be read as a report.
 #[derive(Debug, thiserror::Error)]

@@ -8,7 +8,7 @@
 //! sweep. It is removed when the sweep ends, on an error, and on
 //! SIGINT/SIGTERM/SIGHUP/SIGQUIT (through `platform::cleanup`). A build that fails stops
 //! the sweep with its output and the variant that failed; the variant's binary is read by
-//! `footprint` so its per-thread footprint sits beside its figures.
+//! `binary::footprint` so its per-thread footprint sits beside its figures.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,7 +17,7 @@ use std::time::Instant;
 use super::params::same_path;
 use super::template::{self, Assignment};
 use super::{FootprintSummary, SweepError, SweepPlan, VariantInfo};
-use crate::footprint::{self, FootprintPlan};
+use crate::binary::{self, FootprintPlan};
 use crate::platform::child;
 use crate::platform::scratch::{Dir, ScratchDir};
 use crate::session::progress::Progress;
@@ -353,7 +353,7 @@ fn footprint_of(given: &str, copy: &Path, machine: &Machine) -> Option<Footprint
         top: 0,
         measured: None,
     };
-    let result = footprint::run(&plan, machine).ok()?;
+    let result = binary::footprint(&plan, machine).ok()?;
     let mut tls: Vec<(String, u64)> = result
         .objects
         .iter()

@@ -15,6 +15,7 @@ pub mod cgroup;
 pub mod cpu;
 pub mod memory;
 pub mod numa;
+pub mod process;
 pub mod smaps;
 pub mod storage;
 

@@ -1,7 +1,7 @@
 //! Charts as data: line charts (axes with a linear, log2 or log10 scale and a tick format;
 //! series of points with error bars and flagged points; shaded bands; vertical markers; a
 //! legend), heatmaps and grouped bar charts. Experiments build them with the chained
-//! methods; `report::svg` draws them (its `render` methods and `render(&Chart)`). Also the
+//! methods; `render::svg` draws them (its `render` methods and `render(&Chart)`). Also the
 //! colours every room shares and the factor of the secondary cycles axis.
 
 use crate::topology::Machine;

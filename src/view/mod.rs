@@ -6,17 +6,20 @@
 //! spans), tables (`Table`: columns with alignment, cells with text and an optional
 //! tooltip), charts (`chart::Chart`: line charts with axes, series, bands and markers;
 //! heatmaps; bar charts), collapsible groups, and CSV tables of raw values (`DataTable`).
-//! The terminal, CSV and HTML renderers in `report` walk these blocks; none of them knows
+//! The terminal, CSV and HTML renderers in `render` walk these blocks; none of them knows
 //! what a latency or a TLB is. A block meant for one output only is wrapped in
 //! `Block::Only`.
 //!
 //! Nothing here formats a number: `format` holds the shared number formats the rooms use.
+//! `figure` is a result's comparable figures, and `judge` when two of them differ beyond
+//! both runs' noise (for `compare` and `history`).
 
 pub mod chart;
 pub mod figure;
 pub mod format;
 #[cfg(test)]
 mod inspect;
+pub mod judge;
 pub mod overlay;
 
 pub use chart::Chart;

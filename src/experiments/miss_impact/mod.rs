@@ -947,7 +947,7 @@ pub mod tests {
         use crate::report::{Report, Settings};
         let mut report = Report::new(Machine::default(), Settings::default());
         report.experiments.miss_impact = Some(sample());
-        let json = crate::report::json::serialize(&report);
+        let json = crate::render::json::to_bytes(&report);
         let back: Report = serde_json::from_slice(&json).unwrap();
         assert_eq!(
             back.experiments.miss_impact.unwrap().rows,

@@ -388,7 +388,7 @@ impl LineChart {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::svg::tests::{first_attr, latency_like};
+    use crate::render::svg::tests::{first_attr, latency_like};
     use crate::units::KIB;
     use crate::view::chart::{Axis, Band, Series};
 

@@ -202,7 +202,7 @@ mod tests {
             .values(vec![vec![1.0]])
             .value_label(label)
             .render();
-        let height: f64 = crate::report::svg::tests::first_attr(&svg, "height")
+        let height: f64 = crate::render::svg::tests::first_attr(&svg, "height")
             .parse()
             .unwrap();
         assert!(height > text_width(label, FONT) + 40.0, "{height}");

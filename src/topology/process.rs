@@ -1,11 +1,12 @@
-//! What /proc says about a running program: its process tree (threads share a process's
-//! address space, so processes are what is followed), its mappings with their sizes and
-//! accessed-page counts from /proc/PID/smaps, and the reset of those counts through
-//! /proc/PID/clear_refs.
+//! What /proc says about a running process: its process tree (threads share a process's
+//! address space, so processes are what is followed), its command name, its mappings
+//! with their sizes and accessed-page counts from /proc/PID/smaps (parsed by `smaps`),
+//! and the reset of those counts through /proc/PID/clear_refs. Read by `pages` (the
+//! profiled command's processes) and `footprint` (--pid).
 
 use std::io;
 
-pub use crate::topology::smaps::{parse_smaps, Mapping};
+use super::smaps::{parse_smaps, Mapping};
 
 /// The mappings of a process; an error when it is gone or not readable.
 pub fn smaps(pid: u32) -> io::Result<Vec<Mapping>> {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::report::svg::{self, escape};
+use crate::render::svg::{self, escape};
 use crate::view::{
     Align, Block, Cell, Inline, Layout, Medium, Row, Section, Style, Table, Text, Tone,
 };

@@ -15,7 +15,7 @@ mod blocks;
 
 use std::fmt::Write as _;
 
-use crate::report::svg::escape;
+use crate::render::svg::escape;
 use crate::view::{Headline, Section, Text};
 
 pub use blocks::text;

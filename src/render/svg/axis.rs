@@ -362,8 +362,8 @@ fn linear_ticks(format: TickFormat, lo: f64, hi: f64, map: &Mapper, horizontal: 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::svg::format_number;
-    use crate::report::svg::tests::latency_like;
+    use crate::render::svg::format_number;
+    use crate::render::svg::tests::latency_like;
     use crate::units::{Bytes, KIB, MIB};
 
     #[test]

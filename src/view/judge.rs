@@ -1,5 +1,6 @@
 //! When a difference between two runs' figures is a change: only when it lies outside the
-//! noise band of *both* runs. A run's band around a figure is the widest of
+//! noise band of *both* runs (`compare` sets runs side by side with it, `history --check`
+//! the latest run against its host's earlier ones). A run's band around a figure is the widest of
 //! `NOISE_SIGMAS` × its own spread (from its trials), one step of the grid the figure was
 //! read off, how far it drifted between the run's measurement and the drift pass at its
 //! end, and `FLOOR_PCT` (what page placement and the clock move between two runs of an

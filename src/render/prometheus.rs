@@ -1,25 +1,32 @@
-//! The Prometheus text exposition format of a report's headline figures (those with a
-//! `metric`), for node_exporter's textfile collector: one gauge family per metric, each
-//! sample labelled with the host and CPU model, plus when the run started and how long it
-//! took. The file is written atomically by `output::Target`, so the collector never reads
-//! half of it.
+//! The Prometheus text exposition format, for node_exporter's textfile collector: one
+//! gauge family per metric of the figures given (those with a `metric`), each sample
+//! labelled with the common labels (a report's host and CPU model) and the metric's own,
+//! then the run's own families (when it started, how long it took). Which figures and
+//! labels a report exposes is the report's (`report::document::prometheus`); the file
+//! is written atomically by `output::Target`, so the collector never reads half of it.
 
 use std::fmt::Write as _;
 
-use super::Report;
+use crate::view::figure::Figure;
 
 /// Every metric family's name starts with this.
 pub const PREFIX: &str = "memscope_";
 
-/// The exposition text of `report`.
-pub fn render(report: &Report) -> Vec<u8> {
-    let common = [
-        ("host", report.run.host.clone()),
-        ("cpu_model", report.machine.cpu_model.clone()),
-    ];
+/// A family of its own after the figures': its name (without `PREFIX`), help and value.
+pub type RunFamily<'a> = (&'a str, &'a str, f64);
+
+/// The exposition text of `figures` labelled with `common`, then of `run`'s families
+/// labelled with `run_labels`. A figure without a metric or with a value that is not
+/// finite is left out, and so is a second sample of the same name and labels.
+pub fn render(
+    common: &[(&str, &str)],
+    figures: &[Figure],
+    run_labels: &[(&str, &str)],
+    run: &[RunFamily],
+) -> Vec<u8> {
     let mut families: Vec<(String, String, Vec<String>)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for figure in report.figures() {
+    for figure in figures {
         let Some(metric) = &figure.metric else {
             continue;
         };
@@ -30,7 +37,7 @@ pub fn render(report: &Report) -> Vec<u8> {
         let name = format!("{PREFIX}{}", metric.name);
         let labels: Vec<(&str, &str)> = common
             .iter()
-            .map(|(k, v)| (*k, v.as_str()))
+            .copied()
             .chain(metric.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .collect();
         let sample = format!("{name}{} {}", label_set(&labels), number(value));
@@ -43,26 +50,9 @@ pub fn render(report: &Report) -> Vec<u8> {
             None => families.push((name, metric.help.clone(), vec![sample])),
         }
     }
-    let labels: Vec<(&str, &str)> = common
-        .iter()
-        .map(|(k, v)| (*k, v.as_str()))
-        .chain([("command", report.settings.command.as_str())])
-        .collect();
-    let run = [
-        (
-            "run_timestamp_seconds",
-            "When the memscope run started, in seconds since the Unix epoch.",
-            report.run.started_unix as f64,
-        ),
-        (
-            "run_duration_seconds",
-            "How long the memscope run took.",
-            report.run.elapsed_s,
-        ),
-    ];
     for (name, help, value) in run {
         let name = format!("{PREFIX}{name}");
-        let sample = format!("{name}{} {}", label_set(&labels), number(value));
+        let sample = format!("{name}{} {}", label_set(run_labels), number(*value));
         families.push((name, help.to_string(), vec![sample]));
     }
     let mut out = String::new();
@@ -108,40 +98,47 @@ fn number(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::figure::Figure;
+    use crate::view::figure::Better;
 
     #[test]
-    fn figures_with_metrics_become_labelled_gauges_and_others_are_left_out() {
-        let mut report = Report::new(crate::topology::Machine::default(), Default::default());
-        report.run.host = "node\"7".into();
-        report.machine.cpu_model = "EPYC".into();
-        report.settings.command = "run".into();
-        report.experiments.latency = Some(crate::experiments::latency::samples::latency());
-        let text = String::from_utf8(render(&report)).unwrap();
-        assert!(
-            text.contains("# TYPE memscope_run_timestamp_seconds gauge"),
+    fn figures_with_metrics_become_one_family_each_and_others_are_left_out() {
+        let level = |name: &str, ns: f64| {
+            Figure::new("latency", name, name, "ns", ns, Better::Lower).metric(
+                "level_latency_seconds",
+                "Load-to-use latency.",
+                &[("level", name.to_string())],
+                1e-9,
+            )
+        };
+        let figures = [
+            level("L1d", 1.0),
+            level("L2", 4.0),
+            level("L2", 5.0),
+            level("L3", f64::NAN),
+            Figure::new("latency", "plain", "plain", "ns", 2.0, Better::Lower),
+        ];
+        let common = [("host", "node\"7")];
+        let run_labels = [("host", "node\"7"), ("command", "run")];
+        let run = [("run_duration_seconds", "How long.", 1.5)];
+        let text = String::from_utf8(render(&common, &figures, &run_labels, &run)).unwrap();
+        assert_eq!(
+            text.matches("# TYPE memscope_level_latency_seconds gauge")
+                .count(),
+            1,
             "{text}"
         );
         assert!(
-            text.contains(r#"host="node\"7",cpu_model="EPYC""#),
+            text.contains(r#"memscope_level_latency_seconds{host="node\"7",level="L1d"} 1e-9"#),
             "{text}"
         );
-        let expected: Vec<Figure> = report
-            .figures()
-            .into_iter()
-            .filter(|f| f.metric.is_some())
-            .collect();
-        for f in &expected {
-            let name = format!("{PREFIX}{}", f.metric.as_ref().unwrap().name);
-            assert!(
-                text.contains(&format!("# TYPE {name} gauge")),
-                "{name}: {text}"
-            );
-        }
-        // Parsed by a Prometheus text parser: every sample line is a sample.
+        assert!(
+            text.contains(r#"memscope_run_duration_seconds{host="node\"7",command="run"} 1.5"#),
+            "{text}"
+        );
+        // Parsed by a Prometheus text parser: L1d, the first L2 and the run's duration.
         let lines = text.lines().map(|l| Ok(l.to_string()));
         let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
-        assert_eq!(scrape.samples.len(), expected.len() + 2);
+        assert_eq!(scrape.samples.len(), 3, "{text}");
     }
 
     #[test]
