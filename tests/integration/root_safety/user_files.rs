@@ -8,12 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
+use crate::util::{temp_dir, BINARY};
 
 fn memscope(args: &[&str]) -> Output {
-    Command::cargo_bin("memscope")
-        .expect("the binary is built")
-        .args(args)
+    crate::util::memscope(args)
         // A FIFO that blocked the open would hang here; the timeout kills it.
         .timeout(Duration::from_secs(60))
         .output()
@@ -45,7 +43,7 @@ fn a_report(dir: &Path) -> PathBuf {
 
 #[test]
 fn compare_refuses_a_device_a_fifo_and_a_directory_at_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let report = a_report(dir.path());
     let report = report.to_str().unwrap();
     let started = Instant::now();
@@ -88,7 +86,7 @@ fn compare_refuses_a_device_a_fifo_and_a_directory_at_once() {
 /// other child of this test process counts).
 #[allow(clippy::zombie_processes)] // reaped by the wait4 below, which also gives its rusage
 fn with_peak_rss(args: &[&str]) -> (i32, String, u64) {
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memscope"))
+    let child = std::process::Command::new(BINARY)
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -113,7 +111,7 @@ fn with_peak_rss(args: &[&str]) -> (i32, String, u64) {
 
 #[test]
 fn footprint_of_a_2_gib_file_of_zeros_is_refused_without_reading_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let sparse = dir.path().join("sparse");
     std::fs::File::create(&sparse)
         .unwrap()
