@@ -8,12 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use assert_cmd::Command;
+use crate::util::{temp_dir, BINARY};
 
 fn memscope(args: &[&str]) -> Output {
-    Command::cargo_bin("memscope")
-        .expect("the binary is built")
-        .args(args)
+    crate::util::memscope(args)
         // A FIFO that blocked the open would hang here; the timeout kills it.
         .timeout(Duration::from_secs(60))
         .output()
@@ -45,7 +43,7 @@ fn a_report(dir: &Path) -> PathBuf {
 
 #[test]
 fn compare_refuses_a_device_a_fifo_and_a_directory_at_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let report = a_report(dir.path());
     let report = report.to_str().unwrap();
     let started = Instant::now();
@@ -84,11 +82,55 @@ fn compare_refuses_a_device_a_fifo_and_a_directory_at_once() {
     assert!(started.elapsed() < Duration::from_secs(50));
 }
 
-/// Runs memscope and returns its output and its own peak RSS (wait4 on its pid, so no
-/// other child of this test process counts).
-#[allow(clippy::zombie_processes)] // reaped by the wait4 below, which also gives its rusage
+/// Where `peak_rss_helper` finds its arguments and leaves its results.
+const PEAK_RSS_DIR: &str = "MEMSCOPE_TEST_PEAK_RSS_DIR";
+
+/// Runs memscope and returns its exit code, its stderr and its own peak RSS, measured
+/// from a fresh process: this test binary again, running only `peak_rss_helper`. (A
+/// child's peak RSS as wait4 gives it starts from its parent's at the exec, and this
+/// process's peak is that of every test running in it.)
 fn with_peak_rss(args: &[&str]) -> (i32, String, u64) {
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memscope"))
+    let dir = temp_dir();
+    std::fs::write(dir.path().join("args"), args.join("\n")).unwrap();
+    let helper = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "root_safety::user_files::peak_rss_helper",
+            "--exact",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(PEAK_RSS_DIR, dir.path())
+        .output()
+        .unwrap();
+    assert!(helper.status.success(), "{helper:?}");
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    let result = read("result");
+    let (code, rss) = result.split_once(' ').unwrap();
+    (
+        code.parse().unwrap(),
+        read("stderr"),
+        rss.trim().parse().unwrap(),
+    )
+}
+
+#[test]
+#[ignore = "a helper, not a test: with_peak_rss runs it in a fresh process"]
+fn peak_rss_helper() {
+    let Some(dir) = std::env::var_os(PEAK_RSS_DIR) else {
+        return eprintln!("peak_rss_helper: nothing to do without {PEAK_RSS_DIR}");
+    };
+    let dir = Path::new(&dir);
+    let args = std::fs::read_to_string(dir.join("args")).unwrap();
+    let (code, stderr, rss) = peak_rss_of_child(&args.split('\n').collect::<Vec<_>>());
+    std::fs::write(dir.join("stderr"), stderr).unwrap();
+    std::fs::write(dir.join("result"), format!("{code} {rss}\n")).unwrap();
+}
+
+/// Runs memscope and returns its output and its peak RSS (wait4 on its pid, so no other
+/// child of this process counts).
+#[allow(clippy::zombie_processes)] // reaped by the wait4 below, which also gives its rusage
+fn peak_rss_of_child(args: &[&str]) -> (i32, String, u64) {
+    let child = std::process::Command::new(BINARY)
         .args(args)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
@@ -113,7 +155,7 @@ fn with_peak_rss(args: &[&str]) -> (i32, String, u64) {
 
 #[test]
 fn footprint_of_a_2_gib_file_of_zeros_is_refused_without_reading_it() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let sparse = dir.path().join("sparse");
     std::fs::File::create(&sparse)
         .unwrap()

@@ -3,13 +3,16 @@
 //! that cannot take the files is exit 2 with the reason.
 
 use std::path::Path;
+use std::time::Duration;
 
 use assert_cmd::Command;
 use serde_json::Value;
 
+use crate::util::{exclusive, memscope, temp_dir, wait_for, ChildGuard, BINARY};
+
 fn files(dir: &Path, extra: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.arg("files").arg("--dir").arg(dir).args([
+    let mut command = memscope(&["files", "--dir"]);
+    command.arg(dir).args([
         "--sizes",
         "4K,1M",
         "--block",
@@ -32,7 +35,9 @@ fn empty(dir: &Path) -> bool {
 
 #[test]
 fn small_files_give_every_figure_and_leave_nothing_behind() {
-    let dir = tempfile::tempdir().unwrap();
+    // A measurement: one at a time with the others.
+    let _one_at_a_time = exclusive();
+    let dir = temp_dir();
     let out = files(dir.path(), &["--json", "-"])
         .assert()
         .success()
@@ -56,7 +61,7 @@ fn small_files_give_every_figure_and_leave_nothing_behind() {
 
 #[test]
 fn a_failure_after_writing_leaves_no_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let out = files(dir.path(), &[])
         .env("MEMSCOPE_SIMULATE_FAILURE", "files-written")
         .assert()
@@ -69,29 +74,28 @@ fn a_failure_after_writing_leaves_no_file() {
 
 #[test]
 fn sigterm_leaves_no_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memscope"))
-        .args(["files", "--sizes", "4K,64M", "--reads", "100000", "--dir"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let dir = temp_dir();
+    let mut child = ChildGuard::spawn(
+        std::process::Command::new(BINARY)
+            .args(["files", "--sizes", "4K,64M", "--reads", "100000", "--dir"])
+            .arg(dir.path())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
     // Wait until the test directory has its files, then stop memscope.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let has_files = || {
         std::fs::read_dir(dir.path())
             .unwrap()
             .filter_map(Result::ok)
             .any(|e| std::fs::read_dir(e.path()).is_ok_and(|mut d| d.next().is_some()))
     };
-    while !has_files() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    assert!(has_files(), "no test files appeared");
-    // SAFETY: signalling our own child.
+    assert!(
+        wait_for(Duration::from_secs(60), has_files),
+        "no test files appeared"
+    );
+    // SAFETY: signalling our own unreaped child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
+    let status = child.wait();
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
     assert!(empty(dir.path()), "test files left behind after SIGTERM");
 }
@@ -107,19 +111,15 @@ fn a_directory_that_cannot_take_the_files_is_exit_2() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("/proc"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
-    let out = Command::cargo_bin("memscope")
-        .unwrap()
-        .args(["files", "--dir", "/nonexistent-memscope-dir"])
+    let out = memscope(&["files", "--dir", "/nonexistent-memscope-dir"])
         .assert()
         .code(2)
         .get_output()
         .clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("an existing directory"));
     // Sizes beyond a quarter of the free space are refused before anything is written.
-    let dir = tempfile::tempdir().unwrap();
-    let out = Command::cargo_bin("memscope")
-        .unwrap()
-        .args(["files", "--sizes", "64G", "--dir"])
+    let dir = temp_dir();
+    let out = memscope(&["files", "--sizes", "64G", "--dir"])
         .arg(dir.path())
         .assert()
         .code(2)

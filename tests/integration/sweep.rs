@@ -5,21 +5,17 @@
 //! input is a clear message with exit 2 and no output file.
 
 use std::path::Path;
+use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn memscope(dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.current_dir(dir).arg("sweep").args(args);
-    command
-}
+use crate::util::{exclusive, sweep_in, temp_dir, wait_for, ChildGuard, BINARY};
 
 /// Runs a sweep that must succeed and returns its JSON report.
 fn sweep(dir: &Path, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["--json", "-"]);
-    let out = memscope(dir, &all).assert().success().get_output().clone();
+    let out = sweep_in(dir, &all).assert().success().get_output().clone();
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
             "not one JSON document ({e}); stderr: {}",
@@ -49,7 +45,9 @@ fn the_example_finds_the_l1d_crossing_as_a_significant_change() {
     if !has_cc() {
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    // Timings compared within the run: no other measurement meanwhile.
+    let _one_at_a_time = exclusive();
+    let dir = temp_dir();
     let source = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sweep_l1d.c");
     let build = format!("cc -O2 -pthread -DWORK_KIB={{WORK_KIB}} {source} -o sweep_l1d");
     // 8 KiB sits in L1d, 256 KiB in L2: each step waits three times longer or more, far
@@ -92,7 +90,7 @@ fn the_example_finds_the_l1d_crossing_as_a_significant_change() {
 
 #[test]
 fn each_variant_runs_its_own_build_interleaved_and_the_work_directory_goes() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     // The build writes a script that reports its variant's value; the last build
     // overwrites it, so only the kept copies can tell the variants apart.
     let build = "printf '#!/bin/sh\\necho built={N} env=$X arg=$1\\n\
@@ -156,35 +154,32 @@ fn each_variant_runs_its_own_build_interleaved_and_the_work_directory_goes() {
 
 #[test]
 fn sigterm_removes_the_work_directory() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let marker = dir.path().join("variant-dir");
     let build = "printf '#!/bin/sh\\necho \"$MEMSCOPE_VARIANT_DIR\" > \"$1\"; sleep 3\\n' \
                  > slow.sh && chmod +x slow.sh";
     let bench = format!("./slow.sh {}", marker.display());
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("memscope"))
-        .current_dir(dir.path())
-        .args([
-            "sweep", "-p", "N=1,2", "--build", build, "--keep", "slow.sh", "--env", "N={N}",
-            "--runs", "2",
-        ])
-        .arg(&bench)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !marker.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    let mut child = ChildGuard::spawn(
+        std::process::Command::new(BINARY)
+            .current_dir(dir.path())
+            .args([
+                "sweep", "-p", "N=1,2", "--build", build, "--keep", "slow.sh", "--env", "N={N}",
+                "--runs", "2",
+            ])
+            .arg(&bench)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+    );
+    wait_for(Duration::from_secs(60), || marker.exists());
     let variant_dir = std::fs::read_to_string(&marker).unwrap();
     let work = Path::new(variant_dir.trim())
         .parent()
         .unwrap()
         .to_path_buf();
     assert!(work.exists(), "{}", work.display());
-    // SAFETY: signalling our own child.
+    // SAFETY: signalling our own unreaped child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
+    let status = child.wait();
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status:?}");
     assert!(!work.exists(), "{} left behind", work.display());
 }
@@ -202,7 +197,7 @@ const FAILING_BUILD: &[&str] = &[
 
 #[test]
 fn bad_input_is_a_clear_error_with_exit_2_and_no_output_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let cases: &[(&[&str], &str)] = &[
         (
             &["-p", "N=1,2", "true"],
@@ -233,7 +228,7 @@ fn bad_input_is_a_clear_error_with_exit_2_and_no_output_file() {
     for (args, want) in cases {
         let mut all = args.to_vec();
         all.extend(["--json", "out.json", "--runs", "2"]);
-        let out = memscope(dir.path(), &all)
+        let out = sweep_in(dir.path(), &all)
             .assert()
             .code(2)
             .get_output()
@@ -247,13 +242,13 @@ fn bad_input_is_a_clear_error_with_exit_2_and_no_output_file() {
         );
     }
     // The failed build shows its output; the failing benchmark its stderr.
-    let out = memscope(dir.path(), FAILING_BUILD)
+    let out = sweep_in(dir.path(), FAILING_BUILD)
         .assert()
         .code(2)
         .get_output()
         .clone();
     assert!(String::from_utf8_lossy(&out.stderr).contains("building 1"));
-    let out = memscope(
+    let out = sweep_in(
         dir.path(),
         &["-p", "N=1,2", "sh -c 'echo oops >&2; exit {N}'"],
     )

@@ -12,14 +12,12 @@ use std::path::Path;
 
 use assert_cmd::Command;
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
+use crate::util::{is_root, temp_dir};
 
+/// memscope with `args` and its own journal.
 fn memscope(journal: &Path, args: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.args(args).env("MEMSCOPE_JOURNAL_DIR", journal);
+    let mut command = crate::util::memscope(args);
+    command.env("MEMSCOPE_JOURNAL_DIR", journal);
     command
 }
 
@@ -47,8 +45,8 @@ fn reports_are_not_written_through_another_users_link_in_a_shared_directory() {
              skipped, it needs root to make another user's link"
         );
     }
-    let journal = tempfile::tempdir().unwrap();
-    let private = tempfile::tempdir().unwrap();
+    let journal = temp_dir();
+    let private = temp_dir();
     let victim = private.path().join("victim");
     fs::write(&victim, "root's own data\n").unwrap();
     let shared = shared_dir();
@@ -77,8 +75,8 @@ fn reports_are_not_written_through_another_users_link_in_a_shared_directory() {
 
 #[test]
 fn an_own_link_in_a_shared_directory_is_refused_and_one_in_a_private_directory_followed() {
-    let journal = tempfile::tempdir().unwrap();
-    let private = tempfile::tempdir().unwrap();
+    let journal = temp_dir();
+    let private = temp_dir();
     let real = private.path().join("real.json");
     fs::write(&real, "old").unwrap();
     let shared = shared_dir();
@@ -100,8 +98,8 @@ fn an_own_link_in_a_shared_directory_is_refused_and_one_in_a_private_directory_f
 
 #[test]
 fn a_history_listing_creates_and_changes_nothing() {
-    let journal = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let journal = temp_dir();
+    let dir = temp_dir();
     let missing = dir.path().join("missing.sqlite3");
     let out = memscope(
         journal.path(),
@@ -135,8 +133,8 @@ fn a_history_listing_creates_and_changes_nothing() {
 
 #[test]
 fn save_into_a_file_that_is_not_a_history_fails_before_measuring() {
-    let journal = tempfile::tempdir().unwrap();
-    let dir = tempfile::tempdir().unwrap();
+    let journal = temp_dir();
+    let dir = temp_dir();
     let db = dir.path().join("notes.txt");
     let text = "my notes, not a database; long enough for SQLite to read a header. ".repeat(3);
     fs::write(&db, &text).unwrap();
@@ -168,8 +166,8 @@ fn save_into_a_file_that_is_not_a_history_fails_before_measuring() {
 
 #[test]
 fn a_killed_writes_temporary_file_is_removed_by_the_next_start() {
-    let journal = tempfile::tempdir().unwrap();
-    let out_dir = tempfile::tempdir().unwrap();
+    let journal = temp_dir();
+    let out_dir = temp_dir();
     let out_dir = fs::canonicalize(out_dir.path()).unwrap();
     let name = ".r.csv.memscope-Ab3dE6gH9kLm.tmp";
     fs::write(out_dir.join(name), "half a rep").unwrap();

@@ -5,43 +5,26 @@
 //! `sigkill_at_random_points_always_restores_the_pool` is the fault-injection loop (run
 //! with --ignored; MEMSCOPE_FAULTS=N kills, 20 by default).
 
-use std::fs::OpenOptions;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
-const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds";
-const FREE_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages";
+use crate::util::temp_dir;
+use crate::util::{
+    exclusive, is_root, max_size_beyond_the_free_pages, read_count, text, wait_for, ChildGuard,
+    PoolGuard, BINARY, POOL_2M,
+};
 
-/// A `latency --reserve-hugepages` run whose buffer (a power of two, at least 8 MiB)
-/// needs more 2 MiB pages than the pool has free now, so that it grows the pool: a run
-/// that finds its pages is journaled as the pool's user too, without growing it.
+const KDAMONDS: &str = "/sys/kernel/mm/damon/admin/kdamonds/nr_kdamonds";
+
+/// A `latency --reserve-hugepages` run that grows the pool (see
+/// `util::max_size_beyond_the_free_pages`).
 fn reserving() -> Vec<String> {
-    let free: u64 = std::fs::read_to_string(FREE_2M)
-        .ok()
-        .and_then(|t| t.trim().parse().ok())
-        .unwrap_or(0);
-    let mib = ((free + 4) * 2).next_power_of_two().max(8);
     ["latency", "--quick", "--pages", "2m", "--reserve-hugepages"]
         .iter()
         .map(|a| a.to_string())
-        .chain(["--max-size".to_string(), format!("{mib}M")])
+        .chain(["--max-size".to_string(), max_size_beyond_the_free_pages()])
         .collect()
-}
-
-fn binary() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("memscope")
-}
-
-fn read_count(path: &str) -> Option<u64> {
-    std::fs::read_to_string(path).ok()?.trim().parse().ok()
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
 }
 
 /// A small xorshift generator seeded from the clock: random kill points, no crate needed.
@@ -64,88 +47,23 @@ impl Random {
     }
 }
 
-/// Held by every test that resizes the real pool, the same lock file the unit tests take,
-/// so two test runs on one machine (two work trees) do not see each other's pages.
-struct MachineLock(#[allow(dead_code)] std::fs::File);
-
-fn machine_lock() -> MachineLock {
-    let path = std::env::temp_dir().join("memscope-hugepage-pool-tests.lock");
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .unwrap();
-    // SAFETY: flock on a descriptor this function owns.
-    assert_eq!(unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) }, 0);
-    MachineLock(file)
-}
-
-/// The real 2 MiB pool as found, set back to that size when dropped (after a failed
-/// assertion too), then the machine lock released.
-struct PoolGuard {
-    before: u64,
-    _lock: MachineLock,
-}
-
-impl PoolGuard {
-    /// None (having said why) unless this process may resize the real 2 MiB pool.
-    fn take() -> Option<PoolGuard> {
-        if !is_root() {
-            eprintln!("skipped: resizing the hugetlbfs pool needs root");
-            return None;
-        }
-        if let Err(error) = OpenOptions::new().write(true).open(POOL_2M) {
-            eprintln!("skipped: {POOL_2M} is not writable here ({error})");
-            return None;
-        }
-        let lock = machine_lock();
-        let before = read_count(POOL_2M)?;
-        Some(PoolGuard {
-            before,
-            _lock: lock,
-        })
-    }
-}
-
-impl Drop for PoolGuard {
-    fn drop(&mut self) {
-        if read_count(POOL_2M) != Some(self.before) {
-            let _ = std::fs::write(POOL_2M, format!("{}\n", self.before));
-        }
-    }
-}
-
-/// The child's process group is killed and reaped if a test ends early.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        // SAFETY: kill has no memory-safety preconditions; the group is our child's own.
-        unsafe { libc::kill(-(self.0.id() as libc::pid_t), libc::SIGKILL) };
-        let _ = self.0.wait();
-    }
-}
-
 /// Starts memscope with `args` and its own journal, in its own process group.
 fn start(journal: &Path, args: &[&str], stderr: &Path) -> ChildGuard {
     use std::os::unix::process::CommandExt;
-    ChildGuard(
-        Command::new(binary())
+    ChildGuard::spawn(
+        Command::new(BINARY)
             .args(args)
             .env("MEMSCOPE_JOURNAL_DIR", journal)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(stderr).unwrap())
-            .process_group(0)
-            .spawn()
-            .unwrap(),
+            .process_group(0),
     )
 }
 
 /// Runs memscope with `args` and the journal to completion.
 fn run(journal: &Path, args: &[&str]) -> Output {
-    Command::new(binary())
+    Command::new(BINARY)
         .args(args)
         .env("MEMSCOPE_JOURNAL_DIR", journal)
         .stdin(Stdio::null())
@@ -165,30 +83,16 @@ fn entries(journal: &Path) -> Vec<PathBuf> {
         .unwrap_or_default()
 }
 
-/// Polls `ready` every millisecond until it holds or `limit` passes.
-fn wait_for(limit: Duration, mut ready: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if ready() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    false
-}
-
 /// SIGKILLs the child (its pid only, as `kill -9 PID` would) and reaps it; whether it had
 /// already ended by itself.
 fn sigkill(child: &mut ChildGuard) -> bool {
-    let ended = child.0.try_wait().unwrap().is_some();
+    if child.try_wait().is_some() {
+        return true;
+    }
     // SAFETY: kill has no memory-safety preconditions; the pid is our unreaped child's.
-    unsafe { libc::kill(child.0.id() as libc::pid_t, libc::SIGKILL) };
-    child.0.wait().unwrap();
-    ended
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+    child.wait();
+    false
 }
 
 #[test]
@@ -201,7 +105,7 @@ fn the_next_start_sets_back_a_pool_a_sigkilled_memscope_grew() {
     let mut restored = 0;
     // A kill can land after the run set the pool back itself; try again then.
     for _ in 0..5 {
-        let scratch = tempfile::tempdir().unwrap();
+        let scratch = temp_dir();
         let journal = scratch.path().join("journal");
         let log = scratch.path().join("stderr");
         let reserving = reserving();
@@ -213,7 +117,7 @@ fn the_next_start_sets_back_a_pool_a_sigkilled_memscope_grew() {
             std::fs::read_to_string(&log).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(random.below(200)));
-        let pid = child.0.id();
+        let pid = child.id();
         sigkill(&mut child);
         let held = read_count(POOL_2M).unwrap();
         // Any command starts by restoring: `info` says so on stderr.
@@ -240,7 +144,7 @@ fn the_next_start_sets_back_a_pool_a_sigkilled_memscope_grew() {
 
 #[test]
 fn the_next_start_removes_a_sigkilled_runs_test_files() {
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = temp_dir();
     let journal = scratch.path().join("journal");
     let dir = scratch.path().join("files");
     std::fs::create_dir(&dir).unwrap();
@@ -277,7 +181,7 @@ fn the_next_start_removes_a_sigkilled_runs_test_files() {
         std::fs::read_to_string(&log).unwrap_or_default()
     );
     let left = test_dir().unwrap();
-    let pid = child.0.id();
+    let pid = child.id();
     assert!(!sigkill(&mut child), "memscope ended before the kill");
     assert!(left.is_dir(), "a SIGKILL removes nothing by itself");
     let out = run(&journal, &["info"]);
@@ -304,11 +208,13 @@ fn the_next_start_removes_a_sigkilled_runs_test_files() {
 
 #[test]
 fn memscope_restore_removes_a_sigkilled_runs_kdamond() {
+    // No other test may start or stop a kdamond meanwhile.
+    let _one_at_a_time = exclusive();
     if !is_root() || read_count(KDAMONDS) != Some(0) {
         eprintln!("skipped: needs root and DAMON's sysfs interface with no kdamond");
         return;
     }
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = temp_dir();
     let journal = scratch.path().join("journal");
     let log = scratch.path().join("stderr");
     let mut child = start(
@@ -317,7 +223,8 @@ fn memscope_restore_removes_a_sigkilled_runs_kdamond() {
         &log,
     );
     // Undo whatever happens below with memscope's own restoration, which touches only a
-    // kdamond it recognises as its own; then stop the orphaned `sleep`.
+    // kdamond it recognises as its own (the `sleep` dies with memscope, by its
+    // parent-death signal).
     struct Restore<'a>(&'a Path);
     impl Drop for Restore<'_> {
         fn drop(&mut self) {
@@ -327,7 +234,7 @@ fn memscope_restore_removes_a_sigkilled_runs_kdamond() {
     let _restore = Restore(&journal);
     let mut ended = false;
     let running = wait_for(Duration::from_secs(60), || {
-        ended = child.0.try_wait().unwrap().is_some();
+        ended = child.try_wait().is_some();
         ended
             || !entries(&journal).is_empty()
                 && std::fs::read_to_string("/sys/kernel/mm/damon/admin/kdamonds/0/state")
@@ -342,7 +249,7 @@ fn memscope_restore_removes_a_sigkilled_runs_kdamond() {
         }
         panic!("memscope's kdamond did not start: {log}");
     }
-    let pid = child.0.id();
+    let pid = child.id();
     sigkill(&mut child);
     assert_eq!(
         read_count(KDAMONDS),
@@ -392,7 +299,7 @@ fn sigkill_at_random_points_always_restores_the_pool() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(20);
     // One whole run first: how long it takes, and when the pool grows.
-    let scratch = tempfile::tempdir().unwrap();
+    let scratch = temp_dir();
     let journal = scratch.path().join("journal");
     let started = Instant::now();
     let reserving = reserving();
@@ -402,7 +309,7 @@ fn sigkill_at_random_points_always_restores_the_pool() {
         read_count(POOL_2M) != Some(before)
     });
     let grown_at = started.elapsed();
-    child.0.wait().unwrap();
+    child.wait();
     let whole = started.elapsed();
     eprintln!("a whole run: {whole:?}, the pool grown after {grown_at:?}");
     assert_eq!(read_count(POOL_2M), Some(before));
@@ -410,7 +317,7 @@ fn sigkill_at_random_points_always_restores_the_pool() {
     let mut random = Random::new();
     let mut tally = Tally::default();
     for kill in 0..kills {
-        let scratch = tempfile::tempdir().unwrap();
+        let scratch = temp_dir();
         let journal = scratch.path().join("journal");
         // Half the kills anywhere in a run, half around the reservation itself.
         let span = if kill % 2 == 0 { whole } else { grown_at * 2 };

@@ -3,47 +3,16 @@
 //! that are not reports.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-fn memscope(args: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.args(args);
-    command
-}
+use crate::util::{latency_report, memscope, read_json as read, temp_dir};
 
-/// One measured latency report (with its Prometheus file and a saved history run),
-/// shared by every test: (directory, report path).
-fn measured() -> &'static (PathBuf, PathBuf) {
-    static REPORT: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    REPORT.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap().keep();
-        let json = dir.join("a.json");
-        let prom = dir.join("memscope.prom");
-        memscope(&[
-            "latency",
-            "--quick",
-            "--max-size",
-            "16M",
-            "--save",
-            "--json",
-            json.to_str().unwrap(),
-            "--prometheus",
-            prom.to_str().unwrap(),
-        ])
-        .env("MEMSCOPE_HISTORY", dir.join("saved.sqlite3"))
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("Saved as run 1"));
-        (dir, json)
-    })
-}
-
-fn read(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+/// The shared measured latency report (`util::latency_report`): (directory, report path).
+fn measured() -> (&'static Path, &'static Path) {
+    let report = latency_report();
+    (&report.dir, &report.json)
 }
 
 /// A copy of the report with every latency × `scale`, started `later` seconds later.
@@ -168,8 +137,8 @@ fn machines_that_differ_are_named_and_a_directory_is_grouped_by_cpu_model() {
         "{what:?}"
     );
 
-    let dir = tempfile::tempdir().unwrap();
-    for (i, file) in [a.as_path(), a, other.as_path()].into_iter().enumerate() {
+    let dir = temp_dir();
+    for (i, file) in [a, a, other.as_path()].into_iter().enumerate() {
         std::fs::copy(file, dir.path().join(format!("r{i}.json"))).unwrap();
     }
     std::fs::write(dir.path().join("notes.json"), "{\"hello\": 1}").unwrap();
@@ -188,7 +157,7 @@ fn history_check_flags_a_report_20_percent_slower_and_passes_a_repeat() {
     // The measured run's own noise (its spreads, its drift) can be anything on a busy
     // machine: set it to 1% so that the edit alone decides.
     let a = &edited("quiet.json", 1.0, 0, quiet);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let db = dir.path().join("h.sqlite3");
     let db = db.to_str().unwrap();
     let again = edited("again.json", 1.0, 3600, quiet);
@@ -243,13 +212,13 @@ fn history_check_flags_a_report_20_percent_slower_and_passes_a_repeat() {
 
 #[test]
 fn a_saved_run_is_listed_and_its_prometheus_file_parses() {
-    let (dir, _) = measured();
+    let report = latency_report();
     memscope(&["history"])
-        .env("MEMSCOPE_HISTORY", dir.join("saved.sqlite3"))
+        .env("MEMSCOPE_HISTORY", &report.history)
         .assert()
         .success()
         .stdout(predicate::str::contains("latency"));
-    let text = std::fs::read_to_string(dir.join("memscope.prom")).unwrap();
+    let text = std::fs::read_to_string(&report.prometheus).unwrap();
     let lines = text.lines().map(|l| Ok(l.to_string()));
     let scrape = prometheus_parse::Scrape::parse(lines).unwrap();
     let levels: Vec<_> = scrape
@@ -265,7 +234,7 @@ fn a_saved_run_is_listed_and_its_prometheus_file_parses() {
 #[test]
 fn files_that_are_not_readable_reports_are_refused_with_exit_2() {
     let (_, a) = measured();
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let write = |name: &str, text: &str| {
         let path = dir.path().join(name);
         std::fs::write(&path, text).unwrap();

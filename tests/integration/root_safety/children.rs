@@ -6,8 +6,10 @@
 //! Runs as any user.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::util::{temp_dir, ChildGuard, BINARY};
 
 /// The commands under test, each running `sleep 30`.
 const COMMANDS: &[&[&str]] = &[
@@ -44,26 +46,15 @@ fn runs(pid: u32, started: &str) -> bool {
     stat_field(pid, 22).as_deref() == Some(started)
 }
 
-/// memscope is killed and reaped if a test ends early.
-struct Guard(Child);
-
-impl Drop for Guard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start(args: &[&str], journal: &Path) -> Guard {
-    Guard(
-        Command::new(assert_cmd::cargo::cargo_bin("memscope"))
+/// memscope (killed and reaped if a test ends early) with its own journal.
+fn start(args: &[&str], journal: &Path) -> ChildGuard {
+    ChildGuard::spawn(
+        Command::new(BINARY)
             .args(args)
             .env("MEMSCOPE_JOURNAL_DIR", journal)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
+            .stderr(Stdio::null()),
     )
 }
 
@@ -71,15 +62,15 @@ fn start(args: &[&str], journal: &Path) -> Guard {
 fn the_command_memscope_runs_dies_with_it() {
     for args in COMMANDS {
         for signal in [libc::SIGKILL, libc::SIGTERM] {
-            let scratch = tempfile::tempdir().unwrap();
+            let scratch = temp_dir();
             let mut memscope = start(args, &scratch.path().join("journal"));
-            let parent = memscope.0.id();
+            let parent = memscope.id();
             let deadline = Instant::now() + Duration::from_secs(60);
             let (pid, started) = loop {
                 if let Some(found) = sleep_child_of(parent) {
                     break found;
                 }
-                let ended = memscope.0.try_wait().unwrap();
+                let ended = memscope.try_wait();
                 assert!(
                     ended.is_none() && Instant::now() < deadline,
                     "{args:?}: no sleep started ({ended:?})"
@@ -88,7 +79,7 @@ fn the_command_memscope_runs_dies_with_it() {
             };
             // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
             assert_eq!(unsafe { libc::kill(parent as libc::pid_t, signal) }, 0);
-            let status = memscope.0.wait().unwrap();
+            let status = memscope.wait();
             let killed = Instant::now();
             // The kernel's signal is immediate; the bound only keeps a failure from hanging.
             while runs(pid, &started) && killed.elapsed() < Duration::from_secs(10) {

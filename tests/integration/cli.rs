@@ -1,37 +1,17 @@
 //! Integration tests through the real binary: what holds on any x86_64 Linux machine,
 //! never absolute speeds.
 
-use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::Value;
 
-/// The binary with the arguments of `line`, written as on a shell line but split at
-/// spaces only (an argument holding a space is added with `arg`).
-fn memscope(line: &str) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.args(line.split_whitespace());
-    command
-}
+use crate::util::{
+    exclusive, json_of, memscope_line as memscope, read_count, PoolGuard, FREE_2M, POOL_2M,
+};
 
-/// Measuring runs pin to the same default CPU; run them one at a time so they do not
-/// share it (and disturb each other's trials). A test that failed while holding the lock
-/// must not fail the others, hence `into_inner` on a poisoned lock.
-static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn measuring() -> std::sync::MutexGuard<'static, ()> {
-    MEASURING
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn json_of(output: &[u8]) -> Value {
-    serde_json::from_slice(output).expect("stdout is one JSON document")
-}
-
-/// Runs a measuring command (one at a time, see `measuring`) that must succeed and write
-/// its JSON report to stdout.
+/// Runs a measuring command (one at a time, see `util::exclusive`) that must succeed and
+/// write its JSON report to stdout.
 fn measured_json(line: &str) -> Value {
-    let _one_at_a_time = measuring();
+    let _one_at_a_time = exclusive();
     json_of(&memscope(line).assert().success().get_output().stdout)
 }
 
@@ -110,7 +90,7 @@ fn quick_latency_orders_levels_from_l1d_to_dram() {
 
 #[test]
 fn latency_csv_has_one_row_per_point() {
-    let _one_at_a_time = measuring();
+    let _one_at_a_time = exclusive();
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("lat.csv");
     memscope("latency --quick --max-size 1M --csv")
@@ -191,7 +171,7 @@ fn a_failed_run_leaves_no_output_file() {
 
 #[test]
 fn run_writes_json_and_an_html_report_with_an_svg_plot() {
-    let _one_at_a_time = measuring();
+    let _one_at_a_time = exclusive();
     let dir = tempfile::tempdir().unwrap();
     memscope("run --quick --max-size 8M --out")
         .arg(dir.path())
@@ -415,28 +395,14 @@ fn quick_rob_reports_a_curve_and_a_structure_per_filler() {
     }
 }
 
-const POOL_2M: &str = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
-
-fn pool_2m() -> Option<u64> {
-    std::fs::read_to_string(POOL_2M).ok()?.trim().parse().ok()
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
 #[test]
 fn hugepage_reservation_is_given_back_after_a_failure_and_after_a_run() {
-    let Some(before) = pool_2m() else {
-        eprintln!("skipped: this kernel has no 2 MiB hugetlbfs pool");
+    // The pool held against every other test that uses it, and set back if this fails.
+    let Some(pool) = PoolGuard::take() else {
         return;
     };
-    if !is_root() {
-        eprintln!("skipped: reserving hugetlbfs pages needs root");
-        return;
-    }
-    let _one_at_a_time = measuring();
+    let before = pool.before;
+    let pool_2m = || read_count(POOL_2M);
     // A failure in the middle of the run, after the pool was grown.
     let failed = memscope("latency --quick --pages 2m --reserve-hugepages --max-size 8M")
         .env("MEMSCOPE_SIMULATE_FAILURE", "after-reservation")
@@ -456,13 +422,12 @@ fn hugepage_reservation_is_given_back_after_a_failure_and_after_a_run() {
 
 #[test]
 fn hugetlbfs_pages_without_a_pool_are_a_clear_error() {
-    let free: u64 =
-        std::fs::read_to_string("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
-            .ok()
-            .and_then(|t| t.trim().parse().ok())
-            .unwrap_or(0);
-    if pool_2m().is_none() || free >= 8 {
-        eprintln!("skipped: the 2 MiB pool is absent or already has free pages");
+    // No other test may grow the pool (and free pages) meanwhile.
+    let Some(_pool) = PoolGuard::lock() else {
+        return;
+    };
+    if read_count(FREE_2M).unwrap_or(0) >= 8 {
+        eprintln!("skipped: the 2 MiB pool already has free pages");
         return;
     }
     fails_with_usage_error(
@@ -562,7 +527,7 @@ fn assert_counted_rows(rows: &[Value], what: &str) {
 
 #[test]
 fn latency_counters_give_every_point_its_misses_or_the_reason() {
-    let _one_at_a_time = measuring();
+    let _one_at_a_time = exclusive();
     let out = memscope("latency --quick --counters --max-size 1M --order page-local --json -")
         .assert()
         .success();

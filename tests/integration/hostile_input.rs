@@ -11,7 +11,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use assert_cmd::Command;
 use memscope::binary::{self, FootprintPlan};
 use memscope::compare::{self, Loaded};
 use memscope::counters::{parse_event_list, Event, EventKind};
@@ -26,6 +25,8 @@ use memscope::units::{Bytes, GIB, KIB, MIB, TIB};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use serde_json::{json, Value};
+
+use crate::util::{exclusive, latency_report, memscope, read_json, temp_dir};
 
 /// Cases per property of a cheap string parser.
 const STRINGS: u32 = 512;
@@ -1111,12 +1112,6 @@ proptest! {
 // 5. JSON reports read back by `compare` (`report::read::parse_report`), and the
 // comparison, its sections and its renderings made of whatever reads.
 
-fn memscope_cmd(args: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.args(args);
-    command
-}
-
 /// A real report: its JSON, as it reads, and the JSON pointers of every node and of every
 /// number in it (computed once: each case edits a copy).
 struct RealReport {
@@ -1160,37 +1155,29 @@ fn bare_report() -> &'static RealReport {
     })
 }
 
-/// A measured report: a quick latency ladder, a stride study and a `stat` run.
+/// A measured report: the shared quick latency ladder (`util::latency_report`), a stride
+/// study and a `stat` run.
 fn measured_report() -> &'static RealReport {
     static MEASURED: OnceLock<RealReport> = OnceLock::new();
     MEASURED.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let out = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-        let read = |name: &str| -> Value {
-            serde_json::from_slice(&std::fs::read(out(name)).unwrap()).unwrap()
-        };
-        for (args, json) in [
-            (
-                &["latency", "--quick", "--max-size", "8M"][..],
-                "latency.json",
-            ),
-            (
-                &["stride", "--quick", "--max-size", "8M"][..],
-                "stride.json",
-            ),
-        ] {
-            let mut all = args.to_vec();
-            let path = out(json);
-            all.extend(["--json", path.as_str()]);
-            memscope_cmd(&all).assert().success();
+        let mut measured = read_json(&latency_report().json);
+        let dir = temp_dir();
+        let stride = dir.path().join("stride.json");
+        let stat = dir.path().join("stat.json");
+        {
+            let _one_at_a_time = exclusive();
+            memscope(&["stride", "--quick", "--max-size", "8M", "--json"])
+                .arg(&stride)
+                .assert()
+                .success();
         }
-        let stat = out("stat.json");
-        memscope_cmd(&["stat", "--json", &stat, "--", "true"])
+        memscope(&["stat", "--json"])
+            .arg(&stat)
+            .args(["--", "true"])
             .assert()
             .success();
-        let mut measured = read("latency.json");
-        measured["experiments"]["stride"] = read("stride.json")["experiments"]["stride"].clone();
-        measured["stat"] = read("stat.json")["stat"].clone();
+        measured["experiments"]["stride"] = read_json(&stride)["experiments"]["stride"].clone();
+        measured["stat"] = read_json(&stat)["stat"].clone();
         RealReport::new("measured.json", measured)
     })
 }
@@ -1605,7 +1592,7 @@ fn regions_of(bytes: &[u8]) -> Vec<(String, std::ops::Range<usize>)> {
 fn seeds() -> &'static [Seed] {
     static SEEDS: OnceLock<Vec<Seed>> = OnceLock::new();
     SEEDS.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = temp_dir();
         let source = dir.path().join("prog.c");
         std::fs::write(&source, C_PROGRAM).unwrap();
         let mut files: Vec<(String, PathBuf)> = Vec::new();
@@ -1695,7 +1682,7 @@ fn machine() -> &'static Machine {
 /// `binary::footprint` on a file holding `bytes`: a result that renders, or an error that
 /// names the file.
 fn footprint_file(bytes: &[u8]) {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let path = dir.path().join("damaged.elf");
     std::fs::write(&path, bytes).unwrap();
     let plan = FootprintPlan {
@@ -1826,7 +1813,7 @@ fn check_history_refusal(db: &Path, args: &[&str]) {
     let db_text = db.to_str().unwrap();
     let mut all = vec!["history", "--db", db_text];
     all.extend(args);
-    let out = memscope_cmd(&all).output().unwrap();
+    let out = memscope(&all).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("panicked"), "{stderr}");
     let code = out.status.code();
@@ -1856,7 +1843,7 @@ proptest! {
         // SQLite takes a file shorter than its header for a new database: those are not
         // hostile, only odd.
         prop_assume!(bytes.len() >= 100 || !bytes.starts_with(b"SQLite"));
-        let dir = tempfile::tempdir().unwrap();
+        let dir = temp_dir();
         let db = dir.path().join("history.sqlite3");
         std::fs::write(&db, &bytes).unwrap();
         check_history_refusal(&db, if check { &["--check"] } else { &[] });
@@ -1865,7 +1852,7 @@ proptest! {
 
 #[test]
 fn a_history_database_with_hostile_rows_is_refused_or_listed() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let db = dir.path().join("h.sqlite3");
     let report = dir.path().join("r.json");
     std::fs::write(
@@ -1875,7 +1862,7 @@ fn a_history_database_with_hostile_rows_is_refused_or_listed() {
     .unwrap();
     let db_text = db.to_str().unwrap();
     for _ in 0..2 {
-        memscope_cmd(&[
+        memscope(&[
             "history",
             "--db",
             db_text,
@@ -1897,7 +1884,7 @@ fn a_history_database_with_hostile_rows_is_refused_or_listed() {
     for args in [&[][..], &["--check"], &["--check", "--last", "1"]] {
         let mut all = vec!["history", "--db", db_text];
         all.extend(args);
-        let out = memscope_cmd(&all).output().unwrap();
+        let out = memscope(&all).output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!stderr.contains("panicked"), "{stderr}");
         assert!(matches!(out.status.code(), Some(0..=2)), "{stderr}");

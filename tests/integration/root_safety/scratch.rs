@@ -4,23 +4,15 @@
 //! The scratch directories' own safety (swapped directories, symlinks inside) is tested
 //! at unit level in `platform::scratch` and `experiments::files`.
 
-use std::path::Path;
-
-use assert_cmd::Command;
-
-fn sweep(dir: &Path, args: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.current_dir(dir).arg("sweep").args(args);
-    command
-}
+use crate::util::{sweep_in, temp_dir};
 
 #[test]
 fn a_sweep_value_with_shell_syntax_runs_nothing() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let pwned = dir.path().join("pwned");
     let value = format!("a;touch {} #", pwned.display());
     let param = format!("X={value}");
-    let out = sweep(
+    let out = sweep_in(
         dir.path(),
         &[
             "-p",
@@ -57,8 +49,8 @@ fn a_sweep_value_with_shell_syntax_runs_nothing() {
 
 #[test]
 fn a_value_that_cannot_be_quoted_where_it_sits_is_exit_2_before_the_build() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = sweep(
+    let dir = temp_dir();
+    let out = sweep_in(
         dir.path(),
         &[
             "-p",

@@ -1,5 +1,5 @@
-//! Root-safety tests that go through the binary (issue 25): one test binary, a module
-//! per part in tests/root_safety/.
+//! Root-safety tests that go through the binary (issue 25): a module per part in
+//! tests/integration/root_safety/.
 
 #[path = "root_safety/children.rs"]
 mod children;

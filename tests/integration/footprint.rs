@@ -2,14 +2,9 @@
 //! follows RING_CAP exactly as its struct layout says (and as readelf shows, where
 //! binutils is installed); other binaries read; bad input is exit 2.
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-fn memscope(args: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.args(args);
-    command
-}
+use crate::util::{memscope, temp_dir};
 
 fn footprint(args: &[&str]) -> Value {
     let mut all = vec!["footprint"];
@@ -57,7 +52,7 @@ fn readelf_tls(path: &std::path::Path) -> Option<u64> {
 
 #[test]
 fn the_tls_block_follows_ring_cap_as_the_struct_layout_says() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let mut sizes = Vec::new();
     for cap in [16u64, 64] {
         let Some(binary) = ring_cap(dir.path(), cap) else {
@@ -121,7 +116,7 @@ fn a_running_process_shows_its_mappings() {
 
 #[test]
 fn what_cannot_be_read_is_exit_2() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = temp_dir();
     let text = dir.path().join("notes.txt");
     std::fs::write(&text, "not a binary").unwrap();
     let own = std::fs::read(env!("CARGO_BIN_EXE_memscope")).unwrap();

@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::util::{exclusive, is_root, BINARY};
+
 const LIMIT: u64 = 300 << 20;
 
 /// A child memory cgroup with a limit, removed on drop.
@@ -105,11 +107,9 @@ fn make_cgroup() -> Result<TestCgroup, String> {
 
 /// Runs memscope ARGS inside the cgroup: a shell moves itself in, then execs it.
 fn run_in(cgroup: &TestCgroup, args: &str) -> std::process::Output {
-    let memscope = assert_cmd::cargo::cargo_bin("memscope");
     let script = format!(
-        "echo $$ > '{}' && exec '{}' {args}",
+        "echo $$ > '{}' && exec '{BINARY}' {args}",
         cgroup.dir.join("cgroup.procs").display(),
-        memscope.display()
     );
     assert_cmd::Command::new("sh")
         .args(["-c", &script])
@@ -120,11 +120,12 @@ fn run_in(cgroup: &TestCgroup, args: &str) -> std::process::Output {
 
 #[test]
 fn a_size_beyond_the_cgroup_limit_is_refused_naming_the_cgroup() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !is_root() {
         eprintln!("skipped: creating a memory cgroup needs root");
         return;
     }
+    // A cgroup is machine-wide state, and its limit is read against the host's memory.
+    let _one_at_a_time = exclusive();
     let cgroup = match make_cgroup() {
         Ok(c) => c,
         Err(why) => {

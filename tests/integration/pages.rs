@@ -2,8 +2,9 @@
 //! the planted hot regions are found, the three arms run, exit statuses pass through,
 //! bad input is exit 2. Nothing here asserts a speed.
 
-use assert_cmd::Command;
 use serde_json::Value;
+
+use crate::util::{exclusive, memscope, temp_dir};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_memscope-hotspot-demo");
 
@@ -19,30 +20,19 @@ const SMALL_DEMO: &[&str] = &[
     "12000000",
 ];
 
-fn memscope(args: &[&str]) -> Command {
-    let mut command = Command::cargo_bin("memscope").expect("the binary is built");
-    command.args(args);
-    command
-}
-
 /// Runs memscope with `args` + `-- DEMO SMALL_DEMO`: the JSON report (stdout) and the
 /// demo's hot regions (from its stderr).
 fn on_demo(args: &[&str]) -> (Value, Vec<u64>) {
     on_demo_with(args, SMALL_DEMO)
 }
 
-/// One sampled run at a time: DAMON runs one kdamond of memscope's, and a second memscope
-/// finding it busy would fall back to another source mid-test.
-static SAMPLING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    SAMPLING.lock().unwrap_or_else(|p| p.into_inner())
-}
-
 /// `on_demo` with other demo arguments.
 fn on_demo_with(args: &[&str], demo: &[&str]) -> (Value, Vec<u64>) {
-    let _one = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
+    // One sampled run at a time: DAMON runs one kdamond of memscope's, and a second
+    // memscope finding it busy would fall back to another source mid-test; nor may a
+    // measurement share the CPUs with the demo.
+    let _one = exclusive();
+    let dir = temp_dir();
     let report = dir.path().join("pages.json");
     let mut all: Vec<&str> = args.to_vec();
     all.extend(["--json", report.to_str().unwrap(), "--", DEMO]);
@@ -147,7 +137,7 @@ fn apply_runs_three_interleaved_arms_and_verifies_the_huge_pages() {
 
 #[test]
 fn the_commands_exit_status_passes_through() {
-    let _one = one_at_a_time();
+    let _one = exclusive();
     let out = memscope(&["pages", "record", "--", "sh", "-c", "exit 3"])
         .assert()
         .code(3);
@@ -160,8 +150,8 @@ fn the_commands_exit_status_passes_through() {
 
 #[test]
 fn a_record_read_back_by_apply_must_be_a_pages_report() {
-    let _one = one_at_a_time();
-    let dir = tempfile::tempdir().unwrap();
+    let _one = exclusive();
+    let dir = temp_dir();
     let not_a_report = dir.path().join("x.json");
     std::fs::write(&not_a_report, "{\"schema_version\": 1}").unwrap();
     for (args, names) in [
@@ -211,7 +201,7 @@ fn a_record_read_back_by_apply_must_be_a_pages_report() {
 
 #[test]
 fn a_source_this_machine_lacks_is_a_clear_error() {
-    let _one = one_at_a_time();
+    let _one = exclusive();
     for source in ["pmu", "damon"] {
         let out = memscope(&["pages", "record", "--source", source, "--", "true"])
             .assert()
