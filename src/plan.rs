@@ -314,7 +314,8 @@ impl Plan {
         }
         .saving(&args.measure.save)?;
         let mut plan = Plan::new(CommandKind::Run, outputs, Some(measure));
-        plan.experiments.miss_impact = Some(MissImpactConfig::resolve(&latency, &quick, machine));
+        plan.experiments.miss_impact =
+            Some(MissImpactConfig::resolve(latency.order, &quick, machine));
         plan.experiments.latency = Some(latency);
         plan.experiments.bandwidth = Some(bandwidth);
         plan.experiments.stride = Some(stride);

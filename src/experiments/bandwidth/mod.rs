@@ -19,6 +19,9 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::shared::sizing::{
+    level_working_sets, round_to_granule, sweep_sizes, thread_share,
+};
 use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::cpu_time;
@@ -26,7 +29,7 @@ use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
 use crate::platform::timer::Timer;
 use crate::session::progress::Progress;
 use crate::stats::Summary;
-use crate::topology::{CacheInfo, Machine};
+use crate::topology::Machine;
 use crate::units::{Bytes, KIB, MIB};
 
 /// `experiments.bandwidth` of the report.
@@ -130,40 +133,9 @@ impl BandwidthConfig {
     }
 }
 
-/// A working set inside each level, per thread: half of a private cache; for a shared one,
-/// half of this thread's share but at least twice the level below (so it is not served by
-/// the level below); DRAM four times the largest cache and at least 128 MiB.
-pub fn level_working_sets(machine: &Machine, threads: usize) -> Vec<(String, u64)> {
-    let mut sets = Vec::new();
-    let mut below = 0u64;
-    for cache in machine.data_caches() {
-        let share = thread_share(cache, threads);
-        let bytes = (share / 2).max(2 * below).min(share);
-        sets.push((cache.name(), round_to_granule(bytes)));
-        below = share;
-    }
-    let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
-    sets.push((
-        "DRAM".to_string(),
-        round_to_granule((4 * llc).max(128 * MIB)),
-    ));
-    sets
-}
-
-/// The part of a cache one of `threads` threads can count on: all of a private cache, an
-/// equal share of one shared with other threads of the run.
-fn thread_share(cache: &CacheInfo, threads: usize) -> u64 {
-    let sharing = cache.shared_with_cpus.len().clamp(1, threads.max(1));
-    cache.size_bytes / sharing as u64
-}
-
-pub(crate) fn round_to_granule(bytes: u64) -> u64 {
-    (bytes / GRANULE as u64).max(1) * GRANULE as u64
-}
-
 /// Sizes from 4 KiB to `max` with `per_octave` points per doubling, rounded to granules.
 pub fn sweep_working_sets(max: u64, per_octave: u32) -> Vec<u64> {
-    crate::experiments::latency::sweep_sizes(4 * KIB, max, per_octave, GRANULE as u64)
+    sweep_sizes(4 * KIB, max, per_octave, GRANULE as u64)
 }
 
 /// The OS level a working set of `bytes` falls in (by the data caches' sizes).
@@ -550,6 +522,7 @@ fn measure_points(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::CacheInfo;
 
     fn zen4_vm() -> Machine {
         Machine {

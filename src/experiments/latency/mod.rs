@@ -53,24 +53,6 @@ pub struct LatencyPoint {
     pub counters: Option<AccessCounts>,
 }
 
-/// One level of the hierarchy, found as a plateau of the curve.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LatencyLevel {
-    /// "L1d", "L2", "L3", "L4" or "DRAM".
-    pub name: String,
-    pub latency_ns: f64,
-    pub latency_cycles: f64,
-    /// Largest working set still on this plateau (where the level ends); null for DRAM.
-    pub capacity_bytes: Option<u64>,
-    /// Size of the matching cache as the OS reports it; null for DRAM or when unknown.
-    pub os_size_bytes: Option<u64>,
-    /// Smallest and largest working set of the plateau.
-    pub first_bytes: u64,
-    pub last_bytes: u64,
-    /// Points of the sweep that make up the plateau.
-    pub points: usize,
-}
-
 /// DRAM latency at the largest working set with both chase orders.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DramLatency {
@@ -95,6 +77,8 @@ pub struct DramLatency {
 
 use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::experiments::chase_timing::ChaseCursor;
+pub use crate::experiments::shared::ladder::LatencyLevel;
+use crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::platform::arena::Arena;
 use crate::platform::timer::Timer;
@@ -104,10 +88,6 @@ use crate::stats::segment::{find_plateaus, Plateau, PlateauParams};
 use crate::stats::Summary;
 use crate::topology::Machine;
 use crate::units::Bytes;
-
-/// A point whose trials spread more than this (robust %, see `Summary::spread_pct`) is
-/// measured again; if it still does, it is flagged unstable.
-pub const UNSTABLE_SPREAD_PCT: f64 = 10.0;
 
 /// What to measure; resolved from the command line by `plan`.
 #[derive(Debug, Clone)]
@@ -133,30 +113,6 @@ pub struct LatencyConfig {
     pub seed: u64,
     /// Count each point's misses per load with the hardware counters (`--counters`).
     pub counters: bool,
-}
-
-/// Sizes from `min` to `max` with `per_octave` points per doubling (always including the
-/// powers of two and `max` itself), rounded to whole slots.
-pub fn sweep_sizes(min: u64, max: u64, per_octave: u32, slot: u64) -> Vec<u64> {
-    let mut sizes = Vec::new();
-    let (lo, hi) = ((min.max(slot) as f64).log2(), (max as f64).log2());
-    let mut k = (lo * per_octave as f64).ceil() as i64;
-    loop {
-        let log2 = k as f64 / per_octave as f64;
-        if log2 > hi + 1e-9 {
-            break;
-        }
-        let bytes = (2f64.powf(log2) / slot as f64).round() as u64 * slot;
-        if bytes >= min && sizes.last() != Some(&bytes) {
-            sizes.push(bytes);
-        }
-        k += 1;
-    }
-    let last = max / slot * slot;
-    if sizes.last() != Some(&last) && last >= min {
-        sizes.push(last);
-    }
-    sizes
 }
 
 /// Measures the latency sweep in `arena` (already allocated, touched and pinned by the
@@ -695,6 +651,7 @@ fn assign_in_order(capacities: &[u64], sizes: &[u64]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::shared::sizing::sweep_sizes;
     use crate::topology::CacheInfo;
     use crate::units::{KIB, MIB};
 

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::counters::{AccessCounter, AccessCounts, CounterGroup, Event, MissLevel, Probe};
 use crate::counters::{Scaled, Target};
 use crate::experiments::chase_timing::{ChaseCursor, WARM_UP_TRIALS};
-use crate::experiments::latency::{LatencyLevel, LatencyResult};
+use crate::experiments::shared::ladder::LatencyLevel;
 use crate::kernels::chase::UNROLL;
 use crate::kernels::permutation::{link, visit_order, ChaseOrder, SplitMix64};
 use crate::kernels::stream::{self, Isa, GRANULE};
@@ -570,16 +570,17 @@ impl Software {
 
 /// Measures every footprint × pattern in `arena` (allocated and first touched by the
 /// pinned caller, at least `config.arena_bytes()`), counting misses on the calling thread,
-/// and builds each row's AMAT from `latency`, measured earlier in the same run.
+/// and builds each row's AMAT from `levels`, the latency ladder's, measured earlier in the
+/// same run.
 pub fn measure(
     config: &MissImpactConfig,
     arena: &Arena,
-    latency: &LatencyResult,
+    levels: &[LatencyLevel],
     timer: &Timer,
     machine: &Machine,
     progress: &Progress,
 ) -> MissImpactResult {
-    let footprints = fit_to_ladder(&config.footprints, &latency.levels);
+    let footprints = fit_to_ladder(&config.footprints, levels);
     let line = config.line_bytes;
     assert!(
         line.is_power_of_two() && (8..=GRANULE).contains(&line),
@@ -591,8 +592,7 @@ pub fn measure(
         Bytes(arena.len() as u64),
         Bytes(config.arena_bytes())
     );
-    let level_latencies: Vec<LevelLatency> = latency
-        .levels
+    let level_latencies: Vec<LevelLatency> = levels
         .iter()
         .map(|l| LevelLatency {
             name: l.name.clone(),
@@ -987,17 +987,10 @@ pub mod tests {
             crate::platform::arena::PagePolicy::Base,
         )
         .unwrap();
-        let latency = LatencyResult {
-            order: "page-local".into(),
-            stride_bytes: 64,
-            points: Vec::new(),
-            random_points: None,
-            levels: vec![
-                level("L1d", 1.0, Some(32 * KIB), Some(32 * KIB)),
-                level("DRAM", 100.0, None, None),
-            ],
-            dram: None,
-        };
+        let levels = vec![
+            level("L1d", 1.0, Some(32 * KIB), Some(32 * KIB)),
+            level("DRAM", 100.0, None, None),
+        ];
         let machine = Machine {
             cpu_vendor: "AuthenticAMD".into(),
             cpu_family: Some(0x19),
@@ -1006,7 +999,7 @@ pub mod tests {
         let result = measure(
             &config,
             &arena,
-            &latency,
+            &levels,
             &Timer::monotonic(),
             &machine,
             &Progress::hidden(),

@@ -25,8 +25,8 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
-use crate::experiments::bandwidth::round_to_granule;
 use crate::experiments::chase_timing::ChaseCursor;
+use crate::experiments::shared::sizing::round_to_granule;
 use crate::kernels::chase::UNROLL;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::kernels::stream::{self, Isa, KernelSpec};

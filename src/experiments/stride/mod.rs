@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 
 use crate::counters::{AccessCounter, AccessCounts, Probe};
-use crate::experiments::latency::sweep_sizes;
+use crate::experiments::shared::sizing::sweep_sizes;
 use crate::kernels::permutation::{sattolo_cycle, SplitMix64};
 use crate::kernels::strided::{
     indexed_sum, saxpy_indexed, saxpy_strided, saxpy_strided_offsets, strided_sum,

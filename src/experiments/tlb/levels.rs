@@ -228,7 +228,7 @@ fn value_near(points: &[(u64, f64)], at: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::latency::sweep_sizes;
+    use crate::experiments::shared::sizing::sweep_sizes;
     use crate::experiments::tlb::{between, MIN_PAGES, REFINED_WIDTH, REFINE_POINTS};
     use crate::kernels::permutation::SplitMix64;
 

@@ -191,8 +191,12 @@ use std::collections::BTreeMap;
 use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::error::UsageError;
 use crate::experiments::chase_timing::ChaseCursor;
-use crate::experiments::latency::{sweep_sizes, UNSTABLE_SPREAD_PCT};
-use crate::experiments::mlp::{self, MlpConfig};
+use crate::experiments::shared::chains::{
+    self as chains, chain_counts, default_chains, saturation_of, sweep, to_rows, Cycle, Sampling,
+    SLOT_BYTES,
+};
+use crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT;
+use crate::experiments::shared::sizing::sweep_sizes;
 use crate::kernels::pageprobe::{self, LINE_BYTES};
 use crate::kernels::permutation::SplitMix64;
 use crate::kernels::strided::saxpy_strided_offsets;
@@ -897,32 +901,28 @@ fn mlp_row(
         return None;
     }
     progress.start(&format!("tlb, DRAM MLP, {} pages", Bytes(page_bytes)), 1);
-    let mlp_config = MlpConfig {
-        levels: vec![("DRAM".into(), bytes)],
-        chains: MlpConfig::default_chains(),
-        grid_sizes: vec![],
-        grid_chains: vec![],
-        sequential: false,
-        littles_law: false,
-        repetitions: config.repetitions,
-        trial_ns: config.trial_ns,
-        seed: config.seed,
-    };
-    let result = mlp::measure(
-        &mlp_config,
-        arena,
-        timer,
-        machine.core_hz_estimate,
-        &Progress::hidden(),
-    );
+    // `mlp`'s DRAM row with its default chain counts, from the same shared engine (and
+    // the same layout seed, the first level's), so the two agree in 4 KiB pages.
+    let measured = (bytes >= SLOT_BYTES as u64).then(|| {
+        let sampling = Sampling {
+            trial_ns: config.trial_ns,
+            repetitions: config.repetitions.max(1),
+        };
+        let counts = chain_counts(&default_chains());
+        let mut cycle = Cycle::build(arena, bytes, chains::mix(config.seed, bytes, 0));
+        let hidden = Progress::hidden();
+        sweep(&mut cycle, &counts, sampling, config.seed, timer, &hidden)
+    });
+    let level = "DRAM".to_string();
+    let rows = to_rows(Some(&level), bytes, measured.as_deref().unwrap_or_default());
+    let saturation = saturation_of(&level, bytes, &rows);
     progress.advance();
     progress.finish();
-    let latency_ns = result.rows.iter().find(|r| r.chains == 1)?.ns_per_load;
-    let (chains, ns_per_load, parallelism) = match result.saturation.first() {
+    let latency_ns = rows.iter().find(|r| r.chains == 1)?.ns_per_load;
+    let (chains, ns_per_load, parallelism) = match saturation {
         Some(s) => (s.chains, s.ns_per_load, s.parallelism),
         None => {
-            let best = result
-                .rows
+            let best = rows
                 .iter()
                 .max_by(|a, b| a.parallelism.total_cmp(&b.parallelism))?;
             (best.chains, best.ns_per_load, best.parallelism)
