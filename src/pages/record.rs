@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::preload::{Preload, PreloadMode};
 use super::procfs;
 use super::regions::{Region, RegionMap, REGION_BYTES};
-use super::sources::{self, SourceChoice, SourceKind};
+use super::sources::{self, Signal, SourceChoice, SourceKind};
 use crate::platform::child::{self, SpawnError, SpawnOptions, Termination};
 
 /// What `pages record` runs.
@@ -20,15 +20,6 @@ pub struct RecordPlan {
     pub source: SourceChoice,
     pub interval: Duration,
     pub command: Vec<OsString>,
-}
-
-/// The signal a record ranks regions by, in words.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Signal {
-    /// Short name for table headers, e.g. "TLB-miss samples", "translations touched".
-    pub name: String,
-    /// What it measures and how regions are ranked.
-    pub meaning: String,
 }
 
 /// The regions behind the heat-over-time view: the top regions in address order, and

@@ -12,7 +12,6 @@ use super::access::{AccessSpan, MemSample, TlbOutcome};
 use super::damon::{self, DamonMonitor, DamonStatus};
 use super::pmu::{self, DrainStats, PreciseSampler};
 use super::procfs;
-use super::record::Signal;
 use super::refs::RefsSampler;
 use super::regions::{RegionMap, REGION_BYTES};
 
@@ -85,6 +84,15 @@ impl SourceKind {
             meaning: meaning.to_string(),
         }
     }
+}
+
+/// The signal a record ranks regions by, in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    /// Short name for table headers, e.g. "TLB-miss samples", "translations touched".
+    pub name: String,
+    /// What it measures and how regions are ranked.
+    pub meaning: String,
 }
 
 /// The source chosen, and why the ones before it were not.

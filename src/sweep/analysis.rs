@@ -161,10 +161,15 @@ pub fn resolved(stat: &MeasureStat, half_width_pct: f64) -> bool {
     }
 }
 
+/// The figure the sweep is about: the first metric, else the wall time.
+pub fn primary(measures: &[Measure]) -> usize {
+    usize::from(measures.len() > 1)
+}
+
 /// The result with the notes its statistics call for: too wide an interval for the
 /// effect looked for, many comparisons, failed runs, an unresolved adaptive stop.
 pub fn with_notes(mut result: super::SweepResult) -> super::SweepResult {
-    let m = super::schedule::primary(&result.measures);
+    let m = primary(&result.measures);
     let measure = &result.measures[m];
     let half = result.effect_pct;
     for (b, bench) in result.benchmarks.iter().enumerate() {
