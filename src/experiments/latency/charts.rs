@@ -2,13 +2,14 @@
 //! chase order, the OS cache sizes, and each level's plateau and measured end.
 
 use super::{LatencyPoint, LatencyResult, UNSTABLE_SPREAD_PCT};
+use crate::kernels::permutation::ChaseOrderKind;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{
     level_color, Axis, Band, LegendEntry, LegendSymbol, LineChart, Series, VMarker, CURVE_COLOR,
     REFERENCE_LINE_COLOR,
 };
-use crate::view::format::{ns, or_dash};
+use crate::view::format::ns;
 
 /// Colour of the single DRAM point measured with the other chase order.
 const OTHER_ORDER_COLOR: &str = "#17becf";
@@ -25,7 +26,7 @@ pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
             latency_series(
                 format!(
                     "{} chase, {} stride",
-                    or_dash(&result.order),
+                    result.order,
                     Bytes(result.stride_bytes)
                 ),
                 &result.points,
@@ -52,7 +53,7 @@ pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
             .dashed(),
         );
     } else if let Some(d) = &result.dram {
-        let (name, value) = if result.order == "page-local" {
+        let (name, value) = if result.order == ChaseOrderKind::PageLocal {
             ("random chase (DRAM, with TLB misses)", d.random_ns)
         } else {
             ("page-local chase (DRAM, no TLB misses)", d.page_local_ns)

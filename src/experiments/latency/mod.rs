@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub struct LatencyResult {
     /// Chase order of the sweep in `points`: "page-local" (default: caches without TLB
     /// misses, so levels end where the caches do) or "random".
-    pub order: String,
+    pub order: ChaseOrderKind,
     /// Bytes between chased slots (one cache line by default).
     pub stride_bytes: u64,
     /// Working-set sweep in `order`, smallest first; the levels are found from it.
@@ -79,7 +79,7 @@ use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::experiments::chase_timing::ChaseCursor;
 pub use crate::experiments::shared::ladder::LatencyLevel;
 use crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT;
-use crate::kernels::permutation::{build_chase, ChaseOrder};
+use crate::kernels::permutation::{build_chase, ChaseOrder, ChaseOrderKind};
 use crate::platform::arena::Arena;
 use crate::platform::timer::Timer;
 use crate::session::progress::Progress;
@@ -212,7 +212,7 @@ pub fn measure(
 
     (
         LatencyResult {
-            order: config.order.to_string(),
+            order: config.order.kind(),
             stride_bytes: config.stride_bytes as u64,
             points,
             random_points,

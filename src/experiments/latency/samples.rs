@@ -3,6 +3,7 @@
 
 use super::{DramLatency, LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::samples::{access_counts, uncounted_access};
+use crate::kernels::permutation::ChaseOrderKind;
 use crate::units::{KIB, MIB};
 
 /// A random-order sweep from 4 KiB to 256 MiB with L1d, L2, L3 and DRAM found, one
@@ -38,7 +39,7 @@ pub fn latency() -> LatencyResult {
         points: 4,
     };
     LatencyResult {
-        order: "random".to_string(),
+        order: ChaseOrderKind::Random,
         stride_bytes: 64,
         points,
         random_points: None,
@@ -102,7 +103,7 @@ pub fn latency_counted(counted: bool) -> LatencyResult {
         points: (last - first + 1) as usize,
     };
     LatencyResult {
-        order: "page-local".to_string(),
+        order: ChaseOrderKind::PageLocal,
         stride_bytes: 64,
         points,
         random_points: Some(random),

@@ -22,7 +22,7 @@ use crate::counters::{Scaled, Target};
 use crate::experiments::chase_timing::{ChaseCursor, WARM_UP_TRIALS};
 use crate::experiments::shared::ladder::LatencyLevel;
 use crate::kernels::chase::UNROLL;
-use crate::kernels::permutation::{link, visit_order, ChaseOrder, SplitMix64};
+use crate::kernels::permutation::{link, visit_order, ChaseOrder, ChaseOrderKind, SplitMix64};
 use crate::kernels::stream::{self, Isa, GRANULE};
 use crate::kernels::strided::indexed_sum;
 use crate::platform::arena::Arena;
@@ -40,7 +40,7 @@ pub struct MissImpactResult {
     /// Order of both random patterns, the latency ladder's ("page-local": random lines
     /// inside a window of pages, windows in random order, so TLB misses stay out of the
     /// comparison with the ladder's latencies; or "random").
-    pub random_order: String,
+    pub random_order: ChaseOrderKind,
     /// Pages per window of the page-local order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_pages: Option<u64>,
@@ -684,7 +684,7 @@ pub fn measure(
     progress.finish();
     MissImpactResult {
         line_bytes: line as u64,
-        random_order: config.order.to_string(),
+        random_order: config.order.kind(),
         window_pages: match config.order {
             ChaseOrder::PageLocal { window_bytes } => Some(window_bytes as u64 / 4096),
             ChaseOrder::Random => None,
@@ -905,7 +905,7 @@ pub mod tests {
         };
         MissImpactResult {
             line_bytes: 64,
-            random_order: "page-local".into(),
+            random_order: ChaseOrderKind::PageLocal,
             window_pages: Some(64),
             sequential_isa: "avx2".into(),
             hardware_pmu: false,
