@@ -33,7 +33,7 @@ pub mod mlp;
 pub mod numa;
 pub mod params;
 pub mod rob;
-pub(crate) mod shared;
+pub mod shared;
 pub mod stride;
 pub mod tlb;
 

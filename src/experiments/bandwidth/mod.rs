@@ -19,6 +19,7 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::shared::level::Level;
 use crate::experiments::shared::sizing::{
     level_working_sets, round_to_granule, sweep_sizes, thread_share,
 };
@@ -66,7 +67,7 @@ pub struct BandwidthRow {
     pub bytes_per_thread: u64,
     /// "L1d", "L2", "L3", "DRAM" for the per-level table; "custom" for `--sizes`; for the
     /// sweep, the level the working set falls in by the OS cache sizes.
-    pub level: String,
+    pub level: Level,
     /// Decimal GB/s of all threads together (bytes read + written by the kernel).
     pub gb_per_s: f64,
     /// Bytes per core cycle per thread (GB/s ÷ threads ÷ core GHz); null without a clock.
@@ -139,13 +140,13 @@ pub fn sweep_working_sets(max: u64, per_octave: u32) -> Vec<u64> {
 }
 
 /// The OS level a working set of `bytes` falls in (by the data caches' sizes).
-fn level_of(bytes: u64, machine: &Machine, threads: usize) -> String {
+fn level_of(bytes: u64, machine: &Machine, threads: usize) -> Level {
     for cache in machine.data_caches() {
         if bytes <= thread_share(cache, threads) {
-            return cache.name();
+            return Level::Cache(cache.name());
         }
     }
-    "DRAM".to_string()
+    Level::Dram
 }
 
 /// One kernel at one working set: the `TeamJob` the thread team runs.
@@ -349,8 +350,8 @@ pub fn measure(
     let dram_isa = Isa::parse(&isa_choice.dram_isa).expect("the choice names an ISA");
     let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
     // Working sets beyond the largest cache (per thread's share) run with the DRAM choice.
-    let isa_for = |level: &str, bytes: u64, threads: usize| {
-        let beyond = level == "DRAM" || bytes > llc / threads as u64;
+    let isa_for = |level: &Level, bytes: u64, threads: usize| {
+        let beyond = *level == Level::Dram || bytes > llc / threads as u64;
         if beyond {
             dram_isa
         } else {
@@ -361,11 +362,14 @@ pub fn measure(
     let mut rows = Vec::new();
     let mut sweep = Vec::new();
     for (t, &threads) in config.thread_counts.iter().enumerate() {
-        let columns: Vec<(String, u64)> = match &config.sizes {
-            Sizes::Levels => level_working_sets(machine, threads),
-            Sizes::Custom(sizes) => sizes.iter().map(|&s| ("custom".to_string(), s)).collect(),
+        let columns: Vec<(Level, u64)> = match &config.sizes {
+            Sizes::Levels => level_working_sets(machine, threads)
+                .into_iter()
+                .map(|(name, bytes)| (Level::from(name), bytes))
+                .collect(),
+            Sizes::Custom(sizes) => sizes.iter().map(|&s| (Level::Custom, s)).collect(),
         };
-        let mut points: Vec<(&'static KernelSpec, String, u64)> = Vec::new();
+        let mut points: Vec<(&'static KernelSpec, Level, u64)> = Vec::new();
         for (level, bytes) in &columns {
             for &kernel in &config.kernels {
                 points.push((kernel, level.clone(), *bytes));
@@ -379,7 +383,7 @@ pub fn measure(
                 }
             }
         }
-        let points: Vec<(&'static KernelSpec, String, u64, Isa)> = points
+        let points: Vec<(&'static KernelSpec, Level, u64, Isa)> = points
             .into_iter()
             .map(|(kernel, level, bytes)| {
                 let isa = isa_for(&level, bytes, threads);
@@ -424,7 +428,7 @@ pub fn remeasure_rows(
         let rows: Vec<&BandwidthRow> = (result.rows.iter())
             .filter(|r| r.threads == threads && DRIFT_KERNELS.contains(&r.kernel.as_str()))
             .collect();
-        let points: Vec<(&'static KernelSpec, String, u64, Isa)> = rows
+        let points: Vec<(&'static KernelSpec, Level, u64, Isa)> = rows
             .iter()
             .filter_map(|r| {
                 let kernel = crate::kernels::stream::find(&r.kernel)?;
@@ -447,7 +451,7 @@ pub fn remeasure_rows(
 
 fn measure_points(
     config: &BandwidthConfig,
-    points: &[(&'static KernelSpec, String, u64, Isa)],
+    points: &[(&'static KernelSpec, Level, u64, Isa)],
     threads: usize,
     timer: &Timer,
     core_ghz: Option<f64>,
@@ -595,10 +599,10 @@ mod tests {
     #[test]
     fn sweep_points_fall_in_their_levels() {
         let machine = zen4_vm();
-        assert_eq!(level_of(16 * KIB, &machine, 1), "L1d");
-        assert_eq!(level_of(600 * KIB, &machine, 1), "L2");
-        assert_eq!(level_of(20 * MIB, &machine, 1), "L3");
-        assert_eq!(level_of(20 * MIB, &machine, 2), "DRAM");
+        assert_eq!(level_of(16 * KIB, &machine, 1).name(), "L1d");
+        assert_eq!(level_of(600 * KIB, &machine, 1).name(), "L2");
+        assert_eq!(level_of(20 * MIB, &machine, 1).name(), "L3");
+        assert_eq!(level_of(20 * MIB, &machine, 2), Level::Dram);
         let sizes = sweep_working_sets(256 * MIB, 2);
         assert_eq!((sizes[0], sizes[sizes.len() - 1]), (4 * KIB, 256 * MIB));
     }
