@@ -17,6 +17,7 @@ use crate::experiments::shared::chains::{
     self, chain_counts, mix, saturation_of, sweep, to_rows, Cycle, Sampling, SLOT_BYTES,
 };
 pub use crate::experiments::shared::chains::{MlpRow, MlpSaturation};
+use crate::experiments::shared::level::Level;
 use crate::kernels::multichase::multichase;
 use crate::kernels::permutation::SplitMix64;
 use crate::kernels::stream::{self, Isa, GRANULE};
@@ -192,8 +193,9 @@ pub fn measure(
         );
         let mut cycle = Cycle::build(arena, *bytes, mix(config.seed, *bytes, index as u64));
         let measured = sweep(&mut cycle, &chains, sampling, config.seed, timer, progress);
-        let level_rows = to_rows(Some(level), *bytes, &measured);
-        if let Some(found) = saturation_of(level, *bytes, &level_rows) {
+        let named = Level::from(level.clone());
+        let level_rows = to_rows(Some(&named), *bytes, &measured);
+        if let Some(found) = saturation_of(&named, *bytes, &level_rows) {
             mlp.insert(level.clone(), found.chains);
             saturation.push(found);
         }
@@ -244,7 +246,14 @@ pub fn measure(
     let littles_law = match (&dram, config.littles_law) {
         (Some((level, bytes)), true) => {
             progress.start("mlp, streaming read at DRAM", 1);
-            let law = littles_law(level, *bytes, &rows, &saturation, arena, timer);
+            let law = littles_law(
+                &Level::from(level.clone()),
+                *bytes,
+                &rows,
+                &saturation,
+                arena,
+                timer,
+            );
             progress.advance();
             progress.finish();
             law
@@ -335,7 +344,7 @@ fn sequential(cycle: &Cycle, timer: &Timer, core_hz: Option<f64>) -> SequentialF
 /// figures come from the plateau, or from the most parallel row when the curve did not
 /// saturate.
 fn littles_law(
-    level: &str,
+    level: &Level,
     bytes: u64,
     rows: &[MlpRow],
     saturation: &[MlpSaturation],
@@ -344,10 +353,10 @@ fn littles_law(
 ) -> Option<LittlesLaw> {
     let level_rows: Vec<&MlpRow> = rows
         .iter()
-        .filter(|r| r.level.as_deref() == Some(level) && r.bytes == bytes)
+        .filter(|r| r.level.as_ref() == Some(level) && r.bytes == bytes)
         .collect();
     let latency_ns = level_rows.iter().find(|r| r.chains == 1)?.ns_per_round;
-    let (parallelism, ns_per_load) = match saturation.iter().find(|s| s.level == level) {
+    let (parallelism, ns_per_load) = match saturation.iter().find(|s| s.level == *level) {
         Some(s) => (s.parallelism, s.ns_per_load),
         None => level_rows
             .iter()

@@ -7,6 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::experiments::shared::level::Level;
 use crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT;
 use crate::kernels::multichase::{multichase, supported};
 use crate::kernels::permutation::SplitMix64;
@@ -26,7 +27,7 @@ pub(crate) fn default_chains() -> Vec<u32> {
 pub struct MlpRow {
     /// Level this working set was chosen for ("L2", "L3", "DRAM"); None in the grid.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub level: Option<String>,
+    pub level: Option<Level>,
     /// Working set of all chains together, bytes.
     pub bytes: u64,
     pub chains: u32,
@@ -43,7 +44,7 @@ pub struct MlpRow {
 /// The saturation point of one level's parallelism curve.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct MlpSaturation {
-    pub level: String,
+    pub level: Level,
     pub bytes: u64,
     /// Chains at which the curve reaches its plateau.
     pub chains: u32,
@@ -318,7 +319,7 @@ pub(crate) fn trials(
 
 /// Rows of one working set; parallelism against its own t(1).
 pub(crate) fn to_rows(
-    level: Option<&String>,
+    level: Option<&Level>,
     bytes: u64,
     measured: &[(u32, Summary)],
 ) -> Vec<MlpRow> {
@@ -342,7 +343,7 @@ pub(crate) fn to_rows(
 
 /// The saturation point of one level's rows; None when the curve is still rising at the
 /// largest chain count.
-pub(crate) fn saturation_of(level: &str, bytes: u64, rows: &[MlpRow]) -> Option<MlpSaturation> {
+pub(crate) fn saturation_of(level: &Level, bytes: u64, rows: &[MlpRow]) -> Option<MlpSaturation> {
     let chains: Vec<u32> = rows.iter().map(|r| r.chains).collect();
     let parallelism: Vec<f64> = rows.iter().map(|r| r.parallelism).collect();
     let (at, plateau) = find_saturation(&chains, &parallelism)?;
@@ -352,7 +353,7 @@ pub(crate) fn saturation_of(level: &str, bytes: u64, rows: &[MlpRow]) -> Option<
         .map(|r| r.ns_per_load)
         .collect();
     Some(MlpSaturation {
-        level: level.to_string(),
+        level: level.clone(),
         bytes,
         chains: at,
         parallelism: plateau,

@@ -195,6 +195,7 @@ use crate::experiments::shared::chains::{
     self as chains, chain_counts, default_chains, saturation_of, sweep, to_rows, Cycle, Sampling,
     SLOT_BYTES,
 };
+use crate::experiments::shared::level::Level;
 use crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT;
 use crate::experiments::shared::sizing::sweep_sizes;
 use crate::kernels::pageprobe::{self, LINE_BYTES};
@@ -913,9 +914,12 @@ fn mlp_row(
         let hidden = Progress::hidden();
         sweep(&mut cycle, &counts, sampling, config.seed, timer, &hidden)
     });
-    let level = "DRAM".to_string();
-    let rows = to_rows(Some(&level), bytes, measured.as_deref().unwrap_or_default());
-    let saturation = saturation_of(&level, bytes, &rows);
+    let rows = to_rows(
+        Some(&Level::Dram),
+        bytes,
+        measured.as_deref().unwrap_or_default(),
+    );
+    let saturation = saturation_of(&Level::Dram, bytes, &rows);
     progress.advance();
     progress.finish();
     let latency_ns = rows.iter().find(|r| r.chains == 1)?.ns_per_load;
