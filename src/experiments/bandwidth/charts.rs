@@ -61,7 +61,7 @@ fn unstable_label<'a>(rows: impl Iterator<Item = &'a BandwidthRow>) -> String {
 /// Bandwidth against the working set per thread for the sweep's kernels (first thread
 /// count), on log axes, with the OS cache sizes as dashed references and bytes per cycle
 /// per thread on the right when the core clock is known.
-pub fn sweep_chart(result: &BandwidthResult, machine: &Machine) -> LineChart {
+pub(super) fn sweep_chart(result: &BandwidthResult, machine: &Machine) -> LineChart {
     let threads = result.sweep.first().map_or(1, |r| r.threads).max(1);
     let families = kernel_families(result);
     let mut chart = LineChart::new(format!(
@@ -103,7 +103,7 @@ pub fn sweep_chart(result: &BandwidthResult, machine: &Machine) -> LineChart {
 
 /// The level the thread-scaling chart shows: DRAM, else the custom sizes, else the last
 /// level measured.
-pub fn scaling_level(rows: &[BandwidthRow]) -> Option<&Level> {
+pub(super) fn scaling_level(rows: &[BandwidthRow]) -> Option<&Level> {
     if rows.iter().any(|r| r.level == Level::Dram) {
         Some(&Level::Dram)
     } else if rows.iter().any(|r| r.level == Level::Custom) {
@@ -116,7 +116,7 @@ pub fn scaling_level(rows: &[BandwidthRow]) -> Option<&Level> {
 /// Bandwidth of every kernel against the thread count at `level` (the largest working set
 /// of that level when there are several, as with custom sizes); linear axes, so that the
 /// slope reads as scaling.
-pub fn threads_chart(result: &BandwidthResult, level: &Level) -> LineChart {
+pub(super) fn threads_chart(result: &BandwidthResult, level: &Level) -> LineChart {
     let families = kernel_families(result);
     let rows: Vec<&BandwidthRow> = result.rows.iter().filter(|r| r.level == *level).collect();
     // From the fewest threads measured to the most: starting at zero would leave the

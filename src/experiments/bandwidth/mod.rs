@@ -120,7 +120,7 @@ pub struct BandwidthConfig {
 impl BandwidthConfig {
     /// The largest arena one thread maps: the largest working set plus the padding that
     /// staggers a kernel's arrays (under 64 KiB).
-    pub fn largest_arena_bytes(&self, machine: &Machine) -> u64 {
+    fn largest_arena_bytes(&self, machine: &Machine) -> u64 {
         let levels = match &self.sizes {
             Sizes::Levels => level_working_sets(machine, 1)
                 .into_iter()
@@ -135,7 +135,7 @@ impl BandwidthConfig {
 }
 
 /// Sizes from 4 KiB to `max` with `per_octave` points per doubling, rounded to granules.
-pub fn sweep_working_sets(max: u64, per_octave: u32) -> Vec<u64> {
+fn sweep_working_sets(max: u64, per_octave: u32) -> Vec<u64> {
     sweep_sizes(4 * KIB, max, per_octave, GRANULE as u64)
 }
 
@@ -407,11 +407,11 @@ pub fn measure(
 /// The kernels whose table rows the drift pass measures again: the STREAM-like read,
 /// copy and triad, which stand for the rest (re-measuring every mix would double the
 /// table's time).
-pub const DRIFT_KERNELS: [&str; 3] = ["read", "copy", "triad"];
+const DRIFT_KERNELS: [&str; 3] = ["read", "copy", "triad"];
 
 /// The drift pass: the table rows of `DRIFT_KERNELS` measured again with at most three
 /// trials each, with the ISA they had; (row before, row now).
-pub fn remeasure_rows(
+fn remeasure_rows(
     config: &BandwidthConfig,
     result: &BandwidthResult,
     timer: &Timer,

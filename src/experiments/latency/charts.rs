@@ -17,7 +17,7 @@ const OTHER_ORDER_COLOR: &str = "#17becf";
 /// The latency ladder: the measured curve (ns on a log scale, core cycles on the right),
 /// the OS cache sizes as dashed references, the found level ends as solid lines, and each
 /// plateau shaded and labelled with its latency.
-pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
+pub(super) fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
     let mut chart = LineChart::new("Load-to-use latency vs working set")
         .size(1000.0, 560.0)
         .x_axis(Axis::log2("Working set (log scale)").bytes())
@@ -111,7 +111,7 @@ pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
 /// One sweep as a chart series: ns per working set, unstable points flagged, and error bars
 /// of ± the robust spread (≈ one standard deviation), usually thinner than the marker, so
 /// they stand out exactly where a point is noisy.
-pub fn latency_series(name: impl Into<String>, points: &[LatencyPoint]) -> Series {
+pub(super) fn latency_series(name: impl Into<String>, points: &[LatencyPoint]) -> Series {
     let errors = points
         .iter()
         .map(|p| {

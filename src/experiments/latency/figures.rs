@@ -21,7 +21,7 @@ impl Figures for LatencyResult {
 }
 
 /// The full key of a level's latency figure (the drift pass names it too).
-pub fn level_latency_key(name: &str) -> String {
+pub(super) fn level_latency_key(name: &str) -> String {
     format!("{SECTION}.level.{name}.latency_ns")
 }
 

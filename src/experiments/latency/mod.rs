@@ -226,7 +226,7 @@ pub fn measure(
 /// The drift pass: each level's middle point chased again in the sweep's order, with a
 /// fresh layout and at most five trials, against its value in the sweep (the level's
 /// figure is the median of such points). Returns (level name, point before, now).
-pub fn remeasure_levels(
+fn remeasure_levels(
     config: &LatencyConfig,
     arena: &Arena,
     timer: &Timer,
@@ -260,7 +260,7 @@ pub fn remeasure_levels(
 }
 
 /// The largest point `remeasure_levels` chases: the arena it needs.
-pub fn remeasure_bytes(result: &LatencyResult) -> u64 {
+fn remeasure_bytes(result: &LatencyResult) -> u64 {
     (result.levels.iter())
         .filter_map(|level| {
             let plateau: Vec<u64> = (result.points.iter())

@@ -126,7 +126,7 @@ pub struct MissImpactRow {
 
 impl MissImpactResult {
     /// "t_L1d + m_L1·(t_L2 − t_L1d) + …" for the levels the ladder found.
-    pub fn amat_formula(&self) -> String {
+    fn amat_formula(&self) -> String {
         let names: Vec<&str> = self
             .level_latencies
             .iter()
@@ -207,7 +207,7 @@ impl MissImpactConfig {
 /// The counted pass lasts at least this many trials, so that the counters' own cost
 /// (an ioctl each way) is negligible next to it; it is at least one walk through every
 /// line of the footprint.
-pub const COUNTED_TRIALS: f64 = 4.0;
+const COUNTED_TRIALS: f64 = 4.0;
 
 /// Footprints are whole pages.
 const PAGE: u64 = 4 * KIB;
@@ -259,7 +259,7 @@ pub fn footprints(caches: &[&CacheInfo], max_bytes: u64) -> Vec<(String, u64)> {
 /// the result is at least twice what the level below holds (its measured capacity, else
 /// its OS size), so the footprint is not served by that level: a busy shared cache holds
 /// less than its size.
-pub fn fit_to_ladder(footprints: &[(String, u64)], levels: &[LatencyLevel]) -> Vec<(String, u64)> {
+fn fit_to_ladder(footprints: &[(String, u64)], levels: &[LatencyLevel]) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = Vec::new();
     let mut below_holds = 0u64;
     for (name, bytes) in footprints {
@@ -327,7 +327,7 @@ fn miss_level_after(i: usize, names: &[&str]) -> Result<MissLevel, String> {
 /// past level i. `Err` says why it cannot be computed: the first term of the formula that
 /// is missing, either a miss count ("not computed: L1 misses not supported: <reason>") or
 /// the DRAM latency.
-pub fn amat(levels: &[LevelLatency], counts: &AccessCounts) -> Result<f64, String> {
+fn amat(levels: &[LevelLatency], counts: &AccessCounts) -> Result<f64, String> {
     let Some(first) = levels.first() else {
         return Err("not computed: the latency ladder found no level".to_string());
     };

@@ -91,8 +91,8 @@ pub struct LittlesLaw {
 }
 
 /// Runs of n dependent misses timed for the sequential model, and how many of each.
-pub const SEQUENTIAL_MISSES: [u32; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
-pub const SEQUENTIAL_RUNS: usize = 200;
+const SEQUENTIAL_MISSES: [u32; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+const SEQUENTIAL_RUNS: usize = 200;
 
 /// Grid points are many and only need to show where parallelism appears: at most this
 /// many trials of half the usual length each.
@@ -133,7 +133,7 @@ impl MlpConfig {
     }
 
     /// Powers of two from 1 KiB to `max` bytes.
-    pub fn grid_sizes_up_to(max: u64) -> Vec<u64> {
+    fn grid_sizes_up_to(max: u64) -> Vec<u64> {
         (10..63)
             .map(|shift| 1u64 << shift)
             .take_while(|&b| b <= max)
@@ -141,7 +141,7 @@ impl MlpConfig {
     }
 
     /// 1…12 chains.
-    pub fn default_grid_chains() -> Vec<u32> {
+    fn default_grid_chains() -> Vec<u32> {
         (1..=12).collect()
     }
 
@@ -275,7 +275,7 @@ pub fn measure(
 /// Ordinary least squares of ns = n·M + C over (n, ns) points: (M, C, r²). None with fewer
 /// than two distinct n or a non-finite value. r² is 1 − SS_res/SS_tot (1 when every point
 /// has the same time and the fit is exact).
-pub fn fit_sequential(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
+fn fit_sequential(points: &[(f64, f64)]) -> Option<(f64, f64, f64)> {
     if points.len() < 2 || points.iter().any(|(x, y)| !x.is_finite() || !y.is_finite()) {
         return None;
     }

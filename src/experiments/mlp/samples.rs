@@ -82,7 +82,7 @@ pub fn mlp() -> MlpResult {
 }
 
 /// The sample with NaN in every figure and no saturation details (the `mlp` map stays).
-pub fn nan_mlp() -> MlpResult {
+pub(super) fn nan_mlp() -> MlpResult {
     let mut m = mlp();
     for r in m.rows.iter_mut().chain(m.grid.iter_mut()) {
         r.parallelism = f64::NAN;

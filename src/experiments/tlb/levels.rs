@@ -52,7 +52,7 @@ pub struct FoundTlbLevel {
 /// point upwards (a larger E reads a larger miss cost, so this converges to the first
 /// fixed point). The walk's figure is that miss cost too (its plateau median where no
 /// knee was found).
-pub fn find_tlb_levels(
+pub(super) fn find_tlb_levels(
     pages: &[u64],
     tlb_ns: &[f64],
     usable: &[bool],

@@ -49,7 +49,7 @@
 
 mod charts;
 mod levels;
-pub use levels::{find_tlb_levels, FoundTlbLevel};
+use levels::{find_tlb_levels, FoundTlbLevel};
 mod data;
 pub mod figures;
 #[cfg(test)]
@@ -295,27 +295,27 @@ pub fn tlb_ns_at(result: &TlbResult, page_bytes: u64, pages: u64) -> Option<f64>
 }
 
 /// The smallest page count of a curve.
-pub const MIN_PAGES: u64 = 4;
+const MIN_PAGES: u64 = 4;
 
 /// Points measured between the two bracketing points of a knee (every count when fewer
 /// lie between them).
-pub const REFINE_POINTS: usize = 12;
+const REFINE_POINTS: usize = 12;
 
 /// Rounds of knee refinement at most, and the bracket width (relative to the knee) below
 /// which a knee is placed finely enough.
 pub const REFINE_ROUNDS: usize = 3;
-pub const REFINED_WIDTH: f64 = 0.02;
+const REFINED_WIDTH: f64 = 0.02;
 
 /// How far past a knee (ratio of page counts) the cost of a miss is read: far enough that
 /// an unevenly indexed set-associative TLB misses in (nearly) every set, near enough that
 /// the page tables have hardly outgrown the caches the walk reads them from.
-pub const MISS_REFERENCE_RATIO: f64 = 1.5;
+const MISS_REFERENCE_RATIO: f64 = 1.5;
 
 /// Target length of one strided SAXPY trial, ns.
-pub const SAXPY_STRIDED_TRIAL_NS: f64 = 60e6;
+const SAXPY_STRIDED_TRIAL_NS: f64 = 60e6;
 
 /// Timed SAXPY trials per pattern (after one untimed warm-up).
-pub const SAXPY_TRIALS: usize = 3;
+const SAXPY_TRIALS: usize = 3;
 
 /// A level whose knee is further than this (ratio) from the entries CPUID reports gets a
 /// warning.
@@ -528,10 +528,10 @@ fn cpuid_levels(machine: &Machine, page_bytes: u64) -> Vec<(u32, u32)> {
 
 /// TLB levels assumed when CPUID reports none for a page size (every current x86 and Arm
 /// core has two levels of data TLB).
-pub const DEFAULT_TLB_LEVELS: usize = 2;
+const DEFAULT_TLB_LEVELS: usize = 2;
 
 /// Name of the level past every TLB.
-pub const PAGE_WALK: &str = "page walk";
+const PAGE_WALK: &str = "page walk";
 
 /// How long and how often one point is timed, and the counters of `--counters`.
 struct Sampler<'a> {
