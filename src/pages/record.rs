@@ -65,7 +65,7 @@ pub struct PagesRecord {
 impl PagesRecord {
     /// The top `n` regions that huge pages can back (private anonymous memory with a
     /// value above zero).
-    pub fn top_anonymous(&self, n: usize) -> Vec<Region> {
+    pub(super) fn top_anonymous(&self, n: usize) -> Vec<Region> {
         self.regions
             .iter()
             .filter(|r| r.anonymous && r.value > 0.0)

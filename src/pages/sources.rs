@@ -104,7 +104,7 @@ pub struct Chosen {
 
 /// Chooses the source: the one asked for (an error saying why it cannot be used), or
 /// with `auto` the PMU when it works, else accessed bits (DAMON only when asked for).
-pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
+pub(super) fn choose(choice: SourceChoice) -> Result<Chosen, String> {
     let pmu = || pmu::precise_availability().map(|_| ());
     let damon = || match damon::status() {
         DamonStatus::Free { .. } => Ok(()),
@@ -193,7 +193,7 @@ impl Sampler {
     }
 
     /// After the command's exec: starts what must watch the new program.
-    pub fn after_exec(&mut self) -> Result<(), String> {
+    pub(super) fn after_exec(&mut self) -> Result<(), String> {
         if let Sampler::Damon {
             pid,
             interval,
@@ -284,7 +284,7 @@ impl Sampler {
 
     /// Whether the record's per-region resolution suffered from a process without the
     /// preload library.
-    pub fn preload_missing(&self) -> bool {
+    pub(super) fn preload_missing(&self) -> bool {
         match self {
             Sampler::Refs(refs) => refs.saw_a_process() && !refs.preload_everywhere,
             Sampler::Pmu { .. } | Sampler::Damon { .. } => false,

@@ -8,7 +8,7 @@ use super::{MISS_REFERENCE_RATIO, PAGE_WALK};
 
 /// One level found from a curve by [`find_tlb_levels`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct FoundTlbLevel {
+pub(super) struct FoundTlbLevel {
     /// "L1 DTLB", "L2 DTLB", … or [`PAGE_WALK`].
     pub name: String,
     /// What the TLB adds per access on the level's plateau, ns.
