@@ -72,7 +72,7 @@ pub(super) fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineCh
         ));
     }
     for level in &result.levels {
-        let color = level_color(&level.name);
+        let color = level_color(level.name.name());
         if let Some(cap) = level.capacity_bytes {
             chart = chart.marker(VMarker::found(
                 cap as f64,

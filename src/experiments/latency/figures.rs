@@ -27,8 +27,8 @@ pub(super) fn level_latency_key(name: &str) -> String {
 
 /// A level's latency and, for a cache, its capacity on the ladder of sizes measured.
 fn level_figures(result: &LatencyResult, level: &LatencyLevel) -> Vec<Figure> {
-    let name = &level.name;
-    let labels = [("level", name.clone())];
+    let name = level.name.name();
+    let labels = [("level", name.to_string())];
     // The plateau's value is the median of its stable points: so is its spread.
     let spreads: Vec<f64> = (result.points.iter())
         .filter(|p| (level.first_bytes..=level.last_bytes).contains(&p.bytes) && !p.unstable)

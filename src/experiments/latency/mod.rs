@@ -78,6 +78,7 @@ pub struct DramLatency {
 use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::experiments::chase_timing::ChaseCursor;
 pub use crate::experiments::shared::ladder::LatencyLevel;
+use crate::experiments::shared::level::Level;
 use crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT;
 use crate::kernels::permutation::{build_chase, ChaseOrder, ChaseOrderKind};
 use crate::platform::arena::Arena;
@@ -253,7 +254,7 @@ fn remeasure_levels(
         let trials = config.repetitions.clamp(1, 5);
         let (samples, _) = chase_samples(config, arena, timer, &layout, config.order, trials, None);
         if let Some(now) = Summary::of(&samples) {
-            again.push((level.name.clone(), middle.ns, now.median));
+            again.push((level.name.to_string(), middle.ns, now.median));
         }
     }
     again
@@ -548,7 +549,7 @@ fn find_levels(
             }
         }
         levels.push(LatencyLevel {
-            name,
+            name: Level::from(name),
             latency_ns: p.value,
             latency_cycles: to_cycles(p.value),
             capacity_bytes: Some(capacity),
@@ -560,7 +561,7 @@ fn find_levels(
     }
     if let Some(d) = dram_level {
         levels.push(LatencyLevel {
-            name: "DRAM".to_string(),
+            name: Level::Dram,
             latency_ns: d.value,
             latency_cycles: to_cycles(d.value),
             capacity_bytes: None,
@@ -696,7 +697,7 @@ mod tests {
             .collect();
         let points = points_of(&ns, &[]);
         let (levels, warnings) = find_levels(&points, &machine_like_this_vm(), |ns| ns * 4.0);
-        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = levels.iter().map(|l| l.name.name()).collect();
         assert_eq!(names, ["L1d", "L2", "L3", "DRAM"], "{warnings:?}");
         assert_eq!(levels[0].capacity_bytes, Some(32 * KIB));
         assert_eq!(levels[1].capacity_bytes, Some(MIB));
@@ -751,7 +752,7 @@ mod tests {
         let ns = MEASURED_VM_CURVE;
         let points = points_of(&ns, &[32, 33, 34, 41]);
         let (levels, warnings) = find_levels(&points, &machine_like_this_vm(), |ns| ns * 3.67);
-        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = levels.iter().map(|l| l.name.name()).collect();
         assert_eq!(names, ["L1d", "L2", "L3", "DRAM"], "{levels:?}");
         assert_eq!(levels[0].capacity_bytes, Some(32 * KIB));
         assert!((levels[0].latency_ns - 1.09).abs() < 0.01);
@@ -774,7 +775,7 @@ mod tests {
         ns[34] = 13.5;
         let points = points_of(&ns, &[]);
         let (levels, warnings) = find_levels(&points, &machine_like_this_vm(), |ns| ns * 3.67);
-        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = levels.iter().map(|l| l.name.name()).collect();
         assert_eq!(names, ["L1d", "L2", "L3", "DRAM"], "{levels:?}");
         assert_eq!(levels[0].capacity_bytes, Some(32 * KIB));
         assert!(warnings

@@ -3,6 +3,7 @@
 
 use super::{DramLatency, LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::samples::{access_counts, uncounted_access};
+use crate::experiments::shared::level::Level;
 use crate::kernels::permutation::ChaseOrderKind;
 use crate::units::{KIB, MIB};
 
@@ -29,7 +30,7 @@ pub fn latency() -> LatencyResult {
         })
         .collect();
     let level = |name: &str, ns: f64, first: u64, last: u64, cap: Option<u64>| LatencyLevel {
-        name: name.to_string(),
+        name: Level::from(name.to_string()),
         latency_ns: ns,
         latency_cycles: ns * 3.0,
         capacity_bytes: cap,
@@ -93,7 +94,7 @@ pub fn latency_counted(counted: bool) -> LatencyResult {
         })
         .collect();
     let level = |name: &str, ns: f64, first: u32, last: u32| LatencyLevel {
-        name: name.to_string(),
+        name: Level::from(name.to_string()),
         latency_ns: ns,
         latency_cycles: ns * 4.0,
         capacity_bytes: (name != "DRAM").then_some(1 << last),

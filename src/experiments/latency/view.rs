@@ -120,7 +120,7 @@ fn levels_table(result: &LatencyResult) -> Table {
 
 fn level_cells(level: &LatencyLevel) -> Vec<Cell> {
     vec![
-        Cell::swatched(level_color(&level.name), level.name.clone()),
+        Cell::swatched(level_color(level.name.name()), level.name.to_string()),
         Cell::new(ns(level.latency_ns)),
         Cell::new(cycles(level.latency_cycles)),
         Cell::new(format!(
@@ -267,7 +267,7 @@ fn points_data(result: &LatencyResult) -> DataTable {
             .levels
             .iter()
             .find(|l| (l.first_bytes..=l.last_bytes).contains(&p.bytes))
-            .map_or("", |l| l.name.as_str());
+            .map_or("", |l| l.name.name());
         let mut row = vec![
             p.bytes.to_string(),
             result.order.to_string(),
@@ -300,7 +300,7 @@ fn headlines(result: &LatencyResult) -> Vec<Headline> {
         .iter()
         .filter(|l| l.latency_ns.is_finite())
         .map(|level| Headline {
-            label: level.name.clone(),
+            label: level.name.to_string(),
             value: format!("{} ns", ns(level.latency_ns)),
             detail: match level.capacity_bytes {
                 Some(bytes) => format!("load-to-use; measured capacity {}", Bytes(bytes)),

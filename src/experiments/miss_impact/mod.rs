@@ -21,6 +21,7 @@ use crate::counters::{AccessCounter, AccessCounts, CounterGroup, Event, MissLeve
 use crate::counters::{Scaled, Target};
 use crate::experiments::chase_timing::{ChaseCursor, WARM_UP_TRIALS};
 use crate::experiments::shared::ladder::LatencyLevel;
+use crate::experiments::shared::level::Level;
 use crate::kernels::chase::UNROLL;
 use crate::kernels::permutation::{link, visit_order, ChaseOrder, ChaseOrderKind, SplitMix64};
 use crate::kernels::stream::{self, Isa, GRANULE};
@@ -57,7 +58,7 @@ pub struct MissImpactResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelLatency {
     /// "L1d", "L2", "L3" … "DRAM".
-    pub name: String,
+    pub name: Level,
     pub ns: f64,
 }
 
@@ -127,11 +128,7 @@ pub struct MissImpactRow {
 impl MissImpactResult {
     /// "t_L1d + m_L1·(t_L2 − t_L1d) + …" for the levels the ladder found.
     fn amat_formula(&self) -> String {
-        let names: Vec<&str> = self
-            .level_latencies
-            .iter()
-            .map(|l| l.name.as_str())
-            .collect();
+        let names: Vec<&Level> = self.level_latencies.iter().map(|l| &l.name).collect();
         let Some(first) = names.first() else {
             return "no latency levels".to_string();
         };
@@ -264,7 +261,7 @@ fn fit_to_ladder(footprints: &[(String, u64)], levels: &[LatencyLevel]) -> Vec<(
     let mut below_holds = 0u64;
     for (name, bytes) in footprints {
         let mut bytes = *bytes;
-        let level = levels.iter().find(|l| &l.name == name);
+        let level = levels.iter().find(|l| l.name.name() == name);
         let measured = level.and_then(|l| {
             let capacity = l.capacity_bytes?;
             let os = l.os_size_bytes?;
@@ -305,13 +302,13 @@ fn short(level: MissLevel) -> &'static str {
 /// The counted misses that take an access past level `i` of the ladder (`names`, fastest
 /// first, DRAM last when reached): the first level's are L1 misses, the last cache's are
 /// LLC misses, an L2 that is not the last cache has L2 misses; other levels have no event.
-fn miss_level_after(i: usize, names: &[&str]) -> Result<MissLevel, String> {
-    let last_cache = names.iter().rposition(|n| *n != "DRAM");
+fn miss_level_after(i: usize, names: &[&Level]) -> Result<MissLevel, String> {
+    let last_cache = names.iter().rposition(|n| n.is_cache());
     if i == 0 {
         Ok(MissLevel::L1)
-    } else if Some(i) == last_cache && names.get(i + 1) == Some(&"DRAM") {
+    } else if Some(i) == last_cache && names.get(i + 1) == Some(&&Level::Dram) {
         Ok(MissLevel::Llc)
-    } else if names[i] == "L2" {
+    } else if names[i].name() == "L2" {
         Ok(MissLevel::L2)
     } else {
         Err(format!(
@@ -331,7 +328,7 @@ fn amat(levels: &[LevelLatency], counts: &AccessCounts) -> Result<f64, String> {
     let Some(first) = levels.first() else {
         return Err("not computed: the latency ladder found no level".to_string());
     };
-    let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<&Level> = levels.iter().map(|l| &l.name).collect();
     let mut total = first.ns;
     for i in 0..levels.len() - 1 {
         let level = miss_level_after(i, &names)?;
@@ -346,7 +343,7 @@ fn amat(levels: &[LevelLatency], counts: &AccessCounts) -> Result<f64, String> {
         };
         total += m * (levels[i + 1].ns - levels[i].ns);
     }
-    if names.last() != Some(&"DRAM") || levels.len() < 2 {
+    if names.last() != Some(&&Level::Dram) || levels.len() < 2 {
         return Err(
             "not computed: the latency ladder did not reach DRAM, so what an LLC miss costs \
              is unknown"
@@ -758,7 +755,7 @@ pub mod tests {
 
     fn level(name: &str, ns: f64, capacity: Option<u64>, os: Option<u64>) -> LatencyLevel {
         LatencyLevel {
-            name: name.into(),
+            name: Level::from(name.to_string()),
             latency_ns: ns,
             latency_cycles: ns * 3.7,
             capacity_bytes: capacity,
@@ -825,7 +822,7 @@ pub mod tests {
         levels
             .iter()
             .map(|(name, ns)| LevelLatency {
-                name: name.to_string(),
+                name: Level::from(name.to_string()),
                 ns: *ns,
             })
             .collect()

@@ -4,11 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::experiments::shared::level::Level;
+
 /// One level of the hierarchy, found as a plateau of the curve.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LatencyLevel {
     /// "L1d", "L2", "L3", "L4" or "DRAM".
-    pub name: String,
+    pub name: Level,
     pub latency_ns: f64,
     pub latency_cycles: f64,
     /// Largest working set still on this plateau (where the level ends); null for DRAM.
