@@ -402,7 +402,7 @@ fn profile(args: &RunArgs, machine: &Machine) -> Result<MeasuringPlan, UsageErro
         skipped: Vec::new(),
         print_points: false,
     };
-    plan.experiments.miss_impact = Some(MissImpactConfig::resolve(&latency, &quick, machine));
+    plan.experiments.miss_impact = Some(MissImpactConfig::resolve(latency.order, &quick, machine));
     plan.experiments.latency = Some(latency);
     plan.experiments.bandwidth = Some(bandwidth);
     plan.experiments.stride = Some(stride);
@@ -455,7 +455,7 @@ mod tests {
             LoadedConfig::resolve(&loaded_args, &quick, machine).unwrap()
         });
         let mut configs = Configs {
-            miss_impact: Some(MissImpactConfig::resolve(&latency, &quick, machine)),
+            miss_impact: Some(MissImpactConfig::resolve(latency.order, &quick, machine)),
             latency: Some(latency),
             bandwidth: Some(bandwidth),
             stride: Some(stride),

@@ -33,6 +33,7 @@ pub mod mlp;
 pub mod numa;
 pub mod params;
 pub mod rob;
+pub mod shared;
 pub mod stride;
 pub mod tlb;
 
@@ -270,5 +271,62 @@ impl Results {
             };
             dram.tlb_measured_ns = tlb::tlb_ns_at(tlb, page, dram.bytes / page);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use crate::report::Report;
+
+    /// Reads a report and writes it again: every field, the enums among them, must come
+    /// back as the same JSON.
+    fn round_trip(text: &str) {
+        let original: Value = serde_json::from_str(text).unwrap();
+        let report: Report = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_value(&report).unwrap(), original);
+    }
+
+    #[test]
+    fn a_report_of_every_sample_result_round_trips() {
+        use crate::experiments::{bandwidth, latency, miss_impact, mlp, tlb};
+        let mut report = Report::new(crate::topology::Machine::sample(), Default::default());
+        let e = &mut report.experiments;
+        e.latency = Some(latency::samples::latency());
+        e.miss_impact = Some(miss_impact::tests::sample());
+        e.bandwidth = Some(bandwidth::samples::bandwidth(
+            &[1, 2],
+            &bandwidth::samples::KERNELS,
+            &bandwidth::samples::KERNELS[..2],
+            2,
+        ));
+        e.mlp = Some(mlp::samples::mlp());
+        e.tlb = Some(tlb::samples::tlb());
+        round_trip(&serde_json::to_string(&report).unwrap());
+    }
+
+    #[test]
+    fn the_chase_orders_read_and_write_as_their_names() {
+        use crate::kernels::permutation::ChaseOrderKind;
+        for (kind, name) in [
+            (ChaseOrderKind::Random, "\"random\""),
+            (ChaseOrderKind::PageLocal, "\"page-local\""),
+        ] {
+            assert_eq!(serde_json::to_string(&kind).unwrap(), name);
+            assert_eq!(serde_json::from_str::<ChaseOrderKind>(name).unwrap(), kind);
+            assert_eq!(format!("\"{kind}\""), name);
+        }
+        let err = serde_json::from_str::<ChaseOrderKind>("\"zigzag\"").unwrap_err();
+        assert!(err.to_string().contains("zigzag"), "{err}");
+    }
+
+    /// A real report, as `memscope run --quick --json FILE` wrote it, read and written
+    /// again. Set MEMSCOPE_ROUND_TRIP to its path.
+    #[test]
+    #[ignore = "needs a report: MEMSCOPE_ROUND_TRIP=report.json"]
+    fn a_real_report_round_trips() {
+        let path = std::env::var("MEMSCOPE_ROUND_TRIP").unwrap();
+        round_trip(&std::fs::read_to_string(path).unwrap());
     }
 }

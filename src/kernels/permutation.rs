@@ -13,6 +13,8 @@
 
 use std::fmt;
 
+use serde::{Deserialize, Serialize};
+
 /// Order in which the chase visits the slots.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChaseOrder {
@@ -23,12 +25,44 @@ pub enum ChaseOrder {
     },
 }
 
+impl ChaseOrder {
+    /// The order without its window: what a report records.
+    pub fn kind(self) -> ChaseOrderKind {
+        match self {
+            ChaseOrder::Random => ChaseOrderKind::Random,
+            ChaseOrder::PageLocal { .. } => ChaseOrderKind::PageLocal,
+        }
+    }
+}
+
 impl fmt::Display for ChaseOrder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind().fmt(f)
+    }
+}
+
+/// A chase order by name, as reports write it ("random", "page-local"): a report with any
+/// other name is refused when read, naming the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ChaseOrderKind {
+    Random,
+    PageLocal,
+}
+
+impl ChaseOrderKind {
+    /// Its name in reports and on the command line.
+    pub fn name(self) -> &'static str {
         match self {
-            ChaseOrder::Random => f.write_str("random"),
-            ChaseOrder::PageLocal { .. } => f.write_str("page-local"),
+            ChaseOrderKind::Random => "random",
+            ChaseOrderKind::PageLocal => "page-local",
         }
+    }
+}
+
+impl fmt::Display for ChaseOrderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 

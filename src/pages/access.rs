@@ -22,7 +22,7 @@ pub enum TlbOutcome {
 
 impl TlbOutcome {
     /// Whether the access missed a TLB level (first level or all).
-    pub fn missed_a_level(self) -> bool {
+    pub(super) fn missed_a_level(self) -> bool {
         matches!(self, TlbOutcome::L2Hit | TlbOutcome::Miss)
     }
 }

@@ -120,8 +120,8 @@ fn speedup_spread_pct(a: &PagesApply, arm: &ArmResult) -> f64 {
 mod tests {
     use super::*;
     use crate::pages::apply::ArmRun;
-    use crate::pages::record::Signal;
     use crate::pages::regions::{Region, REGION_BYTES};
+    use crate::pages::sources::Signal;
     use crate::pages::sources::SourceKind;
     use crate::platform::child::Termination;
     use crate::view::figure::find;

@@ -12,7 +12,7 @@ const LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmemscope_pag
 
 /// The name the library's mapping shows in /proc/PID/maps (`/memfd:<name> (deleted)`),
 /// by which memscope sees that it was loaded.
-pub const MAPPING_NAME: &str = "memscope-pages-preload";
+pub(super) const MAPPING_NAME: &str = "memscope-pages-preload";
 
 /// What the library does in a run.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::preload::{Preload, PreloadMode};
 use super::regions::{Region, RegionMap, REGION_BYTES};
-use super::sources::{self, SourceChoice, SourceKind};
+use super::sources::{self, Signal, SourceChoice, SourceKind};
 use crate::platform::child::{self, SpawnError, SpawnOptions, Termination};
 use crate::topology::process as procfs;
 
@@ -20,15 +20,6 @@ pub struct RecordPlan {
     pub source: SourceChoice,
     pub interval: Duration,
     pub command: Vec<OsString>,
-}
-
-/// The signal a record ranks regions by, in words.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Signal {
-    /// Short name for table headers, e.g. "TLB-miss samples", "translations touched".
-    pub name: String,
-    /// What it measures and how regions are ranked.
-    pub meaning: String,
 }
 
 /// The regions behind the heat-over-time view: the top regions in address order, and
@@ -74,7 +65,7 @@ pub struct PagesRecord {
 impl PagesRecord {
     /// The top `n` regions that huge pages can back (private anonymous memory with a
     /// value above zero).
-    pub fn top_anonymous(&self, n: usize) -> Vec<Region> {
+    pub(super) fn top_anonymous(&self, n: usize) -> Vec<Region> {
         self.regions
             .iter()
             .filter(|r| r.anonymous && r.value > 0.0)

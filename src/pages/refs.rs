@@ -17,7 +17,7 @@ use crate::topology::process as procfs;
 use crate::topology::smaps::Mapping;
 
 /// Translations touched in a mapping since the last clear.
-pub fn translations_touched(m: &Mapping) -> f64 {
+pub(super) fn translations_touched(m: &Mapping) -> f64 {
     let huge = m.anon_huge_kb + m.hugetlb_kb;
     let referenced_huge = m.referenced_kb.min(huge);
     let small = (m.referenced_kb - referenced_huge) as f64 / 4.0;
@@ -92,7 +92,7 @@ impl RefsSampler {
     }
 
     /// Whether any process was sampled at all.
-    pub fn saw_a_process(&self) -> bool {
+    pub(super) fn saw_a_process(&self) -> bool {
         self.seen_any
     }
 }

@@ -10,10 +10,10 @@ use crate::topology::smaps::Mapping;
 
 /// The unit of `pages`: one 2 MiB-aligned stretch of virtual memory, the reach of one
 /// x86/Arm huge page.
-pub const REGION_BYTES: u64 = 2 << 20;
+pub(super) const REGION_BYTES: u64 = 2 << 20;
 
 /// The start of the region holding `addr`.
-pub fn region_of(addr: u64) -> u64 {
+pub(super) fn region_of(addr: u64) -> u64 {
     addr & !(REGION_BYTES - 1)
 }
 
@@ -75,13 +75,13 @@ struct Acc {
 }
 
 impl RegionMap {
-    pub fn name_process(&mut self, pid: u32, name: String) {
+    pub(super) fn name_process(&mut self, pid: u32, name: String) {
         self.names.entry(pid).or_insert(name);
     }
 
     /// A span with an access level: its value is spread over the regions it overlaps, in
     /// proportion to the overlap.
-    pub fn add_span(&mut self, span: &AccessSpan) {
+    pub(super) fn add_span(&mut self, span: &AccessSpan) {
         if span.end <= span.start || span.value <= 0.0 {
             return;
         }
@@ -97,7 +97,7 @@ impl RegionMap {
 
     /// One precise sample; with `misses_only`, only samples that missed a TLB level add to
     /// the ranking value (all are counted).
-    pub fn add_sample(&mut self, sample: &MemSample, misses_only: bool) {
+    pub(super) fn add_sample(&mut self, sample: &MemSample, misses_only: bool) {
         let key = (sample.pid, region_of(sample.addr));
         let missed = sample.event_is_tlb_miss || sample.tlb.missed_a_level();
         let acc = self.regions.entry(key).or_default();
@@ -121,7 +121,7 @@ impl RegionMap {
 
     /// A snapshot of the process's mappings: names the regions and keeps each one's peak
     /// resident and huge-page memory.
-    pub fn observe_mappings(&mut self, pid: u32, mappings: &[Mapping]) {
+    pub(super) fn observe_mappings(&mut self, pid: u32, mappings: &[Mapping]) {
         let mut resident: HashMap<u64, (f64, f64, f64)> = HashMap::new();
         for m in mappings {
             let size = (m.end - m.start).max(1) as f64;
@@ -152,7 +152,7 @@ impl RegionMap {
     }
 
     /// Closes the current interval of the timeline.
-    pub fn end_interval(&mut self) {
+    pub(super) fn end_interval(&mut self) {
         self.timeline.push(std::mem::take(&mut self.interval));
     }
 
@@ -209,7 +209,7 @@ impl RegionMap {
     }
 
     /// Values per interval of the given regions (rows in the order given).
-    pub fn timeline(&self, regions: &[(u32, u64)]) -> Vec<Vec<f64>> {
+    pub(super) fn timeline(&self, regions: &[(u32, u64)]) -> Vec<Vec<f64>> {
         regions
             .iter()
             .map(|key| {
@@ -224,7 +224,7 @@ impl RegionMap {
 
 /// The top `n` regions that huge pages can back, merged into address ranges per
 /// process (adjacent regions join): what `pages apply` hands to the preload library.
-pub fn ranges_of(regions: &[Region]) -> Vec<(u64, u64)> {
+pub(super) fn ranges_of(regions: &[Region]) -> Vec<(u64, u64)> {
     let mut by_start: BTreeMap<u64, u64> = BTreeMap::new();
     for r in regions {
         by_start.insert(r.start, r.start + REGION_BYTES);

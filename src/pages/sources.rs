@@ -11,7 +11,6 @@ use serde::{Deserialize, Serialize};
 use super::access::{AccessSpan, MemSample, TlbOutcome};
 use super::damon::{self, DamonMonitor, DamonStatus};
 use super::pmu::{self, DrainStats, PreciseSampler};
-use super::record::Signal;
 use super::refs::RefsSampler;
 use super::regions::{RegionMap, REGION_BYTES};
 use crate::topology::process as procfs;
@@ -87,6 +86,15 @@ impl SourceKind {
     }
 }
 
+/// The signal a record ranks regions by, in words.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    /// Short name for table headers, e.g. "TLB-miss samples", "translations touched".
+    pub name: String,
+    /// What it measures and how regions are ranked.
+    pub meaning: String,
+}
+
 /// The source chosen, and why the ones before it were not.
 #[derive(Debug, Clone)]
 pub struct Chosen {
@@ -96,7 +104,7 @@ pub struct Chosen {
 
 /// Chooses the source: the one asked for (an error saying why it cannot be used), or
 /// with `auto` the PMU when it works, else accessed bits (DAMON only when asked for).
-pub fn choose(choice: SourceChoice) -> Result<Chosen, String> {
+pub(super) fn choose(choice: SourceChoice) -> Result<Chosen, String> {
     let pmu = || pmu::precise_availability().map(|_| ());
     let damon = || match damon::status() {
         DamonStatus::Free { .. } => Ok(()),
@@ -185,7 +193,7 @@ impl Sampler {
     }
 
     /// After the command's exec: starts what must watch the new program.
-    pub fn after_exec(&mut self) -> Result<(), String> {
+    pub(super) fn after_exec(&mut self) -> Result<(), String> {
         if let Sampler::Damon {
             pid,
             interval,
@@ -276,7 +284,7 @@ impl Sampler {
 
     /// Whether the record's per-region resolution suffered from a process without the
     /// preload library.
-    pub fn preload_missing(&self) -> bool {
+    pub(super) fn preload_missing(&self) -> bool {
         match self {
             Sampler::Refs(refs) => refs.saw_a_process() && !refs.preload_everywhere,
             Sampler::Pmu { .. } | Sampler::Damon { .. } => false,

@@ -528,7 +528,8 @@ fn runs_data(a: &PagesApply) -> DataTable {
 mod tests {
     use super::*;
     use crate::pages::apply::{ArmResult, ArmRun, RegionOutcome};
-    use crate::pages::record::{Signal, Timeline};
+    use crate::pages::record::Timeline;
+    use crate::pages::sources::Signal;
     use crate::pages::sources::SourceKind;
     use crate::platform::child::Termination;
 

@@ -13,11 +13,11 @@ use crate::stats::rank_tests::mann_whitney_u;
 use crate::stats::summary::Summary;
 
 /// The significance level of the change column.
-pub const ALPHA: f64 = 0.05;
+pub(super) const ALPHA: f64 = 0.05;
 /// The confidence level of the intervals.
-pub const LEVEL: f64 = 0.95;
+pub(super) const LEVEL: f64 = 0.95;
 /// Runs a side below which a Mann–Whitney test can never reach p < 0.05.
-pub const MIN_RUNS_FOR_TEST: usize = 4;
+pub(super) const MIN_RUNS_FOR_TEST: usize = 4;
 
 /// What the change of a cell against the baseline says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,7 +79,7 @@ pub struct Cell {
 }
 
 /// The successful measured runs of one cell.
-pub fn cell_runs(runs: &[SweepRun], benchmark: usize, variant: usize) -> Vec<&SweepRun> {
+pub(super) fn cell_runs(runs: &[SweepRun], benchmark: usize, variant: usize) -> Vec<&SweepRun> {
     runs.iter()
         .filter(|r| r.block > 0 && r.benchmark == benchmark && r.variant == variant)
         .filter(|r| r.termination.success())
@@ -92,7 +92,7 @@ pub fn values(runs: &[&SweepRun], m: usize) -> Vec<f64> {
 }
 
 /// Every figure of a cell against the baseline's runs of the same benchmark.
-pub fn measure_stats(
+pub(super) fn measure_stats(
     measures: &[Measure],
     own: &[&SweepRun],
     baseline: &[&SweepRun],
@@ -161,10 +161,15 @@ pub fn resolved(stat: &MeasureStat, half_width_pct: f64) -> bool {
     }
 }
 
+/// The figure the sweep is about: the first metric, else the wall time.
+pub(super) fn primary(measures: &[Measure]) -> usize {
+    usize::from(measures.len() > 1)
+}
+
 /// The result with the notes its statistics call for: too wide an interval for the
 /// effect looked for, many comparisons, failed runs, an unresolved adaptive stop.
-pub fn with_notes(mut result: super::SweepResult) -> super::SweepResult {
-    let m = super::schedule::primary(&result.measures);
+pub(super) fn with_notes(mut result: super::SweepResult) -> super::SweepResult {
+    let m = primary(&result.measures);
     let measure = &result.measures[m];
     let half = result.effect_pct;
     for (b, bench) in result.benchmarks.iter().enumerate() {

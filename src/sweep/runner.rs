@@ -92,7 +92,7 @@ pub struct Outcome {
 }
 
 /// Runs the prepared command once with its output captured.
-pub fn run_once(
+pub(super) fn run_once(
     prepared: &Prepared,
     counting: &Counting,
     probe: &Probe,
@@ -128,7 +128,7 @@ pub enum RunError {
 }
 
 impl RunError {
-    pub fn into_sweep_error(self, what: &str) -> SweepError {
+    pub(super) fn into_sweep_error(self, what: &str) -> SweepError {
         match self {
             RunError::Spawn(e) => SweepError(format!("{what}: {e}")),
             RunError::Capture(e) => SweepError(format!(
@@ -142,7 +142,7 @@ impl RunError {
 /// has no match (many benchmarks report there): the last match, its `value` group or the
 /// first one, with thousands separators (`,` `_`) removed; `None` when it does not match
 /// or the group is not a number.
-pub fn read_metric(metric: &MetricSpec, stdout: &str, stderr: &str) -> Option<f64> {
+pub(super) fn read_metric(metric: &MetricSpec, stdout: &str, stderr: &str) -> Option<f64> {
     let captures = (metric.regex.captures_iter(stdout).last())
         .or_else(|| metric.regex.captures_iter(stderr).last())?;
     let group = captures.name("value").or_else(|| captures.get(1))?;

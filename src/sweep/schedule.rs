@@ -135,11 +135,6 @@ fn measures(plan: &SweepPlan) -> Vec<Measure> {
     measures
 }
 
-/// The figure the sweep is about: the first metric, else the wall time.
-pub fn primary(measures: &[Measure]) -> usize {
-    usize::from(measures.len() > 1)
-}
-
 struct State<'a> {
     plan: &'a SweepPlan,
     probe: &'a Probe,
@@ -315,7 +310,7 @@ fn next_step(
     if blocks >= max_blocks {
         return Some(Stop::MaxBlocks);
     }
-    let m = primary(measures);
+    let m = analysis::primary(measures);
     let nv = plan.variants.len();
     // A cell is settled when its median is known to ±effect/2, or when it already
     // differs significantly from the baseline by more than the effect looked for (more

@@ -238,7 +238,7 @@ enum Context {
 /// so that the shell reads it as exactly that text: unquoted, inside '…' or inside "…".
 /// The error (a value with a NUL byte, or a value that needs quoting where memscope does
 /// not follow the shell's parsing) names the value, the parameter and what to do.
-pub fn substitute_shell(text: &str, assignment: &Assignment) -> Result<String, String> {
+pub(super) fn substitute_shell(text: &str, assignment: &Assignment) -> Result<String, String> {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
     let mut stack = vec![Context::Top];
@@ -415,7 +415,7 @@ fn quote(value: &str, name: &str, quoting: Quoting) -> Result<String, String> {
 
 /// The index of the script word when `words` run a shell on a script (`sh -c SCRIPT`,
 /// `bash -ec SCRIPT`, …): values substituted into it must be shell-quoted too.
-pub fn shell_script_word(words: &[String]) -> Option<usize> {
+pub(super) fn shell_script_word(words: &[String]) -> Option<usize> {
     const SHELLS: &[&str] = &["sh", "bash", "dash", "ash", "ksh", "mksh", "zsh", "busybox"];
     let program = words.first()?.rsplit('/').next()?;
     if !SHELLS.contains(&program) {

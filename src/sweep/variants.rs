@@ -54,7 +54,7 @@ pub struct BuiltVariant {
 
 impl BuiltVariant {
     /// The copy to run for a benchmark word, if the word names a kept path.
-    pub fn copy_of(&self, word: &str) -> Option<&Path> {
+    pub(super) fn copy_of(&self, word: &str) -> Option<&Path> {
         self.kept
             .iter()
             .find(|(given, _)| same_path(given, word))
@@ -90,7 +90,7 @@ impl WorkDir {
 }
 
 /// Builds every variant (when there is a build line) and keeps its files.
-pub fn build_all(plan: &SweepPlan, machine: &Machine) -> Result<Built, SweepError> {
+pub(super) fn build_all(plan: &SweepPlan, machine: &Machine) -> Result<Built, SweepError> {
     let Some(build) = &plan.build else {
         let variants = plan
             .variants

@@ -4,8 +4,8 @@
 //! interval bars and the baseline marked; counters vs parameter), the notes, and CSV
 //! tables of every run and every cell.
 
+use super::analysis::primary;
 use super::analysis::{MeasureStat, Verdict};
-use super::schedule::primary;
 use super::{Measure, Stop, SweepResult};
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, LineChart, Series, VMarker, PALETTE};

@@ -14,13 +14,13 @@ pub fn smaps(pid: u32) -> io::Result<Vec<Mapping>> {
 }
 
 /// Clears the accessed bits of every page of the process (`echo 1 > clear_refs`).
-pub fn clear_referenced(pid: u32) -> io::Result<()> {
+pub(crate) fn clear_referenced(pid: u32) -> io::Result<()> {
     std::fs::write(format!("/proc/{pid}/clear_refs"), "1")
 }
 
 /// The process and every process it started that is still running, parents first
 /// (through /proc/PID/task/TID/children, which lists each thread's children).
-pub fn process_tree(root: u32) -> Vec<u32> {
+pub(crate) fn process_tree(root: u32) -> Vec<u32> {
     let mut out = vec![root];
     let mut i = 0;
     while i < out.len() {

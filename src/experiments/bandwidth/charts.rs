@@ -2,17 +2,13 @@
 //! and against the thread count, one series per kernel, coloured by kernel family.
 
 use super::{BandwidthResult, BandwidthRow};
+use crate::experiments::shared::level::Level;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{
     category_color, Axis, LegendEntry, LineChart, Series, TickFormat, VMarker,
 };
 use crate::view::format::{count_of, distinct, noisy, NOISY_SPREAD_PCT};
-
-/// Whether a level is a cache (bytes per cycle are shown for those only).
-pub fn is_cache_level(level: &str) -> bool {
-    level != "DRAM" && level != "custom"
-}
 
 /// A kernel without its "-nt" suffix: a kernel and its streaming-store variant share one
 /// colour, the streaming one drawn dashed.
@@ -65,7 +61,7 @@ fn unstable_label<'a>(rows: impl Iterator<Item = &'a BandwidthRow>) -> String {
 /// Bandwidth against the working set per thread for the sweep's kernels (first thread
 /// count), on log axes, with the OS cache sizes as dashed references and bytes per cycle
 /// per thread on the right when the core clock is known.
-pub fn sweep_chart(result: &BandwidthResult, machine: &Machine) -> LineChart {
+pub(super) fn sweep_chart(result: &BandwidthResult, machine: &Machine) -> LineChart {
     let threads = result.sweep.first().map_or(1, |r| r.threads).max(1);
     let families = kernel_families(result);
     let mut chart = LineChart::new(format!(
@@ -107,27 +103,27 @@ pub fn sweep_chart(result: &BandwidthResult, machine: &Machine) -> LineChart {
 
 /// The level the thread-scaling chart shows: DRAM, else the custom sizes, else the last
 /// level measured.
-pub fn scaling_level(rows: &[BandwidthRow]) -> Option<&str> {
-    if rows.iter().any(|r| r.level == "DRAM") {
-        Some("DRAM")
-    } else if rows.iter().any(|r| r.level == "custom") {
-        Some("custom")
+pub(super) fn scaling_level(rows: &[BandwidthRow]) -> Option<&Level> {
+    if rows.iter().any(|r| r.level == Level::Dram) {
+        Some(&Level::Dram)
+    } else if rows.iter().any(|r| r.level == Level::Custom) {
+        Some(&Level::Custom)
     } else {
-        rows.last().map(|r| r.level.as_str())
+        rows.last().map(|r| &r.level)
     }
 }
 
 /// Bandwidth of every kernel against the thread count at `level` (the largest working set
 /// of that level when there are several, as with custom sizes); linear axes, so that the
 /// slope reads as scaling.
-pub fn threads_chart(result: &BandwidthResult, level: &str) -> LineChart {
+pub(super) fn threads_chart(result: &BandwidthResult, level: &Level) -> LineChart {
     let families = kernel_families(result);
-    let rows: Vec<&BandwidthRow> = result.rows.iter().filter(|r| r.level == level).collect();
+    let rows: Vec<&BandwidthRow> = result.rows.iter().filter(|r| r.level == *level).collect();
     // From the fewest threads measured to the most: starting at zero would leave the
     // left part empty (nothing runs on zero threads), half the chart with "1,all" on 2 CPUs.
     let min_threads = rows.iter().map(|r| r.threads).min().unwrap_or(1);
     let max_threads = rows.iter().map(|r| r.threads).max().unwrap_or(1);
-    let where_ = if level == "custom" {
+    let where_ = if *level == Level::Custom {
         "the largest custom working set".to_string()
     } else {
         level.to_string()

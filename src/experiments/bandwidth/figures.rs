@@ -3,6 +3,7 @@
 //! spread, each exported as a peak bandwidth. The size sweep's points are not compared.
 
 use super::{BandwidthResult, BandwidthRow};
+use crate::experiments::shared::level::Level;
 use crate::view::figure::{Better, Figure, Figures};
 use crate::view::format::count_of;
 
@@ -15,10 +16,10 @@ impl Figures for BandwidthResult {
 /// One kernel at one level (or one `--sizes` working set) with one thread count.
 pub fn row_figure(r: &BandwidthRow) -> Figure {
     // A level holds one working set; custom columns are told apart by theirs.
-    let level = if r.level == "custom" {
+    let level = if r.level == Level::Custom {
         format!("custom-{}", r.working_set_bytes)
     } else {
-        r.level.clone()
+        r.level.to_string()
     };
     let (kernel, read, write) = (&r.kernel, r.read_parts, r.write_parts);
     Figure::new(
@@ -64,7 +65,7 @@ mod tests {
         let key = "bandwidth.mix-2:1.2r1w.8t.DRAM.gb_per_s";
         let f = figures.iter().find(|f| f.key == key).unwrap();
         let row = (result.rows.iter())
-            .find(|r| r.kernel == "mix-2:1" && r.threads == 8 && r.level == "DRAM")
+            .find(|r| r.kernel == "mix-2:1" && r.threads == 8 && r.level == Level::Dram)
             .unwrap();
         assert_eq!(f.value, row.gb_per_s);
         assert_eq!((f.unit.as_str(), f.better), ("GB/s", Better::Higher));

@@ -19,6 +19,10 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::shared::level::Level;
+use crate::experiments::shared::sizing::{
+    level_working_sets, round_to_granule, sweep_sizes, thread_share,
+};
 use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::cpu_time;
@@ -26,7 +30,7 @@ use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
 use crate::platform::timer::Timer;
 use crate::session::progress::Progress;
 use crate::stats::Summary;
-use crate::topology::{CacheInfo, Machine};
+use crate::topology::Machine;
 use crate::units::{Bytes, KIB, MIB};
 
 /// `experiments.bandwidth` of the report.
@@ -63,7 +67,7 @@ pub struct BandwidthRow {
     pub bytes_per_thread: u64,
     /// "L1d", "L2", "L3", "DRAM" for the per-level table; "custom" for `--sizes`; for the
     /// sweep, the level the working set falls in by the OS cache sizes.
-    pub level: String,
+    pub level: Level,
     /// Decimal GB/s of all threads together (bytes read + written by the kernel).
     pub gb_per_s: f64,
     /// Bytes per core cycle per thread (GB/s ÷ threads ÷ core GHz); null without a clock.
@@ -116,7 +120,7 @@ pub struct BandwidthConfig {
 impl BandwidthConfig {
     /// The largest arena one thread maps: the largest working set plus the padding that
     /// staggers a kernel's arrays (under 64 KiB).
-    pub fn largest_arena_bytes(&self, machine: &Machine) -> u64 {
+    fn largest_arena_bytes(&self, machine: &Machine) -> u64 {
         let levels = match &self.sizes {
             Sizes::Levels => level_working_sets(machine, 1)
                 .into_iter()
@@ -130,50 +134,19 @@ impl BandwidthConfig {
     }
 }
 
-/// A working set inside each level, per thread: half of a private cache; for a shared one,
-/// half of this thread's share but at least twice the level below (so it is not served by
-/// the level below); DRAM four times the largest cache and at least 128 MiB.
-pub fn level_working_sets(machine: &Machine, threads: usize) -> Vec<(String, u64)> {
-    let mut sets = Vec::new();
-    let mut below = 0u64;
-    for cache in machine.data_caches() {
-        let share = thread_share(cache, threads);
-        let bytes = (share / 2).max(2 * below).min(share);
-        sets.push((cache.name(), round_to_granule(bytes)));
-        below = share;
-    }
-    let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
-    sets.push((
-        "DRAM".to_string(),
-        round_to_granule((4 * llc).max(128 * MIB)),
-    ));
-    sets
-}
-
-/// The part of a cache one of `threads` threads can count on: all of a private cache, an
-/// equal share of one shared with other threads of the run.
-fn thread_share(cache: &CacheInfo, threads: usize) -> u64 {
-    let sharing = cache.shared_with_cpus.len().clamp(1, threads.max(1));
-    cache.size_bytes / sharing as u64
-}
-
-pub(crate) fn round_to_granule(bytes: u64) -> u64 {
-    (bytes / GRANULE as u64).max(1) * GRANULE as u64
-}
-
 /// Sizes from 4 KiB to `max` with `per_octave` points per doubling, rounded to granules.
-pub fn sweep_working_sets(max: u64, per_octave: u32) -> Vec<u64> {
-    crate::experiments::latency::sweep_sizes(4 * KIB, max, per_octave, GRANULE as u64)
+fn sweep_working_sets(max: u64, per_octave: u32) -> Vec<u64> {
+    sweep_sizes(4 * KIB, max, per_octave, GRANULE as u64)
 }
 
 /// The OS level a working set of `bytes` falls in (by the data caches' sizes).
-fn level_of(bytes: u64, machine: &Machine, threads: usize) -> String {
+fn level_of(bytes: u64, machine: &Machine, threads: usize) -> Level {
     for cache in machine.data_caches() {
         if bytes <= thread_share(cache, threads) {
-            return cache.name();
+            return Level::Cache(cache.name());
         }
     }
-    "DRAM".to_string()
+    Level::Dram
 }
 
 /// One kernel at one working set: the `TeamJob` the thread team runs.
@@ -377,8 +350,8 @@ pub fn measure(
     let dram_isa = Isa::parse(&isa_choice.dram_isa).expect("the choice names an ISA");
     let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
     // Working sets beyond the largest cache (per thread's share) run with the DRAM choice.
-    let isa_for = |level: &str, bytes: u64, threads: usize| {
-        let beyond = level == "DRAM" || bytes > llc / threads as u64;
+    let isa_for = |level: &Level, bytes: u64, threads: usize| {
+        let beyond = *level == Level::Dram || bytes > llc / threads as u64;
         if beyond {
             dram_isa
         } else {
@@ -389,11 +362,14 @@ pub fn measure(
     let mut rows = Vec::new();
     let mut sweep = Vec::new();
     for (t, &threads) in config.thread_counts.iter().enumerate() {
-        let columns: Vec<(String, u64)> = match &config.sizes {
-            Sizes::Levels => level_working_sets(machine, threads),
-            Sizes::Custom(sizes) => sizes.iter().map(|&s| ("custom".to_string(), s)).collect(),
+        let columns: Vec<(Level, u64)> = match &config.sizes {
+            Sizes::Levels => level_working_sets(machine, threads)
+                .into_iter()
+                .map(|(name, bytes)| (Level::from(name), bytes))
+                .collect(),
+            Sizes::Custom(sizes) => sizes.iter().map(|&s| (Level::Custom, s)).collect(),
         };
-        let mut points: Vec<(&'static KernelSpec, String, u64)> = Vec::new();
+        let mut points: Vec<(&'static KernelSpec, Level, u64)> = Vec::new();
         for (level, bytes) in &columns {
             for &kernel in &config.kernels {
                 points.push((kernel, level.clone(), *bytes));
@@ -407,7 +383,7 @@ pub fn measure(
                 }
             }
         }
-        let points: Vec<(&'static KernelSpec, String, u64, Isa)> = points
+        let points: Vec<(&'static KernelSpec, Level, u64, Isa)> = points
             .into_iter()
             .map(|(kernel, level, bytes)| {
                 let isa = isa_for(&level, bytes, threads);
@@ -431,11 +407,11 @@ pub fn measure(
 /// The kernels whose table rows the drift pass measures again: the STREAM-like read,
 /// copy and triad, which stand for the rest (re-measuring every mix would double the
 /// table's time).
-pub const DRIFT_KERNELS: [&str; 3] = ["read", "copy", "triad"];
+const DRIFT_KERNELS: [&str; 3] = ["read", "copy", "triad"];
 
 /// The drift pass: the table rows of `DRIFT_KERNELS` measured again with at most three
 /// trials each, with the ISA they had; (row before, row now).
-pub fn remeasure_rows(
+fn remeasure_rows(
     config: &BandwidthConfig,
     result: &BandwidthResult,
     timer: &Timer,
@@ -452,7 +428,7 @@ pub fn remeasure_rows(
         let rows: Vec<&BandwidthRow> = (result.rows.iter())
             .filter(|r| r.threads == threads && DRIFT_KERNELS.contains(&r.kernel.as_str()))
             .collect();
-        let points: Vec<(&'static KernelSpec, String, u64, Isa)> = rows
+        let points: Vec<(&'static KernelSpec, Level, u64, Isa)> = rows
             .iter()
             .filter_map(|r| {
                 let kernel = crate::kernels::stream::find(&r.kernel)?;
@@ -475,7 +451,7 @@ pub fn remeasure_rows(
 
 fn measure_points(
     config: &BandwidthConfig,
-    points: &[(&'static KernelSpec, String, u64, Isa)],
+    points: &[(&'static KernelSpec, Level, u64, Isa)],
     threads: usize,
     timer: &Timer,
     core_ghz: Option<f64>,
@@ -550,6 +526,7 @@ fn measure_points(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::topology::CacheInfo;
 
     fn zen4_vm() -> Machine {
         Machine {
@@ -622,10 +599,10 @@ mod tests {
     #[test]
     fn sweep_points_fall_in_their_levels() {
         let machine = zen4_vm();
-        assert_eq!(level_of(16 * KIB, &machine, 1), "L1d");
-        assert_eq!(level_of(600 * KIB, &machine, 1), "L2");
-        assert_eq!(level_of(20 * MIB, &machine, 1), "L3");
-        assert_eq!(level_of(20 * MIB, &machine, 2), "DRAM");
+        assert_eq!(level_of(16 * KIB, &machine, 1).name(), "L1d");
+        assert_eq!(level_of(600 * KIB, &machine, 1).name(), "L2");
+        assert_eq!(level_of(20 * MIB, &machine, 1).name(), "L3");
+        assert_eq!(level_of(20 * MIB, &machine, 2), Level::Dram);
         let sizes = sweep_working_sets(256 * MIB, 2);
         assert_eq!((sizes[0], sizes[sizes.len() - 1]), (4 * KIB, 256 * MIB));
     }

@@ -1,20 +1,17 @@
 //! The bandwidth table's parameters: its flags (`memscope bandwidth`) and how they, with
-//! the measuring flags, become a `BandwidthConfig`; and the DRAM working set other rooms
-//! take from the table.
+//! the measuring flags, become a `BandwidthConfig`.
 
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::experiments::bandwidth::{
-    level_working_sets, sweep_working_sets, BandwidthConfig, Sizes,
-};
+use crate::experiments::bandwidth::{sweep_working_sets, BandwidthConfig, Sizes};
 use crate::experiments::params::{
     check_fits_memory, invalid, parse_list, parse_thread_counts, sweep_max, thread_cpus,
     CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::topology::Machine;
-use crate::units::{Bytes, MIB};
+use crate::units::Bytes;
 
 #[derive(Debug, Clone, Default, Args)]
 pub struct BandwidthArgs {
@@ -158,15 +155,4 @@ fn parse_kernels(flag: &'static str, text: &str) -> Result<Vec<&'static KernelSp
             )
         })
     })
-}
-
-/// The DRAM working set of the MLP and ROB chases: --max-size when given, else the
-/// bandwidth table's DRAM size (four times the largest cache, at least 128 MiB).
-pub fn dram_working_set(measure: &MeasurePlan, machine: &Machine) -> u64 {
-    if measure.max_size_given {
-        return measure.max_size.0;
-    }
-    level_working_sets(machine, 1)
-        .last()
-        .map_or(128 * MIB, |(_, bytes)| *bytes)
 }

@@ -2,6 +2,7 @@
 //! registry subset at each level, for given thread counts, with an optional sweep.
 
 use super::{BandwidthResult, BandwidthRow, IsaChoice};
+use crate::experiments::shared::level::Level;
 use crate::kernels::stream::Isa;
 use crate::units::{KIB, MIB};
 
@@ -74,7 +75,7 @@ pub fn row(
         threads,
         working_set_bytes: working_set,
         bytes_per_thread: bytes,
-        level: level.to_string(),
+        level: Level::from(level.to_string()),
         gb_per_s: gb,
         bytes_per_cycle: Some(gb / threads as f64 / 3.0),
         spread_pct: if kernel.0 == "copy" && level == "L3" {

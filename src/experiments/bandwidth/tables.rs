@@ -2,8 +2,8 @@
 //! sweep as working set × kernel, every figure with its marks (`!` threads not together,
 //! `~` noisy) and its spread, trials, size and overlap as a tooltip.
 
-use super::charts::is_cache_level;
 use super::{BandwidthResult, BandwidthRow};
+use crate::experiments::shared::level::Level;
 use crate::topology::cpu::format_cpu_list;
 use crate::units::Bytes;
 use crate::view::format::{self, count_of, distinct, gbs, noisy, not_concurrent_mark, DASH};
@@ -50,7 +50,7 @@ fn marked_gbs(r: &BandwidthRow) -> Text {
 fn gbs_cell(r: &BandwidthRow, caches_only: bool) -> Cell {
     let mut text = marked_gbs(r);
     if let Some(bpc) = r.bytes_per_cycle.filter(|b| b.is_finite() && *b > 0.0) {
-        if !caches_only || is_cache_level(&r.level) {
+        if !caches_only || r.level.is_cache() {
             text = text.muted(format!(" ({})", format::rounded(bpc, f64::INFINITY)));
         }
     }
@@ -61,7 +61,7 @@ fn gbs_cell(r: &BandwidthRow, caches_only: bool) -> Cell {
 /// four arrays round their working set down to whole granules, so the measured sizes in a
 /// column span a few %.
 struct LevelColumn<'a> {
-    level: &'a str,
+    level: &'a Level,
     working_set: u64,
     min_bytes: u64,
     max_bytes: u64,
@@ -88,7 +88,7 @@ fn level_columns<'a>(rows: &[&'a BandwidthRow]) -> Vec<LevelColumn<'a>> {
 
 impl LevelColumn<'_> {
     fn holds(&self, r: &BandwidthRow) -> bool {
-        r.level == self.level && r.working_set_bytes == self.working_set
+        r.level == *self.level && r.working_set_bytes == self.working_set
     }
 
     /// "L1d (≈ 16 KiB per thread)".
@@ -106,7 +106,7 @@ impl LevelColumn<'_> {
         } else {
             format!("{lo} – {hi}")
         };
-        Column::quantity(self.level, format!("{size} per thread")).titled(format!(
+        Column::quantity(self.level.name(), format!("{size} per thread")).titled(format!(
             "GB/s at a working set of {} per thread",
             Bytes(self.working_set)
         ))
@@ -186,7 +186,7 @@ pub fn sweep_table(sweep: &[BandwidthRow]) -> Table {
         let level = sweep
             .iter()
             .find(|r| r.working_set_bytes == bytes)
-            .map_or("", |r| r.level.as_str());
+            .map_or("", |r| r.level.name());
         let mut cells = vec![Cell::new(Bytes(bytes).to_string()), Cell::new(level)];
         cells.extend(kernels.iter().map(|kernel| {
             sweep

@@ -2,9 +2,10 @@
 //! one kernel × level table per thread count, the sweep's points, the CSV tables and the
 //! peak-bandwidth headlines.
 
-use super::charts::{self, is_cache_level};
+use super::charts;
 use super::tables::{level_table, sweep_table};
 use super::{BandwidthResult, BandwidthRow};
+use crate::experiments::shared::level::Level;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::view::format::{
@@ -140,7 +141,7 @@ fn level_note(result: &BandwidthResult) -> Paragraph {
     let bpc = result
         .rows
         .iter()
-        .any(|r| is_cache_level(&r.level) && r.bytes_per_cycle.is_some_and(|b| b.is_finite()));
+        .any(|r| r.level.is_cache() && r.bytes_per_cycle.is_some_and(|b| b.is_finite()));
     Paragraph::note(
         Text::plain(format!(
             "GB/s per kernel at a working set inside each level; the size in each level's \
@@ -175,7 +176,7 @@ fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
             r.threads.to_string(),
             r.working_set_bytes.to_string(),
             r.bytes_per_thread.to_string(),
-            r.level.clone(),
+            r.level.to_string(),
             raw(r.gb_per_s),
             raw_opt(r.bytes_per_cycle.map(raw)),
             raw(r.spread_pct),
@@ -208,7 +209,7 @@ fn headlines(result: &BandwidthResult, threads: &[usize]) -> Vec<Headline> {
         let Some(peak) = rows().max_by(faster) else {
             continue;
         };
-        let dram = rows().filter(|r| r.level == "DRAM").max_by(faster);
+        let dram = rows().filter(|r| r.level == Level::Dram).max_by(faster);
         out.push(Headline {
             label: format!("Bandwidth, {}", count_of(t, "thread")),
             value: format!("{} GB/s", figure(peak.gb_per_s)),
@@ -272,7 +273,7 @@ mod tests {
     #[test]
     fn figures_whose_threads_did_not_run_together_are_marked_everywhere() {
         let mut result = samples::bandwidth(&[1, 4], &KERNELS[..2], &[], 0);
-        let dram_4 = |r: &&mut BandwidthRow| r.threads == 4 && r.level == "DRAM";
+        let dram_4 = |r: &&mut BandwidthRow| r.threads == 4 && r.level == Level::Dram;
         let row = result.rows.iter_mut().find(dram_4).unwrap();
         (row.concurrent, row.overlap, row.attempts) = (false, 0.52, 21);
         let s = section(&result);

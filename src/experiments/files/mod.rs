@@ -32,7 +32,7 @@ use crate::topology::storage::{self, Storage};
 use testfiles::TestFiles;
 
 /// The share of the free space the test files may take.
-pub const MAX_SHARE_OF_FREE: f64 = 0.25;
+const MAX_SHARE_OF_FREE: f64 = 0.25;
 
 /// What `files` measures.
 #[derive(Debug, Clone)]
@@ -158,7 +158,7 @@ pub struct FilesError(pub String);
 
 /// The sizes that fit in the share of the free space: all of them when given by the user
 /// (or an error), the largest dropped one by one otherwise.
-pub fn fit_sizes(
+fn fit_sizes(
     config: &FilesConfig,
     available: u64,
 ) -> Result<(Vec<u64>, Option<String>), FilesError> {

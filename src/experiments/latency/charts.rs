@@ -2,13 +2,14 @@
 //! chase order, the OS cache sizes, and each level's plateau and measured end.
 
 use super::{LatencyPoint, LatencyResult, UNSTABLE_SPREAD_PCT};
+use crate::kernels::permutation::ChaseOrderKind;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{
     level_color, Axis, Band, LegendEntry, LegendSymbol, LineChart, Series, VMarker, CURVE_COLOR,
     REFERENCE_LINE_COLOR,
 };
-use crate::view::format::{ns, or_dash};
+use crate::view::format::ns;
 
 /// Colour of the single DRAM point measured with the other chase order.
 const OTHER_ORDER_COLOR: &str = "#17becf";
@@ -16,7 +17,7 @@ const OTHER_ORDER_COLOR: &str = "#17becf";
 /// The latency ladder: the measured curve (ns on a log scale, core cycles on the right),
 /// the OS cache sizes as dashed references, the found level ends as solid lines, and each
 /// plateau shaded and labelled with its latency.
-pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
+pub(super) fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
     let mut chart = LineChart::new("Load-to-use latency vs working set")
         .size(1000.0, 560.0)
         .x_axis(Axis::log2("Working set (log scale)").bytes())
@@ -25,7 +26,7 @@ pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
             latency_series(
                 format!(
                     "{} chase, {} stride",
-                    or_dash(&result.order),
+                    result.order,
                     Bytes(result.stride_bytes)
                 ),
                 &result.points,
@@ -52,7 +53,7 @@ pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
             .dashed(),
         );
     } else if let Some(d) = &result.dram {
-        let (name, value) = if result.order == "page-local" {
+        let (name, value) = if result.order == ChaseOrderKind::PageLocal {
             ("random chase (DRAM, with TLB misses)", d.random_ns)
         } else {
             ("page-local chase (DRAM, no TLB misses)", d.page_local_ns)
@@ -71,7 +72,7 @@ pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
         ));
     }
     for level in &result.levels {
-        let color = level_color(&level.name);
+        let color = level_color(level.name.name());
         if let Some(cap) = level.capacity_bytes {
             chart = chart.marker(VMarker::found(
                 cap as f64,
@@ -110,7 +111,7 @@ pub fn latency_chart(result: &LatencyResult, machine: &Machine) -> LineChart {
 /// One sweep as a chart series: ns per working set, unstable points flagged, and error bars
 /// of ± the robust spread (≈ one standard deviation), usually thinner than the marker, so
 /// they stand out exactly where a point is noisy.
-pub fn latency_series(name: impl Into<String>, points: &[LatencyPoint]) -> Series {
+pub(super) fn latency_series(name: impl Into<String>, points: &[LatencyPoint]) -> Series {
     let errors = points
         .iter()
         .map(|p| {

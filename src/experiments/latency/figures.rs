@@ -4,6 +4,7 @@
 //! penalty between them.
 
 use super::{DramLatency, LatencyLevel, LatencyResult};
+use crate::kernels::permutation::ChaseOrderKind;
 use crate::stats::summary::median;
 use crate::view::figure::{ladder_step_pct, Better, Figure, Figures};
 
@@ -20,14 +21,14 @@ impl Figures for LatencyResult {
 }
 
 /// The full key of a level's latency figure (the drift pass names it too).
-pub fn level_latency_key(name: &str) -> String {
+pub(super) fn level_latency_key(name: &str) -> String {
     format!("{SECTION}.level.{name}.latency_ns")
 }
 
 /// A level's latency and, for a cache, its capacity on the ladder of sizes measured.
 fn level_figures(result: &LatencyResult, level: &LatencyLevel) -> Vec<Figure> {
-    let name = &level.name;
-    let labels = [("level", name.clone())];
+    let name = level.name.name();
+    let labels = [("level", name.to_string())];
     // The plateau's value is the median of its stable points: so is its spread.
     let spreads: Vec<f64> = (result.points.iter())
         .filter(|p| (level.first_bytes..=level.last_bytes).contains(&p.bytes) && !p.unstable)
@@ -75,10 +76,10 @@ fn level_figures(result: &LatencyResult, level: &LatencyLevel) -> Vec<Figure> {
 /// DRAM at the largest working set both ways, each with the spread of the sweep it came
 /// from (when it was measured on its own, it has none), and the TLB penalty between them.
 fn dram_figures(result: &LatencyResult, d: &DramLatency) -> Vec<Figure> {
-    let spread = |order: &str| {
+    let spread = |order: ChaseOrderKind| {
         let curve = if result.order == order {
             Some(&result.points)
-        } else if order == "random" {
+        } else if order == ChaseOrderKind::Random {
             result.random_points.as_ref()
         } else {
             None
@@ -87,7 +88,10 @@ fn dram_figures(result: &LatencyResult, d: &DramLatency) -> Vec<Figure> {
             .find(|p| p.bytes == d.bytes)
             .map_or(f64::NAN, |p| p.spread_pct)
     };
-    let (random, page_local) = (spread("random"), spread("page-local"));
+    let (random, page_local) = (
+        spread(ChaseOrderKind::Random),
+        spread(ChaseOrderKind::PageLocal),
+    );
     let latency = |order: &str, ns: f64, spread: f64| {
         let key = format!("dram.{}_ns", order.replace('-', "_"));
         let label = format!("DRAM latency, {order} chase");
@@ -189,7 +193,7 @@ mod tests {
 
         // Both sweeps: both spreads, and the penalty's from them.
         let mut both = samples::latency();
-        both.order = "page-local".to_string();
+        both.order = ChaseOrderKind::PageLocal;
         both.random_points = Some(both.points.clone());
         let figures = both.figures();
         let penalty = find(&figures, "latency.dram.tlb_penalty_ns");

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 pub struct LatencyResult {
     /// Chase order of the sweep in `points`: "page-local" (default: caches without TLB
     /// misses, so levels end where the caches do) or "random".
-    pub order: String,
+    pub order: ChaseOrderKind,
     /// Bytes between chased slots (one cache line by default).
     pub stride_bytes: u64,
     /// Working-set sweep in `order`, smallest first; the levels are found from it.
@@ -53,24 +53,6 @@ pub struct LatencyPoint {
     pub counters: Option<AccessCounts>,
 }
 
-/// One level of the hierarchy, found as a plateau of the curve.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct LatencyLevel {
-    /// "L1d", "L2", "L3", "L4" or "DRAM".
-    pub name: String,
-    pub latency_ns: f64,
-    pub latency_cycles: f64,
-    /// Largest working set still on this plateau (where the level ends); null for DRAM.
-    pub capacity_bytes: Option<u64>,
-    /// Size of the matching cache as the OS reports it; null for DRAM or when unknown.
-    pub os_size_bytes: Option<u64>,
-    /// Smallest and largest working set of the plateau.
-    pub first_bytes: u64,
-    pub last_bytes: u64,
-    /// Points of the sweep that make up the plateau.
-    pub points: usize,
-}
-
 /// DRAM latency at the largest working set with both chase orders.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DramLatency {
@@ -95,7 +77,10 @@ pub struct DramLatency {
 
 use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::experiments::chase_timing::ChaseCursor;
-use crate::kernels::permutation::{build_chase, ChaseOrder};
+pub use crate::experiments::shared::ladder::LatencyLevel;
+use crate::experiments::shared::level::Level;
+use crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT;
+use crate::kernels::permutation::{build_chase, ChaseOrder, ChaseOrderKind};
 use crate::platform::arena::Arena;
 use crate::platform::timer::Timer;
 use crate::session::progress::Progress;
@@ -104,10 +89,6 @@ use crate::stats::segment::{find_plateaus, Plateau, PlateauParams};
 use crate::stats::Summary;
 use crate::topology::Machine;
 use crate::units::Bytes;
-
-/// A point whose trials spread more than this (robust %, see `Summary::spread_pct`) is
-/// measured again; if it still does, it is flagged unstable.
-pub const UNSTABLE_SPREAD_PCT: f64 = 10.0;
 
 /// What to measure; resolved from the command line by `plan`.
 #[derive(Debug, Clone)]
@@ -133,30 +114,6 @@ pub struct LatencyConfig {
     pub seed: u64,
     /// Count each point's misses per load with the hardware counters (`--counters`).
     pub counters: bool,
-}
-
-/// Sizes from `min` to `max` with `per_octave` points per doubling (always including the
-/// powers of two and `max` itself), rounded to whole slots.
-pub fn sweep_sizes(min: u64, max: u64, per_octave: u32, slot: u64) -> Vec<u64> {
-    let mut sizes = Vec::new();
-    let (lo, hi) = ((min.max(slot) as f64).log2(), (max as f64).log2());
-    let mut k = (lo * per_octave as f64).ceil() as i64;
-    loop {
-        let log2 = k as f64 / per_octave as f64;
-        if log2 > hi + 1e-9 {
-            break;
-        }
-        let bytes = (2f64.powf(log2) / slot as f64).round() as u64 * slot;
-        if bytes >= min && sizes.last() != Some(&bytes) {
-            sizes.push(bytes);
-        }
-        k += 1;
-    }
-    let last = max / slot * slot;
-    if sizes.last() != Some(&last) && last >= min {
-        sizes.push(last);
-    }
-    sizes
 }
 
 /// Measures the latency sweep in `arena` (already allocated, touched and pinned by the
@@ -256,7 +213,7 @@ pub fn measure(
 
     (
         LatencyResult {
-            order: config.order.to_string(),
+            order: config.order.kind(),
             stride_bytes: config.stride_bytes as u64,
             points,
             random_points,
@@ -270,7 +227,7 @@ pub fn measure(
 /// The drift pass: each level's middle point chased again in the sweep's order, with a
 /// fresh layout and at most five trials, against its value in the sweep (the level's
 /// figure is the median of such points). Returns (level name, point before, now).
-pub fn remeasure_levels(
+fn remeasure_levels(
     config: &LatencyConfig,
     arena: &Arena,
     timer: &Timer,
@@ -297,14 +254,14 @@ pub fn remeasure_levels(
         let trials = config.repetitions.clamp(1, 5);
         let (samples, _) = chase_samples(config, arena, timer, &layout, config.order, trials, None);
         if let Some(now) = Summary::of(&samples) {
-            again.push((level.name.clone(), middle.ns, now.median));
+            again.push((level.name.to_string(), middle.ns, now.median));
         }
     }
     again
 }
 
 /// The largest point `remeasure_levels` chases: the arena it needs.
-pub fn remeasure_bytes(result: &LatencyResult) -> u64 {
+fn remeasure_bytes(result: &LatencyResult) -> u64 {
     (result.levels.iter())
         .filter_map(|level| {
             let plateau: Vec<u64> = (result.points.iter())
@@ -592,7 +549,7 @@ fn find_levels(
             }
         }
         levels.push(LatencyLevel {
-            name,
+            name: Level::from(name),
             latency_ns: p.value,
             latency_cycles: to_cycles(p.value),
             capacity_bytes: Some(capacity),
@@ -604,7 +561,7 @@ fn find_levels(
     }
     if let Some(d) = dram_level {
         levels.push(LatencyLevel {
-            name: "DRAM".to_string(),
+            name: Level::Dram,
             latency_ns: d.value,
             latency_cycles: to_cycles(d.value),
             capacity_bytes: None,
@@ -695,6 +652,7 @@ fn assign_in_order(capacities: &[u64], sizes: &[u64]) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::shared::sizing::sweep_sizes;
     use crate::topology::CacheInfo;
     use crate::units::{KIB, MIB};
 
@@ -739,7 +697,7 @@ mod tests {
             .collect();
         let points = points_of(&ns, &[]);
         let (levels, warnings) = find_levels(&points, &machine_like_this_vm(), |ns| ns * 4.0);
-        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = levels.iter().map(|l| l.name.name()).collect();
         assert_eq!(names, ["L1d", "L2", "L3", "DRAM"], "{warnings:?}");
         assert_eq!(levels[0].capacity_bytes, Some(32 * KIB));
         assert_eq!(levels[1].capacity_bytes, Some(MIB));
@@ -794,7 +752,7 @@ mod tests {
         let ns = MEASURED_VM_CURVE;
         let points = points_of(&ns, &[32, 33, 34, 41]);
         let (levels, warnings) = find_levels(&points, &machine_like_this_vm(), |ns| ns * 3.67);
-        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = levels.iter().map(|l| l.name.name()).collect();
         assert_eq!(names, ["L1d", "L2", "L3", "DRAM"], "{levels:?}");
         assert_eq!(levels[0].capacity_bytes, Some(32 * KIB));
         assert!((levels[0].latency_ns - 1.09).abs() < 0.01);
@@ -817,7 +775,7 @@ mod tests {
         ns[34] = 13.5;
         let points = points_of(&ns, &[]);
         let (levels, warnings) = find_levels(&points, &machine_like_this_vm(), |ns| ns * 3.67);
-        let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+        let names: Vec<&str> = levels.iter().map(|l| l.name.name()).collect();
         assert_eq!(names, ["L1d", "L2", "L3", "DRAM"], "{levels:?}");
         assert_eq!(levels[0].capacity_bytes, Some(32 * KIB));
         assert!(warnings

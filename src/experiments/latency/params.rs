@@ -4,8 +4,10 @@
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::experiments::latency::{sweep_sizes, LatencyConfig};
+use crate::experiments::latency::LatencyConfig;
 use crate::experiments::params::{invalid, parse_count, CommandArgs, MeasureArgs, MeasurePlan};
+use crate::experiments::shared::page_local::DEFAULT_WINDOW_PAGES;
+use crate::experiments::shared::sizing::sweep_sizes;
 use crate::kernels::permutation::ChaseOrder;
 use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
@@ -35,7 +37,7 @@ pub struct LatencyArgs {
 
     /// Pages (4 KiB) per window of the page-local order (64 fits every first-level DTLB
     /// memscope knows of; it is also multichase's default locality).
-    #[arg(long, value_name = "N", default_value = "64")]
+    #[arg(long, value_name = "N", default_value = DEFAULT_WINDOW_PAGES)]
     pub window_pages: String,
 
     /// Also print every point of the sweep.

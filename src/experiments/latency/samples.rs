@@ -3,6 +3,8 @@
 
 use super::{DramLatency, LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::samples::{access_counts, uncounted_access};
+use crate::experiments::shared::level::Level;
+use crate::kernels::permutation::ChaseOrderKind;
 use crate::units::{KIB, MIB};
 
 /// A random-order sweep from 4 KiB to 256 MiB with L1d, L2, L3 and DRAM found, one
@@ -28,7 +30,7 @@ pub fn latency() -> LatencyResult {
         })
         .collect();
     let level = |name: &str, ns: f64, first: u64, last: u64, cap: Option<u64>| LatencyLevel {
-        name: name.to_string(),
+        name: Level::from(name.to_string()),
         latency_ns: ns,
         latency_cycles: ns * 3.0,
         capacity_bytes: cap,
@@ -38,7 +40,7 @@ pub fn latency() -> LatencyResult {
         points: 4,
     };
     LatencyResult {
-        order: "random".to_string(),
+        order: ChaseOrderKind::Random,
         stride_bytes: 64,
         points,
         random_points: None,
@@ -92,7 +94,7 @@ pub fn latency_counted(counted: bool) -> LatencyResult {
         })
         .collect();
     let level = |name: &str, ns: f64, first: u32, last: u32| LatencyLevel {
-        name: name.to_string(),
+        name: Level::from(name.to_string()),
         latency_ns: ns,
         latency_cycles: ns * 4.0,
         capacity_bytes: (name != "DRAM").then_some(1 << last),
@@ -102,7 +104,7 @@ pub fn latency_counted(counted: bool) -> LatencyResult {
         points: (last - first + 1) as usize,
     };
     LatencyResult {
-        order: "page-local".to_string(),
+        order: ChaseOrderKind::PageLocal,
         stride_bytes: 64,
         points,
         random_points: Some(random),

@@ -6,10 +6,11 @@ use super::charts::latency_chart;
 use super::{LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::AccessCounts;
 use crate::experiments::misses::{miss_notes, Misses};
+use crate::kernels::permutation::ChaseOrderKind;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::level_color;
-use crate::view::format::{cycles, ns, opt_bytes, or_dash, raw, spread};
+use crate::view::format::{cycles, ns, opt_bytes, raw, spread};
 use crate::view::{
     Block, Cell, Column, DataTable, Headline, Paragraph, Present, Section, Style, Table, Text,
 };
@@ -41,12 +42,12 @@ impl Present for LatencyResult {
 /// How the curve was measured: chase order, stride, trials, and the dashed random curve.
 fn intro(result: &LatencyResult) -> Paragraph {
     let trials = result.points.iter().map(|p| p.trials).max().unwrap_or(0);
-    let order = match result.order.as_str() {
-        "page-local" => "page-local order (random lines within a small window of pages at a \
-                         time, so the caches are measured without TLB misses)"
-            .to_string(),
-        "random" => "random order over the whole buffer".to_string(),
-        other => format!("{} order", or_dash(other)),
+    let order = match result.order {
+        ChaseOrderKind::PageLocal => {
+            "page-local order (random lines within a small window of pages at a time, so the \
+             caches are measured without TLB misses)"
+        }
+        ChaseOrderKind::Random => "random order over the whole buffer",
     };
     let mut text = format!(
         "Dependent pointer chase in {order} with a {} stride: every load's address comes \
@@ -119,7 +120,7 @@ fn levels_table(result: &LatencyResult) -> Table {
 
 fn level_cells(level: &LatencyLevel) -> Vec<Cell> {
     vec![
-        Cell::swatched(level_color(&level.name), level.name.clone()),
+        Cell::swatched(level_color(level.name.name()), level.name.to_string()),
         Cell::new(ns(level.latency_ns)),
         Cell::new(cycles(level.latency_cycles)),
         Cell::new(format!(
@@ -266,10 +267,10 @@ fn points_data(result: &LatencyResult) -> DataTable {
             .levels
             .iter()
             .find(|l| (l.first_bytes..=l.last_bytes).contains(&p.bytes))
-            .map_or("", |l| l.name.as_str());
+            .map_or("", |l| l.name.name());
         let mut row = vec![
             p.bytes.to_string(),
-            result.order.clone(),
+            result.order.to_string(),
             raw(p.ns),
             raw(p.cycles),
             raw(p.spread_pct),
@@ -299,7 +300,7 @@ fn headlines(result: &LatencyResult) -> Vec<Headline> {
         .iter()
         .filter(|l| l.latency_ns.is_finite())
         .map(|level| Headline {
-            label: level.name.clone(),
+            label: level.name.to_string(),
             value: format!("{} ns", ns(level.latency_ns)),
             detail: match level.capacity_bytes {
                 Some(bytes) => format!("load-to-use; measured capacity {}", Bytes(bytes)),
@@ -386,12 +387,11 @@ mod tests {
             points: vec![],
             levels: vec![],
             dram: None,
-            order: String::new(),
             ..samples::latency()
         };
         let s = empty.section(&Machine::default());
         let text = s.plain_text();
-        assert!(text.contains("No plateau was found in the curve.") && text.contains("– order"));
+        assert!(text.contains("No plateau was found in the curve."));
         assert!(s.headlines.is_empty());
         assert!(sweep(&s).is_empty());
         assert!(!format!("{:?}", s.charts()[0]).contains("core cycles"));
@@ -415,7 +415,7 @@ mod tests {
     #[test]
     fn random_curve_is_tabulated_next_to_the_page_local_one() {
         let mut result = samples::latency();
-        result.order = "page-local".to_string();
+        result.order = ChaseOrderKind::PageLocal;
         let random = result.points.iter().map(|p| LatencyPoint {
             ns: p.ns * 1.2,
             ..p.clone()

@@ -29,12 +29,12 @@ use crate::stats::summary::{median, Summary};
 use crate::units::Bytes;
 
 /// Intel MLC's default delays (core cycles), from full load to nearly idle.
-pub const DEFAULT_DELAYS: [u64; 19] = [
+const DEFAULT_DELAYS: [u64; 19] = [
     0, 2, 8, 15, 50, 100, 200, 300, 400, 500, 700, 1000, 1300, 1700, 2500, 3500, 5000, 9000, 20000,
 ];
 
 /// The delays of the quick curve (`--quick` and `memscope run`).
-pub const QUICK_DELAYS: [u64; 10] = [0, 15, 100, 300, 500, 1000, 1700, 3500, 9000, 20000];
+const QUICK_DELAYS: [u64; 10] = [0, 15, 100, 300, 500, 1000, 1700, 3500, 9000, 20000];
 
 /// What to measure.
 #[derive(Debug, Clone)]
@@ -144,10 +144,10 @@ const STARVED_GB_PER_S: f64 = 1.0;
 
 /// Trials of one setting that may be retaken because the latency thread was preempted or
 /// the injectors were off their CPUs.
-pub const MAX_RETRIES: usize = 20;
+const MAX_RETRIES: usize = 20;
 
 /// How long the injectors run at a new setting before the latency trials start.
-pub const SETTLE_NS: f64 = 3e6;
+const SETTLE_NS: f64 = 3e6;
 
 /// One injector's progress, on its own cache lines: the epoch of the setting it runs and
 /// the steps it has completed at that setting.
@@ -491,7 +491,7 @@ pub fn measure(
     Ok((result, warnings))
 }
 
-pub fn curve_name(mix: &str, threads: usize) -> String {
+fn curve_name(mix: &str, threads: usize) -> String {
     format!(
         "{mix}, {threads} injector{}",
         if threads == 1 { "" } else { "s" }
@@ -549,7 +549,7 @@ fn summarize_curves(rows: &[LoadedRow]) -> Vec<LoadedCurve> {
 }
 
 /// The smallest rise above the idle level that counts as latency leaving it.
-pub const KNEE_MIN_RISE: f64 = 0.10;
+const KNEE_MIN_RISE: f64 = 0.10;
 
 /// The knee of a latency-vs-bandwidth curve: the index of the last point still at the idle
 /// level, i.e. the highest-bandwidth point after which every point (by bandwidth) is more
@@ -558,7 +558,7 @@ pub const KNEE_MIN_RISE: f64 = 0.10;
 /// KNEE_MIN_RISE or three times their relative noise, whichever is larger. A point above
 /// the tolerance followed by one within it is noise, not the knee. None when the most
 /// loaded point is still at the idle level, or with fewer than four points.
-pub fn find_knee(bandwidth: &[f64], latency: &[f64]) -> Option<usize> {
+fn find_knee(bandwidth: &[f64], latency: &[f64]) -> Option<usize> {
     let mut order: Vec<usize> = (0..bandwidth.len().min(latency.len()))
         .filter(|&i| bandwidth[i].is_finite() && latency[i].is_finite() && latency[i] > 0.0)
         .collect();

@@ -4,12 +4,12 @@
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::experiments::latency::params::LatencyArgs;
 use crate::experiments::loaded::{LoadedConfig, DEFAULT_DELAYS, QUICK_DELAYS};
 use crate::experiments::params::{
-    defaults, invalid, parse_count, parse_list, parse_thread_counts, thread_cpus, CommandArgs,
-    MeasureArgs, MeasurePlan,
+    invalid, parse_count, parse_list, parse_thread_counts, thread_cpus, CommandArgs, MeasureArgs,
+    MeasurePlan,
 };
+use crate::experiments::shared::page_local::DEFAULT_WINDOW_PAGES;
 use crate::kernels::injector::Mix;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
@@ -97,12 +97,7 @@ impl LoadedConfig {
         };
         let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
         // The page-local window of the latency ladder, so the idle ends agree.
-        let window_pages = parse_count(
-            "--window-pages",
-            &defaults::<LatencyArgs>().window_pages,
-            1,
-            1 << 20,
-        )?;
+        let window_pages = parse_count("--window-pages", DEFAULT_WINDOW_PAGES, 1, 1 << 20)?;
         Ok(LoadedConfig {
             mixes,
             thread_counts,

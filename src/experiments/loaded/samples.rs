@@ -82,7 +82,7 @@ pub fn loaded() -> LoadedResult {
 }
 
 /// Every vector empty, every option None, every figure NaN.
-pub fn empty_loaded() -> LoadedResult {
+pub(super) fn empty_loaded() -> LoadedResult {
     LoadedResult {
         idle_ns: f64::NAN,
         idle_cycles: f64::NAN,
@@ -93,7 +93,7 @@ pub fn empty_loaded() -> LoadedResult {
 }
 
 /// The sample with NaN in every figure and missing values where they can be missing.
-pub fn nan_loaded() -> LoadedResult {
+pub(super) fn nan_loaded() -> LoadedResult {
     let mut l = loaded();
     for r in &mut l.rows {
         r.latency_cycles = f64::NAN;

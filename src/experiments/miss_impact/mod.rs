@@ -20,9 +20,10 @@ use serde::{Deserialize, Serialize};
 use crate::counters::{AccessCounter, AccessCounts, CounterGroup, Event, MissLevel, Probe};
 use crate::counters::{Scaled, Target};
 use crate::experiments::chase_timing::{ChaseCursor, WARM_UP_TRIALS};
-use crate::experiments::latency::{LatencyLevel, LatencyResult};
+use crate::experiments::shared::ladder::LatencyLevel;
+use crate::experiments::shared::level::Level;
 use crate::kernels::chase::UNROLL;
-use crate::kernels::permutation::{link, visit_order, ChaseOrder, SplitMix64};
+use crate::kernels::permutation::{link, visit_order, ChaseOrder, ChaseOrderKind, SplitMix64};
 use crate::kernels::stream::{self, Isa, GRANULE};
 use crate::kernels::strided::indexed_sum;
 use crate::platform::arena::Arena;
@@ -40,7 +41,7 @@ pub struct MissImpactResult {
     /// Order of both random patterns, the latency ladder's ("page-local": random lines
     /// inside a window of pages, windows in random order, so TLB misses stay out of the
     /// comparison with the ladder's latencies; or "random").
-    pub random_order: String,
+    pub random_order: ChaseOrderKind,
     /// Pages per window of the page-local order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_pages: Option<u64>,
@@ -57,7 +58,7 @@ pub struct MissImpactResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LevelLatency {
     /// "L1d", "L2", "L3" … "DRAM".
-    pub name: String,
+    pub name: Level,
     pub ns: f64,
 }
 
@@ -126,12 +127,8 @@ pub struct MissImpactRow {
 
 impl MissImpactResult {
     /// "t_L1d + m_L1·(t_L2 − t_L1d) + …" for the levels the ladder found.
-    pub fn amat_formula(&self) -> String {
-        let names: Vec<&str> = self
-            .level_latencies
-            .iter()
-            .map(|l| l.name.as_str())
-            .collect();
+    fn amat_formula(&self) -> String {
+        let names: Vec<&Level> = self.level_latencies.iter().map(|l| &l.name).collect();
         let Some(first) = names.first() else {
             return "no latency levels".to_string();
         };
@@ -207,7 +204,7 @@ impl MissImpactConfig {
 /// The counted pass lasts at least this many trials, so that the counters' own cost
 /// (an ioctl each way) is negligible next to it; it is at least one walk through every
 /// line of the footprint.
-pub const COUNTED_TRIALS: f64 = 4.0;
+const COUNTED_TRIALS: f64 = 4.0;
 
 /// Footprints are whole pages.
 const PAGE: u64 = 4 * KIB;
@@ -259,12 +256,12 @@ pub fn footprints(caches: &[&CacheInfo], max_bytes: u64) -> Vec<(String, u64)> {
 /// the result is at least twice what the level below holds (its measured capacity, else
 /// its OS size), so the footprint is not served by that level: a busy shared cache holds
 /// less than its size.
-pub fn fit_to_ladder(footprints: &[(String, u64)], levels: &[LatencyLevel]) -> Vec<(String, u64)> {
+fn fit_to_ladder(footprints: &[(String, u64)], levels: &[LatencyLevel]) -> Vec<(String, u64)> {
     let mut out: Vec<(String, u64)> = Vec::new();
     let mut below_holds = 0u64;
     for (name, bytes) in footprints {
         let mut bytes = *bytes;
-        let level = levels.iter().find(|l| &l.name == name);
+        let level = levels.iter().find(|l| l.name.name() == name);
         let measured = level.and_then(|l| {
             let capacity = l.capacity_bytes?;
             let os = l.os_size_bytes?;
@@ -305,13 +302,13 @@ fn short(level: MissLevel) -> &'static str {
 /// The counted misses that take an access past level `i` of the ladder (`names`, fastest
 /// first, DRAM last when reached): the first level's are L1 misses, the last cache's are
 /// LLC misses, an L2 that is not the last cache has L2 misses; other levels have no event.
-fn miss_level_after(i: usize, names: &[&str]) -> Result<MissLevel, String> {
-    let last_cache = names.iter().rposition(|n| *n != "DRAM");
+fn miss_level_after(i: usize, names: &[&Level]) -> Result<MissLevel, String> {
+    let last_cache = names.iter().rposition(|n| n.is_cache());
     if i == 0 {
         Ok(MissLevel::L1)
-    } else if Some(i) == last_cache && names.get(i + 1) == Some(&"DRAM") {
+    } else if Some(i) == last_cache && names.get(i + 1) == Some(&&Level::Dram) {
         Ok(MissLevel::Llc)
-    } else if names[i] == "L2" {
+    } else if names[i].name() == "L2" {
         Ok(MissLevel::L2)
     } else {
         Err(format!(
@@ -327,11 +324,11 @@ fn miss_level_after(i: usize, names: &[&str]) -> Result<MissLevel, String> {
 /// past level i. `Err` says why it cannot be computed: the first term of the formula that
 /// is missing, either a miss count ("not computed: L1 misses not supported: <reason>") or
 /// the DRAM latency.
-pub fn amat(levels: &[LevelLatency], counts: &AccessCounts) -> Result<f64, String> {
+fn amat(levels: &[LevelLatency], counts: &AccessCounts) -> Result<f64, String> {
     let Some(first) = levels.first() else {
         return Err("not computed: the latency ladder found no level".to_string());
     };
-    let names: Vec<&str> = levels.iter().map(|l| l.name.as_str()).collect();
+    let names: Vec<&Level> = levels.iter().map(|l| &l.name).collect();
     let mut total = first.ns;
     for i in 0..levels.len() - 1 {
         let level = miss_level_after(i, &names)?;
@@ -346,7 +343,7 @@ pub fn amat(levels: &[LevelLatency], counts: &AccessCounts) -> Result<f64, Strin
         };
         total += m * (levels[i + 1].ns - levels[i].ns);
     }
-    if names.last() != Some(&"DRAM") || levels.len() < 2 {
+    if names.last() != Some(&&Level::Dram) || levels.len() < 2 {
         return Err(
             "not computed: the latency ladder did not reach DRAM, so what an LLC miss costs \
              is unknown"
@@ -570,16 +567,17 @@ impl Software {
 
 /// Measures every footprint × pattern in `arena` (allocated and first touched by the
 /// pinned caller, at least `config.arena_bytes()`), counting misses on the calling thread,
-/// and builds each row's AMAT from `latency`, measured earlier in the same run.
+/// and builds each row's AMAT from `levels`, the latency ladder's, measured earlier in the
+/// same run.
 pub fn measure(
     config: &MissImpactConfig,
     arena: &Arena,
-    latency: &LatencyResult,
+    levels: &[LatencyLevel],
     timer: &Timer,
     machine: &Machine,
     progress: &Progress,
 ) -> MissImpactResult {
-    let footprints = fit_to_ladder(&config.footprints, &latency.levels);
+    let footprints = fit_to_ladder(&config.footprints, levels);
     let line = config.line_bytes;
     assert!(
         line.is_power_of_two() && (8..=GRANULE).contains(&line),
@@ -591,8 +589,7 @@ pub fn measure(
         Bytes(arena.len() as u64),
         Bytes(config.arena_bytes())
     );
-    let level_latencies: Vec<LevelLatency> = latency
-        .levels
+    let level_latencies: Vec<LevelLatency> = levels
         .iter()
         .map(|l| LevelLatency {
             name: l.name.clone(),
@@ -684,7 +681,7 @@ pub fn measure(
     progress.finish();
     MissImpactResult {
         line_bytes: line as u64,
-        random_order: config.order.to_string(),
+        random_order: config.order.kind(),
         window_pages: match config.order {
             ChaseOrder::PageLocal { window_bytes } => Some(window_bytes as u64 / 4096),
             ChaseOrder::Random => None,
@@ -758,7 +755,7 @@ pub mod tests {
 
     fn level(name: &str, ns: f64, capacity: Option<u64>, os: Option<u64>) -> LatencyLevel {
         LatencyLevel {
-            name: name.into(),
+            name: Level::from(name.to_string()),
             latency_ns: ns,
             latency_cycles: ns * 3.7,
             capacity_bytes: capacity,
@@ -825,7 +822,7 @@ pub mod tests {
         levels
             .iter()
             .map(|(name, ns)| LevelLatency {
-                name: name.to_string(),
+                name: Level::from(name.to_string()),
                 ns: *ns,
             })
             .collect()
@@ -905,7 +902,7 @@ pub mod tests {
         };
         MissImpactResult {
             line_bytes: 64,
-            random_order: "page-local".into(),
+            random_order: ChaseOrderKind::PageLocal,
             window_pages: Some(64),
             sequential_isa: "avx2".into(),
             hardware_pmu: false,
@@ -987,17 +984,10 @@ pub mod tests {
             crate::platform::arena::PagePolicy::Base,
         )
         .unwrap();
-        let latency = LatencyResult {
-            order: "page-local".into(),
-            stride_bytes: 64,
-            points: Vec::new(),
-            random_points: None,
-            levels: vec![
-                level("L1d", 1.0, Some(32 * KIB), Some(32 * KIB)),
-                level("DRAM", 100.0, None, None),
-            ],
-            dram: None,
-        };
+        let levels = vec![
+            level("L1d", 1.0, Some(32 * KIB), Some(32 * KIB)),
+            level("DRAM", 100.0, None, None),
+        ];
         let machine = Machine {
             cpu_vendor: "AuthenticAMD".into(),
             cpu_family: Some(0x19),
@@ -1006,7 +996,7 @@ pub mod tests {
         let result = measure(
             &config,
             &arena,
-            &latency,
+            &levels,
             &Timer::monotonic(),
             &machine,
             &Progress::hidden(),

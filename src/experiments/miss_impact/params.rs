@@ -1,16 +1,16 @@
 //! The cache-miss-impact table's parameters: no flags of its own; it follows the latency
 //! ladder's chase order and the measuring flags.
 
-use crate::experiments::latency::LatencyConfig;
 use crate::experiments::miss_impact::{footprints, MissImpactConfig};
 use crate::experiments::params::MeasurePlan;
+use crate::kernels::permutation::ChaseOrder;
 use crate::topology::Machine;
 
 impl MissImpactConfig {
     /// One footprint inside each cache and one in DRAM (within --max-size), its random
-    /// patterns in the latency ladder's chase order.
+    /// patterns in the latency ladder's chase order (`order`, the ladder's).
     pub fn resolve(
-        latency: &LatencyConfig,
+        order: ChaseOrder,
         measure: &MeasurePlan,
         machine: &Machine,
     ) -> MissImpactConfig {
@@ -23,7 +23,7 @@ impl MissImpactConfig {
         MissImpactConfig {
             footprints: footprints(&machine.data_caches(), measure.max_size.0),
             line_bytes: line,
-            order: latency.order,
+            order,
             repetitions: measure.repetitions,
             trial_ns: measure.trial_ns,
             seed: 0x6d69_7373, // "miss"

@@ -32,7 +32,12 @@ impl Experiment for MissImpactConfig {
         };
         let arena = s.allocate(Bytes(self.arena_bytes()))?;
         Ok(measure(
-            self, &arena, latency, s.timer, s.machine, s.progress,
+            self,
+            &arena,
+            &latency.levels,
+            s.timer,
+            s.machine,
+            s.progress,
         ))
     }
 }

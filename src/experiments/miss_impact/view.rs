@@ -74,7 +74,7 @@ fn intro(result: &MissImpactResult) -> Paragraph {
 
 /// Measured ns per access beside the AMAT estimate, one pair of bars per row (log scale:
 /// L1 and DRAM differ a hundredfold).
-pub fn miss_impact_chart(result: &MissImpactResult) -> BarChart {
+pub(super) fn miss_impact_chart(result: &MissImpactResult) -> BarChart {
     let short = |p: Pattern| match p {
         Pattern::Sequential => "seq",
         Pattern::Random => "chase",

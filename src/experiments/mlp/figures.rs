@@ -5,6 +5,7 @@
 //! Little's law gives for one thread's random and streaming reads.
 
 use super::{MlpResult, MlpRow, MlpSaturation};
+use crate::experiments::shared::level::Level;
 use crate::stats::summary::median;
 use crate::view::figure::{ladder_step_pct, Better, Figure, Figures};
 
@@ -15,7 +16,7 @@ impl Figures for MlpResult {
         let mut figures = Vec::new();
         for (level, &chains) in &self.mlp {
             let mut measured: Vec<u64> = (self.rows.iter())
-                .filter(|r| r.level.as_ref() == Some(level))
+                .filter(|r| r.level.as_ref().map(Level::name) == Some(level.as_str()))
                 .map(|r| u64::from(r.chains))
                 .collect();
             measured.sort_unstable();
@@ -108,7 +109,7 @@ fn plateau_figures(result: &MlpResult, s: &MlpSaturation) -> Vec<Figure> {
         .metric(
             "mlp",
             "Memory-level parallelism of one thread at a level: misses in flight on the plateau",
-            &[("level", level.clone())],
+            &[("level", level.to_string())],
             1.0,
         ),
         Figure::new(
@@ -169,7 +170,7 @@ mod tests {
         let mut result = samples::mlp();
         // DRAM's plateau is 10…12 chains.
         for (r, spread) in (result.rows.iter_mut())
-            .filter(|r| r.level.as_deref() == Some("DRAM") && r.chains >= 9)
+            .filter(|r| r.level == Some(Level::Dram) && r.chains >= 9)
             .zip([40.0, 2.0, 5.0, 3.0])
         {
             r.spread_pct = spread;

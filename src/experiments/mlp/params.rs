@@ -4,10 +4,9 @@
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::experiments::bandwidth::level_working_sets;
-use crate::experiments::bandwidth::params::dram_working_set;
 use crate::experiments::mlp::MlpConfig;
 use crate::experiments::params::{parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan};
+use crate::experiments::shared::sizing::{dram_working_set, level_working_sets};
 use crate::topology::Machine;
 use crate::units::{KIB, MIB};
 

@@ -4,13 +4,14 @@
 use std::collections::BTreeMap;
 
 use super::{LittlesLaw, MlpResult, MlpRow, MlpSaturation, SequentialFit, SequentialPoint};
+use crate::experiments::shared::level::Level;
 use crate::units::{KIB, MIB};
 
 fn mlp_row(level: Option<&str>, bytes: u64, chains: u32, t1: f64, saturation: f64) -> MlpRow {
     let parallelism = f64::from(chains).min(saturation + 0.1 * f64::from(chains));
     let ns_per_round = f64::from(chains) * t1 / parallelism;
     MlpRow {
-        level: level.map(str::to_string),
+        level: level.map(|name| Level::from(name.to_string())),
         bytes,
         chains,
         ns_per_round,
@@ -39,14 +40,14 @@ pub fn mlp() -> MlpResult {
         mlp: BTreeMap::from([("L2".to_string(), 8), ("DRAM".to_string(), 10)]),
         saturation: vec![
             MlpSaturation {
-                level: "L2".to_string(),
+                level: Level::Cache("L2".to_string()),
                 bytes: 512 * KIB,
                 chains: 8,
                 parallelism: 7.4,
                 ns_per_load: 0.54,
             },
             MlpSaturation {
-                level: "DRAM".to_string(),
+                level: Level::Dram,
                 bytes: 256 * MIB,
                 chains: 10,
                 parallelism: 9.7,
@@ -81,7 +82,7 @@ pub fn mlp() -> MlpResult {
 }
 
 /// The sample with NaN in every figure and no saturation details (the `mlp` map stays).
-pub fn nan_mlp() -> MlpResult {
+pub(super) fn nan_mlp() -> MlpResult {
     let mut m = mlp();
     for r in m.rows.iter_mut().chain(m.grid.iter_mut()) {
         r.parallelism = f64::NAN;

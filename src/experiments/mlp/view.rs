@@ -3,6 +3,7 @@
 //! the sequential fit, every row per level, the CSV tables and the DRAM MLP headline.
 
 use super::{MlpResult, MlpRow, SequentialFit};
+use crate::experiments::shared::level::Level;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{level_color, Axis, Heatmap, LineChart, Series, TickFormat, PALETTE};
@@ -63,7 +64,7 @@ impl Present for MlpResult {
 
 /// DRAM MLP: the parallelism on DRAM's plateau, when it was found.
 fn headline(r: &MlpResult) -> Option<Headline> {
-    let dram = r.saturation.iter().find(|s| s.level == "DRAM")?;
+    let dram = r.saturation.iter().find(|s| s.level == Level::Dram)?;
     dram.parallelism.is_finite().then(|| Headline {
         label: "DRAM MLP".to_string(),
         value: format!("{} misses", ns(dram.parallelism)),
@@ -89,7 +90,7 @@ fn intro(r: &MlpResult) -> Text {
 
 /// A level's name: rows without one are a custom working set.
 fn level_name(row: &MlpRow) -> &str {
-    row.level.as_deref().unwrap_or("custom")
+    row.level.as_ref().map_or("custom", Level::name)
 }
 
 /// The level × working set groups of the MLP rows, in order of first appearance.
@@ -120,7 +121,7 @@ fn saturation_table(r: &MlpResult) -> Option<Table> {
     .titled("Saturation per level");
     for s in &r.saturation {
         t.row([
-            Cell::swatched(level_color(&s.level), s.level.clone()),
+            Cell::swatched(level_color(s.level.name()), s.level.to_string()),
             Cell::new(Bytes(s.bytes).to_string()),
             Cell::new(s.chains.to_string()),
             Cell::new(fixed(s.parallelism, 1)),
@@ -128,7 +129,7 @@ fn saturation_table(r: &MlpResult) -> Option<Table> {
         ]);
     }
     for (level, n) in &r.mlp {
-        if !r.saturation.iter().any(|s| &s.level == level) {
+        if !r.saturation.iter().any(|s| s.level.name() == level) {
             t.row([
                 Cell::new(level.clone()),
                 Cell::dash(),
@@ -270,18 +271,20 @@ fn level_table(r: &MlpResult, level: &str, bytes: u64) -> Table {
             format::spread_cell(row.spread_pct),
         ]);
     }
-    t.note(match r.saturation.iter().find(|s| s.level == level) {
-        Some(s) => format!(
-            "Saturates at {} chains: parallelism {}, {} ns per load.",
-            s.chains,
-            fixed(s.parallelism, 1),
-            ns(s.ns_per_load)
-        ),
-        None => match r.mlp.get(level) {
-            Some(n) => format!("Saturates at {n} chains."),
-            None => "No saturation found within the chains measured.".to_string(),
+    t.note(
+        match r.saturation.iter().find(|s| s.level.name() == level) {
+            Some(s) => format!(
+                "Saturates at {} chains: parallelism {}, {} ns per load.",
+                s.chains,
+                fixed(s.parallelism, 1),
+                ns(s.ns_per_load)
+            ),
+            None => match r.mlp.get(level) {
+                Some(n) => format!("Saturates at {n} chains."),
+                None => "No saturation found within the chains measured.".to_string(),
+            },
         },
-    });
+    );
     t
 }
 
@@ -320,7 +323,7 @@ fn chart(result: &MlpResult) -> LineChart {
         let chains = result
             .saturation
             .iter()
-            .find(|s| s.level == level)
+            .find(|s| s.level.name() == level)
             .map(|s| (s.chains, s.parallelism))
             .or_else(|| result.mlp.get(level).map(|&n| (n, f64::NAN)));
         if let Some((n, plateau)) = chains {
@@ -395,7 +398,7 @@ fn csv_tables(r: &MlpResult) -> Vec<DataTable> {
         );
         for row in rows {
             t.row(vec![
-                row.level.clone().unwrap_or_default(),
+                row.level.as_ref().map(Level::to_string).unwrap_or_default(),
                 row.bytes.to_string(),
                 row.chains.to_string(),
                 raw(row.ns_per_round),

@@ -25,8 +25,8 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
-use crate::experiments::bandwidth::round_to_granule;
 use crate::experiments::chase_timing::ChaseCursor;
+use crate::experiments::shared::sizing::round_to_granule;
 use crate::kernels::chase::UNROLL;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::kernels::stream::{self, Isa, KernelSpec};
@@ -166,7 +166,7 @@ impl NumaConfig {
     }
 
     /// max(4 × the largest cache, 256 MiB): far beyond the caches, as `latency`'s DRAM end.
-    pub fn default_latency_bytes(machine: &Machine) -> u64 {
+    fn default_latency_bytes(machine: &Machine) -> u64 {
         let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
         (4 * llc).max(256 * MIB)
     }
@@ -174,7 +174,7 @@ impl NumaConfig {
     /// Per thread: 256 MiB for one thread; with more, their share of max(4 × the largest
     /// cache, 256 MiB) but at least 32 MiB, so many threads still read far beyond the
     /// caches without mapping gigabytes per node.
-    pub fn default_bandwidth_bytes(machine: &Machine, threads: NodeThreads) -> u64 {
+    fn default_bandwidth_bytes(machine: &Machine, threads: NodeThreads) -> u64 {
         let threads = match threads {
             NodeThreads::Count(n) => n,
             NodeThreads::All => machine

@@ -28,7 +28,7 @@ pub fn numa() -> NumaResult {
 }
 
 /// One node: a 1 × 1 matrix and the note saying why nothing remote was measured.
-pub fn numa_single_node() -> NumaResult {
+pub(super) fn numa_single_node() -> NumaResult {
     NumaResult {
         nodes: vec![0],
         latency_ns: vec![vec![95.0]],
@@ -49,7 +49,7 @@ pub fn numa_single_node() -> NumaResult {
 }
 
 /// Nothing measured: every matrix empty, no spread.
-pub fn empty_numa() -> NumaResult {
+pub(super) fn empty_numa() -> NumaResult {
     NumaResult {
         max_spread_pct: f64::NAN,
         ..NumaResult::default()
@@ -57,7 +57,7 @@ pub fn empty_numa() -> NumaResult {
 }
 
 /// The two-node sample with NaN figures, missing values and ragged matrices.
-pub fn nan_numa() -> NumaResult {
+pub(super) fn nan_numa() -> NumaResult {
     let mut n = numa();
     n.latency_ns[0][1] = f64::NAN;
     n.read_gb_per_s[1].pop();

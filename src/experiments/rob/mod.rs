@@ -104,7 +104,7 @@ pub fn supported() -> bool {
 }
 
 /// Why `rob` does not run elsewhere.
-pub const UNSUPPORTED: &str = "rob generates x86-64 machine code at run time and runs only \
+const UNSUPPORTED: &str = "rob generates x86-64 machine code at run time and runs only \
                                on x86_64; this build is for another architecture";
 
 /// A step in a time-per-iteration curve.
@@ -119,7 +119,7 @@ pub struct Cliff {
 
 /// The upper level must be at least this many times the lower one to count as a cliff
 /// (the ideal is 2: one miss latency per iteration below, two above).
-pub const CLIFF_RATIO: f64 = 1.3;
+const CLIFF_RATIO: f64 = 1.3;
 
 /// Finds the step of a curve that is flat at one level and rises to a higher one.
 ///
@@ -134,7 +134,7 @@ pub const CLIFF_RATIO: f64 = 1.3;
 /// `high` is the median of the cliff point and the three after it (the level just past
 /// the step). None when the last points are below 1.3 × low (no step within the sweep)
 /// or the curve has fewer than four points. `ks` must be ascending.
-pub fn find_cliff(ks: &[u32], ns: &[f64]) -> Option<Cliff> {
+fn find_cliff(ks: &[u32], ns: &[f64]) -> Option<Cliff> {
     let n = ks.len().min(ns.len());
     if n < 4 {
         return None;
@@ -166,14 +166,14 @@ pub fn find_cliff(ks: &[u32], ns: &[f64]) -> Option<Cliff> {
 /// the load queue; none for the vector registers and the store queue). For the nop
 /// filler this is K + 2 = the window that held load A, the fillers and load B. The
 /// estimate is as fine as the sweep's step near the cliff (2 after refinement).
-pub fn entries_at(filler: Filler, cliff_k: u32) -> u32 {
+fn entries_at(filler: Filler, cliff_k: u32) -> u32 {
     cliff_k.saturating_sub(1) + filler.miss_entries()
 }
 
 /// Register-file entries held by committed architectural registers, which the window can
 /// never use: 16 general-purpose registers; 32 vector registers with AVX-512 (16 without).
 /// Queues and the reorder buffer hold in-flight instructions only.
-pub fn architectural_entries(filler: Filler) -> u32 {
+fn architectural_entries(filler: Filler) -> u32 {
     match filler {
         Filler::Add => 16,
         Filler::Xor if crate::kernels::stream::Isa::Avx512.is_available() => 32,
@@ -183,8 +183,8 @@ pub fn architectural_entries(filler: Filler) -> u32 {
 }
 
 /// Serialised-grid misses per block in a full and in a quick run.
-pub const SERIALIZED_MISSES: [u32; 8] = [1, 2, 4, 8, 12, 16, 24, 32];
-pub const SERIALIZED_MISSES_QUICK: [u32; 5] = [1, 2, 8, 16, 24];
+const SERIALIZED_MISSES: [u32; 8] = [1, 2, 4, 8, 12, 16, 24, 32];
+const SERIALIZED_MISSES_QUICK: [u32; 5] = [1, 2, 8, 16, 24];
 
 /// Misses in flight from the serialised grid at K = 0: the largest N × t(1) / t(N). By
 /// Little's law, N misses served in t(N), each taking t(1) alone, means N·t(1)/t(N) in
@@ -192,7 +192,7 @@ pub const SERIALIZED_MISSES_QUICK: [u32; 5] = [1, 2, 8, 16, 24];
 /// buffers (or the memory behind them) are saturated; with at most 32 misses per block it
 /// is a lower bound when it still grows at N = 32. The timer's fixed cost inside t(1)
 /// and t(N) makes it a slight underestimate too. `points` are (N, ns) at K = 0.
-pub fn serialized_mlp(points: &[(u32, f64)]) -> Option<f64> {
+fn serialized_mlp(points: &[(u32, f64)]) -> Option<f64> {
     let t1 = points.iter().find(|(n, _)| *n == 1)?.1;
     points
         .iter()

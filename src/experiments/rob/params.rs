@@ -4,11 +4,11 @@
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::experiments::bandwidth::params::dram_working_set;
 use crate::experiments::params::{
     invalid, parse_count, parse_list, CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::experiments::rob::RobConfig;
+use crate::experiments::shared::sizing::dram_working_set;
 use crate::kernels::jit::Filler;
 use crate::topology::Machine;
 

@@ -70,7 +70,7 @@ pub fn rob() -> RobResult {
 }
 
 /// The sample with NaN in every cycle count and one time, and no window or MLP.
-pub fn nan_rob() -> RobResult {
+pub(super) fn nan_rob() -> RobResult {
     let mut r = rob();
     for row in &mut r.rows {
         row.cycles_per_iter = f64::NAN;

@@ -34,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use std::hint::black_box;
 
 use crate::counters::{AccessCounter, AccessCounts, Probe};
-use crate::experiments::latency::sweep_sizes;
+use crate::experiments::shared::sizing::sweep_sizes;
 use crate::kernels::permutation::{sattolo_cycle, SplitMix64};
 use crate::kernels::strided::{
     indexed_sum, saxpy_indexed, saxpy_strided, saxpy_strided_offsets, strided_sum,
@@ -49,18 +49,18 @@ use crate::topology::Machine;
 use crate::units::{Bytes, KIB};
 
 /// Bytes of one array element (u64 for the read, f64 for SAXPY).
-pub const ELEMENT_BYTES: u64 = 8;
+const ELEMENT_BYTES: u64 = 8;
 
 /// Useful bytes of one SAXPY element: x[i] read, y[i] read, y[i] written.
-pub const SAXPY_USEFUL_BYTES: u64 = 24;
+const SAXPY_USEFUL_BYTES: u64 = 24;
 
 /// Smallest array of the default sweep: well inside any L1 data cache.
-pub const MIN_SIZE: u64 = 2 * KIB;
+const MIN_SIZE: u64 = 2 * KIB;
 
 /// Default strides, bytes: 1, 3, 5 … 31 elements (odd, so that a stride never shares a
 /// factor with the 8 elements of a cache line, and offsets fall on every position in a
 /// line), then one line, a few lines and one base page.
-pub fn default_strides() -> Vec<u64> {
+fn default_strides() -> Vec<u64> {
     let mut strides: Vec<u64> = (1..=31).step_by(2).map(|e| e * ELEMENT_BYTES).collect();
     for bytes in [64, 256, KIB, 4 * KIB] {
         if !strides.contains(&bytes) {
@@ -103,7 +103,7 @@ pub struct StrideConfig {
 
 impl StrideConfig {
     /// Defaults from the topology: sizes 2 KiB … max (1 per octave, plus max), the strides above.
-    pub fn for_machine(max_size: u64, repetitions: usize, trial_ns: f64) -> StrideConfig {
+    fn for_machine(max_size: u64, repetitions: usize, trial_ns: f64) -> StrideConfig {
         StrideConfig {
             sizes: sweep_sizes(MIN_SIZE, max_size, 1, ELEMENT_BYTES),
             strides_bytes: default_strides(),

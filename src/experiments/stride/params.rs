@@ -4,8 +4,8 @@
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::experiments::bandwidth::level_working_sets;
 use crate::experiments::params::{sweep_max, CommandArgs, MeasureArgs, MeasurePlan};
+use crate::experiments::shared::sizing::level_working_sets;
 use crate::experiments::stride::StrideConfig;
 use crate::topology::Machine;
 

@@ -8,7 +8,7 @@ use super::{MISS_REFERENCE_RATIO, PAGE_WALK};
 
 /// One level found from a curve by [`find_tlb_levels`].
 #[derive(Debug, Clone, PartialEq)]
-pub struct FoundTlbLevel {
+pub(super) struct FoundTlbLevel {
     /// "L1 DTLB", "L2 DTLB", … or [`PAGE_WALK`].
     pub name: String,
     /// What the TLB adds per access on the level's plateau, ns.
@@ -52,7 +52,7 @@ pub struct FoundTlbLevel {
 /// point upwards (a larger E reads a larger miss cost, so this converges to the first
 /// fixed point). The walk's figure is that miss cost too (its plateau median where no
 /// knee was found).
-pub fn find_tlb_levels(
+pub(super) fn find_tlb_levels(
     pages: &[u64],
     tlb_ns: &[f64],
     usable: &[bool],
@@ -228,7 +228,7 @@ fn value_near(points: &[(u64, f64)], at: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::latency::sweep_sizes;
+    use crate::experiments::shared::sizing::sweep_sizes;
     use crate::experiments::tlb::{between, MIN_PAGES, REFINED_WIDTH, REFINE_POINTS};
     use crate::kernels::permutation::SplitMix64;
 

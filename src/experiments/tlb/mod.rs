@@ -49,7 +49,7 @@
 
 mod charts;
 mod levels;
-pub use levels::{find_tlb_levels, FoundTlbLevel};
+use levels::{find_tlb_levels, FoundTlbLevel};
 mod data;
 pub mod figures;
 #[cfg(test)]
@@ -191,8 +191,13 @@ use std::collections::BTreeMap;
 use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::error::UsageError;
 use crate::experiments::chase_timing::ChaseCursor;
-use crate::experiments::latency::{sweep_sizes, UNSTABLE_SPREAD_PCT};
-use crate::experiments::mlp::{self, MlpConfig};
+use crate::experiments::shared::chains::{
+    self as chains, chain_counts, default_chains, saturation_of, sweep, to_rows, Cycle, Sampling,
+    SLOT_BYTES,
+};
+use crate::experiments::shared::level::Level;
+use crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT;
+use crate::experiments::shared::sizing::sweep_sizes;
 use crate::kernels::pageprobe::{self, LINE_BYTES};
 use crate::kernels::permutation::SplitMix64;
 use crate::kernels::strided::saxpy_strided_offsets;
@@ -290,27 +295,27 @@ pub fn tlb_ns_at(result: &TlbResult, page_bytes: u64, pages: u64) -> Option<f64>
 }
 
 /// The smallest page count of a curve.
-pub const MIN_PAGES: u64 = 4;
+const MIN_PAGES: u64 = 4;
 
 /// Points measured between the two bracketing points of a knee (every count when fewer
 /// lie between them).
-pub const REFINE_POINTS: usize = 12;
+const REFINE_POINTS: usize = 12;
 
 /// Rounds of knee refinement at most, and the bracket width (relative to the knee) below
 /// which a knee is placed finely enough.
 pub const REFINE_ROUNDS: usize = 3;
-pub const REFINED_WIDTH: f64 = 0.02;
+const REFINED_WIDTH: f64 = 0.02;
 
 /// How far past a knee (ratio of page counts) the cost of a miss is read: far enough that
 /// an unevenly indexed set-associative TLB misses in (nearly) every set, near enough that
 /// the page tables have hardly outgrown the caches the walk reads them from.
-pub const MISS_REFERENCE_RATIO: f64 = 1.5;
+const MISS_REFERENCE_RATIO: f64 = 1.5;
 
 /// Target length of one strided SAXPY trial, ns.
-pub const SAXPY_STRIDED_TRIAL_NS: f64 = 60e6;
+const SAXPY_STRIDED_TRIAL_NS: f64 = 60e6;
 
 /// Timed SAXPY trials per pattern (after one untimed warm-up).
-pub const SAXPY_TRIALS: usize = 3;
+const SAXPY_TRIALS: usize = 3;
 
 /// A level whose knee is further than this (ratio) from the entries CPUID reports gets a
 /// warning.
@@ -523,10 +528,10 @@ fn cpuid_levels(machine: &Machine, page_bytes: u64) -> Vec<(u32, u32)> {
 
 /// TLB levels assumed when CPUID reports none for a page size (every current x86 and Arm
 /// core has two levels of data TLB).
-pub const DEFAULT_TLB_LEVELS: usize = 2;
+const DEFAULT_TLB_LEVELS: usize = 2;
 
 /// Name of the level past every TLB.
-pub const PAGE_WALK: &str = "page walk";
+const PAGE_WALK: &str = "page walk";
 
 /// How long and how often one point is timed, and the counters of `--counters`.
 struct Sampler<'a> {
@@ -897,32 +902,31 @@ fn mlp_row(
         return None;
     }
     progress.start(&format!("tlb, DRAM MLP, {} pages", Bytes(page_bytes)), 1);
-    let mlp_config = MlpConfig {
-        levels: vec![("DRAM".into(), bytes)],
-        chains: MlpConfig::default_chains(),
-        grid_sizes: vec![],
-        grid_chains: vec![],
-        sequential: false,
-        littles_law: false,
-        repetitions: config.repetitions,
-        trial_ns: config.trial_ns,
-        seed: config.seed,
-    };
-    let result = mlp::measure(
-        &mlp_config,
-        arena,
-        timer,
-        machine.core_hz_estimate,
-        &Progress::hidden(),
+    // `mlp`'s DRAM row with its default chain counts, from the same shared engine (and
+    // the same layout seed, the first level's), so the two agree in 4 KiB pages.
+    let measured = (bytes >= SLOT_BYTES as u64).then(|| {
+        let sampling = Sampling {
+            trial_ns: config.trial_ns,
+            repetitions: config.repetitions.max(1),
+        };
+        let counts = chain_counts(&default_chains());
+        let mut cycle = Cycle::build(arena, bytes, chains::mix(config.seed, bytes, 0));
+        let hidden = Progress::hidden();
+        sweep(&mut cycle, &counts, sampling, config.seed, timer, &hidden)
+    });
+    let rows = to_rows(
+        Some(&Level::Dram),
+        bytes,
+        measured.as_deref().unwrap_or_default(),
     );
+    let saturation = saturation_of(&Level::Dram, bytes, &rows);
     progress.advance();
     progress.finish();
-    let latency_ns = result.rows.iter().find(|r| r.chains == 1)?.ns_per_load;
-    let (chains, ns_per_load, parallelism) = match result.saturation.first() {
+    let latency_ns = rows.iter().find(|r| r.chains == 1)?.ns_per_load;
+    let (chains, ns_per_load, parallelism) = match saturation {
         Some(s) => (s.chains, s.ns_per_load, s.parallelism),
         None => {
-            let best = result
-                .rows
+            let best = rows
                 .iter()
                 .max_by(|a, b| a.parallelism.total_cmp(&b.parallelism))?;
             (best.chains, best.ns_per_load, best.parallelism)

@@ -4,10 +4,10 @@
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::experiments::bandwidth::params::dram_working_set;
 use crate::experiments::params::{
     check_fits_memory, invalid, parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan,
 };
+use crate::experiments::shared::sizing::dram_working_set;
 use crate::experiments::tlb::TlbConfig;
 use crate::platform::arena::PagePolicy;
 use crate::topology::Machine;

@@ -19,7 +19,7 @@ impl Experiment for TlbConfig {
             self.points_per_octave,
             self.repetitions,
             self.trial_ns / 1e6,
-            crate::experiments::latency::UNSTABLE_SPREAD_PCT
+            crate::experiments::shared::sampling::UNSTABLE_SPREAD_PCT
         ))
     }
 

@@ -118,7 +118,7 @@ pub fn tlb() -> TlbResult {
 }
 
 /// The TLB sample with NaN and infinite figures and missing values.
-pub fn nan_tlb() -> TlbResult {
+pub(super) fn nan_tlb() -> TlbResult {
     let mut t = tlb();
     for r in &mut t.rows {
         r.cycles = f64::NAN;
