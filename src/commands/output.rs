@@ -75,14 +75,17 @@ impl Outputs {
         if outputs.save {
             crate::history::check_saving()?;
         }
-        outputs.prometheus = target(save.prometheus.file())?;
-        if outputs.prometheus.as_ref().is_some_and(Target::is_stdout) && outputs.uses_stdout() {
+        let prometheus = target(save.prometheus.file())?;
+        // Checked before the Prometheus output joins the others, so it does not count
+        // itself (`--prometheus -` alone goes to stdout, the tables to stderr).
+        if prometheus.as_ref().is_some_and(Target::is_stdout) && outputs.uses_stdout() {
             return Err(UsageError::InvalidValue {
                 flag: "--prometheus",
                 value: "-".into(),
                 expected: "a file, since another output already goes to stdout".into(),
             });
         }
+        outputs.prometheus = prometheus;
         Ok(outputs)
     }
 

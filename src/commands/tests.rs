@@ -116,6 +116,8 @@ fn bad_values_are_usage_errors_before_anything_runs() {
         "--prometheus",
         "-"
     ])));
+    // The Prometheus text alone on stdout is fine: it does not count itself.
+    assert!(plan_of(&["memscope", "bandwidth", "--prometheus", "-"]).is_ok());
 }
 
 #[test]
