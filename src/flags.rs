@@ -1,11 +1,14 @@
+//! The flags and the parse helpers that commands and experiments share, below them all:
 //! each output flag declared once (`JsonArg`, `CsvArg`, `HtmlArg`, `PrometheusArg`,
 //! flattened into every command that writes that format; a command words its own help
 //! with clap's `mut_arg`), the program commands' set of them (`OutputArgs`), what a
 //! measuring run leaves beyond them (`SaveArgs`: the history database, the Prometheus
-//! textfile), whole-number flags (`parse_count`) and how large a report file a flag names
-//! may be (`MAX_REPORT_BYTES`). Here, not in one command's room, so that no room imports
-//! another's parameters to get them; nothing here imports a room, the plan or the
-//! commands.
+//! textfile), whole-number flags (`parse_count`), durations (`parse_duration`) and how
+//! large a report file a flag names may be (`MAX_REPORT_BYTES`). Here, not in one
+//! command's room, so that no room imports another's parameters to get them; nothing
+//! here imports a room or the commands.
+
+use std::time::Duration;
 
 use crate::error::UsageError;
 
@@ -127,4 +130,34 @@ pub fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
         value: value.to_string(),
         expected: expected.to_string(),
     }
+}
+
+/// `90`, `90s`, `10m`, `1h`, `500ms`.
+pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageError> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else if let Some(n) = t.strip_suffix('h') {
+        (n, 3600.0)
+    } else {
+        (t, 1.0)
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .map(|n| n * scale)
+        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 7.0 * 86400.0)
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| {
+            invalid(
+                flag,
+                text,
+                "a duration such as 90s, 10m or 1h (at most a week)",
+            )
+        })
 }

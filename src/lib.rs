@@ -13,6 +13,7 @@
 //! - `session`: progress on stderr, the typed warnings raised while measuring, and the
 //!   measuring context (`session::context::Session`) every experiment runs in;
 //! - `counters`: hardware and software event counters (perf_event_open);
+//! - `counting`: a user's command run under counters, and the count model (`stat`, `sweep`);
 //! - `flags`: the output and save flags and parse helpers every room shares;
 //! - `view`: the presentation model as data (sections of prose, tables, charts, CSV
 //!   tables) and the shared number formats;
@@ -39,6 +40,7 @@ pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod counters;
+pub mod counting;
 pub mod error;
 pub mod experiments;
 pub mod flags;

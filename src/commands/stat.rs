@@ -36,7 +36,7 @@ impl Command for Stat {
             save: Some(&args.save),
         })?;
         let groups = if args.events.is_empty() {
-            crate::counters::counting::default_groups()
+            crate::counting::default_groups()
         } else {
             let mut groups = Vec::new();
             for list in &args.events {

@@ -6,18 +6,17 @@
 //! - `scale`: the multiplexing correction `raw × enabled / running`;
 //! - `probe`: why the kernel refused an event (no PMU, paranoid level, unsupported
 //!   event), which core PMUs a hybrid CPU has, and how a group is spread over them;
-//! - `counting`: a command run under counters (what `stat` and `sweep` count their runs
-//!   with), the default event set, each event's summary over the runs and the figures
-//!   derived from the counts;
 //! - `access`: misses per access at L1, L2, the LLC and the DTLB around memscope's own
 //!   kernels, with the level events of this CPU;
 //! - `sys`: the raw system call, `perf_event_attr` and ioctls.
+//!
+//! A command run under these counters is `crate::counting`, a floor up: it forks through
+//! `platform::child`, and `platform` stands on `topology`, which reads this `Probe`.
 //!
 //! Software events (`task-clock`, `page-faults`, …) need no PMU, so everything here
 //! also works, and is tested, in a virtual machine without PMU passthrough.
 
 pub mod access;
-pub mod counting;
 pub mod event;
 pub mod group;
 pub mod probe;

@@ -3,12 +3,10 @@
 //! `params.rs` uses to turn its own flags into its validated configuration. Below the
 //! rooms: nothing here imports the command line, the plan or the commands.
 
-use std::time::Duration;
-
 use clap::Args;
 
 use crate::error::UsageError;
-pub use crate::flags::{invalid, parse_count, SaveArgs};
+pub use crate::flags::{invalid, parse_count, parse_duration, SaveArgs};
 use crate::flags::{CsvArg, JsonArg};
 use crate::platform::arena::PagePolicy;
 use crate::topology::cpu::format_cpu_list;
@@ -282,36 +280,6 @@ pub fn defaults<A: clap::Args + clap::FromArgMatches>() -> A {
     let command = A::augment_args(clap::Command::new("memscope"));
     A::from_arg_matches(&command.get_matches_from(["memscope"]))
         .expect("the clap definitions give every flag a default")
-}
-
-/// `90`, `90s`, `10m`, `1h`, `500ms`.
-pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageError> {
-    let t = text.trim();
-    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else if let Some(n) = t.strip_suffix('h') {
-        (n, 3600.0)
-    } else {
-        (t, 1.0)
-    };
-    number
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .map(|n| n * scale)
-        .filter(|s| s.is_finite() && *s > 0.0 && *s <= 7.0 * 86400.0)
-        .map(Duration::from_secs_f64)
-        .ok_or_else(|| {
-            invalid(
-                flag,
-                text,
-                "a duration such as 90s, 10m or 1h (at most a week)",
-            )
-        })
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! dTLB miss rate and a bandwidth estimate from the counts that exist on this machine.
 //!
 //! The counting itself (a run under counters, the event summaries and derived figures)
-//! is `counters::counting`'s, shared with `sweep`; here are what `stat` runs, its repeats
+//! is `counting`'s, shared with `sweep`; here are what `stat` runs, its repeats
 //! (stopping at a run that fails, whose status becomes memscope's) and its result.
 
 pub mod figures;
@@ -13,8 +13,8 @@ use std::ffi::OsString;
 
 use serde::{Deserialize, Serialize};
 
-use crate::counters::counting::{Counting, DerivedFigure, EventStat, RunRecord};
 use crate::counters::{Event, Probe, Reading};
+use crate::counting::{Counting, DerivedFigure, EventStat, RunRecord};
 use crate::platform::child::{SpawnError, SpawnOptions, Termination};
 use crate::stats::summary::Summary;
 
@@ -112,7 +112,7 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::counting::default_groups;
+    use crate::counting::default_groups;
 
     fn figure<'a>(derived: &'a [DerivedFigure], name: &str) -> &'a DerivedFigure {
         derived

@@ -167,8 +167,8 @@ fn stat_data(stat: &StatResult) -> DataTable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::counters::counting::{DerivedFigure, EventStat, RunRecord};
     use crate::counters::EventKind;
+    use crate::counting::{DerivedFigure, EventStat, RunRecord};
     use crate::platform::child::Termination;
     use crate::view::{Block, Row};
 

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Better, Measure, SweepRun};
-use crate::counters::counting::{DerivedFigure, EventStat};
+use crate::counting::{DerivedFigure, EventStat};
 use crate::stats::interval::{median_interval, MedianInterval};
 use crate::stats::rank_tests::mann_whitney_u;
 use crate::stats::summary::Summary;

@@ -10,7 +10,7 @@ use regex::Regex;
 use super::template::{self, Assignment, Parameter, MAX_VARIANTS};
 use super::{Benchmark, Better, MetricSpec, Schedule, SweepPlan};
 use crate::error::UsageError;
-use crate::experiments::params::parse_duration;
+use crate::flags::parse_duration;
 use crate::flags::{invalid, parse_count, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]

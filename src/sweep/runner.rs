@@ -12,8 +12,8 @@ use std::os::fd::AsRawFd;
 use super::template;
 use super::variants::BuiltVariant;
 use super::{Benchmark, MetricSpec, SweepError, SweepPlan};
-use crate::counters::counting::{CountedRun, Counting};
 use crate::counters::Probe;
+use crate::counting::{CountedRun, Counting};
 use crate::platform::child::{SpawnError, SpawnOptions};
 
 /// A benchmark ready to run on one variant.

@@ -15,7 +15,7 @@ use std::ffi::OsString;
 
 use serde::{Deserialize, Serialize};
 
-use super::{CounterGroup, Event, EventKind, Probe, Reading, Refusal, Scaled, Target};
+use crate::counters::{CounterGroup, Event, EventKind, Probe, Reading, Refusal, Scaled, Target};
 use crate::platform::child::{self, Finished, SpawnError, SpawnOptions, Termination};
 use crate::stats::summary::Summary;
 
