@@ -367,28 +367,37 @@ mod tests {
                 }
             ));
             let task_ns = task.raw as f64;
-            assert!(
-                task_ns >= 0.8 * cpu as f64 && task_ns <= 1.2 * cpu as f64,
-                "task-clock {task_ns} ns vs thread CPU time {cpu} ns"
-            );
+            // task-clock and the thread's CPU time are two clocks of one thing; on a
+            // loaded host they were seen 30% apart in one attempt (66 against 50 ms), so
+            // each attempt is judged and one agreeing attempt is enough.
+            let matches_cpu = task_ns >= 0.8 * cpu as f64 && task_ns <= 1.2 * cpu as f64;
             let ratio = task_ns / wall;
-            assert!(
-                ratio <= 1.2,
-                "task-clock {task_ns} ns in {wall} ns of wall time"
-            );
-            if ratio >= 0.8 {
+            if matches_cpu && (0.8..=1.2).contains(&ratio) {
                 return;
             }
-            assert!(
-                switches > 0 || ratio >= 0.5,
-                "never switched out, yet task-clock is {ratio:.2} of wall time"
-            );
-            attempts.push((ratio, switches));
+            if matches_cpu {
+                assert!(
+                    ratio <= 1.2,
+                    "task-clock {task_ns} ns in {wall} ns of wall time"
+                );
+                assert!(
+                    switches > 0 || ratio >= 0.5,
+                    "never switched out, yet task-clock is {ratio:.2} of wall time"
+                );
+            }
+            attempts.push((task_ns, cpu, ratio, switches));
             std::thread::sleep(Duration::from_millis(20));
         }
+        assert!(
+            attempts
+                .iter()
+                .any(|&(task, cpu, _, _)| task >= 0.8 * cpu as f64 && task <= 1.2 * cpu as f64),
+            "task-clock never matched the thread's CPU time (task ns, CPU ns, ratio to wall \
+             time, context switches): {attempts:?}"
+        );
         eprintln!(
             "task-clock vs wall time not checked: the thread was preempted in every \
-             attempt (ratio, context switches): {attempts:?}"
+             attempt (task ns, CPU ns, ratio, context switches): {attempts:?}"
         );
     }
 

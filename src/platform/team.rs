@@ -437,11 +437,21 @@ mod tests {
         // worker (seen: 9.2e3 against 4.6e3 repeats/s); on the union interval it is at most
         // one worker's rate, and no trial's overlap exceeds about one half.
         let cpu = affinity::allowed_cpus().unwrap()[0];
-        let (one, _) = spin_rate(&[cpu]);
-        let (two, timing) = spin_rate(&[cpu, cpu]);
+        // The two rates are separate measurements, so other load can slow the single
+        // worker's: the relation must hold in one of three interleaved attempts (counted
+        // as concurrent, two workers read twice one worker's rate in every attempt).
+        let mut seen = Vec::new();
+        let timing = loop {
+            let (one, _) = spin_rate(&[cpu]);
+            let (two, timing) = spin_rate(&[cpu, cpu]);
+            seen.push((one, two));
+            if two < 1.5 * one || seen.len() == 3 {
+                break timing;
+            }
+        };
         assert!(
-            two < 1.5 * one,
-            "two workers on one CPU: {two:.3e}/s against {one:.3e}/s for one"
+            seen.iter().any(|&(one, two)| two < 1.5 * one),
+            "two workers on one CPU against one, per attempt (one/s, two/s): {seen:?}"
         );
         let concurrency = timing.concurrency();
         assert!(!concurrency.concurrent, "{timing:?}");
