@@ -94,7 +94,7 @@ impl Pattern {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MissImpactRow {
     /// The level the footprint is sized to live in ("L1d", "L2", "L3", "DRAM").
-    pub level: String,
+    pub level: Level,
     pub footprint_bytes: u64,
     pub pattern: Pattern,
     /// Median of the timed trials, ns per access (one line loaded).
@@ -658,7 +658,7 @@ pub fn measure(
                 Err(why) => (None, Some(why)),
             };
             rows.push(MissImpactRow {
-                level: level.clone(),
+                level: Level::from(level.clone()),
                 footprint_bytes: *bytes,
                 pattern,
                 ns_per_access: summary.median,
@@ -882,7 +882,7 @@ pub mod tests {
         let row = |level: &str, bytes, pattern, ns: f64, c: AccessCounts| {
             let amat = amat(&levels, &c);
             MissImpactRow {
-                level: level.into(),
+                level: Level::from(level.to_string()),
                 footprint_bytes: bytes,
                 pattern,
                 ns_per_access: ns,
