@@ -46,7 +46,7 @@ pub struct MissImpactResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_pages: Option<u64>,
     /// Vector instruction set of the sequential read.
-    pub sequential_isa: String,
+    pub sequential_isa: Isa,
     /// Whether the kernel lists a hardware PMU (without one, no level's misses count).
     pub hardware_pmu: bool,
     /// The ladder's level latencies the AMAT is built from, fastest first.
@@ -686,7 +686,7 @@ pub fn measure(
             ChaseOrder::PageLocal { window_bytes } => Some(window_bytes as u64 / 4096),
             ChaseOrder::Random => None,
         },
-        sequential_isa: isa.name().to_string(),
+        sequential_isa: isa,
         hardware_pmu: probe.has_hardware_pmu(),
         level_latencies,
         rows,
@@ -904,7 +904,7 @@ pub mod tests {
             line_bytes: 64,
             random_order: ChaseOrderKind::PageLocal,
             window_pages: Some(64),
-            sequential_isa: "avx2".into(),
+            sequential_isa: Isa::Avx2,
             hardware_pmu: false,
             rows: vec![
                 row("L1d", 16 * KIB, Pattern::Sequential, 0.1, all(Some(0.0))),
