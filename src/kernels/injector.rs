@@ -9,22 +9,36 @@
 //! has completed so the controller can compute its bandwidth over any interval without
 //! reading another CPU's clock.
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::{Deserialize, Serialize};
 
 /// Bytes per line moved by one access of a step.
 pub const LINE: usize = 64;
 
-/// The injectors' traffic mix.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The injectors' traffic mix, written in reports by its name (see `name`): a report with
+/// any other name is refused when read, naming the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Mix {
     /// Reads only.
+    #[serde(rename = "read")]
     Read,
     /// Two lines read for every line written (plain stores).
+    #[serde(rename = "2:1")]
     TwoToOne,
     /// One line read for every line written (plain stores).
+    #[serde(rename = "1:1")]
     OneToOne,
     /// Non-temporal (streaming) stores only.
+    #[serde(rename = "write-nt")]
     WriteNt,
+}
+
+impl fmt::Display for Mix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 impl Mix {

@@ -25,8 +25,9 @@ use std::fmt;
 
 use crate::kernels::permutation::SplitMix64;
 
-/// Vector instruction set a kernel runs with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// Vector instruction set a kernel runs with, written in reports by its name: a report
+/// with any other name is refused when read, naming the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Isa {
     Avx512,

@@ -57,7 +57,7 @@ pub struct BandwidthRow {
     pub read_parts: usize,
     pub write_parts: usize,
     pub nontemporal: bool,
-    pub isa: String,
+    pub isa: Isa,
     pub threads: usize,
     /// Working set of one thread asked for (the table column or sweep point).
     pub working_set_bytes: u64,
@@ -206,9 +206,9 @@ impl TeamJob for KernelJob {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IsaChoice {
     /// Instruction set of working sets that fit the caches.
-    pub cache_isa: String,
+    pub cache_isa: Isa,
     /// Instruction set of working sets beyond the largest cache.
-    pub dram_isa: String,
+    pub dram_isa: Isa,
     /// "--isa" when the user chose; "probe" when memscope timed the candidates.
     pub chosen_by: String,
     /// Per candidate: GB/s of read + copy (mean) in L1 and beyond the caches.
@@ -218,7 +218,7 @@ pub struct IsaChoice {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct IsaProbe {
-    pub isa: String,
+    pub isa: Isa,
     pub cache_gb_per_s: f64,
     pub dram_gb_per_s: f64,
 }
@@ -226,8 +226,8 @@ pub struct IsaProbe {
 impl IsaChoice {
     pub fn fixed(isa: Isa, chosen_by: &str) -> IsaChoice {
         IsaChoice {
-            cache_isa: isa.to_string(),
-            dram_isa: isa.to_string(),
+            cache_isa: isa,
+            dram_isa: isa,
             chosen_by: chosen_by.into(),
             probe: Vec::new(),
         }
@@ -236,7 +236,7 @@ impl IsaChoice {
     /// "avx2", or "avx512 in caches, avx2 beyond" when they differ.
     pub fn summary(&self) -> String {
         if self.cache_isa == self.dram_isa {
-            self.cache_isa.clone()
+            self.cache_isa.to_string()
         } else {
             format!("{} in caches, {} beyond", self.cache_isa, self.dram_isa)
         }
@@ -306,7 +306,7 @@ pub fn probe_isa(
     let probe: Vec<IsaProbe> = candidates
         .iter()
         .map(|&isa| IsaProbe {
-            isa: isa.to_string(),
+            isa,
             cache_gb_per_s: rate(isa, cache_bytes, 2000),
             dram_gb_per_s: rate(isa, dram_bytes, 1),
         })
@@ -320,7 +320,7 @@ pub fn probe_isa(
                 chosen = candidate;
             }
         }
-        chosen.isa.clone()
+        chosen.isa
     };
     Ok(IsaChoice {
         cache_isa: best(|p| p.cache_gb_per_s),
@@ -346,8 +346,7 @@ pub fn measure(
             choice
         }
     };
-    let cache_isa = Isa::parse(&isa_choice.cache_isa).expect("the choice names an ISA");
-    let dram_isa = Isa::parse(&isa_choice.dram_isa).expect("the choice names an ISA");
+    let (cache_isa, dram_isa) = (isa_choice.cache_isa, isa_choice.dram_isa);
     let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
     // Working sets beyond the largest cache (per thread's share) run with the DRAM choice.
     let isa_for = |level: &Level, bytes: u64, threads: usize| {
@@ -432,12 +431,7 @@ fn remeasure_rows(
             .iter()
             .filter_map(|r| {
                 let kernel = crate::kernels::stream::find(&r.kernel)?;
-                Some((
-                    kernel,
-                    r.level.clone(),
-                    r.working_set_bytes,
-                    Isa::parse(&r.isa)?,
-                ))
+                Some((kernel, r.level.clone(), r.working_set_bytes, r.isa))
             })
             .collect();
         if points.len() != rows.len() || points.is_empty() {
@@ -506,7 +500,7 @@ fn measure_points(
                 read_parts: kernel.read_streams,
                 write_parts: kernel.write_streams,
                 nontemporal: kernel.nontemporal,
-                isa: job.isa.to_string(),
+                isa: job.isa,
                 threads,
                 working_set_bytes: working_set,
                 bytes_per_thread: (job.array_bytes * kernel.arrays()) as u64,
@@ -526,6 +520,17 @@ fn measure_points(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instruction_sets_read_and_write_as_their_names() {
+        for isa in Isa::ALL {
+            let json = format!("\"{}\"", isa.name());
+            assert_eq!(serde_json::to_string(&isa).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Isa>(&json).unwrap(), isa);
+        }
+        let err = serde_json::from_str::<Isa>("\"neon\"").unwrap_err();
+        assert!(err.to_string().contains("neon"), "{err}");
+    }
     use crate::topology::CacheInfo;
 
     fn zen4_vm() -> Machine {

@@ -71,7 +71,7 @@ pub fn row(
         read_parts: kernel.1,
         write_parts: kernel.2,
         nontemporal: kernel.3,
-        isa: "avx2".to_string(),
+        isa: Isa::Avx2,
         threads,
         working_set_bytes: working_set,
         bytes_per_thread: bytes,

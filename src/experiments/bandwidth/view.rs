@@ -6,6 +6,7 @@ use super::charts;
 use super::tables::{level_table, sweep_table};
 use super::{BandwidthResult, BandwidthRow};
 use crate::experiments::shared::level::Level;
+use crate::kernels::stream::Isa;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::view::format::{
@@ -127,7 +128,8 @@ fn intro(result: &BandwidthResult) -> Paragraph {
             )
         },
     ));
-    if result.isa == "portable" && rows().any(|r| r.nontemporal) {
+    let portable = (choice.cache_isa, choice.dram_isa) == (Isa::Portable, Isa::Portable);
+    if portable && rows().any(|r| r.nontemporal) {
         text = text.add(
             " The portable kernels have no streaming store: their -nt variants use normal \
              stores.",
@@ -172,7 +174,7 @@ fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
             r.read_parts.to_string(),
             r.write_parts.to_string(),
             r.nontemporal.to_string(),
-            r.isa.clone(),
+            r.isa.to_string(),
             r.threads.to_string(),
             r.working_set_bytes.to_string(),
             r.bytes_per_thread.to_string(),

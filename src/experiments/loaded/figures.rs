@@ -36,8 +36,8 @@ impl Figures for LoadedResult {
 
 /// A curve's peak, latency at full load and knee.
 fn curve_figures(result: &LoadedResult, curve: &LoadedCurve) -> Vec<Figure> {
-    let (mix, threads) = (&curve.mix, curve.threads);
-    let rows = || (result.rows.iter()).filter(|r| &r.mix == mix && r.threads == threads);
+    let (mix, threads) = (curve.mix, curve.threads);
+    let rows = || (result.rows.iter()).filter(|r| r.mix == mix && r.threads == threads);
     let mut points: Vec<&LoadedRow> = rows().filter(|r| r.gb_per_s.is_finite()).collect();
     points.sort_by(|a, b| a.gb_per_s.total_cmp(&b.gb_per_s));
     let figure = |key: &str, label: &str, unit: &str, value: f64, better: Better| {
@@ -50,7 +50,7 @@ fn curve_figures(result: &LoadedResult, curve: &LoadedCurve) -> Vec<Figure> {
             better,
         )
     };
-    let labels = [("mix", mix.clone()), ("injectors", threads.to_string())];
+    let labels = [("mix", mix.to_string()), ("injectors", threads.to_string())];
     // A row's spread is its latency's: the peak bandwidth has none.
     let mut figures = vec![figure(
         "peak_gb_per_s",

@@ -101,7 +101,7 @@ pub struct Knee {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadedRow {
     /// Traffic mix of the injectors: "read", "2:1", "1:1" or "write-nt".
-    pub mix: String,
+    pub mix: Mix,
     /// Injector threads (the latency thread is not counted).
     pub threads: usize,
     /// Delay between the injectors' lines, core cycles (dependent adds).
@@ -130,7 +130,7 @@ pub struct LoadedRow {
 /// Summary of one mix × injector-count curve.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadedCurve {
-    pub mix: String,
+    pub mix: Mix,
     pub threads: usize,
     pub peak_gb_per_s: f64,
     /// Latency at the highest load (the smallest delay), ns.
@@ -432,7 +432,7 @@ pub fn measure(
                     let latency_ns = summary.median;
                     let gb_per_s = injector_gb + LINE as f64 / latency_ns;
                     rows.push(LoadedRow {
-                        mix: mix.name().to_string(),
+                        mix,
                         threads,
                         delay_cycles: delay,
                         gb_per_s,
@@ -469,7 +469,7 @@ pub fn measure(
     let curves = summarize_curves(&rows);
     let reference = curves
         .iter()
-        .filter(|c| c.mix == Mix::Read.name())
+        .filter(|c| c.mix == Mix::Read)
         .max_by_key(|c| c.threads)
         .or_else(|| curves.iter().max_by_key(|c| c.threads))
         .cloned();
@@ -478,7 +478,7 @@ pub fn measure(
         idle_cycles: to_cycles(idle_ns),
         peak_gb_per_s: reference.as_ref().map_or(0.0, |c| c.peak_gb_per_s),
         knee: reference.as_ref().and_then(|c| c.knee.clone()),
-        reference: reference.map_or_else(String::new, |c| curve_name(&c.mix, c.threads)),
+        reference: reference.map_or_else(String::new, |c| curve_name(c.mix, c.threads)),
         rows,
         curves,
         chase_bytes: (slots * LINE) as u64,
@@ -491,7 +491,7 @@ pub fn measure(
     Ok((result, warnings))
 }
 
-fn curve_name(mix: &str, threads: usize) -> String {
+fn curve_name(mix: Mix, threads: usize) -> String {
     format!(
         "{mix}, {threads} injector{}",
         if threads == 1 { "" } else { "s" }
@@ -504,16 +504,16 @@ fn starved_injectors(rows: &[LoadedRow]) -> Option<WarningKind> {
     let starved: Vec<String> = rows
         .iter()
         .filter(|r| r.delay_cycles == 0 && r.injector_gb_per_s < STARVED_GB_PER_S)
-        .map(|r| curve_name(&r.mix, r.threads))
+        .map(|r| curve_name(r.mix, r.threads))
         .collect();
     (!starved.is_empty()).then(|| WarningKind::InjectorsStarved(starved.join("; ")))
 }
 
 /// Peak, loaded latency and knee of each mix × thread-count curve, in measuring order.
 fn summarize_curves(rows: &[LoadedRow]) -> Vec<LoadedCurve> {
-    let mut keys: Vec<(String, usize)> = Vec::new();
+    let mut keys: Vec<(Mix, usize)> = Vec::new();
     for row in rows {
-        let key = (row.mix.clone(), row.threads);
+        let key = (row.mix, row.threads);
         if !keys.contains(&key) {
             keys.push(key);
         }
@@ -640,9 +640,9 @@ mod tests {
     }
 
     /// A point of a one-injector curve.
-    fn row(mix: &str, delay: u64, gb: f64, injector: f64, ns: f64) -> LoadedRow {
+    fn row(mix: Mix, delay: u64, gb: f64, injector: f64, ns: f64) -> LoadedRow {
         LoadedRow {
-            mix: mix.into(),
+            mix,
             threads: 1,
             delay_cycles: delay,
             gb_per_s: gb,
@@ -661,7 +661,7 @@ mod tests {
         let (bandwidth, latency) = hockey_stick(21.0);
         let rows: Vec<LoadedRow> = (0..)
             .zip(bandwidth.iter().zip(&latency))
-            .map(|(i, (&gb, &ns))| row("read", 1000 - i * 10, gb, gb, ns))
+            .map(|(i, (&gb, &ns))| row(Mix::Read, 1000 - i * 10, gb, gb, ns))
             .collect();
         let curves = summarize_curves(&rows);
         assert_eq!(curves.len(), 1);
@@ -672,14 +672,26 @@ mod tests {
     }
 
     #[test]
+    fn mixes_read_and_write_as_their_names() {
+        for mix in Mix::ALL {
+            let json = format!("\"{}\"", mix.name());
+            assert_eq!(serde_json::to_string(&mix).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Mix>(&json).unwrap(), mix);
+            assert_eq!(mix.to_string(), mix.name());
+        }
+        let err = serde_json::from_str::<Mix>("\"3:1\"").unwrap_err();
+        assert!(err.to_string().contains("3:1"), "{err}");
+    }
+
+    #[test]
     fn injectors_that_moved_nothing_at_full_load_are_reported() {
         let row = |mix, delay, injector| row(mix, delay, injector + 0.6, injector, 100.0);
-        let busy = [row("read", 0, 30.0), row("read", 9000, 0.1)];
+        let busy = [row(Mix::Read, 0, 30.0), row(Mix::Read, 9000, 0.1)];
         assert_eq!(starved_injectors(&busy), None);
         let starved = [
-            row("read", 0, 30.0),
-            row("2:1", 0, 0.2),
-            row("2:1", 20000, 0.1),
+            row(Mix::Read, 0, 30.0),
+            row(Mix::TwoToOne, 0, 0.2),
+            row(Mix::TwoToOne, 20000, 0.1),
         ];
         let warning = WarningKind::InjectorsStarved("2:1, 1 injector".into());
         assert_eq!(starved_injectors(&starved), Some(warning));

@@ -2,6 +2,7 @@
 //! result and one with NaN figures.
 
 use super::{Knee, LoadedCurve, LoadedResult, LoadedRow};
+use crate::kernels::injector::Mix;
 use crate::units::MIB;
 
 /// Two curves; the read curve's knee is at 41.7 GB/s (delay 200), the 1:1 curve's at
@@ -11,12 +12,12 @@ pub fn loaded() -> LoadedResult {
     // (mix, GB/s, latency ns) at delays 400, 200, 100, 50 and 0.
     let curves = [
         (
-            "read",
+            Mix::Read,
             [12.5, 41.7, 55.0, 63.0, 66.0],
             [80.0, 81.5, 95.0, 140.0, 210.0],
         ),
         (
-            "1:1",
+            Mix::OneToOne,
             [10.0, 30.2, 41.0, 47.0, 49.0],
             [82.0, 90.0, 120.0, 180.0, 260.0],
         ),
@@ -24,7 +25,7 @@ pub fn loaded() -> LoadedResult {
     for (mix, gbs, nss) in curves {
         for ((delay, gb), ns) in [400, 200, 100, 50, 0].into_iter().zip(gbs).zip(nss) {
             rows.push(LoadedRow {
-                mix: mix.to_string(),
+                mix,
                 threads: 3,
                 delay_cycles: delay,
                 gb_per_s: gb,
@@ -53,14 +54,14 @@ pub fn loaded() -> LoadedResult {
         rows,
         curves: vec![
             LoadedCurve {
-                mix: "read".to_string(),
+                mix: Mix::Read,
                 threads: 3,
                 peak_gb_per_s: 66.0,
                 loaded_ns: 210.0,
                 knee: Some(read_knee),
             },
             LoadedCurve {
-                mix: "1:1".to_string(),
+                mix: Mix::OneToOne,
                 threads: 3,
                 peak_gb_per_s: 49.0,
                 loaded_ns: 260.0,

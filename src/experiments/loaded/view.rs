@@ -2,6 +2,7 @@
 //! vs bandwidth chart, the curves' summary, every point per curve, and the CSV rows.
 
 use super::{Knee, LoadedResult, LoadedRow};
+use crate::kernels::injector::Mix;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{cycles_per_ns, Axis, LineChart, Series, VMarker};
@@ -135,12 +136,12 @@ fn injectors_label(threads: usize) -> String {
 }
 
 /// The mix × injector-count curves in order of first appearance.
-fn loaded_curves(result: &LoadedResult) -> Vec<(&str, usize)> {
-    distinct(result.rows.iter().map(|r| (r.mix.as_str(), r.threads)))
+fn loaded_curves(result: &LoadedResult) -> Vec<(Mix, usize)> {
+    distinct(result.rows.iter().map(|r| (r.mix, r.threads)))
 }
 
 /// The knee of one curve: from its summary, or the top-level knee when there is one curve.
-fn curve_knee<'a>(result: &'a LoadedResult, mix: &str, threads: usize) -> Option<&'a Knee> {
+fn curve_knee(result: &LoadedResult, mix: Mix, threads: usize) -> Option<&Knee> {
     match result
         .curves
         .iter()
@@ -153,7 +154,7 @@ fn curve_knee<'a>(result: &'a LoadedResult, mix: &str, threads: usize) -> Option
 }
 
 /// The points of one curve, from the idle end (largest delay) to full load.
-fn curve_rows<'a>(result: &'a LoadedResult, mix: &str, threads: usize) -> Vec<&'a LoadedRow> {
+fn curve_rows(result: &LoadedResult, mix: Mix, threads: usize) -> Vec<&LoadedRow> {
     let mut rows: Vec<&LoadedRow> = result
         .rows
         .iter()
@@ -180,7 +181,7 @@ fn curves_table(r: &LoadedResult) -> Table {
         let k = c.knee.as_ref();
         let knee = |f: fn(&Knee) -> String| k.map_or_else(|| DASH.to_string(), f);
         t.row([
-            c.mix.clone(),
+            c.mix.to_string(),
             c.threads.to_string(),
             gbs(c.peak_gb_per_s),
             ns(c.loaded_ns),
@@ -194,7 +195,7 @@ fn curves_table(r: &LoadedResult) -> Table {
 }
 
 /// Every point of one curve, the knee marked.
-fn points_table(r: &LoadedResult, mix: &str, threads: usize) -> Table {
+fn points_table(r: &LoadedResult, mix: Mix, threads: usize) -> Table {
     let knee = curve_knee(r, mix, threads);
     let rows = curve_rows(r, mix, threads);
     let is_knee = |row: &LoadedRow| knee.is_some_and(|k| k.delay == row.delay_cycles);
@@ -317,7 +318,7 @@ fn chart(result: &LoadedResult, machine: &Machine) -> LineChart {
 /// `loaded.rows`: every point with the knee of its curve flagged (from the curves'
 /// summaries only).
 fn csv_rows(r: &LoadedResult) -> DataTable {
-    let knee_delay = |mix: &str, threads: usize| {
+    let knee_delay = |mix: Mix, threads: usize| {
         r.curves
             .iter()
             .find(|c| c.mix == mix && c.threads == threads)
@@ -332,7 +333,7 @@ fn csv_rows(r: &LoadedResult) -> DataTable {
     );
     for row in &r.rows {
         t.row(vec![
-            row.mix.clone(),
+            row.mix.to_string(),
             row.threads.to_string(),
             row.delay_cycles.to_string(),
             raw(row.gb_per_s),
@@ -343,7 +344,7 @@ fn csv_rows(r: &LoadedResult) -> DataTable {
             raw(row.concurrency),
             raw(row.injector_overlap),
             row.injectors_concurrent.to_string(),
-            (knee_delay(&row.mix, row.threads) == Some(row.delay_cycles)).to_string(),
+            (knee_delay(row.mix, row.threads) == Some(row.delay_cycles)).to_string(),
         ]);
     }
     t

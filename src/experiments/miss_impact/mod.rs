@@ -46,7 +46,7 @@ pub struct MissImpactResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_pages: Option<u64>,
     /// Vector instruction set of the sequential read.
-    pub sequential_isa: String,
+    pub sequential_isa: Isa,
     /// Whether the kernel lists a hardware PMU (without one, no level's misses count).
     pub hardware_pmu: bool,
     /// The ladder's level latencies the AMAT is built from, fastest first.
@@ -94,7 +94,7 @@ impl Pattern {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MissImpactRow {
     /// The level the footprint is sized to live in ("L1d", "L2", "L3", "DRAM").
-    pub level: String,
+    pub level: Level,
     pub footprint_bytes: u64,
     pub pattern: Pattern,
     /// Median of the timed trials, ns per access (one line loaded).
@@ -658,7 +658,7 @@ pub fn measure(
                 Err(why) => (None, Some(why)),
             };
             rows.push(MissImpactRow {
-                level: level.clone(),
+                level: Level::from(level.clone()),
                 footprint_bytes: *bytes,
                 pattern,
                 ns_per_access: summary.median,
@@ -686,7 +686,7 @@ pub fn measure(
             ChaseOrder::PageLocal { window_bytes } => Some(window_bytes as u64 / 4096),
             ChaseOrder::Random => None,
         },
-        sequential_isa: isa.name().to_string(),
+        sequential_isa: isa,
         hardware_pmu: probe.has_hardware_pmu(),
         level_latencies,
         rows,
@@ -882,7 +882,7 @@ pub mod tests {
         let row = |level: &str, bytes, pattern, ns: f64, c: AccessCounts| {
             let amat = amat(&levels, &c);
             MissImpactRow {
-                level: level.into(),
+                level: Level::from(level.to_string()),
                 footprint_bytes: bytes,
                 pattern,
                 ns_per_access: ns,
@@ -904,7 +904,7 @@ pub mod tests {
             line_bytes: 64,
             random_order: ChaseOrderKind::PageLocal,
             window_pages: Some(64),
-            sequential_isa: "avx2".into(),
+            sequential_isa: Isa::Avx2,
             hardware_pmu: false,
             rows: vec![
                 row("L1d", 16 * KIB, Pattern::Sequential, 0.1, all(Some(0.0))),

@@ -135,7 +135,7 @@ fn rows_table(result: &MissImpactResult) -> Table {
     let mut table = Table::new(columns);
     for r in &result.rows {
         let mut row = vec![
-            Cell::swatched(level_color(&r.level), r.level.clone()),
+            Cell::swatched(level_color(r.level.name()), r.level.to_string()),
             Cell::new(Bytes(r.footprint_bytes).to_string()),
             Cell::new(r.pattern.label()),
             Cell::new(ns(r.ns_per_access)),
@@ -180,7 +180,7 @@ fn rows_data(result: &MissImpactResult) -> DataTable {
                 .filter_map(|l| l.not_supported.as_deref()),
         );
         data.row(vec![
-            r.level.clone(),
+            r.level.to_string(),
             r.footprint_bytes.to_string(),
             r.pattern.label().to_string(),
             raw(r.ns_per_access),
