@@ -170,7 +170,10 @@ fn sigterm_removes_the_work_directory() {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null()),
     );
-    wait_for(Duration::from_secs(60), || marker.exists());
+    // The shell creates the marker before echo writes the line: wait for the whole line.
+    wait_for(Duration::from_secs(60), || {
+        std::fs::read_to_string(&marker).is_ok_and(|text| text.ends_with('\n'))
+    });
     let variant_dir = std::fs::read_to_string(&marker).unwrap();
     let work = Path::new(variant_dir.trim())
         .parent()
