@@ -89,12 +89,7 @@ impl Command for Single {
     fn plan(command: &ExperimentCommand, context: &Context) -> anyhow::Result<MeasuringPlan> {
         let (measure, experiments) = command.resolve(context.machine()?)?;
         let args = command.measure();
-        let outputs = Outputs::resolve(Requested {
-            json: args.json.file(),
-            csv: args.csv.file(),
-            html: None,
-            save: Some(&args.save),
-        })?;
+        let outputs = Outputs::resolve(Requested::measuring(&args.json, &args.csv, &args.save))?;
         Ok(MeasuringPlan {
             name: command.name(),
             outputs,

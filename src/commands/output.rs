@@ -8,7 +8,7 @@
 use anyhow::Context as _;
 
 use crate::error::UsageError;
-use crate::flags::{OutputArgs, SaveArgs};
+use crate::flags::{CsvArg, JsonArg, OutputArgs, SaveArgs};
 use crate::render::output::Target;
 use crate::report::Report;
 
@@ -36,6 +36,16 @@ pub struct Requested<'a> {
 }
 
 impl<'a> Requested<'a> {
+    /// A measuring command's `--json`, `--csv`, `--save` and `--prometheus` (no HTML).
+    pub fn measuring(json: &'a JsonArg, csv: &'a CsvArg, save: &'a SaveArgs) -> Requested<'a> {
+        Requested {
+            json: json.file(),
+            csv: csv.file(),
+            html: None,
+            save: Some(save),
+        }
+    }
+
     /// A program command's `--json`, `--csv` and `--html`.
     pub fn program(args: &'a OutputArgs) -> Requested<'a> {
         Requested {

@@ -29,12 +29,7 @@ impl Command for Stat {
     type Plan = StatCommandPlan;
 
     fn plan(args: &StatArgs, _context: &Context) -> anyhow::Result<StatCommandPlan> {
-        let outputs = Outputs::resolve(Requested {
-            json: args.json.file(),
-            csv: args.csv.file(),
-            html: None,
-            save: Some(&args.save),
-        })?;
+        let outputs = Outputs::resolve(Requested::measuring(&args.json, &args.csv, &args.save))?;
         let groups = if args.events.is_empty() {
             crate::counting::default_groups()
         } else {
