@@ -73,10 +73,12 @@ impl SourceKind {
             ),
             SourceKind::Refs => (
                 "translations touched",
-                "distinct page translations the program touched per interval (one per 4 KiB \
+                "distinct page translations the program loaded per interval (one per 4 KiB \
                  page, one per huge page), from the page tables' accessed bits, summed over \
-                 the intervals; regions are ranked by how many translations they keep the \
-                 TLB busy with, a heat, not a TLB-miss count",
+                 the intervals; the CPU sets a bit when it walks the page table, and the \
+                 bits are cleared without a TLB flush, so a page whose translation stays in \
+                 the TLB may not count: regions are ranked by how many translations they \
+                 make the TLB load, a heat that leans toward TLB misses, not a miss count",
             ),
         };
         Signal {
@@ -134,10 +136,11 @@ pub(super) fn choose(choice: SourceChoice) -> Result<Chosen, String> {
                 }
                 Err(why) => not_used.push(format!("pmu: {why}")),
             }
-            // DAMON is not taken unasked: its access checks clear accessed bits without a
-            // TLB flush, so a page that stays in the TLB looks idle, and the hottest regions
-            // rank lowest (on a KVM guest it found 0–1 of 3 planted hot regions in 9 runs,
-            // the accessed bits 3 of 3 in 6). `refs` flushes through clear_refs.
+            // DAMON is not taken unasked: it checks one sampled page per region, and its
+            // checks clear accessed bits without a TLB flush, so a page that stays in the
+            // TLB looks idle and the hottest regions can rank lowest (on a KVM guest it
+            // found 0–1 of 3 planted hot regions in 9 runs, the accessed bits of every page
+            // 3 of 3 in 6).
             not_used.push(
                 "damon: not chosen automatically: its access checks do not flush the TLB, so \
                  pages that stay in the TLB look idle and the hottest regions can rank lowest \
