@@ -9,7 +9,7 @@ use memscope::error::{UsageError, USAGE_EXIT_CODE};
 use memscope::platform::child::SpawnError;
 
 fn main() -> ExitCode {
-    let cli = memscope::cli::Cli::parse();
+    let cli = memscope::commands::Cli::parse();
     let result = memscope::commands::execute(&cli);
     // A signal being handled decides the exit status (128 + the signal), not this thread.
     memscope::platform::cleanup::wait_if_exiting();

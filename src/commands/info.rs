@@ -3,7 +3,7 @@
 
 use std::process::ExitCode;
 
-use super::measure::{calibrate_clocks, machine_warnings};
+use super::measuring::{calibrate_clocks, machine_warnings};
 use super::output::{report_document, Outputs, Requested, Shown};
 use super::{Command, Context, Document};
 use crate::cli::InfoArgs;

@@ -5,30 +5,26 @@
 //! plan runs and gives back a `Document` and the exit status, and the one writer
 //! (`output::write`) prints the document's tables and writes every requested file.
 //!
-//! `Plan` has one variant per command, and `plan` and `run` below are the only two
-//! matches over the commands: adding a command is its room (its folder, and its small
-//! `Command` implementation here) plus one line in each. The implementations live here,
-//! above the rooms, so that no room imports the registry or another room.
+//! `registry!` below is the list of commands, one line each (with the help summary as its
+//! doc comment): from it come the rooms' `mod` declarations, the `Subcommand` enum clap
+//! parses, the `Plan` enum and the two matches over them. Adding a command is its room
+//! here (`<name>.rs` or `<name>/`, with its `Command` implementation) plus its registry
+//! line. A room's work lives in its own folder below the registry (`crate::stat`, …) or
+//! inside its room; rooms never import each other: what two share (the measuring runner,
+//! the writer) sits beside the registry as a module that is not a room.
 
 use std::cell::OnceCell;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
+use clap::Parser;
 
-use crate::cli::{Cli, Command as Subcommand};
+use crate::cli::RunArgs;
 use crate::report::RunStamp;
 use crate::topology::{self, Machine};
 
-mod compare;
-mod footprint;
-mod history;
-mod info;
-mod measure;
+mod measuring;
 pub mod output;
-mod pages;
-mod restore;
-mod stat;
-mod sweep;
 
 pub use crate::error::SIMULATED_FAILURE;
 pub use output::{Document, Outputs};
@@ -46,23 +42,6 @@ pub trait Command {
 
     /// Runs the plan: the document to print and write, and the exit status.
     fn run(plan: Self::Plan, context: Context) -> anyhow::Result<(Document, ExitCode)>;
-}
-
-/// Which command runs, with everything it needs.
-#[derive(Debug)]
-pub enum Plan {
-    /// The profile (`memscope run`, the default command).
-    Run(measure::MeasuringPlan),
-    /// One experiment's own subcommand (`memscope latency` …).
-    Experiment(measure::MeasuringPlan),
-    Info(info::InfoPlan),
-    Stat(stat::StatCommandPlan),
-    Pages(pages::PagesCommandPlan),
-    Footprint(footprint::FootprintCommandPlan),
-    Sweep(sweep::SweepCommandPlan),
-    Compare(compare::ComparePlan),
-    History(history::HistoryCommandPlan),
-    Restore,
 }
 
 /// What every command may use: the machine (detected once, when first asked for) and
@@ -115,43 +94,119 @@ impl Default for Context {
     }
 }
 
-/// The command line's plan: the registry's one match from subcommands to rooms.
-pub fn plan(cli: &Cli, context: &Context) -> anyhow::Result<Plan> {
-    Ok(match &cli.command {
-        None => Plan::Run(measure::Profile::plan(&cli.run, context)?),
-        Some(Subcommand::Run(args)) => Plan::Run(measure::Profile::plan(args, context)?),
-        Some(Subcommand::Experiment(command)) => {
-            Plan::Experiment(measure::Single::plan(command, context)?)
+/// Declares the command rooms and derives the command tree from them: `Variant =>
+/// room::Type` (a doc comment is the command's `--help` summary; clap attributes pass
+/// through). Generates `mod room;`, the `Subcommand` enum (each variant holds its room's
+/// `Args`), the `Plan` enum (each variant holds its room's plan), and the dispatch.
+macro_rules! registry {
+    ($($(#[$meta:meta])* $variant:ident => $room:ident::$kind:ident,)*) => {
+        $(mod $room;)*
+
+        /// The subcommands, one per room.
+        #[derive(Debug, clap::Subcommand)]
+        pub enum Subcommand {
+            $($(#[$meta])* $variant(<$room::$kind as Command>::Args),)*
         }
-        Some(Subcommand::Info(args)) => Plan::Info(info::Info::plan(args, context)?),
-        Some(Subcommand::Stat(args)) => Plan::Stat(stat::Stat::plan(args, context)?),
-        Some(Subcommand::Pages(args)) => Plan::Pages(pages::Pages::plan(args, context)?),
-        Some(Subcommand::Footprint(args)) => {
-            Plan::Footprint(footprint::Footprint::plan(args, context)?)
+
+        /// Which command runs, with everything it needs.
+        #[derive(Debug)]
+        pub enum Plan {
+            $($variant(<$room::$kind as Command>::Plan),)*
         }
-        Some(Subcommand::Sweep(args)) => Plan::Sweep(sweep::Sweep::plan(args, context)?),
-        Some(Subcommand::Compare(args)) => Plan::Compare(compare::Compare::plan(args, context)?),
-        Some(Subcommand::History(args)) => Plan::History(history::History::plan(args, context)?),
-        Some(Subcommand::Restore) => {
-            restore::Restore::plan(&(), context)?;
-            Plan::Restore
+
+        impl Subcommand {
+            /// The room's plan for these flags.
+            fn plan(&self, context: &Context) -> anyhow::Result<Plan> {
+                Ok(match self {
+                    $(Subcommand::$variant(args) => {
+                        Plan::$variant(<$room::$kind as Command>::plan(args, context)?)
+                    })*
+                })
+            }
         }
-    })
+
+        impl Plan {
+            /// Runs the plan by its room.
+            pub fn run(self, context: Context) -> anyhow::Result<(Document, ExitCode)> {
+                match self {
+                    $(Plan::$variant(plan) => <$room::$kind as Command>::run(plan, context),)*
+                }
+            }
+        }
+    };
 }
 
-/// Runs a plan by its room.
-pub fn run(plan: Plan, context: Context) -> anyhow::Result<(Document, ExitCode)> {
-    match plan {
-        Plan::Run(plan) => measure::Profile::run(plan, context),
-        Plan::Experiment(plan) => measure::Single::run(plan, context),
-        Plan::Info(plan) => info::Info::run(plan, context),
-        Plan::Stat(plan) => stat::Stat::run(plan, context),
-        Plan::Pages(plan) => pages::Pages::run(plan, context),
-        Plan::Footprint(plan) => footprint::Footprint::run(plan, context),
-        Plan::Sweep(plan) => sweep::Sweep::run(plan, context),
-        Plan::Compare(plan) => compare::Compare::run(plan, context),
-        Plan::History(plan) => history::History::run(plan, context),
-        Plan::Restore => restore::Restore::run((), context),
+registry! {
+    /// The full profile of this machine, with quick defaults (the default command).
+    Run => run::Profile,
+    /// The machine as the OS and CPU report it: CPU, caches, TLBs, NUMA, pages, THP, clocks.
+    Info => info::Info,
+    // Each experiment's own subcommand, from the experiments' registry.
+    #[command(flatten)]
+    Experiment => experiment::Single,
+    /// Count hardware and software events around a command, like `perf stat` with a
+    /// memory focus: IPC, miss ratios, misses per kilo-instruction, dTLB miss rate, a
+    /// bandwidth estimate and the run time. The command runs directly (no shell); its
+    /// output is left alone, the table goes to stderr, and its exit status is memscope's.
+    Stat => stat::Stat,
+    /// Where a program's TLB misses and hot pages are (`pages record -- CMD`), and huge
+    /// pages applied to exactly those regions and measured (`pages apply -- CMD`).
+    Pages => pages::Pages,
+    /// A binary's per-thread (TLS) and static data from its ELF and DWARF: each object in
+    /// bytes, cache lines and shares of L1d and L2, struct layouts with holes and padding,
+    /// and the per-thread total × threads against L3.
+    Footprint => footprint::Footprint,
+    /// Does a build or runtime knob change a program's speed, and why: every variant of
+    /// the parameters (-p NAME=VALUES) built once, the benchmarks run interleaved in
+    /// shuffled blocks, each variant's median with a 95% interval, its change against the
+    /// baseline with a Mann–Whitney U test (~ when p ≥ 0.05), CPU time, peak RSS,
+    /// counters and per-thread footprint.
+    Sweep => sweep::Sweep,
+    /// Two or more reports side by side (runs, machines, a fleet): every figure they share
+    /// with its change against the first, called a change only outside both runs' noise,
+    /// and what differs between the machines named first. A directory compares every
+    /// report in it, grouped by CPU model.
+    Compare => compare::Compare,
+    /// Saved runs (--save on a measuring command, or MEMSCOPE_SAVE=1) by host and date;
+    /// with --check, each host's latest run against its earlier ones, exiting 1 on a
+    /// regression beyond the noise.
+    History => history::History,
+    /// Undo what a killed memscope left changed (a grown hugetlbfs pool, its DAMON
+    /// kdamond, a scratch directory), from its journal; every command does this first.
+    Restore => restore::Restore,
+}
+
+/// The command line: a subcommand, or the profile's flags (`memscope` alone runs it).
+#[derive(Debug, Parser)]
+#[command(
+    name = "memscope",
+    version,
+    about = "Measure this machine's memory hierarchy: latency of every level, where each ends, and more",
+    long_about = "Measure this machine's memory hierarchy.\n\n\
+                  Without a subcommand, memscope runs the full profile ('memscope run'): \
+                  topology, the latency ladder with its levels, a cache-miss-impact table \
+                  with an AMAT estimate, bandwidth per level, the stride matrix, a \
+                  loaded-latency curve, DRAM memory-level parallelism and the TLB levels, \
+                  written as a table, memscope-report.json and a \
+                  self-contained memscope-report.html.",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Subcommand>,
+
+    /// Flags of `memscope run` (the default command).
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The command line's plan: the profile without a subcommand, else the subcommand's room.
+pub fn plan(cli: &Cli, context: &Context) -> anyhow::Result<Plan> {
+    match &cli.command {
+        None => Ok(Plan::Run(<run::Profile as Command>::plan(
+            &cli.run, context,
+        )?)),
+        Some(command) => command.plan(context),
     }
 }
 
@@ -159,12 +214,12 @@ pub fn run(plan: Plan, context: Context) -> anyhow::Result<(Document, ExitCode)>
 pub fn execute(cli: &Cli) -> anyhow::Result<ExitCode> {
     // Every other command first undoes what killed memscopes left (before the machine is
     // read: a grown hugetlbfs pool is part of it); `restore` does that as its work.
-    if !matches!(cli.command, Some(Subcommand::Restore)) {
+    if !matches!(cli.command, Some(Subcommand::Restore(_))) {
         crate::restore::at_start();
     }
     let context = Context::new();
     let plan = plan(cli, &context)?;
-    let (document, code) = run(plan, context)?;
+    let (document, code) = plan.run(context)?;
     output::write(document)?;
     Ok(code)
 }

@@ -7,11 +7,15 @@ use super::{Command, Context, Document};
 
 pub struct Restore;
 
+/// `restore` has no flags.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RestoreArgs {}
+
 impl Command for Restore {
-    type Args = ();
+    type Args = RestoreArgs;
     type Plan = ();
 
-    fn plan(_args: &(), _context: &Context) -> anyhow::Result<()> {
+    fn plan(_args: &RestoreArgs, _context: &Context) -> anyhow::Result<()> {
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! The registry's planning, without running anything: every subcommand reaches its room,
 //! `restore` plans like any command, and bad values are `UsageError`s.
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
 use super::*;
 use crate::error::UsageError;
@@ -38,7 +38,9 @@ fn every_subcommand_plans_into_its_own_variant() {
         (vec!["memscope", "pages", "record", "--", "true"], |p| {
             matches!(p, Plan::Pages(_))
         }),
-        (vec!["memscope", "restore"], |p| matches!(p, Plan::Restore)),
+        (vec!["memscope", "restore"], |p| {
+            matches!(p, Plan::Restore(()))
+        }),
     ];
     for (args, expected) in cases {
         let plan = plan_of(&args).unwrap_or_else(|e| panic!("{args:?}: {e:#}"));
@@ -124,6 +126,66 @@ fn bad_values_are_usage_errors_before_anything_runs() {
 fn restore_plans_without_the_machine() {
     let context = Context::new();
     let cli = Cli::try_parse_from(["memscope", "restore"]).expect("restore parses");
-    assert!(matches!(plan(&cli, &context), Ok(Plan::Restore)));
+    assert!(matches!(plan(&cli, &context), Ok(Plan::Restore(()))));
     assert!(context.machine.get().is_none(), "restore needs no topology");
+}
+
+#[test]
+fn cli_definition_is_consistent() {
+    Cli::command().debug_assert();
+}
+
+/// The output flags are declared once (`flags`) and worded per command with
+/// `mut_arg`: each command's own help, and the shared one where it has none.
+#[test]
+fn output_flags_are_worded_per_command() {
+    let cli = Cli::command();
+    let help = |command: Option<&str>, flag: &str| {
+        let command = command.map_or(&cli, |name| {
+            cli.find_subcommand(name).expect("the subcommand exists")
+        });
+        let arg = command.get_arguments().find(|a| a.get_id() == flag);
+        arg.and_then(|a| a.get_help()).map(|h| h.to_string())
+    };
+    let stdout = "to FILE ('-' for stdout)";
+    let cases = [
+        (
+            Some("info"),
+            "json",
+            "Write the `machine` JSON object's report",
+        ),
+        (Some("info"), "csv", "Write the cache table as CSV"),
+        (Some("stat"), "json", "Write the JSON report"),
+        (
+            Some("stat"),
+            "csv",
+            "Write the counts and derived figures as CSV",
+        ),
+        (
+            Some("history"),
+            "json",
+            "Write the listing (or the check) as JSON",
+        ),
+        (Some("latency"), "csv", "Write the result rows as CSV"),
+        (Some("run"), "csv", "Write the result rows as CSV"),
+        (None, "csv", "Write the result rows as CSV"),
+        (
+            Some("footprint"),
+            "csv",
+            "Write the tables (every run, region or object) as CSV",
+        ),
+    ];
+    for (command, flag, words) in cases {
+        assert_eq!(
+            help(command, flag).as_deref(),
+            Some(format!("{words} {stdout}").as_str()),
+            "{command:?} --{flag}"
+        );
+    }
+    let run_html = "Write the HTML report here instead of DIR/memscope-report.html";
+    assert_eq!(help(Some("run"), "html").as_deref(), Some(run_html));
+    assert_eq!(help(None, "html").as_deref(), Some(run_html));
+    let html = "Write the self-contained HTML report, with its plots, to FILE";
+    assert_eq!(help(Some("sweep"), "html").as_deref(), Some(html));
+    assert_eq!(help(Some("info"), "html"), None);
 }
