@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use super::output::{report_document, Outputs, Shown};
 use super::{Context, Document};
 use crate::error::UsageError;
+use crate::experiments::drift::{DriftResult, StableTarget};
 use crate::experiments::params::MeasurePlan;
-use crate::experiments::Configs;
+use crate::experiments::{Configs, Results};
 use crate::platform::affinity;
 use crate::platform::arena::PagePolicy;
 use crate::platform::hugepages::{self, HugepageReservation};
@@ -54,7 +55,7 @@ pub(super) fn run_measuring(
     machine_view: MachineView,
 ) -> anyhow::Result<(Document, ExitCode)> {
     let (machine, context) = context.into_machine()?;
-    let report = measure(&plan, machine)?;
+    let report = measure(&plan, machine, &Experiments)?;
     let shown = Shown {
         machine: machine_view,
         points: plan.print_points,
@@ -156,7 +157,49 @@ fn hugepages_for_run(
     }
 }
 
-fn measure(plan: &MeasuringPlan, mut machine: Machine) -> anyhow::Result<Report> {
+/// What runs a plan's experiments in a session: the experiments themselves, or, in the
+/// orchestration's tests, a stand-in that measures nothing and says what happened.
+trait Bench {
+    /// Every planned experiment, in the registry's order.
+    fn measure(&self, configs: &Configs, session: &mut Session) -> anyhow::Result<Results>;
+
+    /// The drift pass over the headline figures (None: nothing to repeat).
+    fn drift(
+        &self,
+        configs: &Configs,
+        session: &mut Session,
+        results: &Results,
+        until: Option<StableTarget>,
+    ) -> anyhow::Result<Option<DriftResult>>;
+}
+
+/// The real bench: the experiments' registry measures.
+struct Experiments;
+
+impl Bench for Experiments {
+    fn measure(&self, configs: &Configs, session: &mut Session) -> anyhow::Result<Results> {
+        configs.measure(session)
+    }
+
+    fn drift(
+        &self,
+        configs: &Configs,
+        session: &mut Session,
+        results: &Results,
+        until: Option<StableTarget>,
+    ) -> anyhow::Result<Option<DriftResult>> {
+        crate::experiments::drift::check(configs, session, results, until)
+    }
+}
+
+/// Pins, calibrates, reserves huge pages when asked, has the bench measure the plan and
+/// repeat its headline figures, and turns what the session gathered (disturbed
+/// experiments, drift, skipped experiments, pages obtained, CPUs used) into the report.
+fn measure(
+    plan: &MeasuringPlan,
+    mut machine: Machine,
+    bench: &dyn Bench,
+) -> anyhow::Result<Report> {
     let m = &plan.measure;
     // Pin first: the clock estimate, the first touch of the buffers and the chase all
     // happen on the measuring CPU.
@@ -188,9 +231,9 @@ fn measure(plan: &MeasuringPlan, mut machine: Machine) -> anyhow::Result<Report>
         experiment: s.experiment.into(),
         reason: s.reason.into(),
     }));
-    let mut experiments = plan.experiments.measure(&mut session)?;
+    let mut experiments = bench.measure(&plan.experiments, &mut session)?;
     // The headline figures once more (or until stable): how far the machine moved.
-    let drift = crate::experiments::drift::check(
+    let drift = bench.drift(
         &plan.experiments,
         &mut session,
         &experiments,
@@ -271,4 +314,162 @@ fn report_drift_words(
 fn signed_drift(f: &crate::experiments::drift::DriftFigure) -> f64 {
     let last = f.passes.last().copied().unwrap_or(f.before);
     (last / f.before - 1.0) * 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::experiments::drift::DriftFigure;
+    use crate::experiments::params::{defaults, MeasureArgs};
+    use crate::session::conditions::ExperimentConditions;
+
+    /// A bench that measures nothing: the first experiment ran beside a busy task, one
+    /// helper CPU was used, and one of two headline figures moved beyond its noise.
+    #[derive(Default)]
+    struct Fake {
+        measured: Cell<usize>,
+        repeated: Cell<usize>,
+    }
+
+    impl Bench for Fake {
+        fn measure(&self, _configs: &Configs, session: &mut Session) -> anyhow::Result<Results> {
+            self.measured.set(self.measured.get() + 1);
+            if let Some(&helper) = session.machine.allowed_cpus.last() {
+                session.used_cpus([helper]);
+            }
+            session.conditions.records.push(ExperimentConditions {
+                experiment: "miss_impact".into(),
+                elapsed_s: 1.0,
+                other_runnable_mean: Some(1.5),
+                other_runnable_max: Some(2.0),
+                other_runnable_share_pct: Some(60.0),
+                samples: 10,
+                tasks: vec!["cc1".into()],
+                steal_pct: None,
+                disturbed: true,
+            });
+            Ok(Results::default())
+        }
+
+        fn drift(
+            &self,
+            _configs: &Configs,
+            _session: &mut Session,
+            _results: &Results,
+            _until: Option<StableTarget>,
+        ) -> anyhow::Result<Option<DriftResult>> {
+            self.repeated.set(self.repeated.get() + 1);
+            let figure = |label: &str, after: f64, beyond_noise: bool| DriftFigure {
+                key: label.to_lowercase(),
+                label: label.into(),
+                unit: "ns".into(),
+                before: 1.0,
+                passes: vec![after],
+                drift_pct: (after - 1.0).abs() * 100.0,
+                spread_pct: Some(1.0),
+                beyond_noise,
+            };
+            Ok(Some(DriftResult {
+                passes: 1,
+                elapsed_s: 0.1,
+                figures: vec![figure("L1d", 1.004, false), figure("DRAM", 1.25, true)],
+                until_stable: None,
+            }))
+        }
+    }
+
+    fn plan(machine: &Machine) -> MeasuringPlan {
+        MeasuringPlan {
+            name: "latency",
+            outputs: Outputs::default(),
+            measure: MeasurePlan::resolve(&defaults::<MeasureArgs>(), machine)
+                .expect("the default flags plan"),
+            experiments: Configs::default(),
+            skipped: vec![Skipped {
+                experiment: "latency under load",
+                reason: "it needs a second CPU",
+            }],
+            print_points: false,
+        }
+    }
+
+    #[test]
+    fn the_run_turns_what_the_session_gathered_into_the_report() {
+        let machine = crate::topology::detect().expect("the machine's topology");
+        let fake = Fake::default();
+        let report = measure(&plan(&machine), machine.clone(), &fake).expect("a report");
+        assert_eq!((fake.measured.get(), fake.repeated.get()), (1, 1));
+        let kinds: Vec<&str> = report.warnings.iter().map(|w| w.code.as_str()).collect();
+        for kind in ["skipped", "disturbed", "drift"] {
+            assert!(kinds.contains(&kind), "{kind} in {kinds:?}");
+        }
+        let drift = report.warnings.iter().find(|w| w.code == "drift");
+        let drift = drift.expect("the drift warning");
+        assert!(drift.message.contains("DRAM +25.0%"), "{}", drift.message);
+        let disturbed = report.warnings.iter().find(|w| w.code == "disturbed");
+        let disturbed = disturbed.expect("the disturbed warning");
+        assert!(
+            disturbed.message.contains("miss impact"),
+            "{}",
+            disturbed.message
+        );
+        assert_eq!(
+            report.conditions.len(),
+            1,
+            "the conditions move into the report"
+        );
+        assert_eq!(report.settings.command, "latency");
+        assert_eq!(report.settings.cpus[0], plan(&machine).measure.cpu);
+        let helper = *machine.allowed_cpus.last().expect("a CPU");
+        assert!(report.settings.cpus.contains(&helper));
+        assert!(report.drift.is_some());
+        // The measuring thread is let go again.
+        // SAFETY: a zeroed cpu_set_t filled by sched_getaffinity for this thread (pid 0).
+        let allowed: Vec<usize> = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            assert_eq!(
+                libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set),
+                0
+            );
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&cpu| libc::CPU_ISSET(cpu, &set))
+                .collect()
+        };
+        assert_eq!(allowed, machine.allowed_cpus);
+    }
+
+    #[test]
+    fn a_run_without_trouble_warns_about_nothing_it_measured() {
+        struct Quiet;
+        impl Bench for Quiet {
+            fn measure(&self, _: &Configs, _: &mut Session) -> anyhow::Result<Results> {
+                Ok(Results::default())
+            }
+            fn drift(
+                &self,
+                _: &Configs,
+                _: &mut Session,
+                _: &Results,
+                _: Option<StableTarget>,
+            ) -> anyhow::Result<Option<DriftResult>> {
+                Ok(None)
+            }
+        }
+        let machine = crate::topology::detect().expect("the machine's topology");
+        let mut quiet = plan(&machine);
+        quiet.skipped.clear();
+        let report = measure(&quiet, machine, &Quiet).expect("a report");
+        let measured = ["skipped", "disturbed", "drift"];
+        assert!(
+            report
+                .warnings
+                .iter()
+                .all(|w| !measured.contains(&w.code.as_str())),
+            "{:?}",
+            report.warnings
+        );
+        assert!(report.drift.is_none() && report.conditions.is_empty());
+    }
 }

@@ -189,3 +189,21 @@ fn output_flags_are_worded_per_command() {
     assert_eq!(help(Some("sweep"), "html").as_deref(), Some(html));
     assert_eq!(help(Some("info"), "html"), None);
 }
+
+/// The dispatch reaches the room and brings its document back: `info` on a machine the
+/// test describes (not the one it runs on) shows that machine, writes JSON where asked,
+/// and exits 0.
+#[test]
+fn a_plan_runs_by_its_room_and_returns_its_document() {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let json = dir.path().join("info.json");
+    let json = json.to_str().expect("a UTF-8 path");
+    let cli = Cli::try_parse_from(["memscope", "info", "--json", json]).expect("accepted");
+    let context = Context::with_machine(Machine::sample());
+    let plan = plan(&cli, &context).expect("info plans");
+    let (document, code) = plan.run(context).expect("info runs");
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert!(document.text.contains("Test CPU 9000"), "{}", document.text);
+    assert!(document.outputs.json.is_some());
+    assert!(!document.text_to_stderr);
+}
