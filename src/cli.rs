@@ -23,7 +23,8 @@ pub use crate::experiments::ExperimentCommand;
                   loaded-latency curve, DRAM memory-level parallelism and the TLB levels, \
                   written as a table, memscope-report.json and a \
                   self-contained memscope-report.html.",
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    mut_subcommand("restore", |c| c.after_help(crate::examples::RESTORE))
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -77,6 +78,7 @@ pub enum Command {
 
 #[derive(Debug, Clone, Default, Args)]
 #[command(mut_arg("html", |a| a.help("Write the HTML report here instead of DIR/memscope-report.html")))]
+#[command(after_help = crate::examples::RUN)]
 pub struct RunArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -99,6 +101,7 @@ pub struct RunArgs {
     mut_arg("json", |a| a.help("Write the `machine` JSON object's report to FILE ('-' for stdout)")),
     mut_arg("csv", |a| a.help("Write the cache table as CSV to FILE ('-' for stdout)"))
 )]
+#[command(after_help = crate::examples::INFO)]
 pub struct InfoArgs {
     #[command(flatten)]
     pub json: JsonArg,
@@ -111,6 +114,7 @@ pub struct InfoArgs {
 #[command(mut_arg("csv", |a| {
     a.help("Write the counts and derived figures as CSV to FILE ('-' for stdout)")
 }))]
+#[command(after_help = crate::examples::STAT)]
 pub struct StatArgs {
     /// Events to count, comma-separated; '{a,b}' groups events so they are counted over
     /// the same time; repeatable. Generic names (cycles, instructions, cache-misses,
