@@ -13,6 +13,7 @@ pub use crate::experiments::params::MeasureArgs;
 
 #[derive(Debug, Clone, Default, Args)]
 #[command(mut_arg("html", |a| a.help("Write the HTML report here instead of DIR/memscope-report.html")))]
+#[command(after_help = crate::examples::RUN)]
 pub struct RunArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
@@ -35,6 +36,7 @@ pub struct RunArgs {
     mut_arg("json", |a| a.help("Write the `machine` JSON object's report to FILE ('-' for stdout)")),
     mut_arg("csv", |a| a.help("Write the cache table as CSV to FILE ('-' for stdout)"))
 )]
+#[command(after_help = crate::examples::INFO)]
 pub struct InfoArgs {
     #[command(flatten)]
     pub json: JsonArg,
@@ -47,6 +49,7 @@ pub struct InfoArgs {
 #[command(mut_arg("csv", |a| {
     a.help("Write the counts and derived figures as CSV to FILE ('-' for stdout)")
 }))]
+#[command(after_help = crate::examples::STAT)]
 pub struct StatArgs {
     /// Events to count, comma-separated; '{a,b}' groups events so they are counted over
     /// the same time; repeatable. Generic names (cycles, instructions, cache-misses,

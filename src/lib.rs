@@ -42,6 +42,7 @@ pub mod compare;
 pub mod counters;
 pub mod counting;
 pub mod error;
+pub mod examples;
 pub mod experiments;
 pub mod flags;
 pub mod footprint;

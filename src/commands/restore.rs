@@ -9,6 +9,7 @@ pub struct Restore;
 
 /// `restore` has no flags.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(after_help = crate::examples::RESTORE)]
 pub struct RestoreArgs {}
 
 impl Command for Restore {

@@ -5,6 +5,7 @@ use crate::error::UsageError;
 use crate::flags::OutputArgs;
 
 #[derive(Debug, Clone, clap::Args)]
+#[command(after_help = crate::examples::COMPARE)]
 pub struct CompareArgs {
     /// Reports to compare (JSON written by `memscope --json` or the profile's
     /// memscope-report.json), or directories: every report in them, grouped by CPU model.

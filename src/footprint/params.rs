@@ -12,6 +12,7 @@ use crate::flags::{parse_count, OutputArgs};
 use crate::platform::user_file;
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = crate::examples::FOOTPRINT)]
 pub struct FootprintArgs {
     /// The ELF binary or shared library to read (default with --pid: the process's
     /// executable).

@@ -9,6 +9,7 @@ use crate::flags::JsonArg;
 #[command(mut_arg("json", |a| {
     a.help("Write the listing (or the check) as JSON to FILE ('-' for stdout)")
 }))]
+#[command(after_help = crate::examples::HISTORY)]
 pub struct HistoryArgs {
     /// The database file [default: $MEMSCOPE_HISTORY, else
     /// $XDG_DATA_HOME/memscope/history.sqlite3, else ~/.local/share/memscope/history.sqlite3].

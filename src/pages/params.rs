@@ -13,6 +13,7 @@ use crate::error::UsageError;
 use crate::flags::{parse_count, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = crate::examples::PAGES)]
 pub struct PagesArgs {
     #[command(subcommand)]
     pub action: PagesAction,
@@ -66,12 +67,14 @@ pub struct SamplingArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = crate::examples::PAGES_RECORD)]
 pub struct RecordArgs {
     #[command(flatten)]
     pub sampling: SamplingArgs,
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = crate::examples::PAGES_APPLY)]
 pub struct ApplyArgs {
     #[command(flatten)]
     pub sampling: SamplingArgs,

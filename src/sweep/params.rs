@@ -14,6 +14,7 @@ use crate::flags::parse_duration;
 use crate::flags::{invalid, parse_count, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
+#[command(after_help = crate::examples::SWEEP)]
 pub struct SweepArgs {
     /// A parameter and its values: NAME=V1,V2,… or a range NAME=FIRST..LAST[:STEP] (or
     /// :*FACTOR for powers); repeat -p for the product of several. `{NAME}` in --build,

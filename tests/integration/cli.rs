@@ -679,3 +679,65 @@ fn stat_csv_has_event_derived_and_time_rows() {
         assert!(csv.lines().any(|l| l.starts_with(row)), "{row}: {csv}");
     }
 }
+
+/// Every command's `--help` ends with its EXAMPLES block (`src/examples.rs`): the
+/// subcommands are listed from the command-line definition itself, nested ones (`pages
+/// record`) included, so a command added later without examples fails here.
+#[test]
+fn every_subcommand_help_ends_with_examples() {
+    use clap::{CommandFactory, Parser};
+
+    fn paths(command: &clap::Command, prefix: &[String], out: &mut Vec<Vec<String>>) {
+        for sub in command.get_subcommands() {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let mut path = prefix.to_vec();
+            path.push(sub.get_name().to_owned());
+            paths(sub, &path, out);
+            out.push(path);
+        }
+    }
+    let mut all = Vec::new();
+    paths(&memscope::commands::Cli::command(), &[], &mut all);
+    assert!(all.len() >= 19, "{all:?}");
+    all.push(Vec::new()); // `memscope --help`: the default command's (run's) examples
+    for path in all {
+        let line = format!("{} --help", path.join(" "));
+        // At 80 columns (clap wraps help to the terminal), examples stay whole lines.
+        let out = memscope(line.trim())
+            .env("COLUMNS", "80")
+            .assert()
+            .success();
+        let help = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        let examples = help
+            .find("EXAMPLES:")
+            .unwrap_or_else(|| panic!("`memscope {line}` has no EXAMPLES block:\n{help}"));
+        let block = &help[examples..];
+        // Each example is a command line (continued by a trailing backslash) that clap
+        // accepts: an example that no longer parses fails here.
+        let joined = block.replace("\\\n", " ");
+        let commands: Vec<&str> = joined
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("memscope"))
+            .collect();
+        assert!(
+            !commands.is_empty(),
+            "`memscope {line}`: no example command line in\n{block}"
+        );
+        for example in commands {
+            let words = shlex::split(example).expect("an example is a valid shell line");
+            if let Err(e) = memscope::commands::Cli::try_parse_from(&words) {
+                panic!("`memscope {line}`: the example `{example}` does not parse: {e}");
+            }
+        }
+        assert!(
+            !block
+                .lines()
+                .skip(1)
+                .any(|l| l.ends_with(':') && !l.starts_with(' ')),
+            "`memscope {line}`: the EXAMPLES block is not the last one:\n{block}"
+        );
+    }
+}

@@ -14,6 +14,7 @@ use crate::topology::Machine;
 use crate::units::Bytes;
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::BANDWIDTH)]
 pub struct BandwidthArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,

@@ -12,6 +12,7 @@ use crate::topology::Machine;
 use crate::units::{Bytes, KIB, MIB};
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::FILES)]
 pub struct FilesArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,

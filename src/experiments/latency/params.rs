@@ -13,6 +13,7 @@ use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::LATENCY)]
 pub struct LatencyArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,

@@ -16,6 +16,7 @@ use crate::topology::Machine;
 use crate::units::MIB;
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::LOADED)]
 pub struct LoadedArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,

@@ -11,6 +11,7 @@ use crate::topology::Machine;
 use crate::units::{KIB, MIB};
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::MLP)]
 pub struct MlpArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,

@@ -9,6 +9,7 @@ use crate::experiments::params::{CommandArgs, MeasureArgs, MeasurePlan};
 use crate::topology::Machine;
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::NUMA)]
 pub struct NumaArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,

@@ -13,6 +13,7 @@ use crate::kernels::jit::Filler;
 use crate::topology::Machine;
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::ROB)]
 pub struct RobArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,

@@ -10,6 +10,7 @@ use crate::experiments::stride::StrideConfig;
 use crate::topology::Machine;
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::STRIDE)]
 pub struct StrideArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,

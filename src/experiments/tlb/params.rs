@@ -14,6 +14,7 @@ use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
 
 #[derive(Debug, Clone, Default, Args)]
+#[command(after_help = crate::examples::TLB)]
 pub struct TlbArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
