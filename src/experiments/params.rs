@@ -317,7 +317,10 @@ mod tests {
     #[test]
     fn a_cpu_list_is_refused_as_a_list() {
         let e = parse_cpu("0-1", &[0, 1]).unwrap_err().to_string();
-        assert!(e.contains("'0-1'") && e.contains("one CPU number (0 or 1), not a list"), "{e}");
+        assert!(
+            e.contains("'0-1'") && e.contains("one CPU number (0 or 1), not a list"),
+            "{e}"
+        );
         let e = parse_cpu("0,2", &[0, 1, 2, 3]).unwrap_err().to_string();
         assert!(e.contains("one of 0-3") && e.contains("not a list"), "{e}");
         let e = parse_cpu("7", &[0, 1]).unwrap_err().to_string();

@@ -208,7 +208,11 @@ mod tests {
         assert_eq!(quick.sizes, profile.sizes);
         assert!(written(&quick) <= 256 * MIB, "{}", written(&quick));
         assert_eq!(
-            (quick.blocks.clone(), quick.depths.clone(), quick.random_reads),
+            (
+                quick.blocks.clone(),
+                quick.depths.clone(),
+                quick.random_reads
+            ),
             (profile.blocks, profile.depths, profile.random_reads)
         );
         assert_eq!(quick.repetitions, profile.repetitions);
