@@ -18,7 +18,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
 
-    /// Directory for memscope-report.json and memscope-report.html.
+    /// Directory for memscope-report.json and memscope-report.html (made when missing; its
+    /// parent must exist).
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub out: String,
 

@@ -55,15 +55,86 @@ fn profile_sweep_kernels() -> Vec<&'static KernelSpec> {
         .collect()
 }
 
+/// Makes the missing `--out` directory, the last part of the path only (its parent must
+/// exist), as mkdir does. Safe where other users can write: the parent is opened once
+/// (following links: the user named it), the directory made with mkdirat relative to that
+/// handle, then opened with O_NOFOLLOW and checked to be a directory of ours, so a name
+/// someone planted meanwhile (a symlink to elsewhere) is refused, never written through.
+fn create_out_dir(dir: &std::path::Path) -> Result<(), String> {
+    use std::ffi::CString;
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::ffi::OsStrExt;
+
+    let name = dir
+        .file_name()
+        .filter(|_| !dir.ends_with(".."))
+        .ok_or("the path has no last part to create")?;
+    let parent = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => std::path::Path::new("."),
+    };
+    let c_path = |p: &[u8]| CString::new(p).map_err(|_| "the path holds a NUL byte".to_string());
+    let parent_c = c_path(parent.as_os_str().as_bytes())?;
+    let name_c = c_path(name.as_bytes())?;
+    // SAFETY: open reads a NUL-terminated path; the descriptor is owned right after.
+    let raw = unsafe {
+        libc::open(
+            parent_c.as_ptr(),
+            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        )
+    };
+    if raw < 0 {
+        let error = std::io::Error::last_os_error();
+        return Err(match error.raw_os_error() {
+            Some(libc::ENOENT) => format!(
+                "its parent '{}' does not exist (only the last part is created)",
+                parent.display()
+            ),
+            Some(libc::ENOTDIR) => format!("'{}' is not a directory", parent.display()),
+            _ => format!("cannot open its parent '{}' ({error})", parent.display()),
+        });
+    }
+    // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
+    let parent_fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: mkdirat reads a NUL-terminated name relative to a descriptor we own.
+    if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), name_c.as_ptr(), 0o777) } != 0 {
+        let error = std::io::Error::last_os_error();
+        return Err(match error.raw_os_error() {
+            Some(libc::EEXIST) => "something that is not a directory has that name".into(),
+            _ => format!("cannot create it ({error})"),
+        });
+    }
+    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: openat reads a NUL-terminated name relative to a descriptor we own.
+    let raw = unsafe { libc::openat(parent_fd.as_raw_fd(), name_c.as_ptr(), flags) };
+    if raw < 0 {
+        return Err(format!(
+            "it was replaced right after it was made ({})",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
+    let made = unsafe { OwnedFd::from_raw_fd(raw) };
+    // SAFETY: fstat fills the zeroed stat from a descriptor we own.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(made.as_raw_fd(), &mut st) } != 0
+        || st.st_uid != crate::platform::journal::effective_uid()
+    {
+        return Err("it was replaced right after it was made by one not ours".into());
+    }
+    Ok(())
+}
+
 /// The profile's plan: the quick versions of the experiments, composed.
 fn profile(args: &RunArgs, machine: &Machine) -> Result<MeasuringPlan, UsageError> {
     let measure = MeasurePlan::resolve(&args.measure, machine)?;
     let dir = std::path::Path::new(&args.out);
     if !dir.is_dir() {
-        return Err(UsageError::OutputPath {
+        create_out_dir(dir).map_err(|reason| UsageError::OutputPath {
             path: args.out.clone(),
-            reason: "--out expects an existing directory".into(),
-        });
+            reason: format!("--out expects a directory, or one to create: {reason}"),
+        })?;
     }
     // The file given, else `name` in the output directory.
     let or_in_dir = |given: Option<&str>, name: &str| {

@@ -101,6 +101,40 @@ pub struct MeasurePlan {
     pub until_stable: Option<crate::experiments::drift::StableTarget>,
 }
 
+/// The `--cpu` of a measuring command: one CPU this process may run on. A list or a
+/// range (`0-1`, `0,2`) is refused as such, not as a CPU that does not exist.
+fn parse_cpu(text: &str, allowed: &[usize]) -> Result<usize, UsageError> {
+    let trimmed = text.trim();
+    let is_list = trimmed.contains(',') || trimmed.get(1..).is_some_and(|t| t.contains('-'));
+    if is_list {
+        return Err(invalid(
+            "--cpu",
+            text,
+            &format!(
+                "one CPU number ({}), not a list: the measurement runs on one CPU",
+                one_of(allowed)
+            ),
+        ));
+    }
+    trimmed
+        .parse::<usize>()
+        .ok()
+        .filter(|c| allowed.contains(c))
+        .ok_or_else(|| UsageError::NoSuchCpu {
+            cpu: text.to_string(),
+            available: format_cpu_list(allowed),
+        })
+}
+
+/// "0 or 1", "one of 0-7" for the CPUs allowed.
+fn one_of(allowed: &[usize]) -> String {
+    match allowed {
+        [only] => only.to_string(),
+        [a, b] => format!("{a} or {b}"),
+        _ => format!("one of {}", format_cpu_list(allowed)),
+    }
+}
+
 impl MeasurePlan {
     /// The measuring flags checked and resolved against the machine: the CPU, the page
     /// policy, the trials and the largest working set.
@@ -108,15 +142,7 @@ impl MeasurePlan {
         let allowed = &machine.allowed_cpus;
         let cpu = match &args.cpu {
             None => crate::platform::affinity::default_cpu(allowed).unwrap_or(0),
-            Some(text) => text
-                .trim()
-                .parse::<usize>()
-                .ok()
-                .filter(|c| allowed.contains(c))
-                .ok_or_else(|| UsageError::NoSuchCpu {
-                    cpu: text.clone(),
-                    available: format_cpu_list(allowed),
-                })?,
+            Some(text) => parse_cpu(text, allowed)?,
         };
         let pages = match &args.pages {
             Some(text) => PagePolicy::parse(text)?,
@@ -287,6 +313,22 @@ mod tests {
     use super::*;
     use crate::topology::cgroup::{CgroupMemoryLimit, LimitSource};
     use crate::units::GIB;
+
+    #[test]
+    fn a_cpu_list_is_refused_as_a_list() {
+        let e = parse_cpu("0-1", &[0, 1]).unwrap_err().to_string();
+        assert!(
+            e.contains("'0-1'") && e.contains("one CPU number (0 or 1), not a list"),
+            "{e}"
+        );
+        let e = parse_cpu("0,2", &[0, 1, 2, 3]).unwrap_err().to_string();
+        assert!(e.contains("one of 0-3") && e.contains("not a list"), "{e}");
+        let e = parse_cpu("7", &[0, 1]).unwrap_err().to_string();
+        assert!(e.contains("CPU 7 does not exist"), "{e}");
+        let e = parse_cpu("-1", &[0, 1]).unwrap_err().to_string();
+        assert!(e.contains("CPU -1 does not exist"), "{e}");
+        assert_eq!(parse_cpu(" 1 ", &[0, 1]).unwrap(), 1);
+    }
 
     #[test]
     fn the_memory_guard_names_the_limit_that_refused() {

@@ -15,6 +15,7 @@ use super::regions::{ranges_of, Region};
 use super::sources::SourceKind;
 use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
 use crate::platform::child::{self, SpawnOptions, Termination};
+use crate::session::progress::Progress;
 use crate::stats::design::Shuffler;
 use crate::stats::rank_tests::signed_rank;
 use crate::stats::summary::Summary;
@@ -186,6 +187,8 @@ fn mode_of(arm: Arm, ranges: &[(u64, u64)], hugetlb: bool) -> PreloadMode {
 
 /// Runs the comparison.
 pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
+    // Lines only: the program's own output shares the terminal, where a bar would tear.
+    let progress = Progress::lines_when_not_terminal();
     let mut notes = Vec::new();
     let (record, regions_from) = match &plan.from {
         Some(record) => {
@@ -200,6 +203,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             (record.clone(), format!("the record in {path}"))
         }
         None => {
+            progress.start("pages apply: recording the program's accesses", 1);
             let record = record::record(&plan.record, &mode_of(Arm::Baseline, &[], plan.hugetlb))?;
             let from = format!(
                 "a record made just before, with the {} source",
@@ -246,10 +250,18 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     // Block 0 warms up (each arm once, untimed): the program's files are cached and the
     // kernel has handed out huge pages once before the timed blocks.
     let mut stopped = false;
+    progress.start(
+        "pages apply: runs",
+        ((plan.repeat + 1) * Arm::ALL.len()) as u64,
+    );
     'blocks: for block in 0..=plan.repeat {
         let mut arms = Arm::ALL;
         shuffler.shuffle(&mut arms);
         for arm in arms {
+            progress.message(&match block {
+                0 => format!("warm-up, {}", arm.label(plan.top)),
+                _ => format!("block {block}, {}", arm.label(plan.top)),
+            });
             let options = SpawnOptions {
                 env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
                 no_aslr: true,
@@ -278,6 +290,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 }
                 std::thread::sleep(Duration::from_millis(2));
             };
+            progress.advance();
             let dtlb = match counters.map(|c| c.read()) {
                 Some(Ok(readings)) => readings
                     .iter()

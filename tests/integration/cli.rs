@@ -135,7 +135,10 @@ fn bad_values_exit_2_naming_the_value() {
         "latency --json /nonexistent-dir/out.json",
         "/nonexistent-dir/out.json",
     );
-    fails_with_usage_error("run --out /nonexistent-dir", "/nonexistent-dir");
+    // Only the last part of --out is made: a missing parent is refused.
+    fails_with_usage_error("run --out /nonexistent-dir/new", "/nonexistent-dir/new");
+    fails_with_usage_error("latency --cpu 0-1", "expected one CPU number");
+    fails_with_usage_error("latency --cpu 0,1", "not a list");
     fails_with_usage_error("bandwidth --threads 0", "'0'");
     fails_with_usage_error("bandwidth --threads 1,999", "'999'");
     fails_with_usage_error("bandwidth --threads two", "'two'");
@@ -158,6 +161,20 @@ fn bad_values_exit_2_naming_the_value() {
 }
 
 #[test]
+fn run_out_refuses_a_dangling_link_where_the_directory_would_be_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let link = dir.path().join("reports");
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+    let assert = memscope("run --quick --out").arg(&link).assert().code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert!(stderr.contains("not a directory has that name"), "{stderr}");
+    assert!(
+        !dir.path().join("elsewhere").exists(),
+        "made through the link"
+    );
+}
+
+#[test]
 fn a_failed_run_leaves_no_output_file() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("out.json");
@@ -172,15 +189,17 @@ fn a_failed_run_leaves_no_output_file() {
 #[test]
 fn run_writes_json_and_an_html_report_with_an_svg_plot() {
     let _one_at_a_time = exclusive();
-    let dir = tempfile::tempdir().unwrap();
+    let parent = tempfile::tempdir().unwrap();
+    // --out names a directory not made yet: run makes it.
+    let dir = parent.path().join("reports");
     memscope("run --quick --max-size 8M --out")
-        .arg(dir.path())
+        .arg(&dir)
         .assert()
         .success()
         .stdout(predicate::str::contains("L1d"));
-    let html = std::fs::read_to_string(dir.path().join("memscope-report.html")).unwrap();
+    let html = std::fs::read_to_string(dir.join("memscope-report.html")).unwrap();
     assert!(html.contains("<svg") && html.contains("</html>"));
-    let report = json_of(&std::fs::read(dir.path().join("memscope-report.json")).unwrap());
+    let report = json_of(&std::fs::read(dir.join("memscope-report.json")).unwrap());
     assert_eq!(report["settings"]["command"], "run");
     assert!(
         report["experiments"]["latency"]["levels"]
@@ -190,7 +209,7 @@ fn run_writes_json_and_an_html_report_with_an_svg_plot() {
             >= 2
     );
     // Only the two reports: no temporary files left behind.
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
 
     // The cache-miss-impact table: every footprint with every pattern.
     assert!(html.contains("<section id=\"miss-impact\">"));

@@ -60,6 +60,42 @@ fn small_files_give_every_figure_and_leave_nothing_behind() {
 }
 
 #[test]
+fn with_stderr_not_a_terminal_progress_comes_as_plain_lines() {
+    let _one_at_a_time = exclusive();
+    let dir = temp_dir();
+    // stderr is captured (not a terminal); a 1 ms period makes every stage start print.
+    let out = files(dir.path(), &[])
+        .env("MEMSCOPE_PROGRESS_PERIOD_MS", "1")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("memscope: files: "))
+        .collect();
+    assert!(
+        lines.iter().any(|l| l.contains("sequential reads")),
+        "{stderr}"
+    );
+    assert!(lines.iter().all(|l| l.ends_with(" s")), "{stderr}");
+    // No bar's control characters in a log.
+    assert!(
+        !stderr.contains('\r') && !stderr.contains('\u{1b}'),
+        "{stderr}"
+    );
+    // With the default period (10 s) this short run prints none.
+    let quiet = files(dir.path(), &[])
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let quiet = String::from_utf8_lossy(&quiet.stderr);
+    assert!(!quiet.contains("memscope: files: "), "{quiet}");
+}
+
+#[test]
 fn a_failure_after_writing_leaves_no_file() {
     let dir = temp_dir();
     let out = files(dir.path(), &[])

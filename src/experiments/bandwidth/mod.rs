@@ -88,6 +88,26 @@ pub struct BandwidthRow {
     /// Trials run for the row, the ones re-run for a low overlap included.
     #[serde(default)]
     pub attempts: usize,
+    /// Trials the row was planned to keep (`--repetitions`); 0 in reports from before it
+    /// was recorded.
+    #[serde(default)]
+    pub planned_trials: usize,
+    /// Fewer trials kept than planned (threads that ran together in too few attempts):
+    /// the median rests on thin evidence and its spread says little (none from one trial).
+    #[serde(default)]
+    pub few_trials: bool,
+}
+
+impl BandwidthRow {
+    /// "1 of 9 planned trials kept (27 attempts)" when the row kept fewer than planned.
+    pub fn few_trials_text(&self) -> Option<String> {
+        self.few_trials.then(|| {
+            format!(
+                "{} of {} planned trials kept ({} attempts)",
+                self.trials, self.planned_trials, self.attempts
+            )
+        })
+    }
 }
 
 /// Where a row's working set comes from.
@@ -512,6 +532,8 @@ fn measure_points(
                 overlap: concurrency.overlap,
                 concurrent: concurrency.concurrent,
                 attempts: timing.attempts,
+                planned_trials: config.repetitions,
+                few_trials: summary.count < config.repetitions,
             }
         })
         .collect())

@@ -87,6 +87,8 @@ pub fn row(
         overlap: 1.0,
         concurrent: true,
         attempts: 7,
+        planned_trials: 7,
+        few_trials: false,
     }
 }
 

@@ -1,6 +1,6 @@
 //! The bandwidth section's tables: one kernel × level table per thread count and the
 //! sweep as working set × kernel, every figure with its marks (`!` threads not together,
-//! `~` noisy) and its spread, trials, size and overlap as a tooltip.
+//! `?` fewer trials kept than planned, `~` noisy) and its spread, trials, size and overlap as a tooltip.
 
 use super::{BandwidthResult, BandwidthRow};
 use crate::experiments::shared::level::Level;
@@ -23,11 +23,24 @@ fn overlap_title(threads: usize, overlap: f64, attempts: usize) -> String {
 }
 
 /// A figure's marks and GB/s, with its spread, trials, size and overlap as a tooltip:
-/// `!` when its threads did not run together, `~` when noisy.
+/// `!` when its threads did not run together, `?` (and no spread) when it kept fewer
+/// trials than planned, `~` when noisy.
 fn marked_gbs(r: &BandwidthRow) -> Text {
     let mut text = Text::new();
     if !r.concurrent {
         text = text.extend(not_concurrent_mark());
+    }
+    if let Some(few) = r.few_trials_text() {
+        // Too few kept trials: no spread to speak of, so none is shown.
+        return text.warn("?").titled(
+            gbs(r.gb_per_s),
+            Style::Plain,
+            format!(
+                "{few}, {} per thread{}",
+                Bytes(r.bytes_per_thread),
+                overlap_title(r.threads, r.overlap, r.attempts)
+            ),
+        );
     }
     if noisy(r.spread_pct) {
         text = text.warn("~");

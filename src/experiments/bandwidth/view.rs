@@ -17,7 +17,7 @@ use crate::view::{Block, DataTable, Headline, Medium, Paragraph, Present, Sectio
 /// Columns of the CSV tables `bandwidth.rows` and `bandwidth.sweep`.
 const DATA_HEADER: &str = "kernel read_parts write_parts nontemporal isa threads \
                            working_set_bytes bytes_per_thread level gb_per_s bytes_per_cycle \
-                           spread_pct overlap concurrent attempts";
+                           spread_pct overlap concurrent attempts planned_trials few_trials";
 
 impl Present for BandwidthResult {
     fn section(&self, machine: &Machine) -> Section {
@@ -57,6 +57,9 @@ impl Present for BandwidthResult {
             "figures",
             self.rows.iter().chain(&self.sweep).map(|r| r.overlap),
         ) {
+            s.push(note);
+        }
+        if let Some(note) = few_trials_note(self.rows.iter().chain(&self.sweep)) {
             s.push(note);
         }
         for &threads in &thread_counts {
@@ -185,9 +188,23 @@ fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
             raw(r.overlap),
             r.concurrent.to_string(),
             r.attempts.to_string(),
+            r.planned_trials.to_string(),
+            r.few_trials.to_string(),
         ]);
     }
     t
+}
+
+/// The legend of the `?` mark, naming the thinnest row, when any row kept fewer trials
+/// than planned.
+fn few_trials_note<'a>(rows: impl Iterator<Item = &'a BandwidthRow>) -> Option<Paragraph> {
+    let rows: Vec<&BandwidthRow> = rows.filter(|r| r.few_trials).collect();
+    let thinnest = rows.iter().min_by_key(|r| r.trials)?;
+    Some(Paragraph::note(Text::new().warn("?").add(format!(
+        " marks {} that kept fewer trials than planned (threads that did not run together          were re-run and still fell short), down to {}: the figure rests on thin evidence          and no spread is shown for it. Measure again on a quieter machine.",
+        count_of(rows.len(), "figure"),
+        thinnest.few_trials_text().unwrap_or_default()
+    ))))
 }
 
 /// The peak bandwidth with the fewest and with the most of the (sorted) thread counts, each
@@ -212,16 +229,27 @@ fn headlines(result: &BandwidthResult, threads: &[usize]) -> Vec<Headline> {
             continue;
         };
         let dram = rows().filter(|r| r.level == Level::Dram).max_by(faster);
+        // A figure from too few trials is never a clean headline: it says so.
+        let thin = |r: &BandwidthRow| {
+            if r.few_trials {
+                format!(" ({})", count_of(r.trials, "trial"))
+            } else {
+                String::new()
+            }
+        };
         out.push(Headline {
             label: format!("Bandwidth, {}", count_of(t, "thread")),
-            value: format!("{} GB/s", figure(peak.gb_per_s)),
+            value: format!("{} GB/s{}", figure(peak.gb_per_s), thin(peak)),
             detail: format!(
-                "peak ({} in {}){}{}",
+                "peak ({} in {}){}{}{}",
                 peak.kernel,
                 peak.level,
+                peak.few_trials_text()
+                    .map_or(String::new(), |few| format!(", ? {few}")),
                 dram.map_or(String::new(), |d| format!(
-                    "; DRAM {} GB/s ({})",
+                    "; DRAM {} GB/s{} ({})",
                     figure(d.gb_per_s),
+                    thin(d),
                     d.kernel
                 )),
                 if rows().any(|r| !r.concurrent) {
@@ -457,13 +485,38 @@ mod tests {
             tables[0].header.join(","),
             "kernel,read_parts,write_parts,nontemporal,isa,threads,working_set_bytes,\
              bytes_per_thread,level,gb_per_s,bytes_per_cycle,spread_pct,overlap,concurrent,\
-             attempts"
+             attempts,planned_trials,few_trials"
         );
         assert_eq!(tables[1].header, tables[0].header);
         assert_eq!(
             tables[0].rows[0].join(","),
-            "read,1,0,false,avx2,1,16384,16384,L1d,190,,1.5,1,true,7"
+            "read,1,0,false,avx2,1,16384,16384,L1d,190,,1.5,1,true,7,7,false"
         );
         assert_eq!(tables[1].rows.len(), result.sweep.len());
+    }
+
+    #[test]
+    fn a_figure_from_too_few_trials_is_flagged_everywhere_and_shows_no_spread() {
+        let mut result = samples::bandwidth(&[2], &KERNELS[..1], &[], 0);
+        for r in &mut result.rows {
+            (r.trials, r.attempts, r.planned_trials, r.few_trials) = (1, 27, 9, true);
+            r.spread_pct = 0.0;
+        }
+        let s = section(&result);
+        let few = "1 of 9 planned trials kept (27 attempts)";
+        // The headline (and so the at-a-glance card) says so.
+        let headline = &s.headlines[0];
+        assert!(headline.value.ends_with("GB/s (1 trial)"), "{headline:?}");
+        assert!(headline.detail.contains(few), "{headline:?}");
+        // The table marks it and the note explains the mark.
+        let text = s.plain_text();
+        assert!(text.contains("? marks"), "{text}");
+        assert!(text.contains(few), "{text}");
+        // The CSV and the JSON carry the flag.
+        let csv = &s.data_tables()[0];
+        assert!(csv.rows.iter().all(|r| r.last().unwrap() == "true"));
+        let json = serde_json::to_value(&result.rows[0]).unwrap();
+        assert_eq!(json["few_trials"], true);
+        assert_eq!(json["planned_trials"], 9);
     }
 }

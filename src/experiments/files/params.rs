@@ -24,21 +24,24 @@ pub struct FilesArgs {
 
     /// File sizes: a list (4K,1M,64M) or a range FIRST..LAST in steps of ×4 (FIRST..LAST:*F
     /// for another factor); rounded up to 4 KiB. The test files take at most a quarter of
-    /// the free space.
-    #[arg(long, value_name = "SIZES", default_value = "4K..1G")]
-    pub sizes: String,
+    /// the free space [default: 4K..1G, 1.33 GiB written; with --quick 4K,64K,1M,16M,64M,
+    /// 81 MiB].
+    #[arg(long, value_name = "SIZES")]
+    pub sizes: Option<String>,
 
-    /// Block sizes of the cold sequential sweep, as --sizes.
-    #[arg(long = "block", value_name = "SIZES", default_value = "4K..4M")]
-    pub blocks: String,
+    /// Block sizes of the cold sequential sweep, as --sizes [default: 4K..4M; with --quick
+    /// 4K,64K,1M].
+    #[arg(long = "block", value_name = "SIZES")]
+    pub blocks: Option<String>,
 
-    /// io_uring queue depths of the random 4 KiB reads (pread runs at depth 1 beside them).
-    #[arg(long, value_name = "DEPTHS", default_value = "1,4,16,32")]
-    pub depth: String,
+    /// io_uring queue depths of the random 4 KiB reads (pread runs at depth 1 beside them)
+    /// [default: 1,4,16,32; with --quick 1,32].
+    #[arg(long, value_name = "DEPTHS")]
+    pub depth: Option<String>,
 
-    /// Random reads per queue depth.
-    #[arg(long, value_name = "N", default_value = "20000")]
-    pub reads: String,
+    /// Random reads per queue depth [default: 20000; with --quick 2000].
+    #[arg(long, value_name = "N")]
+    pub reads: Option<String>,
 }
 
 impl CommandArgs for FilesArgs {
@@ -103,21 +106,46 @@ impl FilesConfig {
                 "an existing directory to make the test files in",
             ));
         }
-        let depths = args
-            .depth
-            .split(',')
-            .map(|d| parse_count("--depth", d, 1, 4096))
-            .collect::<Result<Vec<_>, _>>()?;
+        // --quick is the full profile's form (the full list with shorter trials took 43 s
+        // and wrote 1.33 GiB here); a list the user gave is kept as given.
+        let quick = measure.quick.then(FilesConfig::quick_profile);
+        let depths = match (&args.depth, &quick) {
+            (Some(text), _) => text
+                .split(',')
+                .map(|d| parse_count("--depth", d, 1, 4096))
+                .collect::<Result<Vec<_>, _>>()?,
+            (None, Some(q)) => q.depths.clone(),
+            (None, None) => vec![1, 4, 16, 32],
+        };
+        let sizes = match (&args.sizes, &quick) {
+            (Some(text), _) => parse_sizes("--sizes", text)?,
+            (None, Some(q)) => q.sizes.clone(),
+            (None, None) => parse_sizes("--sizes", "4K..1G")?,
+        };
+        let blocks = match (&args.blocks, &quick) {
+            (Some(text), _) => parse_sizes("--block", text)?,
+            (None, Some(q)) => q.blocks.clone(),
+            (None, None) => parse_sizes("--block", "4K..4M")?,
+        };
+        let random_reads = match (&args.reads, &quick) {
+            (Some(text), _) => parse_count("--reads", text, 16, 10_000_000)?,
+            (None, Some(q)) => q.random_reads,
+            (None, None) => 20_000,
+        };
+        let repetitions = match (&args.measure.repetitions, &quick) {
+            (None, Some(q)) => q.repetitions,
+            _ => measure.repetitions.min(7),
+        };
         Ok(FilesConfig {
             dir,
-            sizes: parse_sizes("--sizes", &args.sizes)?,
-            sizes_given: args.sizes != "4K..1G",
-            blocks: parse_sizes("--block", &args.blocks)?,
+            sizes,
+            sizes_given: args.sizes.is_some(),
+            blocks,
             read_block: MIB,
             depths,
-            random_reads: parse_count("--reads", &args.reads, 16, 10_000_000)?,
-            sweep_bytes: 256 * MIB,
-            repetitions: measure.repetitions.min(7),
+            random_reads,
+            sweep_bytes: quick.as_ref().map_or(256 * MIB, |q| q.sweep_bytes),
+            repetitions,
             trial_ns: if measure.quick { 5e6 } else { 20e6 },
         })
     }
@@ -143,6 +171,65 @@ impl FilesConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plan(quick: bool) -> MeasurePlan {
+        MeasurePlan {
+            cpu: 0,
+            pages: crate::platform::arena::PagePolicy::Base,
+            quick,
+            repetitions: if quick { 5 } else { 9 },
+            trial_ns: 1e6,
+            max_size: Bytes(64 * MIB),
+            max_size_given: false,
+            reserve_hugepages: false,
+            until_stable: None,
+        }
+    }
+
+    fn args(flags: &[&str]) -> FilesArgs {
+        use clap::{FromArgMatches, Parser};
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            files: FilesArgs,
+        }
+        let mut argv = vec!["files"];
+        argv.extend(flags);
+        Cli::from_arg_matches(&<Cli as clap::CommandFactory>::command().get_matches_from(argv))
+            .unwrap()
+            .files
+    }
+
+    #[test]
+    fn quick_writes_the_profile_s_81_mib_and_keeps_lists_given() {
+        let machine = Machine::default();
+        let written = |c: &FilesConfig| c.sizes.iter().sum::<u64>();
+        let quick = FilesConfig::resolve(&args(&[]), &plan(true), &machine).unwrap();
+        let profile = FilesConfig::quick_profile();
+        assert_eq!(quick.sizes, profile.sizes);
+        assert!(written(&quick) <= 256 * MIB, "{}", written(&quick));
+        assert_eq!(
+            (
+                quick.blocks.clone(),
+                quick.depths.clone(),
+                quick.random_reads
+            ),
+            (profile.blocks, profile.depths, profile.random_reads)
+        );
+        assert_eq!(quick.repetitions, profile.repetitions);
+        assert!(!quick.sizes_given);
+        // Without --quick, the full list; with --quick, what was given stays.
+        let full = FilesConfig::resolve(&args(&[]), &plan(false), &machine).unwrap();
+        assert_eq!(*full.sizes.last().unwrap(), 1 << 30);
+        let given = FilesConfig::resolve(
+            &args(&["--sizes", "4K..1G", "--reads", "300", "--repetitions", "4"]),
+            &plan(true),
+            &machine,
+        )
+        .unwrap();
+        assert_eq!(*given.sizes.last().unwrap(), 1 << 30);
+        assert_eq!(given.random_reads, 300);
+    }
 
     #[test]
     fn sizes_parse_as_lists_and_ranges() {
