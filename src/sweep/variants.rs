@@ -352,6 +352,7 @@ fn footprint_of(given: &str, copy: &Path, machine: &Machine) -> Option<Footprint
         threads: 1,
         top: 0,
         measured: None,
+        debug_root: binary::debuginfo::DEFAULT_DEBUG_ROOT.into(),
     };
     let result = binary::footprint(&plan, machine).ok()?;
     let mut tls: Vec<(String, u64)> = result
