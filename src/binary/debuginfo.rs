@@ -156,7 +156,9 @@ pub fn find(binary: &Path, data: &[u8], root: &Path) -> Search {
         }
     }
     Search::NotFound(format!(
-        "the binary names a separate debug file ({}) but none matched: looked for {}",
+        "the binary names a separate debug file ({}) but none matched: looked for {} (a \
+         distribution's debug package, -dbg or -dbgsym, installs it under /usr/lib/debug; \
+         --debug-dir names another place)",
         describe(&links),
         tried.join(", ")
     ))
