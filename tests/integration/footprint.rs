@@ -1,12 +1,13 @@
 //! `memscope footprint` through the real binary: the TLS size of the shipped C example
 //! follows RING_CAP exactly as its struct layout says (and as readelf shows, where
 //! binutils is installed); a stripped build finds its DWARF in a separate debug file by
-//! `.gnu_debuglink` (CRC checked) and by build-id; other binaries read; bad input is exit
-//! 2.
+//! `.gnu_debuglink` (CRC checked) and by build-id; a TLS pointer shows its pointee;
+//! sweep names the objects whose size differs between variants; other binaries read; bad
+//! input is exit 2.
 
 use serde_json::Value;
 
-use crate::util::{memscope, temp_dir};
+use crate::util::{memscope, sweep_in, temp_dir};
 
 fn footprint(args: &[&str]) -> Value {
     let mut all = vec!["footprint"];
@@ -390,4 +391,64 @@ fn a_tls_pointer_shows_its_pointee_outside_the_tls_block() {
     let text = String::from_utf8_lossy(&text);
     assert!(text.contains("→ heap_t (struct heap_s), 808 B"), "{text}");
     assert!(text.contains("not in the TLS block"), "{text}");
+}
+
+/// A sweep of a knob that sizes a static struct and a TLS pointer's pointee names both,
+/// and only them, with each variant's size.
+#[test]
+fn sweep_names_the_objects_whose_size_differs() {
+    let dir = temp_dir();
+    std::fs::write(
+        dir.path().join("heap.c"),
+        "#ifndef SLOTS\n#define SLOTS 8\n#endif\n\
+         typedef struct heap_s { void *pages[SLOTS]; long used; } heap_t;\n\
+         static heap_t heap_main;\n\
+         static char same[4096];\n\
+         __thread heap_t *heap_default = &heap_main;\n\
+         int main(void) { return (int)heap_default->used + same[0]; }\n",
+    )
+    .unwrap();
+    let probe = std::process::Command::new("cc").arg("--version").output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: no C compiler");
+        return;
+    }
+    let out = sweep_in(
+        dir.path(),
+        &[
+            "-p",
+            "SLOTS=8,64",
+            "--build",
+            "cc -g -O0 -DSLOTS={SLOTS} heap.c -o heap",
+            "--keep",
+            "heap",
+            "--runs",
+            "2",
+            "--json",
+            "-",
+            "./heap",
+        ],
+    )
+    .assert()
+    .get_output()
+    .clone();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON document ({e}): {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let variants = json["sweep"]["variants"].as_array().unwrap();
+    for (v, slots) in [(0, 8u64), (1, 64)] {
+        let f = &variants[v]["footprint"];
+        let size = 8 * slots + 8;
+        assert_eq!(f["tls_pointee_bytes"].as_u64(), Some(size), "{f}");
+        let differing = f["differing"].as_array().unwrap();
+        let find = |name: &str| differing.iter().find(|o| o["name"] == name);
+        assert_eq!(find("heap_main").unwrap()["bytes"].as_u64(), Some(size));
+        let pointer = find("heap_default").unwrap();
+        assert_eq!(pointer["bytes"].as_u64(), Some(8));
+        assert_eq!(pointer["pointee_bytes"].as_u64(), Some(size));
+        assert!(find("same").is_none(), "{differing:?}");
+    }
 }
