@@ -28,8 +28,8 @@ pub struct Variable {
     pub dimensions: Vec<(u64, Option<String>)>,
     /// The layout of the variable's struct/union/class type (after peeling typedefs, const, volatile and arrays of structs: for an array of structs, the element's layout).
     pub layout: Option<Layout>,
-    /// When the variable is a pointer to a struct, union or class of known size: what it
-    /// points to (a TLS pointer's pointee is usually allocated once per thread).
+    /// When the variable is a thread-local pointer to a struct, union or class of known
+    /// size: what it points to (a TLS pointer's pointee is usually allocated once per thread).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pointee: Option<Pointee>,
 }
@@ -150,9 +150,10 @@ fn variable<'d>(ctx: &TypeCtx<'_, 'd>, die: &Die<'d>) -> gimli::Result<Option<Va
         Some(offset) => ctx.layout_of_data(offset)?,
         None => None,
     };
+    // Only a thread-local pointer's pointee is per-thread data; others are not followed.
     let pointee = match ty {
-        Some(offset) => ctx.pointee(offset)?,
-        None => None,
+        Some(offset) if location.tls => ctx.pointee(offset)?,
+        _ => None,
     };
     Ok(Some(Variable {
         name,
