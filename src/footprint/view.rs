@@ -117,7 +117,7 @@ impl FootprintResult {
                 layouts.push(layout_table(&o.name, l, c.line_bytes).into());
             }
             if let Some(l) = o.pointee.as_ref().and_then(|p| p.layout.as_ref()) {
-                let label = format!("*{} (per thread, not in the TLS block)", o.name);
+                let label = format!("*{}, per thread outside the TLS block", o.name);
                 layouts.push(layout_table(&label, l, c.line_bytes).into());
             }
         }
