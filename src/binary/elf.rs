@@ -201,14 +201,16 @@ pub fn check_header(data: &[u8]) -> Result<(), String> {
         match end {
             Some(end) if end <= length => Ok(()),
             _ => Err(format!(
-                "its {what} ({count} of {size} bytes at offset {offset}) end beyond the                  file's {length} bytes"
+                "its {what} ({count} of {size} bytes at offset {offset}) end beyond the \
+                 file's {length} bytes"
             )),
         }
     };
     if shoff != 0 {
         if shentsize != sh_size {
             return Err(format!(
-                "its section header entries are {shentsize} bytes, not the {sh_size} of its                  class"
+                "its section header entries are {shentsize} bytes, not the {sh_size} of its \
+                 class"
             ));
         }
         // Extended numbering: with more than 0xff00 sections (or 0xffff segments) the
@@ -251,7 +253,8 @@ pub fn check_header(data: &[u8]) -> Result<(), String> {
         }
         if phentsize != ph_size {
             return Err(format!(
-                "its program header entries are {phentsize} bytes, not the {ph_size} of its                  class"
+                "its program header entries are {phentsize} bytes, not the {ph_size} of its \
+                 class"
             ));
         }
         table_end("program headers", phoff, phnum, ph_size)?;

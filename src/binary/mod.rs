@@ -3,20 +3,25 @@
 //! memscope report when there is one, the OS's otherwise), and the per-thread total ×
 //! threads against L3; given a pid, the running process's mappings beside it. The ELF
 //! gives the TLS segment and the symbols (`elf`), the DWARF, where present, the types and
-//! struct layouts (`dwarf`). The file is mapped read-only (`platform::user_file`) and its
-//! ELF header and tables checked for plausibility before anything is reported.
+//! struct layouts (`dwarf`); a TLS pointer to a struct shows the struct, which each
+//! thread allocates besides its TLS block. A stripped binary's symbols and DWARF come
+//! from its separate debug file when one is installed (`debuginfo`: build-id and
+//! `.gnu_debuglink`). Every file is mapped read-only (`platform::user_file`) and its ELF
+//! header and tables checked for plausibility before anything is reported.
 //!
 //! Below the rooms that use it: `memscope footprint` shows it (the `footprint` room: its
 //! flags and sections), and `sweep` puts each built variant's TLS block beside its
 //! figures.
 
+pub mod debuginfo;
 pub mod dwarf;
 pub mod elf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::topology::{process, Machine};
-use dwarf::{Layout, Variable};
+use debuginfo::DebugFile;
+use dwarf::{Layout, Pointee, Variable};
 use elf::{ElfFacts, TlsSegment};
 
 /// What `memscope footprint` reads.
@@ -29,6 +34,8 @@ pub struct FootprintPlan {
     pub top: usize,
     /// A memscope report's measured cache capacities, and where they came from.
     pub measured: Option<(String, serde_json::Value)>,
+    /// Where separate debug files are looked up (`debuginfo::DEFAULT_DEBUG_ROOT`).
+    pub debug_root: std::path::PathBuf,
 }
 
 /// The cache sizes objects are compared with.
@@ -58,6 +65,9 @@ pub struct DataObject {
     pub dimensions: Vec<(u64, Option<String>)>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub layout: Option<Layout>,
+    /// A TLS pointer's pointee (DWARF): per-thread data allocated outside the TLS block.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pointee: Option<Pointee>,
 }
 
 /// The result of `memscope footprint`.
@@ -73,6 +83,12 @@ pub struct FootprintResult {
     pub sections: Vec<(String, u64)>,
     /// "DWARF", "symbols only", "dynamic symbols only".
     pub detail: String,
+    /// The separate debug file the symbols and DWARF came from, when one was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debug_file: Option<DebugFile>,
+    /// Bytes behind the TLS pointers (their pointees, per thread), outside the TLS block.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tls_pointee_bytes: u64,
     /// `--pid`: the running process's mappings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<ProcessMappings>,
@@ -84,6 +100,10 @@ impl FootprintResult {
     pub fn tls_total_bytes(&self) -> u64 {
         self.tls.map_or(0, |t| t.bytes) * self.threads as u64
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A running process's memory, per mapping (from /proc/PID/smaps).
@@ -166,7 +186,51 @@ pub fn footprint(
         .map_err(|e| fail(e.to_string()))?;
     let facts = elf::read(&data).map_err(fail)?;
     let mut notes = Vec::new();
-    let variables = match dwarf::variables(&data) {
+    // Without DWARF of its own, the binary's separate debug file (a distribution's -dbg
+    // package, or `objcopy --only-keep-debug`) gives the DWARF, and the symbols when the
+    // binary is stripped; the TLS segment and section sizes stay the binary's.
+    let mut debug_file = None;
+    let mut debug_data = None;
+    if !facts.debug_info {
+        match debuginfo::find(std::path::Path::new(&plan.binary), &data, &plan.debug_root) {
+            debuginfo::Search::NoLinks => {}
+            debuginfo::Search::Found { file, data } => {
+                debug_file = Some(file);
+                debug_data = Some(data);
+            }
+            debuginfo::Search::NotFound(why) => notes.push(why),
+        }
+    }
+    let debug_facts = match (&debug_data, &debug_file) {
+        (Some(debug), Some(file)) => match elf::read(debug) {
+            Ok(f) => Some(f),
+            Err(why) => {
+                notes.push(format!("the debug file {} does not read: {why}", file.path));
+                debug_file = None;
+                None
+            }
+        },
+        _ => None,
+    };
+    let dwarf_source: &[u8] = match (&debug_data, &debug_facts) {
+        (Some(debug), Some(_)) => debug,
+        _ => &data,
+    };
+    // The debug file's symbols when the binary has no .symtab of its own.
+    let facts = match debug_facts {
+        Some(debug) if !facts.symtab && debug.symtab => ElfFacts {
+            symbols: debug.symbols,
+            symtab: true,
+            debug_info: debug.debug_info,
+            ..facts
+        },
+        Some(debug) => ElfFacts {
+            debug_info: debug.debug_info,
+            ..facts
+        },
+        None => facts,
+    };
+    let variables = match dwarf::variables(dwarf_source) {
         Ok(v) => v,
         Err(why) => {
             notes.push(format!(
@@ -201,6 +265,11 @@ pub fn footprint(
     };
     let caches = cache_sizes(machine, plan.measured.as_ref());
     let objects = objects(&facts, &variables, plan.top, caches.line_bytes);
+    let tls_pointee_bytes = objects
+        .iter()
+        .filter_map(|o| o.pointee.as_ref())
+        .map(|p| p.size)
+        .sum();
     if facts.tls.is_none() {
         notes.push("the binary has no TLS segment (PT_TLS): no per-thread data".to_string());
     }
@@ -223,6 +292,8 @@ pub fn footprint(
         objects,
         sections: facts.sections.clone(),
         detail,
+        debug_file,
+        tls_pointee_bytes,
         notes,
     })
 }
@@ -243,6 +314,8 @@ fn objects(facts: &ElfFacts, variables: &[Variable], top: usize, line: u64) -> V
             type_name: v.map(|v| v.type_name.clone()),
             dimensions: v.map(|v| v.dimensions.clone()).unwrap_or_default(),
             layout: v.and_then(|v| v.layout.clone()),
+            // Only a thread-local pointer's pointee is per-thread data.
+            pointee: v.filter(|v| v.tls).and_then(|v| v.pointee.clone()),
         }
     };
     let mut out: Vec<DataObject> = facts

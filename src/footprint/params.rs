@@ -1,7 +1,8 @@
 //! The flags of `memscope footprint` (clap) and their resolution into a plan: the binary
 //! must exist, the counts be sane, and a report given with `--against` (or found in the
 //! current directory) must be a memscope report; both must be regular files
-//! (`platform::user_file`).
+//! (`platform::user_file`). `--debug-dir` names where separate debug files are looked
+//! for (a directory that does not exist is no error: nothing is found there).
 
 use clap::Args;
 
@@ -37,6 +38,12 @@ pub struct FootprintArgs {
     /// cache sizes.
     #[arg(long, value_name = "REPORT.json")]
     pub against: Option<String>,
+
+    /// Where a stripped binary's separate debug file is looked for: by build-id under
+    /// DIR/.build-id/, and by .gnu_debuglink name beside the binary, in its .debug/
+    /// subdirectory and under DIR + the binary's directory.
+    #[arg(long, value_name = "DIR", default_value = crate::binary::debuginfo::DEFAULT_DEBUG_ROOT)]
+    pub debug_dir: String,
 
     #[command(flatten)]
     pub outputs: OutputArgs,
@@ -88,6 +95,7 @@ impl FootprintArgs {
             threads,
             top,
             measured,
+            debug_root: std::path::PathBuf::from(&self.debug_dir),
         })
     }
 }

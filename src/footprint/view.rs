@@ -1,8 +1,10 @@
 //! `memscope footprint` in every output: the per-thread block and its total over the
 //! threads, every TLS object and the largest static ones as bytes, cache lines and
-//! shares of L1d and L2, the struct layouts (members, holes, padding, as pahole shows
-//! them), a bar chart of the objects against the caches and the CSV table.
+//! shares of L1d and L2, what TLS pointers point to (per-thread data outside the block),
+//! the struct layouts (members, holes, padding, as pahole shows them), a bar chart of the
+//! objects against the caches and the CSV table.
 
+use crate::binary::dwarf::{Layout, Pointee};
 use crate::binary::{DataObject, FootprintResult, ProcessMappings};
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, PALETTE};
@@ -26,15 +28,30 @@ impl FootprintResult {
             "footprint",
             "Footprint",
             format!(
-                "Footprint of {}: {} of thread-local data per thread ({} lines of {} B)",
+                "Footprint of {}: {} of thread-local data per thread ({} lines of {} B){}",
                 self.binary,
                 Bytes(per_thread),
                 per_thread.div_ceil(c.line_bytes.max(1)),
-                c.line_bytes
+                c.line_bytes,
+                if self.tls_pointee_bytes > 0 {
+                    format!(
+                        ", {} behind its TLS pointers",
+                        Bytes(self.tls_pointee_bytes)
+                    )
+                } else {
+                    String::new()
+                }
             ),
         );
+        let debug_file = match &self.debug_file {
+            Some(f) => format!(
+                ", from the separate debug file {} (found by {})",
+                f.path, f.found_by
+            ),
+            None => String::new(),
+        };
         section.push(Paragraph::note(format!(
-            "Caches compared with: L1d {}, L2 {}, L3 {}, {}. Detail: {}.",
+            "Caches compared with: L1d {}, L2 {}, L3 {}, {}. Detail: {}{debug_file}.",
             c.l1d_bytes
                 .map_or(format::DASH.to_string(), |b| Bytes(b).to_string()),
             c.l2_bytes
@@ -59,6 +76,34 @@ impl FootprintResult {
                 share(total, c.l3_bytes)
             )));
         }
+        if self.tls_pointee_bytes > 0 {
+            let pointers: Vec<String> = self
+                .objects
+                .iter()
+                .filter_map(|o| {
+                    let p = o.pointee.as_ref()?;
+                    Some(format!(
+                        "{} → {} {}",
+                        o.name,
+                        pointee_name(p),
+                        Bytes(p.size)
+                    ))
+                })
+                .collect();
+            let total = self.tls_pointee_bytes * self.threads as u64;
+            section.push(Paragraph::callout(format!(
+                "Behind the TLS pointers: {} per thread ({}), allocated per thread, not in the \
+                 TLS block: {} of L1d and {} of L2; × {} thread(s) = {}, {} of L3. An upper \
+                 bound: a pointer may point to data the threads share.",
+                Bytes(self.tls_pointee_bytes),
+                pointers.join(", "),
+                share(self.tls_pointee_bytes, c.l1d_bytes),
+                share(self.tls_pointee_bytes, c.l2_bytes),
+                self.threads,
+                Bytes(total),
+                share(total, c.l3_bytes)
+            )));
+        }
         section.push(objects_table(self));
         if let Some(process) = &self.process {
             section.push(process_table(process));
@@ -66,11 +111,16 @@ impl FootprintResult {
         for note in &self.notes {
             section.push(Paragraph::muted(note.as_str()));
         }
-        let layouts: Vec<Block> = self
-            .objects
-            .iter()
-            .filter_map(|o| layout_table(o, c.line_bytes).map(Block::from))
-            .collect();
+        let mut layouts: Vec<Block> = Vec::new();
+        for o in &self.objects {
+            if let Some(l) = &o.layout {
+                layouts.push(layout_table(&o.name, l, c.line_bytes).into());
+            }
+            if let Some(l) = o.pointee.as_ref().and_then(|p| p.layout.as_ref()) {
+                let label = format!("*{}, per thread outside the TLS block", o.name);
+                layouts.push(layout_table(&label, l, c.line_bytes).into());
+            }
+        }
         if !layouts.is_empty() {
             section.push(Block::Details {
                 summary: "Struct layouts (members, holes, padding)".into(),
@@ -90,7 +140,9 @@ impl FootprintResult {
 
 fn objects_table(r: &FootprintResult) -> Table {
     let c = &r.caches;
-    let mut table = Table::new(vec![
+    // The pointee column only when some TLS pointer has one (output unchanged otherwise).
+    let pointees = r.objects.iter().any(|o| o.pointee.is_some());
+    let mut columns = vec![
         Column::text("object"),
         Column::text("section"),
         Column::text("type"),
@@ -98,9 +150,13 @@ fn objects_table(r: &FootprintResult) -> Table {
         Column::number("lines"),
         Column::number("of L1d"),
         Column::number("of L2"),
-    ]);
+    ];
+    if pointees {
+        columns.push(Column::text("points to (per thread)"));
+    }
+    let mut table = Table::new(columns);
     for o in &r.objects {
-        table.row([
+        let mut row = vec![
             o.name.clone(),
             o.section.clone(),
             o.type_name.clone().unwrap_or_default(),
@@ -108,12 +164,28 @@ fn objects_table(r: &FootprintResult) -> Table {
             o.lines.to_string(),
             share(o.bytes, c.l1d_bytes),
             share(o.bytes, c.l2_bytes),
-        ]);
+        ];
+        if pointees {
+            row.push(o.pointee.as_ref().map_or(String::new(), |p| {
+                format!(
+                    "→ {}, {} B",
+                    pointee_name(p),
+                    format::thousands(p.size as f64)
+                )
+            }));
+        }
+        table.row(row);
     }
     table.note(
         "every thread-local object, then the largest static ones; lines: cache lines the \
          object spans at least",
     );
+    if pointees {
+        table.note(
+            "points to: a TLS pointer's pointee (DWARF), allocated per thread, not in the TLS \
+             block; its size is not in the object's size nor the TLS block",
+        );
+    }
     table
 }
 
@@ -152,9 +224,16 @@ fn process_table(p: &ProcessMappings) -> Table {
     table
 }
 
+/// The pointee's type, with the struct behind a typedef: "mi_heap_t (struct mi_heap_s)".
+fn pointee_name(p: &Pointee) -> String {
+    match &p.layout {
+        Some(l) if l.name != p.type_name => format!("{} ({})", p.type_name, l.name),
+        _ => p.type_name.clone(),
+    }
+}
+
 /// A struct's members as pahole lists them, with its holes and tail padding.
-fn layout_table(o: &DataObject, line: u64) -> Option<Table> {
-    let l = o.layout.as_ref()?;
+fn layout_table(label: &str, l: &Layout, line: u64) -> Table {
     let mut table = Table::new(vec![
         Column::text("member"),
         Column::text("type"),
@@ -164,7 +243,7 @@ fn layout_table(o: &DataObject, line: u64) -> Option<Table> {
     ])
     .titled(format!(
         "{} ({}): {} B, {} cache line(s), {} member(s), {} hole(s) of {} B, {} B padding",
-        o.name,
+        label,
         l.name,
         l.size,
         l.size.div_ceil(line.max(1)),
@@ -192,7 +271,7 @@ fn layout_table(o: &DataObject, line: u64) -> Option<Table> {
             hole,
         ]);
     }
-    Some(table)
+    table
 }
 
 fn chart(r: &FootprintResult) -> BarChart {
@@ -245,7 +324,8 @@ fn mappings_data(p: &ProcessMappings) -> DataTable {
 fn data(r: &FootprintResult) -> DataTable {
     let mut t = DataTable::new(
         "footprint_objects",
-        "name section tls type bytes lines l1d_pct l2_pct".split_whitespace(),
+        "name section tls type bytes lines l1d_pct l2_pct pointee_type pointee_bytes"
+            .split_whitespace(),
     );
     let pct =
         |b: u64, of: Option<u64>| of.map_or(String::new(), |s| raw(100.0 * b as f64 / s as f64));
@@ -259,6 +339,12 @@ fn data(r: &FootprintResult) -> DataTable {
             o.lines.to_string(),
             pct(o.bytes, r.caches.l1d_bytes),
             pct(o.bytes, r.caches.l2_bytes),
+            o.pointee
+                .as_ref()
+                .map_or(String::new(), |p| p.type_name.clone()),
+            o.pointee
+                .as_ref()
+                .map_or(String::new(), |p| p.size.to_string()),
         ]);
     }
     t

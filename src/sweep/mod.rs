@@ -4,10 +4,12 @@
 //! one run in `runner`: wall, CPU time, peak RSS, stdout metrics and `stat`'s counters).
 //! `analysis` gives each cell its median, a 95% order-statistic interval and the change
 //! against the baseline with a Mann–Whitney U test (`~` when p ≥ 0.05, as benchstat
-//! does), and `view` draws the tables and plots.
+//! does), `footprint` names the static and TLS objects whose size differs between the
+//! variants' binaries, and `view` draws the tables and plots.
 
 pub mod analysis;
 pub mod figures;
+pub mod footprint;
 pub mod params;
 pub mod runner;
 pub mod schedule;
@@ -128,6 +130,17 @@ pub struct FootprintSummary {
     pub largest_tls: Vec<(String, u64)>,
     pub l1d_bytes: Option<u64>,
     pub l2_bytes: Option<u64>,
+    /// Bytes behind the TLS pointers (their pointees), per thread, outside the TLS block.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tls_pointee_bytes: u64,
+    /// The static and TLS objects whose size differs between the variants (`footprint`:
+    /// the same objects in every variant's summary; empty when none differs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub differing: Vec<footprint::ObjectSize>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One run of one benchmark on one variant.

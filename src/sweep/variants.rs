@@ -8,7 +8,8 @@
 //! sweep. It is removed when the sweep ends, on an error, and on
 //! SIGINT/SIGTERM/SIGHUP/SIGQUIT (through `platform::cleanup`). A build that fails stops
 //! the sweep with its output and the variant that failed; the variant's binary is read by
-//! `binary::footprint` so its per-thread footprint sits beside its figures.
+//! `binary::footprint` so its per-thread footprint sits beside its figures, and the
+//! objects whose size differs between the variants are named (`footprint`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -169,6 +170,11 @@ pub(super) fn build_all(plan: &SweepPlan, machine: &Machine) -> Result<Built, Sw
         progress.advance();
     }
     progress.finish();
+    let mut summaries: Vec<&mut FootprintSummary> = variants
+        .iter_mut()
+        .filter_map(|v| v.info.footprint.as_mut())
+        .collect();
+    super::footprint::keep_differing(&mut summaries);
     Ok(Built {
         work: Some(work),
         variants,
@@ -350,8 +356,10 @@ fn footprint_of(given: &str, copy: &Path, machine: &Machine) -> Option<Footprint
         binary: copy.to_string_lossy().into_owned(),
         pid: None,
         threads: 1,
-        top: 0,
+        // Every static object: they are compared between the variants.
+        top: usize::MAX,
         measured: None,
+        debug_root: binary::debuginfo::DEFAULT_DEBUG_ROOT.into(),
     };
     let result = binary::footprint(&plan, machine).ok()?;
     let mut tls: Vec<(String, u64)> = result
@@ -375,6 +383,8 @@ fn footprint_of(given: &str, copy: &Path, machine: &Machine) -> Option<Footprint
         largest_tls: tls,
         l1d_bytes: result.caches.l1d_bytes,
         l2_bytes: result.caches.l2_bytes,
+        tls_pointee_bytes: result.tls_pointee_bytes,
+        differing: super::footprint::objects(&result),
     })
 }
 

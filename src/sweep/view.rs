@@ -1,6 +1,7 @@
 //! `memscope sweep` in every output: per benchmark and figure, a table of the variants
 //! (median, 95% interval, change against the baseline, p), the resources and counters
-//! of each variant beside its per-thread footprint, the plots (figure vs parameter with
+//! of each variant beside its per-thread footprint (and the objects whose size differs
+//! between the variants, `footprint`), the plots (figure vs parameter with
 //! interval bars and the baseline marked; counters vs parameter), the notes, and CSV
 //! tables of every run and every cell.
 
@@ -44,6 +45,9 @@ impl SweepResult {
         section.push(Paragraph::note(self.method()));
         for b in 0..self.benchmarks.len() {
             self.push_benchmark(&mut section, b);
+        }
+        if let Some(table) = self.footprint_differences() {
+            section.push(table);
         }
         for note in &self.notes {
             section.push(Paragraph::warning(note.as_str()));
@@ -296,7 +300,7 @@ impl SweepResult {
         let (v, l1d) = self.variants.iter().enumerate().find_map(|(v, info)| {
             let f = info.footprint.as_ref()?;
             let l1d = f.l1d_bytes.filter(|&l| l > 0)?;
-            (f.tls_bytes >= l1d).then_some((v, l1d))
+            (f.tls_bytes + f.tls_pointee_bytes >= l1d).then_some((v, l1d))
         })?;
         Some(VMarker::found(
             xs[v],
@@ -386,6 +390,18 @@ impl SweepResult {
                     .titled("the binary's TLS block (memscope footprint) and its share of L1d"),
             );
         }
+        // What the TLS pointers point to, per thread, outside the TLS block.
+        let pointees = self.variants.iter().any(|v| {
+            v.footprint
+                .as_ref()
+                .is_some_and(|f| f.tls_pointee_bytes > 0)
+        });
+        if pointees {
+            columns.push(Column::text("behind TLS pointers").titled(
+                "per-thread data the TLS pointers point to (memscope footprint), outside the \
+                 TLS block, and its share of L1d",
+            ));
+        }
         for name in &shown {
             let unit = figure_unit(self, b, name);
             columns.push(if unit.is_empty() {
@@ -414,6 +430,19 @@ impl SweepResult {
                             100.0 * f.tls_bytes as f64 / l1 as f64
                         ),
                         _ => Bytes(f.tls_bytes).to_string(),
+                    },
+                    None => format::DASH.to_string(),
+                }));
+            }
+            if pointees {
+                row.push(Cell::new(match &self.variants[v].footprint {
+                    Some(f) => match f.l1d_bytes {
+                        Some(l1) if l1 > 0 => format!(
+                            "{} ({:.0}% of L1d)",
+                            Bytes(f.tls_pointee_bytes),
+                            100.0 * f.tls_pointee_bytes as f64 / l1 as f64
+                        ),
+                        _ => Bytes(f.tls_pointee_bytes).to_string(),
                     },
                     None => format::DASH.to_string(),
                 }));

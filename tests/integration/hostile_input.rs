@@ -1691,6 +1691,7 @@ fn footprint_file(bytes: &[u8]) {
         threads: 1 << 20,
         top: 100_000,
         measured: None,
+        debug_root: binary::debuginfo::DEFAULT_DEBUG_ROOT.into(),
     };
     match binary::footprint(&plan, machine()) {
         Ok(result) => {
@@ -1801,6 +1802,7 @@ fn the_elf_seeds_read_whole() {
         threads: 1,
         top: 1,
         measured: None,
+        debug_root: binary::debuginfo::DEFAULT_DEBUG_ROOT.into(),
     };
     let e = binary::footprint(&plan, machine()).unwrap_err().to_string();
     assert!(e.contains("/nonexistent/binary"), "{e}");

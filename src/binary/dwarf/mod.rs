@@ -28,6 +28,20 @@ pub struct Variable {
     pub dimensions: Vec<(u64, Option<String>)>,
     /// The layout of the variable's struct/union/class type (after peeling typedefs, const, volatile and arrays of structs: for an array of structs, the element's layout).
     pub layout: Option<Layout>,
+    /// When the variable is a thread-local pointer to a struct, union or class of known
+    /// size: what it points to (a TLS pointer's pointee is usually allocated once per thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pointee: Option<Pointee>,
+}
+
+/// What a pointer variable points to.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Pointee {
+    /// The pointed-to type as C spells it ("mi_heap_t", "struct tcache").
+    pub type_name: String,
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
 }
 
 /// A struct, union or class: its members, the holes between them and the tail padding.
@@ -136,6 +150,11 @@ fn variable<'d>(ctx: &TypeCtx<'_, 'd>, die: &Die<'d>) -> gimli::Result<Option<Va
         Some(offset) => ctx.layout_of_data(offset)?,
         None => None,
     };
+    // Only a thread-local pointer's pointee is per-thread data; others are not followed.
+    let pointee = match ty {
+        Some(offset) if location.tls => ctx.pointee(offset)?,
+        _ => None,
+    };
     Ok(Some(Variable {
         name,
         type_name,
@@ -144,6 +163,7 @@ fn variable<'d>(ctx: &TypeCtx<'_, 'd>, die: &Die<'d>) -> gimli::Result<Option<Va
         address: location.address,
         dimensions,
         layout,
+        pointee,
     }))
 }
 

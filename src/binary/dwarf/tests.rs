@@ -200,6 +200,47 @@ fn footprint_dwarf_compressed_sections() {
     check_program(&vars);
 }
 
+/// A TLS pointer to a struct (through a typedef, as mimalloc's `_mi_heap_default`) has a
+/// pointee with the struct's size and layout; a pointer to void, to a base type or to an
+/// incomplete struct has none.
+#[test]
+fn footprint_dwarf_pointers_to_structs_have_a_pointee() {
+    let Some(cc) = cc() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let source = r#"
+        typedef struct heap_s { void *pages[40]; long used; char owner; } heap_t;
+        struct opaque;
+        __thread heap_t *heap_default;
+        __thread const struct heap_s *const_heap;
+        __thread void *any;
+        __thread long *number;
+        __thread struct opaque *hidden;
+        heap_t heap_main;
+        int main(void) {
+            heap_default = &heap_main;
+            const_heap = &heap_main;
+            return (int)(long)any + (int)(long)number + (int)(long)hidden;
+        }
+    "#;
+    let exe = compile(cc, dir.path(), source, &["-g", "-O0"], "prog");
+    let vars = variables(&std::fs::read(&exe).unwrap()).unwrap();
+    let heap = find(&vars, "heap_default");
+    assert_eq!(heap.size, 8);
+    let pointee = heap.pointee.as_ref().expect("heap_default's pointee");
+    assert_eq!(pointee.type_name, "heap_t");
+    assert_eq!(pointee.size, 40 * 8 + 8 + 8);
+    let layout = pointee.layout.as_ref().unwrap();
+    assert_eq!(layout.name, "struct heap_s");
+    assert_eq!(layout.members.len(), 3);
+    assert_eq!(layout.padding, 7);
+    let const_heap = find(&vars, "const_heap").pointee.as_ref().unwrap();
+    assert_eq!(const_heap.type_name, "const struct heap_s");
+    assert_eq!(const_heap.size, pointee.size);
+    for none in ["any", "number", "hidden", "heap_main"] {
+        assert!(find(&vars, none).pointee.is_none(), "{none}");
+    }
+}
+
 #[test]
 fn footprint_dwarf_not_an_elf_is_an_error() {
     let err = variables(b"not an elf").unwrap_err();

@@ -330,6 +330,35 @@ impl<'u, 'd> TypeCtx<'u, 'd> {
         Ok(None)
     }
 
+    /// What a variable of type `offset` points to, when it is a pointer (through typedefs
+    /// and qualifiers) to a struct, union or class whose size this unit gives; a pointer
+    /// to an incomplete type (declared only here) or to `void` has no pointee.
+    pub(super) fn pointee(&self, offset: UnitOffset) -> gimli::Result<Option<super::Pointee>> {
+        let (_, die) = self.peel(offset)?;
+        if die.tag() != gimli::DW_TAG_pointer_type {
+            return Ok(None);
+        }
+        let Some(target) = self.type_of(&die) else {
+            return Ok(None);
+        };
+        let (peeled, target_die) = self.peel(target)?;
+        if !matches!(
+            target_die.tag(),
+            gimli::DW_TAG_structure_type | gimli::DW_TAG_union_type | gimli::DW_TAG_class_type
+        ) || target_die.attr(gimli::DW_AT_declaration).is_some()
+        {
+            return Ok(None);
+        }
+        let Some(size) = Self::udata(&target_die, gimli::DW_AT_byte_size).filter(|&s| s > 0) else {
+            return Ok(None);
+        };
+        Ok(Some(super::Pointee {
+            type_name: self.type_name(Some(target), String::new(), 0)?,
+            size,
+            layout: Some(self.layout(peeled, &target_die)?),
+        }))
+    }
+
     fn layout(&self, offset: UnitOffset, die: &Die<'d>) -> gimli::Result<Layout> {
         let name = self.type_name(Some(offset), String::new(), 0)?;
         let size = Self::udata(die, gimli::DW_AT_byte_size).unwrap_or(0);
