@@ -15,8 +15,9 @@ use crate::view::{Block, Column, DataTable, Medium, Paragraph, Section, Table, T
 
 /// Bars in one histogram at most (the CSV has every region).
 const MAX_BARS: usize = 1024;
-/// Columns of the heat-over-time view at most (intervals are summed into them).
-const MAX_TIME_COLUMNS: usize = 48;
+/// Columns of the heat-over-time view at most (intervals are summed into them): 24 cells
+/// wide enough for their values fit a 1,400 px window (48 were drawn 5 px small).
+const MAX_TIME_COLUMNS: usize = 24;
 
 impl PagesResult {
     /// The sections of `memscope pages`: the record; for `apply`, the record it used and

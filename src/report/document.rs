@@ -94,7 +94,7 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
 
     let tool = format!("{} {}", report.tool.name, report.tool.version);
     let cpu = &report.machine.cpu_model;
-    let mut byline = crate::view::Text::plain(format!("{tool} · command "))
+    let mut byline = crate::view::Text::plain("command ")
         .strong(crate::view::format::or_dash(&report.settings.command));
     if !cpu.is_empty() {
         byline = byline.add(format!(" · {cpu}"));
@@ -108,6 +108,7 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
         },
         generator: tool.clone(),
         byline,
+        stamp: Some(html_stamp(&report.run, &report.tool)),
         glance: glance(report, results),
         sections,
         footer: format!(
@@ -115,6 +116,18 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
             report.schema_version
         ),
     })
+}
+
+/// The HTML header's date, host, version and command line. The report does not keep the
+/// command line, and HTML is only written by the command that made the report, so this
+/// process's arguments are that command line.
+pub fn html_stamp(run: &super::RunStamp, tool: &super::Tool) -> html::Stamp {
+    html::Stamp {
+        when: run.when(),
+        host: run.host.clone(),
+        tool: format!("{} {}", tool.name, tool.version),
+        command_line: std::env::args().collect(),
+    }
 }
 
 /// The report's headline figures (those with a metric) as Prometheus text, labelled with
