@@ -302,6 +302,21 @@ mod tests {
         assert!(!doc.contains("id=\"summary\""));
     }
 
+    #[test]
+    fn the_html_header_names_the_date_host_version_and_command_line() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.run.host = "node-<7>".into();
+        report.run.started = "2026-11-26T13:05:00Z".into();
+        let doc = String::from_utf8(html(&report, &result_sections(&report))).unwrap();
+        let header = &doc[doc.find("<header>").unwrap()..doc.find("</header>").unwrap()];
+        assert!(header.contains("<b>2026-11-26 13:05 UTC</b>"), "{header}");
+        assert!(header.contains("host <b>node-&lt;7&gt;</b>"), "{header}");
+        let version = format!("<b>memscope {}</b>", env!("CARGO_PKG_VERSION"));
+        assert!(header.contains(&version), "{header}");
+        // This process's arguments: the test binary's name at least.
+        assert!(header.contains("<code class=\"argv\">"), "{header}");
+    }
+
     /// Writes the HTML of the sample report (or of a JSON report) for a look in a
     /// browser: `MEMSCOPE_HTML_SAMPLE=out.html [MEMSCOPE_HTML_FROM_JSON=report.json]
     /// cargo test write_sample_report -- --ignored`.
