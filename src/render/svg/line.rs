@@ -263,12 +263,13 @@ impl LineChart {
     /// at the same x (the usual case: "L1d 32 KiB" / "L1d ends") do not collide. Any label
     /// that would still touch one placed before it (references first, then found markers,
     /// each in the order given: a found marker just left of a reference, two references at
-    /// one size) starts below the lowest of those, so that they are staggered.
+    /// one size) starts below the lowest of those, so that they are staggered; when that
+    /// would run it out of the plot, it goes to the other side of its line.
     fn draw_marker_labels(
         &self,
         svg: &mut Svg,
         xm: &Mapper,
-        (px0, px1, py0, _py1): (f64, f64, f64, f64),
+        (px0, px1, py0, py1): (f64, f64, f64, f64),
     ) {
         let visible = |m: &VMarker| {
             xm.px(m.x)
@@ -285,31 +286,48 @@ impl LineChart {
         // Horizontal extent of every label placed so far, and how far down from the top
         // of the plot it reaches (with a gap).
         let mut placed: Vec<(f64, f64, f64)> = Vec::new();
+        let room = (py1 - py0 - 8.0).max(0.0);
         for m in references.chain(found) {
             let Some(x) = visible(m) else { continue };
-            // The turned text's line box: the glyphs' height, across the line, on its side.
-            let (a, b) = match m.style {
-                MarkerStyle::Reference => (x - 5.0 - FONT, x - 3.0),
-                MarkerStyle::Found { .. } => (x + 3.0, x + 5.0 + FONT),
+            let length = text_width(&m.label, FONT) + 8.0;
+            // The turned text's line box (the glyphs' height, across the line) on the
+            // left or right of the line, and how far down it must start there.
+            let place = |left: bool| {
+                let (a, b) = if left {
+                    (x - 5.0 - FONT, x - 3.0)
+                } else {
+                    (x + 3.0, x + 5.0 + FONT)
+                };
+                let start = (placed.iter())
+                    .filter(|&&(ra, rb, _)| a < rb && ra < b)
+                    .map(|&(_, _, reach)| reach)
+                    .fold(0.0, f64::max);
+                (left, a, b, start)
             };
-            let start = placed
-                .iter()
-                .filter(|&&(ra, rb, _)| a < rb && ra < b)
-                .map(|&(_, _, reach)| reach)
-                .fold(0.0, f64::max);
-            placed.push((a, b, start + text_width(&m.label, FONT) + 8.0));
+            // Its own side, else the other one when staggering would run it out of the
+            // plot there (two references at one size in a short chart), else the side
+            // where it starts higher.
+            let own = place(m.style == MarkerStyle::Reference);
+            let other = place(m.style != MarkerStyle::Reference);
+            let fits = |p: &(bool, f64, f64, f64)| p.3 + length <= room;
+            let (left, a, b, start) = if fits(&own) || (!fits(&other) && own.3 <= other.3) {
+                own
+            } else {
+                other
+            };
+            placed.push((a, b, start + length));
             let y = py0 + 4.0 + start;
-            match &m.style {
+            let x = if left { x - 4.0 } else { x + 4.0 + FONT * 0.8 };
+            let attrs = match &m.style {
                 MarkerStyle::Reference => {
-                    let attrs = format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}");
-                    svg.text_rotated(x - 4.0, y, -90.0, &m.label, &attrs)
+                    format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}")
                 }
                 MarkerStyle::Found { color } => {
                     let fill = color_attr("fill", color);
-                    let attrs = format!("text-anchor=\"end\" font-weight=\"600\" {fill} {HALO}");
-                    svg.text_rotated(x + 4.0 + FONT * 0.8, y, -90.0, &m.label, &attrs);
+                    format!("text-anchor=\"end\" font-weight=\"600\" {fill} {HALO}")
                 }
-            }
+            };
+            svg.text_rotated(x, y, -90.0, &m.label, &attrs);
         }
     }
 
@@ -542,5 +560,26 @@ mod tests {
                 }
             }
         }
+        // A short chart: the second of two long labels at one size goes to the other side
+        // of the line rather than down past the plot into the axis labels.
+        let svg = latency_like()
+            .size(960.0, 320.0)
+            .marker(VMarker::reference(
+                64.0 * KIB as f64,
+                "CPUID 4 KiB L1 DTLB: 96",
+            ))
+            .marker(VMarker::reference(
+                64.0 * KIB as f64,
+                "CPUID 2 MiB L1 DTLB: 96",
+            ))
+            .render();
+        let boxes = turned_label_boxes(&svg);
+        let (p, q) = (boxes[0].1, boxes[1].1);
+        assert!(
+            !(p[0] < q[1] && q[0] < p[1] && p[2] < q[3] && q[2] < p[3]),
+            "{svg}"
+        );
+        // Both inside the plot, above the x tick labels (at most the height less 60).
+        assert!(p[3].max(q[3]) < 320.0 - 60.0, "{boxes:?}");
     }
 }
