@@ -211,7 +211,7 @@ fn kib_label(kib: f64) -> String {
 
 /// The objects against the caches on a linear scale: the largest as bars (sizes in
 /// bytes), L1d (and L2 when it fits the scale) as dashed lines, and the objects under 1%
-/// of L1d together in one bar, so that none is a sliver labelled "0.0". None without
+/// of L1d together in one bar (their total), so that none is a sliver labelled "0.0". None without
 /// objects.
 fn chart(objects: &[DataObject], caches: &CacheSizes) -> Option<BarChart> {
     let largest = objects.iter().map(|o| o.bytes).max()?;
@@ -231,12 +231,12 @@ fn chart(objects: &[DataObject], caches: &CacheSizes) -> Option<BarChart> {
     let total = |list: &[&DataObject]| list.iter().map(|o| o.bytes).sum::<u64>();
     let of = if l1d.is_some() { "L1d" } else { "the largest" };
     if !rest.is_empty() {
-        categories.push(format!("{} more objects (together)", rest.len()));
+        categories.push(format!("{} more objects", rest.len()));
         values.push(kib(total(&rest)));
     }
     if !small.is_empty() {
         categories.push(format!(
-            "{} object{} < {SMALL_PCT_OF_L1D}% of {of} (together)",
+            "{} object{} < {SMALL_PCT_OF_L1D}% of {of}",
             small.len(),
             if small.len() == 1 { "" } else { "s" }
         ));
@@ -349,10 +349,7 @@ mod tests {
         // The largest first, then one bar for the three objects under 1% of L1d.
         let big = svg.find(">POWER_OF_FIVE_128<").unwrap();
         assert!(big < svg.find(">MAPPINGS_CACHE<").unwrap());
-        assert!(
-            svg.contains(">3 objects &lt; 1% of L1d (together)<"),
-            "{svg}"
-        );
+        assert!(svg.contains(">3 objects &lt; 1% of L1d<"), "{svg}");
         assert!(!svg.contains("tiny_a"));
         // Sizes, not "0.0"; L1d as a line; L2 (21× the scale) named as off it.
         assert!(
@@ -366,7 +363,7 @@ mod tests {
         let objects = vec![object("big", 400 * 1024), object("small", 100)];
         let svg = crate::render::svg::render(&chart_of(&objects).into());
         assert!(svg.contains(">L2 1 MiB<"), "{svg}");
-        assert!(svg.contains(">1 object &lt; 1% of L1d (together)<"));
+        assert!(svg.contains(">1 object &lt; 1% of L1d<"));
         assert!(super::chart(&[], &caches()).is_none());
     }
 
