@@ -97,6 +97,10 @@ impl CompareBody {
                 "{tool} · {} runs compared",
                 self.comparison.runs.len()
             )),
+            stamp: Some(report::document::html_stamp(
+                &report::RunStamp::now(),
+                &self.document.tool,
+            )),
             glance: room::view::headlines(&self.comparison)
                 .into_iter()
                 .map(|headline| render::html::Glance {

@@ -2,12 +2,13 @@
 //! threads, every TLS object and the largest static ones as bytes, cache lines and
 //! shares of L1d and L2, what TLS pointers point to (per-thread data outside the block),
 //! the struct layouts (members, holes, padding, as pahole shows them), a bar chart of the
-//! objects against the caches and the CSV table.
+//! objects against the caches (linear, L1d and L2 as lines, the small objects in one bar)
+//! and the CSV table.
 
 use crate::binary::dwarf::{Layout, Pointee};
-use crate::binary::{DataObject, FootprintResult, ProcessMappings};
+use crate::binary::{CacheSizes, DataObject, FootprintResult, ProcessMappings};
 use crate::units::Bytes;
-use crate::view::chart::{Axis, BarChart, PALETTE};
+use crate::view::chart::{Axis, BarChart, TickFormat, PALETTE};
 use crate::view::format::{self, raw};
 use crate::view::{Block, Column, DataTable, Medium, Paragraph, Section, Table};
 
@@ -127,8 +128,8 @@ impl FootprintResult {
                 blocks: layouts,
             });
         }
-        if !self.objects.is_empty() {
-            section.push(Block::Only(Medium::Html, vec![chart(self).into()]));
+        if let Some(chart) = chart(&self.objects, &self.caches) {
+            section.push(Block::Only(Medium::Html, vec![chart.into()]));
         }
         section.push(data(self));
         if let Some(process) = &self.process {
@@ -274,30 +275,75 @@ fn layout_table(label: &str, l: &Layout, line: u64) -> Table {
     table
 }
 
-fn chart(r: &FootprintResult) -> BarChart {
-    let shown: Vec<&DataObject> = r.objects.iter().take(40).collect();
-    let pct = |b: u64, of: Option<u64>| of.map_or(f64::NAN, |s| 100.0 * b as f64 / s as f64);
-    BarChart::new("Each object as a share of L1d and of L2 (100% = the whole cache)")
-        .x_label("object")
-        .y_axis(Axis::log10("% of the cache (log scale)"))
-        .categories(shown.iter().map(|o| o.name.clone()).collect())
-        .series(
-            "of L1d",
-            shown
-                .iter()
-                .map(|o| pct(o.bytes, r.caches.l1d_bytes))
-                .collect(),
-            Some(PALETTE[0].to_string()),
-        )
-        .series(
-            "of L2",
-            shown
-                .iter()
-                .map(|o| pct(o.bytes, r.caches.l2_bytes))
-                .collect(),
-            Some(PALETTE[1].to_string()),
-        )
-        .value_labels(Some(1))
+/// Bars drawn at most; the rest join the bar of the small objects.
+const MAX_OBJECT_BARS: usize = 24;
+/// Objects smaller than this share of L1d are grouped into one bar.
+const SMALL_PCT_OF_L1D: f64 = 1.0;
+/// L2's line is drawn when it is at most this many times the tallest bar or L1d: beyond,
+/// it would squash every bar to a sliver.
+const L2_IN_SCALE: f64 = 4.0;
+
+/// A size in KiB as bytes would print it ("10 KiB", "767 B", "1.50 MiB").
+fn kib_label(kib: f64) -> String {
+    Bytes((kib.max(0.0) * 1024.0).round() as u64).to_string()
+}
+
+/// The objects against the caches on a linear scale: the largest as bars (sizes in
+/// bytes), L1d (and L2 when it fits the scale) as dashed lines, and the objects under 1%
+/// of L1d together in one bar (their total), so that none is a sliver labelled "0.0". None without
+/// objects.
+fn chart(objects: &[DataObject], caches: &CacheSizes) -> Option<BarChart> {
+    let largest = objects.iter().map(|o| o.bytes).max()?;
+    let l1d = caches.l1d_bytes.filter(|&b| b > 0);
+    let small_below = l1d.unwrap_or(largest) as f64 * SMALL_PCT_OF_L1D / 100.0;
+    let mut big: Vec<&DataObject> = (objects.iter())
+        .filter(|o| o.bytes as f64 >= small_below)
+        .collect();
+    big.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.name.cmp(&b.name)));
+    let rest = big.split_off(big.len().min(MAX_OBJECT_BARS));
+    let small: Vec<&DataObject> = (objects.iter())
+        .filter(|o| (o.bytes as f64) < small_below)
+        .collect();
+    let kib = |bytes: u64| bytes as f64 / 1024.0;
+    let mut categories: Vec<String> = big.iter().map(|o| o.name.clone()).collect();
+    let mut values: Vec<f64> = big.iter().map(|o| kib(o.bytes)).collect();
+    let total = |list: &[&DataObject]| list.iter().map(|o| o.bytes).sum::<u64>();
+    let of = if l1d.is_some() { "L1d" } else { "the largest" };
+    if !rest.is_empty() {
+        categories.push(format!("{} more objects", rest.len()));
+        values.push(kib(total(&rest)));
+    }
+    if !small.is_empty() {
+        categories.push(format!(
+            "{} object{} < {SMALL_PCT_OF_L1D}% of {of}",
+            small.len(),
+            if small.len() == 1 { "" } else { "s" }
+        ));
+        values.push(kib(total(&small)));
+    }
+    let tallest = values.iter().copied().fold(0.0, f64::max);
+    let mut title = "Objects against the caches".to_string();
+    let mut chart = BarChart::new("")
+        .x_label("object (the largest first)")
+        .y_axis(Axis::linear("size").format(TickFormat::Custom(kib_label)))
+        .categories(categories)
+        .series("size", values, Some(PALETTE[0].to_string()))
+        .value_labels(Some(0));
+    if let Some(l1d) = l1d {
+        chart = chart.reference(kib(l1d), format!("L1d {}", Bytes(l1d)));
+        title.push_str(&format!(": L1d {}", Bytes(l1d)));
+    }
+    if let Some(l2) = caches.l2_bytes.filter(|&b| b > 0) {
+        let scale = tallest.max(l1d.map_or(0.0, kib));
+        if kib(l2) <= L2_IN_SCALE * scale {
+            chart = chart.reference(kib(l2), format!("L2 {}", Bytes(l2)));
+            title.push_str(&format!(", L2 {}", Bytes(l2)));
+        } else {
+            title.push_str(&format!(" (L2, {}, is off this scale)", Bytes(l2)));
+        }
+    }
+    chart.title = title;
+    Some(chart)
 }
 
 fn mappings_data(p: &ProcessMappings) -> DataTable {
@@ -348,4 +394,66 @@ fn data(r: &FootprintResult) -> DataTable {
         ]);
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(name: &str, bytes: u64) -> DataObject {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "section": ".data", "tls": false, "bytes": bytes,
+            "lines": bytes.div_ceil(64),
+        }))
+        .unwrap()
+    }
+
+    fn caches() -> CacheSizes {
+        CacheSizes {
+            line_bytes: 64,
+            l1d_bytes: Some(48 * 1024),
+            l2_bytes: Some(1024 * 1024),
+            l3_bytes: Some(32 << 20),
+            source: "as the OS reports them".into(),
+        }
+    }
+
+    #[test]
+    fn the_chart_is_linear_against_l1d_with_the_small_objects_in_one_bar() {
+        let objects: Vec<DataObject> = [
+            ("tiny_a", 16),
+            ("POWER_OF_FIVE_128", 10_416),
+            ("tiny_b", 24),
+            ("MAPPINGS_CACHE", 2_368),
+            ("tiny_c", 64),
+        ]
+        .iter()
+        .map(|&(n, b)| object(n, b))
+        .collect();
+        let chart = chart(&objects, &caches()).unwrap();
+        let svg = crate::render::svg::render(&chart.into());
+        // The largest first, then one bar for the three objects under 1% of L1d.
+        let big = svg.find(">POWER_OF_FIVE_128<").unwrap();
+        assert!(big < svg.find(">MAPPINGS_CACHE<").unwrap());
+        assert!(svg.contains(">3 objects &lt; 1% of L1d<"), "{svg}");
+        assert!(!svg.contains("tiny_a"));
+        // Sizes, not "0.0"; L1d as a line; L2 (21× the scale) named as off it.
+        assert!(
+            svg.contains(">10.2 KiB<") && svg.contains(">104 B<"),
+            "{svg}"
+        );
+        assert!(!svg.contains(">0.0<") && !svg.contains("log scale"));
+        assert!(svg.contains(">L1d 48 KiB<") && svg.contains("stroke-dasharray"));
+        assert!(svg.contains("L2, 1 MiB, is off this scale"));
+        // A large object brings L2's line onto the scale.
+        let objects = vec![object("big", 400 * 1024), object("small", 100)];
+        let svg = crate::render::svg::render(&chart_of(&objects).into());
+        assert!(svg.contains(">L2 1 MiB<"), "{svg}");
+        assert!(svg.contains(">1 object &lt; 1% of L1d<"));
+        assert!(super::chart(&[], &caches()).is_none());
+    }
+
+    fn chart_of(objects: &[DataObject]) -> BarChart {
+        chart(objects, &caches()).unwrap()
+    }
 }

@@ -1,7 +1,8 @@
 //! `memscope pages` in every output: the top regions with their share of the signal, the
 //! histograms of all regions (ranked and in address order) and the heat over time for
-//! `record`; the three arms, the trade-off and the regions before and after for `apply`;
-//! CSV tables with every region and every run.
+//! `record`; the three arms (a table, and in HTML charts of their time and huge-page
+//! memory), the trade-off and the regions before and after for `apply`; CSV tables with
+//! every region and every run.
 
 use super::apply::{Arm, PagesApply};
 use super::record::PagesRecord;
@@ -15,8 +16,9 @@ use crate::view::{Block, Column, DataTable, Medium, Paragraph, Section, Table, T
 
 /// Bars in one histogram at most (the CSV has every region).
 const MAX_BARS: usize = 1024;
-/// Columns of the heat-over-time view at most (intervals are summed into them).
-const MAX_TIME_COLUMNS: usize = 48;
+/// Columns of the heat-over-time view at most (intervals are summed into them): 24 cells
+/// wide enough for their values fit a 1,400 px window (48 were drawn 5 px small).
+const MAX_TIME_COLUMNS: usize = 24;
 
 impl PagesResult {
     /// The sections of `memscope pages`: the record; for `apply`, the record it used and
@@ -333,6 +335,7 @@ fn apply_section(a: &PagesApply) -> Section {
         section.push(Paragraph::callout(line));
     }
     section.push(arms_table(a));
+    section.push(Block::Only(Medium::Html, arms_charts(a)));
     section.push(regions_table(a));
     section.push(Paragraph::muted(format!(
         "Regions from {}; ranges handed to the preload library: {}.",
@@ -468,6 +471,57 @@ fn arms_table(a: &PagesApply) -> Table {
         table.row(row);
     }
     table
+}
+
+/// The arms side by side: the median wall time of each with the range of its runs, and the
+/// huge-page memory each obtained (the price of the time it saves).
+fn arms_charts(a: &PagesApply) -> Vec<Block> {
+    let label = |x: &super::apply::ArmResult| match &x.time_s {
+        Some(t) => format!(
+            "{} (±{}%, {} runs)",
+            x.label,
+            format::spread(t.spread_pct()),
+            t.count
+        ),
+        None => format!("{} (every run failed)", x.label),
+    };
+    let categories: Vec<String> = a.arms.iter().map(label).collect();
+    let times: Vec<f64> = (a.arms.iter())
+        .map(|x| x.time_s.map_or(f64::NAN, |t| t.median))
+        .collect();
+    let ranges: Vec<(f64, f64)> = (a.arms.iter())
+        .map(|x| x.time_s.map_or((f64::NAN, f64::NAN), |t| (t.min, t.max)))
+        .collect();
+    let decimals = if times.iter().any(|&t| t < 10.0) {
+        2
+    } else {
+        1
+    };
+    let time = BarChart::new("Wall time per arm (median; whiskers: fastest to slowest run)")
+        .size(960.0, 360.0)
+        .y_axis(Axis::linear("wall time (s)"))
+        .categories(categories)
+        .series("wall time", times.clone(), Some(PALETTE[0].to_string()))
+        .error_bars(ranges)
+        .value_labels(Some(decimals));
+    let huge: Vec<f64> = (a.arms.iter())
+        .map(|x| (x.huge_kb.max(0.0) * 1024.0).round())
+        .collect();
+    let memory = BarChart::new("Huge-page memory per arm (median of the runs' peak, smaps)")
+        .size(960.0, 360.0)
+        .y_axis(Axis::linear("huge pages").bytes())
+        .categories(a.arms.iter().map(|x| x.label.clone()).collect())
+        .series("huge pages", huge.clone(), Some(PALETTE[1].to_string()));
+    // A chart without a bar would be an empty frame: every run failed, or no arm got a
+    // huge page (the table says so).
+    let mut charts = Vec::new();
+    if times.iter().any(|t| t.is_finite()) {
+        charts.push(time.into());
+    }
+    if huge.iter().any(|&b| b > 0.0) {
+        charts.push(memory.into());
+    }
+    charts
 }
 
 fn regions_table(a: &PagesApply) -> Table {
@@ -697,5 +751,30 @@ mod tests {
         assert_eq!(regions.row_text(0)[3], format::DASH);
         assert_eq!(regions.row_text(0)[4], "2 MiB of 2 MiB");
         assert_eq!(s.data_tables()[0].rows.len(), 18);
+        // The HTML charts of the arms: three bars each, with a whisker per time bar.
+        let charts = s.charts();
+        assert_eq!(charts.len(), 2);
+        let time = crate::render::svg::render(charts[0]);
+        assert!(time.contains("Wall time per arm"), "{time}");
+        let bars = |svg: &str| {
+            svg.lines()
+                .filter(|l| {
+                    l.starts_with("<rect") && l.contains(" fill=\"#") && !l.contains("#ffffff")
+                })
+                .filter(|l| !l.contains("fill-opacity") && !l.contains("stroke"))
+                .count()
+        };
+        assert_eq!(bars(&time), 3, "{time}");
+        assert_eq!(time.matches("stroke-width=\"1.4\"").count(), 3 * 3);
+        assert!(time.contains(">4 KiB pages (±0.0%, 6 runs)<"), "{time}");
+        assert!(time.contains(">2.00<") && time.contains(">1.60<"));
+        let memory = crate::render::svg::render(charts[1]);
+        assert!(
+            memory.contains(">6 MiB<") && memory.contains(">1 GiB<"),
+            "{memory}"
+        );
+        // Only the HTML shows them.
+        let terminal = crate::render::terminal::render(&sections, false);
+        assert!(!terminal.contains("Wall time per arm"));
     }
 }

@@ -94,7 +94,7 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
 
     let tool = format!("{} {}", report.tool.name, report.tool.version);
     let cpu = &report.machine.cpu_model;
-    let mut byline = crate::view::Text::plain(format!("{tool} · command "))
+    let mut byline = crate::view::Text::plain("command ")
         .strong(crate::view::format::or_dash(&report.settings.command));
     if !cpu.is_empty() {
         byline = byline.add(format!(" · {cpu}"));
@@ -108,6 +108,7 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
         },
         generator: tool.clone(),
         byline,
+        stamp: Some(html_stamp(&report.run, &report.tool)),
         glance: glance(report, results),
         sections,
         footer: format!(
@@ -115,6 +116,18 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
             report.schema_version
         ),
     })
+}
+
+/// The HTML header's date, host, version and command line. The report does not keep the
+/// command line, and HTML is only written by the command that made the report, so this
+/// process's arguments are that command line.
+pub fn html_stamp(run: &super::RunStamp, tool: &super::Tool) -> html::Stamp {
+    html::Stamp {
+        when: run.when(),
+        host: run.host.clone(),
+        tool: format!("{} {}", tool.name, tool.version),
+        command_line: std::env::args().collect(),
+    }
 }
 
 /// The report's headline figures (those with a metric) as Prometheus text, labelled with
@@ -287,6 +300,21 @@ mod tests {
         assert_balanced(&doc);
         assert!(doc.contains("No experiment ran"));
         assert!(!doc.contains("id=\"summary\""));
+    }
+
+    #[test]
+    fn the_html_header_names_the_date_host_version_and_command_line() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.run.host = "node-<7>".into();
+        report.run.started = "2026-11-26T13:05:00Z".into();
+        let doc = String::from_utf8(html(&report, &result_sections(&report))).unwrap();
+        let header = &doc[doc.find("<header>").unwrap()..doc.find("</header>").unwrap()];
+        assert!(header.contains("<b>2026-11-26 13:05 UTC</b>"), "{header}");
+        assert!(header.contains("host <b>node-&lt;7&gt;</b>"), "{header}");
+        let version = format!("<b>memscope {}</b>", env!("CARGO_PKG_VERSION"));
+        assert!(header.contains(&version), "{header}");
+        // This process's arguments: the test binary's name at least.
+        assert!(header.contains("<code class=\"argv\">"), "{header}");
     }
 
     /// Writes the HTML of the sample report (or of a JSON report) for a look in a

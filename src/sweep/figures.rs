@@ -52,7 +52,7 @@ impl Figures for SweepResult {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::sweep::analysis::{compare, Cell};
     use crate::sweep::template::{Assignment, Parameter};
@@ -77,7 +77,7 @@ mod tests {
 
     /// One benchmark on two variants (RING=16, the baseline, and RING=64); wall time and
     /// an "ops per s" metric, found only in the baseline's output.
-    fn sweep() -> SweepResult {
+    pub(in crate::sweep) fn sweep() -> SweepResult {
         let measures = vec![
             measure("wall time", "s", Direction::Lower),
             measure("ops per s", "", Direction::Higher),

@@ -132,16 +132,41 @@ impl SweepResult {
             bench.name,
             format::shell_quoted(&bench.words)
         )));
-        for (m, measure) in self.measures.iter().enumerate() {
-            let has_data =
-                (0..self.variants.len()).any(|v| self.cell(b, v).measures[m].summary.is_some());
-            if m > 0 && !has_data {
-                continue;
+        let shown: Vec<usize> = (0..self.measures.len())
+            .filter(|&m| {
+                m == 0
+                    || (0..self.variants.len())
+                        .any(|v| self.cell(b, v).measures[m].summary.is_some())
+            })
+            .collect();
+        let primary = primary(&self.measures);
+        if primary == 0 || !shown.contains(&primary) {
+            for &m in &shown {
+                let measure = &self.measures[m];
+                section.push(self.measure_table(b, m, measure));
+                if let Some(chart) = self.measure_chart(b, m, measure) {
+                    section.push(Block::Only(Medium::Html, vec![chart]));
+                }
             }
-            section.push(self.measure_table(b, m, measure));
-            if let Some(chart) = self.measure_chart(b, m, measure) {
-                section.push(Block::Only(Medium::Html, vec![chart]));
+        } else {
+            // The page opens with the user's --metric (table and chart), then the wall
+            // time and the rest; the terminal keeps the wall time first.
+            let terminal = shown
+                .iter()
+                .map(|&m| self.measure_table(b, m, &self.measures[m]));
+            section.push(Block::Only(
+                Medium::Terminal,
+                terminal.map(Block::from).collect(),
+            ));
+            let html_order =
+                std::iter::once(primary).chain(shown.iter().copied().filter(|&m| m != primary));
+            let mut html = Vec::new();
+            for m in html_order {
+                let measure = &self.measures[m];
+                html.push(self.measure_table(b, m, measure).into());
+                html.extend(self.measure_chart(b, m, measure));
             }
+            section.push(Block::Only(Medium::Html, html));
         }
         let (resources, charts) = self.resources(b);
         section.push(resources);
@@ -716,5 +741,36 @@ fn change_cell(s: &MeasureStat) -> Cell {
         ),
         Verdict::TooFewRuns => Cell::styled("too few runs", Style::Muted),
         Verdict::NoData => Cell::dash(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::render::html;
+
+    #[test]
+    fn the_page_plots_the_metric_before_the_wall_time_and_the_terminal_keeps_its_order() {
+        let section = crate::sweep::figures::tests::sweep().section();
+        let page = html::render(&html::Page {
+            title: String::new(),
+            generator: String::new(),
+            heading: String::new(),
+            byline: crate::view::Text::default(),
+            stamp: None,
+            glance: vec![],
+            sections: vec![&section],
+            footer: String::new(),
+        });
+        let page = String::from_utf8(page).unwrap();
+        let ops = page
+            .find("<title>ring bench: ops per s")
+            .expect("the metric's chart");
+        let wall = page
+            .find("<title>ring bench: wall time")
+            .expect("the wall time's chart");
+        assert!(ops < wall, "the metric first");
+        let terminal = crate::render::terminal::render(&[section], false);
+        let (wall, ops) = (terminal.find("wall time"), terminal.find("ops per s"));
+        assert!(wall.is_some() && wall < ops, "{terminal}");
     }
 }

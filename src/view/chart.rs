@@ -532,7 +532,9 @@ impl Heatmap {
 // ---------------------------------------------------------------------------------------
 
 /// Grouped bars: one group per category, one bar per series (bandwidth per kernel, per
-/// NUMA node …). The value axis is linear from zero unless a range is given.
+/// NUMA node …), optionally with error bars and labelled horizontal reference lines (a
+/// cache's size). The value axis is linear from zero unless a range is given, and reaches
+/// every reference line.
 #[derive(Debug, Clone, Default)]
 #[must_use = "charts and their parts do nothing until rendered"]
 pub struct BarChart {
@@ -543,6 +545,10 @@ pub struct BarChart {
     pub(crate) y_axis: Axis,
     pub(crate) categories: Vec<String>,
     pub(crate) series: Vec<(String, Vec<f64>, Option<String>)>,
+    /// Per series (by index): (low, high) per category, drawn as a whisker on the bar.
+    pub(crate) errors: Vec<(usize, Vec<(f64, f64)>)>,
+    /// Dashed horizontal lines across the plot at a value, labelled at their right end.
+    pub(crate) references: Vec<(f64, String)>,
     pub(crate) value_labels: bool,
     pub(crate) value_decimals: usize,
 }
@@ -593,6 +599,22 @@ impl BarChart {
         color: Option<String>,
     ) -> BarChart {
         self.series.push((name.into(), values, color));
+        self
+    }
+
+    /// Error bars of the series added last: one (low, high) per category, in value units
+    /// (missing or non-finite ones are skipped), drawn as whiskers over its bars.
+    pub fn error_bars(mut self, bounds: Vec<(f64, f64)>) -> BarChart {
+        if let Some(last) = self.series.len().checked_sub(1) {
+            self.errors.push((last, bounds));
+        }
+        self
+    }
+
+    /// A dashed horizontal line at `value` (the size of a cache), labelled at its right
+    /// end; the value axis reaches it.
+    pub fn reference(mut self, value: f64, label: impl Into<String>) -> BarChart {
+        self.references.push((value, label.into()));
         self
     }
 

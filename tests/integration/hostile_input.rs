@@ -1210,6 +1210,7 @@ fn compare_everything(name: &str, report: Report, real: &RealReport) {
             generator: "g".into(),
             heading: "h".into(),
             byline: memscope::view::Text::plain("b"),
+            stamp: None,
             glance: Vec::new(),
             sections: sections.iter().collect(),
             footer: "f".into(),

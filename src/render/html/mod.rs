@@ -8,8 +8,10 @@
 //! model strings, kernel versions and warning messages come from the machine and must not
 //! be able to inject markup.
 //!
-//! Layout: a header with a navigation bar over every section, the headline figures at a
-//! glance (each a link to its section), then the sections in the order given.
+//! Layout: a header (when and where the page was made, by which memscope and command
+//! line) with a navigation bar over every section, the headline figures at a glance (each
+//! a link to its section), then the sections in the order given. The content takes the
+//! window's full width, so that wide tables fit a 1,400 px window without scrolling.
 
 mod blocks;
 
@@ -30,6 +32,19 @@ pub struct Glance {
     pub warn: bool,
 }
 
+/// When, where and by what the page was made: the header's second line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Stamp {
+    /// The date and time for a reader ("2026-11-26 13:05 UTC").
+    pub when: String,
+    /// The host name.
+    pub host: String,
+    /// The tool and its version ("memscope 0.1.0").
+    pub tool: String,
+    /// The command line, program name first (empty: not shown).
+    pub command_line: Vec<String>,
+}
+
 /// What the document holds.
 pub struct Page<'a> {
     /// The document's `<title>`.
@@ -40,6 +55,8 @@ pub struct Page<'a> {
     pub heading: String,
     /// The line under the `h1`.
     pub byline: Text,
+    /// Date, host, version and command line, under the byline.
+    pub stamp: Option<Stamp>,
     pub glance: Vec<Glance>,
     /// Every section, in reading order; each gets a link in the navigation bar.
     pub sections: Vec<&'a Section>,
@@ -60,10 +77,14 @@ pub fn render(page: &Page) -> Vec<u8> {
     );
     let _ = write!(
         out,
-        "<header>\n<h1>{}</h1>\n<p class=\"muted\">{}</p>\n<nav>",
+        "<header>\n<h1>{}</h1>\n<p class=\"muted\">{}</p>\n",
         escape(&page.heading),
         text(&page.byline)
     );
+    if let Some(stamp) = &page.stamp {
+        stamp_line(&mut out, stamp);
+    }
+    out.push_str("<nav>");
     for s in &page.sections {
         let _ = write!(out, "<a href=\"#{}\">{}</a>", escape(s.id), escape(&s.nav));
     }
@@ -78,6 +99,29 @@ pub fn render(page: &Page) -> Vec<u8> {
         escape(&page.footer)
     );
     out.into_bytes()
+}
+
+/// `<p class="stamp">`: date · host · version, then the command line as code.
+fn stamp_line(out: &mut String, stamp: &Stamp) {
+    let mut parts = Vec::new();
+    for (key, value) in [("", &stamp.when), ("host ", &stamp.host), ("", &stamp.tool)] {
+        if !value.is_empty() {
+            parts.push(format!("{key}<b>{}</b>", escape(value)));
+        }
+    }
+    if !stamp.command_line.is_empty() {
+        // The program as the user typed it may be a long path: its file name is enough.
+        let mut argv = stamp.command_line.clone();
+        if let Some(name) = argv[0].rsplit('/').next().filter(|n| !n.is_empty()) {
+            argv[0] = name.to_string();
+        }
+        let line = crate::view::format::shell_quoted(&argv);
+        let line = line.trim_matches('"');
+        parts.push(format!("<code class=\"argv\">{}</code>", escape(line)));
+    }
+    if !parts.is_empty() {
+        let _ = writeln!(out, "<p class=\"stamp\">{}</p>", parts.join(" · "));
+    }
 }
 
 /// The headline figures as cards, each linking to its section.
@@ -116,6 +160,17 @@ mod tests {
             title: "memscope report: <cpu>".into(),
             generator: "memscope 0.1.0".into(),
             byline: Text::plain("command ").strong("run"),
+            stamp: Some(Stamp {
+                when: "2026-11-26 13:05 UTC".into(),
+                host: "node<7>".into(),
+                tool: "memscope 0.1.0".into(),
+                command_line: vec![
+                    "/usr/local/bin/memscope".into(),
+                    "run".into(),
+                    "--out".into(),
+                    "my dir".into(),
+                ],
+            }),
             glance: vec![Glance {
                 headline: Headline {
                     label: "L1d".into(),
@@ -136,5 +191,22 @@ mod tests {
         assert!(html.contains("&lt;script&gt;") && !html.contains("<script>"));
         assert!(html.find("id=\"summary\"") < html.find("id=\"latency\""));
         assert!(html.trim_end().ends_with("</html>"));
+        // The header: date, host, version and command line, before the navigation.
+        let header = &html[html.find("<header>").unwrap()..html.find("</header>").unwrap()];
+        assert!(
+            header.contains(
+                "<p class=\"stamp\"><b>2026-11-26 13:05 UTC</b> · host <b>node&lt;7&gt;</b> · \
+                 <b>memscope 0.1.0</b> · <code class=\"argv\">memscope run --out &#39;my dir&#39;</code></p>"
+            ),
+            "{header}"
+        );
+        assert!(header.find("class=\"stamp\"") < header.find("<nav>"));
+    }
+
+    #[test]
+    fn the_content_is_not_capped_at_a_narrow_width() {
+        // Wide tables must fit a 1,400 px window: no 1,100 px cap on the page.
+        let body = CSS.lines().find(|l| l.starts_with("body")).unwrap();
+        assert!(!CSS.contains("max-width: 1100px"), "{body}");
     }
 }

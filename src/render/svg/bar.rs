@@ -1,5 +1,5 @@
-//! Draws a `BarChart`: grouped bars per category with their values, the value axis and
-//! the legend.
+//! Draws a `BarChart`: grouped bars per category with their values and error bars, the
+//! reference lines, the value axis and the legend.
 
 use super::axis::{make_ticks, Mapper};
 use super::*;
@@ -21,10 +21,13 @@ fn shortened(text: &str, max: usize) -> String {
 impl BarChart {
     pub fn render(&self) -> String {
         let (width, height) = (self.width, self.height);
-        let values: Vec<f64> = self
-            .series
-            .iter()
-            .flat_map(|s| s.1.iter().copied())
+        let values: Vec<f64> = (self.series.iter().flat_map(|s| s.1.iter().copied()))
+            .chain(self.references.iter().map(|r| r.0))
+            .chain(
+                self.errors
+                    .iter()
+                    .flat_map(|e| e.1.iter().flat_map(|b| [b.0, b.1])),
+            )
             .collect();
         let (y_lo, y_hi) = self.y_axis.domain(&values);
         let color = |i: usize| series_color(&self.series[i].2, i);
@@ -111,9 +114,24 @@ impl BarChart {
                     let gap = (bar_w * 0.25).min(2.0);
                     let (top, h) = (y.min(base), (base - y).abs());
                     svg.rect(x + gap / 2.0, top, bar_w - gap, h, &fill);
+                    // The whisker, and the value above it (or above the bar).
+                    let mut label_y = y.min(base);
+                    let bounds = (self.errors.iter())
+                        .find(|e| e.0 == i)
+                        .and_then(|e| e.1.get(c).copied())
+                        .and_then(|(lo, hi)| Some((ym.px(lo)?, ym.px(hi)?)));
+                    if let Some((lo, hi)) = bounds {
+                        let (lo, hi) = (lo.clamp(py0, py1), hi.clamp(py0, py1));
+                        let (cx, cap) = (x + bar_w / 2.0, (bar_w * 0.15).clamp(2.0, 8.0));
+                        let stroke = format!("stroke=\"{TEXT_COLOR}\" stroke-width=\"1.4\"");
+                        svg.line(cx, lo, cx, hi, &stroke);
+                        svg.line(cx - cap, lo, cx + cap, lo, &stroke);
+                        svg.line(cx - cap, hi, cx + cap, hi, &stroke);
+                        label_y = label_y.min(hi.min(lo));
+                    }
                     if self.value_labels {
                         let value = format_value(axis.format, v, self.value_decimals);
-                        svg.text(x + bar_w / 2.0, y.min(base) - 4.0, &value, &value_attrs);
+                        svg.text(x + bar_w / 2.0, label_y - 4.0, &value, &value_attrs);
                     }
                 }
                 if let Some(label) = categories.get(c) {
@@ -126,6 +144,15 @@ impl BarChart {
                     }
                 }
             }
+        }
+        for (value, label) in &self.references {
+            let Some(y) = ym.px(*value) else { continue };
+            let dashed = format!(
+                "stroke=\"{REFERENCE_COLOR}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\""
+            );
+            svg.line(px0, y, px1, y, &dashed);
+            let attrs = format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}");
+            svg.text(px1 - 4.0, y - 4.0, label, &attrs);
         }
         svg.line(px0, py1, px1, py1, &format!("stroke=\"{FRAME_COLOR}\""));
         svg.line(px0, py0, px0, py1, &format!("stroke=\"{FRAME_COLOR}\""));
@@ -152,5 +179,21 @@ mod tests {
         assert_eq!(svg.matches("<rect").count(), 1 + 3 + 2);
         assert!(svg.contains(">12.5<"));
         assert!(BarChart::new("").render().starts_with("<svg"));
+    }
+
+    #[test]
+    fn error_bars_and_reference_lines_are_drawn_and_widen_the_axis() {
+        let svg = BarChart::new("Arms")
+            .categories(vec!["a".into(), "b".into()])
+            .series("time", vec![2.0, 1.5], None)
+            .error_bars(vec![(1.9, 2.1), (f64::NAN, 1.6)])
+            .reference(10.0, "L1d <48 KiB>")
+            .render();
+        // One whisker (three lines) per bar with valid bounds.
+        assert_eq!(svg.matches("stroke-width=\"1.4\"").count(), 3);
+        assert!(svg.contains("stroke-dasharray=\"5 4\"") && svg.contains(">L1d &lt;48 KiB&gt;<"));
+        // The axis reaches the reference line at 10.
+        assert!(svg.contains(">10<"), "{svg}");
+        assert!(!svg.contains("NaN"));
     }
 }

@@ -44,6 +44,9 @@ fn heat_color(t: f64) -> (String, bool) {
     )
 }
 
+/// The narrowest cell drawn, however many columns there are.
+const MIN_CELL: f64 = 6.0;
+
 impl Heatmap {
     pub fn render(&self) -> String {
         let n_rows = self.rows.len().max(self.values.len());
@@ -73,21 +76,13 @@ impl Heatmap {
         };
 
         let widest_col = widest(&self.columns);
-        let cell_w = (widest(all.iter().map(|&v| cell_text(v))) + 14.0).clamp(44.0, 120.0);
+        let value_w = widest(all.iter().map(|&v| cell_text(v)));
+        let natural_w = (value_w + 14.0).clamp(44.0, 120.0);
         let cell_h = 24.0;
-        // Column labels wider than a cell are turned 45° rather than overlapping.
-        let rotate_cols = widest_col > cell_w - 6.0;
-        let col_label_h = if rotate_cols {
-            widest_col * 0.72 + FONT
-        } else {
-            FONT + 6.0
-        };
 
         let top = 12.0 + TITLE_FONT + 14.0;
         let left = left_margin(&self.y_label, widest(&self.rows));
-        let grid_w = n_cols as f64 * cell_w;
         let grid_h = (n_rows as f64 * cell_h).max(cell_h);
-        let colorbar_x = left + grid_w + 20.0;
         // The colour bar is as tall as the grid, but at least as tall as its rotated
         // title, which would otherwise run out of the image for a grid of a few rows.
         let bar_h = grid_h
@@ -96,6 +91,34 @@ impl Heatmap {
         let ticks = make_ticks(scale, TickFormat::Number, lo, hi, bar_h, false);
         let tick_w = ticks.label_width();
         let right = 20.0 + 14.0 + 6.0 + tick_w + room(&self.value_label, FONT + 12.0) + 10.0;
+
+        // Many columns: narrower cells rather than an image the page scales down (and
+        // its text with it); values that no longer fit are left to the colour and the
+        // cell's tooltip, and only every `label_every`-th column is labelled.
+        let room_for_grid = (MAX_CHART_WIDTH - left - right).max(0.0);
+        let narrowed = n_cols as f64 * natural_w > room_for_grid;
+        let cell_w = if narrowed {
+            (room_for_grid / n_cols.max(1) as f64).max(MIN_CELL)
+        } else {
+            natural_w
+        };
+        let values_shown = value_w + 6.0 <= cell_w;
+        // Column labels wider than a cell are turned 45° rather than overlapping, or,
+        // when the cells were narrowed, thinned out.
+        let rotate_cols = !narrowed && widest_col > cell_w - 6.0;
+        let label_every = if narrowed {
+            ((widest_col + 10.0) / cell_w).ceil().max(1.0) as usize
+        } else {
+            1
+        };
+        let col_label_h = if rotate_cols {
+            widest_col * 0.72 + FONT
+        } else {
+            FONT + 6.0
+        };
+
+        let grid_w = n_cols as f64 * cell_w;
+        let colorbar_x = left + grid_w + 20.0;
         let bottom = 6.0 + col_label_h + room(&self.x_label, FONT + 12.0) + 10.0;
         let width = (left + grid_w + right).max(text_width(&self.title, TITLE_FONT) + 40.0);
         let height = top + bar_h + bottom;
@@ -117,9 +140,17 @@ impl Heatmap {
                     None => ("#f3f4f6".to_string(), false),
                 };
                 let attrs = format!("fill=\"{fill}\" stroke=\"#ffffff\"");
-                svg.rect(x, y, cell_w, cell_h, &attrs);
                 let text = cell_text(v);
-                if !text.is_empty() {
+                if values_shown || text.is_empty() {
+                    svg.rect(x, y, cell_w, cell_h, &attrs);
+                } else {
+                    let tooltip = match (self.rows.get(r), self.columns.get(c)) {
+                        (Some(row), Some(col)) => format!("{row}, {col}: {text}"),
+                        _ => text.clone(),
+                    };
+                    svg.rect_with_tooltip(x, y, cell_w, cell_h, &attrs, &tooltip);
+                }
+                if values_shown && !text.is_empty() {
                     let color = if white_text { "#ffffff" } else { TEXT_COLOR };
                     let (x, y) = (x + cell_w / 2.0, y + cell_h / 2.0 + FONT * 0.35);
                     svg.label(x, y, &text, "middle", color);
@@ -133,6 +164,9 @@ impl Heatmap {
         let grid_bottom = top + n_rows as f64 * cell_h;
         let turned = format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\"");
         for (c, label) in self.columns.iter().enumerate().take(n_cols) {
+            if c % label_every != 0 {
+                continue;
+            }
             let x = left + (c as f64 + 0.5) * cell_w;
             if rotate_cols {
                 let y = grid_bottom + 6.0 + FONT * 0.7;
@@ -206,5 +240,55 @@ mod tests {
             .parse()
             .unwrap();
         assert!(height > text_width(label, FONT) + 40.0, "{height}");
+    }
+
+    /// 48 time columns × 32 regions, as `pages record` draws them.
+    fn wide(columns: usize) -> Heatmap {
+        Heatmap::new("Heat over time")
+            .rows(
+                (0..32)
+                    .map(|r| format!("{:#x}", 0x7fff_0000_0000u64 + r))
+                    .collect(),
+            )
+            .columns(
+                (0..columns)
+                    .map(|c| format!("{:.1}", c as f64 * 0.4))
+                    .collect(),
+            )
+            .values(vec![
+                (0..columns).map(|c| (c * 37 % 513) as f64).collect();
+                32
+            ])
+            .x_label("time, s")
+            .y_label("region")
+            .value_label("pages touched per interval")
+            .decimals(0)
+    }
+
+    #[test]
+    fn many_columns_narrow_the_cells_instead_of_shrinking_the_text() {
+        let svg = wide(48).render();
+        // Drawn at its own size in a 1,400 px window (a 1,352 px column), every text at
+        // least 11 px.
+        let width: f64 = crate::render::svg::tests::first_attr(&svg, "width")
+            .parse()
+            .unwrap();
+        assert!(width <= MAX_CHART_WIDTH, "{width}");
+        let smallest = crate::render::svg::tests::smallest_text_px(&svg, 1352.0);
+        assert!(smallest >= MIN_READABLE_FONT, "{smallest}");
+        // The values went into the cells' tooltips; every 48 cells of a row have one.
+        assert_eq!(svg.matches("</title></rect>").count(), 48 * 32);
+        assert!(svg.contains("<title>0x7fff00000000, 0.4: 37</title>"));
+        // Fewer column labels, none of them turned.
+        let labels = svg
+            .matches("text-anchor=\"middle\" fill=\"#4b5563\"")
+            .count();
+        assert!(labels > 4 && labels < 48, "{labels}");
+        assert!(!svg.contains("rotate(-45"));
+        // A few columns keep their values in the cells.
+        let svg = wide(12).render();
+        assert!(svg.contains(">37</text>") && !svg.contains("</title></rect>"));
+        let smallest = crate::render::svg::tests::smallest_text_px(&svg, 1352.0);
+        assert!(smallest >= MIN_READABLE_FONT, "{smallest}");
     }
 }

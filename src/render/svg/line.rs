@@ -260,53 +260,74 @@ impl LineChart {
     /// Marker labels run down their line from the top of the plot, where the curve rarely
     /// is (it is high only past the last cache, where no boundary is found). Reference labels
     /// sit left of their line and found labels right of it, so a reference and a found marker
-    /// at the same x (the usual case: "L1d 32 KiB" / "L1d ends") do not collide; a found
-    /// label that would still touch a nearby label (a reference, or another found marker a
-    /// few pixels away) starts below it.
+    /// at the same x (the usual case: "L1d 32 KiB" / "L1d ends") do not collide. Any label
+    /// that would still touch one placed before it (references first, then found markers,
+    /// each in the order given: a found marker just left of a reference, two references at
+    /// one size) starts below the lowest of those, so that they are staggered; when that
+    /// would run it out of the plot, it goes to the other side of its line.
     fn draw_marker_labels(
         &self,
         svg: &mut Svg,
         xm: &Mapper,
-        (px0, px1, py0, _py1): (f64, f64, f64, f64),
+        (px0, px1, py0, py1): (f64, f64, f64, f64),
     ) {
         let visible = |m: &VMarker| {
             xm.px(m.x)
                 .filter(|&x| x >= px0 && x <= px1 && !m.label.is_empty())
         };
-        // Horizontal extent of every label placed so far, and how far down from the top
-        // of the plot it reaches (with a gap): the reference labels first.
-        let mut placed: Vec<(f64, f64, f64)> = self
+        let references = self
             .markers
             .iter()
-            .filter(|m| m.style == MarkerStyle::Reference)
-            .filter_map(|m| {
-                let x = visible(m)?;
-                Some((x - 4.0 - FONT, x - 4.0, text_width(&m.label, FONT) + 8.0))
-            })
-            .collect();
-        let reference = format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}");
-        for m in &self.markers {
+            .filter(|m| m.style == MarkerStyle::Reference);
+        let found = self
+            .markers
+            .iter()
+            .filter(|m| m.style != MarkerStyle::Reference);
+        // Horizontal extent of every label placed so far, and how far down from the top
+        // of the plot it reaches (with a gap).
+        let mut placed: Vec<(f64, f64, f64)> = Vec::new();
+        let room = (py1 - py0 - 8.0).max(0.0);
+        for m in references.chain(found) {
             let Some(x) = visible(m) else { continue };
-            match &m.style {
+            let length = text_width(&m.label, FONT) + 8.0;
+            // The turned text's line box (the glyphs' height, across the line) on the
+            // left or right of the line, and how far down it must start there.
+            let place = |left: bool| {
+                let (a, b) = if left {
+                    (x - 5.0 - FONT, x - 3.0)
+                } else {
+                    (x + 3.0, x + 5.0 + FONT)
+                };
+                let start = (placed.iter())
+                    .filter(|&&(ra, rb, _)| a < rb && ra < b)
+                    .map(|&(_, _, reach)| reach)
+                    .fold(0.0, f64::max);
+                (left, a, b, start)
+            };
+            // Its own side, else the other one when staggering would run it out of the
+            // plot there (two references at one size in a short chart), else the side
+            // where it starts higher.
+            let own = place(m.style == MarkerStyle::Reference);
+            let other = place(m.style != MarkerStyle::Reference);
+            let fits = |p: &(bool, f64, f64, f64)| p.3 + length <= room;
+            let (left, a, b, start) = if fits(&own) || (!fits(&other) && own.3 <= other.3) {
+                own
+            } else {
+                other
+            };
+            placed.push((a, b, start + length));
+            let y = py0 + 4.0 + start;
+            let x = if left { x - 4.0 } else { x + 4.0 + FONT * 0.8 };
+            let attrs = match &m.style {
                 MarkerStyle::Reference => {
-                    svg.text_rotated(x - 4.0, py0 + 4.0, -90.0, &m.label, &reference)
+                    format!("text-anchor=\"end\" fill=\"{REFERENCE_COLOR}\" {HALO}")
                 }
                 MarkerStyle::Found { color } => {
-                    // Below every label it would touch: a reference at the same x, or
-                    // another found marker a few pixels away.
-                    let (a, b) = (x + 3.0, x + 4.0 + FONT);
-                    let start = placed
-                        .iter()
-                        .filter(|&&(ra, rb, _)| a < rb && ra < b)
-                        .map(|&(_, _, reach)| reach)
-                        .fold(0.0, f64::max);
-                    placed.push((a, b, start + text_width(&m.label, FONT) + 8.0));
                     let fill = color_attr("fill", color);
-                    let attrs = format!("text-anchor=\"end\" font-weight=\"600\" {fill} {HALO}");
-                    let (x, y) = (x + 4.0 + FONT * 0.8, py0 + 4.0 + start);
-                    svg.text_rotated(x, y, -90.0, &m.label, &attrs);
+                    format!("text-anchor=\"end\" font-weight=\"600\" {fill} {HALO}")
                 }
-            }
+            };
+            svg.text_rotated(x, y, -90.0, &m.label, &attrs);
         }
     }
 
@@ -486,5 +507,79 @@ mod tests {
         assert!(svg.contains("viewBox=\"0 0 960 540\""));
         assert!(svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches("<polyline").count(), 2);
+    }
+
+    /// The boxes (x0, x1, y0, y1) of the labels turned by -90° (the marker labels),
+    /// from their anchor: the glyphs' height across, the estimated width downwards.
+    fn turned_label_boxes(svg: &str) -> Vec<(String, [f64; 4])> {
+        svg.lines()
+            .filter(|l| l.starts_with("<text") && l.contains("rotate(-90 ") && l.contains("end"))
+            .map(|l| {
+                let attr = |name: &str| -> f64 {
+                    let rest = l.split_once(&format!(" {name}=\"")).unwrap().1;
+                    rest.split('"').next().unwrap().parse().unwrap()
+                };
+                let text = l.split('>').nth(1).unwrap().split('<').next().unwrap();
+                let (x, y) = (attr("x"), attr("y"));
+                let w = text_width(text, FONT);
+                (
+                    text.to_string(),
+                    [x - 0.75 * FONT, x + 0.25 * FONT, y, y + w],
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn marker_labels_near_each_other_are_staggered_not_overlapping() {
+        let mib = 1024.0 * KIB as f64;
+        // A found end just left of its reference (the "L2 1 MiB" / "L2 ends" pair), two
+        // references at one size (TLB entries of two page sizes) and a lone pair.
+        for found_at in [0.75, 0.8, 0.875, 0.95, 1.0, 1.05, 1.2] {
+            let svg = latency_like()
+                .marker(VMarker::reference(mib, "L2 1 MiB"))
+                .marker(VMarker::found(found_at * mib, "L2 ends", "#1f77b4"))
+                .marker(VMarker::reference(
+                    64.0 * KIB as f64,
+                    "CPUID 4 KiB L1 DTLB: 96",
+                ))
+                .marker(VMarker::reference(
+                    64.0 * KIB as f64,
+                    "CPUID 2 MiB L1 DTLB: 96",
+                ))
+                .marker(VMarker::reference(32.0 * mib, "L3 32 MiB"))
+                .marker(VMarker::found(32.0 * mib, "L3 ends", "#9467bd"))
+                .render();
+            let boxes = turned_label_boxes(&svg);
+            assert_eq!(boxes.len(), 6, "{svg}");
+            for (i, (a, p)) in boxes.iter().enumerate() {
+                for (b, q) in &boxes[i + 1..] {
+                    let across = p[0] < q[1] && q[0] < p[1];
+                    let along = p[2] < q[3] && q[2] < p[3];
+                    assert!(!(across && along), "{a} and {b} overlap at {found_at} MiB");
+                }
+            }
+        }
+        // A short chart: the second of two long labels at one size goes to the other side
+        // of the line rather than down past the plot into the axis labels.
+        let svg = latency_like()
+            .size(960.0, 320.0)
+            .marker(VMarker::reference(
+                64.0 * KIB as f64,
+                "CPUID 4 KiB L1 DTLB: 96",
+            ))
+            .marker(VMarker::reference(
+                64.0 * KIB as f64,
+                "CPUID 2 MiB L1 DTLB: 96",
+            ))
+            .render();
+        let boxes = turned_label_boxes(&svg);
+        let (p, q) = (boxes[0].1, boxes[1].1);
+        assert!(
+            !(p[0] < q[1] && q[0] < p[1] && p[2] < q[3] && q[2] < p[3]),
+            "{svg}"
+        );
+        // Both inside the plot, above the x tick labels (at most the height less 60).
+        assert!(p[3].max(q[3]) < 320.0 - 60.0, "{boxes:?}");
     }
 }

@@ -39,6 +39,13 @@ const MUTED_TEXT_COLOR: &str = "#4b5563";
 /// Data are mapped this many pixels inside the plot frame, so that markers on the first
 /// and last point (which sit exactly on the domain ends of a log2 axis) are not cut in half.
 const INSET: f64 = 8.0;
+/// The widest a chart that grows with its data (a heatmap's columns) is drawn: in a
+/// 1,400 px window the HTML page's column is 1,352 px, and a wider image is scaled down
+/// to it, shrinking its 12 px text below legibility (48 columns of 44 px drew 5 px text).
+const MAX_CHART_WIDTH: f64 = 1280.0;
+/// The smallest readable text, after any scaling: no label is drawn smaller.
+#[cfg(test)]
+const MIN_READABLE_FONT: f64 = 11.0;
 /// Upper bound on generated ticks and grid lines: a malformed range must not produce a
 /// multi-megabyte SVG or a long loop.
 const MAX_TICKS: i64 = 400;
@@ -273,6 +280,20 @@ impl Svg {
         self.element("rect", &[("x", x), ("y", y), size[0], size[1]], attrs);
     }
 
+    /// A rectangle with a tooltip (its `<title>`): the value of a cell too narrow to
+    /// print it.
+    fn rect_with_tooltip(&mut self, x: f64, y: f64, w: f64, h: f64, attrs: &str, tip: &str) {
+        let _ = writeln!(
+            self.out,
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" {attrs}><title>{}</title></rect>",
+            n(x),
+            n(y),
+            n(w.max(0.0)),
+            n(h.max(0.0)),
+            escape(tip)
+        );
+    }
+
     fn circle(&mut self, cx: f64, cy: f64, r: f64, attrs: &str) {
         self.element("circle", &[("cx", cx), ("cy", cy), ("r", r)], attrs);
     }
@@ -464,6 +485,18 @@ mod tests {
     pub(super) fn first_attr<'a>(svg: &'a str, name: &str) -> &'a str {
         let rest = svg.split_once(&format!(" {name}=\"")).expect(name).1;
         rest.split('"').next().unwrap()
+    }
+
+    /// The smallest text of `svg` as a reader sees it when the page shows it at most
+    /// `column_px` wide (a wider image is scaled down, its text with it).
+    pub(crate) fn smallest_text_px(svg: &str, column_px: f64) -> f64 {
+        let width: f64 = first_attr(svg, "width").parse().unwrap();
+        let scale = (column_px / width).min(1.0);
+        let sizes = svg
+            .split(" font-size=\"")
+            .skip(1)
+            .map(|rest| rest.split('"').next().unwrap().parse::<f64>().unwrap());
+        sizes.fold(f64::INFINITY, f64::min) * scale
     }
 
     #[test]
