@@ -230,7 +230,7 @@ fn measure(plan: &MeasuringPlan, mut machine: Machine) -> anyhow::Result<Report>
     let mut settings = Settings {
         command: plan.name.to_string(),
         cpus: vec![m.cpu],
-        pages_requested: m.pages.to_string(),
+        pages_requested: Some(m.pages),
         pages_obtained: None,
         quick: m.quick,
         repetitions: m.repetitions,

@@ -170,7 +170,7 @@ fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
     let mut t = DataTable::new(name, DATA_HEADER.split_whitespace());
     for r in rows {
         t.row(vec![
-            r.kernel.clone(),
+            r.kernel.to_string(),
             r.read_parts.to_string(),
             r.write_parts.to_string(),
             r.nontemporal.to_string(),

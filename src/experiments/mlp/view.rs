@@ -8,7 +8,7 @@ use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{level_color, Axis, Heatmap, LineChart, Series, TickFormat, PALETTE};
 use crate::view::chart::{CURVE_COLOR, FOUND_POINT_COLOR, REFERENCE_LINE_COLOR};
-use crate::view::format::{self, cycles, distinct, fixed, gbs, noisy, ns, or_dash, raw, rounded};
+use crate::view::format::{self, cycles, distinct, fixed, gbs, noisy, ns, raw, rounded};
 use crate::view::format::{DASH, NOISY_SPREAD_PCT};
 use crate::view::{Block, Cell, Column, DataTable, Headline, Medium, Paragraph, Present};
 use crate::view::{Section, Table, Text};
@@ -73,7 +73,7 @@ fn headline(r: &MlpResult) -> Option<Headline> {
 }
 
 fn intro(r: &MlpResult) -> Text {
-    let order = or_dash(&r.order);
+    let order = r.order;
     Text::new()
         .add(format!(
             "One thread walks N independent pointer chains ({order}), one load of each per \
@@ -431,7 +431,7 @@ mod tests {
         assert_eq!((s.id, s.nav.as_str()), ("mlp", "MLP"));
         let text = s.plain_text();
         for words in [
-            "(page-local)",
+            "(page-local, thp pages)",
             "L2 (512 KiB): parallelism",
             "DRAM (256 MiB): parallelism",
             "Saturates at 8 chains: parallelism 7.4",
@@ -493,7 +493,7 @@ mod tests {
             }]
         );
         assert!(section(&samples::nan_mlp()).headlines.is_empty());
-        assert!(section(&MlpResult::default()).headlines.is_empty());
+        assert!(section(&samples::empty_mlp()).headlines.is_empty());
     }
 
     #[test]
@@ -518,9 +518,9 @@ mod tests {
 
     #[test]
     fn empty_and_nan_results_give_dashes() {
-        let s = section(&MlpResult::default());
+        let s = section(&samples::empty_mlp());
         let text = s.plain_text();
-        assert!(text.contains("chains (–)"), "{text}");
+        assert!(text.contains("chains (random, 4k pages)"), "{text}");
         assert!(text.contains("No chain count was measured."));
         assert!(s.charts().is_empty() && s.table("Saturation per level").is_none());
         let empty_tables = s.data_tables();

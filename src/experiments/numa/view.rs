@@ -223,7 +223,7 @@ fn cpus_and_spread(result: &NumaResult, labels: &[usize]) -> Text {
         .collect();
     let used = used.join("; ");
     let used = format::or_dash(&used);
-    let isa = format::or_dash(&result.isa);
+    let isa = result.isa;
     let spread = format::spread(result.max_spread_pct);
     let text = Text::plain(format!(
         "CPUs used: {used} (the latency thread on the first of each). Read kernel: {isa}. \
