@@ -472,8 +472,23 @@ fn derive(
         .collect()
 }
 
+/// What the tests of the counting commands share (this module's and `stat`'s).
+#[cfg(test)]
+pub(crate) mod test_support {
+    use super::DerivedFigure;
+
+    /// The derived figure of this name; panics naming it and listing the others.
+    pub(crate) fn figure<'a>(derived: &'a [DerivedFigure], name: &str) -> &'a DerivedFigure {
+        derived
+            .iter()
+            .find(|d| d.name == name)
+            .unwrap_or_else(|| panic!("no {name} in {derived:?}"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_support::figure;
     use super::*;
     use crate::counters::parse_event_list;
 
@@ -493,13 +508,6 @@ mod tests {
             termination: Termination::Exited(0),
             counts: counts.to_vec(),
         }
-    }
-
-    fn figure<'a>(derived: &'a [DerivedFigure], name: &str) -> &'a DerivedFigure {
-        derived
-            .iter()
-            .find(|d| d.name == name)
-            .unwrap_or_else(|| panic!("no {name} in {derived:?}"))
     }
 
     #[test]

@@ -352,7 +352,7 @@ fn cache_sizes(machine: &Machine, measured: Option<&(String, serde_json::Value)>
         machine
             .caches
             .iter()
-            .find(|c| c.level == level && c.kind != "instruction")
+            .find(|c| c.level == level && c.kind != crate::topology::CacheKind::Instruction)
             .map(|c| c.size_bytes)
     };
     let line_bytes = machine.line_bytes();

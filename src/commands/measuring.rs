@@ -215,7 +215,7 @@ fn measure(
     let mut settings = Settings {
         command: plan.name.to_string(),
         cpus: vec![m.cpu],
-        pages_requested: m.pages.to_string(),
+        pages_requested: Some(m.pages),
         pages_obtained: None,
         quick: m.quick,
         repetitions: m.repetitions,

@@ -244,7 +244,9 @@ fn differences(reports: &[&Report]) -> Vec<Difference> {
                 None => format!("enabled {}", thp.enabled),
             }
         }),
-        ("pages asked", |r| r.settings.pages_requested.clone()),
+        ("pages asked", |r| {
+            (r.settings.pages_requested.map(|p| p.to_string())).unwrap_or_default()
+        }),
         ("pages obtained", |r| match &r.settings.pages_obtained {
             Some(p) => format!(
                 "{} ({:.0}% huge)",

@@ -256,7 +256,7 @@ fn cache_table(m: &Machine) -> Table {
         };
         t.row([
             c.name(),
-            c.kind.clone(),
+            c.kind.to_string(),
             Bytes(c.size_bytes).to_string(),
             Bytes(c.line_bytes).to_string(),
             format::opt_count(c.ways),
@@ -283,7 +283,7 @@ fn tlb_table(m: &Machine) -> Table {
     for tlb in &m.tlbs {
         t.row([
             format!("L{}", tlb.level),
-            tlb.kind.clone(),
+            tlb.kind.to_string(),
             Bytes(tlb.page_bytes).to_string(),
             tlb.entries.to_string(),
             tlb.ways
@@ -347,7 +347,7 @@ fn cache_data(m: &Machine) -> DataTable {
     for c in &m.caches {
         t.row(vec![
             c.level.to_string(),
-            c.kind.clone(),
+            c.kind.to_string(),
             c.size_bytes.to_string(),
             c.line_bytes.to_string(),
             format::raw_opt(c.ways),
@@ -394,7 +394,7 @@ mod tests {
         m.smt_sibling_groups = (0..6).map(|i| vec![i, i + 6]).collect();
         m.tlbs = vec![TlbInfo {
             level: 1,
-            kind: "data".into(),
+            kind: crate::topology::CacheKind::Data,
             page_bytes: 4 * KIB,
             entries: 64,
             ways: None,

@@ -13,6 +13,7 @@ use crate::binary::FootprintResult;
 use crate::experiments::drift::DriftResult;
 pub use crate::experiments::Results as Experiments;
 use crate::pages::PagesResult;
+use crate::platform::arena::PagePolicy;
 pub use crate::platform::arena::PagesObtained;
 use crate::session::conditions::ExperimentConditions;
 use crate::stat::StatResult;
@@ -137,8 +138,10 @@ pub struct Settings {
     pub command: String,
     /// CPUs the measuring threads were pinned to.
     pub cpus: Vec<usize>,
-    /// Page policy asked for: "4k", "thp", "2m", "1g".
-    pub pages_requested: String,
+    /// Page policy asked for: "4k", "thp", "2m", "1g" in reports; none ("") for the
+    /// commands that measure nothing.
+    #[serde(with = "settings::pages_requested")]
+    pub pages_requested: Option<PagePolicy>,
     /// What the buffers actually got, verified after first touch.
     pub pages_obtained: Option<PagesObtained>,
     pub quick: bool,

@@ -30,7 +30,8 @@ pub fn settings_section(report: &Report) -> Section {
     let mut t = Table::key_value();
     t.pair("Command", or_dash(&s.command));
     t.pair("Pinned to CPUs", cpu_list(&s.cpus));
-    t.pair("Pages requested", or_dash(&s.pages_requested));
+    let requested = s.pages_requested.map(|p| p.to_string()).unwrap_or_default();
+    t.pair("Pages requested", or_dash(&requested));
     t.pair("Pages obtained", obtained);
     t.pair("Quick mode", if s.quick { "yes" } else { "no" });
     t.pair("Repetitions per point", s.repetitions.to_string());
@@ -81,10 +82,49 @@ pub fn warnings_section(report: &Report) -> Section {
     section
 }
 
+/// `Settings::pages_requested` as reports write it: the policy's name ("4k", "thp", "2m",
+/// "1g"), or "" when the command measured nothing; a report with any other text is refused
+/// when read, naming the value.
+pub(crate) mod pages_requested {
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    use crate::platform::arena::PagePolicy;
+
+    pub fn serialize<S: Serializer>(
+        pages: &Option<PagePolicy>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match pages {
+            Some(policy) => serializer.collect_str(policy),
+            None => serializer.serialize_str(""),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<PagePolicy>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text.is_empty() {
+            return Ok(None);
+        }
+        // Only the names reports write: the command line's aliases ("base") never appear.
+        PagePolicy::parse(&text)
+            .ok()
+            .filter(|policy| policy.to_string() == text)
+            .map(Some)
+            .ok_or_else(|| {
+                D::Error::custom(format!(
+                    "invalid pages_requested '{text}', expected {} or \"\"",
+                    PagePolicy::NAMES
+                ))
+            })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::platform::arena::PagesObtained;
+    use crate::platform::arena::{PagePolicy, PagesObtained};
     use crate::report::{Settings, Warning};
     use crate::topology::Machine;
     use crate::view::{Style, Tone};
@@ -98,7 +138,7 @@ mod tests {
         let settings = Settings {
             command: "latency".into(),
             cpus: vec![2],
-            pages_requested: "thp".into(),
+            pages_requested: Some(PagePolicy::Thp),
             pages_obtained: Some(PagesObtained {
                 policy: "thp".into(),
                 page_bytes: 4096,

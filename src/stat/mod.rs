@@ -113,13 +113,7 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
 mod tests {
     use super::*;
     use crate::counting::default_groups;
-
-    fn figure<'a>(derived: &'a [DerivedFigure], name: &str) -> &'a DerivedFigure {
-        derived
-            .iter()
-            .find(|d| d.name == name)
-            .unwrap_or_else(|| panic!("no {name} in {derived:?}"))
-    }
+    use crate::counting::test_support::figure;
 
     #[test]
     fn software_events_of_a_real_command_are_counted() {

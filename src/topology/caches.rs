@@ -8,21 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::cpu::{cpuid, is_amd_like, parse_cpu_list, CpuidRegs, CPU_SYSFS};
-use super::{read_trimmed, CacheInfo, TlbInfo};
+use super::{read_trimmed, CacheInfo, CacheKind, TlbInfo};
 
 const KIB: u64 = 1 << 10;
 const PAGE_4K: u64 = 4 << 10;
 const PAGE_2M: u64 = 2 << 20;
 const PAGE_1G: u64 = 1 << 30;
-
-/// Sort rank of a cache or TLB kind: data, instruction, unified.
-fn kind_rank(kind: &str) -> u8 {
-    match kind {
-        "data" => 0,
-        "instruction" => 1,
-        _ => 2,
-    }
-}
 
 /// Parses sysfs cache sizes: "32K", "1024K", "32768K", "1M", or a bare byte count.
 pub fn parse_sysfs_size(s: &str) -> Option<u64> {
@@ -36,11 +27,11 @@ pub fn parse_sysfs_size(s: &str) -> Option<u64> {
     digits.trim().parse::<u64>().ok()?.checked_mul(multiplier)
 }
 
-fn kind_from_sysfs(kind: &str) -> Option<&'static str> {
+fn kind_from_sysfs(kind: &str) -> Option<CacheKind> {
     match kind {
-        "Data" => Some("data"),
-        "Instruction" => Some("instruction"),
-        "Unified" => Some("unified"),
+        "Data" => Some(CacheKind::Data),
+        "Instruction" => Some(CacheKind::Instruction),
+        "Unified" => Some(CacheKind::Unified),
         _ => None,
     }
 }
@@ -49,7 +40,7 @@ fn kind_from_sysfs(kind: &str) -> Option<&'static str> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CpuidCache {
     pub level: u32,
-    pub kind: &'static str,
+    pub kind: CacheKind,
     pub size_bytes: u64,
     pub line_bytes: u64,
     pub ways: Option<u32>,
@@ -60,9 +51,9 @@ pub struct CpuidCache {
 /// entry that ends the list, and for cache types this code does not know.
 pub fn decode_deterministic_cache(r: CpuidRegs) -> Option<CpuidCache> {
     let kind = match r.eax & 0x1F {
-        1 => "data",
-        2 => "instruction",
-        3 => "unified",
+        1 => CacheKind::Data,
+        2 => CacheKind::Instruction,
+        3 => CacheKind::Unified,
         _ => return None,
     };
     let line = u64::from(r.ebx & 0xFFF) + 1;
@@ -169,7 +160,7 @@ pub fn decode_amd_legacy_caches(l5: Option<CpuidRegs>, l6: Option<CpuidRegs>) ->
         });
     };
     if let Some(r) = l5 {
-        for (kind, reg) in [("data", r.ecx), ("instruction", r.edx)] {
+        for (kind, reg) in [(CacheKind::Data, r.ecx), (CacheKind::Instruction, r.edx)] {
             push(
                 1,
                 kind,
@@ -182,14 +173,14 @@ pub fn decode_amd_legacy_caches(l5: Option<CpuidRegs>, l6: Option<CpuidRegs>) ->
     if let Some(r) = l6 {
         push(
             2,
-            "unified",
+            CacheKind::Unified,
             u64::from(r.ecx >> 16) * KIB,
             u64::from(r.ecx & 0xFF),
             decode_amd_assoc(r.ecx >> 12),
         );
         push(
             3,
-            "unified",
+            CacheKind::Unified,
             u64::from(r.edx >> 18) * 512 * KIB,
             u64::from(r.edx & 0xFF),
             decode_amd_assoc(r.edx >> 12),
@@ -231,7 +222,7 @@ pub fn cpuid_caches(vendor: &str) -> Vec<CpuidCache> {
 /// One `cpuN/cache/indexM` directory.
 struct SysfsCache {
     level: u32,
-    kind: &'static str,
+    kind: CacheKind,
     size_bytes: Option<u64>,
     line_bytes: Option<u64>,
     ways: Option<u32>,
@@ -288,7 +279,7 @@ const DEFAULT_LINE_BYTES: u64 = 64;
 /// CPUID sizes alongside; from CPUID alone when sysfs has nothing.
 pub fn detect_caches(allowed: &[usize], online: &[usize], vendor: &str) -> Vec<CacheInfo> {
     let from_cpuid = cpuid_caches(vendor);
-    let cpuid_match = |level: u32, kind: &str| {
+    let cpuid_match = |level: u32, kind: CacheKind| {
         from_cpuid
             .iter()
             .find(|c| c.level == level && c.kind == kind)
@@ -306,7 +297,7 @@ pub fn detect_caches(allowed: &[usize], online: &[usize], vendor: &str) -> Vec<C
             .iter()
             .map(|c| CacheInfo {
                 level: c.level,
-                kind: c.kind.to_string(),
+                kind: c.kind,
                 size_bytes: c.size_bytes,
                 line_bytes: c.line_bytes,
                 ways: c.ways,
@@ -317,7 +308,7 @@ pub fn detect_caches(allowed: &[usize], online: &[usize], vendor: &str) -> Vec<C
             })
             .collect()
     } else {
-        let mut instances: BTreeMap<(u32, &'static str), BTreeSet<Vec<usize>>> = BTreeMap::new();
+        let mut instances: BTreeMap<(u32, CacheKind), BTreeSet<Vec<usize>>> = BTreeMap::new();
         for &cpu in online {
             for c in sysfs_caches(cpu, false) {
                 let sharing = if c.shared.is_empty() {
@@ -346,7 +337,7 @@ pub fn detect_caches(allowed: &[usize], online: &[usize], vendor: &str) -> Vec<C
                 let size_bytes = c.size_bytes.or(computed).or(cpuid.map(|x| x.size_bytes))?;
                 Some(CacheInfo {
                     level: c.level,
-                    kind: c.kind.to_string(),
+                    kind: c.kind,
                     size_bytes,
                     line_bytes,
                     ways: c.ways,
@@ -358,13 +349,13 @@ pub fn detect_caches(allowed: &[usize], online: &[usize], vendor: &str) -> Vec<C
             })
             .collect()
     };
-    caches.sort_by_key(|c| (c.level, kind_rank(&c.kind)));
+    caches.sort_by_key(|c| (c.level, c.kind));
     caches
 }
 
 fn tlb(
     level: u32,
-    kind: &str,
+    kind: CacheKind,
     page_bytes: u64,
     entries: u32,
     ways: Option<u32>,
@@ -372,7 +363,7 @@ fn tlb(
 ) -> TlbInfo {
     TlbInfo {
         level,
-        kind: kind.to_string(),
+        kind,
         page_bytes,
         entries,
         ways,
@@ -399,7 +390,7 @@ pub fn decode_amd_tlbs(
         for (page, reg) in [(PAGE_4K, r.ebx), (PAGE_2M, r.eax)] {
             push(
                 1,
-                "data",
+                CacheKind::Data,
                 page,
                 (reg >> 16) & 0xFF,
                 decode_amd_l1_assoc(reg >> 24),
@@ -407,7 +398,7 @@ pub fn decode_amd_tlbs(
             );
             push(
                 1,
-                "instruction",
+                CacheKind::Instruction,
                 page,
                 reg & 0xFF,
                 decode_amd_l1_assoc(reg >> 8),
@@ -419,7 +410,7 @@ pub fn decode_amd_tlbs(
     let mut split = |level, page, reg: u32, src| {
         push(
             level,
-            "data",
+            CacheKind::Data,
             page,
             (reg >> 16) & 0xFFF,
             decode_amd_assoc(reg >> 28),
@@ -427,7 +418,7 @@ pub fn decode_amd_tlbs(
         );
         push(
             level,
-            "instruction",
+            CacheKind::Instruction,
             page,
             reg & 0xFFF,
             decode_amd_assoc(reg >> 12),
@@ -453,11 +444,11 @@ pub fn decode_intel_leaf18(subleaves: &[CpuidRegs]) -> Vec<TlbInfo> {
         // Load-only and store-only TLBs (types 4 and 5, hybrid cores) are data TLBs; the
         // source says which half they are.
         let (kind, source) = match r.edx & 0x1F {
-            1 => ("data", "cpuid 0x18"),
-            2 => ("instruction", "cpuid 0x18"),
-            3 => ("unified", "cpuid 0x18"),
-            4 => ("data", "cpuid 0x18 (load-only)"),
-            5 => ("data", "cpuid 0x18 (store-only)"),
+            1 => (CacheKind::Data, "cpuid 0x18"),
+            2 => (CacheKind::Instruction, "cpuid 0x18"),
+            3 => (CacheKind::Unified, "cpuid 0x18"),
+            4 => (CacheKind::Data, "cpuid 0x18 (load-only)"),
+            5 => (CacheKind::Data, "cpuid 0x18 (store-only)"),
             _ => continue,
         };
         let level = (r.edx >> 5) & 0x7;
@@ -485,64 +476,64 @@ pub fn decode_intel_leaf18(subleaves: &[CpuidRegs]) -> Vec<TlbInfo> {
     out
 }
 
-type Leaf2Row = (u8, u32, &'static str, u64, u32, Option<u32>);
+type Leaf2Row = (u8, u32, CacheKind, u64, u32, Option<u32>);
 
 /// Common TLB descriptors of Intel leaf 0x2: (descriptor, level, kind, page size, entries,
 /// ways; None = fully associative). 4 MiB entries are listed as 2 MiB, and a descriptor
 /// covering several page sizes has one row per size.
 const LEAF2_TLBS: &[Leaf2Row] = &[
-    (0x01, 1, "instruction", PAGE_4K, 32, Some(4)),
-    (0x02, 1, "instruction", PAGE_2M, 2, None),
-    (0x03, 1, "data", PAGE_4K, 64, Some(4)),
-    (0x04, 1, "data", PAGE_2M, 8, Some(4)),
-    (0x05, 1, "data", PAGE_2M, 32, Some(4)),
-    (0x0B, 1, "instruction", PAGE_2M, 4, Some(4)),
-    (0x50, 1, "instruction", PAGE_4K, 64, None),
-    (0x50, 1, "instruction", PAGE_2M, 64, None),
-    (0x51, 1, "instruction", PAGE_4K, 128, None),
-    (0x51, 1, "instruction", PAGE_2M, 128, None),
-    (0x52, 1, "instruction", PAGE_4K, 256, None),
-    (0x52, 1, "instruction", PAGE_2M, 256, None),
-    (0x55, 1, "instruction", PAGE_2M, 7, None),
-    (0x56, 1, "data", PAGE_2M, 16, Some(4)),
-    (0x57, 1, "data", PAGE_4K, 16, Some(4)),
-    (0x59, 1, "data", PAGE_4K, 16, None),
-    (0x5A, 1, "data", PAGE_2M, 32, Some(4)),
-    (0x5B, 1, "data", PAGE_4K, 64, None),
-    (0x5B, 1, "data", PAGE_2M, 64, None),
-    (0x5C, 1, "data", PAGE_4K, 128, None),
-    (0x5C, 1, "data", PAGE_2M, 128, None),
-    (0x5D, 1, "data", PAGE_4K, 256, None),
-    (0x5D, 1, "data", PAGE_2M, 256, None),
-    (0x61, 1, "instruction", PAGE_4K, 48, None),
-    (0x63, 1, "data", PAGE_2M, 32, Some(4)),
-    (0x63, 1, "data", PAGE_1G, 4, Some(4)),
-    (0x64, 1, "data", PAGE_4K, 512, Some(4)),
-    (0x6A, 1, "data", PAGE_4K, 64, Some(8)),
-    (0x6B, 1, "data", PAGE_4K, 256, Some(8)),
-    (0x6C, 1, "data", PAGE_2M, 128, Some(8)),
-    (0x6D, 1, "data", PAGE_1G, 16, None),
-    (0x76, 1, "instruction", PAGE_2M, 8, None),
-    (0xA0, 1, "data", PAGE_4K, 32, None),
-    (0xB0, 1, "instruction", PAGE_4K, 128, Some(4)),
-    (0xB1, 1, "instruction", PAGE_2M, 8, Some(4)),
-    (0xB2, 1, "instruction", PAGE_4K, 64, Some(4)),
-    (0xB3, 1, "data", PAGE_4K, 128, Some(4)),
-    (0xB4, 1, "data", PAGE_4K, 256, Some(4)),
-    (0xB5, 1, "instruction", PAGE_4K, 64, Some(8)),
-    (0xB6, 1, "instruction", PAGE_4K, 128, Some(8)),
-    (0xBA, 1, "data", PAGE_4K, 64, Some(4)),
-    (0xC0, 1, "data", PAGE_4K, 8, Some(4)),
-    (0xC0, 1, "data", PAGE_2M, 8, Some(4)),
-    (0xC1, 2, "unified", PAGE_4K, 1024, Some(8)),
-    (0xC1, 2, "unified", PAGE_2M, 1024, Some(8)),
-    (0xC2, 1, "data", PAGE_4K, 16, Some(4)),
-    (0xC2, 1, "data", PAGE_2M, 16, Some(4)),
-    (0xC3, 2, "unified", PAGE_4K, 1536, Some(6)),
-    (0xC3, 2, "unified", PAGE_2M, 1536, Some(6)),
-    (0xC3, 2, "unified", PAGE_1G, 16, Some(4)),
-    (0xC4, 1, "data", PAGE_2M, 32, Some(4)),
-    (0xCA, 2, "unified", PAGE_4K, 512, Some(4)),
+    (0x01, 1, CacheKind::Instruction, PAGE_4K, 32, Some(4)),
+    (0x02, 1, CacheKind::Instruction, PAGE_2M, 2, None),
+    (0x03, 1, CacheKind::Data, PAGE_4K, 64, Some(4)),
+    (0x04, 1, CacheKind::Data, PAGE_2M, 8, Some(4)),
+    (0x05, 1, CacheKind::Data, PAGE_2M, 32, Some(4)),
+    (0x0B, 1, CacheKind::Instruction, PAGE_2M, 4, Some(4)),
+    (0x50, 1, CacheKind::Instruction, PAGE_4K, 64, None),
+    (0x50, 1, CacheKind::Instruction, PAGE_2M, 64, None),
+    (0x51, 1, CacheKind::Instruction, PAGE_4K, 128, None),
+    (0x51, 1, CacheKind::Instruction, PAGE_2M, 128, None),
+    (0x52, 1, CacheKind::Instruction, PAGE_4K, 256, None),
+    (0x52, 1, CacheKind::Instruction, PAGE_2M, 256, None),
+    (0x55, 1, CacheKind::Instruction, PAGE_2M, 7, None),
+    (0x56, 1, CacheKind::Data, PAGE_2M, 16, Some(4)),
+    (0x57, 1, CacheKind::Data, PAGE_4K, 16, Some(4)),
+    (0x59, 1, CacheKind::Data, PAGE_4K, 16, None),
+    (0x5A, 1, CacheKind::Data, PAGE_2M, 32, Some(4)),
+    (0x5B, 1, CacheKind::Data, PAGE_4K, 64, None),
+    (0x5B, 1, CacheKind::Data, PAGE_2M, 64, None),
+    (0x5C, 1, CacheKind::Data, PAGE_4K, 128, None),
+    (0x5C, 1, CacheKind::Data, PAGE_2M, 128, None),
+    (0x5D, 1, CacheKind::Data, PAGE_4K, 256, None),
+    (0x5D, 1, CacheKind::Data, PAGE_2M, 256, None),
+    (0x61, 1, CacheKind::Instruction, PAGE_4K, 48, None),
+    (0x63, 1, CacheKind::Data, PAGE_2M, 32, Some(4)),
+    (0x63, 1, CacheKind::Data, PAGE_1G, 4, Some(4)),
+    (0x64, 1, CacheKind::Data, PAGE_4K, 512, Some(4)),
+    (0x6A, 1, CacheKind::Data, PAGE_4K, 64, Some(8)),
+    (0x6B, 1, CacheKind::Data, PAGE_4K, 256, Some(8)),
+    (0x6C, 1, CacheKind::Data, PAGE_2M, 128, Some(8)),
+    (0x6D, 1, CacheKind::Data, PAGE_1G, 16, None),
+    (0x76, 1, CacheKind::Instruction, PAGE_2M, 8, None),
+    (0xA0, 1, CacheKind::Data, PAGE_4K, 32, None),
+    (0xB0, 1, CacheKind::Instruction, PAGE_4K, 128, Some(4)),
+    (0xB1, 1, CacheKind::Instruction, PAGE_2M, 8, Some(4)),
+    (0xB2, 1, CacheKind::Instruction, PAGE_4K, 64, Some(4)),
+    (0xB3, 1, CacheKind::Data, PAGE_4K, 128, Some(4)),
+    (0xB4, 1, CacheKind::Data, PAGE_4K, 256, Some(4)),
+    (0xB5, 1, CacheKind::Instruction, PAGE_4K, 64, Some(8)),
+    (0xB6, 1, CacheKind::Instruction, PAGE_4K, 128, Some(8)),
+    (0xBA, 1, CacheKind::Data, PAGE_4K, 64, Some(4)),
+    (0xC0, 1, CacheKind::Data, PAGE_4K, 8, Some(4)),
+    (0xC0, 1, CacheKind::Data, PAGE_2M, 8, Some(4)),
+    (0xC1, 2, CacheKind::Unified, PAGE_4K, 1024, Some(8)),
+    (0xC1, 2, CacheKind::Unified, PAGE_2M, 1024, Some(8)),
+    (0xC2, 1, CacheKind::Data, PAGE_4K, 16, Some(4)),
+    (0xC2, 1, CacheKind::Data, PAGE_2M, 16, Some(4)),
+    (0xC3, 2, CacheKind::Unified, PAGE_4K, 1536, Some(6)),
+    (0xC3, 2, CacheKind::Unified, PAGE_2M, 1536, Some(6)),
+    (0xC3, 2, CacheKind::Unified, PAGE_1G, 16, Some(4)),
+    (0xC4, 1, CacheKind::Data, PAGE_2M, 32, Some(4)),
+    (0xCA, 2, CacheKind::Unified, PAGE_4K, 512, Some(4)),
 ];
 
 /// TLBs named by the descriptor bytes of Intel leaf 0x2. A register with bit 31 set holds
@@ -606,7 +597,7 @@ pub fn detect_tlbs(vendor: &str) -> Vec<TlbInfo> {
             amd_tlbs()
         };
     }
-    tlbs.sort_by_key(|t| (t.level, kind_rank(&t.kind), t.page_bytes));
+    tlbs.sort_by_key(|t| (t.level, t.kind, t.page_bytes));
     tlbs
 }
 
@@ -665,19 +656,25 @@ mod tests {
             Some(regs(0x5c00_2200, 0x6c00_4200, 0x0400_6140, 0x0a00_9140)),
             Some(regs(0, 0, 0, 0)),
         );
-        let find = |level, kind: &str, page| {
+        let find = |level, kind: CacheKind, page| {
             tlbs.iter()
                 .find(|t| t.level == level && t.kind == kind && t.page_bytes == page)
                 .map(|t| (t.entries, t.ways))
         };
-        assert_eq!(find(1, "data", PAGE_4K), Some((72, None)));
-        assert_eq!(find(1, "instruction", PAGE_4K), Some((64, None)));
-        assert_eq!(find(1, "data", PAGE_2M), Some((72, None)));
-        assert_eq!(find(2, "data", PAGE_4K), Some((3072, Some(8))));
-        assert_eq!(find(2, "instruction", PAGE_4K), Some((512, Some(4))));
-        assert_eq!(find(2, "data", PAGE_2M), Some((3072, Some(6))));
-        assert_eq!(find(2, "instruction", PAGE_2M), Some((512, Some(2))));
-        assert_eq!(find(1, "data", PAGE_1G), None);
+        assert_eq!(find(1, CacheKind::Data, PAGE_4K), Some((72, None)));
+        assert_eq!(find(1, CacheKind::Instruction, PAGE_4K), Some((64, None)));
+        assert_eq!(find(1, CacheKind::Data, PAGE_2M), Some((72, None)));
+        assert_eq!(find(2, CacheKind::Data, PAGE_4K), Some((3072, Some(8))));
+        assert_eq!(
+            find(2, CacheKind::Instruction, PAGE_4K),
+            Some((512, Some(4)))
+        );
+        assert_eq!(find(2, CacheKind::Data, PAGE_2M), Some((3072, Some(6))));
+        assert_eq!(
+            find(2, CacheKind::Instruction, PAGE_2M),
+            Some((512, Some(2)))
+        );
+        assert_eq!(find(1, CacheKind::Data, PAGE_1G), None);
         assert_eq!(tlbs.len(), 8);
         // 1 GiB TLBs, as a Zen 3 reports them: L1 64-entry fully associative, L2 2048 8-way.
         let giga = decode_amd_tlbs(None, None, Some(regs(0xF040_F040, 0x6800_0000, 0, 0)));
@@ -692,13 +689,19 @@ mod tests {
     fn deterministic_cache_leaf_decodes() {
         // Zen 4 L1d and L3 from leaf 0x8000001D.
         let l1d = decode_deterministic_cache(regs(0x121, 0x01c0_003f, 0x3f, 0)).unwrap();
-        assert_eq!((l1d.level, l1d.kind, l1d.size_bytes), (1, "data", 32 << 10));
+        assert_eq!(
+            (l1d.level, l1d.kind, l1d.size_bytes),
+            (1, CacheKind::Data, 32 << 10)
+        );
         assert_eq!(
             (l1d.ways, l1d.sets, l1d.line_bytes),
             (Some(8), Some(64), 64)
         );
         let l3 = decode_deterministic_cache(regs(0x4163, 0x03c0_003f, 0x7fff, 1)).unwrap();
-        assert_eq!((l3.level, l3.kind, l3.size_bytes), (3, "unified", 32 << 20));
+        assert_eq!(
+            (l3.level, l3.kind, l3.size_bytes),
+            (3, CacheKind::Unified, 32 << 20)
+        );
         assert_eq!(decode_deterministic_cache(regs(0, 0, 0, 0)), None);
     }
 
@@ -733,29 +736,64 @@ mod tests {
         assert_eq!(tlbs.len(), 5);
         assert_eq!(
             tlbs[0],
-            tlb(1, "data", PAGE_4K, 64, Some(16), "cpuid 0x18 (load-only)")
+            tlb(
+                1,
+                CacheKind::Data,
+                PAGE_4K,
+                64,
+                Some(16),
+                "cpuid 0x18 (load-only)"
+            )
         );
         assert_eq!(
             tlbs[1],
-            tlb(1, "instruction", PAGE_2M, 8, None, "cpuid 0x18")
+            tlb(1, CacheKind::Instruction, PAGE_2M, 8, None, "cpuid 0x18")
         );
         assert_eq!(tlbs[4].page_bytes, PAGE_1G);
-        assert_eq!((tlbs[4].entries, tlbs[4].kind.as_str()), (2048, "unified"));
+        assert_eq!((tlbs[4].entries, tlbs[4].kind), (2048, CacheKind::Unified));
     }
 
     #[test]
     fn intel_leaf2_descriptors_decode() {
         // Haswell-like: EAX = 0x76036301 (iteration count 1), EBX = 0x00f0b5ff, EDX = 0x00c30000.
         let tlbs = decode_intel_leaf2(regs(0x7603_6301, 0x00f0_b5ff, 0, 0x00c3_0000));
-        assert!(tlbs.contains(&tlb(1, "data", PAGE_2M, 32, Some(4), "cpuid 0x2")));
-        assert!(tlbs.contains(&tlb(1, "data", PAGE_1G, 4, Some(4), "cpuid 0x2")));
-        assert!(tlbs.contains(&tlb(1, "instruction", PAGE_2M, 8, None, "cpuid 0x2")));
-        assert!(tlbs.contains(&tlb(1, "instruction", PAGE_4K, 64, Some(8), "cpuid 0x2")));
-        assert!(tlbs.contains(&tlb(2, "unified", PAGE_4K, 1536, Some(6), "cpuid 0x2")));
+        assert!(tlbs.contains(&tlb(1, CacheKind::Data, PAGE_2M, 32, Some(4), "cpuid 0x2")));
+        assert!(tlbs.contains(&tlb(1, CacheKind::Data, PAGE_1G, 4, Some(4), "cpuid 0x2")));
+        assert!(tlbs.contains(&tlb(
+            1,
+            CacheKind::Instruction,
+            PAGE_2M,
+            8,
+            None,
+            "cpuid 0x2"
+        )));
+        assert!(tlbs.contains(&tlb(
+            1,
+            CacheKind::Instruction,
+            PAGE_4K,
+            64,
+            Some(8),
+            "cpuid 0x2"
+        )));
+        assert!(tlbs.contains(&tlb(
+            2,
+            CacheKind::Unified,
+            PAGE_4K,
+            1536,
+            Some(6),
+            "cpuid 0x2"
+        )));
         // 0x03 in EAX's second byte is a descriptor (DTLB 4K 64 entries).
-        assert!(tlbs.contains(&tlb(1, "data", PAGE_4K, 64, Some(4), "cpuid 0x2")));
+        assert!(tlbs.contains(&tlb(1, CacheKind::Data, PAGE_4K, 64, Some(4), "cpuid 0x2")));
         // The iteration count 0x01 in EAX's low byte is not read as descriptor 0x01.
-        assert!(!tlbs.contains(&tlb(1, "instruction", PAGE_4K, 32, Some(4), "cpuid 0x2")));
+        assert!(!tlbs.contains(&tlb(
+            1,
+            CacheKind::Instruction,
+            PAGE_4K,
+            32,
+            Some(4),
+            "cpuid 0x2"
+        )));
         // A register with bit 31 set is ignored.
         assert!(decode_intel_leaf2(regs(0x01, 0x8000_00c3, 0, 0)).is_empty());
     }

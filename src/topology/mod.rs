@@ -80,12 +80,38 @@ pub struct Machine {
     pub storage: Option<storage::Storage>,
 }
 
+/// What a cache or TLB holds, written in reports as "data", "instruction" or "unified"; a
+/// report with any other kind is refused when read, naming the value. Ordered as caches
+/// and TLBs are listed: data, instruction, unified.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CacheKind {
+    Data,
+    Instruction,
+    Unified,
+}
+
+impl CacheKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheKind::Data => "data",
+            CacheKind::Instruction => "instruction",
+            CacheKind::Unified => "unified",
+        }
+    }
+}
+
+impl std::fmt::Display for CacheKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One cache as sysfs reports it, cross-checked with CPUID.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct CacheInfo {
     pub level: u32,
-    /// "data", "instruction" or "unified".
-    pub kind: String,
+    pub kind: CacheKind,
     pub size_bytes: u64,
     pub line_bytes: u64,
     pub ways: Option<u32>,
@@ -104,13 +130,13 @@ impl CacheInfo {
     #[cfg(test)]
     pub fn sample(
         level: u32,
-        kind: &str,
+        kind: CacheKind,
         size_bytes: u64,
         shared_with_cpus: Vec<usize>,
     ) -> CacheInfo {
         CacheInfo {
             level,
-            kind: kind.to_string(),
+            kind,
             size_bytes,
             line_bytes: 64,
             ways: Some(8),
@@ -123,16 +149,16 @@ impl CacheInfo {
 
     /// "L1d", "L1i", "L2", "L3" …
     pub fn name(&self) -> String {
-        match self.kind.as_str() {
-            "data" => format!("L{}d", self.level),
-            "instruction" => format!("L{}i", self.level),
-            _ => format!("L{}", self.level),
+        match self.kind {
+            CacheKind::Data => format!("L{}d", self.level),
+            CacheKind::Instruction => format!("L{}i", self.level),
+            CacheKind::Unified => format!("L{}", self.level),
         }
     }
 
     /// Caches that hold data (data or unified).
     pub fn holds_data(&self) -> bool {
-        self.kind != "instruction"
+        self.kind != CacheKind::Instruction
     }
 }
 
@@ -141,8 +167,7 @@ impl CacheInfo {
 pub struct TlbInfo {
     /// 1 or 2.
     pub level: u32,
-    /// "data", "instruction" or "unified".
-    pub kind: String,
+    pub kind: CacheKind,
     pub page_bytes: u64,
     pub entries: u32,
     /// None = fully associative or not reported.
@@ -213,10 +238,10 @@ impl Machine {
             cpu_model: "Test CPU 9000".to_string(),
             logical_cpus: 8,
             caches: vec![
-                cache(1, "data", 32 * KIB),
-                cache(1, "instruction", 32 * KIB),
-                cache(2, "unified", MIB),
-                cache(3, "unified", 32 * MIB),
+                cache(1, CacheKind::Data, 32 * KIB),
+                cache(1, CacheKind::Instruction, 32 * KIB),
+                cache(2, CacheKind::Unified, MIB),
+                cache(3, CacheKind::Unified, 32 * MIB),
             ],
             core_hz_estimate: Some(3.0e9),
             ..Machine::default()
@@ -336,7 +361,7 @@ mod tests {
             machine
                 .caches
                 .iter()
-                .any(|c| c.level == 1 && c.kind == "data"),
+                .any(|c| c.level == 1 && c.kind == CacheKind::Data),
             "no L1d in {:#?}",
             machine.caches
         );

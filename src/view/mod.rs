@@ -15,6 +15,7 @@
 //! both runs' noise (for `compare` and `history`).
 
 pub mod chart;
+pub mod data_row;
 pub mod figure;
 pub mod format;
 #[cfg(test)]

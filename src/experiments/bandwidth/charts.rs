@@ -24,7 +24,7 @@ fn kernel_families(result: &BandwidthResult) -> Vec<&str> {
             .rows
             .iter()
             .chain(&result.sweep)
-            .map(|r| kernel_family(&r.kernel)),
+            .map(|r| kernel_family(r.kernel.name())),
     )
 }
 
@@ -34,8 +34,8 @@ fn kernel_series(families: &[&str], rows: &[&BandwidthRow], points: Vec<(f64, f6
     let Some(first) = rows.first() else {
         return Series::new("", points);
     };
-    let series = Series::new(first.kernel.clone(), points)
-        .color(category_color(families, kernel_family(&first.kernel)))
+    let series = Series::new(first.kernel.name(), points)
+        .color(category_color(families, kernel_family(first.kernel.name())))
         .unstable(
             rows.iter()
                 .map(|r| noisy(r.spread_pct) || !r.concurrent)
@@ -78,9 +78,12 @@ pub(super) fn sweep_chart(result: &BandwidthResult, machine: &Machine) -> LineCh
     {
         chart = chart.secondary_y("Bytes per core cycle per thread", 1e9 / hz / threads as f64);
     }
-    for kernel in distinct(result.sweep.iter().map(|r| r.kernel.as_str())) {
-        let mut rows: Vec<&BandwidthRow> =
-            result.sweep.iter().filter(|r| r.kernel == kernel).collect();
+    for kernel in distinct(result.sweep.iter().map(|r| r.kernel.name())) {
+        let mut rows: Vec<&BandwidthRow> = result
+            .sweep
+            .iter()
+            .filter(|r| r.kernel.name() == kernel)
+            .collect();
         rows.sort_by_key(|r| r.bytes_per_thread);
         let points = rows
             .iter()
@@ -139,13 +142,13 @@ pub(super) fn threads_chart(result: &BandwidthResult, level: &Level) -> LineChar
     )
     .y_axis(Axis::linear("Bandwidth (GB/s)").include_zero())
     .unstable_label(unstable_label(rows.iter().copied()));
-    for kernel in distinct(rows.iter().map(|r| r.kernel.as_str())) {
+    for kernel in distinct(rows.iter().map(|r| r.kernel.name())) {
         let mut points: Vec<&BandwidthRow> = distinct(rows.iter().map(|r| r.threads))
             .into_iter()
             .filter_map(|threads| {
                 rows.iter()
                     .copied()
-                    .filter(|r| r.kernel == kernel && r.threads == threads)
+                    .filter(|r| r.kernel.name() == kernel && r.threads == threads)
                     .max_by_key(|r| r.bytes_per_thread)
             })
             .collect();

@@ -38,7 +38,7 @@ pub fn row_figure(r: &BandwidthRow) -> Figure {
         "bandwidth_bytes_per_second",
         "Bandwidth of a kernel, all threads together, at a working set inside a level",
         &[
-            ("kernel", kernel.clone()),
+            ("kernel", kernel.to_string()),
             ("read", read.to_string()),
             ("write", write.to_string()),
             ("threads", r.threads.to_string()),
@@ -65,7 +65,7 @@ mod tests {
         let key = "bandwidth.mix-2:1.2r1w.8t.DRAM.gb_per_s";
         let f = figures.iter().find(|f| f.key == key).unwrap();
         let row = (result.rows.iter())
-            .find(|r| r.kernel == "mix-2:1" && r.threads == 8 && r.level == Level::Dram)
+            .find(|r| r.kernel.name() == "mix-2:1" && r.threads == 8 && r.level == Level::Dram)
             .unwrap();
         assert_eq!(f.value, row.gb_per_s);
         assert_eq!((f.unit.as_str(), f.better), ("GB/s", Better::Higher));

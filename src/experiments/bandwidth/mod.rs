@@ -49,10 +49,55 @@ pub struct BandwidthResult {
     pub cpus: Vec<usize>,
 }
 
+/// A kernel of the registry (`stream::KERNELS`), written in reports by its name: a report
+/// naming any other kernel is refused when read, naming the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Kernel(pub &'static KernelSpec);
+
+impl Kernel {
+    /// The registry's kernel of this name ("read", "mix-2:1"), any case.
+    pub fn find(name: &str) -> Option<Kernel> {
+        stream::find(name).map(Kernel)
+    }
+
+    pub fn name(self) -> &'static str {
+        self.0.name
+    }
+}
+
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for Kernel {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Kernel {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Kernel, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        // Exact names only: the report wrote the registry's spelling.
+        stream::KERNELS
+            .iter()
+            .find(|k| k.name == name)
+            .map(Kernel)
+            .ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "unknown kernel '{name}', expected one of: {}",
+                    stream::names()
+                ))
+            })
+    }
+}
+
 /// One measured point.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BandwidthRow {
-    pub kernel: String,
+    pub kernel: Kernel,
     /// Streams read and written per element ("3:1" has read_parts 3, write_parts 1).
     pub read_parts: usize,
     pub write_parts: usize,
@@ -229,11 +274,30 @@ pub struct IsaChoice {
     pub cache_isa: Isa,
     /// Instruction set of working sets beyond the largest cache.
     pub dram_isa: Isa,
-    /// "--isa" when the user chose; "probe" when memscope timed the candidates.
-    pub chosen_by: String,
+    pub chosen_by: ChosenBy,
     /// Per candidate: GB/s of read + copy (mean) in L1 and beyond the caches.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub probe: Vec<IsaProbe>,
+}
+
+/// Who chose the instruction sets, written in reports as "--isa" or "probe".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChosenBy {
+    /// The user, with `--isa`.
+    #[serde(rename = "--isa")]
+    Flag,
+    /// memscope, timing the candidates.
+    #[serde(rename = "probe")]
+    Probe,
+}
+
+impl std::fmt::Display for ChosenBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ChosenBy::Flag => "--isa",
+            ChosenBy::Probe => "probe",
+        })
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -244,11 +308,11 @@ pub struct IsaProbe {
 }
 
 impl IsaChoice {
-    pub fn fixed(isa: Isa, chosen_by: &str) -> IsaChoice {
+    pub fn fixed(isa: Isa, chosen_by: ChosenBy) -> IsaChoice {
         IsaChoice {
             cache_isa: isa,
             dram_isa: isa,
-            chosen_by: chosen_by.into(),
+            chosen_by,
             probe: Vec::new(),
         }
     }
@@ -279,7 +343,7 @@ pub fn probe_isa(
         .collect();
     if candidates.len() <= 1 {
         let isa = candidates.first().copied().unwrap_or(Isa::Portable);
-        return Ok(IsaChoice::fixed(isa, "probe"));
+        return Ok(IsaChoice::fixed(isa, ChosenBy::Probe));
     }
     let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
     let dram_bytes = round_to_granule((2 * llc).max(64 * MIB)) as usize;
@@ -345,7 +409,7 @@ pub fn probe_isa(
     Ok(IsaChoice {
         cache_isa: best(|p| p.cache_gb_per_s),
         dram_isa: best(|p| p.dram_gb_per_s),
-        chosen_by: "probe".into(),
+        chosen_by: ChosenBy::Probe,
         probe,
     })
 }
@@ -358,7 +422,7 @@ pub fn measure(
     progress: &Progress,
 ) -> Result<BandwidthResult, UsageError> {
     let isa_choice = match config.isa {
-        Some(isa) => IsaChoice::fixed(isa, "--isa"),
+        Some(isa) => IsaChoice::fixed(isa, ChosenBy::Flag),
         None => {
             progress.start("choosing the vector width", 1);
             let choice = probe_isa(timer, machine, config.pages)?;
@@ -445,16 +509,13 @@ fn remeasure_rows(
     let mut pairs = Vec::new();
     for &threads in &config.thread_counts {
         let rows: Vec<&BandwidthRow> = (result.rows.iter())
-            .filter(|r| r.threads == threads && DRIFT_KERNELS.contains(&r.kernel.as_str()))
+            .filter(|r| r.threads == threads && DRIFT_KERNELS.contains(&r.kernel.name()))
             .collect();
         let points: Vec<(&'static KernelSpec, Level, u64, Isa)> = rows
             .iter()
-            .filter_map(|r| {
-                let kernel = crate::kernels::stream::find(&r.kernel)?;
-                Some((kernel, r.level.clone(), r.working_set_bytes, r.isa))
-            })
+            .map(|r| (r.kernel.0, r.level.clone(), r.working_set_bytes, r.isa))
             .collect();
-        if points.len() != rows.len() || points.is_empty() {
+        if points.is_empty() {
             continue;
         }
         let again = measure_points(&quick, &points, threads, timer, core_ghz, progress)?;
@@ -516,7 +577,7 @@ fn measure_points(
             let summary = Summary::of(&rates).expect("every job has trials");
             let concurrency = timing.concurrency();
             BandwidthRow {
-                kernel: kernel.name.to_string(),
+                kernel: Kernel(kernel),
                 read_parts: kernel.read_streams,
                 write_parts: kernel.write_streams,
                 nontemporal: kernel.nontemporal,
@@ -553,14 +614,14 @@ mod tests {
         let err = serde_json::from_str::<Isa>("\"neon\"").unwrap_err();
         assert!(err.to_string().contains("neon"), "{err}");
     }
-    use crate::topology::CacheInfo;
+    use crate::topology::{CacheInfo, CacheKind};
 
     fn zen4_vm() -> Machine {
         Machine {
             caches: vec![
-                CacheInfo::sample(1, "data", 32 * KIB, vec![0]),
-                CacheInfo::sample(2, "unified", MIB, vec![0]),
-                CacheInfo::sample(3, "unified", 32 * MIB, vec![0, 1]),
+                CacheInfo::sample(1, CacheKind::Data, 32 * KIB, vec![0]),
+                CacheInfo::sample(2, CacheKind::Unified, MIB, vec![0]),
+                CacheInfo::sample(3, CacheKind::Unified, 32 * MIB, vec![0, 1]),
             ],
             ..Machine::default()
         }

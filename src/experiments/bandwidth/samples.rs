@@ -1,7 +1,7 @@
 //! Synthetic bandwidth results for the tests of the bandwidth view: plausible GB/s of a
 //! registry subset at each level, for given thread counts, with an optional sweep.
 
-use super::{BandwidthResult, BandwidthRow, IsaChoice};
+use super::{BandwidthResult, BandwidthRow, ChosenBy, IsaChoice, Kernel};
 use crate::experiments::shared::level::Level;
 use crate::kernels::stream::Isa;
 use crate::units::{KIB, MIB};
@@ -67,7 +67,7 @@ pub fn row(
     let bytes = (bytes / arrays / KIB).max(1) * KIB * arrays;
     let gb = plausible_gbs(kernel, bytes, threads);
     BandwidthRow {
-        kernel: kernel.0.to_string(),
+        kernel: Kernel::find(kernel.0).expect("a registry kernel"),
         read_parts: kernel.1,
         write_parts: kernel.2,
         nontemporal: kernel.3,
@@ -133,7 +133,7 @@ pub fn bandwidth(
     }
     BandwidthResult {
         isa: "avx2".to_string(),
-        isa_choice: IsaChoice::fixed(Isa::Avx2, "--isa"),
+        isa_choice: IsaChoice::fixed(Isa::Avx2, ChosenBy::Flag),
         rows,
         sweep,
         cpus: vec![7, 0, 1, 2, 3, 4, 5, 6],
@@ -144,7 +144,7 @@ pub fn bandwidth(
 pub fn empty() -> BandwidthResult {
     BandwidthResult {
         isa: String::new(),
-        isa_choice: IsaChoice::fixed(Isa::Portable, "--isa"),
+        isa_choice: IsaChoice::fixed(Isa::Portable, ChosenBy::Flag),
         rows: vec![],
         sweep: vec![],
         cpus: vec![],

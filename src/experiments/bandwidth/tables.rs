@@ -152,11 +152,11 @@ pub fn level_table(result: &BandwidthResult, threads: usize) -> Table {
     ];
     header.extend(columns.iter().map(LevelColumn::column));
     let mut table = Table::new(header).titled(title);
-    for kernel in distinct(rows.iter().map(|r| r.kernel.as_str())) {
+    for kernel in distinct(rows.iter().map(|r| r.kernel.name())) {
         let mine: Vec<&BandwidthRow> = rows
             .iter()
             .copied()
-            .filter(|r| r.kernel == kernel)
+            .filter(|r| r.kernel.name() == kernel)
             .collect();
         let Some(first) = mine.first() else {
             continue;
@@ -186,7 +186,7 @@ pub fn level_table(result: &BandwidthResult, threads: usize) -> Table {
 /// The sweep as working set × kernel: GB/s with marks and bytes per cycle per thread,
 /// every figure's details in its tooltip.
 pub fn sweep_table(sweep: &[BandwidthRow]) -> Table {
-    let kernels = distinct(sweep.iter().map(|r| r.kernel.as_str()));
+    let kernels = distinct(sweep.iter().map(|r| r.kernel.name()));
     let mut sizes = distinct(sweep.iter().map(|r| r.working_set_bytes));
     sizes.sort_unstable();
     let mut header = vec![
@@ -204,7 +204,7 @@ pub fn sweep_table(sweep: &[BandwidthRow]) -> Table {
         cells.extend(kernels.iter().map(|kernel| {
             sweep
                 .iter()
-                .find(|r| r.kernel == *kernel && r.working_set_bytes == bytes)
+                .find(|r| r.kernel.name() == *kernel && r.working_set_bytes == bytes)
                 .map_or_else(Cell::dash, |r| gbs_cell(r, false))
         }));
         table.row(cells);

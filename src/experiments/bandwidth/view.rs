@@ -2,6 +2,8 @@
 //! one kernel × level table per thread count, the sweep's points, the CSV tables and the
 //! peak-bandwidth headlines.
 
+use serde::Serialize;
+
 use super::charts;
 use super::tables::{level_table, sweep_table};
 use super::{BandwidthResult, BandwidthRow};
@@ -9,15 +11,9 @@ use crate::experiments::shared::level::Level;
 use crate::kernels::stream::Isa;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
-use crate::view::format::{
-    self, count_of, distinct, not_concurrent_note, raw, raw_opt, NOISY_SPREAD_PCT,
-};
+use crate::view::data_row::Raw;
+use crate::view::format::{self, count_of, distinct, not_concurrent_note, NOISY_SPREAD_PCT};
 use crate::view::{Block, DataTable, Headline, Medium, Paragraph, Present, Section, Text};
-
-/// Columns of the CSV tables `bandwidth.rows` and `bandwidth.sweep`.
-const DATA_HEADER: &str = "kernel read_parts write_parts nontemporal isa threads \
-                           working_set_bytes bytes_per_thread level gb_per_s bytes_per_cycle \
-                           spread_pct overlap concurrent attempts planned_trials few_trials";
 
 impl Present for BandwidthResult {
     fn section(&self, machine: &Machine) -> Section {
@@ -168,31 +164,52 @@ fn level_note(result: &BandwidthResult) -> Paragraph {
     )
 }
 
+/// One row of the CSV tables `bandwidth.rows` and `bandwidth.sweep`.
+#[derive(Serialize, Default)]
+struct DataRow<'a> {
+    kernel: &'a str,
+    read_parts: usize,
+    write_parts: usize,
+    nontemporal: bool,
+    isa: &'a str,
+    threads: usize,
+    working_set_bytes: u64,
+    bytes_per_thread: u64,
+    level: &'a str,
+    gb_per_s: Raw,
+    bytes_per_cycle: Option<Raw>,
+    spread_pct: Raw,
+    overlap: Raw,
+    concurrent: bool,
+    attempts: usize,
+    planned_trials: usize,
+    few_trials: bool,
+}
+
 /// The CSV table of `rows`.
 fn data_table(name: &str, rows: &[BandwidthRow]) -> DataTable {
-    let mut t = DataTable::new(name, DATA_HEADER.split_whitespace());
-    for r in rows {
-        t.row(vec![
-            r.kernel.clone(),
-            r.read_parts.to_string(),
-            r.write_parts.to_string(),
-            r.nontemporal.to_string(),
-            r.isa.to_string(),
-            r.threads.to_string(),
-            r.working_set_bytes.to_string(),
-            r.bytes_per_thread.to_string(),
-            r.level.to_string(),
-            raw(r.gb_per_s),
-            raw_opt(r.bytes_per_cycle.map(raw)),
-            raw(r.spread_pct),
-            raw(r.overlap),
-            r.concurrent.to_string(),
-            r.attempts.to_string(),
-            r.planned_trials.to_string(),
-            r.few_trials.to_string(),
-        ]);
-    }
-    t
+    DataTable::of(
+        name,
+        rows.iter().map(|r| DataRow {
+            kernel: r.kernel.name(),
+            read_parts: r.read_parts,
+            write_parts: r.write_parts,
+            nontemporal: r.nontemporal,
+            isa: r.isa.name(),
+            threads: r.threads,
+            working_set_bytes: r.working_set_bytes,
+            bytes_per_thread: r.bytes_per_thread,
+            level: r.level.name(),
+            gb_per_s: Raw(r.gb_per_s),
+            bytes_per_cycle: r.bytes_per_cycle.map(Raw),
+            spread_pct: Raw(r.spread_pct),
+            overlap: Raw(r.overlap),
+            concurrent: r.concurrent,
+            attempts: r.attempts,
+            planned_trials: r.planned_trials,
+            few_trials: r.few_trials,
+        }),
+    )
 }
 
 /// The legend of the `?` mark, naming the thinnest row, when any row kept fewer trials

@@ -33,7 +33,7 @@ impl Experiment for FilesConfig {
         result.dram_copy_gb_per_s = earlier.bandwidth.as_ref().and_then(|b| {
             b.rows
                 .iter()
-                .filter(|r| r.level == Level::Dram && r.threads == 1 && r.kernel == "copy")
+                .filter(|r| r.level == Level::Dram && r.threads == 1 && r.kernel.name() == "copy")
                 .map(|r| r.gb_per_s / 2.0)
                 .reduce(f64::max)
         });

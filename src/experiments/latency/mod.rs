@@ -653,7 +653,7 @@ fn assign_in_order(capacities: &[u64], sizes: &[u64]) -> Vec<usize> {
 mod tests {
     use super::*;
     use crate::experiments::shared::sizing::sweep_sizes;
-    use crate::topology::CacheInfo;
+    use crate::topology::{CacheInfo, CacheKind};
     use crate::units::{KIB, MIB};
 
     #[test]
@@ -680,7 +680,7 @@ mod tests {
         assert_eq!(assign_in_order(&[MIB], &sizes), vec![1]);
     }
 
-    fn cache(level: u32, kind: &str, size: u64) -> CacheInfo {
+    fn cache(level: u32, kind: CacheKind, size: u64) -> CacheInfo {
         CacheInfo::sample(level, kind, size, vec![0])
     }
 
@@ -710,10 +710,10 @@ mod tests {
     fn machine_like_this_vm() -> Machine {
         Machine {
             caches: vec![
-                cache(1, "data", 32 * KIB),
-                cache(1, "instruction", 32 * KIB),
-                cache(2, "unified", MIB),
-                cache(3, "unified", 32 * MIB),
+                cache(1, CacheKind::Data, 32 * KIB),
+                cache(1, CacheKind::Instruction, 32 * KIB),
+                cache(2, CacheKind::Unified, MIB),
+                cache(3, CacheKind::Unified, 32 * MIB),
             ],
             ..Machine::default()
         }

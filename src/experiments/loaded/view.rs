@@ -1,13 +1,16 @@
 //! The loaded-latency section of every output: idle latency, peak and knee, the latency
 //! vs bandwidth chart, the curves' summary, every point per curve, and the CSV rows.
 
+use serde::Serialize;
+
 use super::{Knee, LoadedResult, LoadedRow};
 use crate::kernels::injector::Mix;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{cycles_per_ns, Axis, LineChart, Series, VMarker};
 use crate::view::chart::{FOUND_POINT_COLOR, PALETTE, REFERENCE_LINE_COLOR};
-use crate::view::format::{self, cpu_list, cycles, distinct, gbs, noisy, ns, raw, rounded};
+use crate::view::data_row::Raw;
+use crate::view::format::{self, cpu_list, cycles, distinct, gbs, noisy, ns, rounded};
 use crate::view::format::{not_concurrent_mark, not_concurrent_note, DASH, NOISY_SPREAD_PCT};
 use crate::view::{Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section};
 use crate::view::{Style, Table, Text};
@@ -325,29 +328,38 @@ fn csv_rows(r: &LoadedResult) -> DataTable {
             .and_then(|c| c.knee.as_ref())
             .map(|k| k.delay)
     };
-    let mut t = DataTable::new(
-        "loaded.rows",
-        "mix threads delay_cycles gb_per_s injector_gb_per_s latency_ns latency_cycles spread_pct \
-         concurrency injector_overlap injectors_concurrent knee"
-            .split_whitespace(),
-    );
-    for row in &r.rows {
-        t.row(vec![
-            row.mix.to_string(),
-            row.threads.to_string(),
-            row.delay_cycles.to_string(),
-            raw(row.gb_per_s),
-            raw(row.injector_gb_per_s),
-            raw(row.latency_ns),
-            raw(row.latency_cycles),
-            raw(row.spread_pct),
-            raw(row.concurrency),
-            raw(row.injector_overlap),
-            row.injectors_concurrent.to_string(),
-            (knee_delay(row.mix, row.threads) == Some(row.delay_cycles)).to_string(),
-        ]);
+    #[derive(Serialize, Default)]
+    struct Row {
+        mix: &'static str,
+        threads: usize,
+        delay_cycles: u64,
+        gb_per_s: Raw,
+        injector_gb_per_s: Raw,
+        latency_ns: Raw,
+        latency_cycles: Raw,
+        spread_pct: Raw,
+        concurrency: Raw,
+        injector_overlap: Raw,
+        injectors_concurrent: bool,
+        knee: bool,
     }
-    t
+    DataTable::of(
+        "loaded.rows",
+        r.rows.iter().map(|row| Row {
+            mix: row.mix.name(),
+            threads: row.threads,
+            delay_cycles: row.delay_cycles,
+            gb_per_s: Raw(row.gb_per_s),
+            injector_gb_per_s: Raw(row.injector_gb_per_s),
+            latency_ns: Raw(row.latency_ns),
+            latency_cycles: Raw(row.latency_cycles),
+            spread_pct: Raw(row.spread_pct),
+            concurrency: Raw(row.concurrency),
+            injector_overlap: Raw(row.injector_overlap),
+            injectors_concurrent: row.injectors_concurrent,
+            knee: knee_delay(row.mix, row.threads) == Some(row.delay_cycles),
+        }),
+    )
 }
 
 #[cfg(test)]

@@ -697,8 +697,9 @@ pub fn measure(
 pub mod tests {
     use super::*;
     use crate::counters::LevelMisses;
+    use crate::topology::CacheKind;
 
-    fn cache(level: u32, kind: &str, size: u64, shared: usize) -> CacheInfo {
+    fn cache(level: u32, kind: CacheKind, size: u64, shared: usize) -> CacheInfo {
         CacheInfo::sample(level, kind, size, (0..shared).collect())
     }
 
@@ -715,27 +716,27 @@ pub mod tests {
     fn footprints_sit_inside_each_level_and_dram_past_the_llc() {
         // A Zen 4 guest like this one: 32 KiB L1d, 1 MiB L2, a 32 MiB L3.
         let caches = [
-            cache(1, "data", 32 * KIB, 1),
-            cache(1, "instruction", 32 * KIB, 1),
-            cache(2, "unified", MIB, 1),
-            cache(3, "unified", 32 * MIB, 2),
+            cache(1, CacheKind::Data, 32 * KIB, 1),
+            cache(1, CacheKind::Instruction, 32 * KIB, 1),
+            cache(2, CacheKind::Unified, MIB, 1),
+            cache(3, CacheKind::Unified, 32 * MIB, 2),
         ];
         let data: Vec<&CacheInfo> = caches.iter().filter(|c| c.holds_data()).collect();
         let plan_256 = plan(512 * KIB, 4 * MIB, 128 * MIB);
         assert_eq!(sizes(&footprints(&data, 256 * MIB)), plan_256);
         // A big L3 over a small L2: an eighth of it; a small one: four L2s, at most half.
         let big = [
-            cache(1, "data", 48 * KIB, 1),
-            cache(2, "unified", 2 * MIB, 1),
-            cache(3, "unified", 96 * MIB, 16),
+            cache(1, CacheKind::Data, 48 * KIB, 1),
+            cache(2, CacheKind::Unified, 2 * MIB, 1),
+            cache(3, CacheKind::Unified, 96 * MIB, 16),
         ];
         let data: Vec<&CacheInfo> = big.iter().collect();
         assert_eq!(footprints(&data, 1 << 40)[2], ("L3".into(), 12 * MIB));
         assert_eq!(footprints(&data, 1 << 40)[3], ("DRAM".into(), 384 * MIB));
         let small = [
-            cache(1, "data", 32 * KIB, 1),
-            cache(2, "unified", 2 * MIB, 1),
-            cache(3, "unified", 6 * MIB, 4),
+            cache(1, CacheKind::Data, 32 * KIB, 1),
+            cache(2, CacheKind::Unified, 2 * MIB, 1),
+            cache(3, CacheKind::Unified, 6 * MIB, 4),
         ];
         let data: Vec<&CacheInfo> = small.iter().collect();
         assert_eq!(footprints(&data, 1 << 40)[2], ("L3".into(), 3 * MIB));

@@ -19,17 +19,17 @@ use crate::experiments::shared::chains::{
 pub use crate::experiments::shared::chains::{MlpRow, MlpSaturation};
 use crate::experiments::shared::level::Level;
 use crate::kernels::multichase::multichase;
-use crate::kernels::permutation::SplitMix64;
+use crate::kernels::permutation::{ChaseOrderKind, SplitMix64};
 use crate::kernels::stream::{self, Isa, GRANULE};
 use crate::kernels::strided;
-use crate::platform::arena::Arena;
+use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::timer::Timer;
 use crate::session::progress::Progress;
 use crate::stats::summary::median;
 use crate::units::Bytes;
 
 /// `experiments.mlp` of the report.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MlpResult {
     /// Chains 1…max at each level's working set.
     pub rows: Vec<MlpRow>,
@@ -45,7 +45,56 @@ pub struct MlpResult {
     /// Little's law check at DRAM: lines in flight implied by the parallel chase.
     pub littles_law: Option<LittlesLaw>,
     /// Page policy and chase order of the chains.
-    pub order: String,
+    pub order: ChainLayout,
+}
+
+/// How the chains lie in memory: their chase order and the pages under them, written in
+/// reports as "random, thp pages"; a report with any other text is refused when read,
+/// naming the value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainLayout {
+    pub order: ChaseOrderKind,
+    pub pages: PagePolicy,
+}
+
+impl ChainLayout {
+    /// The layout written as `text` ("random, 4k pages"), or None.
+    fn parse(text: &str) -> Option<ChainLayout> {
+        let (order, pages) = text.split_once(", ")?;
+        let pages = pages.strip_suffix(" pages")?;
+        let order = [ChaseOrderKind::Random, ChaseOrderKind::PageLocal]
+            .into_iter()
+            .find(|k| k.name() == order)?;
+        // Only the names `Display` writes: the parser's aliases ("base") never appear.
+        let pages = PagePolicy::parse(pages)
+            .ok()
+            .filter(|p| p.to_string() == pages)?;
+        Some(ChainLayout { order, pages })
+    }
+}
+
+impl std::fmt::Display for ChainLayout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}, {} pages", self.order, self.pages)
+    }
+}
+
+impl Serialize for ChainLayout {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for ChainLayout {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<ChainLayout, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ChainLayout::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "invalid chain layout '{text}', expected '<random or page-local>, <{}> pages'",
+                PagePolicy::NAMES
+            ))
+        })
+    }
 }
 
 /// T(n) = n·M + C over n dependent misses.
@@ -268,7 +317,10 @@ pub fn measure(
         sequential_fit,
         grid,
         littles_law,
-        order: format!("random, {} pages", arena.policy()),
+        order: ChainLayout {
+            order: ChaseOrderKind::Random,
+            pages: arena.policy(),
+        },
     }
 }
 
@@ -632,7 +684,7 @@ mod tests {
         assert!(fit.m_ns > 0.0, "{fit:?}");
         let law = result.littles_law.expect("littles law");
         assert!(law.stream_read_gb_per_s > 0.0 && law.latency_ns > 0.0);
-        assert_eq!(result.order, "random, 4k pages");
+        assert_eq!(result.order.to_string(), "random, 4k pages");
     }
 }
 

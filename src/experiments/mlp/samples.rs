@@ -3,8 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use super::{LittlesLaw, MlpResult, MlpRow, MlpSaturation, SequentialFit, SequentialPoint};
+use super::{
+    ChainLayout, LittlesLaw, MlpResult, MlpRow, MlpSaturation, SequentialFit, SequentialPoint,
+};
 use crate::experiments::shared::level::Level;
+use crate::kernels::permutation::ChaseOrderKind;
+use crate::platform::arena::PagePolicy;
 use crate::units::{KIB, MIB};
 
 fn mlp_row(level: Option<&str>, bytes: u64, chains: u32, t1: f64, saturation: f64) -> MlpRow {
@@ -77,7 +81,26 @@ pub fn mlp() -> MlpResult {
             random_read_gb_per_s: 6.5,
             random_concurrency: 9.1,
         }),
-        order: "page-local".to_string(),
+        order: ChainLayout {
+            order: ChaseOrderKind::PageLocal,
+            pages: PagePolicy::Thp,
+        },
+    }
+}
+
+/// Nothing measured: no rows, no saturation, no fit (random chains on base pages).
+pub(super) fn empty_mlp() -> MlpResult {
+    MlpResult {
+        rows: Vec::new(),
+        mlp: BTreeMap::new(),
+        saturation: Vec::new(),
+        sequential_fit: None,
+        grid: Vec::new(),
+        littles_law: None,
+        order: ChainLayout {
+            order: ChaseOrderKind::Random,
+            pages: PagePolicy::Base,
+        },
     }
 }
 

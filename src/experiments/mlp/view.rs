@@ -2,13 +2,16 @@
 //! level with the saturation points, Little's law at DRAM, the working-set × chains grid,
 //! the sequential fit, every row per level, the CSV tables and the DRAM MLP headline.
 
+use serde::Serialize;
+
 use super::{MlpResult, MlpRow, SequentialFit};
 use crate::experiments::shared::level::Level;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{level_color, Axis, Heatmap, LineChart, Series, TickFormat, PALETTE};
 use crate::view::chart::{CURVE_COLOR, FOUND_POINT_COLOR, REFERENCE_LINE_COLOR};
-use crate::view::format::{self, cycles, distinct, fixed, gbs, noisy, ns, or_dash, raw, rounded};
+use crate::view::data_row::Raw;
+use crate::view::format::{self, cycles, distinct, fixed, gbs, noisy, ns, rounded};
 use crate::view::format::{DASH, NOISY_SPREAD_PCT};
 use crate::view::{Block, Cell, Column, DataTable, Headline, Medium, Paragraph, Present};
 use crate::view::{Section, Table, Text};
@@ -73,7 +76,7 @@ fn headline(r: &MlpResult) -> Option<Headline> {
 }
 
 fn intro(r: &MlpResult) -> Text {
-    let order = or_dash(&r.order);
+    let order = r.order;
     Text::new()
         .add(format!(
             "One thread walks N independent pointer chains ({order}), one load of each per \
@@ -389,25 +392,33 @@ fn sequential_fit_chart(fit: &SequentialFit) -> LineChart {
     chart.series(Series::new("measured (median)", points).color(CURVE_COLOR))
 }
 
+/// One row of `mlp.rows` and `mlp.grid`.
+#[derive(Serialize, Default)]
+struct DataRow<'a> {
+    level: &'a str,
+    bytes: u64,
+    chains: u32,
+    ns_per_round: Raw,
+    ns_per_load: Raw,
+    parallelism: Raw,
+    spread_pct: Raw,
+}
+
 /// `mlp.rows`, and `mlp.grid` when the grid was measured.
 fn csv_tables(r: &MlpResult) -> Vec<DataTable> {
     let table = |name: &str, rows: &[MlpRow]| {
-        let mut t = DataTable::new(
+        DataTable::of(
             name,
-            "level bytes chains ns_per_round ns_per_load parallelism spread_pct".split_whitespace(),
-        );
-        for row in rows {
-            t.row(vec![
-                row.level.as_ref().map(Level::to_string).unwrap_or_default(),
-                row.bytes.to_string(),
-                row.chains.to_string(),
-                raw(row.ns_per_round),
-                raw(row.ns_per_load),
-                raw(row.parallelism),
-                raw(row.spread_pct),
-            ]);
-        }
-        t
+            rows.iter().map(|row| DataRow {
+                level: row.level.as_ref().map_or("", Level::name),
+                bytes: row.bytes,
+                chains: row.chains,
+                ns_per_round: Raw(row.ns_per_round),
+                ns_per_load: Raw(row.ns_per_load),
+                parallelism: Raw(row.parallelism),
+                spread_pct: Raw(row.spread_pct),
+            }),
+        )
     };
     let mut out = vec![table("mlp.rows", &r.rows)];
     if !r.grid.is_empty() {
@@ -431,7 +442,7 @@ mod tests {
         assert_eq!((s.id, s.nav.as_str()), ("mlp", "MLP"));
         let text = s.plain_text();
         for words in [
-            "(page-local)",
+            "(page-local, thp pages)",
             "L2 (512 KiB): parallelism",
             "DRAM (256 MiB): parallelism",
             "Saturates at 8 chains: parallelism 7.4",
@@ -493,7 +504,7 @@ mod tests {
             }]
         );
         assert!(section(&samples::nan_mlp()).headlines.is_empty());
-        assert!(section(&MlpResult::default()).headlines.is_empty());
+        assert!(section(&samples::empty_mlp()).headlines.is_empty());
     }
 
     #[test]
@@ -518,9 +529,9 @@ mod tests {
 
     #[test]
     fn empty_and_nan_results_give_dashes() {
-        let s = section(&MlpResult::default());
+        let s = section(&samples::empty_mlp());
         let text = s.plain_text();
-        assert!(text.contains("chains (–)"), "{text}");
+        assert!(text.contains("chains (random, 4k pages)"), "{text}");
         assert!(text.contains("No chain count was measured."));
         assert!(s.charts().is_empty() && s.table("Saturation per level").is_none());
         let empty_tables = s.data_tables();

@@ -43,7 +43,7 @@ use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
 
 /// `experiments.numa` of the report.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NumaResult {
     /// Node ids, in the order of the matrices' rows and columns.
     pub nodes: Vec<usize>,
@@ -84,7 +84,7 @@ pub struct NumaResult {
     /// first `threads_per_node`.
     pub cpus: Vec<Vec<usize>>,
     /// Instruction set of the read kernel.
-    pub isa: String,
+    pub isa: Isa,
     /// The widest robust spread (1.4826·MAD/median, %) of any cell's trials, latency or
     /// bandwidth: how far the medians can be trusted.
     pub max_spread_pct: f64,
@@ -604,7 +604,7 @@ pub fn measure(
         random_latency_ns: random,
         page_local_window_pages: WINDOW_PAGES as u64,
         cpus: matrix.nodes.iter().map(|n| n.cpus.clone()).collect(),
-        isa: isa.to_string(),
+        isa,
         max_spread_pct: max_spread,
     })
 }

@@ -2,6 +2,7 @@
 //! result, and one with NaN figures, missing values and ragged matrices.
 
 use super::NumaResult;
+use crate::kernels::stream::Isa;
 use crate::units::MIB;
 
 /// Two nodes: local 90 / 91 ns and 40 / 41 GB/s, remote 140 / 142 ns and 25 / 24 GB/s.
@@ -22,7 +23,7 @@ pub fn numa() -> NumaResult {
         random_latency_ns: vec![vec![105.0, 171.0], vec![173.0, 106.0]],
         page_local_window_pages: 64,
         cpus: vec![vec![0, 1, 2, 3], vec![4, 5, 6, 7]],
-        isa: "avx2".to_string(),
+        isa: Isa::Avx2,
         max_spread_pct: 2.5,
     }
 }
@@ -42,7 +43,7 @@ pub(super) fn numa_single_node() -> NumaResult {
         note: Some("one NUMA node: there is no remote memory to measure".to_string()),
         random_latency_ns: vec![vec![112.0]],
         cpus: vec![vec![0, 1]],
-        isa: "avx512".to_string(),
+        isa: Isa::Avx512,
         max_spread_pct: 14.0,
         ..numa()
     }
@@ -51,8 +52,23 @@ pub(super) fn numa_single_node() -> NumaResult {
 /// Nothing measured: every matrix empty, no spread.
 pub(super) fn empty_numa() -> NumaResult {
     NumaResult {
+        nodes: Vec::new(),
+        latency_ns: Vec::new(),
+        read_gb_per_s: Vec::new(),
+        read_overlap: Vec::new(),
+        remote_local_latency_ratio: None,
+        remote_local_bandwidth_ratio: None,
+        distances: Vec::new(),
+        threads_per_node: 0,
+        latency_bytes: 0,
+        bandwidth_bytes: 0,
+        placement_verified: Vec::new(),
+        note: None,
+        random_latency_ns: Vec::new(),
+        page_local_window_pages: 0,
+        cpus: Vec::new(),
+        isa: Isa::Portable,
         max_spread_pct: f64::NAN,
-        ..NumaResult::default()
     }
 }
 

@@ -2,13 +2,16 @@
 //! two nodes on, tables otherwise), the remote/local ratios, the CPUs, spread and placement,
 //! the kernel's distances, every cell on demand, and the `numa.cells` CSV table.
 
+use serde::Serialize;
+
 use super::NumaResult;
 use crate::platform::cpu_time::MIN_OVERLAP;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::Heatmap;
-use crate::view::format::{self, raw, raw_opt, DASH};
+use crate::view::data_row::Raw;
+use crate::view::format::{self, DASH};
 use crate::view::{
     Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Style, Table, Text,
 };
@@ -223,7 +226,7 @@ fn cpus_and_spread(result: &NumaResult, labels: &[usize]) -> Text {
         .collect();
     let used = used.join("; ");
     let used = format::or_dash(&used);
-    let isa = format::or_dash(&result.isa);
+    let isa = result.isa;
     let spread = format::spread(result.max_spread_pct);
     let text = Text::plain(format!(
         "CPUs used: {used} (the latency thread on the first of each). Read kernel: {isa}. \
@@ -298,34 +301,37 @@ fn all_cells(result: &NumaResult, labels: &[usize]) -> Block {
 
 /// `numa.cells`: one row per (threads' node, memory's node); node ids label both.
 fn data_table(result: &NumaResult, n: usize) -> DataTable {
-    let node = |i: usize| result.nodes.get(i).copied().unwrap_or(i).to_string();
-    let cell =
-        |m: &[Vec<f64>], i: usize, j: usize| matrix_cell(m, i, j).map(raw).unwrap_or_default();
-    let mut t = DataTable::new(
-        "numa.cells",
-        "cpu_node memory_node local latency_ns random_latency_ns read_gb_per_s read_overlap \
-         distance placement_verified"
-            .split_whitespace(),
-    );
-    for i in 0..n {
-        for j in 0..n {
-            t.row(vec![
-                node(i),
-                node(j),
-                (i == j).to_string(),
-                cell(&result.latency_ns, i, j),
-                cell(&result.random_latency_ns, i, j),
-                cell(&result.read_gb_per_s, i, j),
-                cell(&result.read_overlap, i, j),
-                raw_opt(matrix_cell(&result.distances, i, j)),
-                matrix_cell(&result.placement_verified, i, j)
-                    .flatten()
-                    .map(raw)
-                    .unwrap_or_default(),
-            ]);
-        }
+    let node = |i: usize| result.nodes.get(i).copied().unwrap_or(i);
+    let cell = |m: &[Vec<f64>], i: usize, j: usize| matrix_cell(m, i, j).map(Raw);
+    #[derive(Serialize, Default)]
+    struct Row {
+        cpu_node: usize,
+        memory_node: usize,
+        local: bool,
+        latency_ns: Option<Raw>,
+        random_latency_ns: Option<Raw>,
+        read_gb_per_s: Option<Raw>,
+        read_overlap: Option<Raw>,
+        distance: Option<u32>,
+        placement_verified: Option<Raw>,
     }
-    t
+    let cells = (0..n).flat_map(|i| (0..n).map(move |j| (i, j)));
+    DataTable::of(
+        "numa.cells",
+        cells.map(|(i, j)| Row {
+            cpu_node: node(i),
+            memory_node: node(j),
+            local: i == j,
+            latency_ns: cell(&result.latency_ns, i, j),
+            random_latency_ns: cell(&result.random_latency_ns, i, j),
+            read_gb_per_s: cell(&result.read_gb_per_s, i, j),
+            read_overlap: cell(&result.read_overlap, i, j),
+            distance: matrix_cell(&result.distances, i, j),
+            placement_verified: matrix_cell(&result.placement_verified, i, j)
+                .flatten()
+                .map(Raw),
+        }),
+    )
 }
 
 #[cfg(test)]

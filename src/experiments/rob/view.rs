@@ -3,11 +3,14 @@
 //! flight, chart, compact grid), every point on demand, and the CSV tables.
 
 use super::charts::{rob_chart, rob_fillers, rob_serialized_chart};
+use serde::Serialize;
+
 use super::RobResult;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::category_color;
-use crate::view::format::{self, distinct, k_subset, raw, DASH};
+use crate::view::data_row::Raw;
+use crate::view::format::{self, distinct, k_subset, DASH};
 use crate::view::{
     Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Style, Table, Text,
 };
@@ -222,31 +225,42 @@ fn all_rows(result: &RobResult) -> Vec<Block> {
 
 /// `rob.rows` always, `rob.serialized` when the grid was measured.
 fn data_tables(result: &RobResult) -> Vec<DataTable> {
-    let mut rows = DataTable::new(
-        "rob.rows",
-        "filler k ns_per_iter cycles_per_iter spread_pct".split_whitespace(),
-    );
-    for r in &result.rows {
-        rows.row(vec![
-            r.filler.clone(),
-            r.k.to_string(),
-            raw(r.ns_per_iter),
-            raw(r.cycles_per_iter),
-            raw(r.spread_pct),
-        ]);
+    #[derive(Serialize, Default)]
+    struct Row<'a> {
+        filler: &'a str,
+        k: u32,
+        ns_per_iter: Raw,
+        cycles_per_iter: Raw,
+        spread_pct: Raw,
     }
+    #[derive(Serialize, Default)]
+    struct Serialized {
+        misses: u32,
+        k: u32,
+        ns: Raw,
+        cycles: Raw,
+    }
+    let rows = DataTable::of(
+        "rob.rows",
+        result.rows.iter().map(|r| Row {
+            filler: &r.filler,
+            k: r.k,
+            ns_per_iter: Raw(r.ns_per_iter),
+            cycles_per_iter: Raw(r.cycles_per_iter),
+            spread_pct: Raw(r.spread_pct),
+        }),
+    );
     let mut out = vec![rows];
     if !result.serialized.is_empty() {
-        let mut t = DataTable::new("rob.serialized", ["misses", "k", "ns", "cycles"]);
-        for r in &result.serialized {
-            t.row(vec![
-                r.misses.to_string(),
-                r.k.to_string(),
-                raw(r.ns),
-                raw(r.cycles),
-            ]);
-        }
-        out.push(t);
+        out.push(DataTable::of(
+            "rob.serialized",
+            result.serialized.iter().map(|r| Serialized {
+                misses: r.misses,
+                k: r.k,
+                ns: Raw(r.ns),
+                cycles: Raw(r.cycles),
+            }),
+        ));
     }
     out
 }

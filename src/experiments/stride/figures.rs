@@ -3,7 +3,7 @@
 //! stride measured, one cache line, one base page and the random order), each kernel
 //! apart, with its trials' spread. The other strides stay in the report.
 
-use super::{StrideResult, StrideRow};
+use super::{Kernel, StrideResult, StrideRow};
 use crate::units::{Bytes, KIB};
 use crate::view::figure::{Better, Figure, Figures};
 
@@ -12,7 +12,7 @@ const KEY_STRIDES: [u64; 2] = [64, 4 * KIB];
 
 impl Figures for StrideResult {
     fn figures(&self) -> Vec<Figure> {
-        let smallest = |kernel: &str| {
+        let smallest = |kernel: Kernel| {
             (self.rows.iter())
                 .filter(|r| r.kernel == kernel)
                 .filter_map(|r| r.stride_bytes)
@@ -20,7 +20,7 @@ impl Figures for StrideResult {
         };
         (self.rows.iter())
             .filter(|r| match r.stride_bytes {
-                Some(s) => KEY_STRIDES.contains(&s) || Some(s) == smallest(&r.kernel),
+                Some(s) => KEY_STRIDES.contains(&s) || Some(s) == smallest(r.kernel),
                 None => true,
             })
             .map(row_figure)
@@ -73,7 +73,7 @@ mod tests {
             .find(|f| f.key == "stride.read.1048576.stride_4096.ns_per_access")
             .unwrap();
         let row = (result.rows.iter())
-            .find(|r| r.kernel == "read" && r.bytes == MIB && r.stride_bytes == Some(4096))
+            .find(|r| r.kernel == Kernel::Read && r.bytes == MIB && r.stride_bytes == Some(4096))
             .unwrap();
         assert_eq!(f.value, row.ns_per_access);
         assert_eq!(f.label, "read, 1 MiB, stride 4 KiB");

@@ -142,10 +142,8 @@ pub struct StrideRow {
     pub bytes: u64,
     /// Stride between consecutive accesses; null for the random order.
     pub stride_bytes: Option<u64>,
-    /// "strided" or "random".
-    pub pattern: String,
-    /// "read" (sum of the elements) or "saxpy" (y = a·x + y).
-    pub kernel: String,
+    pub pattern: Pattern,
+    pub kernel: Kernel,
     /// Useful bytes per second, decimal GB: 8 per element read, 24 per SAXPY element.
     pub gb_per_s: f64,
     /// Median time per element visited. The accesses are independent and overlap, so this
@@ -302,14 +300,47 @@ pub fn measure(
     (StrideResult { rows }, Vec::new())
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kernel {
+/// What a visit does to an element, written in reports as "read" or "saxpy".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kernel {
+    /// Sum of the elements.
     Read,
+    /// y = a·x + y.
     Saxpy,
 }
 
+impl std::fmt::Display for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The order of the visits, written in reports as "strided" or "random".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    Strided,
+    Random,
+}
+
+impl Pattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Strided => "strided",
+            Pattern::Random => "random",
+        }
+    }
+}
+
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 impl Kernel {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Kernel::Read => "read",
             Kernel::Saxpy => "saxpy",
@@ -355,11 +386,10 @@ fn row(
         bytes,
         stride_bytes,
         pattern: match order {
-            Order::Strided { .. } => "strided",
-            Order::Random => "random",
-        }
-        .to_string(),
-        kernel: kernel.name().to_string(),
+            Order::Strided { .. } => Pattern::Strided,
+            Order::Random => Pattern::Random,
+        },
+        kernel,
         // Bytes per nanosecond are decimal GB per second.
         gb_per_s: kernel.useful_bytes() as f64 / summary.median,
         ns_per_access: summary.median,
@@ -724,7 +754,7 @@ mod tests {
             (None, "random"),
         ];
         let mut keys: Vec<_> = (result.rows.iter())
-            .map(|r| (r.bytes, &*r.kernel, r.stride_bytes, &*r.pattern))
+            .map(|r| (r.bytes, r.kernel.name(), r.stride_bytes, r.pattern.name()))
             .collect();
         keys.sort_unstable();
         keys.dedup();
@@ -746,7 +776,7 @@ mod tests {
             assert!(levels
                 .iter()
                 .all(|l| l.per_access.is_some() != l.not_supported.is_some()));
-            let useful = if r.kernel == "saxpy" { 24.0 } else { 8.0 };
+            let useful = if r.kernel == Kernel::Saxpy { 24.0 } else { 8.0 };
             assert!((r.gb_per_s * ns - useful).abs() < 1e-9, "{r:?}");
         }
     }

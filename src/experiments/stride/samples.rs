@@ -1,16 +1,15 @@
 //! Synthetic stride results for the tests of the stride view.
 
-use super::{StrideResult, StrideRow};
+use super::{Kernel, Pattern, StrideResult, StrideRow};
 use crate::counters::samples::access_counts;
 use crate::units::{KIB, MIB};
 
-fn pattern(stride: Option<u64>) -> String {
+fn pattern(stride: Option<u64>) -> Pattern {
     if stride.is_some() {
-        "strided"
+        Pattern::Strided
     } else {
-        "random"
+        Pattern::Random
     }
-    .to_string()
 }
 
 /// Read rows at 4 KiB and 1 MiB, strides 8 and 64 and random; with `counted`, each
@@ -23,7 +22,7 @@ pub fn stride_counted(counted: bool) -> StrideResult {
                 bytes,
                 stride_bytes: stride,
                 pattern: pattern(stride),
-                kernel: "read".to_string(),
+                kernel: Kernel::Read,
                 gb_per_s: 8.0,
                 ns_per_access: 1.0,
                 spread_pct: 1.0,
@@ -49,15 +48,15 @@ pub fn stride(max_bytes: u64) -> StrideResult {
             b if b <= 32 * MIB => 0.6,
             _ => 2.5,
         };
-        for kernel in ["read", "saxpy"] {
-            let k = if kernel == "saxpy" { 1.8 } else { 1.0 };
+        for kernel in [Kernel::Read, Kernel::Saxpy] {
+            let k = if kernel == Kernel::Saxpy { 1.8 } else { 1.0 };
             let mut push = |stride: Option<u64>, ns: f64| {
-                let useful = if kernel == "saxpy" { 24.0 } else { 8.0 };
+                let useful = if kernel == Kernel::Saxpy { 24.0 } else { 8.0 };
                 rows.push(StrideRow {
                     bytes,
                     stride_bytes: stride,
                     pattern: pattern(stride),
-                    kernel: kernel.to_string(),
+                    kernel,
                     gb_per_s: useful / ns,
                     ns_per_access: ns,
                     spread_pct: if stride == Some(4 * KIB) { 12.0 } else { 2.0 },

@@ -21,14 +21,17 @@ impl Present for StrideResult {
             "Access patterns: stride and random order",
         );
         s.push(intro());
-        let kernels = distinct(self.rows.iter().map(|r| r.kernel.as_str()));
+        let kernels = distinct(self.rows.iter().map(|r| r.kernel));
         if kernels.is_empty() {
             s.push(Paragraph::muted("No access pattern was measured."));
         }
         for kernel in kernels {
             let rows: Vec<&StrideRow> = self.rows.iter().filter(|r| r.kernel == kernel).collect();
-            s.push(heatmap(&rows, kernel));
-            s.push(Block::Only(Medium::Terminal, matrices(&rows, kernel)));
+            s.push(heatmap(&rows, kernel.name()));
+            s.push(Block::Only(
+                Medium::Terminal,
+                matrices(&rows, kernel.name()),
+            ));
         }
         s.push(Block::Only(
             Medium::Html,
@@ -204,8 +207,8 @@ fn rows_table(result: &StrideResult) -> Table {
         let mut cells = vec![
             Cell::new(Bytes(r.bytes).to_string()),
             Cell::new(format::opt_count(r.stride_bytes)),
-            Cell::new(r.pattern.as_str()),
-            Cell::new(r.kernel.as_str()),
+            Cell::new(r.pattern.name()),
+            Cell::new(r.kernel.name()),
             Cell::new(gbs(r.gb_per_s)),
             Cell::new(format::fixed(r.ns_per_access, 3)),
             format::spread_cell(r.spread_pct),
@@ -229,8 +232,8 @@ fn data_table(result: &StrideResult) -> DataTable {
         let mut row = vec![
             r.bytes.to_string(),
             raw_opt(r.stride_bytes),
-            r.pattern.clone(),
-            r.kernel.clone(),
+            r.pattern.to_string(),
+            r.kernel.to_string(),
             raw(r.gb_per_s),
             raw(r.ns_per_access),
             raw(r.spread_pct),

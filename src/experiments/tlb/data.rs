@@ -2,9 +2,12 @@
 //! counted, its misses), `tlb.levels` and `tlb.saxpy`, with their names, columns and cell
 //! formats unchanged.
 
+use serde::Serialize;
+
 use super::{TlbResult, TlbRow};
 use crate::experiments::misses::Misses;
-use crate::view::format::{raw, raw_opt};
+use crate::view::data_row::Raw;
+use crate::view::format::raw;
 use crate::view::DataTable;
 
 /// `tlb.rows`: every point with the TLB level its page count falls in (the first level
@@ -45,44 +48,57 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
 }
 
 pub(super) fn levels_data(result: &TlbResult) -> DataTable {
-    let mut t = DataTable::new(
-        "tlb.levels",
-        "page_bytes name entries reach_bytes miss_ns miss_cycles cpuid_entries rise_from_pages \
-         rise_to_pages miss_ns_low miss_ns_high"
-            .split_whitespace(),
-    );
-    for l in &result.levels {
-        t.row(vec![
-            l.page_bytes.to_string(),
-            l.name.clone(),
-            raw_opt(l.entries),
-            raw_opt(l.reach_bytes),
-            l.miss_ns.map(raw).unwrap_or_default(),
-            l.miss_cycles.map(raw).unwrap_or_default(),
-            raw_opt(l.cpuid_entries),
-            raw_opt(l.transition_pages.map(|t| t.0)),
-            raw_opt(l.transition_pages.map(|t| t.1)),
-            l.miss_ns_range.map(|r| raw(r.0)).unwrap_or_default(),
-            l.miss_ns_range.map(|r| raw(r.1)).unwrap_or_default(),
-        ]);
+    #[derive(Serialize, Default)]
+    struct Row<'a> {
+        page_bytes: u64,
+        name: &'a str,
+        entries: Option<u64>,
+        reach_bytes: Option<u64>,
+        miss_ns: Option<Raw>,
+        miss_cycles: Option<Raw>,
+        cpuid_entries: Option<u32>,
+        rise_from_pages: Option<u64>,
+        rise_to_pages: Option<u64>,
+        miss_ns_low: Option<Raw>,
+        miss_ns_high: Option<Raw>,
     }
-    t
+    DataTable::of(
+        "tlb.levels",
+        result.levels.iter().map(|l| Row {
+            page_bytes: l.page_bytes,
+            name: &l.name,
+            entries: l.entries,
+            reach_bytes: l.reach_bytes,
+            miss_ns: l.miss_ns.map(Raw),
+            miss_cycles: l.miss_cycles.map(Raw),
+            cpuid_entries: l.cpuid_entries,
+            rise_from_pages: l.transition_pages.map(|t| t.0),
+            rise_to_pages: l.transition_pages.map(|t| t.1),
+            miss_ns_low: l.miss_ns_range.map(|r| Raw(r.0)),
+            miss_ns_high: l.miss_ns_range.map(|r| Raw(r.1)),
+        }),
+    )
 }
 
 pub(super) fn saxpy_data(result: &TlbResult) -> DataTable {
-    let mut t = DataTable::new(
-        "tlb.saxpy",
-        "pattern page_bytes stride_bytes footprint_bytes pass_ms ns_per_access".split_whitespace(),
-    );
-    for r in &result.saxpy {
-        t.row(vec![
-            r.pattern.clone(),
-            r.page_bytes.to_string(),
-            r.stride_bytes.to_string(),
-            r.footprint_bytes.to_string(),
-            raw(r.pass_ms),
-            raw(r.ns_per_access),
-        ]);
+    #[derive(Serialize, Default)]
+    struct Row<'a> {
+        pattern: &'a str,
+        page_bytes: u64,
+        stride_bytes: u64,
+        footprint_bytes: u64,
+        pass_ms: Raw,
+        ns_per_access: Raw,
     }
-    t
+    DataTable::of(
+        "tlb.saxpy",
+        result.saxpy.iter().map(|r| Row {
+            pattern: &r.pattern,
+            page_bytes: r.page_bytes,
+            stride_bytes: r.stride_bytes,
+            footprint_bytes: r.footprint_bytes,
+            pass_ms: Raw(r.pass_ms),
+            ns_per_access: Raw(r.ns_per_access),
+        }),
+    )
 }

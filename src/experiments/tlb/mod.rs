@@ -206,7 +206,7 @@ use crate::platform::timer::Timer;
 use crate::session::progress::Progress;
 use crate::session::warnings::WarningKind;
 use crate::stats::Summary;
-use crate::topology::Machine;
+use crate::topology::{CacheKind, Machine};
 use crate::units::{Bytes, GIB, KIB, MIB};
 
 /// What to measure; resolved from the command line by `plan` (see [`TlbConfig::new`]
@@ -518,7 +518,10 @@ fn cpuid_levels(machine: &Machine, page_bytes: u64) -> Vec<(u32, u32)> {
     let mut levels: Vec<(u32, u32)> = machine
         .tlbs
         .iter()
-        .filter(|t| t.page_bytes == page_bytes && (t.kind == "data" || t.kind == "unified"))
+        .filter(|t| {
+            t.page_bytes == page_bytes
+                && (t.kind == CacheKind::Data || t.kind == CacheKind::Unified)
+        })
         .map(|t| (t.level, t.entries))
         .collect();
     levels.sort_unstable();
@@ -952,7 +955,7 @@ fn reach_rows(machine: &Machine, levels: &[TlbLevel]) -> Vec<TlbReach> {
     let mut tlbs: Vec<_> = machine
         .tlbs
         .iter()
-        .filter(|t| t.kind == "data" || t.kind == "unified")
+        .filter(|t| t.kind == CacheKind::Data || t.kind == CacheKind::Unified)
         .collect();
     tlbs.sort_by_key(|t| (t.page_bytes, t.level));
     for t in tlbs {
@@ -1033,21 +1036,21 @@ mod tests {
 
     /// A Zen 4's TLBs: 72 and 3072 data entries for 4 KiB and 2 MiB pages.
     fn zen4() -> Machine {
-        let tlb = |level, kind: &str, page_bytes, entries| TlbInfo {
+        let tlb = |level, kind, page_bytes, entries| TlbInfo {
             level,
-            kind: kind.into(),
+            kind,
             page_bytes,
             entries,
             ways: None,
             source: "test".into(),
         };
         let tlbs = vec![
-            tlb(1, "data", 4096, 72),
-            tlb(1, "data", 2 * MIB, 72),
-            tlb(1, "instruction", 4096, 64),
-            tlb(2, "data", 4096, 3072),
-            tlb(2, "data", 2 * MIB, 3072),
-            tlb(2, "instruction", 4096, 512),
+            tlb(1, CacheKind::Data, 4096, 72),
+            tlb(1, CacheKind::Data, 2 * MIB, 72),
+            tlb(1, CacheKind::Instruction, 4096, 64),
+            tlb(2, CacheKind::Data, 4096, 3072),
+            tlb(2, CacheKind::Data, 2 * MIB, 3072),
+            tlb(2, CacheKind::Instruction, 4096, 512),
         ];
         Machine {
             tlbs,
