@@ -214,7 +214,7 @@ pub fn disturbed(report: &Report) -> Vec<String> {
 /// the machine was shared, given a run's `disturbed` experiments.
 pub fn section_disturbed(disturbed: &[String], section: &str) -> bool {
     let experiment = section.replace('-', "_");
-    disturbed.iter().any(|d| *d == experiment)
+    disturbed.contains(&experiment)
 }
 
 /// Whether the run's drift pass found figures that moved beyond their noise (its `drift`

@@ -164,7 +164,8 @@ fn refused(path: &Path, reason: impl Into<String>) -> UsageError {
 }
 
 /// An SQLite error while opening or inspecting `path`: a file that is not an SQLite
-/// database (or a damaged one, or one swapped for a link) is the user's to fix (exit 2).
+/// database (or a damaged one, one swapped for a link, one memscope may not open) is the
+/// user's to fix (exit 2).
 fn sqlite_error(path: &Path, error: rusqlite::Error) -> anyhow::Error {
     use rusqlite::ErrorCode;
     let reason = match error.sqlite_error() {
@@ -172,6 +173,34 @@ fn sqlite_error(path: &Path, error: rusqlite::Error) -> anyhow::Error {
         Some(e) if e.code == ErrorCode::DatabaseCorrupt => "it is a damaged SQLite database",
         Some(e) if e.extended_code == rusqlite::ffi::SQLITE_CANTOPEN_SYMLINK => {
             "it became a symbolic link while memscope opened it"
+        }
+        // Unreadable (another user's file, a mode without read permission): the OS says
+        // why, SQLite only that it could not.
+        Some(e)
+            if matches!(
+                e.code,
+                ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::ReadOnly
+            ) =>
+        {
+            // Asked without opening it (a FIFO swapped in would block an open).
+            let readable = || -> std::io::Result<()> {
+                use std::os::unix::ffi::OsStrExt;
+                let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+                // SAFETY: faccessat reads the NUL-terminated path.
+                let ok = unsafe {
+                    libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::R_OK, libc::AT_EACCESS)
+                };
+                if ok == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            };
+            let why = match readable() {
+                Err(os) => os.to_string(),
+                Ok(()) => "it or its directory is not writable".to_string(),
+            };
+            return refused(path, format!("it cannot be opened: {why} ({error})")).into();
         }
         _ => {
             return anyhow::Error::new(error)
