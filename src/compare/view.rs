@@ -106,10 +106,12 @@ fn runs_section(c: &Comparison) -> Section {
         } else {
             format!("{} *", run.label)
         };
-        let command = if run.command_line.is_empty() {
-            run.identity.clone()
+        // The series ("stat -- true"); differing flags are named under What differs, and
+        // the whole command line is in the JSON.
+        let command = if run.identity.is_empty() {
+            run.command.clone()
         } else {
-            run.command_line.clone()
+            run.identity.clone()
         };
         table.row([
             crate::view::Cell::swatched(run_color(i), label),
