@@ -1,7 +1,9 @@
 //! The reports a comparison reads: files named on the command line (each must be a
 //! readable memscope report, a regular file: a device or FIFO is refused at once), and
 //! directories, whose regular `*.json` files are read in name order and those that are
-//! not memscope reports skipped with a note.
+//! not memscope reports skipped with a note. Reports that share no figure (a profile and
+//! a footprint) cannot be compared: named on the command line they are refused (exit 2),
+//! in a directory a report with no figure at all is passed over with a note.
 
 use std::path::Path;
 
@@ -26,12 +28,15 @@ pub fn load(arguments: &[String]) -> Result<Inputs, UsageError> {
         from_directory: false,
         skipped: Vec::new(),
     };
+    // Which runs were named as files (the others came from directories).
+    let mut named: Vec<usize> = Vec::new();
     for argument in arguments {
         let path = Path::new(argument);
         if path.is_dir() {
             inputs.from_directory = true;
             load_directory(path, &mut inputs)?;
         } else {
+            named.push(inputs.runs.len());
             let report = read_report(path).map_err(|e| refused(argument, e))?;
             inputs.runs.push(Loaded {
                 file: argument.clone(),
@@ -39,6 +44,20 @@ pub fn load(arguments: &[String]) -> Result<Inputs, UsageError> {
             });
         }
     }
+    // From a directory, a report without a figure (a footprint) has nothing to compare.
+    let mut kept = Vec::new();
+    for (i, run) in std::mem::take(&mut inputs.runs).into_iter().enumerate() {
+        if named.contains(&i) || !run.report.figures().is_empty() {
+            kept.push(run);
+        } else {
+            inputs.skipped.push(format!(
+                "{}: a `{}` report, with no figure to compare",
+                run.file,
+                kind(&run.report)
+            ));
+        }
+    }
+    inputs.runs = kept;
     if inputs.runs.len() < 2 {
         return Err(UsageError::InvalidValue {
             flag: "REPORT",
@@ -54,7 +73,48 @@ pub fn load(arguments: &[String]) -> Result<Inputs, UsageError> {
             ),
         });
     }
+    if !inputs.from_directory {
+        share_a_figure(&inputs.runs)?;
+    }
     Ok(inputs)
+}
+
+/// The report's command as its reader would name it ("run" for a profile).
+fn kind(report: &crate::report::Report) -> String {
+    match report.settings.command.as_str() {
+        "" => "run".to_string(),
+        c => c.to_string(),
+    }
+}
+
+/// Every run shares at least one figure with the first (what the others are set
+/// against); otherwise the comparison would be empty, and that is the user's mistake.
+pub fn share_a_figure(runs: &[Loaded]) -> Result<(), UsageError> {
+    let Some((first, rest)) = runs.split_first() else {
+        return Ok(());
+    };
+    let keys: Vec<String> = first.report.figures().into_iter().map(|f| f.key).collect();
+    for other in rest {
+        let figures = other.report.figures();
+        if !figures.iter().any(|f| keys.contains(&f.key)) {
+            return Err(UsageError::InvalidValue {
+                flag: "REPORT",
+                value: format!("{} {}", first.file, other.file),
+                expected: format!(
+                    "reports that share a figure, but {} (a `{}` report, {} figure(s)) and {} \
+                     (a `{}` report, {} figure(s)) share none: compare runs of the same \
+                     command",
+                    first.file,
+                    kind(&first.report),
+                    keys.len(),
+                    other.file,
+                    kind(&other.report),
+                    figures.len()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn load_directory(dir: &Path, inputs: &mut Inputs) -> Result<(), UsageError> {

@@ -2,7 +2,9 @@
 //! (each result's `Figures`) is set against the first run's with its ratio, and called a
 //! change only outside both runs' noise (`view::judge`). Machines and settings that
 //! differ (CPU model, kernel, THP, pages …) are named first, so nobody compares apples
-//! with oranges unknowingly. Reports given as a directory are read whole and grouped by
+//! with oranges unknowingly: the runs' settings too (quick mode, repetitions, largest
+//! size, CPUs, trial duration, the command line's other flags, by `history::identity`).
+//! Runs measured while the machine was shared are marked `*`. Reports given as a directory are read whole and grouped by
 //! CPU model, each group compared within itself (a fleet of hosts of one model). `view`
 //! presents it; `load` reads the files.
 
@@ -12,6 +14,7 @@ pub mod view;
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::identity;
 use crate::report::Report;
 use crate::view::figure::{Better, Figure};
 use crate::view::judge::{self, Verdict};
@@ -37,6 +40,16 @@ pub struct RunInfo {
     pub kernel: String,
     pub tool_version: String,
     pub schema_version: u32,
+    /// The series ("stat -- sleep 0.2", `history::identity`).
+    #[serde(default)]
+    pub identity: String,
+    /// The command line as given ("" when the report did not record it).
+    #[serde(default)]
+    pub command_line: String,
+    /// The experiments it measured while other tasks or the hypervisor took a share of
+    /// the machine.
+    #[serde(default)]
+    pub disturbed: Vec<String>,
 }
 
 /// What differs between the runs of a group, one value per run.
@@ -159,6 +172,9 @@ pub fn compare(runs: &[Loaded], grouped: bool, notes: Vec<String>) -> Comparison
             kernel: r.report.machine.kernel.clone(),
             tool_version: r.report.tool.version.clone(),
             schema_version: r.report.schema_version,
+            identity: identity::identity(&r.report),
+            command_line: r.report.run.command_line(),
+            disturbed: identity::disturbed(&r.report),
         })
         .collect();
     let mut members: Vec<(String, Vec<usize>)> = Vec::new();
@@ -207,11 +223,7 @@ pub fn compare(runs: &[Loaded], grouped: bool, notes: Vec<String>) -> Comparison
 /// Whether the experiment of `section` (a section id: "miss-impact" is the experiment
 /// "miss_impact") ran while the machine was shared, by the report's own conditions.
 fn disturbed_in(report: &Report, section: &str) -> bool {
-    let experiment = section.replace('-', "_");
-    report
-        .conditions
-        .iter()
-        .any(|c| c.experiment == experiment && c.disturbed)
+    identity::section_disturbed(&identity::disturbed(report), section)
 }
 
 /// "A" … "Z", then "R27" …
@@ -223,10 +235,12 @@ fn run_letter(i: usize) -> String {
     }
 }
 
-/// The machine and settings facts that make figures incomparable, where the runs differ.
+/// The machine and settings facts that make figures incomparable, where the runs differ:
+/// the machine's, then the run's settings (`identity::settings`; one a report did not
+/// record shows as such).
 fn differences(reports: &[&Report]) -> Vec<Difference> {
     type Fact = fn(&Report) -> String;
-    let facts: [(&str, Fact); 11] = [
+    let facts: [(&str, Fact); 10] = [
         ("CPU model", |r| r.machine.cpu_model.clone()),
         ("logical CPUs", |r| r.machine.logical_cpus.to_string()),
         ("NUMA nodes", |r| r.machine.numa_nodes.len().to_string()),
@@ -244,9 +258,7 @@ fn differences(reports: &[&Report]) -> Vec<Difference> {
                 None => format!("enabled {}", thp.enabled),
             }
         }),
-        ("pages asked", |r| {
-            (r.settings.pages_requested.map(|p| p.to_string())).unwrap_or_default()
-        }),
+        ("command", identity::identity),
         ("pages obtained", |r| match &r.settings.pages_obtained {
             Some(p) => format!(
                 "{} ({:.0}% huge)",
@@ -258,17 +270,41 @@ fn differences(reports: &[&Report]) -> Vec<Difference> {
         ("memory", |r| {
             crate::units::Bytes(r.machine.memory_total_bytes).to_string()
         }),
-        ("command", |r| r.settings.command.clone()),
         ("memscope", |r| r.tool.version.clone()),
     ];
-    facts
+    let settings: Vec<Vec<identity::Setting>> =
+        reports.iter().map(|r| identity::settings(r)).collect();
+    let mut names: Vec<String> = Vec::new();
+    for s in settings.iter().flatten() {
+        if !names.contains(&s.what) {
+            names.push(s.what.clone());
+        }
+    }
+    let mut rows: Vec<(String, Vec<String>)> = facts
         .iter()
-        .filter_map(|(what, fact)| {
-            let values: Vec<String> = reports.iter().map(|r| fact(r)).collect();
-            values.iter().any(|v| *v != values[0]).then(|| Difference {
-                what: what.to_string(),
-                values,
+        .map(|(what, fact)| (what.to_string(), reports.iter().map(|r| fact(r)).collect()))
+        .collect();
+    // The settings after the command, before the memscope version.
+    let at = rows.len() - 1;
+    let setting_rows = names.into_iter().map(|name| {
+        let values = settings
+            .iter()
+            .map(|of_run| {
+                of_run
+                    .iter()
+                    .find(|s| s.what == name)
+                    .map_or_else(|| "(not recorded)".to_string(), |s| s.value.clone())
             })
+            .collect();
+        (name, values)
+    });
+    rows.splice(at..at, setting_rows);
+    rows.into_iter()
+        .filter_map(|(what, values)| {
+            values
+                .iter()
+                .any(|v| *v != values[0])
+                .then_some(Difference { what, values })
         })
         .collect()
 }
@@ -384,6 +420,81 @@ mod tests {
         let split = compare(&runs, true, Vec::new());
         assert_eq!(split.groups.len(), 2);
         assert!(split.groups.iter().all(|g| g.differences.is_empty()));
+    }
+
+    #[test]
+    fn settings_that_differ_are_named_with_the_machine_s() {
+        let mut full = loaded("h", 1.0);
+        full.report.settings.quick = false;
+        full.report.settings.repetitions = 7;
+        full.report.settings.cpus = vec![1];
+        full.report.run.argv = vec!["latency".into(), "--cpu".into(), "1".into()];
+        let mut quick = loaded("h", 1.0);
+        quick.report.settings.quick = true;
+        quick.report.settings.repetitions = 3;
+        quick.report.settings.max_size_bytes = 1 << 24;
+        quick.report.settings.cpus = vec![0];
+        quick.report.run.argv = vec!["latency".into(), "--quick".into()];
+        let c = compare(&[full, quick], false, Vec::new());
+        let what: Vec<&str> = c.groups[0]
+            .differences
+            .iter()
+            .map(|d| d.what.as_str())
+            .collect();
+        for setting in ["quick", "repetitions", "max size", "CPUs", "command line"] {
+            assert!(what.contains(&setting), "{setting} in {what:?}");
+        }
+        let quick_row = c.groups[0]
+            .differences
+            .iter()
+            .find(|d| d.what == "quick")
+            .unwrap();
+        assert_eq!(quick_row.values, ["no", "yes"]);
+        // The same settings: nothing named.
+        let same = compare(&[loaded("h", 1.0), loaded("h", 1.0)], false, Vec::new());
+        assert!(same.groups[0].differences.is_empty());
+    }
+
+    #[test]
+    fn reports_that_share_no_figure_are_refused_naming_both() {
+        let run = loaded("a", 1.0);
+        let mut footprint = loaded("b", 1.0);
+        footprint.report.experiments = Default::default();
+        footprint.report.settings.command = "footprint".into();
+        footprint.file = "fp.json".into();
+        let error = load::share_a_figure(&[run.clone(), footprint]).unwrap_err();
+        let text = error.to_string();
+        assert!(
+            text.contains("a.json") && text.contains("fp.json") && text.contains("share none"),
+            "{text}"
+        );
+        load::share_a_figure(&[run.clone(), loaded("c", 1.2)]).unwrap();
+    }
+
+    #[test]
+    fn disturbed_runs_are_named_and_their_values_marked() {
+        let mut busy = loaded("b", 1.0);
+        busy.report
+            .conditions
+            .push(crate::session::conditions::ExperimentConditions {
+                experiment: "latency".into(),
+                elapsed_s: 1.0,
+                other_runnable_mean: Some(2.0),
+                other_runnable_max: Some(3.0),
+                other_runnable_share_pct: None,
+                samples: 5,
+                tasks: Vec::new(),
+                steal_pct: None,
+                disturbed: true,
+            });
+        let runs = [loaded("a", 1.0), busy];
+        let c = compare(&runs, false, Vec::new());
+        assert_eq!(c.runs[1].disturbed, ["latency"]);
+        let sections = view::sections(&c, &runs);
+        let text = crate::render::terminal::render(&sections, false);
+        assert!(text.contains("b *"), "{text}");
+        // Explained once, under the runs.
+        assert_eq!(text.matches("* measured while").count(), 1, "{text}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! each later run its change against the first with the verdict), and the runs' charts
 //! overlaid (`view::overlay`). Groups of more than `SIDE_BY_SIDE_MAX` runs (a fleet) get
 //! one row per figure with the group's median, range and the runs beyond the noise
-//! instead of a column per run.
+//! instead of a column per run. A run measured while the machine was shared is marked
+//! `*` (in the runs table, and beside each value of an experiment it measured so), the
+//! mark explained once, under the runs.
 
 use super::{Comparison, Group, Loaded, Row};
 use crate::report::document;
@@ -99,11 +101,23 @@ fn runs_section(c: &Comparison) -> Section {
             started: run.started.clone(),
             ..Default::default()
         };
+        let label = if run.disturbed.is_empty() {
+            run.label.clone()
+        } else {
+            format!("{} *", run.label)
+        };
+        // The series ("stat -- true"); differing flags are named under What differs, and
+        // the whole command line is in the JSON.
+        let command = if run.identity.is_empty() {
+            run.command.clone()
+        } else {
+            run.identity.clone()
+        };
         table.row([
-            crate::view::Cell::swatched(run_color(i), run.label.clone()),
+            crate::view::Cell::swatched(run_color(i), label),
             run.host.clone().into(),
             stamp.when().into(),
-            run.command.clone().into(),
+            command.into(),
             run.cpu_model.clone().into(),
             run.kernel.clone().into(),
             run.file.clone().into(),
@@ -129,6 +143,20 @@ fn runs_section(c: &Comparison) -> Section {
             differences.row(cells);
         }
         section.push(differences);
+    }
+    let disturbed: Vec<String> = c
+        .runs
+        .iter()
+        .filter(|r| !r.disturbed.is_empty())
+        .map(|r| format!("{} ({})", r.label, r.disturbed.join(", ")))
+        .collect();
+    if !disturbed.is_empty() {
+        section.push(Paragraph::note(format!(
+            "* measured while other tasks or the hypervisor took a share of the machine: \
+             {}. A change beside a value marked * may be theirs (see the runs' Stability \
+             sections).",
+            disturbed.join("; ")
+        )));
     }
     if c.groups.len() > 1 {
         section.push(Paragraph::note(format!(
@@ -196,8 +224,17 @@ fn side_by_side(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
             crate::view::Cell::new(unit_column(row)),
         ];
         for (n, cell) in row.cells.iter().enumerate() {
+            let run = &c.runs[group.runs[n]];
+            let star = if crate::history::identity::section_disturbed(&run.disturbed, &row.section)
+            {
+                " *"
+            } else {
+                ""
+            };
             cells.push(match cell {
-                Some(cell) => crate::view::Cell::new(value_text(cell.value, &row.unit)),
+                Some(cell) => {
+                    crate::view::Cell::new(format!("{}{star}", value_text(cell.value, &row.unit)))
+                }
                 None => crate::view::Cell::dash(),
             });
             if n > 0 {
@@ -215,17 +252,6 @@ fn side_by_side(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
         table.row(cells);
     }
     table.note("↓ lower is better, ↑ higher is better; ~ within the noise of either run");
-    if rows
-        .iter()
-        .flat_map(|r| &r.cells)
-        .flatten()
-        .any(|c| c.disturbed)
-    {
-        table.note(
-            "* measured while other tasks or the hypervisor took a share of the machine (see \
-             the runs' Stability sections): the change may be theirs",
-        );
-    }
     table
 }
 

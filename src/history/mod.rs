@@ -3,15 +3,21 @@
 //! by row. `--save` (or MEMSCOPE_SAVE=1) on a measuring command adds the run; `history
 //! --add` imports reports from other hosts or older runs; `history` lists runs by host and
 //! date; `history --check` sets each host's latest run against its earlier runs of the
-//! same command and reports the figures that moved beyond the noise (`check`).
+//! same series and settings (`identity`: the command and the program it ran, quick mode,
+//! repetitions, sizes, pages, CPUs, flags) and reports the figures that moved beyond the
+//! noise (`check`). A report the database already holds (by `identity::content_key`) is
+//! not added twice.
 //!
 //! Listing and checking open the database read-only and never create or change a file;
 //! `--add` and `--save` create a missing one exclusively. The path follows the output
 //! files' link rules (`render::output::resolve`), SQLite opens it with
 //! SQLITE_OPEN_NOFOLLOW, and a file that is not memscope's history is refused (exit 2)
-//! before anything is written; `--save` checks all this before the measuring.
+//! before anything is written; `--save` checks all this before the measuring. A layout-1
+//! database (before the identity columns) is read as it is, its runs' identities worked
+//! out from their saved reports, and migrated in place the first time a run is added.
 
 pub mod check;
+pub mod identity;
 pub mod params;
 pub mod view;
 
@@ -31,8 +37,9 @@ pub const DB_ENV: &str = "MEMSCOPE_HISTORY";
 /// The environment variable that makes every measuring run `--save`.
 pub const SAVE_ENV: &str = "MEMSCOPE_SAVE";
 
-/// The database layout's version (SQLite's `user_version`).
-const LAYOUT_VERSION: i64 = 1;
+/// The database layout's version (SQLite's `user_version`). 2 added the runs' identity,
+/// settings, disturbed experiments, drift and content key.
+const LAYOUT_VERSION: i64 = 2;
 
 /// MEMSCOPE_HISTORY, else `$XDG_DATA_HOME/memscope/history.sqlite3`, else
 /// `~/.local/share/memscope/history.sqlite3`.
@@ -67,12 +74,66 @@ pub struct RunRow {
     /// "saved" for a run recorded by --save, else the file it was imported from.
     pub source: String,
     pub figures: i64,
+    /// The series: the command and the program it ran ("stat -- sleep 0.2").
+    #[serde(default)]
+    pub identity: String,
+    /// The settings its figures depend on (`identity::settings`).
+    #[serde(default)]
+    pub settings: Vec<identity::Setting>,
+    /// The experiments measured while the machine was shared.
+    #[serde(default)]
+    pub disturbed: Vec<String>,
+    /// Its drift pass found figures that moved beyond their noise.
+    #[serde(default)]
+    pub drift: bool,
+}
+
+/// What `History::add` did with a report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Added {
+    /// Stored as this run.
+    New(i64),
+    /// The database held it already, as this run: nothing was written.
+    Held(i64),
+}
+
+impl Added {
+    /// The run's id, either way.
+    pub fn id(self) -> i64 {
+        match self {
+            Added::New(id) | Added::Held(id) => id,
+        }
+    }
+}
+
+/// A run's facts worked out from its report (`identity`), as the layout-2 columns hold
+/// them.
+struct Facts {
+    identity: String,
+    settings: Vec<identity::Setting>,
+    disturbed: Vec<String>,
+    drift: bool,
+    content_key: String,
+}
+
+impl Facts {
+    fn of(report: &Report) -> Facts {
+        Facts {
+            identity: identity::identity(report),
+            settings: identity::settings(report),
+            disturbed: identity::disturbed(report),
+            drift: identity::drifted(report),
+            content_key: identity::content_key(report),
+        }
+    }
 }
 
 /// The open database.
 pub struct History {
     connection: Connection,
     pub path: PathBuf,
+    /// The layout the file has (older ones are read, and migrated when written).
+    version: i64,
 }
 
 /// How the database is opened.
@@ -103,7 +164,8 @@ fn refused(path: &Path, reason: impl Into<String>) -> UsageError {
 }
 
 /// An SQLite error while opening or inspecting `path`: a file that is not an SQLite
-/// database (or a damaged one, or one swapped for a link) is the user's to fix (exit 2).
+/// database (or a damaged one, one swapped for a link, one memscope may not open) is the
+/// user's to fix (exit 2).
 fn sqlite_error(path: &Path, error: rusqlite::Error) -> anyhow::Error {
     use rusqlite::ErrorCode;
     let reason = match error.sqlite_error() {
@@ -111,6 +173,34 @@ fn sqlite_error(path: &Path, error: rusqlite::Error) -> anyhow::Error {
         Some(e) if e.code == ErrorCode::DatabaseCorrupt => "it is a damaged SQLite database",
         Some(e) if e.extended_code == rusqlite::ffi::SQLITE_CANTOPEN_SYMLINK => {
             "it became a symbolic link while memscope opened it"
+        }
+        // Unreadable (another user's file, a mode without read permission): the OS says
+        // why, SQLite only that it could not.
+        Some(e)
+            if matches!(
+                e.code,
+                ErrorCode::CannotOpen | ErrorCode::PermissionDenied | ErrorCode::ReadOnly
+            ) =>
+        {
+            // Asked without opening it (a FIFO swapped in would block an open).
+            let readable = || -> std::io::Result<()> {
+                use std::os::unix::ffi::OsStrExt;
+                let c = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+                // SAFETY: faccessat reads the NUL-terminated path.
+                let ok = unsafe {
+                    libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::R_OK, libc::AT_EACCESS)
+                };
+                if ok == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            };
+            let why = match readable() {
+                Err(os) => os.to_string(),
+                Ok(()) => "it or its directory is not writable".to_string(),
+            };
+            return refused(path, format!("it cannot be opened: {why} ({error})")).into();
         }
         _ => {
             return anyhow::Error::new(error)
@@ -141,9 +231,10 @@ impl History {
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let connection =
             Connection::open_with_flags(&real, flags).map_err(|e| sqlite_error(path, e))?;
-        let history = History {
+        let mut history = History {
             connection,
             path: path.to_path_buf(),
+            version: LAYOUT_VERSION,
         };
         let layout = history.layout()?;
         match (access, layout) {
@@ -151,8 +242,10 @@ impl History {
                 return Err(refused(path, "it is empty: no run was saved in it yet").into())
             }
             (Access::Write, Layout::Empty) => history.create_layout(),
-            (Access::Write, Layout::Ours(version)) if version < LAYOUT_VERSION => {
-                history.create_layout()
+            (Access::Write, Layout::Ours(version)) if version < LAYOUT_VERSION => history.migrate(),
+            (Access::Read, Layout::Ours(version)) => {
+                history.version = version;
+                Ok(())
             }
             _ => Ok(()),
         }
@@ -212,9 +305,15 @@ impl History {
                  tool_version TEXT NOT NULL,
                  schema_version INTEGER NOT NULL,
                  source TEXT NOT NULL,
-                 report TEXT NOT NULL
+                 report TEXT NOT NULL,
+                 identity TEXT NOT NULL DEFAULT '',
+                 settings TEXT NOT NULL DEFAULT '[]',
+                 disturbed TEXT NOT NULL DEFAULT '[]',
+                 drift INTEGER NOT NULL DEFAULT 0,
+                 content_key TEXT NOT NULL DEFAULT ''
              );
              CREATE INDEX IF NOT EXISTS runs_by_host ON runs (host, command, started_unix);
+             CREATE INDEX IF NOT EXISTS runs_by_content ON runs (content_key);
              CREATE TABLE IF NOT EXISTS figures (
                  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
                  key TEXT NOT NULL,
@@ -233,15 +332,80 @@ impl History {
         Ok(())
     }
 
-    /// Adds a report and its figures in one transaction; returns the run's id.
-    pub fn add(&mut self, report: &Report, source: &str) -> anyhow::Result<i64> {
+    /// Layout 1 to 2 in one transaction: the identity columns added and filled in from
+    /// each run's saved report (a report this memscope cannot read keeps its command as
+    /// its identity and a key of its own, so it is never taken for another).
+    fn migrate(&mut self) -> anyhow::Result<()> {
+        let tx = self.connection.transaction()?;
+        tx.execute_batch(
+            "ALTER TABLE runs ADD COLUMN identity TEXT NOT NULL DEFAULT '';
+             ALTER TABLE runs ADD COLUMN settings TEXT NOT NULL DEFAULT '[]';
+             ALTER TABLE runs ADD COLUMN disturbed TEXT NOT NULL DEFAULT '[]';
+             ALTER TABLE runs ADD COLUMN drift INTEGER NOT NULL DEFAULT 0;
+             ALTER TABLE runs ADD COLUMN content_key TEXT NOT NULL DEFAULT '';
+             CREATE INDEX IF NOT EXISTS runs_by_content ON runs (content_key);",
+        )?;
+        let saved: Vec<(i64, String, String)> = tx
+            .prepare("SELECT id, command, report FROM runs")?
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        for (id, command, text) in saved {
+            let facts = match serde_json::from_str::<Report>(&text) {
+                Ok(report) => Facts::of(&report),
+                Err(_) => Facts {
+                    identity: command,
+                    settings: Vec::new(),
+                    disturbed: Vec::new(),
+                    drift: false,
+                    content_key: format!("legacy:{id}"),
+                },
+            };
+            tx.execute(
+                "UPDATE runs SET identity = ?2, settings = ?3, disturbed = ?4, drift = ?5,
+                                 content_key = ?6 WHERE id = ?1",
+                params![
+                    id,
+                    facts.identity,
+                    serde_json::to_string(&facts.settings)?,
+                    serde_json::to_string(&facts.disturbed)?,
+                    facts.drift,
+                    facts.content_key
+                ],
+            )?;
+        }
+        tx.execute_batch(&format!("PRAGMA user_version = {LAYOUT_VERSION}"))?;
+        tx.commit()?;
+        self.version = LAYOUT_VERSION;
+        Ok(())
+    }
+
+    /// The run holding a report with this content key, if any.
+    fn holding(&self, content_key: &str) -> anyhow::Result<Option<i64>> {
+        Ok(self
+            .connection
+            .query_row(
+                "SELECT id FROM runs WHERE content_key = ?1 ORDER BY id LIMIT 1",
+                params![content_key],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// Adds a report and its figures in one transaction, unless the database holds it
+    /// already (the same `identity::content_key`).
+    pub fn add(&mut self, report: &Report, source: &str) -> anyhow::Result<Added> {
+        let facts = Facts::of(report);
+        if let Some(id) = self.holding(&facts.content_key)? {
+            return Ok(Added::Held(id));
+        }
         let json = serde_json::to_string(report).context("serialising the report")?;
         let figures = report.figures();
         let tx = self.connection.transaction()?;
         tx.execute(
             "INSERT INTO runs (host, cpu_model, kernel, command, started, started_unix,
-                               tool_version, schema_version, source, report)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                               tool_version, schema_version, source, report, identity,
+                               settings, disturbed, drift, content_key)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 report.run.host,
                 report.machine.cpu_model,
@@ -252,7 +416,12 @@ impl History {
                 report.tool.version,
                 report.schema_version,
                 source,
-                json
+                json,
+                facts.identity,
+                serde_json::to_string(&facts.settings)?,
+                serde_json::to_string(&facts.disturbed)?,
+                facts.drift,
+                facts.content_key
             ],
         )?;
         let id = tx.last_insert_rowid();
@@ -279,20 +448,28 @@ impl History {
             }
         }
         tx.commit()?;
-        Ok(id)
+        Ok(Added::New(id))
     }
 
     /// Runs, by host then date, optionally of one host, the newest `limit` per host.
     pub fn runs(&self, host: Option<&str>, limit: Option<usize>) -> anyhow::Result<Vec<RunRow>> {
-        let mut statement = self.connection.prepare(
+        // A layout-1 file (read only) has no identity columns: its rows get the command
+        // as a stand-in here, and their facts from their reports below.
+        let facts = if self.version >= 2 {
+            "r.identity, r.settings, r.disturbed, r.drift"
+        } else {
+            "r.command, '[]', '[]', 0"
+        };
+        let mut statement = self.connection.prepare(&format!(
             "SELECT r.id, r.host, r.cpu_model, r.kernel, r.command, r.started, r.started_unix,
                     r.tool_version, r.source,
-                    (SELECT COUNT(*) FROM figures f WHERE f.run_id = r.id)
+                    (SELECT COUNT(*) FROM figures f WHERE f.run_id = r.id), {facts}
              FROM runs r
              WHERE ?1 IS NULL OR r.host = ?1
-             ORDER BY r.host, r.started_unix, r.id",
-        )?;
+             ORDER BY r.host, r.started_unix, r.id"
+        ))?;
         let rows = statement.query_map(params![host], |r| {
+            let json = |i: usize| -> rusqlite::Result<String> { r.get(i) };
             Ok(RunRow {
                 id: r.get(0)?,
                 host: r.get(1)?,
@@ -304,11 +481,27 @@ impl History {
                 tool_version: r.get(7)?,
                 source: r.get(8)?,
                 figures: r.get(9)?,
+                identity: r.get(10)?,
+                settings: serde_json::from_str(&json(11)?).unwrap_or_default(),
+                disturbed: serde_json::from_str(&json(12)?).unwrap_or_default(),
+                drift: r.get(13)?,
             })
         })?;
         let mut all: Vec<RunRow> = rows
             .collect::<Result<_, _>>()
             .with_context(|| format!("reading the runs in {}", self.path.display()))?;
+        if self.version < 2 {
+            for row in &mut all {
+                // A report this memscope cannot read keeps its command as its identity.
+                if let Ok(Some(report)) = self.report(row.id) {
+                    let facts = Facts::of(&report);
+                    row.identity = facts.identity;
+                    row.settings = facts.settings;
+                    row.disturbed = facts.disturbed;
+                    row.drift = facts.drift;
+                }
+            }
+        }
         if let Some(limit) = limit {
             let mut kept = Vec::new();
             for host in distinct(all.iter().map(|r| r.host.clone())) {
@@ -457,6 +650,7 @@ pub fn check_for_writing(path: &Path) -> Result<(), UsageError> {
             let history = History {
                 connection,
                 path: path.to_path_buf(),
+                version: LAYOUT_VERSION,
             };
             history.layout().map(drop).map_err(as_usage)
         }
@@ -496,12 +690,18 @@ pub fn run(plan: &params::HistoryPlan) -> anyhow::Result<Listing> {
     let mut history = History::open(&plan.db, access)?;
     let mut text = String::new();
     for (file, report) in &plan.add {
-        let id = history.add(report, file)?;
-        text.push_str(&format!(
-            " Added {file} ({}, {}) as run {id}\n",
-            report.run.host,
-            report.run.when()
-        ));
+        text.push_str(&match history.add(report, file)? {
+            Added::New(id) => format!(
+                " Added {file} ({}, {}) as run {id}\n",
+                report.run.host,
+                report.run.when()
+            ),
+            Added::Held(id) => format!(
+                " Skipped {file} ({}, {}): the database holds it already, as run {id}\n",
+                report.run.host,
+                report.run.when()
+            ),
+        });
     }
     let mut regression = false;
     let (section, json) = if plan.check {
@@ -530,7 +730,7 @@ pub fn run(plan: &params::HistoryPlan) -> anyhow::Result<Listing> {
 pub fn save(report: &Report) -> anyhow::Result<(PathBuf, i64)> {
     let path = save_path()?;
     let mut history = History::open(&path, Access::Write)?;
-    let id = history.add(report, "saved")?;
+    let id = history.add(report, "saved")?.id();
     Ok((path, id))
 }
 
@@ -562,7 +762,7 @@ fn distinct(values: impl Iterator<Item = String>) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub fn report(host: &str, when: u64, scale: f64) -> Report {
@@ -585,7 +785,7 @@ mod tests {
         let path = dir.path().join("sub/history.sqlite3");
         assert!(History::open(&path, Access::Read).is_err());
         let mut h = History::open(&path, Access::Write).unwrap();
-        let a = h.add(&report("b-host", 10, 1.0), "saved").unwrap();
+        let a = h.add(&report("b-host", 10, 1.0), "saved").unwrap().id();
         h.add(&report("a-host", 20, 1.0), "x.json").unwrap();
         h.add(&report("b-host", 30, 1.0), "saved").unwrap();
         let runs = h.runs(None, None).unwrap();
@@ -697,6 +897,72 @@ mod tests {
         let error = refusal(History::open(&link, Access::Write));
         assert!(error.contains("does not exist"), "{error}");
         assert!(!dir.path().join("absent").exists());
+    }
+
+    #[test]
+    fn a_report_already_held_is_not_added_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = History::open(&dir.path().join("h.sqlite3"), Access::Write).unwrap();
+        let r = report("box", 10, 1.0);
+        let first = h.add(&r, "a.json").unwrap();
+        assert!(matches!(first, Added::New(_)));
+        // Read back from its JSON, as `--add` reads a file.
+        let again: Report = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
+        assert_eq!(h.add(&again, "b.json").unwrap(), Added::Held(first.id()));
+        assert_eq!(h.runs(None, None).unwrap().len(), 1);
+        assert!(matches!(
+            h.add(&report("box", 11, 1.0), "c.json").unwrap(),
+            Added::New(_)
+        ));
+    }
+
+    #[test]
+    fn a_layout_1_database_is_read_as_it_is_and_migrated_when_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("old.sqlite3");
+        let mut r = report("box", 10, 1.0);
+        r.settings.command = "stat".into();
+        r.experiments = Default::default();
+        r.stat = Some(identity::tests::stat_result(&["sleep", "0.2"], 0.2, 0.0));
+        {
+            // The layout as memscope 1 made it.
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE runs (id INTEGER PRIMARY KEY, host TEXT NOT NULL,
+                     cpu_model TEXT NOT NULL, kernel TEXT NOT NULL, command TEXT NOT NULL,
+                     started TEXT NOT NULL, started_unix INTEGER NOT NULL,
+                     tool_version TEXT NOT NULL, schema_version INTEGER NOT NULL,
+                     source TEXT NOT NULL, report TEXT NOT NULL);
+                 CREATE TABLE figures (run_id INTEGER NOT NULL REFERENCES runs (id),
+                     key TEXT NOT NULL, section TEXT NOT NULL, label TEXT NOT NULL,
+                     unit TEXT NOT NULL, better TEXT NOT NULL, value REAL NOT NULL,
+                     spread_pct REAL, step_pct REAL, drift_pct REAL,
+                     PRIMARY KEY (run_id, key));
+                 PRAGMA user_version = 1;",
+            )
+            .unwrap();
+            c.execute(
+                "INSERT INTO runs VALUES (1, 'box', '', '', 'stat', '10', 10, '0', 2, 'saved', ?1)",
+                params![serde_json::to_string(&r).unwrap()],
+            )
+            .unwrap();
+        }
+        let before = std::fs::read(&path).unwrap();
+        let runs = History::open(&path, Access::Read)
+            .unwrap()
+            .runs(None, None)
+            .unwrap();
+        assert_eq!(runs[0].identity, "stat -- sleep 0.2");
+        assert_eq!(std::fs::read(&path).unwrap(), before, "read only");
+        let mut h = History::open(&path, Access::Write).unwrap();
+        let version: i64 = h
+            .connection
+            .query_row("PRAGMA user_version", [], |row| row.get(0))
+            .unwrap();
+        assert_eq!(version, LAYOUT_VERSION);
+        assert_eq!(h.runs(None, None).unwrap()[0].identity, "stat -- sleep 0.2");
+        // The migrated run's content key finds the same report.
+        assert_eq!(h.add(&r, "again.json").unwrap(), Added::Held(1));
     }
 
     #[test]

@@ -1,5 +1,7 @@
 //! `memscope history` in the terminal and JSON: the runs by host and date, and the check
-//! of each host's latest run (the figures that moved beyond the noise, worse first).
+//! of each host's latest run (the figures that moved beyond the noise, worse first, those
+//! measured while the machine was shared marked `*`), saying which earlier runs it was
+//! judged against and which were passed over, and why.
 
 use std::path::Path;
 
@@ -41,7 +43,7 @@ pub fn list_section(runs: &[RunRow], db: &Path) -> Section {
             r.id.to_string(),
             r.host.clone(),
             when(&r.started),
-            r.command.clone(),
+            r.identity.clone(),
             r.cpu_model.clone(),
             r.kernel.clone(),
             r.figures.to_string(),
@@ -73,15 +75,56 @@ pub fn check_section(checks: &[HostCheck]) -> Section {
             c.host,
             c.latest.id,
             when(&c.latest.started),
-            c.command,
+            c.identity,
             c.earlier_runs.len()
         )));
+        if c.other_settings > 0 {
+            section.push(Paragraph::note(format!(
+                "{} earlier run(s) of `{}` with other settings ({}) passed over: their \
+                 figures are not comparable.",
+                c.other_settings,
+                c.identity,
+                c.other_settings_what.join(", ")
+            )));
+        }
         if c.figures.is_empty() {
-            section.push(Paragraph::note(
-                "Nothing to check against: no earlier run of this command on this host shares \
-                 a figure with it.",
-            ));
+            section.push(Paragraph::note(format!(
+                "Nothing to check against: no earlier run of `{}` with the same settings on \
+                 this host shares a figure with it.",
+                c.identity
+            )));
             continue;
+        }
+        if !c.latest.disturbed.is_empty() || c.latest.drift {
+            let mut what = Vec::new();
+            if !c.latest.disturbed.is_empty() {
+                what.push(format!(
+                    "measured {} while other tasks or the hypervisor took a share of the \
+                     machine",
+                    c.latest.disturbed.join(", ")
+                ));
+            }
+            if c.latest.drift {
+                what.push("its drift pass found figures that moved within the run".into());
+            }
+            section.push(Paragraph::note(format!(
+                "This run {}: its figures from there are marked * and a worse one is not \
+                 counted as a regression.",
+                what.join(", and ")
+            )));
+        }
+        let left_out: usize = c.figures.iter().map(|f| f.left_out).max().unwrap_or(0);
+        if left_out > 0 {
+            section.push(Paragraph::note(format!(
+                "Up to {left_out} earlier value(s) per figure measured while disturbed or \
+                 drifting were left out of the reference, settled ones being there."
+            )));
+        }
+        if c.figures.iter().any(|f| f.reference_unsettled) {
+            section.push(Paragraph::note(
+                "Figures whose every earlier value was measured while disturbed or drifting \
+                 were judged against those values and are marked *.",
+            ));
         }
         let mut moved: Vec<_> = c.figures.iter().filter(|f| f.verdict.is_change()).collect();
         moved.sort_by_key(|f| match f.verdict {
@@ -106,10 +149,15 @@ pub fn check_section(checks: &[HostCheck]) -> Section {
                 Column::text(""),
             ]);
             for f in moved {
-                let style = if f.verdict == Verdict::Worse {
+                let style = if f.is_regression() {
                     Style::Warn
                 } else {
                     Style::Plain
+                };
+                let mark = if f.unsettled || f.reference_unsettled {
+                    format!("{}*", f.verdict.mark())
+                } else {
+                    f.verdict.mark().to_string()
                 };
                 table.row([
                     Cell::new(f.label.clone()),
@@ -121,20 +169,30 @@ pub fn check_section(checks: &[HostCheck]) -> Section {
                         f.band_pct
                             .map_or_else(|| format::DASH.to_string(), |b| format!("±{b:.1}%")),
                     ),
-                    Cell::styled(f.verdict.mark(), style),
+                    Cell::styled(mark, style),
                 ]);
             }
             section.push(table);
         }
         let regressions = c.regressions().count();
+        let unsettled = c.unsettled_worse().count();
+        let not_counted = if unsettled > 0 {
+            format!(
+                " {unsettled} worse figure(s) marked * not counted: measured while disturbed \
+                 or drifting."
+            )
+        } else {
+            String::new()
+        };
         section.push(if regressions > 0 {
             Paragraph::warning(format!(
                 "{regressions} regression(s) beyond the noise; {within} figure(s) within it, \
-                 {unjudged} not judged."
+                 {unjudged} not judged.{not_counted}"
             ))
         } else {
             Paragraph::note(format!(
-                "No regression: {within} figure(s) within the noise, {unjudged} not judged."
+                "No regression: {within} figure(s) within the noise, {unjudged} not \
+                 judged.{not_counted}"
             ))
         });
     }

@@ -97,6 +97,11 @@ pub struct RunStamp {
     pub started_unix: u64,
     /// Seconds from the start to the report being written.
     pub elapsed_s: f64,
+    /// memscope's arguments as given, after the program name (`["stat", "--", "true"]`):
+    /// with `settings.command` it tells runs of different programs or flags apart
+    /// (`history::identity`). Empty in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub argv: Vec<String>,
 }
 
 impl RunStamp {
@@ -110,7 +115,24 @@ impl RunStamp {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
             elapsed_s: 0.0,
+            argv: std::env::args_os()
+                .skip(1)
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
         }
+    }
+
+    /// The command line as a shell would take it ("memscope stat -- sleep 0.2"), or ""
+    /// when the report did not record it.
+    pub fn command_line(&self) -> String {
+        if self.argv.is_empty() {
+            return String::new();
+        }
+        let words = std::iter::once("memscope").chain(self.argv.iter().map(String::as_str));
+        shlex::try_join(words).unwrap_or_else(|_| {
+            // A NUL byte cannot be quoted: the words as they are.
+            format!("memscope {}", self.argv.join(" "))
+        })
     }
 
     /// The date and time for a reader ("2026-11-26 13:05 UTC"), or "date unknown".

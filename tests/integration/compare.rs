@@ -55,9 +55,15 @@ fn edited_from(
     path
 }
 
-/// Every latency point's spread set to 1% and the drift pass dropped.
+/// Every latency point's spread set to 1%, the drift pass dropped and the run's
+/// conditions quiet (a run measured on a busy machine is disturbed, and a check does not
+/// count its worse figures).
 fn quiet(report: &mut Value) {
     report["drift"] = Value::Null;
+    report["conditions"] = serde_json::json!([]);
+    if let Some(warnings) = report["warnings"].as_array_mut() {
+        warnings.retain(|w| w["code"] != "drift" && w["code"] != "disturbed");
+    }
     let latency = &mut report["experiments"]["latency"];
     for curve in ["points", "random_points"] {
         for point in latency[curve].as_array_mut().into_iter().flatten() {
@@ -271,4 +277,122 @@ fn files_that_are_not_readable_reports_are_refused_with_exit_2() {
         .stderr(predicate::str::contains("at least two"));
     // Nothing was created by the refused imports.
     assert!(!dir.path().join("h.db").exists());
+}
+
+/// `memscope stat --save -- PROGRAM` into the database `db`.
+fn stat_saved(db: &Path, program: &[&str]) {
+    memscope(&["stat", "--save", "--"])
+        .args(program)
+        .env("MEMSCOPE_HISTORY", db)
+        .assert()
+        .success();
+}
+
+#[test]
+fn stat_runs_of_two_programs_are_two_series_and_the_check_passes() {
+    let dir = temp_dir();
+    let db = dir.path().join("h.sqlite3");
+    stat_saved(&db, &["true"]);
+    stat_saved(&db, &["true"]);
+    stat_saved(&db, &["sleep", "0.2"]);
+    let out = memscope(&["history", "--db", db.to_str().unwrap(), "--check"])
+        .args(["--json", "-"])
+        .assert()
+        .success();
+    let checks: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    // The latest run is `sleep 0.2`: no earlier run of it, nothing set against `true`.
+    assert_eq!(checks[0]["identity"], "stat -- sleep 0.2", "{checks}");
+    assert_eq!(checks[0]["earlier_runs"].as_array().unwrap().len(), 0);
+    let listed = memscope(&["history", "--db", db.to_str().unwrap(), "--json", "-"])
+        .assert()
+        .success();
+    let runs: Value = serde_json::from_slice(&listed.get_output().stdout).unwrap();
+    let identities: Vec<&str> = runs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["identity"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        identities,
+        ["stat -- true", "stat -- true", "stat -- sleep 0.2"]
+    );
+}
+
+#[test]
+fn a_report_added_twice_is_stored_once() {
+    let (_, a) = measured();
+    let dir = temp_dir();
+    let db = dir.path().join("h.sqlite3");
+    let db = db.to_str().unwrap();
+    memscope(&["history", "--db", db, "--add", a.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Added"));
+    memscope(&["history", "--db", db, "--add", a.to_str().unwrap()])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Skipped").and(predicate::str::contains("holds it")));
+    let out = memscope(&["history", "--db", db, "--json", "-"])
+        .assert()
+        .success();
+    let runs: Value = serde_json::from_slice(&out.get_output().stdout).unwrap();
+    assert_eq!(runs.as_array().unwrap().len(), 1);
+    // The run saved by the measurement itself is the same report: not added again.
+    let report = latency_report();
+    memscope(&["history", "--add", a.to_str().unwrap()])
+        .env("MEMSCOPE_HISTORY", &report.history)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("Skipped"));
+}
+
+#[test]
+fn a_run_and_a_footprint_share_no_figure_and_are_refused() {
+    let (_, a) = measured();
+    let dir = temp_dir();
+    let footprint = dir.path().join("footprint.json");
+    memscope(&["footprint", "/bin/true", "--json"])
+        .arg(&footprint)
+        .assert()
+        .success();
+    memscope(&["compare", a.to_str().unwrap(), footprint.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stderr(
+            predicate::str::contains("share none")
+                .and(predicate::str::contains(footprint.to_str().unwrap())),
+        );
+}
+
+#[test]
+fn settings_that_differ_are_named_and_disturbed_runs_marked() {
+    let quick = edited("settings-a.json", 1.0, 0, |_| {});
+    let other = edited("settings-b.json", 1.0, 60, |r| {
+        r["settings"]["quick"] = (!r["settings"]["quick"].as_bool().unwrap()).into();
+        r["settings"]["repetitions"] = 99.into();
+        r["conditions"] = serde_json::json!([{
+            "experiment": "latency", "elapsed_s": 1.0, "other_runnable_mean": 2.0,
+            "other_runnable_max": 3.0, "samples": 10, "tasks": ["cc1"], "steal_pct": null,
+            "disturbed": true
+        }]);
+    });
+    let c = compare_json(&[&quick, &other]);
+    let what: Vec<&str> = c["comparison"]["groups"][0]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["what"].as_str().unwrap())
+        .collect();
+    assert!(
+        what.contains(&"quick") && what.contains(&"repetitions"),
+        "{what:?}"
+    );
+    assert_eq!(c["comparison"]["runs"][1]["disturbed"][0], "latency");
+    let text = memscope(&["compare", quick.to_str().unwrap(), other.to_str().unwrap()])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&text.get_output().stdout).to_string();
+    assert!(text.contains("What differs"), "{text}");
+    assert!(text.contains("B *"), "{text}");
 }
