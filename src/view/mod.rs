@@ -16,7 +16,9 @@
 
 pub mod chart;
 pub mod figure;
+pub mod fit;
 pub mod format;
+pub mod glance;
 #[cfg(test)]
 mod inspect;
 pub mod judge;
@@ -356,7 +358,21 @@ pub enum Align {
     Right,
 }
 
-/// A table column: its header (with the unit, if any, in parentheses) and alignment.
+/// How much a column matters when a terminal is too narrow for the whole table: the
+/// lowest go first, the rightmost first among equals; the first column (the row's key)
+/// always stays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    /// Detail the figures can do without (cycles beside ns, a spread, a count of points).
+    Low,
+    #[default]
+    Normal,
+    /// The figure the table is about, or a mark the reader needs to read it.
+    High,
+}
+
+/// A table column: its header (with the unit, if any, in parentheses), alignment and
+/// priority.
 #[derive(Debug, Clone)]
 pub struct Column {
     pub name: String,
@@ -364,6 +380,7 @@ pub struct Column {
     pub align: Align,
     /// Explains the column (HTML tooltip on the header).
     pub title: Option<String>,
+    pub priority: Priority,
 }
 
 impl Column {
@@ -374,6 +391,7 @@ impl Column {
             unit: None,
             align: Align::Left,
             title: None,
+            priority: Priority::Normal,
         }
     }
 
@@ -395,6 +413,11 @@ impl Column {
 
     pub fn titled(mut self, title: impl Into<String>) -> Column {
         self.title = Some(title.into());
+        self
+    }
+
+    pub fn priority(mut self, priority: Priority) -> Column {
+        self.priority = priority;
         self
     }
 
@@ -460,6 +483,22 @@ pub enum Layout {
     KeyValue,
 }
 
+/// What the terminal does with a table wider than itself (HTML tables scroll instead).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Overflow {
+    /// Wrap the last column's text when it is text, else hide the columns of the lowest
+    /// priority and say so under the table (CSV and `--points` have them all).
+    #[default]
+    Drop,
+    /// Cut the columns into several tables one under the other, each repeating the first
+    /// column: for tables of like columns (one per stride, one per cache level), none of
+    /// which matters less than another.
+    Wrap,
+    /// Keep each row on one line, its last cell cut short with "…" (a summary whose full
+    /// text is elsewhere).
+    Clip,
+}
+
 #[derive(Debug, Clone)]
 pub struct Table {
     /// Shown above the table (HTML `h3`; a heading line in the terminal).
@@ -469,6 +508,8 @@ pub struct Table {
     pub rows: Vec<Row>,
     /// Footnotes under the table, one paragraph each.
     pub notes: Vec<Text>,
+    /// What a terminal too narrow for it does.
+    pub overflow: Overflow,
 }
 
 impl Table {
@@ -479,6 +520,7 @@ impl Table {
             columns,
             rows: Vec::new(),
             notes: Vec::new(),
+            overflow: Overflow::Drop,
         }
     }
 
@@ -492,6 +534,11 @@ impl Table {
 
     pub fn titled(mut self, title: impl Into<String>) -> Table {
         self.title = Some(title.into());
+        self
+    }
+
+    pub fn overflow(mut self, overflow: Overflow) -> Table {
+        self.overflow = overflow;
         self
     }
 

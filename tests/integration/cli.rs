@@ -58,6 +58,27 @@ fn info_prints_a_readable_table() {
 }
 
 #[test]
+fn info_fits_the_terminal_width_from_columns_or_80_in_a_pipe() {
+    let widest = |columns: Option<&str>| -> (usize, usize) {
+        let mut command = memscope("info");
+        match columns {
+            Some(c) => command.env("COLUMNS", c),
+            None => command.env_remove("COLUMNS"),
+        };
+        let out = command.assert().success().get_output().stdout.clone();
+        let text = String::from_utf8(out).expect("UTF-8");
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        (widest, text.lines().count())
+    };
+    // stdout is a pipe here: 80 without COLUMNS.
+    for (columns, limit) in [(Some("80"), 80), (None, 80), (Some("50"), 50), (Some("x"), 80)] {
+        let (widest, lines) = widest(columns);
+        assert!(widest <= limit, "COLUMNS={columns:?}: a line of {widest} characters");
+        assert!(lines > 5, "COLUMNS={columns:?}: {lines} lines");
+    }
+}
+
+#[test]
 fn quick_latency_orders_levels_from_l1d_to_dram() {
     let report = measured_json("latency --quick --json -");
     let latency = &report["experiments"]["latency"];
