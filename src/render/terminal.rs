@@ -127,7 +127,7 @@ impl Out {
     fn prose(self, text: &Text) -> String {
         text.to_plain()
             .lines()
-            .flat_map(|line| fit::wrap(line, self.width - 1))
+            .flat_map(|line| fit::wrap(line, self.width.saturating_sub(1)))
             .map(|line| format!(" {line}\n"))
             .collect()
     }
@@ -260,8 +260,12 @@ impl<'a> Grid<'a> {
         let header: Vec<String> = table.columns.iter().map(|c| c.header()).collect();
         let rows: Vec<GridRow> = (table.rows.iter())
             .map(|r| match r {
-                Row::Cells(cells) => GridRow::Cells(cells.iter().map(|c| cell_text(&c.0)).collect()),
-                Row::Spanning(first, text) => GridRow::Spanning(cell_text(&first.0), cell_text(text)),
+                Row::Cells(cells) => {
+                    GridRow::Cells(cells.iter().map(|c| cell_text(&c.0)).collect())
+                }
+                Row::Spanning(first, text) => {
+                    GridRow::Spanning(cell_text(&first.0), cell_text(text))
+                }
             })
             .collect();
         let mut widths: Vec<usize> = header.iter().map(|h| width(h)).collect();
@@ -437,7 +441,10 @@ mod tests {
             assert!(text.lines().count() >= 300 / w, "{text}");
             assert!(widest(&text) <= w, "{text}");
             // Every line but the last is full to within a word.
-            assert!(text.lines().rev().skip(1).all(|l| width(l) > w - 5), "{text}");
+            assert!(
+                text.lines().rev().skip(1).all(|l| width(l) > w - 5),
+                "{text}"
+            );
         }
         let mut s = Section::new("x", "X", words.trim_end());
         s.push(Block::Heading(words.clone()));
@@ -479,8 +486,14 @@ mod tests {
         assert!(widest(&text) <= 40, "{text}");
         let header = text.lines().next().unwrap_or_default();
         assert_eq!(header, " experiment  latency (ns)  spread (%)");
-        assert!(text.contains(" bandwidth           95.0        12.1\n"), "{text}");
-        assert!(text.contains("\n 2 columns hidden to fit 40 columns;"), "{text}");
+        assert!(
+            text.contains(" bandwidth           95.0        12.1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n 2 columns hidden to fit 40 columns;"),
+            "{text}"
+        );
         // The spanning row's text wraps clear of the first column.
         assert!(text.contains("\n tlb         not measured:"), "{text}");
         assert!(text.contains("\n             not measured:"), "{text}");
@@ -507,12 +520,21 @@ mod tests {
         assert!(widest(&text) <= 60, "{text}");
         assert!(!text.contains("hidden"), "{text}");
         let lines: Vec<&str> = text.lines().collect();
-        assert!(lines[2].starts_with(" latency          4.3  rustc ×4,"), "{text}");
+        assert!(
+            lines[2].starts_with(" latency          4.3  rustc ×4,"),
+            "{text}"
+        );
         // The text goes on under itself, clear of the other columns.
         let indent = " latency          4.3  ".chars().count();
         assert!(lines[3].chars().take(indent).all(|c| c == ' '), "{text}");
-        assert!(lines[3].chars().nth(indent).is_some_and(|c| c != ' '), "{text}");
-        assert!(lines.last().is_some_and(|l| l.starts_with(" tlb")), "{text}");
+        assert!(
+            lines[3].chars().nth(indent).is_some_and(|c| c != ' '),
+            "{text}"
+        );
+        assert!(
+            lines.last().is_some_and(|l| l.starts_with(" tlb")),
+            "{text}"
+        );
     }
 
     #[test]
@@ -529,22 +551,32 @@ mod tests {
         assert!(widest(&text) <= 60, "{text}");
         assert!(!text.contains("hidden"));
         assert!(text.matches(" Working set").count() >= 3, "{text}");
-        assert_eq!(text.matches(" 128 MiB").count(), text.matches(" Working set").count());
+        assert_eq!(
+            text.matches(" 128 MiB").count(),
+            text.matches(" Working set").count()
+        );
         for stride in ["8 ", "80 ", "160"] {
-            assert_eq!(text.matches(&format!("  {stride}")).count(), 1, "{stride}: {text}");
+            assert_eq!(
+                text.matches(&format!("  {stride}")).count(),
+                1,
+                "{stride}: {text}"
+            );
         }
     }
 
     #[test]
     fn a_clipped_table_keeps_each_row_on_one_line() {
         let mut t = Table::key_value().overflow(Overflow::Clip);
-        t.pair("! disturbed", "latency was measured while the machine was shared by many");
+        t.pair(
+            "! disturbed",
+            "latency was measured while the machine was shared by many",
+        );
         t.pair("", "tlb was measured");
         let text = at(40).table(&t);
         assert_eq!(text.lines().count(), 2, "{text}");
         assert!(widest(&text) <= 40 && text.contains("…"), "{text}");
-        let mut g = Table::new(vec![Column::text("code"), Column::text("gist")])
-            .overflow(Overflow::Clip);
+        let mut g =
+            Table::new(vec![Column::text("code"), Column::text("gist")]).overflow(Overflow::Clip);
         g.row(["hypervisor", &"running under a hypervisor ".repeat(4)]);
         let text = at(40).table(&g);
         assert_eq!(text.lines().count(), 3, "{text}");

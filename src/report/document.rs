@@ -67,7 +67,10 @@ pub fn terminal(
         sections.push(settings::settings_section(report));
     }
     if machine_view == MachineView::Summary {
-        sections.extend(glance::section(&glance::cards(results, report.warnings.len())));
+        sections.extend(glance::section(&glance::cards(
+            results,
+            report.warnings.len(),
+        )));
         let warnings = report.warnings.iter();
         sections.push(glance::compact_warnings(
             warnings.map(|w| (w.code.as_str(), w.message.as_str())),
@@ -263,7 +266,9 @@ mod tests {
             let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
             assert!(widest <= width, "{width}: a line of {widest}");
             let glance = text.find("\nAt a glance\n").expect("at a glance");
-            let warnings = text.rfind("\nWarnings (4: one line each").expect("warnings");
+            let warnings = text
+                .rfind("\nWarnings (4: one line each")
+                .expect("warnings");
             assert!(text.find("\nSettings\n") < Some(glance) && glance < warnings);
             // The same figures as the HTML's cards, in the same order.
             let cards = glance::cards(&results, report.warnings.len());

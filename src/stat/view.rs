@@ -136,7 +136,11 @@ fn not_counted(result: &StatResult) -> Vec<Paragraph> {
                 n => format!("Not counted ({n}): {}", events.join(", ")),
             };
             if !derived.is_empty() {
-                let lead = if text.is_empty() { "Not derived" } else { "; so not derived" };
+                let lead = if text.is_empty() {
+                    "Not derived"
+                } else {
+                    "; so not derived"
+                };
                 text.push_str(&format!("{lead}: {}", derived.join(", ")));
             }
             Paragraph::muted(format!("{text}. Why: {why}."))

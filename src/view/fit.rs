@@ -105,7 +105,12 @@ pub fn fit_columns(
         }
         if let (Some(&last), true) = (kept.last(), kept.len() > 1) {
             let room = max.saturating_sub(total - widths[last]);
-            if wraps.get(last).copied().flatten().is_some_and(|min| room >= min) {
+            if wraps
+                .get(last)
+                .copied()
+                .flatten()
+                .is_some_and(|min| room >= min)
+            {
                 return Fitted {
                     kept,
                     wrap_last: Some(room),
@@ -150,12 +155,18 @@ mod tests {
     fn wrapping_keeps_every_line_within_the_width_and_every_word() {
         let text = "one two three four five six seven eight nine ten";
         let lines = wrap(text, 14);
-        assert_eq!(lines, ["one two three", "four five six", "seven eight", "nine ten"]);
+        assert_eq!(
+            lines,
+            ["one two three", "four five six", "seven eight", "nine ten"]
+        );
         assert_eq!(lines.join(" "), text);
         // A word longer than the width is cut into pieces of the width.
         let lines = wrap("see /usr/lib/debug/.build-id/ab/cdef.debug now", 12);
         assert!(lines.iter().all(|l| width(l) <= 12), "{lines:?}");
-        assert_eq!(lines.concat().replace(' ', ""), "see/usr/lib/debug/.build-id/ab/cdef.debugnow");
+        assert_eq!(
+            lines.concat().replace(' ', ""),
+            "see/usr/lib/debug/.build-id/ab/cdef.debugnow"
+        );
         assert_eq!(wrap("", 10), [""]);
         assert_eq!(wrap("µs ns", 2), ["µs", "ns"]);
     }
@@ -163,7 +174,10 @@ mod tests {
     #[test]
     fn clipping_cuts_at_a_space_and_marks_the_cut() {
         assert_eq!(clip("short", 10), "short");
-        assert_eq!(clip("the system is busy: 6 other tasks", 20), "the system is busy:…");
+        assert_eq!(
+            clip("the system is busy: 6 other tasks", 20),
+            "the system is busy:…"
+        );
         assert_eq!(clip("abcdefghijkl", 6), "abcde…");
         assert!(width(&clip(&"word ".repeat(40), 33)) <= 33);
     }
@@ -202,13 +216,25 @@ mod tests {
         let all = [Normal; 4];
         // 1 + 82 + 6 = 89 > 80: the text wraps into what is left, 80 - 29 = 51.
         let fitted = fit_columns(&widths, &all, &wraps, 80);
-        assert_eq!(fitted, Fitted { kept: vec![0, 1, 2, 3], wrap_last: Some(51) });
+        assert_eq!(
+            fitted,
+            Fitted {
+                kept: vec![0, 1, 2, 3],
+                wrap_last: Some(51)
+            }
+        );
         // Too narrow for even 12 characters of it: it goes (the rightmost, all Normal).
         assert_eq!(fit_columns(&widths, &all, &wraps, 38).kept, [0, 1, 2]);
         // Once a column went, the text wraps in the room that freed.
         let text_high = [Normal, Normal, Normal, High];
         let fitted = fit_columns(&widths, &text_high, &wraps, 33);
-        assert_eq!(fitted, Fitted { kept: vec![0, 1, 3], wrap_last: Some(12) });
+        assert_eq!(
+            fitted,
+            Fitted {
+                kept: vec![0, 1, 3],
+                wrap_last: Some(12)
+            }
+        );
     }
 
     #[test]
@@ -216,7 +242,10 @@ mod tests {
         let widths = [11, 4, 4, 4, 4, 4, 4, 6];
         assert_eq!(column_groups(&widths, 80), [vec![0, 1, 2, 3, 4, 5, 6, 7]]);
         let groups = column_groups(&widths, 26);
-        assert_eq!(groups, [vec![0, 1, 2], vec![0, 3, 4], vec![0, 5, 6], vec![0, 7]]);
+        assert_eq!(
+            groups,
+            [vec![0, 1, 2], vec![0, 3, 4], vec![0, 5, 6], vec![0, 7]]
+        );
         for g in &groups {
             assert!(line_width(g.iter().map(|&i| widths[i])) <= 26);
         }

@@ -90,7 +90,11 @@ pub fn compact_warnings<'a>(warnings: impl IntoIterator<Item = (&'a str, &'a str
     for code in codes {
         let group = warnings.iter().filter(|(c, _)| *c == code);
         for (i, (_, message)) in group.enumerate() {
-            let key = if i == 0 { format!("! {code}") } else { String::new() };
+            let key = if i == 0 {
+                format!("! {code}")
+            } else {
+                String::new()
+            };
             table.pair(key, gist(message));
         }
     }
@@ -162,16 +166,28 @@ mod tests {
         assert!(section(&[]).is_none());
         let s = section(&cards).expect("cards");
         let text = s.plain_text();
-        assert!(text.contains("L2") && text.contains("1.00 ns  load-to-use"), "{text}");
+        assert!(
+            text.contains("L2") && text.contains("1.00 ns  load-to-use"),
+            "{text}"
+        );
         assert!(matches!(&s.blocks[0], Block::Table(t) if t.layout == Layout::KeyValue));
     }
 
     #[test]
     fn warnings_are_grouped_by_code_one_gist_each() {
         let w = [
-            ("disturbed", "latency was measured while the machine was shared: 5.8 other"),
-            ("hypervisor", "running under a hypervisor (KVM): TLB misses cost more"),
-            ("disturbed", "tlb was measured while the machine was shared: 11.6 other"),
+            (
+                "disturbed",
+                "latency was measured while the machine was shared: 5.8 other",
+            ),
+            (
+                "hypervisor",
+                "running under a hypervisor (KVM): TLB misses cost more",
+            ),
+            (
+                "disturbed",
+                "tlb was measured while the machine was shared: 11.6 other",
+            ),
         ];
         let s = compact_warnings(w);
         assert!(s.title.starts_with("Warnings (3:"), "{}", s.title);

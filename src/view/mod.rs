@@ -12,7 +12,9 @@
 //!
 //! Nothing here formats a number: `format` holds the shared number formats the rooms use.
 //! `figure` is a result's comparable figures, and `judge` when two of them differ beyond
-//! both runs' noise (for `compare` and `history`).
+//! both runs' noise (for `compare` and `history`). `glance` builds the headline cards and
+//! the compact warnings; `fit` is how text and a table's columns fit a terminal's width
+//! (each column declares a `Priority`, each table its `Overflow`).
 
 pub mod chart;
 pub mod figure;

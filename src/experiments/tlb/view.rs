@@ -12,7 +12,8 @@ use crate::units::Bytes;
 use crate::view::format::spread_cell;
 use crate::view::format::{cycles, fixed, k_subset, ns, opt_bytes, opt_count, rounded};
 use crate::view::{
-    Block, Cell, Column, Headline, Medium, Paragraph, Present, Priority, Section, Style, Table, Text,
+    Block, Cell, Column, Headline, Medium, Paragraph, Present, Priority, Section, Style, Table,
+    Text,
 };
 
 /// Page counts shown per page size in the terminal's compact curve tables.
