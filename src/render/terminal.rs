@@ -217,6 +217,15 @@ impl Out {
                 Overflow::Clip => vec![fit::clip(v, value_width)],
                 Overflow::Drop | Overflow::Wrap => fit::wrap(v, value_width),
             };
+            // A long value beside wide keys (a paragraph of settings) takes fewer lines
+            // under its key, across the width.
+            if lines.len() > 4 && key_width > 12 {
+                out.push_str(&format!(" {k}\n"));
+                for line in fit::wrap(v, self.width.saturating_sub(4)) {
+                    out.push_str(&format!("    {line}\n"));
+                }
+                continue;
+            }
             for (i, line) in lines.iter().enumerate() {
                 let key = if i == 0 { k.as_str() } else { "" };
                 out.push_str(format!(" {key:<key_width$}  {line}").trim_end());
@@ -454,6 +463,15 @@ mod tests {
         let lines: Vec<String> = at(80).key_value(&t).lines().map(str::to_string).collect();
         assert!(lines[0].starts_with(" Sampling  word"));
         assert!(lines[1].starts_with("           word"), "{lines:?}");
+        assert!(lines.iter().all(|l| width(l) <= 80));
+        // A paragraph beside wide keys goes under its key instead.
+        let mut t = Table::key_value();
+        t.pair("Clock of multi-thread trials", "tsc");
+        t.pair("Sampling", words.trim_end());
+        let lines: Vec<String> = at(80).key_value(&t).lines().map(str::to_string).collect();
+        assert_eq!(lines[1], " Sampling");
+        assert!(lines[2].starts_with("    word word"), "{lines:?}");
+        assert!(lines.len() <= 2 + 300 / 70 + 1, "{lines:?}");
         assert!(lines.iter().all(|l| width(l) <= 80));
         let mut t = Table::key_value();
         t.pair("CPU", "EPYC");

@@ -54,12 +54,18 @@ pub fn section(cards: &[Card]) -> Option<Section> {
     }
     let mut section = Section::new("summary", "At a glance", "At a glance");
     let mut table = Table::key_value();
+    // The figures padded to one width, so that what qualifies them lines up.
+    let value_width = (cards.iter())
+        .map(|c| super::fit::width(&c.headline.value))
+        .max()
+        .unwrap_or(0);
     for card in cards {
         let h = &card.headline;
+        let padded = format!("{:<value_width$}", h.value);
         let value = if card.warn {
-            Text::new().warn(&h.value)
+            Text::new().warn(padded)
         } else {
-            Text::new().strong(&h.value)
+            Text::new().strong(padded)
         };
         table.pair(h.label.clone(), value.add("  ").muted(&h.detail));
     }
@@ -170,6 +176,7 @@ mod tests {
             text.contains("L2") && text.contains("1.00 ns  load-to-use"),
             "{text}"
         );
+        assert!(text.contains("Warnings | 0        nothing found"), "{text}");
         assert!(matches!(&s.blocks[0], Block::Table(t) if t.layout == Layout::KeyValue));
     }
 
