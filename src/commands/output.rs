@@ -236,7 +236,13 @@ pub fn report_document(
         ..context.stamp.clone()
     };
     let results = crate::report::document::result_sections(&report);
-    let text = crate::report::document::terminal(&report, &results, shown.machine, shown.points);
+    let width = crate::render::terminal::width_of(if outputs.uses_stdout() || shown.to_stderr {
+        crate::render::terminal::Stream::Stderr
+    } else {
+        crate::render::terminal::Stream::Stdout
+    });
+    let text =
+        crate::report::document::terminal(&report, &results, shown.machine, shown.points, width);
     Document {
         outputs,
         text,

@@ -1,5 +1,7 @@
 //! `memscope stat` in every output: the counts with their spread and counted share, the
-//! figures derived from them, the times and the notes, and the CSV table `stat`.
+//! figures derived from them, one line naming what could not be counted (and why) in
+//! place of a row each, the times and the notes, and the CSV table `stat` (which keeps a
+//! row for every event and figure). Numbers have thousands separators throughout.
 
 use super::StatResult;
 use crate::stats::summary::Summary;
@@ -24,18 +26,22 @@ impl Present for StatResult {
             ),
         );
         section.push(event_table(self));
-        if !self.derived.is_empty() {
-            section.push(derived_table(self));
+        let derived = derived_table(self);
+        if !derived.is_empty() {
+            section.push(derived);
+        }
+        for line in not_counted(self) {
+            section.push(line);
         }
         section.push(Paragraph::note(format!(
-            "{:.4} s elapsed{}, {:.4} s user, {:.4} s system; {}",
-            self.elapsed_s.median,
+            "{} s elapsed{}, {} s user, {} s system; {}",
+            format::grouped(self.elapsed_s.median, 4),
             match spread_text(&self.elapsed_s) {
                 s if s.is_empty() => String::new(),
                 s => format!(" ({s})"),
             },
-            self.user_s.median,
-            self.system_s.median,
+            format::grouped(self.user_s.median, 4),
+            format::grouped(self.system_s.median, 4),
             self.termination
         )));
         for note in &self.notes {
@@ -54,18 +60,14 @@ fn event_table(result: &StatResult) -> Table {
         Column::number("spread"),
         Column::number("counted").titled("Share of the time the event had a hardware counter"),
     ]);
+    // What was not counted is named once, under the tables (`not_counted`).
     for e in &result.events {
         let Some(count) = &e.count else {
-            table.spanning_row(
-                e.event.as_str(),
-                e.not_supported.clone().unwrap_or_default(),
-            );
             continue;
         };
         let (value, unit) = match e.event.as_str() {
-            "task-clock" | "cpu-clock" => (format::fixed(count.median / 1e6, 2), "ms"),
-            _ if count.median.is_finite() => (format::thousands(count.median), ""),
-            _ => (format::DASH.to_string(), ""),
+            "task-clock" | "cpu-clock" => (format::grouped(count.median / 1e6, 2), "ms"),
+            _ => (format::grouped(count.median, 0), ""),
         };
         let marks = format!(
             "{}{}",
@@ -94,20 +96,56 @@ fn derived_table(result: &StatResult) -> Table {
         Column::text("from"),
     ]);
     for d in &result.derived {
-        match &d.value {
-            Some(v) => table.row([
+        if let Some(v) = &d.value {
+            table.row([
                 d.name.clone(),
                 format::derived(v.median),
                 d.unit.clone(),
                 spread_text(v),
                 d.formula.clone(),
-            ]),
-            None => {
-                table.spanning_row(d.name.as_str(), d.not_supported.clone().unwrap_or_default())
-            }
+            ]);
         }
     }
     table
+}
+
+/// One line per reason naming the events it kept from being counted and the figures
+/// that could not be derived, in place of a row each.
+fn not_counted(result: &StatResult) -> Vec<Paragraph> {
+    const NO_REASON: &str = "not counted";
+    let events = (result.events.iter())
+        .filter(|e| e.count.is_none())
+        .map(|e| (e.not_supported.as_deref().unwrap_or(NO_REASON), &e.event));
+    let derived = (result.derived.iter())
+        .filter(|d| d.value.is_none())
+        .map(|d| (d.not_supported.as_deref().unwrap_or(NO_REASON), &d.name));
+    let (events, derived): (Vec<_>, Vec<_>) = (events.collect(), derived.collect());
+    let reasons = format::distinct(events.iter().chain(&derived).map(|(why, _)| *why));
+    let names = |list: &[(&str, &String)], why: &str| -> Vec<String> {
+        (list.iter())
+            .filter(|(w, _)| *w == why)
+            .map(|(_, name)| name.to_string())
+            .collect()
+    };
+    reasons
+        .into_iter()
+        .map(|why| {
+            let (events, derived) = (names(&events, why), names(&derived, why));
+            let mut text = match events.len() {
+                0 => String::new(),
+                n => format!("Not counted ({n}): {}", events.join(", ")),
+            };
+            if !derived.is_empty() {
+                let lead = if text.is_empty() {
+                    "Not derived"
+                } else {
+                    "; so not derived"
+                };
+                text.push_str(&format!("{lead}: {}", derived.join(", ")));
+            }
+            Paragraph::muted(format!("{text}. Why: {why}."))
+        })
+        .collect()
 }
 
 /// `±1.2%`; empty for a single run, which has no spread.
@@ -270,21 +308,25 @@ mod tests {
         let tables = s.tables();
         assert_eq!(tables.len(), 2);
         let events = tables[0];
-        let names = "task-clock,instructions,LLC-load-misses,dTLB-loads";
+        // Only what was counted has a row.
+        let names = "task-clock,instructions,LLC-load-misses";
         assert_eq!(events.column_text(0).join(","), names);
-        let counts = ["1000.00", "1,234,567", "25,000,000* (u)"];
-        assert_eq!(events.column_text(1)[..3], counts);
+        let counts = ["1,000.00", "1,234,567", "25,000,000* (u)"];
+        assert_eq!(events.column_text(1), counts);
         assert_eq!(events.column_text(2)[0], "ms");
         assert_eq!(events.column_text(3)[1], "±0.0%");
         assert_eq!(events.column_text(4)[2], "50%");
-        // Not counted: the reason runs across the row.
-        let why = "not supported: no hardware PMU";
-        assert!(matches!(&events.rows[3], Row::Spanning(_, w) if w.to_plain() == why));
         let derived = tables[1];
+        assert_eq!(derived.column_text(0), ["IPC"]);
         assert_eq!(derived.column_text(1)[0], "2.10");
         assert_eq!(derived.column_text(4)[0], "instructions / cycles");
-        assert!(matches!(derived.rows[1], Row::Spanning(..)));
+        assert!(derived.rows.iter().all(|r| matches!(r, Row::Cells(_))));
+        // What was not counted, named once with its reason.
         let text = s.plain_text();
+        let line = "Not counted (1): dTLB-loads; so not derived: dTLB load miss rate. \
+                    Why: not supported: no hardware PMU.";
+        assert_eq!(text.matches(line).count(), 1, "{text}");
+        assert_eq!(text.matches("no hardware PMU").count(), 2, "{text}");
         for words in [
             "1.0000 s elapsed (±",
             "0.9000 s user, 0.1000 s system; exit status 0",

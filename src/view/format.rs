@@ -178,6 +178,24 @@ pub fn thousands(value: f64) -> String {
     out
 }
 
+/// A figure with `decimals` decimals and thousands separators (`5,979.16`), or a dash
+/// when it is not finite.
+pub fn grouped(value: f64, decimals: usize) -> String {
+    if !value.is_finite() {
+        return DASH.to_string();
+    }
+    let text = format!("{:.decimals$}", value.abs());
+    let (whole, fraction) = text.split_at(text.find('.').unwrap_or(text.len()));
+    let sign = if value < 0.0 && text.chars().any(|c| matches!(c, '1'..='9')) {
+        "-"
+    } else {
+        ""
+    };
+    // `whole` holds digits only, so it formats as a whole number exactly.
+    let whole = thousands(whole.parse::<f64>().unwrap_or(0.0));
+    format!("{sign}{whole}{fraction}")
+}
+
 /// A derived figure with the digits that matter: 0.412, 3.27, 51.2, 51,744.
 pub fn derived(v: f64) -> String {
     match v.abs() {
@@ -267,6 +285,13 @@ mod tests {
         assert_eq!(ns(f64::NAN), DASH);
         assert_eq!(cycles(0.0), DASH);
         assert_eq!(thousands(-1234567.0), "-1,234,567");
+        assert_eq!(grouped(5979.1649, 2), "5,979.16");
+        assert_eq!(grouped(33.83, 2), "33.83");
+        assert_eq!(grouped(-1234567.891, 1), "-1,234,567.9");
+        assert_eq!(grouped(999.999, 2), "1,000.00");
+        assert_eq!(grouped(-0.001, 2), "0.00");
+        assert_eq!(grouped(1355.0, 0), "1,355");
+        assert_eq!(grouped(f64::NAN, 2), DASH);
         assert_eq!(derived(0.4123), "0.412");
         assert_eq!(duration(4.21e6), "4.21 ms");
         assert_eq!(count_of(1, "thread"), "1 thread");

@@ -12,12 +12,16 @@
 //!
 //! Nothing here formats a number: `format` holds the shared number formats the rooms use.
 //! `figure` is a result's comparable figures, and `judge` when two of them differ beyond
-//! both runs' noise (for `compare` and `history`).
+//! both runs' noise (for `compare` and `history`). `glance` builds the headline cards and
+//! the compact warnings; `fit` is how text and a table's columns fit a terminal's width
+//! (each column declares a `Priority`, each table its `Overflow`).
 
 pub mod chart;
 pub mod data_row;
 pub mod figure;
+pub mod fit;
 pub mod format;
+pub mod glance;
 #[cfg(test)]
 mod inspect;
 pub mod judge;
@@ -357,7 +361,21 @@ pub enum Align {
     Right,
 }
 
-/// A table column: its header (with the unit, if any, in parentheses) and alignment.
+/// How much a column matters when a terminal is too narrow for the whole table: the
+/// lowest go first, the rightmost first among equals; the first column (the row's key)
+/// always stays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Priority {
+    /// Detail the figures can do without (cycles beside ns, a spread, a count of points).
+    Low,
+    #[default]
+    Normal,
+    /// The figure the table is about, or a mark the reader needs to read it.
+    High,
+}
+
+/// A table column: its header (with the unit, if any, in parentheses), alignment and
+/// priority.
 #[derive(Debug, Clone)]
 pub struct Column {
     pub name: String,
@@ -365,6 +383,7 @@ pub struct Column {
     pub align: Align,
     /// Explains the column (HTML tooltip on the header).
     pub title: Option<String>,
+    pub priority: Priority,
 }
 
 impl Column {
@@ -375,6 +394,7 @@ impl Column {
             unit: None,
             align: Align::Left,
             title: None,
+            priority: Priority::Normal,
         }
     }
 
@@ -396,6 +416,11 @@ impl Column {
 
     pub fn titled(mut self, title: impl Into<String>) -> Column {
         self.title = Some(title.into());
+        self
+    }
+
+    pub fn priority(mut self, priority: Priority) -> Column {
+        self.priority = priority;
         self
     }
 
@@ -461,6 +486,22 @@ pub enum Layout {
     KeyValue,
 }
 
+/// What the terminal does with a table wider than itself (HTML tables scroll instead).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Overflow {
+    /// Wrap the last column's text when it is text, else hide the columns of the lowest
+    /// priority and say so under the table (CSV and `--points` have them all).
+    #[default]
+    Drop,
+    /// Cut the columns into several tables one under the other, each repeating the first
+    /// column: for tables of like columns (one per stride, one per cache level), none of
+    /// which matters less than another.
+    Wrap,
+    /// Keep each row on one line, its last cell cut short with "…" (a summary whose full
+    /// text is elsewhere).
+    Clip,
+}
+
 #[derive(Debug, Clone)]
 pub struct Table {
     /// Shown above the table (HTML `h3`; a heading line in the terminal).
@@ -470,6 +511,8 @@ pub struct Table {
     pub rows: Vec<Row>,
     /// Footnotes under the table, one paragraph each.
     pub notes: Vec<Text>,
+    /// What a terminal too narrow for it does.
+    pub overflow: Overflow,
 }
 
 impl Table {
@@ -480,6 +523,7 @@ impl Table {
             columns,
             rows: Vec::new(),
             notes: Vec::new(),
+            overflow: Overflow::Drop,
         }
     }
 
@@ -493,6 +537,11 @@ impl Table {
 
     pub fn titled(mut self, title: impl Into<String>) -> Table {
         self.title = Some(title.into());
+        self
+    }
+
+    pub fn overflow(mut self, overflow: Overflow) -> Table {
+        self.overflow = overflow;
         self
     }
 

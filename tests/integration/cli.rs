@@ -58,6 +58,35 @@ fn info_prints_a_readable_table() {
 }
 
 #[test]
+fn info_fits_the_terminal_width_from_columns_or_80_in_a_pipe() {
+    let widest = |columns: Option<&str>| -> (usize, usize) {
+        let mut command = memscope("info");
+        match columns {
+            Some(c) => command.env("COLUMNS", c),
+            None => command.env_remove("COLUMNS"),
+        };
+        let out = command.assert().success().get_output().stdout.clone();
+        let text = String::from_utf8(out).expect("UTF-8");
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        (widest, text.lines().count())
+    };
+    // stdout is a pipe here: 80 without COLUMNS.
+    for (columns, limit) in [
+        (Some("80"), 80),
+        (None, 80),
+        (Some("50"), 50),
+        (Some("x"), 80),
+    ] {
+        let (widest, lines) = widest(columns);
+        assert!(
+            widest <= limit,
+            "COLUMNS={columns:?}: a line of {widest} characters"
+        );
+        assert!(lines > 5, "COLUMNS={columns:?}: {lines} lines");
+    }
+}
+
+#[test]
 fn quick_latency_orders_levels_from_l1d_to_dram() {
     let report = measured_json("latency --quick --json -");
     let latency = &report["experiments"]["latency"];
@@ -610,6 +639,28 @@ fn stat_passes_the_exit_status_through_and_leaves_stdout_to_the_command() {
         .arg("kill -TERM $$")
         .assert()
         .code(128 + 15);
+}
+
+#[test]
+fn stat_names_what_it_could_not_count_once_instead_of_a_row_each() {
+    let out = memscope("stat -- true")
+        .env("COLUMNS", "1000")
+        .assert()
+        .success();
+    let table = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    // A row would be " event-name   not supported: …" (only spaces between).
+    let rows = table.lines().filter(|l| {
+        let mut words = l.split_whitespace();
+        words.next().is_some() && words.next() == Some("not") && l.contains("not supported")
+    });
+    assert_eq!(rows.count(), 0, "{table}");
+    let reasons = table
+        .lines()
+        .filter(|l| l.contains("not supported"))
+        .count();
+    assert!(reasons <= 4, "{table}");
+    // What was counted keeps its row, with thousands separators.
+    assert!(table.contains("\n task-clock "), "{table}");
 }
 
 #[test]

@@ -7,7 +7,7 @@ use crate::experiments::shared::level::Level;
 use crate::topology::cpu::format_cpu_list;
 use crate::units::Bytes;
 use crate::view::format::{self, count_of, distinct, gbs, noisy, not_concurrent_mark, DASH};
-use crate::view::{Cell, Column, Style, Table, Text};
+use crate::view::{Cell, Column, Overflow, Style, Table, Text};
 
 /// ", threads overlapped 97 % (7 attempts)" for a figure's tooltip.
 fn overlap_title(threads: usize, overlap: f64, attempts: usize) -> String {
@@ -151,7 +151,8 @@ pub fn level_table(result: &BandwidthResult, threads: usize) -> Table {
         Column::text("Stores"),
     ];
     header.extend(columns.iter().map(LevelColumn::column));
-    let mut table = Table::new(header).titled(title);
+    // Too wide for a terminal, the levels go on under the kernels: none matters less.
+    let mut table = Table::new(header).titled(title).overflow(Overflow::Wrap);
     for kernel in distinct(rows.iter().map(|r| r.kernel.name())) {
         let mine: Vec<&BandwidthRow> = rows
             .iter()

@@ -6,7 +6,7 @@ use super::DriftResult;
 use crate::session::conditions::ExperimentConditions;
 use crate::units::Bytes;
 use crate::view::format;
-use crate::view::{Cell, Column, DataTable, Paragraph, Section, Style, Table};
+use crate::view::{Cell, Column, DataTable, Paragraph, Priority, Section, Style, Table};
 
 /// The section, when there is anything to show.
 pub fn section(
@@ -122,7 +122,8 @@ fn drift_table(d: &DriftResult) -> Table {
         }),
         Column::quantity("drift", "%"),
         Column::quantity("own spread", "%"),
-        Column::text(""),
+        // The verdict ("beyond noise") is what the table is read for.
+        Column::text("").priority(Priority::High),
     ])
     .titled("Headline figures measured again at the end of the run");
     for f in &d.figures {

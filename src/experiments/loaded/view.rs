@@ -13,7 +13,7 @@ use crate::view::data_row::Raw;
 use crate::view::format::{self, cpu_list, cycles, distinct, gbs, noisy, ns, rounded};
 use crate::view::format::{not_concurrent_mark, not_concurrent_note, DASH, NOISY_SPREAD_PCT};
 use crate::view::{Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section};
-use crate::view::{Style, Table, Text};
+use crate::view::{Priority, Style, Table, Text};
 
 impl Present for LoadedResult {
     fn section(&self, machine: &Machine) -> Section {
@@ -205,16 +205,17 @@ fn points_table(r: &LoadedResult, mix: Mix, threads: usize) -> Table {
     let marked = rows.iter().any(|row| is_knee(row));
     let mut columns = vec![
         Column::quantity("Delay", "cycles"),
-        Column::quantity("Total", "GB/s"),
+        Column::quantity("Total", "GB/s").priority(Priority::High),
         Column::quantity("Injectors'", "GB/s"),
-        Column::quantity("Injectors ran", "%"),
-        Column::quantity("Latency", "ns"),
-        Column::number("Cycles"),
-        Column::quantity("Spread", "%"),
+        Column::quantity("Injectors ran", "%").priority(Priority::Low),
+        Column::quantity("Latency", "ns").priority(Priority::High),
+        Column::number("Cycles").priority(Priority::Low),
+        Column::quantity("Spread", "%").priority(Priority::Low),
         Column::quantity("Concurrency", "lines"),
     ];
     if marked {
-        columns.push(Column::text(""));
+        // The knee's mark.
+        columns.push(Column::text("").priority(Priority::High));
     }
     let mut t = Table::new(columns).titled(format!(
         "{mix}, {}: {}",

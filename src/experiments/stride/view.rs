@@ -10,7 +10,7 @@ use crate::units::Bytes;
 use crate::view::chart::Heatmap;
 use crate::view::format::{self, distinct, gbs, raw, raw_opt};
 use crate::view::{
-    Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Table, Text,
+    Block, Cell, Column, DataTable, Medium, Overflow, Paragraph, Present, Section, Table, Text,
 };
 
 impl Present for StrideResult {
@@ -122,7 +122,8 @@ fn matrix(rows: &[&StrideRow], title: String, cell: impl Fn(&StrideRow) -> Strin
     let (sizes, strides) = grid(rows);
     let mut columns = vec![Column::text("Working set")];
     columns.extend(strides.iter().map(|&s| Column::number(order_label(s))));
-    let mut table = Table::new(columns).titled(title);
+    // Too wide for a terminal, the strides go on under the working sets.
+    let mut table = Table::new(columns).titled(title).overflow(Overflow::Wrap);
     for bytes in sizes {
         let mut cells = vec![Cell::new(Bytes(bytes).to_string())];
         cells.extend(

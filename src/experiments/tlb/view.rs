@@ -12,7 +12,8 @@ use crate::units::Bytes;
 use crate::view::format::spread_cell;
 use crate::view::format::{cycles, fixed, k_subset, ns, opt_bytes, opt_count, rounded};
 use crate::view::{
-    Block, Cell, Column, Headline, Medium, Paragraph, Present, Section, Style, Table, Text,
+    Block, Cell, Column, Headline, Medium, Paragraph, Present, Priority, Section, Style, Table,
+    Text,
 };
 
 /// Page counts shown per page size in the terminal's compact curve tables.
@@ -178,11 +179,11 @@ fn curve_columns(misses: &Misses) -> Vec<Column> {
     let mut columns = vec![
         Column::number("Pages"),
         Column::number("Memory spanned"),
-        Column::quantity("Latency", "ns"),
-        Column::number("Cycles"),
-        Column::quantity("Dense", "ns"),
-        Column::quantity("TLB part", "ns"),
-        Column::number("Spread %"),
+        Column::quantity("Latency", "ns").priority(Priority::High),
+        Column::number("Cycles").priority(Priority::Low),
+        Column::quantity("Dense", "ns").priority(Priority::Low),
+        Column::quantity("TLB part", "ns").priority(Priority::High),
+        Column::number("Spread %").priority(Priority::Low),
     ];
     columns.extend(misses.columns());
     columns
@@ -216,7 +217,8 @@ fn compact_curves(result: &TlbResult) -> Vec<Block> {
         };
         let misses = Misses::of("", rows.iter().map(|r| r.counters.as_ref()));
         let mut columns = curve_columns(&misses);
-        columns.push(Column::text(""));
+        // The level marks ("◀ last in L1 DTLB") say where the knees are.
+        columns.push(Column::text("").priority(Priority::High));
         let mut t = Table::new(columns).titled(format!(
             "{} pages: ns per load by pages touched (TLB = ns − dense, the same lines packed \
              densely){subset}",
