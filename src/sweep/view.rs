@@ -7,7 +7,7 @@
 
 use super::analysis::primary;
 use super::analysis::{MeasureStat, Verdict};
-use super::{Measure, Stop, SweepResult};
+use super::{FootprintSummary, Measure, Stop, SweepResult};
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, LineChart, Series, VMarker, PALETTE};
 use crate::view::format::{self, raw, raw_opt};
@@ -446,31 +446,14 @@ impl SweepResult {
                 med(cell.max_rss_kib).map(|k| k / 1024.0),
                 1,
             )));
+            let footprint = self.variants[v].footprint.as_ref();
             if footprints {
-                row.push(Cell::new(match &self.variants[v].footprint {
-                    Some(f) => match f.l1d_bytes {
-                        Some(l1) if l1 > 0 => format!(
-                            "{} ({:.0}% of L1d)",
-                            Bytes(f.tls_bytes),
-                            100.0 * f.tls_bytes as f64 / l1 as f64
-                        ),
-                        _ => Bytes(f.tls_bytes).to_string(),
-                    },
-                    None => format::DASH.to_string(),
-                }));
+                row.push(Cell::new(per_thread_cell(footprint, |f| f.tls_bytes)));
             }
             if pointees {
-                row.push(Cell::new(match &self.variants[v].footprint {
-                    Some(f) => match f.l1d_bytes {
-                        Some(l1) if l1 > 0 => format!(
-                            "{} ({:.0}% of L1d)",
-                            Bytes(f.tls_pointee_bytes),
-                            100.0 * f.tls_pointee_bytes as f64 / l1 as f64
-                        ),
-                        _ => Bytes(f.tls_pointee_bytes).to_string(),
-                    },
-                    None => format::DASH.to_string(),
-                }));
+                row.push(Cell::new(per_thread_cell(footprint, |f| {
+                    f.tls_pointee_bytes
+                })));
             }
             for name in &shown {
                 row.push(Cell::new(match derived_value(self, b, v, name) {
@@ -741,6 +724,22 @@ fn change_cell(s: &MeasureStat) -> Cell {
         ),
         Verdict::TooFewRuns => Cell::styled("too few runs", Style::Muted),
         Verdict::NoData => Cell::dash(),
+    }
+}
+
+/// A variant's per-thread bytes (its TLS block, or what its TLS pointers point to) with
+/// their share of L1d: "3 KiB (6% of L1d)"; a dash without a footprint.
+fn per_thread_cell(
+    footprint: Option<&FootprintSummary>,
+    bytes: impl Fn(&FootprintSummary) -> u64,
+) -> String {
+    let Some(f) = footprint else {
+        return format::DASH.to_string();
+    };
+    let b = bytes(f);
+    match f.l1d_bytes {
+        Some(l1) if l1 > 0 => format!("{} ({:.0}% of L1d)", Bytes(b), 100.0 * b as f64 / l1 as f64),
+        _ => Bytes(b).to_string(),
     }
 }
 
