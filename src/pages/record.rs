@@ -172,6 +172,9 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
                 .to_string(),
         );
     }
+    if chosen.kind == SourceKind::Refs {
+        notes.extend(saturation_note(&regions, map.intervals(), plan));
+    }
     if map.intervals() > 0 && regions.iter().all(|r| r.value <= 0.0) {
         notes.push("no access was seen: the command touched no sampled memory".to_string());
     }
@@ -201,6 +204,26 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
     })
 }
 
+/// With the accessed bits, a region counts at most every one of its 4 KiB pages in every
+/// interval. When more regions than the top reach (nearly) that, the interval is too long
+/// for this program: a hot region and one touched once per interval count the same, and
+/// their order is the address order. Says so, with the interval that would separate them.
+fn saturation_note(regions: &[Region], intervals: usize, plan: &RecordPlan) -> Option<String> {
+    let most = intervals as f64 * (REGION_BYTES / 4096) as f64;
+    let full = regions.iter().filter(|r| r.value >= 0.95 * most).count();
+    if intervals == 0 || full <= plan.top {
+        return None;
+    }
+    let shorter = (plan.interval.as_millis() / 10).max(1);
+    Some(format!(
+        "{full} regions counted (nearly) every page in every interval: at --interval {} ms \
+         this program touches them all too often to tell a hot region from a lukewarm \
+         one, so their order is only the address order; a shorter interval (--interval \
+         {shorter}) separates them",
+        plan.interval.as_millis()
+    ))
+}
+
 /// Whether any region holds hugetlb pages.
 fn hugetlb_seen(regions: &[Region]) -> bool {
     regions.iter().any(|r| r.hugetlb_kb > 0.0)
@@ -223,4 +246,42 @@ fn timeline(map: &RegionMap, regions: &[Region], interval: Duration) -> Option<T
         regions: keys,
         values,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn region(start: u64, value: f64) -> Region {
+        Region {
+            start,
+            value,
+            ..Region::default()
+        }
+    }
+
+    fn plan(top: usize) -> RecordPlan {
+        RecordPlan {
+            top,
+            source: SourceChoice::Refs,
+            interval: Duration::from_millis(100),
+            command: vec!["true".into()],
+        }
+    }
+
+    #[test]
+    fn more_full_regions_than_the_top_are_a_draw_that_a_shorter_interval_separates() {
+        // 10 intervals: a region counts at most 5,120 translations.
+        let mut regions: Vec<Region> = (0..8).map(|i| region(i << 21, 5_120.0)).collect();
+        regions.push(region(9 << 21, 2_000.0));
+        let note = saturation_note(&regions, 10, &plan(6)).expect("a draw");
+        assert!(note.starts_with("8 regions counted"), "{note}");
+        assert!(note.contains("--interval 10)"), "{note}");
+        // As many full regions as the top shows: the top is the full ones, no draw.
+        assert!(saturation_note(&regions, 10, &plan(8)).is_none());
+        // A ranking that separates: no note.
+        let ranked = [region(0, 5_000.0), region(1 << 21, 900.0)];
+        assert!(saturation_note(&ranked, 10, &plan(1)).is_none());
+        assert!(saturation_note(&[], 0, &plan(1)).is_none());
+    }
 }

@@ -18,7 +18,7 @@ pub(super) fn region_of(addr: u64) -> u64 {
 }
 
 /// One region and what was seen of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Region {
     pub pid: u32,
     /// The process's command name.

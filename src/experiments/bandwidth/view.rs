@@ -218,7 +218,9 @@ fn few_trials_note<'a>(rows: impl Iterator<Item = &'a BandwidthRow>) -> Option<P
     let rows: Vec<&BandwidthRow> = rows.filter(|r| r.few_trials).collect();
     let thinnest = rows.iter().min_by_key(|r| r.trials)?;
     Some(Paragraph::note(Text::new().warn("?").add(format!(
-        " marks {} that kept fewer trials than planned (threads that did not run together          were re-run and still fell short), down to {}: the figure rests on thin evidence          and no spread is shown for it. Measure again on a quieter machine.",
+        " marks {} that kept fewer trials than planned (threads that did not run together \
+         were re-run and still fell short), down to {}: the figure rests on thin evidence \
+         and no spread is shown for it. Measure again on a quieter machine.",
         count_of(rows.len(), "figure"),
         thinnest.few_trials_text().unwrap_or_default()
     ))))
