@@ -14,7 +14,7 @@ use crate::view::figure::Better;
 use crate::view::format;
 use crate::view::judge::Verdict;
 use crate::view::overlay::{self, run_color};
-use crate::view::{Block, Column, Headline, Paragraph, Section, Style, Table, Text};
+use crate::view::{Block, Column, Headline, Paragraph, Priority, Section, Style, Table, Text};
 
 /// The most runs a group shows as columns.
 pub const SIDE_BY_SIDE_MAX: usize = 6;
@@ -210,11 +210,16 @@ fn unit_column(row: &Row) -> String {
 
 fn side_by_side(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
     let first = &c.runs[group.runs[0]].label;
-    let mut columns = vec![Column::text("figure"), Column::text("unit")];
+    // The unit goes first when the table is too wide: the change says better or worse.
+    let mut columns = vec![
+        Column::text("figure"),
+        Column::text("unit").priority(Priority::Low),
+    ];
     for (n, &i) in group.runs.iter().enumerate() {
         columns.push(Column::number(c.runs[i].label.clone()));
         if n > 0 {
-            columns.push(Column::text(format!("vs {first}")));
+            // The change is what a comparison is for: the last column to go.
+            columns.push(Column::text(format!("vs {first}")).priority(Priority::High));
         }
     }
     let mut table = Table::new(columns);
