@@ -263,15 +263,17 @@ fn side_by_side(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
 /// One row per figure for a large group: the first run's value, the group's median and
 /// range, and the runs beyond the noise of the first.
 fn fleet_table(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
+    // Too wide for the terminal, the range and the unit go first; the runs beyond the
+    // noise, what a fleet view is for, stay.
     let mut table = Table::new(vec![
         Column::text("figure"),
-        Column::text("unit"),
+        Column::text("unit").priority(Priority::Low),
         Column::number(format!("{} (first)", c.runs[group.runs[0]].label)),
         Column::number("median"),
-        Column::number("min"),
-        Column::number("max"),
-        Column::text("worse than the first"),
-        Column::text("better"),
+        Column::number("min").priority(Priority::Low),
+        Column::number("max").priority(Priority::Low),
+        Column::text("worse").priority(Priority::High),
+        Column::text("better").priority(Priority::High),
     ]);
     for row in rows {
         let values: Vec<f64> = row.cells.iter().flatten().map(|c| c.value).collect();
@@ -310,6 +312,10 @@ fn fleet_table(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
             crate::view::Cell::new(runs_with(Verdict::Better)),
         ]);
     }
+    table.note(
+        "worse, better: the runs whose value lies beyond the noise of the first run's, \
+         in that direction",
+    );
     table
 }
 
