@@ -107,6 +107,7 @@ fn headlines(result: &TlbResult) -> Vec<Headline> {
                 label: format!("{} ({} pages)", l.name, Bytes(l.page_bytes)),
                 value: format!("{} ns", ns(miss)),
                 detail: format!("per miss; reach {}", Bytes(reach)),
+                ..Headline::default()
             })
         })
         .collect()
@@ -366,6 +367,7 @@ mod tests {
                 label: "L2 DTLB (4 KiB pages)".into(),
                 value: "23.0 ns".into(),
                 detail: "per miss; reach 8 MiB".into(),
+                ..Headline::default()
             }
         );
 
