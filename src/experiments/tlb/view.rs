@@ -422,7 +422,7 @@ mod tests {
             "4 KiB pages: TLB part (ns − dense ns)",
             "4 KiB L1 DTLB: 64",
             "2 MiB L2 DTLB: 1024",
-            "CPUID 4 KiB L2 DTLB: 3072",
+            "4 KiB L2 DTLB: 2048 (CPUID 3072)",
             "entries found (knee)",
             "entries CPUID reports",
             "Latency (core cycles)",
