@@ -71,16 +71,19 @@ pub fn headlines(comparison: &Comparison) -> Vec<Headline> {
             label: "Worse".into(),
             value: worse.to_string(),
             detail: "figures beyond both runs' noise, the wrong way".into(),
+            ..Headline::default()
         },
         Headline {
             label: "Better".into(),
             value: better.to_string(),
             detail: format!("and {changed} changed with no better direction"),
+            ..Headline::default()
         },
         Headline {
             label: "Unchanged (~)".into(),
             value: same.to_string(),
             detail: format!("{unjudged} not judged (no spread measured)"),
+            ..Headline::default()
         },
     ]
 }

@@ -70,6 +70,7 @@ pub fn terminal(
         sections.extend(glance::section(&glance::cards(
             results,
             report.warnings.len(),
+            &drift_at_a_glance(report),
         )));
         let warnings = report.warnings.iter();
         sections.push(glance::compact_warnings(
@@ -79,6 +80,15 @@ pub fn terminal(
         sections.push(settings::warnings_section(report));
     }
     crate::render::terminal::render_width(&sections, verbose, width)
+}
+
+/// The drift pass's figures, for the summary to put beside the headlines.
+fn drift_at_a_glance(report: &Report) -> Vec<glance::Drift> {
+    report
+        .drift
+        .as_ref()
+        .map(|d| d.glance())
+        .unwrap_or_default()
 }
 
 /// The CSV document: each result's tables, or the machine's caches when nothing was
@@ -122,7 +132,7 @@ pub fn html(report: &Report, results: &[Section]) -> Vec<u8> {
         generator: tool.clone(),
         byline,
         stamp: Some(html_stamp(&report.run, &report.tool)),
-        glance: glance::cards(results, report.warnings.len())
+        glance: glance::cards(results, report.warnings.len(), &drift_at_a_glance(report))
             .into_iter()
             .map(|card| html::Glance {
                 headline: card.headline,
@@ -284,7 +294,7 @@ mod tests {
                 .expect("warnings");
             assert!(text.find("\nSettings\n") < Some(glance) && glance < warnings);
             // The same figures as the HTML's cards, in the same order.
-            let cards = glance::cards(&results, report.warnings.len());
+            let cards = glance::cards(&results, report.warnings.len(), &[]);
             let mut at = glance;
             for card in &cards {
                 let found = text[at..].find(&card.headline.value).map(|i| at + i);

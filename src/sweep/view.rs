@@ -110,6 +110,7 @@ impl SweepResult {
                             self.baseline_label(),
                             p_text(s.p)
                         ),
+                        ..Headline::default()
                     },
                     None => Headline {
                         label: bench.name.clone(),
@@ -119,6 +120,7 @@ impl SweepResult {
                             measure.label,
                             self.baseline_label()
                         ),
+                        ..Headline::default()
                     },
                 }
             })

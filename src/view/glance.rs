@@ -11,20 +11,38 @@ pub struct Card {
     pub headline: Headline,
     /// The section's anchor (HTML link target).
     pub anchor: &'static str,
-    /// Drawn as a warning (a non-zero warnings count).
+    /// Drawn as a warning: a non-zero warnings count, a figure from fewer trials than
+    /// planned, or one the drift pass found moved beyond its noise.
     pub warn: bool,
 }
 
-/// The headline figures of every result section, then the warnings count (when anything
-/// was measured or warned about), each pointing to its section.
-pub fn cards(results: &[Section], warnings: usize) -> Vec<Card> {
+/// A figure the drift pass measured again at the end of the run, as the summary shows it
+/// beside its headline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    /// `Figure::key`.
+    pub key: String,
+    /// The largest move over the passes against the run's value, percent, with its sign.
+    pub pct: f64,
+    /// The move exceeds the run's own noise.
+    pub beyond_noise: bool,
+}
+
+/// The headline figures of every result section, each with the drift pass's
+/// disagreement on the figures it shows appended to its detail, then the warnings count
+/// (when anything was measured or warned about), each pointing to its section.
+pub fn cards(results: &[Section], warnings: usize, drift: &[Drift]) -> Vec<Card> {
     let mut cards: Vec<Card> = results
         .iter()
         .flat_map(|s| {
-            s.headlines.iter().map(|h| Card {
-                headline: h.clone(),
-                anchor: s.id,
-                warn: false,
+            s.headlines.iter().map(|h| {
+                let mut headline = h.clone();
+                let moved = drifted(&mut headline, drift);
+                Card {
+                    warn: headline.few_trials || moved,
+                    headline,
+                    anchor: s.id,
+                }
             })
         })
         .collect();
@@ -38,12 +56,59 @@ pub fn cards(results: &[Section], warnings: usize) -> Vec<Card> {
                 } else {
                     "read them before the figures".to_string()
                 },
+                ..Headline::default()
             },
             anchor: "warnings",
             warn: warnings > 0,
         });
     }
     cards
+}
+
+/// Appends the drift of the headline's figures to its detail ("re-measured at the end:
+/// −65.8% (beyond its noise)"); true when one moved beyond its noise.
+fn drifted(headline: &mut Headline, drift: &[Drift]) -> bool {
+    let found: Vec<(&str, &Drift)> = (headline.keys.iter())
+        .filter_map(|k| {
+            let d = drift.iter().find(|d| d.key == k.key && d.pct.is_finite())?;
+            Some((k.name.as_str(), d))
+        })
+        .collect();
+    if found.is_empty() {
+        return false;
+    }
+    let parts: Vec<String> = (found.iter())
+        .map(|(name, d)| {
+            let sign = if d.pct > 0.0 {
+                "+"
+            } else if d.pct < 0.0 {
+                "−"
+            } else {
+                ""
+            };
+            format!(
+                "{name}{}{sign}{:.1}%{}",
+                if name.is_empty() { "" } else { " " },
+                d.pct.abs(),
+                if d.beyond_noise {
+                    " (beyond its noise)"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    let separator = if headline.detail.is_empty() {
+        ""
+    } else {
+        " · "
+    };
+    headline.detail = format!(
+        "{}{separator}re-measured at the end: {}",
+        headline.detail,
+        parts.join(", ")
+    );
+    found.iter().any(|(_, d)| d.beyond_noise)
 }
 
 /// The cards as plain lines: the label, then the figure and what qualifies it; None when
@@ -149,13 +214,14 @@ fn gist(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::view::{Block, Layout};
+    use crate::view::{Block, Layout, Row};
 
     fn headline(label: &str) -> Headline {
         Headline {
             label: label.into(),
             value: "1.00 ns".into(),
             detail: "load-to-use".into(),
+            ..Headline::default()
         }
     }
 
@@ -163,12 +229,12 @@ mod tests {
     fn cards_are_every_headline_then_the_warnings_count() {
         let mut a = Section::new("latency", "Latency", "Latency");
         a.headlines = vec![headline("L1d"), headline("L2")];
-        let cards = cards(&[a.clone()], 0);
+        let cards = cards(&[a.clone()], 0, &[]);
         assert_eq!(cards.len(), 3);
         assert_eq!((cards[1].anchor, cards[2].anchor), ("latency", "warnings"));
         assert!(!cards[2].warn);
-        assert!(super::cards(&[], 2)[0].warn);
-        assert!(super::cards(&[], 0).is_empty());
+        assert!(super::cards(&[], 2, &[])[0].warn);
+        assert!(super::cards(&[], 0, &[]).is_empty());
         assert!(section(&[]).is_none());
         let s = section(&cards).expect("cards");
         let text = s.plain_text();
@@ -178,6 +244,56 @@ mod tests {
         );
         assert!(text.contains("Warnings | 0        nothing found"), "{text}");
         assert!(matches!(&s.blocks[0], Block::Table(t) if t.layout == Layout::KeyValue));
+    }
+
+    #[test]
+    fn the_drift_goes_beside_its_headline_and_moved_or_thin_figures_warn() {
+        let mut a = Section::new("bandwidth", "Bandwidth", "Bandwidth");
+        a.headlines = vec![
+            headline("L1d").key("lat.L1d"),
+            headline("L2").key("lat.L2"),
+            Headline {
+                few_trials: true,
+                ..headline("Bandwidth, 2 threads")
+            }
+            .key("bw.peak")
+            .also("DRAM", "bw.dram"),
+            headline("MLP"),
+        ];
+        let drift = |key: &str, pct: f64, beyond_noise: bool| Drift {
+            key: key.into(),
+            pct,
+            beyond_noise,
+        };
+        let drift = [
+            drift("lat.L1d", 0.4, false),
+            drift("lat.L2", -65.8, true),
+            drift("bw.dram", 2.0, false),
+            drift("bw.peak", f64::NAN, false),
+        ];
+        let cards = cards(&[a], 0, &drift);
+        let details: Vec<&str> = cards.iter().map(|c| c.headline.detail.as_str()).collect();
+        assert_eq!(details[0], "load-to-use · re-measured at the end: +0.4%");
+        assert_eq!(
+            details[1],
+            "load-to-use · re-measured at the end: −65.8% (beyond its noise)"
+        );
+        assert_eq!(
+            details[2],
+            "load-to-use · re-measured at the end: DRAM +2.0%"
+        );
+        assert_eq!(details[3], "load-to-use", "no figure, no drift");
+        let warn: Vec<bool> = cards.iter().map(|c| c.warn).collect();
+        assert_eq!(warn, [false, true, true, false, false]);
+        // The terminal's lines draw the warning cards' figures as warnings.
+        let s = section(&cards).expect("cards");
+        let Block::Table(t) = &s.blocks[0] else {
+            panic!("no table")
+        };
+        let styled: Vec<bool> = (t.rows.iter())
+            .map(|r| matches!(r, Row::Cells(c) if format!("{:?}", c[1]).contains("Warn")))
+            .collect();
+        assert_eq!(styled, warn);
     }
 
     #[test]

@@ -113,7 +113,7 @@ impl Section {
 }
 
 /// One headline figure of the summary at the top of the HTML report.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Headline {
     /// What it is: "L2", "Bandwidth, 2 threads", "DRAM MLP", "L1 DTLB (4 KiB pages)".
     pub label: String,
@@ -121,6 +121,41 @@ pub struct Headline {
     pub value: String,
     /// What qualifies it: "measured capacity 724.1 KiB".
     pub detail: String,
+    /// The comparable figures it shows (`Figure::key`), the value's first: the summary
+    /// puts the drift pass's disagreement on each beside the headline.
+    pub keys: Vec<HeadlineKey>,
+    /// A figure it shows kept fewer trials than planned: drawn as a warning.
+    pub few_trials: bool,
+}
+
+/// A comparable figure a headline shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeadlineKey {
+    /// `Figure::key`, as the drift pass names it too.
+    pub key: String,
+    /// The name its drift goes by beside the headline's other figures ("DRAM"); empty for
+    /// the headline's value.
+    pub name: String,
+}
+
+impl Headline {
+    /// The headline with the figure of its value.
+    pub fn key(mut self, key: impl Into<String>) -> Headline {
+        self.keys.push(HeadlineKey {
+            key: key.into(),
+            name: String::new(),
+        });
+        self
+    }
+
+    /// The headline with another figure its detail names.
+    pub fn also(mut self, name: impl Into<String>, key: impl Into<String>) -> Headline {
+        self.keys.push(HeadlineKey {
+            key: key.into(),
+            name: name.into(),
+        });
+        self
+    }
 }
 
 /// The outputs a block can be limited to.

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::charts;
+use super::figures;
 use super::tables::{level_table, sweep_table};
 use super::{BandwidthResult, BandwidthRow};
 use crate::experiments::shared::level::Level;
@@ -256,7 +257,7 @@ fn headlines(result: &BandwidthResult, threads: &[usize]) -> Vec<Headline> {
                 String::new()
             }
         };
-        out.push(Headline {
+        let mut headline = Headline {
             label: format!("Bandwidth, {}", count_of(t, "thread")),
             value: format!("{} GB/s{}", figure(peak.gb_per_s), thin(peak)),
             detail: format!(
@@ -277,7 +278,14 @@ fn headlines(result: &BandwidthResult, threads: &[usize]) -> Vec<Headline> {
                     ""
                 }
             ),
-        });
+            few_trials: peak.few_trials || dram.is_some_and(|d| d.few_trials),
+            ..Headline::default()
+        }
+        .key(figures::row_figure(peak).key);
+        if let Some(d) = dram.filter(|d| !std::ptr::eq(*d, peak)) {
+            headline = headline.also("DRAM", figures::row_figure(d).key);
+        }
+        out.push(headline);
     }
     out
 }
@@ -287,6 +295,7 @@ mod tests {
     use super::*;
     use crate::experiments::bandwidth::samples::{self, KERNELS};
     use crate::units::{KIB, MIB};
+    use crate::view::figure::Figures;
     use crate::view::format::{DASH, NOT_CONCURRENT_TITLE};
     use crate::view::Row;
 
@@ -527,6 +536,15 @@ mod tests {
         let headline = &s.headlines[0];
         assert!(headline.value.ends_with("GB/s (1 trial)"), "{headline:?}");
         assert!(headline.detail.contains(few), "{headline:?}");
+        assert!(headline.few_trials, "the card is drawn as a warning");
+        // Its figures by the keys the drift pass measures them again under.
+        let keys: Vec<String> = (result.figures().into_iter()).map(|f| f.key).collect();
+        assert!(!headline.keys.is_empty());
+        assert!(
+            headline.keys.iter().all(|k| keys.contains(&k.key)),
+            "{headline:?}"
+        );
+        assert!(!section(&samples::bandwidth(&[2], &KERNELS[..1], &[], 0)).headlines[0].few_trials);
         // The table marks it and the note explains the mark.
         let text = s.plain_text();
         assert!(text.contains("? marks"), "{text}");

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::{Configs, Results};
 use crate::session::context::Session;
 use crate::view::figure::{Figure, Remeasured};
+use crate::view::glance::Drift;
 
 /// What `--until-stable` asks for.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -43,6 +44,24 @@ pub struct DriftFigure {
     pub beyond_noise: bool,
 }
 
+impl DriftFigure {
+    /// The pass farthest from the run's value against it, percent, with its sign (NaN
+    /// when the run's value is not a positive number or no pass has a value).
+    pub fn signed_pct(&self) -> f64 {
+        let farthest = (self.passes.iter())
+            .filter(|v| v.is_finite())
+            .max_by(|a, b| {
+                (*a - self.before)
+                    .abs()
+                    .total_cmp(&(*b - self.before).abs())
+            });
+        match farthest {
+            Some(&v) if self.before > 0.0 => (v - self.before) / self.before * 100.0,
+            _ => f64::NAN,
+        }
+    }
+}
+
 /// How `--until-stable` ended.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stability {
@@ -69,6 +88,17 @@ impl DriftResult {
     /// The figures that moved beyond their noise.
     pub fn beyond_noise(&self) -> impl Iterator<Item = &DriftFigure> {
         self.figures.iter().filter(|f| f.beyond_noise)
+    }
+
+    /// Each figure's drift as the summary shows it beside its headline.
+    pub fn glance(&self) -> Vec<Drift> {
+        (self.figures.iter())
+            .map(|f| Drift {
+                key: f.key.clone(),
+                pct: f.signed_pct(),
+                beyond_noise: f.beyond_noise,
+            })
+            .collect()
     }
 
     /// Puts each figure's drift beside it.
@@ -238,5 +268,29 @@ mod tests {
         assert_eq!(figures[0].drift_pct, Some(10.0));
         assert_eq!(figures[1].drift_pct, None);
         assert_eq!(d.beyond_noise().count(), 1);
+    }
+
+    #[test]
+    fn the_summary_gets_the_farthest_pass_with_its_sign() {
+        let passes = vec![
+            vec![again("down", 20.0, 19.0), again("up", 10.0, 10.5)],
+            vec![again("down", 20.0, 7.0), again("up", 10.0, 9.9)],
+        ];
+        let d = DriftResult {
+            passes: 2,
+            elapsed_s: 0.1,
+            figures: summarise(&passes, &[]),
+            until_stable: None,
+        };
+        let glance = d.glance();
+        assert_eq!(glance[0].key, "down");
+        assert!((glance[0].pct + 65.0).abs() < 1e-9, "{}", glance[0].pct);
+        assert!((glance[1].pct - 5.0).abs() < 1e-9, "{}", glance[1].pct);
+        assert!(glance[0].beyond_noise && glance[1].beyond_noise);
+        let nothing = DriftFigure {
+            before: 0.0,
+            ..d.figures[0].clone()
+        };
+        assert!(nothing.signed_pct().is_nan());
     }
 }

@@ -324,8 +324,11 @@ fn read_files(
     // The random reads last: the longer after the files were written, the less the
     // device (or a VM host) is still busy writing them back.
     in_place()?;
-    progress.start("files: random 4 KiB reads", config.depths.len() as u64 + 1);
+    progress.start("files: random 4 KiB reads", random_steps(config));
     let block_size = 4096u64;
+    // Each row a step, the message naming the one being measured.
+    let mut next = config.depths.iter();
+    progress.message("pread, depth 1");
     let random = random_reads(
         config,
         largest,
@@ -333,6 +336,12 @@ fn read_files(
         block_size,
         cold_method,
         notes,
+        |_| {
+            progress.advance();
+            if let Some(depth) = next.next() {
+                progress.message(&format!("io_uring, depth {depth}"));
+            }
+        },
     )
     .map_err(|e| fail("random reads", e))?;
     in_place()?;
@@ -515,6 +524,7 @@ fn random_reads(
     block: u64,
     method: ColdMethod,
     notes: &mut Vec<String>,
+    mut measured: impl FnMut(&RandomRow),
 ) -> std::io::Result<Vec<RandomRow>> {
     let file = file.open(method == ColdMethod::Direct)?;
     let fd = file.as_raw_fd();
@@ -552,6 +562,7 @@ fn random_reads(
         &mut latencies,
     )?;
     rows.push(random_row("pread", 1, &latencies, total));
+    measured(&rows[0]);
     let mut buffers: Vec<AlignedBuffer> = (0..config.depths.iter().copied().max().unwrap_or(1))
         .map(|_| AlignedBuffer::new(block as usize))
         .collect();
@@ -568,7 +579,11 @@ fn random_reads(
             depth,
             &mut latencies,
         ) {
-            Ok(total) => rows.push(random_row("io_uring", depth, &latencies, total)),
+            Ok(total) => {
+                let row = random_row("io_uring", depth, &latencies, total);
+                measured(&row);
+                rows.push(row);
+            }
             Err(e) => {
                 notes.push(format!(
                     "io_uring is not available here ({e}): only the pread baseline was measured"
@@ -578,6 +593,12 @@ fn random_reads(
         }
     }
     Ok(rows)
+}
+
+/// The rows `random_reads` measures, one progress step each: the pread baseline, then
+/// one per io_uring depth.
+fn random_steps(config: &FilesConfig) -> u64 {
+    config.depths.len() as u64 + 1
 }
 
 /// Percentiles of the latencies (ns) through an HDR histogram (3 significant digits).
@@ -641,6 +662,37 @@ mod tests {
         assert_eq!(result.written_bytes, 4096 + 65536 + (1 << 20));
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert!(left.is_empty(), "files left behind: {left:?}");
+    }
+
+    #[test]
+    fn every_random_read_row_is_a_progress_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = config(dir.path());
+        let files = TestFiles::create(dir.path(), &c.sizes).unwrap();
+        let (bytes, name) = files.files.last().cloned().unwrap();
+        let file = TestFile {
+            files: &files,
+            name: &name,
+        };
+        let mut steps = Vec::new();
+        let rows = random_reads(
+            &c,
+            file,
+            bytes,
+            4096,
+            cold_method(file),
+            &mut Vec::new(),
+            |r| steps.push((r.engine.clone(), r.depth)),
+        )
+        .unwrap();
+        let seen: Vec<(String, usize)> =
+            (rows.iter()).map(|r| (r.engine.clone(), r.depth)).collect();
+        assert_eq!(steps, seen, "one step per row, in order");
+        // Without io_uring only the baseline is measured; with it, every planned step.
+        if rows.len() > 1 {
+            assert_eq!(steps.len() as u64, random_steps(&c));
+        }
+        assert_eq!(steps[0], ("pread".to_string(), 1));
     }
 
     #[test]

@@ -57,6 +57,7 @@ impl FilesResult {
                     Bytes(largest.bytes),
                     Bytes(self.read_block)
                 ),
+                ..Headline::default()
             });
             cards.push(Headline {
                 label: "File read, device".to_string(),
@@ -69,6 +70,7 @@ impl FilesResult {
                         ColdMethod::DropCache => "cache dropped",
                     }
                 ),
+                ..Headline::default()
             });
         }
         if let Some(qd1) = self.random.iter().find(|r| r.engine == "pread") {
@@ -79,6 +81,7 @@ impl FilesResult {
                     "median at depth 1 (pread); p99 {} µs",
                     format::derived(qd1.p99_us)
                 ),
+                ..Headline::default()
             });
         }
         cards

@@ -299,13 +299,17 @@ fn headlines(result: &LatencyResult) -> Vec<Headline> {
         .levels
         .iter()
         .filter(|l| l.latency_ns.is_finite())
-        .map(|level| Headline {
-            label: level.name.to_string(),
-            value: format!("{} ns", ns(level.latency_ns)),
-            detail: match level.capacity_bytes {
-                Some(bytes) => format!("load-to-use; measured capacity {}", Bytes(bytes)),
-                None => "load-to-use".to_string(),
-            },
+        .map(|level| {
+            Headline {
+                label: level.name.to_string(),
+                value: format!("{} ns", ns(level.latency_ns)),
+                detail: match level.capacity_bytes {
+                    Some(bytes) => format!("load-to-use; measured capacity {}", Bytes(bytes)),
+                    None => "load-to-use".to_string(),
+                },
+                ..Headline::default()
+            }
+            .key(super::figures::level_latency_key(level.name.name()))
         })
         .collect()
 }
@@ -346,6 +350,10 @@ mod tests {
         let detail = "load-to-use; measured capacity 1 MiB";
         assert_eq!(s.headlines[1].detail, detail);
         assert_eq!(s.headlines[3].detail, "load-to-use");
+        // Each by the key of its figure, which the drift pass measures again.
+        assert_eq!(s.headlines[1].keys[0].key, "latency.level.L2.latency_ns");
+        let figures = crate::view::figure::Figures::figures(&result);
+        crate::view::figure::find(&figures, &s.headlines[1].keys[0].key);
         let text = s.plain_text();
         assert!(text.contains("random order over the whole buffer with a 64 B stride"));
         assert!(text.contains("up to 7 timed trials"));

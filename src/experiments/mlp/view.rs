@@ -72,6 +72,7 @@ fn headline(r: &MlpResult) -> Option<Headline> {
         label: "DRAM MLP".to_string(),
         value: format!("{} misses", ns(dram.parallelism)),
         detail: format!("in flight per thread, reached at {} chains", dram.chains),
+        ..Headline::default()
     })
 }
 
@@ -501,6 +502,7 @@ mod tests {
                 label: "DRAM MLP".to_string(),
                 value: "9.70 misses".to_string(),
                 detail: "in flight per thread, reached at 10 chains".to_string(),
+                ..Headline::default()
             }]
         );
         assert!(section(&samples::nan_mlp()).headlines.is_empty());

@@ -107,6 +107,7 @@ fn headlines(result: &TlbResult) -> Vec<Headline> {
                 label: format!("{} ({} pages)", l.name, Bytes(l.page_bytes)),
                 value: format!("{} ns", ns(miss)),
                 detail: format!("per miss; reach {}", Bytes(reach)),
+                ..Headline::default()
             })
         })
         .collect()
@@ -366,6 +367,7 @@ mod tests {
                 label: "L2 DTLB (4 KiB pages)".into(),
                 value: "23.0 ns".into(),
                 detail: "per miss; reach 8 MiB".into(),
+                ..Headline::default()
             }
         );
 
@@ -420,7 +422,7 @@ mod tests {
             "4 KiB pages: TLB part (ns − dense ns)",
             "4 KiB L1 DTLB: 64",
             "2 MiB L2 DTLB: 1024",
-            "CPUID 4 KiB L2 DTLB: 3072",
+            "4 KiB L2 DTLB: 2048 (CPUID 3072)",
             "entries found (knee)",
             "entries CPUID reports",
             "Latency (core cycles)",

@@ -176,6 +176,7 @@ mod tests {
                     label: "L1d".into(),
                     value: "1.00 ns".into(),
                     detail: "load-to-use".into(),
+                    ..Headline::default()
                 },
                 anchor: "latency",
                 warn: false,
