@@ -13,8 +13,8 @@ use super::PagesResult;
 use crate::stats::summary::Summary;
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, Heatmap, PALETTE};
-use crate::view::data_row::Raw;
-use crate::view::format::{self, raw_opt};
+use crate::view::data_row::{Full, Raw};
+use crate::view::format;
 use crate::view::{Block, Column, DataTable, Medium, Paragraph, Section, Table, Text};
 
 /// Bars in one histogram at most (the CSV has every region).
@@ -308,8 +308,7 @@ struct RegionCsvRow<'a> {
     cumulative_pct: Raw,
     samples: u64,
     tlb_miss_samples: u64,
-    /// Written unrounded, as the table always has.
-    mean_weight_cycles: String,
+    mean_weight_cycles: Option<Full>,
     resident_kb: Raw,
     huge_kb: Raw,
 }
@@ -330,7 +329,7 @@ fn regions_data(r: &PagesRecord) -> DataTable {
             cumulative_pct: Raw(x.cumulative_pct),
             samples: x.samples,
             tlb_miss_samples: x.tlb_miss_samples,
-            mean_weight_cycles: raw_opt(x.mean_weight),
+            mean_weight_cycles: x.mean_weight.map(Full),
             resident_kb: Raw(x.resident_kb),
             huge_kb: Raw(x.huge_kb),
         }),

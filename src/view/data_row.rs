@@ -3,7 +3,7 @@
 //! writes it, so a table's header cannot drift from its cells; columns known only at run
 //! time (a sweep's parameters, the counters that ran) go around them (`of_around`). `Raw` writes a figure
 //! the way every CSV table writes one (`format::raw`: at most 4 decimals, empty when not
-//! finite).
+//! finite); `Full` writes one with every digit (`Display`).
 
 use serde::{Serialize, Serializer};
 
@@ -17,6 +17,17 @@ pub struct Raw(pub f64);
 impl Serialize for Raw {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(&format::raw(self.0))
+    }
+}
+
+/// A figure in a CSV cell in full: Rust's `Display` of the `f64` (the shortest digits that
+/// read back to the same value, never an exponent), for tables that keep every digit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Full(pub f64);
+
+impl Serialize for Full {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
     }
 }
 
@@ -115,6 +126,27 @@ mod tests {
         ns: Raw,
         spread_pct: Option<Raw>,
         unstable: bool,
+    }
+
+    #[test]
+    fn full_figures_keep_every_digit_without_an_exponent() {
+        #[derive(Serialize, Default)]
+        struct Figures {
+            a: Full,
+            b: Option<Full>,
+        }
+        let t = DataTable::of(
+            "x.full",
+            [
+                Figures {
+                    a: Full(0.123_456_789),
+                    b: Some(Full(1e21)),
+                },
+                Figures { a: Full(1.0), b: None },
+            ],
+        );
+        assert_eq!(t.rows[0], ["0.123456789", "1000000000000000000000"]);
+        assert_eq!(t.rows[1], ["1", ""]);
     }
 
     #[test]
