@@ -61,12 +61,13 @@ impl DataTable {
             .unwrap_or_default();
         table.header = [columns.before, fixed, columns.after].concat();
         let (before, rows, after): (Vec<_>, Vec<_>, Vec<_>) =
-            rows.into_iter().fold(Default::default(), |mut parts, (b, row, a)| {
-                parts.0.push(b);
-                parts.1.push(row);
-                parts.2.push(a);
-                parts
-            });
+            rows.into_iter()
+                .fold(Default::default(), |mut parts, (b, row, a)| {
+                    parts.0.push(b);
+                    parts.1.push(row);
+                    parts.2.push(a);
+                    parts
+                });
         table.rows = before
             .into_iter()
             .zip(records(&rows, false))
@@ -142,7 +143,10 @@ mod tests {
                     a: Full(0.123_456_789),
                     b: Some(Full(1e21)),
                 },
-                Figures { a: Full(1.0), b: None },
+                Figures {
+                    a: Full(1.0),
+                    b: None,
+                },
             ],
         );
         assert_eq!(t.rows[0], ["0.123456789", "1000000000000000000000"]);
@@ -197,7 +201,16 @@ mod tests {
         let t = DataTable::of_around("x.rows", columns.clone(), [row("a", &["1", ""])]);
         assert_eq!(
             t.header,
-            ["opt", "name", "bytes", "ns", "spread_pct", "unstable", "cycles", "misses"]
+            [
+                "opt",
+                "name",
+                "bytes",
+                "ns",
+                "spread_pct",
+                "unstable",
+                "cycles",
+                "misses"
+            ]
         );
         assert_eq!(t.rows, [["-O2", "a", "0", "0", "", "false", "1", ""]]);
         let empty = DataTable::of_around("x.none", columns, Vec::<(_, Row, _)>::new());
