@@ -7,9 +7,12 @@
 //! `*` (in the runs table, and beside each value of an experiment it measured so), the
 //! mark explained once, under the runs.
 
+use serde::Serialize;
+
 use super::{Comparison, Group, Loaded, Row};
 use crate::report::document;
 use crate::units::Bytes;
+use crate::view::data_row::Full;
 use crate::view::figure::Better;
 use crate::view::format;
 use crate::view::judge::Verdict;
@@ -373,39 +376,52 @@ fn legend_label(run: &super::RunInfo) -> String {
     }
 }
 
+/// A row of `compare.figures`: one figure of one run, its values in full.
+#[derive(Serialize, Default)]
+struct FigureCsvRow<'a> {
+    group: usize,
+    cpu_model: &'a str,
+    key: &'a str,
+    section: &'a str,
+    label: &'a str,
+    unit: &'a str,
+    better: String,
+    run: &'a str,
+    value: Full,
+    spread_pct: Option<Full>,
+    step_pct: Option<Full>,
+    ratio: Option<Full>,
+    verdict: &'static str,
+    disturbed: bool,
+}
+
 /// Every cell as CSV: one line per figure and run.
 fn data_table(c: &Comparison) -> crate::view::DataTable {
-    let mut table = crate::view::DataTable::new(
-        "compare.figures",
-        "group cpu_model key section label unit better run value spread_pct step_pct ratio verdict \
-         disturbed"
-            .split(' '),
-    );
-    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    let mut rows = Vec::new();
     for (g, group) in c.groups.iter().enumerate() {
         for row in &group.rows {
             for (cell, &i) in row.cells.iter().zip(&group.runs) {
                 let Some(cell) = cell else { continue };
-                table.row(vec![
-                    (g + 1).to_string(),
-                    group.cpu_model.clone(),
-                    row.key.clone(),
-                    row.section.clone(),
-                    row.label.clone(),
-                    row.unit.clone(),
-                    format!("{:?}", row.better).to_lowercase(),
-                    c.runs[i].label.clone(),
-                    cell.value.to_string(),
-                    opt(cell.spread_pct),
-                    opt(cell.step_pct),
-                    opt(cell.ratio),
-                    cell.verdict
-                        .map_or_else(String::new, |v| v.mark().to_string()),
-                ]);
+                rows.push(FigureCsvRow {
+                    group: g + 1,
+                    cpu_model: &group.cpu_model,
+                    key: &row.key,
+                    section: &row.section,
+                    label: &row.label,
+                    unit: &row.unit,
+                    better: format!("{:?}", row.better).to_lowercase(),
+                    run: &c.runs[i].label,
+                    value: Full(cell.value),
+                    spread_pct: cell.spread_pct.map(Full),
+                    step_pct: cell.step_pct.map(Full),
+                    ratio: cell.ratio.map(Full),
+                    verdict: cell.verdict.map_or("", |v| v.mark()),
+                    disturbed: cell.disturbed,
+                });
             }
         }
     }
-    table
+    crate::view::DataTable::of("compare.figures", rows)
 }
 
 /// The terminal's closing line: the counts of each verdict.

@@ -5,11 +5,14 @@
 //! objects against the caches (linear, L1d and L2 as lines, the small objects in one bar)
 //! and the CSV table.
 
+use serde::Serialize;
+
 use crate::binary::dwarf::{Layout, Pointee};
 use crate::binary::{CacheSizes, DataObject, FootprintResult, ProcessMappings};
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, TickFormat, PALETTE};
-use crate::view::format::{self, raw};
+use crate::view::data_row::Raw;
+use crate::view::format;
 use crate::view::{Block, Column, DataTable, Medium, Paragraph, Section, Table};
 
 fn share(bytes: u64, of: Option<u64>) -> String {
@@ -346,54 +349,70 @@ fn chart(objects: &[DataObject], caches: &CacheSizes) -> Option<BarChart> {
     Some(chart)
 }
 
+/// A row of `footprint_mappings`: one mapping of the process, addresses in hex.
+#[derive(Serialize, Default)]
+struct MappingCsvRow<'a> {
+    pid: u32,
+    start: String,
+    end: String,
+    perms: &'a str,
+    name: &'a str,
+    anonymous: bool,
+    rss_kb: u64,
+    anonymous_kb: u64,
+    anon_huge_kb: u64,
+}
+
 fn mappings_data(p: &ProcessMappings) -> DataTable {
-    let mut t = DataTable::new(
+    DataTable::of(
         "footprint_mappings",
-        "pid start end perms name anonymous rss_kb anonymous_kb anon_huge_kb".split_whitespace(),
-    );
-    for m in &p.mappings {
-        t.row(vec![
-            p.pid.to_string(),
-            format!("{:#x}", m.start),
-            format!("{:#x}", m.end),
-            m.perms.clone(),
-            m.name.clone(),
-            m.anonymous.to_string(),
-            m.rss_kb.to_string(),
-            m.anonymous_kb.to_string(),
-            m.anon_huge_kb.to_string(),
-        ]);
-    }
-    t
+        p.mappings.iter().map(|m| MappingCsvRow {
+            pid: p.pid,
+            start: format!("{:#x}", m.start),
+            end: format!("{:#x}", m.end),
+            perms: &m.perms,
+            name: &m.name,
+            anonymous: m.anonymous,
+            rss_kb: m.rss_kb,
+            anonymous_kb: m.anonymous_kb,
+            anon_huge_kb: m.anon_huge_kb,
+        }),
+    )
+}
+
+/// A row of `footprint_objects`: one object, its shares of L1d and L2 when they are known.
+#[derive(Serialize, Default)]
+struct ObjectCsvRow<'a> {
+    name: &'a str,
+    section: &'a str,
+    tls: bool,
+    #[serde(rename = "type")]
+    type_name: &'a str,
+    bytes: u64,
+    lines: u64,
+    l1d_pct: Option<Raw>,
+    l2_pct: Option<Raw>,
+    pointee_type: &'a str,
+    pointee_bytes: Option<u64>,
 }
 
 fn data(r: &FootprintResult) -> DataTable {
-    let mut t = DataTable::new(
+    let pct = |b: u64, of: Option<u64>| of.map(|s| Raw(100.0 * b as f64 / s as f64));
+    DataTable::of(
         "footprint_objects",
-        "name section tls type bytes lines l1d_pct l2_pct pointee_type pointee_bytes"
-            .split_whitespace(),
-    );
-    let pct =
-        |b: u64, of: Option<u64>| of.map_or(String::new(), |s| raw(100.0 * b as f64 / s as f64));
-    for o in &r.objects {
-        t.row(vec![
-            o.name.clone(),
-            o.section.clone(),
-            o.tls.to_string(),
-            o.type_name.clone().unwrap_or_default(),
-            o.bytes.to_string(),
-            o.lines.to_string(),
-            pct(o.bytes, r.caches.l1d_bytes),
-            pct(o.bytes, r.caches.l2_bytes),
-            o.pointee
-                .as_ref()
-                .map_or(String::new(), |p| p.type_name.clone()),
-            o.pointee
-                .as_ref()
-                .map_or(String::new(), |p| p.size.to_string()),
-        ]);
-    }
-    t
+        r.objects.iter().map(|o| ObjectCsvRow {
+            name: &o.name,
+            section: &o.section,
+            tls: o.tls,
+            type_name: o.type_name.as_deref().unwrap_or_default(),
+            bytes: o.bytes,
+            lines: o.lines,
+            l1d_pct: pct(o.bytes, r.caches.l1d_bytes),
+            l2_pct: pct(o.bytes, r.caches.l2_bytes),
+            pointee_type: o.pointee.as_ref().map_or("", |p| &p.type_name),
+            pointee_bytes: o.pointee.as_ref().map(|p| p.size),
+        }),
+    )
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 //! memory), the trade-off and the regions before and after for `apply`; CSV tables with
 //! every region and every run.
 
+use serde::Serialize;
+
 use super::apply::{Arm, PagesApply};
 use super::record::PagesRecord;
 use super::regions::{Region, REGION_BYTES};
@@ -11,7 +13,8 @@ use super::PagesResult;
 use crate::stats::summary::Summary;
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, Heatmap, PALETTE};
-use crate::view::format::{self, raw, raw_opt};
+use crate::view::data_row::{Full, Raw};
+use crate::view::format;
 use crate::view::{Block, Column, DataTable, Medium, Paragraph, Section, Table, Text};
 
 /// Bars in one histogram at most (the CSV has every region).
@@ -290,33 +293,47 @@ fn timeline(r: &PagesRecord) -> Option<Heatmap> {
     )
 }
 
+/// A row of `pages_regions`: one region, by rank, addresses in hex.
+#[derive(Serialize, Default)]
+struct RegionCsvRow<'a> {
+    rank: usize,
+    pid: u32,
+    process: &'a str,
+    start: String,
+    end: String,
+    mapping: &'a str,
+    anonymous: bool,
+    value: Raw,
+    share_pct: Raw,
+    cumulative_pct: Raw,
+    samples: u64,
+    tlb_miss_samples: u64,
+    mean_weight_cycles: Option<Full>,
+    resident_kb: Raw,
+    huge_kb: Raw,
+}
+
 fn regions_data(r: &PagesRecord) -> DataTable {
-    let mut t = DataTable::new(
+    DataTable::of(
         "pages_regions",
-        "rank pid process start end mapping anonymous value share_pct cumulative_pct samples \
-         tlb_miss_samples mean_weight_cycles resident_kb huge_kb"
-            .split_whitespace(),
-    );
-    for (i, x) in r.regions.iter().enumerate() {
-        t.row(vec![
-            (i + 1).to_string(),
-            x.pid.to_string(),
-            x.process.clone(),
-            format!("{:#x}", x.start),
-            format!("{:#x}", region_end(x)),
-            x.mapping.clone(),
-            x.anonymous.to_string(),
-            raw(x.value),
-            raw(x.share_pct),
-            raw(x.cumulative_pct),
-            x.samples.to_string(),
-            x.tlb_miss_samples.to_string(),
-            raw_opt(x.mean_weight),
-            raw(x.resident_kb),
-            raw(x.huge_kb),
-        ]);
-    }
-    t
+        r.regions.iter().enumerate().map(|(i, x)| RegionCsvRow {
+            rank: i + 1,
+            pid: x.pid,
+            process: &x.process,
+            start: format!("{:#x}", x.start),
+            end: format!("{:#x}", region_end(x)),
+            mapping: &x.mapping,
+            anonymous: x.anonymous,
+            value: Raw(x.value),
+            share_pct: Raw(x.share_pct),
+            cumulative_pct: Raw(x.cumulative_pct),
+            samples: x.samples,
+            tlb_miss_samples: x.tlb_miss_samples,
+            mean_weight_cycles: x.mean_weight.map(Full),
+            resident_kb: Raw(x.resident_kb),
+            huge_kb: Raw(x.huge_kb),
+        }),
+    )
 }
 
 fn apply_section(a: &PagesApply) -> Section {
@@ -552,30 +569,39 @@ fn regions_table(a: &PagesApply) -> Table {
     table
 }
 
+/// A row of `pages_runs`: one run of an arm, in the order they ran.
+#[derive(Serialize, Default)]
+struct RunCsvRow {
+    order: usize,
+    arm: String,
+    elapsed_s: Raw,
+    user_s: Raw,
+    system_s: Raw,
+    status: i32,
+    huge_kb: Raw,
+    huge_in_regions_kb: Raw,
+}
+
 fn runs_data(a: &PagesApply) -> DataTable {
-    let mut t = DataTable::new(
-        "pages_runs",
-        "order arm elapsed_s user_s system_s status huge_kb huge_in_regions_kb".split_whitespace(),
-    );
     let mut runs: Vec<(Arm, &super::apply::ArmRun)> = a
         .arms
         .iter()
         .flat_map(|x| x.runs.iter().map(move |r| (x.arm, r)))
         .collect();
     runs.sort_by_key(|(_, r)| r.order);
-    for (arm, r) in runs {
-        t.row(vec![
-            r.order.to_string(),
-            format!("{arm:?}").to_lowercase(),
-            raw(r.elapsed_s),
-            raw(r.user_s),
-            raw(r.system_s),
-            r.termination.shell_status().to_string(),
-            raw(r.huge_kb),
-            raw(r.huge_in_regions_kb),
-        ]);
-    }
-    t
+    DataTable::of(
+        "pages_runs",
+        runs.into_iter().map(|(arm, r)| RunCsvRow {
+            order: r.order,
+            arm: format!("{arm:?}").to_lowercase(),
+            elapsed_s: Raw(r.elapsed_s),
+            user_s: Raw(r.user_s),
+            system_s: Raw(r.system_s),
+            status: r.termination.shell_status(),
+            huge_kb: Raw(r.huge_kb),
+            huge_in_regions_kb: Raw(r.huge_in_regions_kb),
+        }),
+    )
 }
 
 #[cfg(test)]

@@ -22,16 +22,21 @@ use crate::topology::cpu::format_cpu_list;
 use crate::topology::memory;
 use crate::units::{Bytes, GIB, MIB};
 
-/// How a buffer's pages are backed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a buffer's pages are backed. In reports it is written as on the command line
+/// (`4k`, `thp`, `2m`, `1g`), as `Display` writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PagePolicy {
     /// Base pages (4 KiB on x86_64), transparent huge pages refused.
+    #[serde(rename = "4k")]
     Base,
     /// Transparent huge pages asked for with madvise.
+    #[serde(rename = "thp")]
     Thp,
     /// hugetlbfs 2 MiB pages.
+    #[serde(rename = "2m")]
     Huge2M,
     /// hugetlbfs 1 GiB pages.
+    #[serde(rename = "1g")]
     Huge1G,
 }
 
@@ -77,7 +82,7 @@ impl fmt::Display for PagePolicy {
 /// (reported in the settings).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PagesObtained {
-    pub policy: String,
+    pub policy: PagePolicy,
     pub page_bytes: u64,
     /// Fraction of the largest buffer backed by huge pages (AnonHugePages / size for THP).
     pub huge_fraction: f64,
@@ -289,7 +294,7 @@ impl Arena {
             }
         };
         PagesObtained {
-            policy: self.policy.to_string(),
+            policy: self.policy,
             page_bytes,
             huge_fraction,
         }
@@ -506,6 +511,27 @@ impl Drop for UntouchedMapping {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pages_obtained_keeps_the_policy_as_reports_wrote_it() {
+        for (policy, name) in [
+            (PagePolicy::Base, "4k"),
+            (PagePolicy::Thp, "thp"),
+            (PagePolicy::Huge2M, "2m"),
+            (PagePolicy::Huge1G, "1g"),
+        ] {
+            let json = format!(r#"{{"policy":"{name}","page_bytes":4096,"huge_fraction":0.5}}"#);
+            let obtained: PagesObtained = serde_json::from_str(&json).unwrap();
+            assert_eq!(obtained.policy, policy);
+            assert_eq!(policy.to_string(), name);
+            assert_eq!(serde_json::to_string(&obtained).unwrap(), json);
+        }
+        let err = serde_json::from_str::<PagesObtained>(
+            r#"{"policy":"8k","page_bytes":4096,"huge_fraction":0.5}"#,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("8k"), "{err}");
+    }
 
     #[test]
     fn base_pages_are_aligned_and_writable() {

@@ -5,6 +5,8 @@
 
 use std::fmt::Write as _;
 
+use serde::Serialize;
+
 use super::virtualization;
 use crate::topology::Machine;
 use crate::units::{format_hz, Bytes};
@@ -338,28 +340,37 @@ fn hugepage_table(m: &Machine) -> Table {
     t
 }
 
+/// A row of `machine.caches`: one cache, the CPUs sharing it space-separated.
+#[derive(Serialize, Default)]
+struct CacheCsvRow {
+    level: u32,
+    kind: &'static str,
+    size_bytes: u64,
+    line_bytes: u64,
+    ways: Option<u32>,
+    shared_with_cpus: String,
+    instances: usize,
+}
+
 /// The CSV table of the caches (the whole CSV output of `info`).
 fn cache_data(m: &Machine) -> DataTable {
-    let mut t = DataTable::new(
+    DataTable::of(
         "machine.caches",
-        "level kind size_bytes line_bytes ways shared_with_cpus instances".split_whitespace(),
-    );
-    for c in &m.caches {
-        t.row(vec![
-            c.level.to_string(),
-            c.kind.to_string(),
-            c.size_bytes.to_string(),
-            c.line_bytes.to_string(),
-            format::raw_opt(c.ways),
-            c.shared_with_cpus
+        m.caches.iter().map(|c| CacheCsvRow {
+            level: c.level,
+            kind: c.kind.name(),
+            size_bytes: c.size_bytes,
+            line_bytes: c.line_bytes,
+            ways: c.ways,
+            shared_with_cpus: c
+                .shared_with_cpus
                 .iter()
                 .map(|c| c.to_string())
                 .collect::<Vec<_>>()
                 .join(" "),
-            c.instances.to_string(),
-        ]);
-    }
-    t
+            instances: c.instances,
+        }),
+    )
 }
 
 #[cfg(test)]

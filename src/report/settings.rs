@@ -140,7 +140,7 @@ mod tests {
             cpus: vec![2],
             pages_requested: Some(PagePolicy::Thp),
             pages_obtained: Some(PagesObtained {
-                policy: "thp".into(),
+                policy: PagePolicy::Thp,
                 page_bytes: 4096,
                 huge_fraction: 0.5,
             }),

@@ -3,10 +3,13 @@
 //! place of a row each, the times and the notes, and the CSV table `stat` (which keeps a
 //! row for every event and figure). Numbers have thousands separators throughout.
 
+use serde::Serialize;
+
 use super::StatResult;
 use crate::stats::summary::Summary;
 use crate::topology::Machine;
-use crate::view::format::{self, raw};
+use crate::view::data_row::Raw;
+use crate::view::format;
 use crate::view::{Column, DataTable, Paragraph, Present, Section, Table};
 
 impl Present for StatResult {
@@ -157,49 +160,69 @@ fn spread_text(summary: &Summary) -> String {
     }
 }
 
+/// What a row of the `stat` table holds.
+#[derive(Serialize, Default, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum StatRowKind {
+    #[default]
+    Event,
+    Derived,
+    Time,
+}
+
+/// A row of the `stat` table: an event, a derived figure or a time, with the median over
+/// the runs and its spread; what only an event has is empty for the others.
+#[derive(Serialize, Default)]
+struct StatCsvRow<'a> {
+    kind: StatRowKind,
+    name: &'a str,
+    unit: &'a str,
+    median: Option<Raw>,
+    spread_pct: Option<Raw>,
+    min: Option<Raw>,
+    max: Option<Raw>,
+    multiplexed: Option<bool>,
+    running_pct: Option<Raw>,
+    not_supported: &'a str,
+}
+
+impl<'a> StatCsvRow<'a> {
+    /// A row of `kind` with `summary`'s figures (all empty without one).
+    fn new(kind: StatRowKind, name: &'a str, unit: &'a str, summary: Option<&Summary>) -> Self {
+        let figure = |f: fn(&Summary) -> f64| summary.map(|s| Raw(f(s)));
+        StatCsvRow {
+            kind,
+            name,
+            unit,
+            median: figure(|s| s.median),
+            spread_pct: figure(Summary::spread_pct),
+            min: figure(|s| s.min),
+            max: figure(|s| s.max),
+            ..StatCsvRow::default()
+        }
+    }
+}
+
 /// The CSV table: one row per event, derived figure and time, with the median over the
 /// runs, its spread and the reason when not counted.
 fn stat_data(stat: &StatResult) -> DataTable {
-    let summary_cells = |s: Option<&Summary>| match s {
-        Some(s) => vec![raw(s.median), raw(s.spread_pct()), raw(s.min), raw(s.max)],
-        None => vec![String::new(); 4],
-    };
-    let mut t = DataTable::new(
-        "stat",
-        "kind name unit median spread_pct min max multiplexed running_pct not_supported"
-            .split_whitespace(),
-    );
-    for e in &stat.events {
-        let mut row = vec!["event".to_string(), e.event.clone(), String::new()];
-        row.extend(summary_cells(e.count.as_ref()));
-        row.extend([
-            e.multiplexed.to_string(),
-            e.running_pct.map(raw).unwrap_or_default(),
-            e.not_supported.clone().unwrap_or_default(),
-        ]);
-        t.row(row);
-    }
-    for d in &stat.derived {
-        let mut row = vec!["derived".to_string(), d.name.clone(), d.unit.clone()];
-        row.extend(summary_cells(d.value.as_ref()));
-        row.extend([
-            String::new(),
-            String::new(),
-            d.not_supported.clone().unwrap_or_default(),
-        ]);
-        t.row(row);
-    }
-    for (name, s) in [
+    let events = stat.events.iter().map(|e| StatCsvRow {
+        multiplexed: Some(e.multiplexed),
+        running_pct: e.running_pct.map(Raw),
+        not_supported: e.not_supported.as_deref().unwrap_or_default(),
+        ..StatCsvRow::new(StatRowKind::Event, &e.event, "", e.count.as_ref())
+    });
+    let derived = stat.derived.iter().map(|d| StatCsvRow {
+        not_supported: d.not_supported.as_deref().unwrap_or_default(),
+        ..StatCsvRow::new(StatRowKind::Derived, &d.name, &d.unit, d.value.as_ref())
+    });
+    let times = [
         ("elapsed", &stat.elapsed_s),
         ("user", &stat.user_s),
         ("system", &stat.system_s),
-    ] {
-        let mut row = vec!["time".to_string(), name.to_string(), "s".to_string()];
-        row.extend(summary_cells(Some(s)));
-        row.extend([String::new(), String::new(), String::new()]);
-        t.row(row);
-    }
-    t
+    ]
+    .map(|(name, s)| StatCsvRow::new(StatRowKind::Time, name, "s", Some(s)));
+    DataTable::of("stat", events.chain(derived).chain(times))
 }
 
 #[cfg(test)]

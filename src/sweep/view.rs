@@ -5,12 +5,15 @@
 //! interval bars and the baseline marked; counters vs parameter), the notes, and CSV
 //! tables of every run and every cell.
 
+use serde::Serialize;
+
 use super::analysis::primary;
 use super::analysis::{MeasureStat, Verdict};
 use super::{FootprintSummary, Measure, Stop, SweepResult};
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, LineChart, Series, VMarker, PALETTE};
-use crate::view::format::{self, raw, raw_opt};
+use crate::view::data_row::{Columns, Raw};
+use crate::view::format::{self, raw};
 use crate::view::{
     Block, Cell, Column, DataTable, Headline, Medium, Paragraph, Section, Style, Table,
 };
@@ -552,84 +555,108 @@ impl SweepResult {
     }
 
     fn runs_data(&self) -> DataTable {
-        let mut header: Vec<String> = self.parameters.iter().map(|p| p.name.clone()).collect();
-        header.extend(
-            [
-                "benchmark",
-                "block",
-                "order",
-                "elapsed_s",
-                "user_s",
-                "system_s",
-                "max_rss_kib",
-                "exit",
-            ]
-            .map(String::from),
-        );
-        header.extend(self.measures[1..].iter().map(|m| metric_column(&m.label)));
-        header.extend(self.events.iter().map(|e| metric_column(e)));
-        let mut t = DataTable::new("sweep_runs", header);
-        for r in &self.runs {
-            let mut row: Vec<String> = self.variants[r.variant]
-                .values
-                .0
-                .iter()
-                .map(|(_, v)| v.clone())
-                .collect();
-            row.extend([
-                self.benchmarks[r.benchmark].name.clone(),
-                r.block.to_string(),
-                r.order.to_string(),
-                raw(r.elapsed_s),
-                raw(r.user_s),
-                raw(r.system_s),
-                r.max_rss_kib.to_string(),
-                r.termination.shell_status().to_string(),
-            ]);
-            row.extend(r.metrics.iter().map(|m| m.map(raw).unwrap_or_default()));
-            row.extend(r.counts.iter().map(|c| c.map(raw).unwrap_or_default()));
-            t.row(row);
-        }
-        t
+        let mut after: Vec<String> = self.measures[1..]
+            .iter()
+            .map(|m| metric_column(&m.label))
+            .collect();
+        after.extend(self.events.iter().map(|e| metric_column(e)));
+        let columns = Columns {
+            before: self.parameter_names(),
+            after,
+        };
+        DataTable::of_around(
+            "sweep_runs",
+            columns,
+            self.runs.iter().map(|r| {
+                let row = RunCsvRow {
+                    benchmark: &self.benchmarks[r.benchmark].name,
+                    block: r.block,
+                    order: r.order,
+                    elapsed_s: Raw(r.elapsed_s),
+                    user_s: Raw(r.user_s),
+                    system_s: Raw(r.system_s),
+                    max_rss_kib: r.max_rss_kib,
+                    exit: r.termination.shell_status(),
+                };
+                let figures = r.metrics.iter().chain(&r.counts);
+                let after = figures.map(|c| c.map(raw).unwrap_or_default()).collect();
+                (self.parameter_values(r.variant), row, after)
+            }),
+        )
     }
 
     fn cells_data(&self) -> DataTable {
-        let mut header: Vec<String> = self.parameters.iter().map(|p| p.name.clone()).collect();
-        header.extend(
-            "benchmark figure better runs failed median ci_low ci_high ci_coverage change_pct u p verdict"
-                .split_whitespace()
-                .map(String::from),
-        );
-        let mut t = DataTable::new("sweep_cells", header);
-        for cell in &self.cells {
-            for (m, measure) in self.measures.iter().enumerate() {
+        let columns = Columns {
+            before: self.parameter_names(),
+            after: Vec::new(),
+        };
+        let rows = self.cells.iter().flat_map(|cell| {
+            self.measures.iter().enumerate().map(move |(m, measure)| {
                 let s = &cell.measures[m];
-                let mut row: Vec<String> = self.variants[cell.variant]
-                    .values
-                    .0
-                    .iter()
-                    .map(|(_, v)| v.clone())
-                    .collect();
-                row.extend([
-                    self.benchmarks[cell.benchmark].name.clone(),
-                    measure.label.clone(),
-                    format!("{:?}", measure.better).to_lowercase(),
-                    cell.runs.to_string(),
-                    cell.failed.to_string(),
-                    raw_opt(s.summary.map(|x| raw(x.median))),
-                    raw_opt(s.interval.map(|i| raw(i.low))),
-                    raw_opt(s.interval.map(|i| raw(i.high))),
-                    raw_opt(s.interval.map(|i| raw(i.coverage))),
-                    raw_opt(s.change_pct.map(raw)),
-                    raw_opt(s.u.map(raw)),
-                    raw_opt(s.p.map(|p| format!("{p:.6}"))),
-                    verdict_word(s.verdict).to_string(),
-                ]);
-                t.row(row);
-            }
-        }
-        t
+                let row = CellCsvRow {
+                    benchmark: &self.benchmarks[cell.benchmark].name,
+                    figure: &measure.label,
+                    better: format!("{:?}", measure.better).to_lowercase(),
+                    runs: cell.runs,
+                    failed: cell.failed,
+                    median: s.summary.map(|x| Raw(x.median)),
+                    ci_low: s.interval.map(|i| Raw(i.low)),
+                    ci_high: s.interval.map(|i| Raw(i.high)),
+                    ci_coverage: s.interval.map(|i| Raw(i.coverage)),
+                    change_pct: s.change_pct.map(Raw),
+                    u: s.u.map(Raw),
+                    p: s.p.map(|p| format!("{p:.6}")),
+                    verdict: verdict_word(s.verdict),
+                };
+                (self.parameter_values(cell.variant), row, Vec::new())
+            })
+        });
+        DataTable::of_around("sweep_cells", columns, rows)
     }
+
+    /// The parameters' names: the first columns of the CSV tables.
+    fn parameter_names(&self) -> Vec<String> {
+        self.parameters.iter().map(|p| p.name.clone()).collect()
+    }
+
+    /// Variant `variant`'s parameter values, one cell per parameter.
+    fn parameter_values(&self, variant: usize) -> Vec<String> {
+        let values = &self.variants[variant].values.0;
+        values.iter().map(|(_, v)| v.clone()).collect()
+    }
+}
+
+/// A row of `sweep_runs` after the parameters' values: one run of a benchmark; its
+/// metrics and counted events follow.
+#[derive(Serialize, Default)]
+struct RunCsvRow<'a> {
+    benchmark: &'a str,
+    block: usize,
+    order: usize,
+    elapsed_s: Raw,
+    user_s: Raw,
+    system_s: Raw,
+    max_rss_kib: u64,
+    exit: i32,
+}
+
+/// A row of `sweep_cells` after the parameters' values: one figure of one benchmark in
+/// one variant, with its interval and verdict against the baseline.
+#[derive(Serialize, Default)]
+struct CellCsvRow<'a> {
+    benchmark: &'a str,
+    figure: &'a str,
+    better: String,
+    runs: usize,
+    failed: usize,
+    median: Option<Raw>,
+    ci_low: Option<Raw>,
+    ci_high: Option<Raw>,
+    ci_coverage: Option<Raw>,
+    change_pct: Option<Raw>,
+    u: Option<Raw>,
+    p: Option<String>,
+    verdict: &'static str,
 }
 
 /// A counter figure's median in one cell: a derived figure by name, or an event's count
@@ -773,5 +800,49 @@ mod tests {
         let terminal = crate::render::terminal::render(&[section], false);
         let (wall, ops) = (terminal.find("wall time"), terminal.find("ops per s"));
         assert!(wall.is_some() && wall < ops, "{terminal}");
+    }
+
+    /// The sample with two runs and a counted event, to see every column.
+    fn with_runs() -> crate::sweep::SweepResult {
+        use crate::platform::child::Termination;
+        let mut r = crate::sweep::figures::tests::sweep();
+        r.events = vec!["cache-misses".to_string()];
+        let run = |variant, order, termination| crate::sweep::SweepRun {
+            block: 1,
+            order,
+            benchmark: 0,
+            variant,
+            elapsed_s: 1.234_567,
+            user_s: 1.0,
+            system_s: 0.0,
+            max_rss_kib: 2048,
+            termination,
+            metrics: vec![Some(100.5)],
+            counts: vec![None],
+        };
+        r.runs = vec![
+            run(0, 0, Termination::Exited(0)),
+            run(1, 1, Termination::Exited(3)),
+        ];
+        r
+    }
+
+    #[test]
+    fn csv_tables_put_the_parameters_first_and_the_metrics_and_events_last() {
+        let csv = crate::render::csv::render(&[with_runs().section()]);
+        let expected = "\
+# sweep_runs
+RING,benchmark,block,order,elapsed_s,user_s,system_s,max_rss_kib,exit,ops_per_s,cache_misses
+16,ring bench,1,0,1.2346,1,0,2048,0,100.5,
+64,ring bench,1,1,1.2346,1,0,2048,3,100.5,
+
+# sweep_cells
+RING,benchmark,figure,better,runs,failed,median,ci_low,ci_high,ci_coverage,change_pct,u,p,verdict
+16,ring bench,wall time,lower,8,0,1,0.97,1.03,0.9922,,,,baseline
+16,ring bench,ops per s,higher,8,0,100,100,100,0.9922,,,,baseline
+64,ring bench,wall time,lower,8,0,0.8,0.78,0.82,0.9922,-20,0,0.000852,better
+64,ring bench,ops per s,higher,8,0,,,,,,,,no data
+";
+        assert_eq!(String::from_utf8(csv).unwrap(), expected);
     }
 }

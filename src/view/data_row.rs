@@ -1,8 +1,9 @@
 //! CSV tables from rows of a `Serialize` type: the header is the row type's field names
 //! (serde renames applied) and each cell is its field as the `csv` crate's serde support
-//! writes it, so a table's header cannot drift from its cells. `Raw` writes a figure
+//! writes it, so a table's header cannot drift from its cells; columns known only at run
+//! time (a sweep's parameters, the counters that ran) go around them (`of_around`). `Raw` writes a figure
 //! the way every CSV table writes one (`format::raw`: at most 4 decimals, empty when not
-//! finite).
+//! finite); `Full` writes one with every digit (`Display`).
 
 use serde::{Serialize, Serializer};
 
@@ -19,6 +20,17 @@ impl Serialize for Raw {
     }
 }
 
+/// A figure in a CSV cell in full: Rust's `Display` of the `f64` (the shortest digits that
+/// read back to the same value, never an exponent), for tables that keep every digit.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Full(pub f64);
+
+impl Serialize for Full {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
 impl DataTable {
     /// The table `name` of `rows`. `Row` is a flat struct (numbers, text, booleans, unit
     /// enums, options of those); its `Default` value gives the header when there is no row.
@@ -26,14 +38,51 @@ impl DataTable {
         name: impl Into<String>,
         rows: impl IntoIterator<Item = Row>,
     ) -> DataTable {
+        DataTable::of_around(
+            name,
+            Columns::default(),
+            rows.into_iter().map(|row| (Vec::new(), row, Vec::new())),
+        )
+    }
+
+    /// The table `name` of `rows` with columns known only at run time around the row
+    /// struct's (a sweep's parameters, the counters that ran): `columns` names them, and
+    /// each row brings its cells before and after the struct's.
+    pub fn of_around<Row: Serialize + Default>(
+        name: impl Into<String>,
+        columns: Columns,
+        rows: impl IntoIterator<Item = (Vec<String>, Row, Vec<String>)>,
+    ) -> DataTable {
         let mut table = DataTable::new(name, Vec::<String>::new());
         // The header is the first record written with the default row.
-        let mut header = records(&[Row::default()], true);
-        table.header = header.drain(..).next().unwrap_or_default();
-        let rows: Vec<Row> = rows.into_iter().collect();
-        table.rows = records(&rows, false);
+        let fixed = records(&[Row::default()], true)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
+        table.header = [columns.before, fixed, columns.after].concat();
+        let (before, rows, after): (Vec<_>, Vec<_>, Vec<_>) =
+            rows.into_iter()
+                .fold(Default::default(), |mut parts, (b, row, a)| {
+                    parts.0.push(b);
+                    parts.1.push(row);
+                    parts.2.push(a);
+                    parts
+                });
+        table.rows = before
+            .into_iter()
+            .zip(records(&rows, false))
+            .zip(after)
+            .map(|((b, fixed), a)| [b, fixed, a].concat())
+            .collect();
         table
     }
+}
+
+/// The header of the run-time columns before and after a row struct's (`of_around`).
+#[derive(Debug, Clone, Default)]
+pub struct Columns {
+    pub before: Vec<String>,
+    pub after: Vec<String>,
 }
 
 /// `rows` as CSV records (after a header record with `header`), read back into cells.
@@ -81,6 +130,30 @@ mod tests {
     }
 
     #[test]
+    fn full_figures_keep_every_digit_without_an_exponent() {
+        #[derive(Serialize, Default)]
+        struct Figures {
+            a: Full,
+            b: Option<Full>,
+        }
+        let t = DataTable::of(
+            "x.full",
+            [
+                Figures {
+                    a: Full(0.123_456_789),
+                    b: Some(Full(1e21)),
+                },
+                Figures {
+                    a: Full(1.0),
+                    b: None,
+                },
+            ],
+        );
+        assert_eq!(t.rows[0], ["0.123456789", "1000000000000000000000"]);
+        assert_eq!(t.rows[1], ["1", ""]);
+    }
+
+    #[test]
     fn header_is_the_field_names_and_cells_are_written_as_the_tables_write_them() {
         let t = DataTable::of(
             "x.rows",
@@ -107,5 +180,40 @@ mod tests {
         assert_eq!(t.rows[1], ["", "0", "2", "", "false"]);
         let empty = DataTable::of("x.none", Vec::<Row>::new());
         assert_eq!((empty.header.len(), empty.rows.len()), (5, 0));
+    }
+
+    #[test]
+    fn run_time_columns_go_around_the_row_structs() {
+        let columns = Columns {
+            before: vec!["opt".to_string()],
+            after: vec!["cycles".to_string(), "misses".to_string()],
+        };
+        let row = |name, after: &[&str]| {
+            (
+                vec!["-O2".to_string()],
+                Row {
+                    name,
+                    ..Row::default()
+                },
+                after.iter().map(|c| c.to_string()).collect(),
+            )
+        };
+        let t = DataTable::of_around("x.rows", columns.clone(), [row("a", &["1", ""])]);
+        assert_eq!(
+            t.header,
+            [
+                "opt",
+                "name",
+                "bytes",
+                "ns",
+                "spread_pct",
+                "unstable",
+                "cycles",
+                "misses"
+            ]
+        );
+        assert_eq!(t.rows, [["-O2", "a", "0", "0", "", "false", "1", ""]]);
+        let empty = DataTable::of_around("x.none", columns, Vec::<(_, Row, _)>::new());
+        assert_eq!((empty.header.len(), empty.rows.len()), (8, 0));
     }
 }

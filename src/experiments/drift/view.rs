@@ -2,9 +2,12 @@
 //! steal time), each headline figure measured again at the end of the run with its drift
 //! against its own spread, and how `--until-stable` ended.
 
+use serde::Serialize;
+
 use super::DriftResult;
 use crate::session::conditions::ExperimentConditions;
 use crate::units::Bytes;
+use crate::view::data_row::Raw;
 use crate::view::format;
 use crate::view::{Cell, Column, DataTable, Paragraph, Priority, Section, Style, Table};
 
@@ -150,62 +153,63 @@ fn drift_table(d: &DriftResult) -> Table {
     table
 }
 
+/// A row of `stability.drift`: one figure measured again, its passes space-separated.
+#[derive(Serialize, Default)]
+struct DriftCsvRow<'a> {
+    key: &'a str,
+    label: &'a str,
+    unit: &'a str,
+    measured: Raw,
+    passes: String,
+    drift_pct: Raw,
+    spread_pct: Option<Raw>,
+    beyond_noise: bool,
+}
+
 fn drift_data(d: &DriftResult) -> DataTable {
-    let mut table = DataTable::new(
+    DataTable::of(
         "stability.drift",
-        [
-            "key",
-            "label",
-            "unit",
-            "measured",
-            "passes",
-            "drift_pct",
-            "spread_pct",
-            "beyond_noise",
-        ],
-    );
-    for f in &d.figures {
-        let passes: Vec<String> = f.passes.iter().map(|&v| format::raw(v)).collect();
-        table.row(vec![
-            f.key.clone(),
-            f.label.clone(),
-            f.unit.clone(),
-            format::raw(f.before),
-            passes.join(" "),
-            format::raw(f.drift_pct),
-            f.spread_pct.map_or_else(String::new, format::raw),
-            f.beyond_noise.to_string(),
-        ]);
-    }
-    table
+        d.figures.iter().map(|f| {
+            let passes: Vec<String> = f.passes.iter().map(|&v| format::raw(v)).collect();
+            DriftCsvRow {
+                key: &f.key,
+                label: &f.label,
+                unit: &f.unit,
+                measured: Raw(f.before),
+                passes: passes.join(" "),
+                drift_pct: Raw(f.drift_pct),
+                spread_pct: f.spread_pct.map(Raw),
+                beyond_noise: f.beyond_noise,
+            }
+        }),
+    )
+}
+
+/// A row of `stability.conditions`: what else ran during one experiment.
+#[derive(Serialize, Default)]
+struct ConditionsCsvRow<'a> {
+    experiment: &'a str,
+    elapsed_s: Raw,
+    other_runnable_mean: Option<Raw>,
+    other_runnable_max: Option<Raw>,
+    other_runnable_share_pct: Option<Raw>,
+    steal_pct: Option<Raw>,
+    disturbed: bool,
+    tasks: String,
 }
 
 fn conditions_data(conditions: &[ExperimentConditions]) -> DataTable {
-    let mut table = DataTable::new(
+    DataTable::of(
         "stability.conditions",
-        [
-            "experiment",
-            "elapsed_s",
-            "other_runnable_mean",
-            "other_runnable_max",
-            "other_runnable_share_pct",
-            "steal_pct",
-            "disturbed",
-            "tasks",
-        ],
-    );
-    let opt = |v: Option<f64>| v.map_or_else(String::new, format::raw);
-    for c in conditions {
-        table.row(vec![
-            c.experiment.clone(),
-            format::raw(c.elapsed_s),
-            opt(c.other_runnable_mean),
-            opt(c.other_runnable_max),
-            opt(c.other_runnable_share_pct),
-            opt(c.steal_pct),
-            c.disturbed.to_string(),
-            c.tasks.join("; "),
-        ]);
-    }
-    table
+        conditions.iter().map(|c| ConditionsCsvRow {
+            experiment: &c.experiment,
+            elapsed_s: Raw(c.elapsed_s),
+            other_runnable_mean: c.other_runnable_mean.map(Raw),
+            other_runnable_max: c.other_runnable_max.map(Raw),
+            other_runnable_share_pct: c.other_runnable_share_pct.map(Raw),
+            steal_pct: c.steal_pct.map(Raw),
+            disturbed: c.disturbed,
+            tasks: c.tasks.join("; "),
+        }),
+    )
 }

@@ -3,11 +3,14 @@
 //! random-read latency percentiles by queue depth and the block-size sweep; HTML plots
 //! of throughput vs file size (log-log, DRAM marked) and latency percentiles vs depth.
 
+use serde::Serialize;
+
 use super::{ColdMethod, FilesResult};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{Axis, LineChart, Series, PALETTE};
-use crate::view::format::{self, raw};
+use crate::view::data_row::Raw;
+use crate::view::format;
 use crate::view::{Block, Column, DataTable, Headline, Medium, Paragraph, Present, Section, Table};
 
 impl Present for FilesResult {
@@ -246,67 +249,91 @@ impl FilesResult {
     }
 
     fn sizes_data(&self) -> DataTable {
-        let mut t = DataTable::new(
-            "files.sizes",
-            "bytes warm_gb_s warm_us_per_read warm_spread_pct mmap_gb_s cold_gb_s cold_us_per_read cold_spread_pct cold_method"
-                .split_whitespace(),
-        );
-        let method = match self.cold_method {
+        let cold_method = match self.cold_method {
             ColdMethod::Direct => "o_direct",
             ColdMethod::DropCache => "fadvise_dontneed",
         };
-        for r in &self.sizes {
-            t.row(vec![
-                r.bytes.to_string(),
-                raw(r.warm.gb_per_s),
-                raw(r.warm.latency_us),
-                raw(r.warm.spread_pct),
-                raw(r.mmap.gb_per_s),
-                raw(r.cold.gb_per_s),
-                raw(r.cold.latency_us),
-                raw(r.cold.spread_pct),
-                method.to_string(),
-            ]);
-        }
-        t
+        DataTable::of(
+            "files.sizes",
+            self.sizes.iter().map(|r| SizeCsvRow {
+                bytes: r.bytes,
+                warm_gb_s: Raw(r.warm.gb_per_s),
+                warm_us_per_read: Raw(r.warm.latency_us),
+                warm_spread_pct: Raw(r.warm.spread_pct),
+                mmap_gb_s: Raw(r.mmap.gb_per_s),
+                cold_gb_s: Raw(r.cold.gb_per_s),
+                cold_us_per_read: Raw(r.cold.latency_us),
+                cold_spread_pct: Raw(r.cold.spread_pct),
+                cold_method,
+            }),
+        )
     }
 
     fn random_data(&self) -> DataTable {
-        let mut t = DataTable::new(
+        DataTable::of(
             "files.random",
-            "engine depth reads iops mean_us p50_us p90_us p99_us p999_us max_us"
-                .split_whitespace(),
-        );
-        for r in &self.random {
-            t.row(vec![
-                r.engine.clone(),
-                r.depth.to_string(),
-                r.reads.to_string(),
-                raw(r.iops),
-                raw(r.mean_us),
-                raw(r.p50_us),
-                raw(r.p90_us),
-                raw(r.p99_us),
-                raw(r.p999_us),
-                raw(r.max_us),
-            ]);
-        }
-        t
+            self.random.iter().map(|r| RandomCsvRow {
+                engine: &r.engine,
+                depth: r.depth,
+                reads: r.reads,
+                iops: Raw(r.iops),
+                mean_us: Raw(r.mean_us),
+                p50_us: Raw(r.p50_us),
+                p90_us: Raw(r.p90_us),
+                p99_us: Raw(r.p99_us),
+                p999_us: Raw(r.p999_us),
+                max_us: Raw(r.max_us),
+            }),
+        )
     }
 
     fn blocks_data(&self) -> DataTable {
-        let mut t = DataTable::new(
+        DataTable::of(
             "files.blocks",
-            "block_bytes cold_gb_s us_per_read spread_pct".split_whitespace(),
-        );
-        for b in &self.blocks {
-            t.row(vec![
-                b.block.to_string(),
-                raw(b.gb_per_s),
-                raw(b.latency_us),
-                raw(b.spread_pct),
-            ]);
-        }
-        t
+            self.blocks.iter().map(|b| BlockCsvRow {
+                block_bytes: b.block,
+                cold_gb_s: Raw(b.gb_per_s),
+                us_per_read: Raw(b.latency_us),
+                spread_pct: Raw(b.spread_pct),
+            }),
+        )
     }
+}
+
+/// A row of `files.sizes`: one file size read warm, through mmap and cold.
+#[derive(Serialize, Default)]
+struct SizeCsvRow {
+    bytes: u64,
+    warm_gb_s: Raw,
+    warm_us_per_read: Raw,
+    warm_spread_pct: Raw,
+    mmap_gb_s: Raw,
+    cold_gb_s: Raw,
+    cold_us_per_read: Raw,
+    cold_spread_pct: Raw,
+    cold_method: &'static str,
+}
+
+/// A row of `files.random`: random 4 KiB reads at one engine and queue depth.
+#[derive(Serialize, Default)]
+struct RandomCsvRow<'a> {
+    engine: &'a str,
+    depth: usize,
+    reads: usize,
+    iops: Raw,
+    mean_us: Raw,
+    p50_us: Raw,
+    p90_us: Raw,
+    p99_us: Raw,
+    p999_us: Raw,
+    max_us: Raw,
+}
+
+/// A row of `files.blocks`: cold reads at one block size.
+#[derive(Serialize, Default)]
+struct BlockCsvRow {
+    block_bytes: u64,
+    cold_gb_s: Raw,
+    us_per_read: Raw,
+    spread_pct: Raw,
 }

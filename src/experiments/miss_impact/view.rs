@@ -2,13 +2,16 @@
 //! AMAT is built, the measured-vs-AMAT chart, one table row per footprint × pattern with
 //! its reasons as footnotes, and the `miss_impact.rows` CSV table.
 
+use serde::Serialize;
+
 use super::{MissImpactResult, Pattern};
 use crate::counters::MissLevel;
 use crate::experiments::misses::{miss_cells, miss_columns};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::{level_color, Axis, BarChart, CURVE_COLOR};
-use crate::view::format::{distinct, duration, fixed, ns, raw, raw_opt, spread_cell, DASH};
+use crate::view::data_row::Raw;
+use crate::view::format::{distinct, duration, fixed, ns, spread_cell, DASH};
 use crate::view::{Cell, Column, DataTable, Paragraph, Present, Section, Table, Text};
 
 impl Present for MissImpactResult {
@@ -161,47 +164,66 @@ fn rows_table(result: &MissImpactResult) -> Table {
     table
 }
 
+/// A row of `miss_impact.rows`: the raw figures of one footprint × pattern, the reasons
+/// as text.
+#[derive(Serialize, Default)]
+struct MissImpactCsvRow {
+    level: String,
+    footprint_bytes: u64,
+    pattern: &'static str,
+    ns_per_access: Raw,
+    spread_pct: Raw,
+    run_time_ns: Raw,
+    laps: u64,
+    accesses: u64,
+    l1_misses_per_access: Option<Raw>,
+    l2_misses_per_access: Option<Raw>,
+    llc_miss_rate: Option<Raw>,
+    dtlb_misses_per_access: Option<Raw>,
+    multiplexed: bool,
+    misses_not_supported: String,
+    page_faults: Option<u64>,
+    task_clock_ns: Option<u64>,
+    amat_ns: Option<Raw>,
+    measured_over_amat: Option<Raw>,
+    amat_not_computed: String,
+}
+
 /// `miss_impact.rows`: the raw figures of every row, the reasons as text.
 fn rows_data(result: &MissImpactResult) -> DataTable {
-    let mut data = DataTable::new(
+    DataTable::of(
         "miss_impact.rows",
-        "level footprint_bytes pattern ns_per_access spread_pct run_time_ns laps accesses \
-         l1_misses_per_access l2_misses_per_access llc_miss_rate dtlb_misses_per_access \
-         multiplexed misses_not_supported page_faults task_clock_ns amat_ns measured_over_amat \
-         amat_not_computed"
-            .split_whitespace(),
-    );
-    for r in &result.rows {
-        let misses = |level| r.misses.per_access(level).map(raw).unwrap_or_default();
-        let reasons = distinct(
-            r.misses
-                .levels
-                .iter()
-                .filter_map(|l| l.not_supported.as_deref()),
-        );
-        data.row(vec![
-            r.level.to_string(),
-            r.footprint_bytes.to_string(),
-            r.pattern.label().to_string(),
-            raw(r.ns_per_access),
-            raw(r.spread_pct),
-            raw(r.run_time_ns),
-            r.laps.to_string(),
-            r.misses.accesses.to_string(),
-            misses(MissLevel::L1),
-            misses(MissLevel::L2),
-            misses(MissLevel::Llc),
-            misses(MissLevel::Dtlb),
-            r.misses.levels.iter().any(|l| l.multiplexed).to_string(),
-            reasons.join("; "),
-            raw_opt(r.page_faults),
-            raw_opt(r.task_clock_ns),
-            r.amat_ns.map(raw).unwrap_or_default(),
-            r.measured_over_amat.map(raw).unwrap_or_default(),
-            r.amat_not_computed.clone().unwrap_or_default(),
-        ]);
-    }
-    data
+        result.rows.iter().map(|r| {
+            let misses = |level| r.misses.per_access(level).map(Raw);
+            let reasons = distinct(
+                r.misses
+                    .levels
+                    .iter()
+                    .filter_map(|l| l.not_supported.as_deref()),
+            );
+            MissImpactCsvRow {
+                level: r.level.to_string(),
+                footprint_bytes: r.footprint_bytes,
+                pattern: r.pattern.label(),
+                ns_per_access: Raw(r.ns_per_access),
+                spread_pct: Raw(r.spread_pct),
+                run_time_ns: Raw(r.run_time_ns),
+                laps: r.laps,
+                accesses: r.misses.accesses,
+                l1_misses_per_access: misses(MissLevel::L1),
+                l2_misses_per_access: misses(MissLevel::L2),
+                llc_miss_rate: misses(MissLevel::Llc),
+                dtlb_misses_per_access: misses(MissLevel::Dtlb),
+                multiplexed: r.misses.levels.iter().any(|l| l.multiplexed),
+                misses_not_supported: reasons.join("; "),
+                page_faults: r.page_faults,
+                task_clock_ns: r.task_clock_ns,
+                amat_ns: r.amat_ns.map(Raw),
+                measured_over_amat: r.measured_over_amat.map(Raw),
+                amat_not_computed: r.amat_not_computed.clone().unwrap_or_default(),
+            }
+        }),
+    )
 }
 
 #[cfg(test)]
