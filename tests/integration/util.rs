@@ -35,7 +35,8 @@ pub const BINARY: &str = env!("CARGO_BIN_EXE_memscope");
 /// The binary with `args`.
 pub fn memscope(args: &[&str]) -> Command {
     let mut command = Command::new(BINARY);
-    command.args(args);
+    // Text assertions read unwrapped lines; the width tests set COLUMNS themselves.
+    command.env("COLUMNS", "1000").args(args);
     command
 }
 
@@ -43,7 +44,7 @@ pub fn memscope(args: &[&str]) -> Command {
 /// spaces only (an argument holding a space is added with `arg`).
 pub fn memscope_line(line: &str) -> Command {
     let mut command = Command::new(BINARY);
-    command.args(line.split_whitespace());
+    command.env("COLUMNS", "1000").args(line.split_whitespace());
     command
 }
 
