@@ -1,7 +1,7 @@
 //! memscope: a memory-hierarchy profiler.
 //!
-//! The binary (`src/main.rs`) parses the command line (`cli`) and hands it to the command
-//! registry (`commands`): the command's room turns its flags into a validated
+//! The binary (`src/main.rs`) parses the command line (`commands::Cli`, with the flags of
+//! `cli` and of the rooms) and hands it to the command registry (`commands`): the command's room turns its flags into a validated
 //! `commands::Plan`, runs it, and gives one document to the one writer. The layers, from
 //! the bottom:
 //!
@@ -14,7 +14,8 @@
 //!   measuring context (`session::context::Session`) every experiment runs in;
 //! - `counters`: hardware and software event counters (perf_event_open);
 //! - `counting`: a user's command run under counters, and the count model (`stat`, `sweep`);
-//! - `flags`: the output and save flags and parse helpers every room shares;
+//! - `flags`: the output and save flags and parse helpers every room shares; `examples`:
+//!   the EXAMPLES block of every command's `--help`;
 //! - `view`: the presentation model as data (sections of prose, tables, charts, CSV
 //!   tables) and the shared number formats;
 //! - `binary`: what a built binary holds (ELF, DWARF) against the caches, for
@@ -31,7 +32,8 @@
 //! - `report`: the serde model (JSON is the model itself), which sections each output
 //!   shows, and the report read back;
 //! - `compare`, `history`: reports read back, set side by side and kept over time;
-//! - `commands`: the registry (one `Command` per command, the `Plan` enum, the writer);
+//! - `commands`: the registry (`registry!`: one line per command, from which the clap
+//!   `Subcommand` enum, the `Plan` enum and the dispatch come; the writer);
 //! - `restore`: what killed memscope processes left changed, undone from the journal at
 //!   every start and by `memscope restore`.
 
