@@ -146,7 +146,7 @@ impl MeasurePlan {
         };
         let pages = match &args.pages {
             Some(text) => PagePolicy::parse(text)?,
-            None if matches!(machine.thp.enabled.as_str(), "always" | "madvise") => PagePolicy::Thp,
+            None if machine.thp.enabled.offers_huge_pages() => PagePolicy::Thp,
             None => PagePolicy::Base,
         };
         let repetitions = match &args.repetitions {

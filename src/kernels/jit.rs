@@ -15,8 +15,12 @@
 //! The filler kinds are portable (the command line names them everywhere); the code
 //! generation is x86_64 only.
 
-/// What sits between the two misses, each kind chosen to fill one structure first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+use serde::{Deserialize, Serialize};
+
+/// What sits between the two misses, each kind chosen to fill one structure first;
+/// written in reports by its name ("nop", "add", "xor", "load", "store").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Filler {
     /// The eight-byte `nop dword [rax+rax*1+0]`: reorder-buffer entries only. Not the
     /// one-byte 0x90: Zen 4 packs short NOPs several to a reorder-buffer entry (measured:
@@ -53,13 +57,13 @@ impl Filler {
     }
 
     /// The structure this filler fills first.
-    pub fn structure(self) -> &'static str {
+    pub fn structure(self) -> Structure {
         match self {
-            Filler::Nop => "reorder buffer",
-            Filler::Add => "integer register file",
-            Filler::Xor => "vector register file",
-            Filler::Load => "load queue",
-            Filler::Store => "store queue",
+            Filler::Nop => Structure::ReorderBuffer,
+            Filler::Add => Structure::IntegerRegisterFile,
+            Filler::Xor => Structure::VectorRegisterFile,
+            Filler::Load => Structure::LoadQueue,
+            Filler::Store => Structure::StoreQueue,
         }
     }
 
@@ -81,6 +85,46 @@ impl Filler {
     /// "nop, add, xor, load, store", for help and error texts.
     pub fn names() -> String {
         Filler::ALL.map(Filler::name).join(", ")
+    }
+}
+
+impl std::fmt::Display for Filler {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An out-of-order structure a filler fills first, written in reports by its name
+/// ("reorder buffer", …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Structure {
+    #[serde(rename = "reorder buffer")]
+    ReorderBuffer,
+    #[serde(rename = "integer register file")]
+    IntegerRegisterFile,
+    #[serde(rename = "vector register file")]
+    VectorRegisterFile,
+    #[serde(rename = "load queue")]
+    LoadQueue,
+    #[serde(rename = "store queue")]
+    StoreQueue,
+}
+
+impl Structure {
+    pub fn name(self) -> &'static str {
+        match self {
+            Structure::ReorderBuffer => "reorder buffer",
+            Structure::IntegerRegisterFile => "integer register file",
+            Structure::VectorRegisterFile => "vector register file",
+            Structure::LoadQueue => "load queue",
+            Structure::StoreQueue => "store queue",
+        }
+    }
+}
+
+impl std::fmt::Display for Structure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

@@ -123,7 +123,7 @@ impl Arena {
     ) -> Result<Arena, UsageError> {
         if policy == PagePolicy::Thp {
             let thp = memory::thp_enabled_mode();
-            if thp == "never" || thp == "unavailable" {
+            if !thp.offers_huge_pages() {
                 return Err(UsageError::PagesUnavailable {
                     policy: policy.to_string(),
                     reason: format!(
@@ -546,7 +546,7 @@ mod tests {
 
     #[test]
     fn thp_buffers_start_on_a_huge_page_boundary() {
-        if memory::thp_enabled_mode() == "never" {
+        if memory::thp_enabled_mode() == crate::topology::ThpMode::Never {
             return;
         }
         let arena = Arena::new(Bytes::mib(8), PagePolicy::Thp).unwrap();

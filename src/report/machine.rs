@@ -153,7 +153,7 @@ fn identity_table(m: &Machine) -> Table {
             or_dash(&offered.join(", "))
         ),
     );
-    let mut thp = or_dash(&m.thp.enabled).to_string();
+    let mut thp = m.thp.enabled.to_string();
     if let Some(defrag) = &m.thp.defrag {
         let _ = write!(thp, ", defrag: {defrag}");
     }
@@ -291,7 +291,7 @@ fn tlb_table(m: &Machine) -> Table {
             tlb.ways
                 .map_or_else(|| "fully associative".to_string(), |w| w.to_string()),
             Bytes(tlb.page_bytes.saturating_mul(u64::from(tlb.entries))).to_string(),
-            tlb.source.clone(),
+            tlb.source.to_string(),
         ]);
     }
     t
@@ -409,7 +409,7 @@ mod tests {
             page_bytes: 4 * KIB,
             entries: 64,
             ways: None,
-            source: "CPUID 0x80000005".into(),
+            source: crate::topology::TlbSource::Cpuid80000005,
         }];
         m.numa_nodes = vec![NumaNode {
             id: 0,

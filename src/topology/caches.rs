@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::cpu::{cpuid, is_amd_like, parse_cpu_list, CpuidRegs, CPU_SYSFS};
-use super::{read_trimmed, CacheInfo, CacheKind, TlbInfo};
+use super::{read_trimmed, CacheInfo, CacheKind, TlbInfo, TlbSource};
 
 const KIB: u64 = 1 << 10;
 const PAGE_4K: u64 = 4 << 10;
@@ -359,7 +359,7 @@ fn tlb(
     page_bytes: u64,
     entries: u32,
     ways: Option<u32>,
-    source: &str,
+    source: TlbSource,
 ) -> TlbInfo {
     TlbInfo {
         level,
@@ -367,7 +367,7 @@ fn tlb(
         page_bytes,
         entries,
         ways,
-        source: source.to_string(),
+        source,
     }
 }
 
@@ -386,7 +386,7 @@ pub fn decode_amd_tlbs(
         }
     };
     if let Some(r) = l5 {
-        let src = "cpuid 0x80000005";
+        let src = TlbSource::Cpuid80000005;
         for (page, reg) in [(PAGE_4K, r.ebx), (PAGE_2M, r.eax)] {
             push(
                 1,
@@ -426,12 +426,12 @@ pub fn decode_amd_tlbs(
         );
     };
     if let Some(r) = l6 {
-        split(2, PAGE_4K, r.ebx, "cpuid 0x80000006");
-        split(2, PAGE_2M, r.eax, "cpuid 0x80000006");
+        split(2, PAGE_4K, r.ebx, TlbSource::Cpuid80000006);
+        split(2, PAGE_2M, r.eax, TlbSource::Cpuid80000006);
     }
     if let Some(r) = l19 {
-        split(1, PAGE_1G, r.eax, "cpuid 0x80000019");
-        split(2, PAGE_1G, r.ebx, "cpuid 0x80000019");
+        split(1, PAGE_1G, r.eax, TlbSource::Cpuid80000019);
+        split(2, PAGE_1G, r.ebx, TlbSource::Cpuid80000019);
     }
     out
 }
@@ -444,11 +444,11 @@ pub fn decode_intel_leaf18(subleaves: &[CpuidRegs]) -> Vec<TlbInfo> {
         // Load-only and store-only TLBs (types 4 and 5, hybrid cores) are data TLBs; the
         // source says which half they are.
         let (kind, source) = match r.edx & 0x1F {
-            1 => (CacheKind::Data, "cpuid 0x18"),
-            2 => (CacheKind::Instruction, "cpuid 0x18"),
-            3 => (CacheKind::Unified, "cpuid 0x18"),
-            4 => (CacheKind::Data, "cpuid 0x18 (load-only)"),
-            5 => (CacheKind::Data, "cpuid 0x18 (store-only)"),
+            1 => (CacheKind::Data, TlbSource::Cpuid18),
+            2 => (CacheKind::Instruction, TlbSource::Cpuid18),
+            3 => (CacheKind::Unified, TlbSource::Cpuid18),
+            4 => (CacheKind::Data, TlbSource::Cpuid18LoadOnly),
+            5 => (CacheKind::Data, TlbSource::Cpuid18StoreOnly),
             _ => continue,
         };
         let level = (r.edx >> 5) & 0x7;
@@ -548,7 +548,7 @@ pub fn decode_intel_leaf2(r: CpuidRegs) -> Vec<TlbInfo> {
         let skip = usize::from(index == 0);
         for &descriptor in &bytes[skip..] {
             for &(d, level, kind, page, entries, ways) in LEAF2_TLBS {
-                let entry = tlb(level, kind, page, entries, ways, "cpuid 0x2");
+                let entry = tlb(level, kind, page, entries, ways, TlbSource::Cpuid2);
                 if d == descriptor && !out.contains(&entry) {
                     out.push(entry);
                 }
@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(giga[0].page_bytes, PAGE_1G);
         assert_eq!((giga[0].entries, giga[0].ways), (64, None));
         assert_eq!((giga[2].level, giga[2].entries), (2, 2048));
-        assert_eq!(giga[2].source, "cpuid 0x80000019");
+        assert_eq!(giga[2].source, TlbSource::Cpuid80000019);
     }
 
     #[test]
@@ -742,12 +742,19 @@ mod tests {
                 PAGE_4K,
                 64,
                 Some(16),
-                "cpuid 0x18 (load-only)"
+                TlbSource::Cpuid18LoadOnly
             )
         );
         assert_eq!(
             tlbs[1],
-            tlb(1, CacheKind::Instruction, PAGE_2M, 8, None, "cpuid 0x18")
+            tlb(
+                1,
+                CacheKind::Instruction,
+                PAGE_2M,
+                8,
+                None,
+                TlbSource::Cpuid18
+            )
         );
         assert_eq!(tlbs[4].page_bytes, PAGE_1G);
         assert_eq!((tlbs[4].entries, tlbs[4].kind), (2048, CacheKind::Unified));
@@ -757,15 +764,29 @@ mod tests {
     fn intel_leaf2_descriptors_decode() {
         // Haswell-like: EAX = 0x76036301 (iteration count 1), EBX = 0x00f0b5ff, EDX = 0x00c30000.
         let tlbs = decode_intel_leaf2(regs(0x7603_6301, 0x00f0_b5ff, 0, 0x00c3_0000));
-        assert!(tlbs.contains(&tlb(1, CacheKind::Data, PAGE_2M, 32, Some(4), "cpuid 0x2")));
-        assert!(tlbs.contains(&tlb(1, CacheKind::Data, PAGE_1G, 4, Some(4), "cpuid 0x2")));
+        assert!(tlbs.contains(&tlb(
+            1,
+            CacheKind::Data,
+            PAGE_2M,
+            32,
+            Some(4),
+            TlbSource::Cpuid2
+        )));
+        assert!(tlbs.contains(&tlb(
+            1,
+            CacheKind::Data,
+            PAGE_1G,
+            4,
+            Some(4),
+            TlbSource::Cpuid2
+        )));
         assert!(tlbs.contains(&tlb(
             1,
             CacheKind::Instruction,
             PAGE_2M,
             8,
             None,
-            "cpuid 0x2"
+            TlbSource::Cpuid2
         )));
         assert!(tlbs.contains(&tlb(
             1,
@@ -773,7 +794,7 @@ mod tests {
             PAGE_4K,
             64,
             Some(8),
-            "cpuid 0x2"
+            TlbSource::Cpuid2
         )));
         assert!(tlbs.contains(&tlb(
             2,
@@ -781,10 +802,17 @@ mod tests {
             PAGE_4K,
             1536,
             Some(6),
-            "cpuid 0x2"
+            TlbSource::Cpuid2
         )));
         // 0x03 in EAX's second byte is a descriptor (DTLB 4K 64 entries).
-        assert!(tlbs.contains(&tlb(1, CacheKind::Data, PAGE_4K, 64, Some(4), "cpuid 0x2")));
+        assert!(tlbs.contains(&tlb(
+            1,
+            CacheKind::Data,
+            PAGE_4K,
+            64,
+            Some(4),
+            TlbSource::Cpuid2
+        )));
         // The iteration count 0x01 in EAX's low byte is not read as descriptor 0x01.
         assert!(!tlbs.contains(&tlb(
             1,
@@ -792,7 +820,7 @@ mod tests {
             PAGE_4K,
             32,
             Some(4),
-            "cpuid 0x2"
+            TlbSource::Cpuid2
         )));
         // A register with bit 31 set is ignored.
         assert!(decode_intel_leaf2(regs(0x01, 0x8000_00c3, 0, 0)).is_empty());

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::cgroup::CgroupMemoryLimit;
-use super::{read_trimmed, HugePagePool, ThpInfo};
+use super::{read_trimmed, HugePagePool, ThpInfo, ThpMode};
 use crate::units::Bytes;
 
 const HUGEPAGES_SYSFS: &str = "/sys/kernel/mm/hugepages";
@@ -139,11 +139,13 @@ pub fn parse_bracketed_choice(text: &str) -> Option<String> {
     Some(text[start..start + len].trim().to_string()).filter(|s| !s.is_empty())
 }
 
-/// The current THP mode: "always", "madvise", "never", or "unavailable" without THP.
-pub fn thp_enabled_mode() -> String {
+/// The current THP mode; `Unavailable` without THP (no file, or no choice in it the
+/// kernel writes there).
+pub fn thp_enabled_mode() -> ThpMode {
     read_trimmed(Path::new(THP_SYSFS).join("enabled"))
         .and_then(|s| parse_bracketed_choice(&s))
-        .unwrap_or_else(|| "unavailable".to_string())
+        .and_then(|choice| ThpMode::parse(&choice))
+        .unwrap_or(ThpMode::Unavailable)
 }
 
 /// THP mode, defrag policy and PMD size. A kernel without THP has no directory at all,

@@ -172,8 +172,54 @@ pub struct TlbInfo {
     pub entries: u32,
     /// None = fully associative or not reported.
     pub ways: Option<u32>,
-    /// "cpuid 0x80000005" etc.
-    pub source: String,
+    pub source: TlbSource,
+}
+
+/// The CPUID leaf a TLB's description came from, written in reports as "cpuid 0x2",
+/// "cpuid 0x18 (load-only)", "cpuid 0x80000005", ….
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub enum TlbSource {
+    /// Intel's descriptor bytes.
+    #[serde(rename = "cpuid 0x2")]
+    Cpuid2,
+    /// Intel's deterministic address translation leaf.
+    #[serde(rename = "cpuid 0x18")]
+    Cpuid18,
+    /// Leaf 0x18's load-only data TLB.
+    #[serde(rename = "cpuid 0x18 (load-only)")]
+    Cpuid18LoadOnly,
+    /// Leaf 0x18's store-only data TLB.
+    #[serde(rename = "cpuid 0x18 (store-only)")]
+    Cpuid18StoreOnly,
+    /// AMD's L1 TLBs (4 KiB and 2 MiB pages).
+    #[serde(rename = "cpuid 0x80000005")]
+    Cpuid80000005,
+    /// AMD's L2 TLBs (4 KiB and 2 MiB pages).
+    #[serde(rename = "cpuid 0x80000006")]
+    Cpuid80000006,
+    /// AMD's 1 GiB-page TLBs.
+    #[serde(rename = "cpuid 0x80000019")]
+    Cpuid80000019,
+}
+
+impl TlbSource {
+    pub fn name(self) -> &'static str {
+        match self {
+            TlbSource::Cpuid2 => "cpuid 0x2",
+            TlbSource::Cpuid18 => "cpuid 0x18",
+            TlbSource::Cpuid18LoadOnly => "cpuid 0x18 (load-only)",
+            TlbSource::Cpuid18StoreOnly => "cpuid 0x18 (store-only)",
+            TlbSource::Cpuid80000005 => "cpuid 0x80000005",
+            TlbSource::Cpuid80000006 => "cpuid 0x80000006",
+            TlbSource::Cpuid80000019 => "cpuid 0x80000019",
+        }
+    }
+}
+
+impl std::fmt::Display for TlbSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -197,11 +243,53 @@ pub struct HugePagePool {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct ThpInfo {
-    /// "always", "madvise", "never", or "unavailable".
-    pub enabled: String,
+    pub enabled: ThpMode,
     pub defrag: Option<String>,
     /// THP size (usually 2 MiB).
     pub pmd_bytes: Option<u64>,
+}
+
+/// The transparent-huge-page mode: the bracketed choice of
+/// /sys/kernel/mm/transparent_hugepage/enabled, or `Unavailable` on a kernel without THP
+/// (no such file); written in reports as "always", "madvise", "never" or "unavailable".
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpMode {
+    Always,
+    Madvise,
+    Never,
+    #[default]
+    Unavailable,
+}
+
+impl ThpMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpMode::Always => "always",
+            ThpMode::Madvise => "madvise",
+            ThpMode::Never => "never",
+            ThpMode::Unavailable => "unavailable",
+        }
+    }
+
+    /// The mode named by the kernel's bracketed choice; None for a word the kernel does
+    /// not write there.
+    pub fn parse(choice: &str) -> Option<ThpMode> {
+        [ThpMode::Always, ThpMode::Madvise, ThpMode::Never]
+            .into_iter()
+            .find(|m| m.name() == choice)
+    }
+
+    /// Whether a process can get huge pages by asking (`madvise`) or without asking.
+    pub fn offers_huge_pages(self) -> bool {
+        matches!(self, ThpMode::Always | ThpMode::Madvise)
+    }
+}
+
+impl std::fmt::Display for ThpMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -347,6 +435,47 @@ pub fn detect() -> anyhow::Result<Machine> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thp_modes_and_tlb_sources_keep_the_names_reports_hold() {
+        for (mode, name) in [
+            (ThpMode::Always, "always"),
+            (ThpMode::Madvise, "madvise"),
+            (ThpMode::Never, "never"),
+            (ThpMode::Unavailable, "unavailable"),
+        ] {
+            let json = format!("\"{name}\"");
+            assert_eq!(serde_json::to_string(&mode).unwrap(), json);
+            assert_eq!(serde_json::from_str::<ThpMode>(&json).unwrap(), mode);
+        }
+        assert_eq!(ThpMode::parse("madvise"), Some(ThpMode::Madvise));
+        assert_eq!(ThpMode::parse("unavailable"), None);
+        assert_eq!(ThpMode::parse("defer"), None);
+        let sources = [
+            TlbSource::Cpuid2,
+            TlbSource::Cpuid18,
+            TlbSource::Cpuid18LoadOnly,
+            TlbSource::Cpuid18StoreOnly,
+            TlbSource::Cpuid80000005,
+            TlbSource::Cpuid80000006,
+            TlbSource::Cpuid80000019,
+        ];
+        for source in sources {
+            let json = format!("\"{}\"", source.name());
+            assert_eq!(serde_json::to_string(&source).unwrap(), json);
+            assert_eq!(serde_json::from_str::<TlbSource>(&json).unwrap(), source);
+        }
+        for bad in ["\"Always\"", "\"\""] {
+            let err = serde_json::from_str::<ThpMode>(bad)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(bad.trim_matches('"')), "{err}");
+        }
+        let err = serde_json::from_str::<TlbSource>("\"sysfs\"")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("sysfs"), "{err}");
+    }
 
     #[test]
     fn detect_describes_this_machine() {

@@ -54,12 +54,7 @@ impl DataTable {
         rows: impl IntoIterator<Item = (Vec<String>, Row, Vec<String>)>,
     ) -> DataTable {
         let mut table = DataTable::new(name, Vec::<String>::new());
-        // The header is the first record written with the default row.
-        let fixed = records(&[Row::default()], true)
-            .into_iter()
-            .next()
-            .unwrap_or_default();
-        table.header = [columns.before, fixed, columns.after].concat();
+        table.header = [columns.before, header_of::<Row>(), columns.after].concat();
         let (before, rows, after): (Vec<_>, Vec<_>, Vec<_>) =
             rows.into_iter()
                 .fold(Default::default(), |mut parts, (b, row, a)| {
@@ -76,6 +71,24 @@ impl DataTable {
             .collect();
         table
     }
+}
+
+/// The field names of `Row` (serde renames applied): the header of a group of columns
+/// that goes around a row struct's only when present (`of_around`'s `after`), kept with
+/// its cells by `cells_of` as `of` keeps a table's.
+pub fn header_of<Row: Serialize + Default>() -> Vec<String> {
+    records(&[Row::default()], true)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+}
+
+/// The cells of `row` as `of` writes them, for a group of columns named by `header_of`.
+pub fn cells_of<Row: Serialize>(row: &Row) -> Vec<String> {
+    records(std::slice::from_ref(row), false)
+        .into_iter()
+        .next()
+        .unwrap_or_default()
 }
 
 /// The header of the run-time columns before and after a row struct's (`of_around`).
@@ -215,5 +228,21 @@ mod tests {
         assert_eq!(t.rows, [["-O2", "a", "0", "0", "", "false", "1", ""]]);
         let empty = DataTable::of_around("x.none", columns, Vec::<(_, Row, _)>::new());
         assert_eq!((empty.header.len(), empty.rows.len()), (8, 0));
+    }
+
+    #[test]
+    fn a_group_of_columns_has_the_header_and_cells_of_its_struct() {
+        assert_eq!(
+            header_of::<Row>(),
+            ["name", "bytes", "ns", "spread_pct", "unstable"]
+        );
+        let row = Row {
+            name: "a",
+            size: 1,
+            ns: Raw(0.5),
+            spread_pct: None,
+            unstable: true,
+        };
+        assert_eq!(cells_of(&row), ["a", "1", "0.5", "", "true"]);
     }
 }

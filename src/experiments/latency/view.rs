@@ -2,6 +2,8 @@
 //! levels found, DRAM both ways, every point of the sweep (folded in HTML, terminal only
 //! with `--points`), the `latency.points` CSV table and each level's headline.
 
+use serde::Serialize;
+
 use super::charts::latency_chart;
 use super::{LatencyLevel, LatencyPoint, LatencyResult};
 use crate::counters::AccessCounts;
@@ -10,7 +12,8 @@ use crate::kernels::permutation::ChaseOrderKind;
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::level_color;
-use crate::view::format::{cycles, ns, opt_bytes, raw, spread};
+use crate::view::data_row::{cells_of, header_of, Columns, Raw};
+use crate::view::format::{cycles, ns, opt_bytes, spread};
 use crate::view::{
     Block, Cell, Column, DataTable, Headline, Paragraph, Present, Section, Style, Table, Text,
 };
@@ -246,51 +249,68 @@ fn sweep_table(result: &LatencyResult) -> Table {
 /// `latency.points`: one row per size of the sweep, the random curve's figures beside it
 /// (matched by position), the level the point belongs to, and the misses when counted.
 fn points_data(result: &LatencyResult) -> DataTable {
-    let random = result.random_points.as_deref().unwrap_or(&[]);
-    let mut t = DataTable::new(
-        "latency.points",
-        "bytes order ns cycles spread_pct trials unstable level".split_whitespace(),
-    );
-    if !random.is_empty() {
-        t.header.extend(
-            "random_ns random_cycles random_spread_pct random_unstable"
-                .split_whitespace()
-                .map(String::from),
-        );
+    #[derive(Serialize, Default)]
+    struct Point<'a> {
+        bytes: u64,
+        order: &'static str,
+        ns: Raw,
+        cycles: Raw,
+        spread_pct: Raw,
+        trials: usize,
+        unstable: bool,
+        level: &'a str,
     }
+    /// The random curve's columns, there only when it ran (a row past its end has none).
+    #[derive(Serialize, Default)]
+    struct RandomPoint {
+        random_ns: Raw,
+        random_cycles: Raw,
+        random_spread_pct: Raw,
+        random_unstable: bool,
+    }
+    let random = result.random_points.as_deref().unwrap_or(&[]);
     let misses = Misses::of("", result.points.iter().map(|p| p.counters.as_ref()));
     let random_misses = Misses::of("Random ", random.iter().map(|p| p.counters.as_ref()));
-    t.header.extend(misses.data_header());
-    t.header.extend(random_misses.data_header());
-    for (i, p) in result.points.iter().enumerate() {
+    let mut after = Vec::new();
+    if !random.is_empty() {
+        after.extend(header_of::<RandomPoint>());
+    }
+    after.extend(misses.data_header());
+    after.extend(random_misses.data_header());
+    let columns = Columns {
+        before: Vec::new(),
+        after,
+    };
+    let rows = result.points.iter().enumerate().map(|(i, p)| {
         let level = result
             .levels
             .iter()
             .find(|l| (l.first_bytes..=l.last_bytes).contains(&p.bytes))
             .map_or("", |l| l.name.name());
-        let mut row = vec![
-            p.bytes.to_string(),
-            result.order.to_string(),
-            raw(p.ns),
-            raw(p.cycles),
-            raw(p.spread_pct),
-            p.trials.to_string(),
-            p.unstable.to_string(),
-            level.to_string(),
-        ];
+        let row = Point {
+            bytes: p.bytes,
+            order: result.order.name(),
+            ns: Raw(p.ns),
+            cycles: Raw(p.cycles),
+            spread_pct: Raw(p.spread_pct),
+            trials: p.trials,
+            unstable: p.unstable,
+            level,
+        };
+        let mut after = Vec::new();
         if let Some(r) = random.get(i) {
-            row.extend([
-                raw(r.ns),
-                raw(r.cycles),
-                raw(r.spread_pct),
-                r.unstable.to_string(),
-            ]);
+            after.extend(cells_of(&RandomPoint {
+                random_ns: Raw(r.ns),
+                random_cycles: Raw(r.cycles),
+                random_spread_pct: Raw(r.spread_pct),
+                random_unstable: r.unstable,
+            }));
         }
-        row.extend(misses.data(p.counters.as_ref()));
-        row.extend(random_misses.data(random.get(i).and_then(|r| r.counters.as_ref())));
-        t.row(row);
-    }
-    t
+        after.extend(misses.data(p.counters.as_ref()));
+        after.extend(random_misses.data(random.get(i).and_then(|r| r.counters.as_ref())));
+        (Vec::new(), row, after)
+    });
+    DataTable::of_around("latency.points", columns, rows)
 }
 
 /// Each level's load-to-use latency and measured capacity.

@@ -148,7 +148,7 @@ impl NumaConfig {
     /// halve a stream's bandwidth), 9 trials of 2 ms.
     pub fn defaults(machine: &Machine) -> NumaConfig {
         let threads = NodeThreads::Count(1);
-        let thp = matches!(machine.thp.enabled.as_str(), "always" | "madvise");
+        let thp = machine.thp.enabled.offers_huge_pages();
         NumaConfig {
             nodes: machine.numa_nodes.iter().map(|n| n.id).collect(),
             latency_bytes: NumaConfig::default_latency_bytes(machine),

@@ -2,6 +2,7 @@
 //! each cliff marked, and the serialised blocks' time against K for each miss count.
 
 use super::{RobResult, RobRow, SerializedRow};
+use crate::kernels::jit::Filler;
 use crate::topology::Machine;
 use crate::view::chart::{
     category_color, cycles_per_ns, Axis, LineChart, Series, TickFormat, VMarker, FOUND_POINT_COLOR,
@@ -10,14 +11,20 @@ use crate::view::chart::{
 use crate::view::format::{distinct, noisy, NOISY_SPREAD_PCT};
 
 /// Fillers in order of first appearance (rows, then structures): fixes their colours.
-pub(super) fn rob_fillers(result: &RobResult) -> Vec<&str> {
+pub(super) fn rob_fillers(result: &RobResult) -> Vec<Filler> {
     distinct(
         result
             .rows
             .iter()
-            .map(|r| r.filler.as_str())
-            .chain(result.structures.iter().map(|s| s.filler.as_str())),
+            .map(|r| r.filler)
+            .chain(result.structures.iter().map(|s| s.filler)),
     )
+}
+
+/// The colour of `filler` among `fillers` (those of `rob_fillers`).
+pub(super) fn filler_color(fillers: &[Filler], filler: Filler) -> &'static str {
+    let names: Vec<&str> = fillers.iter().map(|f| f.name()).collect();
+    category_color(&names, filler.name())
 }
 
 /// ns per iteration against K, one line per filler, each cliff marked with its structure.
@@ -48,12 +55,12 @@ pub(super) fn rob_chart(result: &RobResult, machine: &Machine) -> LineChart {
         rows.sort_by_key(|r| r.k);
         chart = chart.series(
             Series::new(
-                filler,
+                filler.name(),
                 rows.iter()
                     .map(|r| (f64::from(r.k), r.ns_per_iter))
                     .collect(),
             )
-            .color(category_color(&fillers, filler))
+            .color(filler_color(&fillers, filler))
             .unstable(rows.iter().map(|r| noisy(r.spread_pct)).collect()),
         );
     }
@@ -62,7 +69,7 @@ pub(super) fn rob_chart(result: &RobResult, machine: &Machine) -> LineChart {
             chart = chart.marker(VMarker::found(
                 f64::from(entries),
                 format!("{}: {} ≈ {entries}", s.filler, s.structure),
-                category_color(&fillers, &s.filler),
+                filler_color(&fillers, s.filler),
             ));
         }
     }

@@ -24,7 +24,7 @@ impl Figures for RobResult {
                 .metric(
                     "rob_entries",
                     "Entries of an out-of-order structure, from the cliff of its filler",
-                    &[("structure", st.structure.clone())],
+                    &[("structure", st.structure.to_string())],
                     1.0,
                 ),
             );
@@ -66,9 +66,9 @@ impl Figures for RobResult {
 }
 
 /// One step of the K grid measured around a structure's cliff, in entries (the K values
-/// of its filler's curve mapped to the entries they imply); None for an unknown filler.
+/// of its filler's curve mapped to the entries they imply).
 fn entries_step_pct(result: &RobResult, st: &RobStructure, entries: u32) -> Option<f64> {
-    let filler = Filler::parse(&st.filler)?;
+    let filler = st.filler;
     let mut ladder: Vec<u64> = (result.rows.iter())
         .filter(|r| r.filler == st.filler)
         .map(|r| u64::from(entries_at(filler, r.k) + st.architectural))

@@ -18,7 +18,7 @@ pub mod view;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernels::jit::Filler;
+use crate::kernels::jit::{Filler, Structure};
 use crate::stats::summary::median;
 
 /// `experiments.rob` of the report.
@@ -40,8 +40,7 @@ pub struct RobResult {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RobRow {
-    /// "nop", "add", "xor", "load" or "store".
-    pub filler: String,
+    pub filler: Filler,
     /// Filler instructions between the two misses.
     pub k: u32,
     pub ns_per_iter: f64,
@@ -51,10 +50,9 @@ pub struct RobRow {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct RobStructure {
-    pub filler: String,
-    /// The structure this filler fills first: "reorder buffer", "integer register file",
-    /// "vector register file", "load queue", "store queue".
-    pub structure: String,
+    pub filler: Filler,
+    /// The structure this filler fills first.
+    pub structure: Structure,
     /// Estimated entries of the structure: `window_entries` plus `architectural` (None
     /// when no cliff was found within the sweep).
     pub entries: Option<u32>,
@@ -330,15 +328,15 @@ mod measure {
                 }
             }
             rows.extend(points.iter().map(|(&k, p)| RobRow {
-                filler: filler.name().to_string(),
+                filler,
                 k,
                 ns_per_iter: p.ns,
                 cycles_per_iter: cycles(p.ns),
                 spread_pct: p.spread_pct,
             }));
             structures.push(RobStructure {
-                filler: filler.name().to_string(),
-                structure: filler.structure().to_string(),
+                filler,
+                structure: filler.structure(),
                 entries: cliff.map(|c| entries_at(filler, c.k) + architectural_entries(filler)),
                 window_entries: cliff.map(|c| entries_at(filler, c.k)),
                 architectural: architectural_entries(filler),
@@ -360,7 +358,7 @@ mod measure {
             let nop_cliff = result
                 .structures
                 .iter()
-                .find(|s| s.filler == Filler::Nop.name())
+                .find(|s| s.filler == Filler::Nop)
                 .and_then(|s| s.entries);
             serialized_grid(&mut result, config, arena, timer, nop_cliff, progress);
             for row in &mut result.serialized {
@@ -533,6 +531,37 @@ mod measure {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fillers_and_structures_read_and_write_the_names_reports_hold() {
+        for filler in Filler::ALL {
+            let st = RobStructure {
+                filler,
+                structure: filler.structure(),
+                entries: None,
+                window_entries: None,
+                architectural: 0,
+                low_ns: 1.0,
+                high_ns: 2.0,
+            };
+            let json = serde_json::to_string(&st).unwrap();
+            assert!(json.starts_with(&format!(
+                r#"{{"filler":"{}","structure":"{}","#,
+                filler.name(),
+                filler.structure().name()
+            )));
+            assert_eq!(serde_json::from_str::<RobStructure>(&json).unwrap(), st);
+        }
+        let row = r#"{"filler":"NOP","k":0,"ns_per_iter":1,"cycles_per_iter":1,"spread_pct":0}"#;
+        let err = serde_json::from_str::<RobRow>(row).unwrap_err().to_string();
+        assert!(err.contains("NOP"), "{err}");
+        let st = r#"{"filler":"nop","structure":"rob","entries":null,"window_entries":null,
+            "architectural":0,"low_ns":1,"high_ns":2}"#;
+        let err = serde_json::from_str::<RobStructure>(st)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("rob"), "{err}");
+    }
 
     /// A step from 100 to 200 between `at - step` and `at`, sampled every `step`.
     fn step_curve(at: u32, step: u32, max_k: u32) -> (Vec<u32>, Vec<f64>) {

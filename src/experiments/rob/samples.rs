@@ -2,15 +2,16 @@
 //! and one with NaN figures and missing values.
 
 use super::{RobResult, RobRow, RobStructure, SerializedRow};
+use crate::kernels::jit::Filler;
 use crate::units::MIB;
 
 /// nop cliff at 224 (reorder buffer), add at 180, load at 72; store has no cliff.
 pub fn rob() -> RobResult {
     let cliffs = [
-        ("nop", Some(224)),
-        ("add", Some(180)),
-        ("load", Some(72)),
-        ("store", None),
+        (Filler::Nop, Some(224)),
+        (Filler::Add, Some(180)),
+        (Filler::Load, Some(72)),
+        (Filler::Store, None),
     ];
     let mut rows = Vec::new();
     for (filler, cliff) in cliffs {
@@ -21,7 +22,7 @@ pub fn rob() -> RobResult {
                 100.0
             };
             rows.push(RobRow {
-                filler: filler.to_string(),
+                filler,
                 k,
                 ns_per_iter: ns,
                 cycles_per_iter: ns * 3.0,
@@ -29,9 +30,9 @@ pub fn rob() -> RobResult {
             });
         }
     }
-    let structure = |filler: &str, structure: &str, entries: Option<u32>| RobStructure {
-        filler: filler.to_string(),
-        structure: structure.to_string(),
+    let structure = |filler: Filler, entries: Option<u32>| RobStructure {
+        filler,
+        structure: filler.structure(),
         entries,
         window_entries: entries,
         architectural: 0,
@@ -57,10 +58,10 @@ pub fn rob() -> RobResult {
     RobResult {
         rows,
         structures: vec![
-            structure("nop", "reorder buffer", Some(224)),
-            structure("add", "integer register file", Some(180)),
-            structure("load", "load queue", Some(72)),
-            structure("store", "store queue", None),
+            structure(Filler::Nop, Some(224)),
+            structure(Filler::Add, Some(180)),
+            structure(Filler::Load, Some(72)),
+            structure(Filler::Store, None),
         ],
         serialized,
         serialized_window: Some(224),

@@ -2,13 +2,13 @@
 //! filler fills first with its entries, the serialised blocks (window and misses in
 //! flight, chart, compact grid), every point on demand, and the CSV tables.
 
-use super::charts::{rob_chart, rob_fillers, rob_serialized_chart};
+use super::charts::{filler_color, rob_chart, rob_fillers, rob_serialized_chart};
 use serde::Serialize;
 
 use super::RobResult;
+use crate::kernels::jit::Filler;
 use crate::topology::Machine;
 use crate::units::Bytes;
-use crate::view::chart::category_color;
 use crate::view::data_row::Raw;
 use crate::view::format::{self, distinct, k_subset, DASH};
 use crate::view::{
@@ -97,8 +97,8 @@ fn structures_table(result: &RobResult) -> Table {
     for st in &result.structures {
         let ratio = st.high_ns / st.low_ns;
         t.row(vec![
-            Cell::swatched(category_color(&fillers, &st.filler), st.filler.clone()),
-            Cell::new(st.structure.clone()),
+            Cell::swatched(filler_color(&fillers, st.filler), st.filler.name()),
+            Cell::new(st.structure.name()),
             st.entries.map_or_else(
                 || Cell::styled("no cliff", Style::Muted),
                 |e| Cell::styled(e.to_string(), Style::Strong),
@@ -138,7 +138,7 @@ fn k_grid<R: Copy + ToString>(
 /// The terminal's compact curves: ns per iteration by filler at up to ten of the K values
 /// every filler was measured at (the coarse sweep; the refinements differ).
 fn compact_curves(result: &RobResult) -> Option<Table> {
-    let fillers = distinct(result.rows.iter().map(|r| r.filler.as_str()));
+    let fillers = distinct(result.rows.iter().map(|r| r.filler));
     if fillers.is_empty() {
         return None;
     }
@@ -161,7 +161,7 @@ fn compact_curves(result: &RobResult) -> Option<Table> {
     } else {
         "ns per iteration by filler and K".to_string()
     };
-    let ns = |f: &str, k: u32| {
+    let ns = |f: Filler, k: u32| {
         let row = result.rows.iter().find(|r| r.filler == f && r.k == k);
         row.map(|r| r.ns_per_iter)
     };
@@ -195,7 +195,7 @@ fn all_rows(result: &RobResult) -> Vec<Block> {
     ]);
     for r in &result.rows {
         t.row(vec![
-            Cell::new(r.filler.clone()),
+            Cell::new(r.filler.name()),
             Cell::new(r.k.to_string()),
             Cell::new(format::ns(r.ns_per_iter)),
             Cell::new(format::cycles(r.cycles_per_iter)),
@@ -243,7 +243,7 @@ fn data_tables(result: &RobResult) -> Vec<DataTable> {
     let rows = DataTable::of(
         "rob.rows",
         result.rows.iter().map(|r| Row {
-            filler: &r.filler,
+            filler: r.filler.name(),
             k: r.k,
             ns_per_iter: Raw(r.ns_per_iter),
             cycles_per_iter: Raw(r.cycles_per_iter),

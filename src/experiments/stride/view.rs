@@ -2,13 +2,16 @@
 //! terminal's matrices, with a matrix of misses per access for each level counted), every
 //! row in a folded table with its miss columns, and the CSV table.
 
+use serde::Serialize;
+
 use super::{StrideResult, StrideRow};
 use crate::counters::{AccessCounts, MissLevel};
 use crate::experiments::misses::{miss_notes, Misses};
 use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::chart::Heatmap;
-use crate::view::format::{self, distinct, gbs, raw, raw_opt};
+use crate::view::data_row::{Columns, Raw};
+use crate::view::format::{self, distinct, gbs};
 use crate::view::{
     Block, Cell, Column, DataTable, Medium, Overflow, Paragraph, Present, Section, Table, Text,
 };
@@ -223,26 +226,34 @@ fn rows_table(result: &StrideResult) -> Table {
 
 /// The CSV table `stride.rows`, with the miss columns when counted.
 fn data_table(result: &StrideResult) -> DataTable {
-    let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
-    let mut t = DataTable::new(
-        "stride.rows",
-        "bytes stride_bytes pattern kernel gb_per_s ns_per_access spread_pct".split_whitespace(),
-    );
-    t.header.extend(misses.data_header());
-    for r in &result.rows {
-        let mut row = vec![
-            r.bytes.to_string(),
-            raw_opt(r.stride_bytes),
-            r.pattern.to_string(),
-            r.kernel.to_string(),
-            raw(r.gb_per_s),
-            raw(r.ns_per_access),
-            raw(r.spread_pct),
-        ];
-        row.extend(misses.data(r.counters.as_ref()));
-        t.row(row);
+    #[derive(Serialize, Default)]
+    struct Row {
+        bytes: u64,
+        stride_bytes: Option<u64>,
+        pattern: &'static str,
+        kernel: &'static str,
+        gb_per_s: Raw,
+        ns_per_access: Raw,
+        spread_pct: Raw,
     }
-    t
+    let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
+    let columns = Columns {
+        before: Vec::new(),
+        after: misses.data_header(),
+    };
+    let rows = result.rows.iter().map(|r| {
+        let row = Row {
+            bytes: r.bytes,
+            stride_bytes: r.stride_bytes,
+            pattern: r.pattern.name(),
+            kernel: r.kernel.name(),
+            gb_per_s: Raw(r.gb_per_s),
+            ns_per_access: Raw(r.ns_per_access),
+            spread_pct: Raw(r.spread_pct),
+        };
+        (Vec::new(), row, misses.data(r.counters.as_ref()))
+    });
+    DataTable::of_around("stride.rows", columns, rows)
 }
 
 #[cfg(test)]

@@ -6,8 +6,7 @@ use serde::Serialize;
 
 use super::{TlbResult, TlbRow};
 use crate::experiments::misses::Misses;
-use crate::view::data_row::Raw;
-use crate::view::format::raw;
+use crate::view::data_row::{Columns, Raw};
 use crate::view::DataTable;
 
 /// `tlb.rows`: every point with the TLB level its page count falls in (the first level
@@ -24,27 +23,36 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
             .or_else(|| levels.clone().find(|l| l.entries.is_none()))
             .map_or("", |l| l.name.as_str())
     };
-    let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
-    let mut t = DataTable::new(
-        "tlb.rows",
-        "page_bytes pages ns cycles dense_ns tlb_ns spread_pct level".split_whitespace(),
-    );
-    t.header.extend(misses.data_header());
-    for r in &result.rows {
-        let mut row = vec![
-            r.page_bytes.to_string(),
-            r.pages.to_string(),
-            raw(r.ns),
-            raw(r.cycles),
-            raw(r.dense_ns),
-            raw(r.tlb_ns),
-            raw(r.spread_pct),
-            level_of(r).to_string(),
-        ];
-        row.extend(misses.data(r.counters.as_ref()));
-        t.row(row);
+    #[derive(Serialize, Default)]
+    struct Row<'a> {
+        page_bytes: u64,
+        pages: u64,
+        ns: Raw,
+        cycles: Raw,
+        dense_ns: Raw,
+        tlb_ns: Raw,
+        spread_pct: Raw,
+        level: &'a str,
     }
-    t
+    let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
+    let columns = Columns {
+        before: Vec::new(),
+        after: misses.data_header(),
+    };
+    let rows = result.rows.iter().map(|r| {
+        let row = Row {
+            page_bytes: r.page_bytes,
+            pages: r.pages,
+            ns: Raw(r.ns),
+            cycles: Raw(r.cycles),
+            dense_ns: Raw(r.dense_ns),
+            tlb_ns: Raw(r.tlb_ns),
+            spread_pct: Raw(r.spread_pct),
+            level: level_of(r),
+        };
+        (Vec::new(), row, misses.data(r.counters.as_ref()))
+    });
+    DataTable::of_around("tlb.rows", columns, rows)
 }
 
 pub(super) fn levels_data(result: &TlbResult) -> DataTable {

@@ -612,7 +612,7 @@ struct Dense {
 impl Dense {
     fn new(max_lines: u64, machine: &Machine) -> Result<Dense, UsageError> {
         let bytes = Bytes((max_lines * LINE_BYTES as u64).max(2 * MIB));
-        let arena = if matches!(machine.thp.enabled.as_str(), "always" | "madvise") {
+        let arena = if machine.thp.enabled.offers_huge_pages() {
             Arena::new(bytes, PagePolicy::Thp).or_else(|_| Arena::new(bytes, PagePolicy::Base))?
         } else {
             Arena::new(bytes, PagePolicy::Base)?
@@ -1042,7 +1042,7 @@ mod tests {
             page_bytes,
             entries,
             ways: None,
-            source: "test".into(),
+            source: crate::topology::TlbSource::Cpuid2,
         };
         let tlbs = vec![
             tlb(1, CacheKind::Data, 4096, 72),

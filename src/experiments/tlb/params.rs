@@ -58,7 +58,7 @@ impl TlbConfig {
         measure: &MeasurePlan,
         machine: &Machine,
     ) -> Result<TlbConfig, UsageError> {
-        let thp = matches!(machine.thp.enabled.as_str(), "always" | "madvise");
+        let thp = machine.thp.enabled.offers_huge_pages();
         let pool_has_pages =
             crate::topology::memory::hugepage_pool(2 * MIB).is_some_and(|pool| pool.total > 0);
         let huge = match args.huge.as_deref().map(str::trim) {
