@@ -98,6 +98,16 @@ pub struct Columns {
     pub after: Vec<String>,
 }
 
+impl Columns {
+    /// Run-time columns after the row struct's only (counters, optional curves).
+    pub fn after(after: Vec<String>) -> Columns {
+        Columns {
+            before: Vec::new(),
+            after,
+        }
+    }
+}
+
 /// `rows` as CSV records (after a header record with `header`), read back into cells.
 fn records<Row: Serialize>(rows: &[Row], header: bool) -> Vec<Vec<String>> {
     let mut writer = csv::WriterBuilder::new()

@@ -73,6 +73,16 @@ fn quiet(report: &mut Value) {
     }
 }
 
+/// What the first group's "What differs" names, in order.
+fn differences(comparison: &Value) -> Vec<&str> {
+    comparison["comparison"]["groups"][0]["differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["what"].as_str().unwrap())
+        .collect()
+}
+
 fn compare_json(files: &[&Path]) -> Value {
     let mut args = vec!["compare"];
     args.extend(files.iter().map(|f| f.to_str().unwrap()));
@@ -132,12 +142,7 @@ fn machines_that_differ_are_named_and_a_directory_is_grouped_by_cpu_model() {
     });
     let (_, a) = measured();
     let c = compare_json(&[a, &other]);
-    let what: Vec<&str> = c["comparison"]["groups"][0]["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["what"].as_str().unwrap())
-        .collect();
+    let what = differences(&c);
     assert!(
         what.contains(&"CPU model") && what.contains(&"kernel"),
         "{what:?}"
@@ -378,12 +383,7 @@ fn settings_that_differ_are_named_and_disturbed_runs_marked() {
         }]);
     });
     let c = compare_json(&[&quick, &other]);
-    let what: Vec<&str> = c["comparison"]["groups"][0]["differences"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|d| d["what"].as_str().unwrap())
-        .collect();
+    let what = differences(&c);
     assert!(
         what.contains(&"quick") && what.contains(&"repetitions"),
         "{what:?}"

@@ -277,10 +277,7 @@ fn points_data(result: &LatencyResult) -> DataTable {
     }
     after.extend(misses.data_header());
     after.extend(random_misses.data_header());
-    let columns = Columns {
-        before: Vec::new(),
-        after,
-    };
+    let columns = Columns::after(after);
     let rows = result.points.iter().enumerate().map(|(i, p)| {
         let level = result
             .levels

@@ -237,10 +237,7 @@ fn data_table(result: &StrideResult) -> DataTable {
         spread_pct: Raw,
     }
     let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
-    let columns = Columns {
-        before: Vec::new(),
-        after: misses.data_header(),
-    };
+    let columns = Columns::after(misses.data_header());
     let rows = result.rows.iter().map(|r| {
         let row = Row {
             bytes: r.bytes,

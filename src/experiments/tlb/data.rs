@@ -35,10 +35,7 @@ pub(super) fn rows_data(result: &TlbResult) -> DataTable {
         level: &'a str,
     }
     let misses = Misses::of("", result.rows.iter().map(|r| r.counters.as_ref()));
-    let columns = Columns {
-        before: Vec::new(),
-        after: misses.data_header(),
-    };
+    let columns = Columns::after(misses.data_header());
     let rows = result.rows.iter().map(|r| {
         let row = Row {
             page_bytes: r.page_bytes,
