@@ -344,11 +344,7 @@ pub fn verdict(
     if difference.abs() / base * 100.0 <= band_pct.max(floor.pct) * (1.0 + 1e-6) {
         return Verdict::Same;
     }
-    match (better, difference > 0.0) {
-        (Better::Neither, _) => Verdict::Changed,
-        (Better::Higher, true) | (Better::Lower, false) => Verdict::Better,
-        _ => Verdict::Worse,
-    }
+    Verdict::beyond_noise(better, difference > 0.0)
 }
 
 #[cfg(test)]

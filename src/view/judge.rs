@@ -96,10 +96,18 @@ pub fn judge_against(reference: f64, band_pct: Option<f64>, b: &Figure, better: 
     {
         return Verdict::Same;
     }
-    match (better, difference > 0.0) {
-        (Better::Neither, _) => Verdict::Changed,
-        (Better::Higher, true) | (Better::Lower, false) => Verdict::Better,
-        _ => Verdict::Worse,
+    Verdict::beyond_noise(better, difference > 0.0)
+}
+
+impl Verdict {
+    /// A difference found beyond the noise: better or worse by the figure's direction
+    /// (`increased`: the later value is the larger), or only changed when it has none.
+    pub fn beyond_noise(better: Better, increased: bool) -> Verdict {
+        match (better, increased) {
+            (Better::Neither, _) => Verdict::Changed,
+            (Better::Higher, true) | (Better::Lower, false) => Verdict::Better,
+            _ => Verdict::Worse,
+        }
     }
 }
 
