@@ -359,14 +359,12 @@ pub(crate) struct SecondaryAxis {
 
 /// Lines over a shared x axis, built step by step and rendered with `render`.
 ///
-/// ```
-/// use memscope::view::chart::{Axis, LineChart, Series};
+/// ```text
 /// let svg = LineChart::new("Latency")
 ///     .x_axis(Axis::log2("Working set").bytes())
 ///     .y_axis(Axis::log10("ns"))
 ///     .series(Series::new("random", vec![(4096.0, 1.2), (1048576.0, 4.0)]))
 ///     .render();
-/// assert!(svg.starts_with("<svg"));
 /// ```
 #[derive(Debug, Clone, Default)]
 #[must_use = "charts and their parts do nothing until rendered"]
@@ -638,5 +636,16 @@ mod tests {
         assert_eq!(cycles_per_ns(&machine, [f64::NAN]), None);
         machine.core_hz_estimate = Some(2.5e9);
         assert_eq!(cycles_per_ns(&machine, ratios), Some(2.5));
+    }
+
+    #[test]
+    fn a_chart_built_step_by_step_renders_as_svg() {
+        let svg = LineChart::new("Latency")
+            .x_axis(Axis::log2("Working set").bytes())
+            .y_axis(Axis::log10("ns"))
+            .series(Series::new("random", vec![(4096.0, 1.2), (1048576.0, 4.0)]))
+            .render();
+        assert!(svg.starts_with("<svg"));
+        assert!(svg.contains("Latency"));
     }
 }
