@@ -39,13 +39,26 @@ pub fn pin_or_explain(cpu: usize, allowed: &[usize]) -> Result<(), crate::error:
 
 /// Restores the calling thread's affinity to a set of CPUs (after a pinned measurement).
 pub fn set_current_thread_cpus(cpus: &[usize]) -> io::Result<()> {
-    // SAFETY: as above.
+    set_thread_cpus(0, cpus)
+}
+
+/// Sets the CPUs a thread or process (`pid`; 0: the calling thread) may run on; a child
+/// paused before its exec keeps them across the exec, and its threads inherit them.
+pub fn set_thread_cpus(pid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
+    if cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("CPU list {cpus:?} is empty or beyond what a cpu_set_t holds"),
+        ));
+    }
+    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes inside it (the CPUs
+    // were checked against its size); sched_setaffinity reads it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &cpu in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        for &cpu in cpus {
             libc::CPU_SET(cpu, &mut set);
         }
-        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+        if libc::sched_setaffinity(pid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
             return Err(io::Error::last_os_error());
         }
     }

@@ -106,6 +106,9 @@ pub struct Finished {
     pub system: Duration,
     /// Peak resident set size in KiB (`ru_maxrss`).
     pub max_rss_kib: u64,
+    /// Page faults served without I/O (`ru_minflt`) and with it (`ru_majflt`).
+    pub minor_faults: u64,
+    pub major_faults: u64,
 }
 
 /// A forked child blocked before its exec. Dropping it without `release` kills it.
@@ -130,6 +133,9 @@ pub struct SpawnOptions {
     pub stdout: Option<RawFd>,
     /// The same for standard error.
     pub stderr: Option<RawFd>,
+    /// The CPUs the command (and every thread it starts) may run on; memscope's own
+    /// affinity when `None`. Set on the paused child before its exec.
+    pub cpus: Option<Vec<usize>>,
 }
 
 /// Everything the child needs, prepared before the fork (the child must not allocate).
@@ -269,12 +275,17 @@ pub fn spawn_paused_with(
     drop(blocked);
     drop(go_read);
     drop(err_write);
-    Ok(PausedChild {
+    let paused = PausedChild {
         pid,
         program: command[0].to_string_lossy().into_owned(),
         go: Some(go_write),
         exec_error: err_read,
-    })
+    };
+    if let Some(cpus) = &options.cpus {
+        // Dropping `paused` on the error kills the child that never ran.
+        crate::platform::affinity::set_thread_cpus(pid, cpus).map_err(SpawnError::Fork)?;
+    }
+    Ok(paused)
 }
 
 /// Makes a `std::process::Command` die with memscope the same way (for children that
@@ -574,6 +585,8 @@ impl RunningChild {
             user: time(usage.ru_utime),
             system: time(usage.ru_stime),
             max_rss_kib: usage.ru_maxrss.max(0) as u64,
+            minor_faults: usage.ru_minflt.max(0) as u64,
+            major_faults: usage.ru_majflt.max(0) as u64,
         }))
     }
 }

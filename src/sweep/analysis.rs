@@ -6,53 +6,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Better, Measure, SweepRun};
+use super::{Measure, SweepRun};
 use crate::counting::{DerivedFigure, EventStat};
-use crate::stats::interval::{median_interval, MedianInterval};
-use crate::stats::rank_tests::mann_whitney_u;
+pub use crate::stats::change::{compare, resolved, MeasureStat, Verdict};
+pub(super) use crate::stats::change::{ALPHA, MIN_RUNS_FOR_TEST};
 use crate::stats::summary::Summary;
-
-/// The significance level of the change column.
-pub(super) const ALPHA: f64 = 0.05;
-/// The confidence level of the intervals.
-pub(super) const LEVEL: f64 = 0.95;
-/// Runs a side below which a Mann–Whitney test can never reach p < 0.05.
-pub(super) const MIN_RUNS_FOR_TEST: usize = 4;
-
-/// What the change of a cell against the baseline says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    Baseline,
-    /// Significant, in the better direction.
-    Better,
-    /// Significant, in the worse direction.
-    Worse,
-    /// p ≥ 0.05: `~`.
-    NoChange,
-    /// Fewer than 4 successful runs on a side: no test can tell.
-    TooFewRuns,
-    /// No value (every run failed, or the metric was never found).
-    NoData,
-}
-
-/// One figure of one cell.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MeasureStat {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub summary: Option<Summary>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<MedianInterval>,
-    /// Median against the baseline's median, percent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub change_pct: Option<f64>,
-    /// Mann–Whitney U of this cell's runs against the baseline's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub u: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p: Option<f64>,
-    pub verdict: Verdict,
-}
 
 /// One benchmark on one variant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -110,55 +68,6 @@ pub(super) fn measure_stats(
             )
         })
         .collect()
-}
-
-/// The statistics of `own` against `base`.
-pub fn compare(own: &[f64], base: &[f64], better: Better, is_baseline: bool) -> MeasureStat {
-    let summary = Summary::of(own);
-    let interval = median_interval(own, LEVEL);
-    let base_median = Summary::of(base).map(|s| s.median);
-    let change_pct = match (summary, base_median) {
-        (Some(s), Some(b)) if !is_baseline && b != 0.0 => Some((s.median / b - 1.0) * 100.0),
-        _ => None,
-    };
-    let test = (!is_baseline).then(|| mann_whitney_u(own, base)).flatten();
-    let verdict = if summary.is_none() {
-        Verdict::NoData
-    } else if is_baseline {
-        Verdict::Baseline
-    } else if base.is_empty() {
-        Verdict::NoData
-    } else if own.len() < MIN_RUNS_FOR_TEST || base.len() < MIN_RUNS_FOR_TEST {
-        Verdict::TooFewRuns
-    } else {
-        match (test, change_pct) {
-            (Some(t), Some(change)) if t.p < ALPHA && change != 0.0 => {
-                let higher = change > 0.0;
-                if higher == (better == Better::Higher) {
-                    Verdict::Better
-                } else {
-                    Verdict::Worse
-                }
-            }
-            _ => Verdict::NoChange,
-        }
-    };
-    MeasureStat {
-        summary,
-        interval,
-        change_pct,
-        u: test.map(|t| t.u),
-        p: test.map(|t| t.p),
-        verdict,
-    }
-}
-
-/// Whether a cell's figure is known to within ±`half_width_pct` (its 95% interval).
-pub fn resolved(stat: &MeasureStat, half_width_pct: f64) -> bool {
-    match (stat.summary, stat.interval) {
-        (Some(s), Some(i)) => i.half_width_pct(s.median) <= half_width_pct,
-        _ => false,
-    }
 }
 
 /// The figure the sweep is about: the first metric, else the wall time.
@@ -240,54 +149,7 @@ pub(super) fn with_notes(mut result: super::SweepResult) -> super::SweepResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_clear_change_is_significant_and_noise_is_not() {
-        let base = [1.00, 1.01, 0.99, 1.02, 0.98, 1.00, 1.01, 0.99];
-        let slower = [1.20, 1.21, 1.19, 1.22, 1.18, 1.20, 1.21, 1.19];
-        let same = [1.005, 0.995, 1.015, 0.985, 1.0, 1.01, 0.99, 1.02];
-        let s = compare(&slower, &base, Better::Lower, false);
-        assert_eq!(s.verdict, Verdict::Worse);
-        assert!((s.change_pct.unwrap() - 20.0).abs() < 1e-9);
-        assert_eq!(s.u, Some(64.0));
-        assert!(s.p.unwrap() < 0.001);
-        // The same data as a throughput: higher is better.
-        assert_eq!(
-            compare(&slower, &base, Better::Higher, false).verdict,
-            Verdict::Better
-        );
-        let n = compare(&same, &base, Better::Lower, false);
-        assert_eq!(n.verdict, Verdict::NoChange, "{n:?}");
-        assert!(n.p.unwrap() >= ALPHA);
-        let b = compare(&base, &base, Better::Lower, true);
-        assert_eq!(b.verdict, Verdict::Baseline);
-        assert!(b.change_pct.is_none() && b.p.is_none());
-        assert!(b.interval.is_some());
-    }
-
-    #[test]
-    fn too_few_runs_and_no_data_are_said() {
-        let three = compare(&[2.0, 2.1, 2.2], &[1.0, 1.1, 1.2], Better::Lower, false);
-        assert_eq!(three.verdict, Verdict::TooFewRuns);
-        assert!(three.interval.is_none(), "no 95% interval from 3 runs");
-        assert_eq!(
-            compare(&[], &[1.0; 5], Better::Lower, false).verdict,
-            Verdict::NoData
-        );
-    }
-
-    #[test]
-    fn resolution_follows_the_interval_width() {
-        let tight = compare(
-            &[1.0, 1.001, 0.999, 1.0, 1.002, 0.998],
-            &[],
-            Better::Lower,
-            true,
-        );
-        assert!(resolved(&tight, 0.5));
-        let wide = compare(&[1.0, 1.3, 0.7, 1.0, 1.2, 0.8], &[], Better::Lower, true);
-        assert!(!resolved(&wide, 5.0));
-    }
+    use crate::stats::change::Better;
 
     #[test]
     fn under_no_change_about_one_in_twenty_is_called_significant() {

@@ -52,22 +52,7 @@ pub struct Benchmark {
     pub words: Vec<String>,
 }
 
-/// Which way a figure gets better.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    Higher,
-    Lower,
-}
-
-impl Better {
-    pub fn phrase(self) -> &'static str {
-        match self {
-            Better::Higher => "higher is better",
-            Better::Lower => "lower is better",
-        }
-    }
-}
+pub use crate::stats::change::Better;
 
 /// A figure read from the benchmarks' standard output (or error).
 #[derive(Debug, Clone)]
