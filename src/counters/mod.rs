@@ -8,6 +8,8 @@
 //!   event), which core PMUs a hybrid CPU has, and how a group is spread over them;
 //! - `access`: misses per access at L1, L2, the LLC and the DTLB around memscope's own
 //!   kernels, with the level events of this CPU;
+//! - `topdown`: the top-down (pipeline-slot) events this CPU has, and the breakdown into
+//!   retiring, bad speculation, frontend and backend (memory/core) bound from their counts;
 //! - `sys`: the raw system call, `perf_event_attr` and ioctls.
 //!
 //! A command run under these counters is `crate::counting`, a floor up: it forks through
@@ -24,6 +26,7 @@ pub mod probe;
 pub(crate) mod samples;
 pub mod scale;
 pub mod sys;
+pub mod topdown;
 
 pub use access::{AccessCounter, AccessCounts, LevelMisses, MissLevel};
 pub use event::{parse_event_list, Event, EventKind, EventParseError};
