@@ -29,6 +29,8 @@
 //!   static data against the caches (its flags and sections; the analysis is
 //!   `binary`'s); `sweep`: build or runtime knobs swept over
 //!   interleaved runs, with confidence intervals and rank tests;
+//! - `advise`: what holds a user's program back in memory (a cache pirate, a bandwidth
+//!   bandit and huge pages, run interleaved with the program), and the remedies measured;
 //! - `report`: the serde model (JSON is the model itself), which sections each output
 //!   shows, and the report read back;
 //! - `compare`, `history`: reports read back, set side by side and kept over time;
@@ -37,6 +39,7 @@
 //! - `restore`: what killed memscope processes left changed, undone from the journal at
 //!   every start and by `memscope restore`.
 
+pub mod advise;
 pub mod binary;
 pub mod cli;
 pub mod commands;

@@ -162,6 +162,12 @@ registry! {
     /// baseline with a Mann–Whitney U test (~ when p ≥ 0.05), CPU time, peak RSS,
     /// counters and per-thread footprint.
     Sweep => sweep::Sweep,
+    /// What holds a program back in memory, and which remedy buys how much: it runs
+    /// again and again beside a cache pirate, a bandwidth bandit and a compute-only
+    /// neighbour on another CPU, and with huge pages, interleaved in shuffled blocks; the
+    /// verdict ranks the resources it is sensitive to, each with its measured effect,
+    /// 95% interval and remedy.
+    Advise => advise::Advise,
     /// Two or more reports side by side (runs, machines, a fleet): every figure they share
     /// with its change against the first, called a change only outside both runs' noise,
     /// and what differs between the machines named first. A directory compares every

@@ -136,6 +136,9 @@ pub struct SpawnOptions {
     /// The CPUs the command (and every thread it starts) may run on; memscope's own
     /// affinity when `None`. Set on the paused child before its exec.
     pub cpus: Option<Vec<usize>>,
+    /// Interleave the command's memory over these NUMA nodes (`set_mempolicy` with
+    /// MPOL_INTERLEAVE in the child before its exec, as `numactl --interleave` does).
+    pub interleave_nodes: Option<Vec<usize>>,
 }
 
 /// Everything the child needs, prepared before the fork (the child must not allocate).
@@ -147,6 +150,8 @@ struct ExecPlan {
     no_aslr: bool,
     stdout: Option<RawFd>,
     stderr: Option<RawFd>,
+    /// The node mask of `SpawnOptions::interleave_nodes`, one bit per node.
+    interleave: Option<Vec<libc::c_ulong>>,
 }
 
 impl ExecPlan {
@@ -205,8 +210,20 @@ impl ExecPlan {
             no_aslr: options.no_aslr,
             stdout: options.stdout,
             stderr: options.stderr,
+            interleave: options.interleave_nodes.as_deref().map(node_mask),
         })
     }
+}
+
+/// A node mask for set_mempolicy: bit n of word n / 64 for each node n.
+fn node_mask(nodes: &[usize]) -> Vec<libc::c_ulong> {
+    let bits = libc::c_ulong::BITS as usize;
+    let words = nodes.iter().max().map_or(1, |m| m / bits + 1);
+    let mut mask = vec![0; words];
+    for &n in nodes {
+        mask[n / bits] |= 1 << (n % bits);
+    }
+    mask
 }
 
 fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
@@ -248,7 +265,7 @@ pub fn spawn_paused_with(
     // which writes to memscope's self-pipe) runs in the child before it resets them.
     let blocked = BlockedSignals::new();
     // SAFETY: the child runs only async-signal-safe calls (prctl, getppid, sigaction,
-    // sigprocmask, read, write, dup2, personality, execv(e), _exit) on memory prepared
+    // sigprocmask, read, write, dup2, set_mempolicy, personality, execv(e), _exit) on memory prepared
     // before the fork, then execs or exits.
     let pid = unsafe { libc::fork() };
     if pid < 0 {
@@ -380,6 +397,16 @@ unsafe fn child_after_fork(
                 libc::_exit(125);
             }
         }
+    }
+    if let Some(mask) = &plan.interleave {
+        // MPOL_INTERLEAVE (3); maxnode counts the mask's bits. A refusal leaves the
+        // default policy: the command still runs.
+        libc::syscall(
+            libc::SYS_set_mempolicy,
+            3 as libc::c_int,
+            mask.as_ptr(),
+            (mask.len() * libc::c_ulong::BITS as usize) as libc::c_ulong,
+        );
     }
     if plan.no_aslr {
         let current = libc::personality(0xffff_ffff);

@@ -23,7 +23,9 @@ pub enum MachineView {
 /// The sections of the results, in reading order: built once per export and handed to
 /// every output.
 pub fn result_sections(report: &Report) -> Vec<Section> {
-    let mut sections = report.experiments.sections(&report.machine);
+    // advise's verdict comes first: it is the answer.
+    let mut sections: Vec<Section> = report.advise.iter().map(|a| a.section()).collect();
+    sections.extend(report.experiments.sections(&report.machine));
     if let Some(stat) = &report.stat {
         sections.push(stat.section(&report.machine));
     }

@@ -18,6 +18,7 @@ pub use crate::platform::arena::PagesObtained;
 use crate::session::conditions::ExperimentConditions;
 use crate::stat::StatResult;
 use crate::sweep::SweepResult;
+use crate::advise::AdviseResult;
 use crate::topology::Machine;
 use crate::view::figure::{Figure, Figures};
 
@@ -67,6 +68,9 @@ pub struct Report {
     /// `memscope sweep`: a program's figures over the variants of its knobs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<SweepResult>,
+    /// `memscope advise`: what holds a program back in memory, and the remedies measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub advise: Option<AdviseResult>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -190,6 +194,7 @@ impl Report {
         figures.extend(self.stat.iter().flat_map(Figures::figures));
         figures.extend(self.pages.iter().flat_map(Figures::figures));
         figures.extend(self.sweep.iter().flat_map(Figures::figures));
+        figures.extend(self.advise.iter().flat_map(Figures::figures));
         if let Some(drift) = &self.drift {
             drift.annotate(&mut figures);
         }
@@ -211,6 +216,7 @@ impl Report {
             pages: None,
             footprint: None,
             sweep: None,
+            advise: None,
         }
     }
 }

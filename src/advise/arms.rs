@@ -1,0 +1,198 @@
+//! What each arm of `advise` changes about a run of the program: the co-runner's load on
+//! its CPU, the CPUs the program may use, and the environment (the pages preload library,
+//! glibc's tunables); and which resource it asks about and against which arm it is read.
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::Bytes;
+
+/// An arm's kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArmKind {
+    /// The program on its CPUs, the co-runner's CPU idle: the baseline.
+    Alone,
+    /// The program on every CPU memscope may use (the co-runner's too, left idle): does
+    /// giving a CPU to the co-runner change the program's speed by itself?
+    AllCpus,
+    /// A compute-only neighbour on the co-runner's CPU: the control of the pirate and the
+    /// bandit (an SMT sibling, a shared power budget or a hypervisor slow a program
+    /// beside a busy CPU even when no memory is shared).
+    Compute,
+    /// A cache pirate holding part of the shared cache.
+    Pirate,
+    /// A bandwidth bandit taking part of the DRAM bandwidth with little cache.
+    Bandit,
+    /// Huge pages under every private anonymous mapping (the pages preload library).
+    HugeAll,
+    /// Huge pages under the hot regions only.
+    HugeTop,
+    /// glibc's malloc asks for transparent huge pages (`glibc.malloc.hugetlb=1`).
+    MallocHugetlb,
+    /// Memory interleaved over every NUMA node with memory.
+    Interleave,
+}
+
+impl ArmKind {
+    pub fn resource(self) -> Resource {
+        match self {
+            ArmKind::Alone | ArmKind::AllCpus | ArmKind::Compute => Resource::Control,
+            ArmKind::Pirate => Resource::Cache,
+            ArmKind::Bandit => Resource::Bandwidth,
+            ArmKind::HugeAll | ArmKind::HugeTop | ArmKind::MallocHugetlb => Resource::Tlb,
+            ArmKind::Interleave => Resource::Placement,
+        }
+    }
+
+    /// The arm its runs are compared with: the pirate and the bandit against a busy
+    /// neighbour that touches no memory, the rest against the program alone.
+    pub fn reference(self) -> ArmKind {
+        match self {
+            ArmKind::Pirate | ArmKind::Bandit => ArmKind::Compute,
+            _ => ArmKind::Alone,
+        }
+    }
+
+    /// Needs the co-runner thread.
+    pub fn uses_co_runner(self) -> bool {
+        matches!(self, ArmKind::Compute | ArmKind::Pirate | ArmKind::Bandit)
+    }
+}
+
+/// What an arm asks about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Resource {
+    /// Baseline and controls.
+    Control,
+    /// Shared-cache capacity.
+    Cache,
+    /// DRAM bandwidth.
+    Bandwidth,
+    /// Address translation (the TLB), answered by huge pages.
+    Tlb,
+    /// Where memory is placed (NUMA).
+    Placement,
+}
+
+impl Resource {
+    pub fn name(self) -> &'static str {
+        match self {
+            Resource::Control => "control",
+            Resource::Cache => "cache capacity",
+            Resource::Bandwidth => "DRAM bandwidth",
+            Resource::Tlb => "TLB (huge pages)",
+            Resource::Placement => "NUMA placement",
+        }
+    }
+}
+
+/// One arm to run: its kind and level.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmSpec {
+    pub kind: ArmKind,
+    /// The pirate's set (bytes) or the bandit's rate (bytes/s); `None`: flat out.
+    pub level: Option<f64>,
+    pub label: String,
+}
+
+impl ArmSpec {
+    pub fn new(kind: ArmKind) -> ArmSpec {
+        let label = match kind {
+            ArmKind::Alone => "alone".to_string(),
+            ArmKind::AllCpus => "on every CPU".to_string(),
+            ArmKind::Compute => "compute neighbour".to_string(),
+            ArmKind::Pirate => "cache pirate".to_string(),
+            ArmKind::Bandit => "bandwidth bandit, flat out".to_string(),
+            ArmKind::HugeAll => "huge pages, all".to_string(),
+            ArmKind::HugeTop => "huge pages, hot regions".to_string(),
+            ArmKind::MallocHugetlb => "glibc.malloc.hugetlb=1".to_string(),
+            ArmKind::Interleave => "memory interleaved".to_string(),
+        };
+        ArmSpec {
+            kind,
+            level: None,
+            label,
+        }
+    }
+
+    /// A pirate holding `bytes`, given as a share of the LLC share.
+    pub fn pirate(bytes: u64, share: f64) -> ArmSpec {
+        ArmSpec {
+            kind: ArmKind::Pirate,
+            level: Some(bytes as f64),
+            label: format!("pirate {} ({:.0}% of LLC)", Bytes(bytes), share * 100.0),
+        }
+    }
+
+    /// A bandit streaming at `bytes_per_s`, given as a share of its flat-out rate.
+    pub fn bandit(bytes_per_s: f64, share: f64) -> ArmSpec {
+        ArmSpec {
+            kind: ArmKind::Bandit,
+            level: Some(bytes_per_s),
+            label: format!(
+                "bandit {:.1} GB/s ({:.0}% of flat out)",
+                bytes_per_s / 1e9,
+                share * 100.0
+            ),
+        }
+    }
+
+    /// The same arm (kind and level).
+    pub fn same(&self, other: &ArmSpec) -> bool {
+        self.kind == other.kind && self.level == other.level
+    }
+}
+
+/// The environment variable and value glibc (≥ 2.35) reads to madvise its heap for THP.
+pub const MALLOC_HUGETLB: (&str, &str) = ("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1");
+
+/// glibc's version from `gnu_get_libc_version`, when memscope runs on glibc.
+pub fn glibc_version() -> Option<(u32, u32)> {
+    extern "C" {
+        fn gnu_get_libc_version() -> *const libc::c_char;
+    }
+    // SAFETY: glibc returns a pointer to a static NUL-terminated string.
+    let text = unsafe { std::ffi::CStr::from_ptr(gnu_get_libc_version()) };
+    let mut parts = text.to_str().ok()?.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.trim().parse().ok()?;
+    Some((major, minor))
+}
+
+/// The tunable value with an existing GLIBC_TUNABLES kept (tunables are `:`-separated).
+pub fn malloc_hugetlb_tunables(existing: Option<&str>) -> String {
+    match existing.filter(|e| !e.is_empty()) {
+        Some(e) => format!("{e}:{}", MALLOC_HUGETLB.1),
+        None => MALLOC_HUGETLB.1.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn co_runner_arms_are_read_against_the_compute_neighbour() {
+        assert_eq!(ArmKind::Pirate.reference(), ArmKind::Compute);
+        assert_eq!(ArmKind::Bandit.reference(), ArmKind::Compute);
+        assert_eq!(ArmKind::HugeAll.reference(), ArmKind::Alone);
+        assert_eq!(ArmKind::Compute.reference(), ArmKind::Alone);
+        assert!(ArmKind::Compute.uses_co_runner() && !ArmKind::HugeAll.uses_co_runner());
+        assert_eq!(ArmKind::MallocHugetlb.resource(), Resource::Tlb);
+    }
+
+    #[test]
+    fn tunables_are_appended_and_glibc_is_known() {
+        assert_eq!(malloc_hugetlb_tunables(None), "glibc.malloc.hugetlb=1");
+        assert_eq!(
+            malloc_hugetlb_tunables(Some("glibc.malloc.arena_max=2")),
+            "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+        );
+        let (major, _) = glibc_version().expect("tests run on glibc");
+        assert!(major >= 2);
+        assert!(ArmSpec::pirate(8 << 20, 0.25).label.contains("25%"));
+        let b = ArmSpec::bandit(5e9, 0.5);
+        assert!(b.same(&b.clone()) && !b.same(&ArmSpec::new(ArmKind::Bandit)));
+    }
+}

@@ -1,0 +1,218 @@
+//! The machine's figures `advise` sets a program against: the caches and TLBs as the OS
+//! and CPUID describe them, and the measured latency of the last cache level and of DRAM
+//! and the peak DRAM bandwidth, from a memscope report (`--from`, else
+//! `./memscope-report.json`), else the newest saved profile of this host in the history,
+//! else measured now by the co-runner's own calibration (said so).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::history::{self, Access, History};
+use crate::report::read::read_report;
+use crate::topology::{CacheKind, Machine};
+use crate::view::figure::Figure;
+
+/// Where the measured figures came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind", content = "detail")]
+pub enum FactsSource {
+    /// A report file (its path).
+    Report(String),
+    /// The history database: the run's date and command.
+    History(String),
+    /// No profile found: measured by advise's co-runner before the program ran.
+    Measured,
+}
+
+impl FactsSource {
+    pub fn describe(&self) -> String {
+        match self {
+            FactsSource::Report(path) => format!("the report {path}"),
+            FactsSource::History(run) => format!("the history's newest profile ({run})"),
+            FactsSource::Measured => "no machine profile was found: advise measured the \
+                 latencies and one core's bandwidth with its co-runner (for the full \
+                 profile run `memscope run`)"
+                .to_string(),
+        }
+    }
+}
+
+/// The machine's figures.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineFacts {
+    pub source: FactsSource,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l1d_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_bytes: Option<u64>,
+    /// The last-level cache: its name ("L3"), size and the CPUs sharing one instance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_bytes: Option<u64>,
+    pub llc_cpus: Vec<usize>,
+    /// Bytes the L2 TLB (else the L1 dTLB) maps with 4 KiB and with 2 MiB pages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb_reach_4k_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb_reach_2m_bytes: Option<u64>,
+    /// Measured latencies, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub llc_ns: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_ns: Option<f64>,
+    /// The machine's peak DRAM read bandwidth measured (all threads), bytes/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_bytes_per_s: Option<f64>,
+}
+
+impl MachineFacts {
+    /// The LLC's bytes per CPU sharing it: what one of many programs on the machine has.
+    pub fn llc_share_bytes(&self) -> Option<u64> {
+        let cpus = self.llc_cpus.len().max(1) as u64;
+        self.llc_bytes.map(|b| b / cpus)
+    }
+}
+
+/// The caches and TLBs from the topology, nothing measured yet.
+pub fn from_topology(machine: &Machine) -> MachineFacts {
+    let data = |level: u32| {
+        machine
+            .caches
+            .iter()
+            .find(|c| c.level == level && c.kind != CacheKind::Instruction)
+    };
+    let llc = machine
+        .caches
+        .iter()
+        .filter(|c| c.kind != CacheKind::Instruction)
+        .max_by_key(|c| c.level);
+    let reach = |page: u64| {
+        let data_tlbs = machine
+            .tlbs
+            .iter()
+            .filter(|t| t.page_bytes == page && t.kind != CacheKind::Instruction);
+        data_tlbs
+            .max_by_key(|t| t.level)
+            .map(|t| u64::from(t.entries) * page)
+    };
+    MachineFacts {
+        source: FactsSource::Measured,
+        l1d_bytes: data(1).map(|c| c.size_bytes),
+        l2_bytes: data(2).map(|c| c.size_bytes),
+        llc_name: llc.map(|c| format!("L{}", c.level)),
+        llc_bytes: llc.map(|c| c.size_bytes),
+        llc_cpus: llc.map(|c| c.shared_with_cpus.clone()).unwrap_or_default(),
+        tlb_reach_4k_bytes: reach(4096),
+        tlb_reach_2m_bytes: reach(2 << 20),
+        llc_ns: None,
+        dram_ns: None,
+        dram_bytes_per_s: None,
+    }
+}
+
+/// Fills the measured figures from a report's (or a saved run's) figures; false when it
+/// has none of them.
+fn take_figures(facts: &mut MachineFacts, figures: &[Figure]) -> bool {
+    let value = |key: &str| {
+        figures
+            .iter()
+            .find(|f| f.key == key)
+            .map(|f| f.value)
+            .filter(|v| v.is_finite() && *v > 0.0)
+    };
+    let llc_key = facts
+        .llc_name
+        .as_ref()
+        .map(|name| format!("latency.level.{name}.latency_ns"));
+    facts.llc_ns = llc_key.and_then(|k| value(&k));
+    facts.dram_ns = value("latency.dram.random_ns");
+    facts.dram_bytes_per_s = figures
+        .iter()
+        .filter(|f| f.key.starts_with("bandwidth.read.") && f.key.contains(".DRAM."))
+        .map(|f| f.value)
+        .filter(|v| v.is_finite())
+        .max_by(f64::total_cmp)
+        .map(|gbs| gbs * 1e9);
+    facts.llc_ns.is_some() || facts.dram_ns.is_some() || facts.dram_bytes_per_s.is_some()
+}
+
+/// The machine's facts: from `from` (an error names a file that is not a readable report),
+/// else `./memscope-report.json` of this host, else the history's newest profile of this
+/// host, else the topology alone (`FactsSource::Measured`: the caller measures the rest).
+pub fn find(machine: &Machine, from: Option<&Path>, host: &str) -> anyhow::Result<MachineFacts> {
+    let mut facts = from_topology(machine);
+    if let Some(path) = from {
+        let report = read_report(path)
+            .map_err(|e| crate::error::UsageError::InvalidValue {
+                flag: "--from",
+                value: path.display().to_string(),
+                expected: format!("a memscope JSON report ({e})"),
+            })?;
+        take_figures(&mut facts, &report.figures());
+        facts.source = FactsSource::Report(path.display().to_string());
+        return Ok(facts);
+    }
+    let local = PathBuf::from("memscope-report.json");
+    if let Ok(report) = read_report(&local) {
+        if report.run.host == host && take_figures(&mut facts, &report.figures()) {
+            facts.source = FactsSource::Report(local.display().to_string());
+            return Ok(facts);
+        }
+    }
+    if let Some(found) = from_history(&mut facts, host) {
+        facts.source = FactsSource::History(found);
+        return Ok(facts);
+    }
+    Ok(facts)
+}
+
+/// The newest saved run of this host that measured latency or bandwidth.
+fn from_history(facts: &mut MachineFacts, host: &str) -> Option<String> {
+    let path = history::default_path()?;
+    if !path.exists() {
+        return None;
+    }
+    let db = History::open(&path, Access::Read).ok()?;
+    let runs = db.runs(Some(host), None).ok()?;
+    for run in runs.iter().rev() {
+        let figures = db.figures(run.id).ok()?;
+        if take_figures(facts, &figures) {
+            return Some(format!("{}, {}", run.started, run.command));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::view::figure::Better;
+
+    #[test]
+    fn a_reports_figures_give_the_latencies_and_the_best_dram_read() {
+        let machine = Machine::sample();
+        let mut facts = from_topology(&machine);
+        assert!(facts.llc_bytes.is_some() && !facts.llc_cpus.is_empty());
+        let fig = |key: &str, section: &str, v: f64| {
+            Figure::new(section, key.to_string(), key.to_string(), "", v, Better::Lower)
+        };
+        let llc = facts.llc_name.clone().unwrap();
+        let figures = vec![
+            fig(&format!("level.{llc}.latency_ns"), "latency", 12.0),
+            fig("level.L1d.latency_ns", "latency", 1.0),
+            fig("dram.random_ns", "latency", 100.0),
+            fig("read.1r0w.1t.DRAM.gb_per_s", "bandwidth", 20.0),
+            fig("read.1r0w.2t.DRAM.gb_per_s", "bandwidth", 30.0),
+            fig("write.0r1w.2t.DRAM.gb_per_s", "bandwidth", 90.0),
+        ];
+        assert!(take_figures(&mut facts, &figures));
+        assert_eq!(facts.llc_ns, Some(12.0));
+        assert_eq!(facts.dram_ns, Some(100.0));
+        assert_eq!(facts.dram_bytes_per_s, Some(30e9));
+        assert!(!take_figures(&mut from_topology(&machine), &[]));
+        let share = facts.llc_share_bytes().unwrap();
+        assert_eq!(share, facts.llc_bytes.unwrap() / facts.llc_cpus.len() as u64);
+    }
+}

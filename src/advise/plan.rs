@@ -1,0 +1,172 @@
+//! The flags of `memscope advise` (clap) and their resolution into an `AdvisePlan`:
+//! every value checked before anything runs (a bad one is a `UsageError` that quotes it
+//! and says what was expected).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::error::UsageError;
+use crate::flags::{invalid, parse_count, parse_duration, OutputArgs, SaveArgs};
+
+#[derive(Debug, Clone, Args)]
+#[command(after_help = crate::examples::ADVISE)]
+pub struct AdviseArgs {
+    /// The whole advise's budget (e.g. 90s, 3m, 1h): each stage stops once its arms are
+    /// resolved, or when its share of the budget is spent.
+    #[arg(long, value_name = "DURATION", default_value = "3m")]
+    pub time_limit: String,
+
+    /// Measured blocks per stage (each block runs every arm once, in a shuffled order)
+    /// instead of the adaptive schedule.
+    #[arg(long, value_name = "N")]
+    pub runs: Option<String>,
+
+    /// The co-runner's CPU (the pirate, the bandit, the compute neighbour); the program
+    /// runs on every other CPU memscope may use. Default: the last CPU sharing the
+    /// last-level cache with the first.
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<String>,
+
+    /// A memscope report (`memscope run`) whose measured latencies and bandwidth the
+    /// program is set against; default ./memscope-report.json, else the newest saved
+    /// profile of this host, else advise measures what it needs.
+    #[arg(long, value_name = "REPORT.json")]
+    pub from: Option<PathBuf>,
+
+    /// The smallest change (percent) the verdict calls a sensitivity.
+    #[arg(long, value_name = "PERCENT", default_value = "5")]
+    pub effect: String,
+
+    /// Let the program's own output through (it is captured by default).
+    #[arg(long)]
+    pub show_output: bool,
+
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+
+    #[command(flatten)]
+    pub save: SaveArgs,
+
+    /// The command and its arguments (put `--` before it).
+    #[arg(
+        value_name = "COMMAND",
+        required = true,
+        num_args = 1..,
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub command: Vec<OsString>,
+}
+
+/// What `advise` runs, checked.
+#[derive(Debug, Clone)]
+pub struct AdvisePlan {
+    pub command: Vec<OsString>,
+    pub time_limit: Duration,
+    /// Fixed blocks per stage; `None`: adaptive.
+    pub runs: Option<usize>,
+    pub co_runner_cpu: Option<usize>,
+    pub from: Option<PathBuf>,
+    pub effect_pct: f64,
+    pub show_output: bool,
+}
+
+impl AdviseArgs {
+    pub fn plan(&self, allowed_cpus: &[usize]) -> Result<AdvisePlan, UsageError> {
+        let time_limit = parse_duration("--time-limit", &self.time_limit)?;
+        if time_limit < Duration::from_secs(10) {
+            return Err(invalid(
+                "--time-limit",
+                &self.time_limit,
+                "at least 10s (a verdict needs several runs of every arm)",
+            ));
+        }
+        let runs = self
+            .runs
+            .as_deref()
+            .map(|r| parse_count("--runs", r, 2, 1000))
+            .transpose()?;
+        let co_runner_cpu = match &self.cpu {
+            None => None,
+            Some(text) => {
+                let cpu = text.trim().parse::<usize>().ok();
+                match cpu.filter(|c| allowed_cpus.contains(c)) {
+                    Some(c) => Some(c),
+                    None => {
+                        return Err(UsageError::NoSuchCpu {
+                            cpu: text.clone(),
+                            available: crate::topology::cpu::format_cpu_list(allowed_cpus),
+                        })
+                    }
+                }
+            }
+        };
+        let effect_pct = self
+            .effect
+            .trim()
+            .trim_end_matches('%')
+            .parse::<f64>()
+            .ok()
+            .filter(|e| e.is_finite() && *e > 0.0 && *e < 100.0)
+            .ok_or_else(|| invalid("--effect", &self.effect, "a percentage above 0 and below 100"))?;
+        if let Some(from) = &self.from {
+            if !from.exists() {
+                return Err(invalid(
+                    "--from",
+                    &from.display().to_string(),
+                    "an existing memscope JSON report",
+                ));
+            }
+        }
+        Ok(AdvisePlan {
+            command: self.command.clone(),
+            time_limit,
+            runs,
+            co_runner_cpu,
+            from: self.from.clone(),
+            effect_pct,
+            show_output: self.show_output,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        advise: AdviseArgs,
+    }
+
+    fn plan(args: &[&str]) -> Result<AdvisePlan, UsageError> {
+        let mut argv = vec!["advise"];
+        argv.extend_from_slice(args);
+        Cli::try_parse_from(argv).unwrap().advise.plan(&[0, 1])
+    }
+
+    #[test]
+    fn flags_are_checked_and_the_command_is_kept_whole() {
+        let p = plan(&["--runs", "6", "--cpu", "1", "--", "prog", "--its-flag"]).unwrap();
+        assert_eq!(p.runs, Some(6));
+        assert_eq!(p.co_runner_cpu, Some(1));
+        assert_eq!(p.command, vec![OsString::from("prog"), "--its-flag".into()]);
+        assert_eq!(p.time_limit, Duration::from_secs(180));
+        for (bad, flag) in [
+            (vec!["--runs", "1", "--", "p"], "--runs"),
+            (vec!["--time-limit", "5s", "--", "p"], "--time-limit"),
+            (vec!["--effect", "0", "--", "p"], "--effect"),
+            (vec!["--from", "/nonexistent.json", "--", "p"], "--from"),
+        ] {
+            let e = plan(&bad).unwrap_err().to_string();
+            assert!(e.contains(flag), "{e}");
+        }
+        let e = plan(&["--cpu", "7", "--", "p"]).unwrap_err().to_string();
+        assert!(e.contains("CPU 7") && e.contains("0-1"), "{e}");
+    }
+}

@@ -1,0 +1,694 @@
+//! The order of `advise`'s work: the machine's facts, the CPUs, a first run (the
+//! program's normal exit status and its time), the profile (a recorded run, the binary's
+//! footprint, counters where there is a PMU), the co-runner's calibration, then two
+//! stages of interleaved blocks: the screening stage (each resource's strongest arm
+//! beside the baseline and the controls) and the curves of the resources the screening
+//! found sensitive. A stage runs blocks (every arm once, in a shuffled order) until each
+//! arm is resolved — significant at p < 0.01, or its ratio interval inside ±effect — or
+//! its share of the time limit is spent; at least 6 blocks (fewer only to fit the time
+//! limit), or exactly `--runs`.
+
+use std::ffi::OsString;
+use std::time::{Duration, Instant};
+
+use super::arms::{self, ArmKind, ArmSpec};
+use super::facts::{self, FactsSource, MachineFacts};
+use super::profile::{self, ProgramProfile};
+use super::trial::{self, Setup};
+use super::verdict;
+use super::{AdvisePlan, AdviseResult, ArmResult, CoRunnerCalibration, CoRunnerCheck, CpuPlan};
+use super::{RunRecord, Stop};
+use crate::counters::Probe;
+use crate::counting::{default_groups, Counting};
+use crate::error::UsageError;
+use crate::kernels::corunner::{CoRunner, CoRunnerSetup};
+use crate::pages::preload::{Preload, PreloadMode};
+use crate::pages::record::{self, RecordPlan};
+use crate::pages::sources::SourceChoice;
+use crate::platform::child::{SpawnOptions, Termination};
+use crate::session::progress::Progress;
+use crate::stats::change::{compare, ratio_interval, Better, Verdict};
+use crate::stats::design::Shuffler;
+use crate::stats::summary::Summary;
+use crate::topology::{Machine, ThpMode};
+
+/// Blocks a stage runs at least (the rank test needs a few runs a side), and at most.
+const MIN_BLOCKS: usize = 6;
+const MAX_BLOCKS: usize = 30;
+/// A significant change is resolved at this p (stricter than the 0.05 of the verdict,
+/// so that a stage does not stop on a lucky early p).
+const RESOLVED_P: f64 = 0.01;
+/// The pirate's sets, as shares of the last-level cache.
+const PIRATE_SHARES: [f64; 3] = [0.25, 0.5, 0.75];
+/// The bandit's rates, as shares of its flat-out rate.
+const BANDIT_SHARES: [f64; 2] = [0.25, 0.5];
+
+/// Runs advise.
+pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<AdviseResult> {
+    let started = Instant::now();
+    let deadline = started + plan.time_limit;
+    let progress = if plan.show_output {
+        Progress::lines_when_not_terminal()
+    } else {
+        Progress::for_stderr()
+    };
+    let mut notes = Vec::new();
+    let mut facts = facts::find(machine, plan.from.as_deref(), host)?;
+    let cpus = cpu_plan(machine, &facts, plan.co_runner_cpu);
+    if cpus.co_runner.is_none() {
+        notes.push(
+            "only one CPU is available to memscope: no co-runner can take cache or bandwidth \
+             away, so only the huge-page remedies are measured"
+                .to_string(),
+        );
+    } else if !cpus.shares_llc {
+        notes.push(format!(
+            "the co-runner's CPU {} shares no last-level cache with the program's CPUs: \
+             cache capacity is not measured (choose a CPU with --cpu)",
+            cpus.co_runner.unwrap_or_default()
+        ));
+    }
+    let all_cpus = machine.allowed_cpus.clone();
+    let memory_nodes: Vec<usize> = machine
+        .numa_nodes
+        .iter()
+        .filter(|n| n.memory_total_bytes > 0)
+        .map(|n| n.id)
+        .collect();
+    let preload = Preload::create().ok();
+    let mut setup = Setup {
+        command: &plan.command,
+        program_cpus: &cpus.program,
+        all_cpus: &all_cpus,
+        memory_nodes: &memory_nodes,
+        preload: preload.as_ref(),
+        hot_ranges: &[],
+        show_output: plan.show_output,
+    };
+
+    // The first run: does the program start, how does it end, how long does it take.
+    progress.start("advise: first run", 1);
+    let first = trial::run(&setup, &ArmSpec::new(ArmKind::Alone), None, 0, 0)?;
+    progress.advance();
+    let normal_status = first.record.termination.shell_status();
+    if interrupted(first.record.termination) {
+        return Err(UsageError::CannotProceed("interrupted (Ctrl-C) in the first run".into()).into());
+    }
+    if normal_status != 0 {
+        notes.push(format!(
+            "the program ended with status {normal_status} in its first run: taken as its \
+             normal status (a run that ends otherwise is a failed run)"
+        ));
+    }
+    let one_run = first.record.elapsed_s.max(1e-3);
+
+    // The profile.
+    let mut profile = ProgramProfile::default();
+    progress.start("advise: recording the program's accesses", 1);
+    let record_plan = RecordPlan {
+        top: profile::HOT_REGIONS,
+        source: SourceChoice::Auto,
+        interval: Duration::from_millis(if one_run < 2.0 { 10 } else { 50 }),
+        command: plan.command.clone(),
+    };
+    let no_huge = PreloadMode {
+        split: true,
+        no_huge: false,
+        huge: None,
+        hugetlb: false,
+    };
+    let hot_ranges: Vec<(u64, u64)> = match record::record(&record_plan, &no_huge) {
+        Ok(rec) => {
+            profile::add_record(&mut profile, &rec);
+            rec.regions
+                .iter()
+                .filter(|r| r.anonymous && r.value > 0.0)
+                .take(profile::HOT_REGIONS)
+                .map(|r| (r.start, r.start + rec.region_bytes))
+                .collect()
+        }
+        Err(e) => {
+            profile.record = format!("not recorded: {e}");
+            Vec::new()
+        }
+    };
+    progress.advance();
+    setup.hot_ranges = &hot_ranges;
+    if let Some(program) = plan.command.first() {
+        profile.footprint = profile::footprint(&program.to_string_lossy(), machine);
+    }
+    count(&mut profile, &plan.command, &cpus.program, machine);
+
+    // The co-runner and its checks.
+    let llc = facts.llc_bytes.unwrap_or(8 << 20);
+    let pirate_sizes: Vec<u64> = PIRATE_SHARES.iter().map(|s| (llc as f64 * s) as u64).collect();
+    let mut calibration = None;
+    let co_runner = match cpus.co_runner {
+        None => None,
+        Some(cpu) => {
+            progress.start("advise: the co-runner's own checks", 1);
+            let bandit_buffer = (4 * llc)
+                .max(256 << 20)
+                .min(machine.memory_available_bytes / 4);
+            let started = CoRunner::start(CoRunnerSetup {
+                cpu,
+                pirate_max_bytes: *pirate_sizes.last().unwrap_or(&llc),
+                bandit_buffer_bytes: bandit_buffer,
+            });
+            match started {
+                Ok(c) => {
+                    let beside = cpus.program.first().copied();
+                    match c.calibrate(&pirate_sizes, llc / 2, beside) {
+                        Ok(cal) => {
+                            calibration = Some(CoRunnerCalibration {
+                                pirate_alone_ns: cal.pirate_alone_ns.clone(),
+                                dram_ns: cal.dram_ns,
+                                bandit_max_bytes_per_s: cal.bandit_max_bytes_per_s,
+                                pirate_beside_bandit_ns: cal.pirate_beside_bandit_ns,
+                                bandit_huge: c.bandit_huge(),
+                            });
+                        }
+                        Err(e) => notes.push(format!("the co-runner's checks failed: {e}")),
+                    }
+                    progress.advance();
+                    Some(c)
+                }
+                Err(e) => {
+                    notes.push(format!(
+                        "the co-runner could not start on CPU {cpu} ({e}): only the huge-page \
+                         remedies are measured"
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    if facts.source == FactsSource::Measured {
+        if let Some(cal) = &calibration {
+            facts.dram_ns = Some(cal.dram_ns).filter(|v| v.is_finite());
+            facts.llc_ns = cal.pirate_alone_ns.last().map(|p| p.1).filter(|v| v.is_finite());
+            facts.dram_bytes_per_s = Some(cal.bandit_max_bytes_per_s).filter(|v| *v > 0.0);
+        }
+    }
+    if let Some(cal) = &calibration {
+        if !cal.bandit_huge {
+            notes.push(
+                "the bandit's buffer got no huge pages: its lines may fall in any cache set, \
+                 so it may take cache as well as bandwidth"
+                    .to_string(),
+            );
+        }
+    }
+
+    // Stage 1: each resource's strongest arm.
+    let with_co = co_runner.is_some();
+    let thp = machine.thp.enabled != ThpMode::Never;
+    let mut stage1 = vec![ArmSpec::new(ArmKind::Alone)];
+    if with_co {
+        stage1.push(ArmSpec::new(ArmKind::Compute));
+        stage1.push(ArmSpec::new(ArmKind::AllCpus));
+        if cpus.shares_llc {
+            let top = *pirate_sizes.last().unwrap_or(&llc);
+            stage1.push(ArmSpec::pirate(top, PIRATE_SHARES[PIRATE_SHARES.len() - 1]));
+        }
+        stage1.push(ArmSpec::new(ArmKind::Bandit));
+    }
+    if thp && preload.is_some() {
+        stage1.push(ArmSpec::new(ArmKind::HugeAll));
+    } else if !thp {
+        notes.push("transparent huge pages are off (never): the huge-page arms are not measured".into());
+    }
+    let glibc = arms::glibc_version();
+    if thp && glibc.is_some_and(|v| v >= (2, 35)) {
+        stage1.push(ArmSpec::new(ArmKind::MallocHugetlb));
+    }
+    if memory_nodes.len() > 1 {
+        stage1.push(ArmSpec::new(ArmKind::Interleave));
+    } else {
+        notes.push("one NUMA node with memory: placement (local vs interleaved) is not measured".into());
+    }
+    if with_co && !cpus.smt_sibling {
+        notes.push(
+            "the co-runner's CPU is no SMT sibling of the program's: a busy sibling is not \
+             measured (the compute neighbour shows what a busy CPU next to it costs)"
+                .to_string(),
+        );
+    }
+
+    let mut order = 1;
+    let mut shuffler = Shuffler::from_clock();
+    let remaining = deadline.saturating_duration_since(Instant::now());
+    // The screening gets 55% of what is left when curves may follow.
+    let stage1_budget = remaining.mul_f64(if with_co || !hot_ranges.is_empty() { 0.55 } else { 1.0 });
+    let mut ctx = StageContext {
+        setup: &setup,
+        co_runner: co_runner.as_ref(),
+        progress: &progress,
+        shuffler: &mut shuffler,
+        order: &mut order,
+        plan,
+        one_run,
+        normal_status,
+    };
+    let (runs1, stop1) = ctx.measure(1, &stage1, Instant::now() + stage1_budget);
+    let mut arms = results(1, &stage1, &runs1, normal_status, &facts, calibration.as_ref());
+    let mut blocks = runs1.iter().flatten().map(|r| r.block).max().unwrap_or(0);
+    let mut stop = stop1;
+
+    // Stage 2: the curves of what the screening found.
+    let sensitive = |kind: ArmKind| {
+        arms.iter()
+            .any(|a| a.kind == kind && matches!(a.time.verdict, Verdict::Worse | Verdict::Better))
+    };
+    let mut stage2 = Vec::new();
+    if sensitive(ArmKind::Pirate) {
+        for (size, share) in pirate_sizes.iter().zip(PIRATE_SHARES).take(PIRATE_SHARES.len() - 1) {
+            stage2.push(ArmSpec::pirate(*size, share));
+        }
+    }
+    if sensitive(ArmKind::Bandit) {
+        if let Some(max) = calibration.as_ref().map(|c| c.bandit_max_bytes_per_s).filter(|m| *m > 0.0) {
+            for share in BANDIT_SHARES {
+                stage2.push(ArmSpec::bandit(max * share, share));
+            }
+        }
+    }
+    if (sensitive(ArmKind::HugeAll) || sensitive(ArmKind::MallocHugetlb)) && !hot_ranges.is_empty() {
+        stage2.push(ArmSpec::new(ArmKind::HugeTop));
+    }
+    if !stage2.is_empty() && stop != Stop::Interrupted {
+        let needs_compute = stage2.iter().any(|a| a.kind.uses_co_runner());
+        stage2.insert(0, ArmSpec::new(ArmKind::Alone));
+        if needs_compute {
+            stage2.insert(1, ArmSpec::new(ArmKind::Compute));
+        }
+        let (runs2, stop2) = ctx.measure(2, &stage2, deadline);
+        arms.extend(results(2, &stage2, &runs2, normal_status, &facts, calibration.as_ref()));
+        blocks += runs2.iter().flatten().map(|r| r.block).max().unwrap_or(0);
+        stop = worse_stop(stop, stop2);
+    }
+    if let Some(c) = &co_runner {
+        c.set(crate::kernels::corunner::Load::Idle);
+    }
+    progress.finish();
+    let alone: Vec<&RunRecord> = arms
+        .iter()
+        .filter(|a| a.kind == ArmKind::Alone)
+        .flat_map(|a| &a.runs)
+        .filter(|r| r.termination.shell_status() == normal_status)
+        .collect();
+    profile::add_runs(&mut profile, &alone);
+    let (findings, not_memory_bound) =
+        verdict::findings(&arms, &facts, &profile, &cpus, plan.effect_pct, &plan.command);
+    notes.extend(verdict::budget_note(stop, plan.time_limit, one_run, stage1.len()));
+    Ok(AdviseResult {
+        command: plan.command.iter().map(|w| w.to_string_lossy().into_owned()).collect(),
+        facts,
+        cpus,
+        profile,
+        calibration,
+        arms,
+        findings,
+        not_memory_bound,
+        normal_status,
+        blocks,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        time_limit_s: plan.time_limit.as_secs_f64(),
+        stop,
+        notes,
+    })
+}
+
+/// The program's CPUs and the co-runner's.
+fn cpu_plan(machine: &Machine, facts: &MachineFacts, chosen: Option<usize>) -> CpuPlan {
+    let allowed = &machine.allowed_cpus;
+    let memory_nodes = machine.numa_nodes.iter().filter(|n| n.memory_total_bytes > 0).count();
+    if allowed.len() < 2 {
+        return CpuPlan {
+            program: allowed.clone(),
+            co_runner: None,
+            shares_llc: false,
+            smt_sibling: false,
+            memory_nodes,
+        };
+    }
+    let first = allowed[0];
+    let sharing: Vec<usize> = facts
+        .llc_cpus
+        .iter()
+        .copied()
+        .filter(|c| allowed.contains(c) && *c != first)
+        .collect();
+    let co = chosen.unwrap_or_else(|| sharing.last().copied().unwrap_or(allowed[allowed.len() - 1]));
+    let program: Vec<usize> = allowed.iter().copied().filter(|c| *c != co).collect();
+    let shares_llc = facts.llc_cpus.contains(&co) && program.iter().any(|c| facts.llc_cpus.contains(c));
+    let smt_sibling = machine
+        .smt_sibling_groups
+        .iter()
+        .any(|g| g.contains(&co) && program.iter().any(|c| g.contains(c)));
+    CpuPlan {
+        program,
+        co_runner: Some(co),
+        shares_llc,
+        smt_sibling,
+        memory_nodes,
+    }
+}
+
+/// Counters of one run where there is a PMU; else why not, said once.
+fn count(profile: &mut ProgramProfile, command: &[OsString], cpus: &[usize], machine: &Machine) {
+    let probe = Probe::detect();
+    if !probe.has_hardware_pmu() {
+        profile.no_counters = Some(format!(
+            "no hardware performance counters here ({}): no top-down breakdown or miss \
+             rates; the verdict rests on the experiments alone",
+            probe.summary()
+        ));
+        return;
+    }
+    let counting = Counting::new(&default_groups(), &probe);
+    let options = SpawnOptions {
+        cpus: Some(cpus.to_vec()),
+        ..SpawnOptions::default()
+    };
+    let Ok(run) = counting.run(command, &options, &probe) else {
+        return;
+    };
+    let line = machine.caches.first().map_or(64, |c| c.line_bytes);
+    let (_, derived, _) = counting.summarize(&[run.record()], &[run.readings], line);
+    profile.counters = derived
+        .iter()
+        .filter_map(|d| Some((d.name.clone(), d.unit.clone(), d.value?.median)))
+        .collect();
+}
+
+/// What one stage needs.
+struct StageContext<'a, 'b> {
+    setup: &'a Setup<'a>,
+    co_runner: Option<&'a CoRunner>,
+    progress: &'a Progress,
+    shuffler: &'b mut Shuffler,
+    order: &'b mut usize,
+    plan: &'a AdvisePlan,
+    one_run: f64,
+    normal_status: i32,
+}
+
+impl StageContext<'_, '_> {
+    /// Runs blocks of `arms` until they are resolved, the blocks asked for have run, or
+    /// `until`; each arm's runs.
+    fn measure(&mut self, stage: usize, arms: &[ArmSpec], until: Instant) -> (Vec<Vec<RunRecord>>, Stop) {
+        let mut runs: Vec<Vec<RunRecord>> = vec![Vec::new(); arms.len()];
+        let planned = self.plan.runs.unwrap_or(MIN_BLOCKS);
+        self.progress.start(
+            &format!("advise: stage {stage}, {} arms", arms.len()),
+            (planned * arms.len()) as u64,
+        );
+        let mut block_s = self.one_run * arms.len() as f64;
+        let mut block = 0;
+        let stop = loop {
+            if let Some(fixed) = self.plan.runs {
+                if block >= fixed {
+                    break Stop::Fixed;
+                }
+            } else if block >= MIN_BLOCKS && resolved(arms, &runs, self.normal_status, self.plan.effect_pct) {
+                break Stop::Resolved;
+            } else if block >= MAX_BLOCKS {
+                break Stop::TimeLimit;
+            }
+            let left = until.saturating_duration_since(Instant::now()).as_secs_f64();
+            // The time limit holds, except that a stage runs at least two blocks.
+            if block >= 2 && left < block_s {
+                break Stop::TimeLimit;
+            }
+            block += 1;
+            let started = Instant::now();
+            let mut sequence: Vec<usize> = (0..arms.len()).collect();
+            self.shuffler.shuffle(&mut sequence);
+            let mut stopped = false;
+            for a in sequence {
+                self.progress.message(&format!("block {block}, {}", arms[a].label));
+                match trial::run(self.setup, &arms[a], self.co_runner, block, *self.order) {
+                    Ok(t) => {
+                        stopped |= interrupted(t.record.termination);
+                        runs[a].push(t.record);
+                    }
+                    Err(_) => stopped = true,
+                }
+                *self.order += 1;
+                self.progress.advance();
+                if stopped {
+                    break;
+                }
+            }
+            if stopped {
+                // The interrupted block is dropped whole: its arms ran unequally often.
+                for r in runs.iter_mut() {
+                    r.retain(|run| run.block != block);
+                }
+                break Stop::Interrupted;
+            }
+            block_s = started.elapsed().as_secs_f64();
+        };
+        (runs, stop)
+    }
+}
+
+/// Every arm other than the baseline and the controls is resolved: significant at
+/// `RESOLVED_P`, or its ratio known to within ±effect/2 of 1 (no sensitivity that large).
+fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_pct: f64) -> bool {
+    arms.iter().enumerate().all(|(i, arm)| {
+        if arm.kind == ArmKind::Alone {
+            return true;
+        }
+        let reference = arms.iter().position(|a| a.kind == arm.kind.reference() && a.level.is_none());
+        let Some(r) = reference else {
+            return true;
+        };
+        let own = times(&runs[i], normal);
+        let base = times(&runs[r], normal);
+        let stat = compare(&own, &base, Better::Lower, false);
+        if stat.p.is_some_and(|p| p < RESOLVED_P) {
+            return true;
+        }
+        ratio_interval(&own, &base, 0.95)
+            .is_some_and(|ri| ri.high - ri.low < effect_pct / 100.0)
+    })
+}
+
+/// The wall times of the runs that ended normally.
+fn times(runs: &[RunRecord], normal: i32) -> Vec<f64> {
+    runs.iter()
+        .filter(|r| r.termination.shell_status() == normal)
+        .map(|r| r.elapsed_s)
+        .collect()
+}
+
+/// Each arm of a stage against its reference.
+fn results(
+    stage: usize,
+    arms: &[ArmSpec],
+    runs: &[Vec<RunRecord>],
+    normal: i32,
+    facts: &MachineFacts,
+    calibration: Option<&CoRunnerCalibration>,
+) -> Vec<ArmResult> {
+    arms.iter()
+        .enumerate()
+        .map(|(i, arm)| {
+            let reference_kind = arm.kind.reference();
+            let reference = arms
+                .iter()
+                .position(|a| a.kind == reference_kind && a.level.is_none())
+                .unwrap_or(0);
+            let ok: Vec<&RunRecord> = runs[i]
+                .iter()
+                .filter(|r| r.termination.shell_status() == normal)
+                .collect();
+            let own = times(&runs[i], normal);
+            let base = times(&runs[reference], normal);
+            let is_reference = i == reference;
+            let summary = |f: &dyn Fn(&RunRecord) -> f64| Summary::of(&ok.iter().map(|r| f(r)).collect::<Vec<_>>());
+            ArmResult {
+                kind: arm.kind,
+                label: arm.label.clone(),
+                resource: arm.kind.resource(),
+                stage,
+                level: arm.level,
+                reference: if is_reference { arm.kind } else { reference_kind },
+                time: compare(&own, &base, Better::Lower, is_reference),
+                ratio: (!is_reference).then(|| ratio_interval(&own, &base, 0.95)).flatten(),
+                user_s: summary(&|r| r.user_s),
+                system_s: summary(&|r| r.system_s),
+                max_rss_kib: summary(&|r| r.max_rss_kib as f64),
+                huge_kib: summary(&|r| r.huge_kib).map(|s| s.median),
+                co_runner: co_runner_check(arm, &ok, facts, calibration),
+                failed_runs: runs[i].len() - ok.len(),
+                runs: runs[i].clone(),
+            }
+        })
+        .collect()
+}
+
+/// What the co-runner did over an arm's runs and what that left the program.
+fn co_runner_check(
+    arm: &ArmSpec,
+    runs: &[&RunRecord],
+    facts: &MachineFacts,
+    calibration: Option<&CoRunnerCalibration>,
+) -> Option<CoRunnerCheck> {
+    let samples: Vec<(f64, f64)> = runs.iter().filter_map(|r| r.co_runner).collect();
+    if samples.is_empty() || !arm.kind.uses_co_runner() {
+        return None;
+    }
+    let median = |f: fn(&(f64, f64)) -> f64| {
+        Summary::of(&samples.iter().map(f).collect::<Vec<_>>()).map_or(f64::NAN, |s| s.median)
+    };
+    let (ns, rate) = (median(|s| s.0), median(|s| s.1));
+    let mut check = CoRunnerCheck {
+        ns_per_step: ns,
+        bytes_per_s: rate,
+        held_share: None,
+        cache_left_bytes: None,
+        bandwidth_left_bytes_per_s: None,
+    };
+    match arm.kind {
+        ArmKind::Pirate => {
+            let size = arm.level.unwrap_or(0.0);
+            let alone = calibration.and_then(|c| {
+                c.pirate_alone_ns
+                    .iter()
+                    .find(|(bytes, _)| *bytes as f64 == size)
+                    .map(|p| p.1)
+            });
+            let dram = calibration.map(|c| c.dram_ns).or(facts.dram_ns);
+            if let (Some(alone), Some(dram)) = (alone, dram) {
+                let held = held_share(ns, alone, dram);
+                check.held_share = held;
+                if let (Some(h), Some(llc)) = (held, facts.llc_bytes) {
+                    check.cache_left_bytes = Some((llc as f64 - h * size).max(0.0));
+                }
+            }
+        }
+        ArmKind::Bandit => {
+            let peak = facts
+                .dram_bytes_per_s
+                .or(calibration.map(|c| c.bandit_max_bytes_per_s));
+            check.bandwidth_left_bytes_per_s = peak.map(|p| (p - rate).max(0.0));
+        }
+        _ => {}
+    }
+    Some(check)
+}
+
+/// The share of its set a pirate kept cached, from its speed between alone (all of it)
+/// and at DRAM latency (none): linear in the miss share, clamped to 0..1.
+pub fn held_share(ns: f64, alone_ns: f64, dram_ns: f64) -> Option<f64> {
+    if !(ns.is_finite() && alone_ns.is_finite() && dram_ns.is_finite()) || dram_ns <= alone_ns {
+        return None;
+    }
+    Some(((dram_ns - ns) / (dram_ns - alone_ns)).clamp(0.0, 1.0))
+}
+
+fn interrupted(termination: Termination) -> bool {
+    matches!(termination, Termination::Signaled(s) if s == libc::SIGINT || s == libc::SIGQUIT)
+}
+
+/// The stop that says most: an interruption, else the time limit, else the others.
+fn worse_stop(a: Stop, b: Stop) -> Stop {
+    let rank = |s: Stop| match s {
+        Stop::Interrupted => 3,
+        Stop::TimeLimit => 2,
+        Stop::Fixed => 1,
+        Stop::Resolved => 0,
+    };
+    if rank(b) > rank(a) {
+        b
+    } else {
+        a
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(block: usize, s: f64) -> RunRecord {
+        RunRecord {
+            block,
+            order: 0,
+            elapsed_s: s,
+            user_s: s,
+            system_s: 0.0,
+            max_rss_kib: 0,
+            minor_faults: 0,
+            major_faults: 0,
+            termination: Termination::Exited(0),
+            huge_kib: 0.0,
+            co_runner: Some((20.0, 0.0)),
+        }
+    }
+
+    #[test]
+    fn a_pirate_that_slows_towards_dram_holds_less_of_its_set() {
+        assert_eq!(held_share(10.0, 10.0, 100.0), Some(1.0));
+        assert_eq!(held_share(100.0, 10.0, 100.0), Some(0.0));
+        assert!((held_share(55.0, 10.0, 100.0).unwrap() - 0.5).abs() < 1e-12);
+        assert_eq!(held_share(5.0, 10.0, 100.0), Some(1.0));
+        assert_eq!(held_share(50.0, 100.0, 10.0), None);
+        assert_eq!(held_share(f64::NAN, 10.0, 100.0), None);
+    }
+
+    #[test]
+    fn arms_are_resolved_when_significant_or_known_to_be_small() {
+        let arms = [
+            ArmSpec::new(ArmKind::Alone),
+            ArmSpec::new(ArmKind::HugeAll),
+        ];
+        let base: Vec<RunRecord> = (0..8).map(|i| record(i, 1.0 + 0.001 * i as f64)).collect();
+        let slower: Vec<RunRecord> = (0..8).map(|i| record(i, 1.5 + 0.001 * i as f64)).collect();
+        assert!(resolved(&arms, &[base.clone(), slower], 0, 5.0));
+        // The same times: a ratio interval well inside ±5%.
+        assert!(resolved(&arms, &[base.clone(), base.clone()], 0, 5.0));
+        // Noisy and not different: unresolved.
+        let noisy: Vec<RunRecord> = (0..8).map(|i| record(i, if i % 2 == 0 { 0.8 } else { 1.3 })).collect();
+        assert!(!resolved(&arms, &[base.clone(), noisy], 0, 5.0));
+    }
+
+    #[test]
+    fn results_compare_each_arm_with_its_reference_and_check_the_pirate() {
+        let arms = [
+            ArmSpec::new(ArmKind::Alone),
+            ArmSpec::new(ArmKind::Compute),
+            ArmSpec::pirate(8 << 20, 0.25),
+        ];
+        let runs = vec![
+            (0..6).map(|i| record(i, 1.0 + 0.01 * i as f64)).collect::<Vec<_>>(),
+            (0..6).map(|i| record(i, 1.0 + 0.01 * i as f64)).collect(),
+            (0..6).map(|i| record(i, 2.0 + 0.01 * i as f64)).collect(),
+        ];
+        let machine = Machine::sample();
+        let mut facts = facts::from_topology(&machine);
+        facts.llc_bytes = Some(32 << 20);
+        let calibration = CoRunnerCalibration {
+            pirate_alone_ns: vec![(8 << 20, 10.0)],
+            dram_ns: 100.0,
+            bandit_max_bytes_per_s: 1e10,
+            pirate_beside_bandit_ns: f64::NAN,
+            bandit_huge: true,
+        };
+        let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
+        assert_eq!(r[0].time.verdict, Verdict::Baseline);
+        assert_eq!(r[2].reference, ArmKind::Compute);
+        assert_eq!(r[2].time.verdict, Verdict::Worse);
+        let ratio = r[2].ratio.unwrap();
+        assert!(ratio.low > 1.8 && ratio.high < 2.2, "{ratio:?}");
+        // ns 20 between 10 alone and 100 at DRAM: held 8/9 of its 8 MiB.
+        let check = r[2].co_runner.unwrap();
+        let held = check.held_share.unwrap();
+        assert!((held - 80.0 / 90.0).abs() < 1e-9);
+        let left = check.cache_left_bytes.unwrap();
+        assert!((left - (32.0 - 8.0 * held) * 1048576.0).abs() < 1.0);
+        assert_eq!(worse_stop(Stop::Resolved, Stop::TimeLimit), Stop::TimeLimit);
+    }
+}

@@ -1,0 +1,475 @@
+//! The verdict: per resource, is the program sensitive to it (the strongest arm of the
+//! resource against its reference, significant and at least the effect looked for), by
+//! how much with its 95% interval, and for each remedy how to apply it and what it costs;
+//! the cache and bandwidth curves read for the capacity (or bandwidth) below which the
+//! program loses more than the effect. A program no arm moves is "not memory-bound here".
+
+use std::ffi::OsString;
+
+use serde::{Deserialize, Serialize};
+
+use super::arms::{ArmKind, Resource};
+use super::facts::MachineFacts;
+use super::profile::ProgramProfile;
+use super::{ArmResult, CpuPlan, Stop};
+use crate::stats::change::Verdict;
+use crate::units::Bytes;
+use crate::view::format;
+
+/// How sensitive the program is to a resource.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Sensitivity {
+    /// Significant, and at least the effect looked for.
+    Sensitive,
+    /// Significant but smaller than the effect.
+    Slightly,
+    /// Not significant.
+    NotSensitive,
+    /// Too few runs for the test.
+    Unresolved,
+    /// Not measured here (the finding says why).
+    NotMeasured,
+}
+
+impl Sensitivity {
+    pub fn word(self) -> &'static str {
+        match self {
+            Sensitivity::Sensitive => "sensitive",
+            Sensitivity::Slightly => "slightly sensitive",
+            Sensitivity::NotSensitive => "not sensitive",
+            Sensitivity::Unresolved => "unresolved",
+            Sensitivity::NotMeasured => "not measured",
+        }
+    }
+}
+
+/// One line of the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub resource: Resource,
+    pub sensitivity: Sensitivity,
+    /// The arm it rests on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arm: Option<String>,
+    /// The program's time in that arm against its reference, percent (+: slower), with
+    /// its 95% interval, and the test's p.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change_pct: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interval_pct: Option<(f64, f64)>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p: Option<f64>,
+    /// What was measured, in a sentence.
+    pub summary: String,
+    /// What to do, and exactly how (commands, environment lines, code).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+    #[serde(default)]
+    pub apply: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<String>,
+}
+
+impl Finding {
+    fn not_measured(resource: Resource, why: impl Into<String>) -> Finding {
+        Finding {
+            resource,
+            sensitivity: Sensitivity::NotMeasured,
+            arm: None,
+            change_pct: None,
+            interval_pct: None,
+            p: None,
+            summary: why.into(),
+            remedy: None,
+            apply: Vec::new(),
+            cost: None,
+        }
+    }
+
+    /// The size of the effect, for ranking.
+    fn weight(&self) -> f64 {
+        let rank = match self.sensitivity {
+            Sensitivity::Sensitive => 3.0,
+            Sensitivity::Slightly => 2.0,
+            Sensitivity::NotSensitive | Sensitivity::Unresolved => 1.0,
+            Sensitivity::NotMeasured => 0.0,
+        };
+        rank * 1000.0 + self.change_pct.map_or(0.0, f64::abs).min(999.0)
+    }
+}
+
+/// A finding from one arm's comparison.
+fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
+    let change = arm.time.change_pct;
+    let sensitivity = match arm.time.verdict {
+        Verdict::Better | Verdict::Worse => {
+            if change.is_some_and(|c| c.abs() >= effect_pct) {
+                Sensitivity::Sensitive
+            } else {
+                Sensitivity::Slightly
+            }
+        }
+        Verdict::NoChange => Sensitivity::NotSensitive,
+        _ => Sensitivity::Unresolved,
+    };
+    Finding {
+        resource,
+        sensitivity,
+        arm: Some(arm.label.clone()),
+        change_pct: arm.ratio.map(|r| (r.ratio - 1.0) * 100.0).or(change),
+        interval_pct: arm.ratio.map(|r| ((r.low - 1.0) * 100.0, (r.high - 1.0) * 100.0)),
+        p: arm.time.p,
+        summary: String::new(),
+        remedy: None,
+        apply: Vec::new(),
+        cost: None,
+    }
+}
+
+/// "+24.1% (95% CI +18.0 … +30.2%, p = 0.002)".
+pub fn effect_text(f: &Finding) -> String {
+    let Some(change) = f.change_pct else {
+        return "–".to_string();
+    };
+    let mut text = format!("{change:+.1}%");
+    if let Some((lo, hi)) = f.interval_pct {
+        text.push_str(&format!(" (95% CI {lo:+.1} … {hi:+.1}%"));
+        if let Some(p) = f.p {
+            text.push_str(&format!(", p = {}", p_text(p)));
+        }
+        text.push(')');
+    }
+    text
+}
+
+fn p_text(p: f64) -> String {
+    if p < 0.001 {
+        "< 0.001".to_string()
+    } else {
+        format!("{p:.3}")
+    }
+}
+
+/// The arms of a kind, stage 1's first.
+fn arms_of(arms: &[ArmResult], kind: ArmKind) -> Vec<&ArmResult> {
+    arms.iter().filter(|a| a.kind == kind).collect()
+}
+
+/// The findings, most important first, and whether no resource moved the program.
+pub fn findings(
+    arms: &[ArmResult],
+    facts: &MachineFacts,
+    profile: &ProgramProfile,
+    cpus: &CpuPlan,
+    effect_pct: f64,
+    command: &[OsString],
+) -> (Vec<Finding>, bool) {
+    let shell = format::shell_quoted(
+        &command
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect::<Vec<_>>(),
+    );
+    let mut out = vec![
+        cache_finding(arms, facts, cpus, effect_pct),
+        bandwidth_finding(arms, facts, cpus, effect_pct),
+        tlb_finding(arms, profile, effect_pct, &shell),
+        placement_finding(arms, cpus, effect_pct),
+    ];
+    out.extend(control_findings(arms, cpus, effect_pct));
+    out.sort_by(|a, b| b.weight().total_cmp(&a.weight()));
+    let moved = out.iter().any(|f| {
+        f.resource != Resource::Control
+            && matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly)
+    });
+    let looked = out.iter().any(|f| {
+        f.resource != Resource::Control && f.sensitivity == Sensitivity::NotSensitive
+    });
+    (out, !moved && looked)
+}
+
+/// Cache capacity: the largest pirate against the compute neighbour, and the curve.
+fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effect: f64) -> Finding {
+    let pirates = arms_of(arms, ArmKind::Pirate);
+    let Some(top) = pirates
+        .iter()
+        .max_by(|a, b| a.level.unwrap_or(0.0).total_cmp(&b.level.unwrap_or(0.0)))
+    else {
+        let why = if cpus.co_runner.is_none() {
+            "needs a second CPU for the cache pirate"
+        } else {
+            "the co-runner's CPU shares no last-level cache with the program's"
+        };
+        return Finding::not_measured(Resource::Cache, why);
+    };
+    let mut f = measured(Resource::Cache, top, effect);
+    let llc_name = facts.llc_name.clone().unwrap_or_else(|| "LLC".into());
+    let llc = facts.llc_bytes.unwrap_or(0);
+    let left = top.co_runner.and_then(|c| c.cache_left_bytes);
+    let held = top.co_runner.and_then(|c| c.held_share);
+    let left_text = match left {
+        Some(l) => format!("{} of the {} {llc_name} left", Bytes(l as u64), Bytes(llc)),
+        None => format!("a pirate holding {}", Bytes(top.level.unwrap_or(0.0) as u64)),
+    };
+    f.summary = match f.sensitivity {
+        Sensitivity::Sensitive | Sensitivity::Slightly => {
+            format!("with {left_text} it runs {}", effect_text(&f))
+        }
+        _ => format!("with {left_text}: {}", effect_text(&f)),
+    };
+    if let Some(h) = held.filter(|h| *h < 0.5) {
+        f.summary.push_str(&format!(
+            "; the pirate kept only {:.0}% of its set cached (the program took the rest back)",
+            h * 100.0
+        ));
+    }
+    if f.sensitivity == Sensitivity::Sensitive {
+        let curve: Vec<(f64, f64)> = pirates
+            .iter()
+            .filter_map(|a| {
+                let left = a.co_runner?.cache_left_bytes?;
+                let change = a.ratio.map(|r| (r.ratio - 1.0) * 100.0)?;
+                Some((left, change))
+            })
+            .collect();
+        let needs = needed_capacity(&curve, llc as f64, effect);
+        f.remedy = Some(match needs {
+            Some(n) => format!(
+                "needs ≥ {} of {llc_name} to stay within {effect:.0}%: on this machine's {} it \
+                 loses {:.0}% when others take the rest. Shrink the working set (blocking, \
+                 smaller types), or give it the cache (fewer co-tenants on its {llc_name}; \
+                 with resctrl, L3 CAT ways)",
+                Bytes(n as u64),
+                Bytes(llc),
+                f.change_pct.unwrap_or(0.0)
+            ),
+            None => format!(
+                "its speed depends on the {llc_name} it keeps: shrink the working set \
+                 (blocking, smaller types), or give it the cache (fewer co-tenants; with \
+                 resctrl, L3 CAT ways)"
+            ),
+        });
+    }
+    f
+}
+
+/// The capacity below which the curve loses more than `effect` percent: between the
+/// point with the least cache still within it and the next point beyond it (linear), or
+/// the whole cache when even the smallest pirate costs more. `None` when no point is
+/// beyond the effect.
+pub fn needed_capacity(curve: &[(f64, f64)], full: f64, effect: f64) -> Option<f64> {
+    let mut points = curve.to_vec();
+    points.push((full, 0.0));
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let beyond = points.iter().rposition(|p| p.1 > effect)?;
+    let (x0, y0) = points[beyond];
+    match points.get(beyond + 1) {
+        Some(&(x1, y1)) if y0 != y1 => Some(x0 + (x1 - x0) * (y0 - effect) / (y0 - y1)),
+        _ => Some(x0),
+    }
+}
+
+/// DRAM bandwidth: the flat-out bandit against the compute neighbour.
+fn bandwidth_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effect: f64) -> Finding {
+    let bandits = arms_of(arms, ArmKind::Bandit);
+    let Some(top) = bandits.iter().find(|a| a.level.is_none()) else {
+        let why = if cpus.co_runner.is_none() {
+            "needs a second CPU for the bandwidth bandit"
+        } else {
+            "the bandit could not run"
+        };
+        return Finding::not_measured(Resource::Bandwidth, why);
+    };
+    let mut f = measured(Resource::Bandwidth, top, effect);
+    let took = top.co_runner.map(|c| c.bytes_per_s).unwrap_or(f64::NAN);
+    let peak = facts.dram_bytes_per_s;
+    let took_text = match peak {
+        Some(p) if took.is_finite() => format!(
+            "a bandit reading {:.1} GB/s ({:.0}% of the {:.1} GB/s peak)",
+            took / 1e9,
+            took / p * 100.0,
+            p / 1e9
+        ),
+        _ if took.is_finite() => format!("a bandit reading {:.1} GB/s", took / 1e9),
+        _ => "a bandit".to_string(),
+    };
+    f.summary = format!("beside {took_text}: {}", effect_text(&f));
+    if f.sensitivity == Sensitivity::Sensitive {
+        f.remedy = Some(
+            "it needs DRAM bandwidth: move fewer bytes (smaller types, compression, fusing \
+             passes, non-temporal stores for data written once), or run it beside fewer \
+             bandwidth-heavy neighbours; on a multi-socket machine, spread its memory and \
+             threads over the nodes"
+                .to_string(),
+        );
+        f.summary.push_str(
+            "; without a PMU, latency and parallelism limits are not told apart: a loaded \
+             DRAM is both slower and shared",
+        );
+    }
+    f
+}
+
+/// Huge pages: the largest significant speed-up of the huge-page arms.
+fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell: &str) -> Finding {
+    let candidates: Vec<&ArmResult> = arms
+        .iter()
+        .filter(|a| a.resource == Resource::Tlb)
+        .collect();
+    if candidates.is_empty() {
+        return Finding::not_measured(
+            Resource::Tlb,
+            "transparent huge pages are unavailable here (or the preload library could not be made)",
+        );
+    }
+    let speedup = |a: &&ArmResult| -a.ratio.map_or(0.0, |r| r.ratio - 1.0);
+    let significant: Vec<&&ArmResult> = candidates
+        .iter()
+        .filter(|a| a.time.verdict == Verdict::Better)
+        .collect();
+    let best = significant
+        .iter()
+        .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+        .copied()
+        .or_else(|| candidates.iter().find(|a| a.kind == ArmKind::HugeAll))
+        .unwrap_or(&candidates[0]);
+    let mut f = measured(Resource::Tlb, best, effect);
+    f.summary = format!("{}: {}", best.label, effect_text(&f));
+    let alone = arms.iter().find(|a| a.kind == ArmKind::Alone && a.stage == best.stage);
+    let sys = |a: &ArmResult| a.system_s.map_or(0.0, |s| s.median);
+    let extra_sys = alone.map_or(0.0, |al| sys(best) - sys(al));
+    let huge = best.huge_kib.unwrap_or(0.0);
+    f.cost = Some(format!(
+        "{} of huge pages on average over a run{}",
+        Bytes((huge * 1024.0) as u64),
+        if extra_sys > 0.005 {
+            format!(", +{extra_sys:.2} s of system time")
+        } else {
+            String::new()
+        }
+    ));
+    if best.time.verdict == Verdict::Worse {
+        f.remedy = Some("huge pages slow it down here: leave them off".to_string());
+        return f;
+    }
+    if !matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly) {
+        return f;
+    }
+    match best.kind {
+        ArmKind::MallocHugetlb => {
+            f.remedy = Some("glibc's malloc can ask for transparent huge pages itself (glibc ≥ 2.35, no rebuild)".into());
+            f.apply.push(format!("GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}"));
+        }
+        ArmKind::HugeTop => {
+            f.remedy = Some(format!(
+                "huge pages under its {} hottest regions buy it: madvise them, or let \
+                 memscope apply them",
+                profile.hot_regions.len()
+            ));
+            f.apply.push(format!("memscope pages apply --top {} -- {shell}", profile.hot_regions.len()));
+            for r in profile.hot_regions.iter().take(3) {
+                f.apply.push(format!(
+                    "madvise(0x{:x} rounded to 2 MiB, its mapping's length, MADV_HUGEPAGE)  // {}",
+                    r.start, r.mapping
+                ));
+            }
+        }
+        _ => {
+            f.remedy = Some(
+                "huge pages under its anonymous memory buy it: madvise(MADV_HUGEPAGE) its large \
+                 allocations, set THP to always, or apply them without a rebuild"
+                    .to_string(),
+            );
+            f.apply.push(format!("memscope pages apply --top {} -- {shell}", super::profile::HOT_REGIONS));
+            f.apply.push(format!("GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}   # malloc'd memory only"));
+        }
+    }
+    f
+}
+
+/// NUMA placement: interleaved against local.
+fn placement_finding(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Finding {
+    let Some(arm) = arms.iter().find(|a| a.kind == ArmKind::Interleave) else {
+        return Finding::not_measured(
+            Resource::Placement,
+            format!(
+                "{} NUMA node(s) with memory: local against interleaved needs two or more",
+                cpus.memory_nodes
+            ),
+        );
+    };
+    let mut f = measured(Resource::Placement, arm, effect);
+    f.summary = format!("memory interleaved over every node: {}", effect_text(&f));
+    if arm.time.verdict == Verdict::Better {
+        f.remedy = Some("interleaving its memory buys it (bandwidth of every node)".into());
+        f.apply.push("numactl --interleave=all <command>".into());
+    }
+    f
+}
+
+/// What the co-runner's presence and the CPU it takes cost by themselves, when
+/// significant.
+fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Finding> {
+    let mut out = Vec::new();
+    if let Some(a) = arms.iter().find(|a| a.kind == ArmKind::Compute && a.stage == 1) {
+        let mut f = measured(Resource::Control, a, effect);
+        if matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly) {
+            f.summary = format!(
+                "a busy neighbour CPU that touches no memory changes it by {}{}: the pirate and \
+                 the bandit are read against that neighbour",
+                effect_text(&f),
+                if cpus.smt_sibling { " (an SMT sibling)" } else { "" }
+            );
+            out.push(f);
+        }
+    }
+    if let Some(a) = arms.iter().find(|a| a.kind == ArmKind::AllCpus && a.stage == 1) {
+        let mut f = measured(Resource::Control, a, effect);
+        if matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly) {
+            f.summary = format!(
+                "giving the co-runner CPU {} changes the program's speed by itself: on every \
+                 CPU it runs {} against its CPUs alone",
+                cpus.co_runner.unwrap_or_default(),
+                effect_text(&f)
+            );
+            out.push(f);
+        }
+    }
+    out
+}
+
+/// Why the measuring stopped, when the reader should know.
+pub fn budget_note(stop: Stop, limit: std::time::Duration, one_run: f64, arms: usize) -> Option<String> {
+    match stop {
+        Stop::TimeLimit => Some(format!(
+            "the time limit ({}) ended the measuring before every arm was resolved: one run \
+             takes {:.2} s and a block of the screening's {arms} arms {:.1} s; a longer \
+             --time-limit narrows the intervals",
+            humantime::format_duration(std::time::Duration::from_secs(limit.as_secs())),
+            one_run,
+            one_run * arms as f64
+        )),
+        Stop::Interrupted => Some("interrupted (Ctrl-C): the verdict rests on the blocks completed".into()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_needed_capacity_is_read_off_the_curve() {
+        // 24 MiB left: 0%; 16 MiB: 3%; 8 MiB: 30% → crosses 5% between 8 and 16 MiB.
+        let mib = 1048576.0;
+        let curve = [(24.0 * mib, 0.0), (16.0 * mib, 3.0), (8.0 * mib, 30.0)];
+        let n = needed_capacity(&curve, 32.0 * mib, 5.0).unwrap();
+        let expected = 8.0 * mib + 8.0 * mib * (30.0 - 5.0) / 27.0;
+        assert!((n - expected).abs() < 1.0, "{n} vs {expected}");
+        assert_eq!(needed_capacity(&[(8.0 * mib, 2.0)], 32.0 * mib, 5.0), None);
+        // Beyond the effect even at the most cache measured below the whole.
+        let all = needed_capacity(&[(24.0 * mib, 9.0)], 32.0 * mib, 5.0).unwrap();
+        assert!(all > 24.0 * mib && all < 32.0 * mib);
+    }
+}

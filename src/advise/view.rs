@@ -1,0 +1,459 @@
+//! `memscope advise` in every output: the verdict first (one row per resource: sensitive
+//! or not, the measured effect with its 95% interval, the remedy, how to apply it and
+//! its cost), then the program's profile against the machine, the arms of each stage
+//! with the co-runner's own checks, the sensitivity curves (HTML), the method and notes,
+//! and CSV tables of every arm and every run.
+
+use serde::Serialize;
+
+use super::arms::{ArmKind, Resource};
+use super::verdict::{effect_text, Sensitivity};
+use super::{AdviseResult, ArmResult};
+use crate::units::Bytes;
+use crate::view::chart::{Axis, LineChart, Series};
+use crate::view::format;
+use crate::view::{Block, Column, DataTable, Headline, Paragraph, Section, Table};
+
+impl AdviseResult {
+    pub fn section(&self) -> Section {
+        let mut section = Section::new(
+            "advise",
+            "Advise",
+            format!("Advise: {}", format::shell_quoted(&self.command)),
+        );
+        section.headlines = self.headlines();
+        section.push(Paragraph::note(self.answer()));
+        section.push(self.verdict_table());
+        for f in self.findings.iter().filter(|f| !f.apply.is_empty()) {
+            section.push(Block::Heading(format!("How to apply: {}", f.resource.name())));
+            for line in &f.apply {
+                section.push(Paragraph::note(format!("  {line}")));
+            }
+        }
+        section.push(Block::Heading("The program against the machine".into()));
+        section.push(self.profile_table());
+        if let Some(why) = &self.profile.no_counters {
+            section.push(Paragraph::note(why.as_str()));
+        }
+        section.push(Block::Heading("The arms".into()));
+        section.push(self.arms_table());
+        if let Some(chart) = self.cache_chart() {
+            section.push(chart);
+        }
+        if let Some(chart) = self.bandwidth_chart() {
+            section.push(chart);
+        }
+        section.push(Paragraph::note(self.method()));
+        for note in &self.notes {
+            section.push(Paragraph::warning(note.as_str()));
+        }
+        section.push(DataTable::of("advise.arms", self.arms.iter().map(ArmRow::of)));
+        section.push(DataTable::of(
+            "advise.runs",
+            self.arms.iter().flat_map(|a| {
+                a.runs.iter().map(move |r| RunRow {
+                    stage: a.stage,
+                    arm: a.label.clone(),
+                    block: r.block,
+                    order: r.order,
+                    elapsed_s: r.elapsed_s,
+                    user_s: r.user_s,
+                    system_s: r.system_s,
+                    max_rss_kib: r.max_rss_kib,
+                    minor_faults: r.minor_faults,
+                    status: r.termination.shell_status(),
+                    huge_kib: r.huge_kib,
+                    co_runner_ns_per_step: r.co_runner.map(|c| c.0),
+                    co_runner_bytes_per_s: r.co_runner.map(|c| c.1),
+                })
+            }),
+        ));
+        section
+    }
+
+    /// The answer in one sentence.
+    pub fn answer(&self) -> String {
+        if self.not_memory_bound {
+            let measured: Vec<String> = self
+                .findings
+                .iter()
+                .filter(|f| f.resource != Resource::Control && f.sensitivity == Sensitivity::NotSensitive)
+                .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
+                .collect();
+            return format!(
+                "Not memory-bound here: no resource taken away or remedy applied moved it beyond \
+                 its noise ({}).",
+                measured.join("; ")
+            );
+        }
+        let sensitive: Vec<String> = self
+            .findings
+            .iter()
+            .filter(|f| f.resource != Resource::Control)
+            .filter(|f| matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly))
+            .map(|f| format!("{} ({})", f.resource.name(), format_change(f.change_pct)))
+            .collect();
+        if sensitive.is_empty() {
+            "No verdict: the runs were too few to tell (see the notes).".to_string()
+        } else {
+            format!("Sensitive to: {}.", sensitive.join(", "))
+        }
+    }
+
+    fn headlines(&self) -> Vec<Headline> {
+        self.findings
+            .iter()
+            .filter(|f| f.resource != Resource::Control && f.sensitivity != Sensitivity::NotMeasured)
+            .map(|f| Headline {
+                label: f.resource.name().to_string(),
+                value: f.sensitivity.word().to_string(),
+                detail: effect_text(f),
+                ..Headline::default()
+            })
+            .collect()
+    }
+
+    fn verdict_table(&self) -> Table {
+        let mut table = Table::new(vec![
+            Column::text("resource"),
+            Column::text("verdict"),
+            Column::text("measured"),
+            Column::text("remedy"),
+            Column::text("cost"),
+        ])
+        .titled("Verdict, most important first (+: slower than the reference, −: faster)");
+        for f in &self.findings {
+            table.row([
+                f.resource.name().to_string(),
+                f.sensitivity.word().to_string(),
+                f.summary.clone(),
+                f.remedy.clone().unwrap_or_default(),
+                f.cost.clone().unwrap_or_default(),
+            ]);
+        }
+        table
+    }
+
+    fn profile_table(&self) -> Table {
+        let p = &self.profile;
+        let facts = &self.facts;
+        let mut table = Table::new(vec![
+            Column::text("figure"),
+            Column::number("program"),
+            Column::text("machine"),
+        ]);
+        let med = |s: &Option<crate::stats::summary::Summary>| s.map(|s| s.median);
+        if let Some(w) = med(&p.wall_s) {
+            table.row([
+                "wall time alone".to_string(),
+                format!("{} s", format::grouped(w, 3)),
+                String::new(),
+            ]);
+        }
+        if let (Some(u), Some(s)) = (med(&p.user_s), med(&p.system_s)) {
+            table.row([
+                "user / system time".to_string(),
+                format!("{} / {} s", format::grouped(u, 3), format::grouped(s, 3)),
+                String::new(),
+            ]);
+        }
+        if let Some(rss) = med(&p.max_rss_kib) {
+            table.row([
+                "peak resident memory".to_string(),
+                Bytes((rss * 1024.0) as u64).to_string(),
+                facts
+                    .tlb_reach_4k_bytes
+                    .map(|r| format!("TLB reach {} (4 KiB pages)", Bytes(r)))
+                    .unwrap_or_default(),
+            ]);
+        }
+        if let Some(f) = med(&p.minor_faults) {
+            table.row(["page faults".to_string(), format::grouped(f, 0), String::new()]);
+        }
+        if let Some(anon) = p.anonymous_kib {
+            table.row([
+                "anonymous memory (recorded run)".to_string(),
+                Bytes((anon * 1024.0) as u64).to_string(),
+                facts
+                    .tlb_reach_2m_bytes
+                    .map(|r| format!("TLB reach {} (2 MiB pages)", Bytes(r)))
+                    .unwrap_or_default(),
+            ]);
+        }
+        if let Some(share) = p.hot_share_pct {
+            table.row([
+                format!("top {} regions' share of accesses", p.hot_regions.len()),
+                format!("{share:.0}%"),
+                format!("{} 2 MiB regions accessed", p.regions_accessed),
+            ]);
+        }
+        if let Some(fp) = &p.footprint {
+            table.row([
+                "per-thread data (TLS + behind its pointers)".to_string(),
+                Bytes(fp.tls_bytes + fp.tls_pointee_bytes).to_string(),
+                facts.l1d_bytes.map(|b| format!("L1d {}", Bytes(b))).unwrap_or_default(),
+            ]);
+            table.row([
+                "static data (.data + .bss)".to_string(),
+                Bytes(fp.static_bytes).to_string(),
+                facts.l2_bytes.map(|b| format!("L2 {}", Bytes(b))).unwrap_or_default(),
+            ]);
+        }
+        table.row([
+            "last-level cache".to_string(),
+            String::new(),
+            match (&facts.llc_name, facts.llc_bytes) {
+                (Some(n), Some(b)) => format!(
+                    "{n} {} shared by {} CPU(s){}",
+                    Bytes(b),
+                    facts.llc_cpus.len().max(1),
+                    facts.llc_ns.map(|ns| format!(", {ns:.1} ns")).unwrap_or_default()
+                ),
+                _ => "unknown".to_string(),
+            },
+        ]);
+        if facts.dram_ns.is_some() || facts.dram_bytes_per_s.is_some() {
+            table.row([
+                "DRAM".to_string(),
+                String::new(),
+                format!(
+                    "{}{}",
+                    facts.dram_ns.map(|ns| format!("{ns:.0} ns")).unwrap_or_default(),
+                    facts
+                        .dram_bytes_per_s
+                        .map(|b| format!(", {:.1} GB/s read", b / 1e9))
+                        .unwrap_or_default()
+                ),
+            ]);
+        }
+        for (name, unit, value) in &p.counters {
+            table.row([name.clone(), format!("{} {unit}", format::grouped(*value, 3)), String::new()]);
+        }
+        if let Some(td) = &p.topdown {
+            table.row(["top-down".to_string(), td.clone(), String::new()]);
+        }
+        table.notes.push(format!("machine figures from {}", facts.source.describe()).into());
+        table
+    }
+
+    fn arms_table(&self) -> Table {
+        let mut table = Table::new(vec![
+            Column::text("stage"),
+            Column::text("arm"),
+            Column::number("runs"),
+            Column::number("median s"),
+            Column::text("vs"),
+            Column::number("change"),
+            Column::text("95% CI"),
+            Column::number("p"),
+            Column::text("co-runner"),
+        ]);
+        for a in &self.arms {
+            let ci = a
+                .ratio
+                .map(|r| format!("{:+.1} … {:+.1}%", (r.low - 1.0) * 100.0, (r.high - 1.0) * 100.0))
+                .unwrap_or_default();
+            let change = match (a.time.change_pct, a.time.verdict) {
+                (Some(c), crate::stats::change::Verdict::NoChange) => format!("{c:+.1}% ~"),
+                (Some(c), _) => format!("{c:+.1}%"),
+                (None, _) => String::new(),
+            };
+            table.row([
+                a.stage.to_string(),
+                a.label.clone(),
+                format!("{}{}", a.time.summary.map_or(0, |s| s.count), failed(a)),
+                a.time
+                    .summary
+                    .map(|s| format::grouped(s.median, 3))
+                    .unwrap_or_else(|| "–".into()),
+                if a.reference == a.kind { String::new() } else { label_of(a.reference) },
+                change,
+                ci,
+                a.time.p.map(|p| format!("{p:.3}")).unwrap_or_default(),
+                co_runner_text(a),
+            ]);
+        }
+        table
+    }
+
+    fn cache_chart(&self) -> Option<LineChart> {
+        let points: Vec<(f64, f64)> = self
+            .arms
+            .iter()
+            .filter(|a| a.kind == ArmKind::Pirate)
+            .filter_map(|a| Some((a.co_runner?.cache_left_bytes?, (a.ratio?.ratio - 1.0) * 100.0)))
+            .collect();
+        if points.len() < 2 {
+            return None;
+        }
+        let mut points = points;
+        if let Some(llc) = self.facts.llc_bytes {
+            points.push((llc as f64, 0.0));
+        }
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Some(
+            LineChart::new("Slowdown against the cache left to it")
+                .x_axis(Axis::log2("LLC left to the program").bytes())
+                .y_axis(Axis::linear("slowdown %"))
+                .series(Series::new("cache pirate", points)),
+        )
+    }
+
+    fn bandwidth_chart(&self) -> Option<LineChart> {
+        let mut points: Vec<(f64, f64)> = self
+            .arms
+            .iter()
+            .filter(|a| a.kind == ArmKind::Bandit)
+            .filter_map(|a| {
+                Some((a.co_runner?.bandwidth_left_bytes_per_s? / 1e9, (a.ratio?.ratio - 1.0) * 100.0))
+            })
+            .collect();
+        if points.len() < 2 {
+            return None;
+        }
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        Some(
+            LineChart::new("Slowdown against the DRAM bandwidth left to it")
+                .x_axis(Axis::linear("GB/s left to the program"))
+                .y_axis(Axis::linear("slowdown %"))
+                .series(Series::new("bandwidth bandit", points)),
+        )
+    }
+
+    fn method(&self) -> String {
+        let stop = match self.stop {
+            super::Stop::Resolved => "every arm was resolved",
+            super::Stop::Fixed => "the blocks asked for (--runs) ran",
+            super::Stop::TimeLimit => "the time limit was reached",
+            super::Stop::Interrupted => "interrupted (Ctrl-C)",
+        };
+        format!(
+            "{} measured block(s) in {} s of a {} s limit; stopped because {stop}. Each block \
+             runs every arm of its stage once in a shuffled order, the program on CPU(s) {}{}. \
+             Change: median time against the reference arm's (alone; the pirate and the bandit \
+             against the compute neighbour, so a busy CPU beside it is not counted); 95% CI: \
+             Hodges–Lehmann interval of the ratio; p: two-sided Mann–Whitney U; ~ = not \
+             significant (p ≥ 0.05).",
+            self.blocks,
+            format::rounded(self.elapsed_s, 10.0),
+            format::rounded(self.time_limit_s, 10.0),
+            crate::topology::cpu::format_cpu_list(&self.cpus.program),
+            self.cpus
+                .co_runner
+                .map(|c| format!(", the co-runner on CPU {c}"))
+                .unwrap_or_default()
+        )
+    }
+}
+
+fn format_change(change: Option<f64>) -> String {
+    change.map_or_else(|| "–".into(), |c| format!("{c:+.1}%"))
+}
+
+fn failed(a: &ArmResult) -> String {
+    if a.failed_runs > 0 {
+        format!(" ({} failed)", a.failed_runs)
+    } else {
+        String::new()
+    }
+}
+
+fn label_of(kind: ArmKind) -> String {
+    super::arms::ArmSpec::new(kind).label
+}
+
+fn co_runner_text(a: &ArmResult) -> String {
+    let Some(c) = a.co_runner else {
+        return String::new();
+    };
+    match a.kind {
+        ArmKind::Pirate => {
+            let mut text = format!("{:.1} ns/step", c.ns_per_step);
+            if let Some(h) = c.held_share {
+                text.push_str(&format!(", held {:.0}%", h * 100.0));
+            }
+            if let Some(left) = c.cache_left_bytes {
+                text.push_str(&format!(", {} left", Bytes(left as u64)));
+            }
+            text
+        }
+        ArmKind::Bandit => format!("{:.1} GB/s", c.bytes_per_s / 1e9),
+        _ => String::new(),
+    }
+}
+
+/// One arm in the CSV output.
+#[derive(Debug, Default, Serialize)]
+struct ArmRow {
+    stage: usize,
+    arm: String,
+    kind: String,
+    resource: String,
+    level: Option<f64>,
+    reference: String,
+    runs: usize,
+    failed_runs: usize,
+    median_s: Option<f64>,
+    change_pct: Option<f64>,
+    ratio: Option<f64>,
+    ratio_low: Option<f64>,
+    ratio_high: Option<f64>,
+    p: Option<f64>,
+    huge_kib: Option<f64>,
+    co_runner_ns_per_step: Option<f64>,
+    co_runner_bytes_per_s: Option<f64>,
+    cache_left_bytes: Option<f64>,
+    bandwidth_left_bytes_per_s: Option<f64>,
+}
+
+impl ArmRow {
+    fn of(a: &ArmResult) -> ArmRow {
+        ArmRow {
+            stage: a.stage,
+            arm: a.label.clone(),
+            kind: serde_name(&a.kind),
+            resource: a.resource.name().to_string(),
+            level: a.level,
+            reference: serde_name(&a.reference),
+            runs: a.time.summary.map_or(0, |s| s.count),
+            failed_runs: a.failed_runs,
+            median_s: a.time.summary.map(|s| s.median),
+            change_pct: a.time.change_pct,
+            ratio: a.ratio.map(|r| r.ratio),
+            ratio_low: a.ratio.map(|r| r.low),
+            ratio_high: a.ratio.map(|r| r.high),
+            p: a.time.p,
+            huge_kib: a.huge_kib,
+            co_runner_ns_per_step: a.co_runner.map(|c| c.ns_per_step),
+            co_runner_bytes_per_s: a.co_runner.map(|c| c.bytes_per_s),
+            cache_left_bytes: a.co_runner.and_then(|c| c.cache_left_bytes),
+            bandwidth_left_bytes_per_s: a.co_runner.and_then(|c| c.bandwidth_left_bytes_per_s),
+        }
+    }
+}
+
+/// The name a unit enum value is written with in JSON ("huge-all").
+fn serde_name<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
+/// One run in the CSV output.
+#[derive(Debug, Default, Serialize)]
+struct RunRow {
+    stage: usize,
+    arm: String,
+    block: usize,
+    order: usize,
+    elapsed_s: f64,
+    user_s: f64,
+    system_s: f64,
+    max_rss_kib: u64,
+    minor_faults: u64,
+    status: i32,
+    huge_kib: f64,
+    co_runner_ns_per_step: Option<f64>,
+    co_runner_bytes_per_s: Option<f64>,
+}
