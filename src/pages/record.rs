@@ -147,20 +147,29 @@ fn is_zero(v: &f64) -> bool {
 /// accessed bits of a large program takes milliseconds of its own.
 pub const FLOOR: Duration = Duration::from_millis(5);
 
-/// Whether the hottest regions are saturated: the `watched` hottest of the last interval
-/// (those that can count at least 64 translations: a few pages of a library's data
-/// always count every one) each counted (nearly) every translation they can.
+/// Whether the interval is too long for the ranking: the `watched` hottest regions of the
+/// last interval each counted (nearly) every translation they can, and the next one at
+/// least half of its own, so the ranking squeezes whatever ratio of heat there is between
+/// them into less than 2× (of regions that can count at least 64 translations: a few
+/// pages of a library's data always count every one). Hot regions that saturate while
+/// the next is clearly cooler still rank right, and keep the interval.
 pub(super) fn saturated(fill: &[(f64, f64)], watched: usize) -> bool {
-    let hottest: Vec<&(f64, f64)> = fill
+    let ranked: Vec<&(f64, f64)> = fill
         .iter()
         .filter(|(value, most)| *value > 0.0 && *most >= 64.0)
-        .take(watched.max(1))
+        .take(watched.max(1) + 1)
         .collect();
-    !hottest.is_empty()
-        && hottest
-            .iter()
-            .all(|(value, most)| *value >= 0.95 * most)
+    let Some((next, hottest)) = ranked.split_last() else {
+        return false;
+    };
+    ranked.len() == watched.max(1) + 1
+        && hottest.iter().all(|(value, most)| *value >= 0.95 * most)
+        && next.0 >= 0.5 * next.1
 }
+
+/// Intervals in a row that must tell the hottest regions apart before the interval is
+/// kept for the rest of the run.
+const SETTLED: usize = 10;
 
 /// The next interval when the hottest regions are saturated at `interval`: half of it,
 /// in whole milliseconds, not below the floor; `None` at the floor.
@@ -233,6 +242,8 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
     let mut used = vec![interval];
     let mut dropped = Duration::ZERO;
     let mut last_look = started;
+    // Intervals in a row that told the hottest regions apart at the current interval.
+    let mut calm = 0;
     let finished = loop {
         let deadline = Instant::now() + interval;
         let mut ended = None;
@@ -259,14 +270,19 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
             .collect(&tree, &mut map)
             .map_err(RecordError::Sampling)?;
         map.end_interval();
-        // As DAMON adapts its sampling: an interval in which the hottest regions count
-        // every page tells them from nothing; a shorter one may.
-        if adaptive && saturated(&map.last_interval_fill(), plan.top.watched()) {
-            if let Some(next) = shorter(interval) {
+        // As DAMON adapts its sampling: an interval in which the hottest regions and the
+        // next count every page tells them apart from nothing; a shorter one may. Once
+        // an interval has separated them `SETTLED` times in a row it is kept, so that a
+        // passing burst late in the run does not drop what was counted.
+        if adaptive && calm < SETTLED {
+            if !saturated(&map.last_interval_fill(), plan.top.watched()) {
+                calm += usize::from(map.last_interval_fill().iter().any(|f| f.0 > 0.0));
+            } else if let Some(next) = shorter(interval) {
                 interval = next;
                 used.push(next);
                 map.restart_counts();
                 dropped = started.elapsed();
+                calm = 0;
             }
         }
     };
@@ -468,13 +484,19 @@ mod tests {
 
     #[test]
     fn the_interval_shortens_while_the_hottest_regions_are_saturated() {
-        // The 3 hottest count all 512 pages; a cold one 40.
-        let full = [(512.0, 512.0), (510.0, 512.0), (500.0, 512.0), (40.0, 512.0)];
-        assert!(saturated(&full, 3));
-        // Watching 4: the cold one is not saturated, so the ranking separates.
-        assert!(!saturated(&full, 4));
+        // The 3 hottest count all 512 pages, the next 300 of its 512: too close to tell.
+        let draw = [(512.0, 512.0), (510.0, 512.0), (500.0, 512.0), (300.0, 512.0)];
+        assert!(saturated(&draw, 3));
+        // The next one counts 40: the hot ones stand out, the interval is right.
+        let apart = [(512.0, 512.0), (510.0, 512.0), (500.0, 512.0), (40.0, 512.0)];
+        assert!(!saturated(&apart, 3));
+        // Watching 4: the fourth is not saturated.
+        assert!(!saturated(&draw, 4));
+        // No region past the watched ones: nothing to tell apart.
+        assert!(!saturated(&draw[..3], 3));
         // Tiny regions (a library's few data pages) always count every page: not watched.
-        let tiny = [(8.0, 8.0), (4.0, 4.0), (300.0, 512.0)];
+        let tiny = [(8.0, 8.0), (4.0, 4.0), (512.0, 512.0), (400.0, 512.0)];
+        assert!(saturated(&tiny, 1));
         assert!(!saturated(&tiny, 2));
         assert!(!saturated(&[], 8));
         assert_eq!(shorter(MS100), Some(Duration::from_millis(50)));
