@@ -227,7 +227,10 @@ impl PagesApply {
     /// The command's exit status for memscope: the first failing run's, else the
     /// program's own (its accepted status), else 0.
     pub fn exit_status(&self) -> u8 {
-        exit_status_of(self.arms.iter().flat_map(|a| &a.runs).collect(), self.ok_status)
+        exit_status_of(
+            self.arms.iter().flat_map(|a| &a.runs).collect(),
+            self.ok_status,
+        )
     }
 }
 
@@ -286,7 +289,11 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             (record, from)
         }
     };
-    let anonymous: Vec<f64> = record.top_anonymous(usize::MAX).iter().map(|r| r.value).collect();
+    let anonymous: Vec<f64> = record
+        .top_anonymous(usize::MAX)
+        .iter()
+        .map(|r| r.value)
+        .collect();
     let top = plan.top.count(&anonymous, record.total_value());
     let chosen: Vec<Region> = record.top_anonymous(top);
     if chosen.is_empty() {
@@ -436,10 +443,10 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                     return Err(RecordError::WarmUp {
                         arm: arm.label(top),
                         termination: finished.termination,
-                        accepted: ok_status.map_or(
-                            "an exit, not a death by a signal".to_string(),
-                            |ok| ok.to_string(),
-                        ),
+                        accepted: ok_status
+                            .map_or("an exit, not a death by a signal".to_string(), |ok| {
+                                ok.to_string()
+                            }),
                         stderr_tail: capture.stderr_tail(TAIL_LINES),
                     });
                 }
@@ -498,10 +505,15 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     let after_plan = RecordPlan {
         source: crate::pages::sources::SourceChoice::parse(record.source.name())
             .unwrap_or(plan.record.source),
-        interval: if plan.interval_given || !(record.interval_ms >= 1.0) {
+        // (A record read from a file is the user's: its interval is held to the range
+        // `--interval` accepts, and the adaptive floor.)
+        interval: if plan.interval_given || !record.interval_ms.is_finite() {
             plan.record.interval
         } else {
-            Duration::from_micros((record.interval_ms * 1e3).round() as u64)
+            let ms = record
+                .interval_ms
+                .clamp(record::FLOOR.as_secs_f64() * 1e3, 60_000.0);
+            Duration::from_micros((ms * 1e3).round() as u64)
         },
         adaptive: false,
         ..plan.record.clone()
@@ -549,13 +561,9 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             .map_or(0.0, |a| a.huge_kb)
     };
     // A share of a gain that is not there is noise divided by noise.
-    let all_gains = arms
-        .iter()
-        .any(|a| a.arm == Arm::All && a.significant);
+    let all_gains = arms.iter().any(|a| a.arm == Arm::All && a.significant);
     let share_of_speedup_pct = match (speedup_of(Arm::Top), speedup_of(Arm::All)) {
-        (Some(top), Some(all)) if all > 1.0 && all_gains => {
-            Some(100.0 * (top - 1.0) / (all - 1.0))
-        }
+        (Some(top), Some(all)) if all > 1.0 && all_gains => Some(100.0 * (top - 1.0) / (all - 1.0)),
         _ => None,
     };
     let share_of_huge_memory_pct =
@@ -627,7 +635,9 @@ fn ok_status_note(derived: bool, ok: OkStatus, runs: &[(Arm, ArmRun)]) -> Option
     if !derived || code == 0 {
         return None;
     }
-    let every = runs.iter().all(|(_, r)| r.termination == Termination::Exited(code));
+    let every = runs
+        .iter()
+        .all(|(_, r)| r.termination == Termination::Exited(code));
     Some(if every {
         format!(
             "the program exits {code} in every run; taken as its normal status (--ok-status \
@@ -649,7 +659,7 @@ pub(super) fn time_weighted_mean(looks: &[(f64, f64)], end: f64) -> f64 {
         return 0.0;
     };
     let span = end - first;
-    if !(span > 0.0) {
+    if span <= 0.0 || span.is_nan() {
         return looks.iter().map(|l| l.1).sum::<f64>() / looks.len() as f64;
     }
     let mut sum = 0.0;
@@ -868,7 +878,9 @@ mod tests {
         }
         let ok = OkStatus::of_first_run(Termination::Exited(1)).unwrap();
         let arms = summarize(&runs, 8, ok);
-        assert!(arms.iter().all(|a| a.failed_runs == 0 && a.time_s.is_some()));
+        assert!(arms
+            .iter()
+            .all(|a| a.failed_runs == 0 && a.time_s.is_some()));
         let note = ok_status_note(true, ok, &runs).unwrap();
         assert!(note.contains("exits 1 in every run") && note.contains("--ok-status 1"));
         // Given by the user, or 0: nothing to say.
@@ -919,7 +931,10 @@ mod tests {
     #[test]
     fn a_flat_profile_is_said() {
         let note = flat_profile_note(8, 9.0, "accesses").unwrap();
-        assert!(note.contains("top 8 region(s) hold only 9.0% of the accesses"), "{note}");
+        assert!(
+            note.contains("top 8 region(s) hold only 9.0% of the accesses"),
+            "{note}"
+        );
         assert!(note.contains("flat"));
         assert!(flat_profile_note(8, 40.0, "accesses").is_none());
     }

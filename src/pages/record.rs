@@ -485,10 +485,20 @@ mod tests {
     #[test]
     fn the_interval_shortens_while_the_hottest_regions_are_saturated() {
         // The 3 hottest count all 512 pages, the next 300 of its 512: too close to tell.
-        let draw = [(512.0, 512.0), (510.0, 512.0), (500.0, 512.0), (300.0, 512.0)];
+        let draw = [
+            (512.0, 512.0),
+            (510.0, 512.0),
+            (500.0, 512.0),
+            (300.0, 512.0),
+        ];
         assert!(saturated(&draw, 3));
         // The next one counts 40: the hot ones stand out, the interval is right.
-        let apart = [(512.0, 512.0), (510.0, 512.0), (500.0, 512.0), (40.0, 512.0)];
+        let apart = [
+            (512.0, 512.0),
+            (510.0, 512.0),
+            (500.0, 512.0),
+            (40.0, 512.0),
+        ];
         assert!(!saturated(&apart, 3));
         // Watching 4: the fourth is not saturated.
         assert!(!saturated(&draw, 4));
@@ -500,7 +510,10 @@ mod tests {
         assert!(!saturated(&tiny, 2));
         assert!(!saturated(&[], 8));
         assert_eq!(shorter(MS100), Some(Duration::from_millis(50)));
-        assert_eq!(shorter(Duration::from_millis(25)), Some(Duration::from_millis(12)));
+        assert_eq!(
+            shorter(Duration::from_millis(25)),
+            Some(Duration::from_millis(12))
+        );
         assert_eq!(shorter(Duration::from_millis(6)), Some(FLOOR));
         assert_eq!(shorter(FLOOR), None);
     }

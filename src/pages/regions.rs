@@ -434,11 +434,17 @@ mod tests {
             value: 100.0,
         });
         map.end_interval();
-        assert_eq!(map.last_interval_fill(), vec![(512.0, 512.0), (100.0, 512.0)]);
+        assert_eq!(
+            map.last_interval_fill(),
+            vec![(512.0, 512.0), (100.0, 512.0)]
+        );
         map.restart_counts();
         assert!(map.last_interval_fill().is_empty());
         assert_eq!(map.intervals(), 0);
-        assert!(map.ranked().iter().all(|r| r.value == 0.0 && r.resident_kb > 0.0));
+        assert!(map
+            .ranked()
+            .iter()
+            .all(|r| r.value == 0.0 && r.resident_kb > 0.0));
     }
 
     #[test]

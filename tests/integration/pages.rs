@@ -202,7 +202,10 @@ fn a_program_that_exits_non_zero_every_time_is_timed_and_its_output_kept_out() {
     let output = out.get_output();
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     for said in ["program-says-42", "program-complains-42"] {
-        assert!(!stdout.contains(said) && !stderr.contains(said), "{stdout}{stderr}");
+        assert!(
+            !stdout.contains(said) && !stderr.contains(said),
+            "{stdout}{stderr}"
+        );
     }
     assert!(
         stderr.contains("exits 3 in every run") && stderr.contains("--ok-status 3"),
@@ -223,9 +226,21 @@ fn a_warm_up_run_with_another_status_stops_at_once() {
     let dir = temp_dir();
     let from = synthetic_record(dir.path());
     let runs = dir.path().join("runs");
-    let script = format!("echo run >> '{}'; echo why-it-failed >&2; exit 3", runs.display());
+    let script = format!(
+        "echo run >> '{}'; echo why-it-failed >&2; exit 3",
+        runs.display()
+    );
     let out = memscope(&[
-        "pages", "apply", "--from", &from, "--ok-status", "0", "--", "sh", "-c", &script,
+        "pages",
+        "apply",
+        "--from",
+        &from,
+        "--ok-status",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        &script,
     ])
     .assert()
     .code(3);
@@ -234,7 +249,10 @@ fn a_warm_up_run_with_another_status_stops_at_once() {
         stderr.contains("warm-up run of '4 KiB pages' ended with exit status 3"),
         "{stderr}"
     );
-    assert!(stderr.contains("why-it-failed"), "the stderr tail: {stderr}");
+    assert!(
+        stderr.contains("why-it-failed"),
+        "the stderr tail: {stderr}"
+    );
     assert_eq!(
         std::fs::read_to_string(&runs).unwrap().lines().count(),
         1,
@@ -276,7 +294,10 @@ fn a_record_read_back_by_apply_must_be_a_pages_report() {
             "--interval",
         ),
         (vec!["pages", "apply", "--huge", "4k", "--", "true"], "4k"),
-        (vec!["pages", "record", "--top", "120%", "--", "true"], "120%"),
+        (
+            vec!["pages", "record", "--top", "120%", "--", "true"],
+            "120%",
+        ),
         (
             vec!["pages", "apply", "--repeat", "1", "--", "true"],
             "--repeat",

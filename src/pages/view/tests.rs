@@ -2,11 +2,11 @@
 
 use super::*;
 use crate::pages::apply::{ArmResult, ArmRun, OkStatus, RegionOutcome};
-use crate::stats::summary::Summary;
 use crate::pages::record::Timeline;
 use crate::pages::sources::Signal;
 use crate::pages::sources::SourceKind;
 use crate::platform::child::Termination;
+use crate::stats::summary::Summary;
 
 fn region(start: u64, value: f64) -> Region {
     Region {
