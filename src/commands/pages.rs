@@ -41,6 +41,16 @@ impl Command for Pages {
             Ok(result) => result,
             Err(RecordError::Spawn(e)) => return Err(e.into()),
             Err(RecordError::Source(why)) => return Err(UsageError::Unsupported(why).into()),
+            // The program failed in the warm-up: its status is memscope's, as a failed
+            // run's always is, with why on stderr and no tables of runs never made.
+            Err(e @ RecordError::WarmUp { termination, .. }) => {
+                let status = termination.shell_status().clamp(1, 255) as u8;
+                let document = Document {
+                    text_to_stderr: true,
+                    ..Document::text(format!("memscope: error: {e}\n"))
+                };
+                return Ok((document, ExitCode::from(status)));
+            }
             Err(e) => return Err(e.into()),
         };
         let code = ExitCode::from(result.exit_status());
@@ -48,16 +58,23 @@ impl Command for Pages {
         report.settings.sampling = match &result {
             PagesResult::Record(r) => format!(
                 "one run of the command with address-space randomization off, sampled every \
-                 {:.0} ms by the {} source",
+                 {:.0} ms by the {} source{}",
                 r.interval_ms,
-                r.source.name()
+                r.source.name(),
+                adapted(r)
             ),
             PagesResult::Apply(a) => format!(
                 "one warm-up block, then {} blocks of three runs (4 KiB pages, top {} regions \
                  huge, all huge; order shuffled per block), address-space randomization off; \
                  speed-up = median over the blocks of the 4 KiB time / the arm's time; \
-                 two-sided Wilcoxon signed-rank test of those ratios",
-                a.repeat, a.top
+                 two-sided Wilcoxon signed-rank test of those ratios{}",
+                a.repeat,
+                a.top,
+                if a.record.intervals_used_ms.len() > 1 {
+                    format!("; the regions' record{}", adapted(&a.record))
+                } else {
+                    String::new()
+                }
             ),
         };
         report.pages = Some(result);
@@ -69,4 +86,20 @@ impl Command for Pages {
         let document = report_document(report, "pages", plan.outputs, shown, &context);
         Ok((document, code))
     }
+}
+
+/// The interval's history when it was shortened during the record (empty otherwise).
+fn adapted(r: &crate::pages::record::PagesRecord) -> String {
+    if r.intervals_used_ms.len() < 2 {
+        return String::new();
+    }
+    format!(
+        " (interval shortened {} ms while the hottest regions counted every page in every \
+         interval)",
+        r.intervals_used_ms
+            .iter()
+            .map(|ms| format!("{ms:.0}"))
+            .collect::<Vec<_>>()
+            .join(" → ")
+    )
 }

@@ -9,8 +9,9 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::capture::{Capture, TAIL_LINES};
 use super::preload::{Preload, PreloadMode};
-use super::record::{self, PagesRecord, RecordError, RecordPlan};
+use super::record::{self, PagesRecord, RecordError, RecordPlan, Top};
 use super::regions::{ranges_of, Region};
 use super::sources::SourceKind;
 use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
@@ -20,17 +21,66 @@ use crate::stats::design::Shuffler;
 use crate::stats::rank_tests::signed_rank;
 use crate::stats::summary::Summary;
 use crate::topology::process as procfs;
+use crate::view::format;
 
 /// What `pages apply` runs.
 #[derive(Debug, Clone)]
 pub struct ApplyPlan {
-    pub top: usize,
+    pub top: Top,
     /// A record to take the regions from; `None`: record first, with `record`'s settings.
     pub from: Option<PagesRecord>,
     pub from_path: Option<String>,
     pub hugetlb: bool,
     pub repeat: usize,
+    /// The exit status of a successful run; `None`: the first 4 KiB warm-up run's.
+    pub ok_status: Option<OkStatus>,
+    /// The user chose `--interval`: the recorded run with huge pages samples at it.
+    pub interval_given: bool,
     pub record: RecordPlan,
+}
+
+/// The exit status a run must end with to be timed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OkStatus {
+    Code(i32),
+    /// Any exit (not a death by a signal).
+    Any,
+}
+
+impl Default for OkStatus {
+    fn default() -> OkStatus {
+        OkStatus::Code(0)
+    }
+}
+
+impl OkStatus {
+    /// Whether a run that ended so is a successful run.
+    pub fn accepts(self, termination: Termination) -> bool {
+        match (self, termination) {
+            (OkStatus::Code(c), Termination::Exited(e)) => c == e,
+            (OkStatus::Any, Termination::Exited(_)) => true,
+            (_, Termination::Signaled(_)) => false,
+        }
+    }
+
+    /// The status the first 4 KiB warm-up run sets when none was given: its exit status
+    /// (a death by a signal is no program's normal end).
+    pub fn of_first_run(termination: Termination) -> Option<OkStatus> {
+        match termination {
+            Termination::Exited(code) => Some(OkStatus::Code(code)),
+            Termination::Signaled(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for OkStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            OkStatus::Code(c) => write!(f, "exit status {c}"),
+            OkStatus::Any => write!(f, "any exit status"),
+        }
+    }
 }
 
 /// The three arms of the comparison.
@@ -73,6 +123,9 @@ pub struct ArmRun {
     pub huge_kb: f64,
     /// Peak huge-page memory inside the chosen regions, KiB.
     pub huge_in_regions_kb: f64,
+    /// Huge-page memory inside the chosen regions averaged over the run's time, KiB.
+    #[serde(default)]
+    pub huge_in_regions_mean_kb: f64,
     /// dTLB counts (loads, load misses, store misses) where a PMU counts them.
     #[serde(default)]
     pub dtlb: Vec<Option<f64>>,
@@ -104,6 +157,9 @@ pub struct ArmResult {
     pub system_s: f64,
     /// Median of the runs' peak huge-page memory, KiB.
     pub huge_kb: f64,
+    /// Median of the runs' time-weighted huge-page memory inside the chosen regions, KiB.
+    #[serde(default)]
+    pub huge_in_regions_mean_kb: f64,
     pub failed_runs: usize,
     /// Median dTLB counts (loads, load misses, store misses), or why not counted.
     #[serde(default)]
@@ -123,6 +179,9 @@ pub struct RegionOutcome {
     pub after: Option<f64>,
     /// Huge-page memory the region got (peak in the recorded top-N run), KiB of 2048.
     pub huge_kb: f64,
+    /// The same averaged over the recorded top-N run's time, KiB of 2048.
+    #[serde(default)]
+    pub huge_mean_kb: f64,
 }
 
 /// The result of `pages apply`.
@@ -132,6 +191,15 @@ pub struct PagesApply {
     /// "thp" (madvise + collapse) or "2m" (hugetlb pool).
     pub huge: String,
     pub top: usize,
+    /// The share of the signal asked for with `--top P%`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_share_pct: Option<f64>,
+    /// The share of the record's signal the chosen regions hold, percent.
+    #[serde(default)]
+    pub chosen_share_pct: f64,
+    /// The exit status a run had to end with to be timed.
+    #[serde(default)]
+    pub ok_status: OkStatus,
     /// Where the regions came from: a record made just before, or a file.
     pub regions_from: String,
     pub record: PagesRecord,
@@ -156,15 +224,24 @@ pub struct PagesApply {
 }
 
 impl PagesApply {
-    /// The command's exit status for memscope: the first failing run's, else 0.
+    /// The command's exit status for memscope: the first failing run's, else the
+    /// program's own (its accepted status), else 0.
     pub fn exit_status(&self) -> u8 {
-        self.arms
-            .iter()
-            .flat_map(|a| &a.runs)
-            .map(|r| r.termination)
-            .find(|t| !t.success())
-            .map_or(0, |t| t.shell_status().clamp(0, 255) as u8)
+        exit_status_of(
+            self.arms.iter().flat_map(|a| &a.runs).collect(),
+            self.ok_status,
+        )
     }
+}
+
+/// The first run (in the order they ran) whose status is not `ok`'s, else the first run's.
+fn exit_status_of(mut runs: Vec<&ArmRun>, ok: OkStatus) -> u8 {
+    runs.sort_by_key(|r| r.order);
+    runs.iter()
+        .map(|r| r.termination)
+        .find(|&t| !ok.accepts(t))
+        .or_else(|| runs.first().map(|r| r.termination))
+        .map_or(0, |t| t.shell_status().clamp(0, 255) as u8)
 }
 
 /// The dTLB events counted per run where the machine has them.
@@ -212,7 +289,13 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             (record, from)
         }
     };
-    let chosen: Vec<Region> = record.top_anonymous(plan.top);
+    let anonymous: Vec<f64> = record
+        .top_anonymous(usize::MAX)
+        .iter()
+        .map(|r| r.value)
+        .collect();
+    let top = plan.top.count(&anonymous, record.total_value());
+    let chosen: Vec<Region> = record.top_anonymous(top);
     if chosen.is_empty() {
         return Err(RecordError::Source(format!(
             "the record has no region of private anonymous memory with accesses to back with \
@@ -221,13 +304,35 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             record.regions.len()
         )));
     }
-    if chosen.len() < plan.top {
+    let top = match plan.top {
+        Top::Count(n) => n,
+        Top::Share(_) => chosen.len(),
+    };
+    if chosen.len() < top {
         notes.push(format!(
             "only {} region(s) of private anonymous memory were accessed, fewer than --top {}",
             chosen.len(),
-            plan.top
+            top
         ));
     }
+    let chosen_share_pct = share_of(&chosen, record.total_value());
+    if let Top::Share(pct) = plan.top {
+        if chosen_share_pct < pct * (1.0 - 1e-9) {
+            notes.push(format!(
+                "the regions of private anonymous memory hold {}% of the {}, less than --top \
+                 {}%: all {} of them are chosen",
+                format::fixed(chosen_share_pct, 1),
+                record.signal.name,
+                format::fixed(pct, 1),
+                chosen.len()
+            ));
+        }
+    }
+    notes.extend(flat_profile_note(
+        chosen.len(),
+        chosen_share_pct,
+        &record.signal.name,
+    ));
     let ranges = ranges_of(&chosen);
     if plan.repeat < 6 {
         notes.push(format!(
@@ -244,6 +349,8 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         .collect()];
 
     let mut runs: Vec<(Arm, ArmRun)> = Vec::new();
+    let mut ok_status = plan.ok_status;
+    let mut failure_shown = false;
     let mut dtlb_refusal = None;
     let mut order = 0;
     let mut shuffler = Shuffler::from_clock();
@@ -257,16 +364,22 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     'blocks: for block in 0..=plan.repeat {
         let mut arms = Arm::ALL;
         shuffler.shuffle(&mut arms);
+        if block == 0 {
+            // The 4 KiB run first: its exit status is the program's normal one when the
+            // user gave none.
+            arms.sort_by_key(|&a| a != Arm::Baseline);
+        }
         for arm in arms {
             progress.message(&match block {
-                0 => format!("warm-up, {}", arm.label(plan.top)),
-                _ => format!("block {block}, {}", arm.label(plan.top)),
+                0 => format!("warm-up, {}", arm.label(top)),
+                _ => format!("block {block}, {}", arm.label(top)),
             });
-            let options = SpawnOptions {
+            let capture = Capture::new(plan.record.capture).map_err(RecordError::Capture)?;
+            let options = capture.options(SpawnOptions {
                 env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
                 no_aslr: true,
                 ..SpawnOptions::default()
-            };
+            });
             let paused = child::spawn_paused_with(&plan.record.command, &options)?;
             let counters = probe.has_hardware_pmu().then(|| {
                 CounterGroup::open_groups(
@@ -277,19 +390,24 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             });
             let mut running = paused.release()?;
             let root = running.pid() as u32;
+            let started = Instant::now();
             let mut peak = (0.0f64, 0.0f64);
-            let mut next_look = Instant::now() + Duration::from_millis(50);
+            // (seconds since the start, huge-page KiB inside the chosen regions).
+            let mut looks: Vec<(f64, f64)> = Vec::new();
+            let mut next_look = started + Duration::from_millis(50);
             let finished = loop {
                 if let Some(f) = running.try_wait()? {
                     break f;
                 }
                 if Instant::now() >= next_look {
                     let (all, inside) = huge_memory(root, &ranges);
+                    looks.push((started.elapsed().as_secs_f64(), inside));
                     peak = (peak.0.max(all), peak.1.max(inside));
                     next_look = Instant::now() + Duration::from_millis(250);
                 }
                 std::thread::sleep(Duration::from_millis(2));
             };
+            let mean_inside = time_weighted_mean(&looks, finished.elapsed.as_secs_f64());
             progress.advance();
             let dtlb = match counters.map(|c| c.read()) {
                 Some(Ok(readings)) => readings
@@ -317,14 +435,38 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                     stopped = true;
                     break 'blocks;
                 }
-                if !finished.termination.success() {
-                    notes.push(format!(
-                        "the warm-up run of '{}' ended with {}",
-                        arm.label(plan.top),
-                        finished.termination
-                    ));
+                if ok_status.is_none() {
+                    ok_status = OkStatus::of_first_run(finished.termination);
+                }
+                // A run the timed blocks would count as failed: stop before making them.
+                if !ok_status.is_some_and(|ok| ok.accepts(finished.termination)) {
+                    return Err(RecordError::WarmUp {
+                        arm: arm.label(top),
+                        termination: finished.termination,
+                        accepted: ok_status
+                            .map_or("an exit, not a death by a signal".to_string(), |ok| {
+                                ok.to_string()
+                            }),
+                        stderr_tail: capture.stderr_tail(TAIL_LINES),
+                    });
                 }
                 continue;
+            }
+            let ok = ok_status.unwrap_or_default();
+            if !ok.accepts(finished.termination)
+                && !interrupted(finished.termination)
+                && !failure_shown
+            {
+                failure_shown = true;
+                notes.push(format!(
+                    "the '{}' run of block {block} ended with {}, not {ok}: it is a failed run, \
+                     never averaged in{}",
+                    arm.label(top),
+                    finished.termination,
+                    capture
+                        .stderr_tail(TAIL_LINES)
+                        .map_or(String::new(), |t| format!("; {t}"))
+                ));
             }
             runs.push((
                 arm,
@@ -337,6 +479,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                     termination: finished.termination,
                     huge_kb: peak.0,
                     huge_in_regions_kb: peak.1,
+                    huge_in_regions_mean_kb: mean_inside,
                     dtlb,
                 },
             ));
@@ -352,12 +495,27 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             }
         }
     }
-    let arms = summarize(&runs, plan.top);
+    let ok_status = ok_status.unwrap_or_default();
+    notes.extend(ok_status_note(plan.ok_status.is_none(), ok_status, &runs));
+    let arms = summarize(&runs, top, ok_status);
     notes.extend(kernel_time_notes(&arms));
-    // The chosen regions with their huge pages: recorded once more, untimed.
+    // The chosen regions with their huge pages: recorded once more, untimed, at the
+    // interval the regions were counted at (so that the two counts compare) unless the
+    // user chose one.
     let after_plan = RecordPlan {
         source: crate::pages::sources::SourceChoice::parse(record.source.name())
             .unwrap_or(plan.record.source),
+        // (A record read from a file is the user's: its interval is held to the range
+        // `--interval` accepts, and the adaptive floor.)
+        interval: if plan.interval_given || !record.interval_ms.is_finite() {
+            plan.record.interval
+        } else {
+            let ms = record
+                .interval_ms
+                .clamp(record::FLOOR.as_secs_f64() * 1e3, 60_000.0);
+            Duration::from_micros((ms * 1e3).round() as u64)
+        },
+        adaptive: false,
         ..plan.record.clone()
     };
     let after =
@@ -380,10 +538,11 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 let mine: Vec<&Region> = a.regions.iter().filter(|x| x.start == r.start).collect();
                 (!mine.iter().any(|x| blind(a, x))).then(|| mine.iter().map(|x| x.value).sum())
             });
-            let huge_kb = record_after
+            let obtained = record_after
                 .as_ref()
-                .and_then(|a| a.regions.iter().find(|x| x.start == r.start))
-                .map_or(0.0, |x| x.huge_kb);
+                .and_then(|a| a.regions.iter().find(|x| x.start == r.start));
+            let huge_kb = obtained.map_or(0.0, |x| x.huge_kb);
+            let huge_mean_kb = obtained.map_or(0.0, |x| x.huge_mean_kb);
             RegionOutcome {
                 pid: r.pid,
                 start: r.start,
@@ -391,6 +550,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 before: r.value,
                 after,
                 huge_kb,
+                huge_mean_kb,
             }
         })
         .collect();
@@ -400,8 +560,10 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             .find(|a| a.arm == arm)
             .map_or(0.0, |a| a.huge_kb)
     };
+    // A share of a gain that is not there is noise divided by noise.
+    let all_gains = arms.iter().any(|a| a.arm == Arm::All && a.significant);
     let share_of_speedup_pct = match (speedup_of(Arm::Top), speedup_of(Arm::All)) {
-        (Some(top), Some(all)) if all > 1.0 => Some(100.0 * (top - 1.0) / (all - 1.0)),
+        (Some(top), Some(all)) if all > 1.0 && all_gains => Some(100.0 * (top - 1.0) / (all - 1.0)),
         _ => None,
     };
     let share_of_huge_memory_pct =
@@ -417,7 +579,13 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     Ok(PagesApply {
         command: lossy(&plan.record.command),
         huge: if plan.hugetlb { "2m" } else { "thp" }.to_string(),
-        top: plan.top,
+        top,
+        top_share_pct: match plan.top {
+            Top::Share(pct) => Some(pct),
+            Top::Count(_) => None,
+        },
+        chosen_share_pct,
+        ok_status,
         regions_from,
         record,
         ranges,
@@ -430,6 +598,76 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         dtlb_not_counted,
         notes,
     })
+}
+
+/// The share of a signal totalling `total` that `regions` hold, percent.
+fn share_of(regions: &[Region], total: f64) -> f64 {
+    if total > 0.0 {
+        100.0 * regions.iter().map(|r| r.value).sum::<f64>() / total
+    } else {
+        0.0
+    }
+}
+
+/// Below this share of the signal, the chosen regions are too little of the program's
+/// memory traffic for huge pages under them alone to be the remedy.
+const FLAT_PCT: f64 = 25.0;
+
+/// Says when the chosen regions hold little of the signal: the profile is flat.
+fn flat_profile_note(chosen: usize, share_pct: f64, signal: &str) -> Option<String> {
+    (share_pct < FLAT_PCT).then(|| {
+        format!(
+            "the top {chosen} region(s) hold only {}% of the {signal}: the profile is flat, so \
+             huge pages under them can buy little; huge pages for all anonymous memory (the \
+             all-huge arm, or GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for malloc's memory) are \
+             the likelier remedy",
+            format::fixed(share_pct, 1)
+        )
+    })
+}
+
+/// Says when the accepted exit status is not 0 and was taken from the first 4 KiB run
+/// (`derived`): the program's normal status, or the one other runs are judged against.
+fn ok_status_note(derived: bool, ok: OkStatus, runs: &[(Arm, ArmRun)]) -> Option<String> {
+    let OkStatus::Code(code) = ok else {
+        return None;
+    };
+    if !derived || code == 0 {
+        return None;
+    }
+    let every = runs
+        .iter()
+        .all(|(_, r)| r.termination == Termination::Exited(code));
+    Some(if every {
+        format!(
+            "the program exits {code} in every run; taken as its normal status (--ok-status \
+             {code})"
+        )
+    } else {
+        format!(
+            "the first 4 KiB run exited {code}; taken as the program's normal status \
+             (--ok-status {code}): runs with another status are failed runs"
+        )
+    })
+}
+
+/// The mean over time of a quantity looked at `(t, value)` from `looks` until `end`
+/// (seconds): each look holds until the next (the last until the end), and the time
+/// before the first look is left out.
+pub(super) fn time_weighted_mean(looks: &[(f64, f64)], end: f64) -> f64 {
+    let Some(&(first, _)) = looks.first() else {
+        return 0.0;
+    };
+    let span = end - first;
+    if span <= 0.0 || span.is_nan() {
+        return looks.iter().map(|l| l.1).sum::<f64>() / looks.len() as f64;
+    }
+    let mut sum = 0.0;
+    for (i, &(t, v)) in looks.iter().enumerate() {
+        let next = looks.get(i + 1).map_or(end, |l| l.0).min(end);
+        sum += v * (next - t).max(0.0);
+    }
+    sum / span
 }
 
 /// Whether the command was stopped by Ctrl-C or Ctrl-\ (memscope ignores both while it
@@ -498,17 +736,18 @@ fn huge_memory(root: u32, ranges: &[(u64, u64)]) -> (f64, f64) {
     (all, inside)
 }
 
-fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
+fn summarize(runs: &[(Arm, ArmRun)], top: usize, ok_status: OkStatus) -> Vec<ArmResult> {
+    let success = |r: &ArmRun| ok_status.accepts(r.termination);
     let times = |arm: Arm| -> Vec<f64> {
         runs.iter()
-            .filter(|(a, r)| *a == arm && r.termination.success())
+            .filter(|(a, r)| *a == arm && success(r))
             .map(|(_, r)| r.elapsed_s)
             .collect()
     };
     // Successful run time of `arm` in each block.
     let by_block = |arm: Arm| -> HashMap<usize, f64> {
         runs.iter()
-            .filter(|(a, r)| *a == arm && r.termination.success())
+            .filter(|(a, r)| *a == arm && success(r))
             .map(|(_, r)| (r.block, r.elapsed_s))
             .collect()
     };
@@ -533,7 +772,7 @@ fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
                 .then(|| signed_rank(&ratios.iter().map(|r| r.ln()).collect::<Vec<_>>()))
                 .flatten();
             let huge: Vec<f64> = own.iter().map(|r| r.huge_kb).collect();
-            let ok = || own.iter().filter(|r| r.termination.success());
+            let ok = || own.iter().filter(|r| success(r));
             let median_of = |v: Vec<f64>| Summary::of(&v).map_or(0.0, |s| s.median);
             let dtlb = (0..DTLB_EVENTS.len())
                 .map(|i| {
@@ -554,7 +793,10 @@ fn summarize(runs: &[(Arm, ArmRun)], top: usize) -> Vec<ArmResult> {
                 user_s: median_of(ok().map(|r| r.user_s).collect()),
                 system_s: median_of(ok().map(|r| r.system_s).collect()),
                 huge_kb: Summary::of(&huge).map_or(0.0, |s| s.median),
-                failed_runs: own.iter().filter(|r| !r.termination.success()).count(),
+                huge_in_regions_mean_kb: median_of(
+                    own.iter().map(|r| r.huge_in_regions_mean_kb).collect(),
+                ),
+                failed_runs: own.iter().filter(|r| !success(r)).count(),
                 dtlb,
                 runs: own.into_iter().cloned().collect(),
             }
@@ -587,6 +829,7 @@ mod tests {
             },
             huge_kb: 0.0,
             huge_in_regions_kb: 0.0,
+            huge_in_regions_mean_kb: 0.0,
             dtlb: vec![],
         }
     }
@@ -605,7 +848,7 @@ mod tests {
                 run(block, if all_ok { 1.5 * drift } else { 9.0 }, all_ok),
             ));
         }
-        let arms = summarize(&runs, 8);
+        let arms = summarize(&runs, 8, OkStatus::Code(0));
         assert_eq!(arms.len(), 3);
         assert_eq!(arms[0].speedup, Some(1.0));
         assert!(arms[0].p_value.is_none());
@@ -620,5 +863,79 @@ mod tests {
             "a failed run is never averaged in"
         );
         assert!((all.speedup.unwrap() - 2.0 / 1.5).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_status_the_same_in_every_run_is_the_programs_normal_one() {
+        // XSBench exits 1 in every run: with 1 accepted, every run is timed.
+        let mut runs = Vec::new();
+        for block in 1..=6 {
+            for arm in Arm::ALL {
+                let mut r = run(block, 2.0, false);
+                r.termination = Termination::Exited(1);
+                runs.push((arm, r));
+            }
+        }
+        let ok = OkStatus::of_first_run(Termination::Exited(1)).unwrap();
+        let arms = summarize(&runs, 8, ok);
+        assert!(arms
+            .iter()
+            .all(|a| a.failed_runs == 0 && a.time_s.is_some()));
+        let note = ok_status_note(true, ok, &runs).unwrap();
+        assert!(note.contains("exits 1 in every run") && note.contains("--ok-status 1"));
+        // Given by the user, or 0: nothing to say.
+        assert!(ok_status_note(false, ok, &runs).is_none());
+        assert!(ok_status_note(true, OkStatus::Code(0), &runs).is_none());
+        // Judged by 0, the same runs all fail.
+        assert!(summarize(&runs, 8, OkStatus::Code(0))
+            .iter()
+            .all(|a| a.time_s.is_none()));
+        // A run with another status fails; a signal is never a normal end.
+        assert!(!ok.accepts(Termination::Exited(0)));
+        assert!(OkStatus::Any.accepts(Termination::Exited(7)));
+        assert!(!OkStatus::Any.accepts(Termination::Signaled(11)));
+        assert!(OkStatus::of_first_run(Termination::Signaled(11)).is_none());
+        runs[4].1.termination = Termination::Exited(0);
+        assert!(ok_status_note(true, ok, &runs)
+            .unwrap()
+            .contains("another status are failed runs"));
+        assert_eq!(summarize(&runs, 8, ok)[1].failed_runs, 1);
+    }
+
+    #[test]
+    fn the_exit_status_is_the_failing_runs_else_the_programs_own() {
+        let exited = |order, code| ArmRun {
+            order,
+            termination: Termination::Exited(code),
+            ..run(1, 1.0, true)
+        };
+        let status = |ok, runs: &[ArmRun]| exit_status_of(runs.iter().collect(), ok);
+        let ok1 = OkStatus::Code(1);
+        assert_eq!(status(ok1, &[exited(1, 1), exited(0, 1)]), 1);
+        assert_eq!(status(ok1, &[exited(1, 4), exited(0, 1), exited(2, 5)]), 4);
+        assert_eq!(status(OkStatus::Code(0), &[exited(0, 0)]), 0);
+        assert_eq!(status(OkStatus::Code(0), &[]), 0);
+        assert_eq!(status(OkStatus::Any, &[exited(1, 5), exited(0, 2)]), 2);
+    }
+
+    #[test]
+    fn huge_pages_obtained_are_averaged_over_the_run() {
+        // None for 0.05–0.55 s, 2 MiB from 0.55 s to the end at 1.05 s: half the run.
+        let looks = [(0.05, 0.0), (0.3, 0.0), (0.55, 2048.0), (0.8, 2048.0)];
+        assert!((time_weighted_mean(&looks, 1.05) - 1024.0).abs() < 1e-9);
+        assert_eq!(time_weighted_mean(&[], 1.0), 0.0);
+        // One look at the very end: its value.
+        assert_eq!(time_weighted_mean(&[(1.0, 512.0)], 1.0), 512.0);
+    }
+
+    #[test]
+    fn a_flat_profile_is_said() {
+        let note = flat_profile_note(8, 9.0, "accesses").unwrap();
+        assert!(
+            note.contains("top 8 region(s) hold only 9.0% of the accesses"),
+            "{note}"
+        );
+        assert!(note.contains("flat"));
+        assert!(flat_profile_note(8, 40.0, "accesses").is_none());
     }
 }

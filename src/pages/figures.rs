@@ -119,7 +119,7 @@ fn speedup_spread_pct(a: &PagesApply, arm: &ArmResult) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pages::apply::ArmRun;
+    use crate::pages::apply::{ArmRun, OkStatus};
     use crate::pages::regions::{Region, REGION_BYTES};
     use crate::pages::sources::Signal;
     use crate::pages::sources::SourceKind;
@@ -143,6 +143,7 @@ mod tests {
             resident_kb: 2048.0,
             huge_kb: 0.0,
             hugetlb_kb: 0.0,
+            huge_mean_kb: 0.0,
         }
     }
 
@@ -164,6 +165,9 @@ mod tests {
             region_bytes: REGION_BYTES,
             top: 3,
             interval_ms: 100.0,
+            intervals_used_ms: vec![],
+            dropped_s: 0.0,
+            top_share_pct: None,
             intervals: 5,
             elapsed_s: 0.5,
             user_s: 0.4,
@@ -188,6 +192,7 @@ mod tests {
                 termination: Termination::Exited(0),
                 huge_kb: 0.0,
                 huge_in_regions_kb: 0.0,
+                huge_in_regions_mean_kb: 0.0,
                 dtlb: vec![],
             })
             .collect();
@@ -202,6 +207,7 @@ mod tests {
             user_s: 1.0,
             system_s: 0.1,
             huge_kb: 0.0,
+            huge_in_regions_mean_kb: 0.0,
             failed_runs: 0,
             dtlb: vec![],
         }
@@ -212,6 +218,9 @@ mod tests {
             command: vec!["demo".into()],
             huge: "thp".into(),
             top: 3,
+            top_share_pct: None,
+            chosen_share_pct: 90.0,
+            ok_status: OkStatus::Code(0),
             regions_from: "a record made just before".into(),
             record: record(),
             ranges: vec![],

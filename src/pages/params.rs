@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::apply::ApplyPlan;
-use super::record::{PagesRecord, RecordPlan};
+use super::apply::{ApplyPlan, OkStatus};
+use super::record::{PagesRecord, RecordPlan, Top};
 use super::sources::SourceChoice;
 use crate::error::UsageError;
 use crate::flags::{parse_count, OutputArgs, SaveArgs};
@@ -35,8 +35,9 @@ pub enum PagesAction {
 /// Flags shared by `record` and `apply`, and the command.
 #[derive(Debug, Clone, Args)]
 pub struct SamplingArgs {
-    /// The regions to list (record) or to back with huge pages (apply).
-    #[arg(long, value_name = "N", default_value = "8")]
+    /// The regions to list (record) or to back with huge pages (apply): a number, or a
+    /// share of the signal (`50%`: the fewest top regions that hold half of it).
+    #[arg(long, value_name = "N|P%", default_value = "8")]
     pub top: String,
 
     /// Where accesses come from: pmu (precise sampling: PEBS, IBS, SPE), damon (the
@@ -45,9 +46,11 @@ pub struct SamplingArgs {
     #[arg(long, value_name = "SOURCE", default_value = "auto")]
     pub source: String,
 
-    /// Sampling interval in milliseconds.
-    #[arg(long, value_name = "MS", default_value = "100")]
-    pub interval: String,
+    /// Sampling interval in milliseconds [default: 100, shortened down to 5 while the
+    /// hottest regions count every page in every interval (refs source); a value given
+    /// here is kept].
+    #[arg(long, value_name = "MS")]
+    pub interval: Option<String>,
 
     #[command(flatten)]
     pub outputs: OutputArgs,
@@ -92,6 +95,17 @@ pub struct ApplyArgs {
     /// order, so the arms are compared within a block.
     #[arg(long, value_name = "R", default_value = "7")]
     pub repeat: String,
+
+    /// The exit status of a successful run: a number, or `any`. By default the status of
+    /// the first 4 KiB warm-up run (a program that exits 1 in every run is timed, not
+    /// failed); a run with another status is a failed run.
+    #[arg(long, value_name = "N|any")]
+    pub ok_status: Option<String>,
+
+    /// Pass the program's standard output and error through instead of capturing them
+    /// (a failed run shows the tail of its captured standard error).
+    #[arg(long)]
+    pub show_output: bool,
 }
 
 fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
@@ -102,16 +116,59 @@ fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
     }
 }
 
+/// The interval `pages` starts sampling at when none is given.
+const DEFAULT_INTERVAL_MS: u64 = 100;
+
+/// `--top`: `8` or `50%`.
+pub fn parse_top(text: &str) -> Result<Top, UsageError> {
+    let expected = "a whole number from 1 to 100000, or a share of the signal from 0 to 100 \
+                    followed by % (e.g. 50%)";
+    let t = text.trim();
+    match t.strip_suffix('%') {
+        Some(pct) => pct
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|p| p.is_finite() && *p > 0.0 && *p <= 100.0)
+            .map(Top::Share)
+            .ok_or_else(|| invalid("--top", text, expected)),
+        None => parse_count("--top", t, 1, 100_000)
+            .map(Top::Count)
+            .map_err(|_| invalid("--top", text, expected)),
+    }
+}
+
+/// `--ok-status`: a status from 0 to 255, or `any`.
+pub fn parse_ok_status(text: &str) -> Result<OkStatus, UsageError> {
+    match text.trim() {
+        "any" => Ok(OkStatus::Any),
+        t => parse_count("--ok-status", t, 0, 255)
+            .map(|n| OkStatus::Code(n as i32))
+            .map_err(|_| {
+                invalid(
+                    "--ok-status",
+                    text,
+                    "an exit status from 0 to 255, or `any`",
+                )
+            }),
+    }
+}
+
 impl SamplingArgs {
     fn record_plan(&self) -> Result<RecordPlan, UsageError> {
-        let top = parse_count("--top", &self.top, 1, 100_000)?;
+        let top = parse_top(&self.top)?;
         let source = SourceChoice::parse(self.source.trim())
             .ok_or_else(|| invalid("--source", &self.source, SourceChoice::NAMES))?;
-        let ms = parse_count("--interval", &self.interval, 10, 60_000)?;
+        let ms = match &self.interval {
+            Some(text) => parse_count("--interval", text, 10, 60_000)? as u64,
+            None => DEFAULT_INTERVAL_MS,
+        };
         Ok(RecordPlan {
             top,
             source,
-            interval: Duration::from_millis(ms as u64),
+            interval: Duration::from_millis(ms),
+            adaptive: self.interval.is_none(),
+            capture: false,
             command: self.command.clone(),
         })
     }
@@ -125,7 +182,9 @@ impl RecordArgs {
 
 impl ApplyArgs {
     pub fn plan(&self) -> Result<ApplyPlan, UsageError> {
-        let record = self.sampling.record_plan()?;
+        let mut record = self.sampling.record_plan()?;
+        record.capture = !self.show_output;
+        let ok_status = self.ok_status.as_deref().map(parse_ok_status).transpose()?;
         let hugetlb = match self.huge.trim() {
             "thp" => false,
             "2m" => true,
@@ -139,6 +198,8 @@ impl ApplyArgs {
             from_path: self.from.clone(),
             hugetlb,
             repeat,
+            ok_status,
+            interval_given: self.sampling.interval.is_some(),
             record,
         })
     }
@@ -169,4 +230,30 @@ pub fn read_record(path: &str) -> Result<PagesRecord, UsageError> {
         .ok_or_else(|| bad("its `pages` object holds no record".to_string()))?;
     serde_json::from_value(record.clone())
         .map_err(|e| bad(format!("its record does not read: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_is_a_count_or_a_share_and_anything_else_names_itself() {
+        assert_eq!(parse_top("8").unwrap(), Top::Count(8));
+        assert_eq!(parse_top("50%").unwrap(), Top::Share(50.0));
+        assert_eq!(parse_top(" 12.5 %").unwrap(), Top::Share(12.5));
+        for bad in ["0", "0%", "101%", "-5%", "x%", "half", "nan%"] {
+            let e = parse_top(bad).unwrap_err().to_string();
+            assert!(e.contains(bad) && e.contains("--top"), "{e}");
+        }
+    }
+
+    #[test]
+    fn ok_status_is_a_status_or_any() {
+        assert_eq!(parse_ok_status("1").unwrap(), OkStatus::Code(1));
+        assert_eq!(parse_ok_status("any").unwrap(), OkStatus::Any);
+        for bad in ["256", "-1", "ok", ""] {
+            let e = parse_ok_status(bad).unwrap_err().to_string();
+            assert!(e.contains("--ok-status") && e.contains("any"), "{e}");
+        }
+    }
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::capture::Capture;
 use super::preload::{Preload, PreloadMode};
 use super::regions::{Region, RegionMap, REGION_BYTES};
 use super::sources::{self, Signal, SourceChoice, SourceKind};
@@ -16,10 +17,59 @@ use crate::topology::process as procfs;
 /// What `pages record` runs.
 #[derive(Debug, Clone)]
 pub struct RecordPlan {
-    pub top: usize,
+    pub top: Top,
     pub source: SourceChoice,
+    /// The sampling interval, or the first one when `adaptive`.
     pub interval: Duration,
+    /// Shorten the interval while the hottest regions are saturated (the refs source
+    /// only; off when the user chose `--interval`).
+    pub adaptive: bool,
+    /// Capture the program's standard output and error instead of passing them through.
+    pub capture: bool,
     pub command: Vec<OsString>,
+}
+
+/// The regions `--top` takes: a number, or the fewest of the ranked regions that hold a
+/// share of the signal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Top {
+    Count(usize),
+    /// Percent of the signal's total, in (0, 100].
+    Share(f64),
+}
+
+/// How many of the hottest regions the adaptive interval watches when `--top` is a share.
+const HOT_WATCHED: usize = 8;
+
+impl Top {
+    /// How many of `values` (ranked, highest first) this takes, of a signal totalling
+    /// `total`: a count as it is; a share, the fewest whose sum reaches it (all of them
+    /// when they never do).
+    pub fn count(self, values: &[f64], total: f64) -> usize {
+        match self {
+            Top::Count(n) => n,
+            Top::Share(pct) => {
+                let want = total * pct / 100.0;
+                let mut sum = 0.0;
+                for (i, v) in values.iter().enumerate() {
+                    sum += v;
+                    // A relative tolerance: shares summed in floating point.
+                    if sum >= want * (1.0 - 1e-12) {
+                        return i + 1;
+                    }
+                }
+                values.len()
+            }
+        }
+    }
+
+    /// How many of the hottest regions must saturate before the interval is shortened.
+    fn watched(self) -> usize {
+        match self {
+            Top::Count(n) => n,
+            Top::Share(_) => HOT_WATCHED,
+        }
+    }
 }
 
 /// The regions behind the heat-over-time view: the top regions in address order, and
@@ -45,7 +95,17 @@ pub struct PagesRecord {
     pub signal: Signal,
     pub region_bytes: u64,
     pub top: usize,
+    /// The share of the signal asked for with `--top P%`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_share_pct: Option<f64>,
+    /// The interval the values were counted at, ms (the last one, when adapted).
     pub interval_ms: f64,
+    /// Every interval used, ms, in order, when the interval was adapted: the counts made
+    /// at the longer ones (the first `dropped_s` seconds) were dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals_used_ms: Vec<f64>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropped_s: f64,
     pub intervals: usize,
     pub elapsed_s: f64,
     pub user_s: f64,
@@ -79,6 +139,44 @@ impl PagesRecord {
     }
 }
 
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
+}
+
+/// The shortest interval the adaptive interval goes down to: reading and clearing the
+/// accessed bits of a large program takes milliseconds of its own.
+pub const FLOOR: Duration = Duration::from_millis(5);
+
+/// Whether the interval is too long for the ranking: the `watched` hottest regions of the
+/// last interval each counted (nearly) every translation they can, and the next one at
+/// least half of its own, so the ranking squeezes whatever ratio of heat there is between
+/// them into less than 2× (of regions that can count at least 64 translations: a few
+/// pages of a library's data always count every one). Hot regions that saturate while
+/// the next is clearly cooler still rank right, and keep the interval.
+pub(super) fn saturated(fill: &[(f64, f64)], watched: usize) -> bool {
+    let ranked: Vec<&(f64, f64)> = fill
+        .iter()
+        .filter(|(value, most)| *value > 0.0 && *most >= 64.0)
+        .take(watched.max(1) + 1)
+        .collect();
+    let Some((next, hottest)) = ranked.split_last() else {
+        return false;
+    };
+    ranked.len() == watched.max(1) + 1
+        && hottest.iter().all(|(value, most)| *value >= 0.95 * most)
+        && next.0 >= 0.5 * next.1
+}
+
+/// Intervals in a row that must tell the hottest regions apart before the interval is
+/// kept for the rest of the run.
+const SETTLED: usize = 10;
+
+/// The next interval when the hottest regions are saturated at `interval`: half of it,
+/// in whole milliseconds, not below the floor; `None` at the floor.
+pub(super) fn shorter(interval: Duration) -> Option<Duration> {
+    (interval > FLOOR).then(|| Duration::from_millis((interval.as_millis() / 2) as u64).max(FLOOR))
+}
+
 /// How many regions the heat-over-time view shows.
 const TIMELINE_REGIONS: usize = 32;
 
@@ -93,6 +191,21 @@ pub enum RecordError {
     Preload(std::io::Error),
     #[error("sampling the command failed: {0}")]
     Sampling(std::io::Error),
+    #[error("cannot create a file to capture the program's output: {0}")]
+    Capture(std::io::Error),
+    /// A run of the warm-up block ended with another status than the accepted one: the
+    /// comparison stops before the timed runs.
+    #[error(
+        "the warm-up run of '{arm}' ended with {termination}, not the program's accepted \
+         status ({accepted}); no timed run was made{}",
+        stderr_tail.as_ref().map_or(String::new(), |t| format!("\n  {t}"))
+    )]
+    WarmUp {
+        arm: String,
+        termination: Termination,
+        accepted: String,
+        stderr_tail: Option<String>,
+    },
 }
 
 /// Runs the command once under the chosen source (and the preload library in `mode`,
@@ -104,11 +217,12 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
         split: true,
         ..mode.clone()
     };
-    let options = SpawnOptions {
+    let capture = Capture::new(plan.capture).map_err(RecordError::Capture)?;
+    let options = capture.options(SpawnOptions {
         env: preload.env(&mode),
         no_aslr: true,
         ..SpawnOptions::default()
-    };
+    });
     let paused = child::spawn_paused_with(&plan.command, &options)?;
     let root = paused.pid() as u32;
     let mut sampler =
@@ -122,15 +236,23 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
         return Err(RecordError::Source(why));
     }
     let mut processes: Vec<(u32, String)> = Vec::new();
+    let started = Instant::now();
+    let adaptive = plan.adaptive && chosen.kind == SourceKind::Refs;
+    let mut interval = plan.interval;
+    let mut used = vec![interval];
+    let mut dropped = Duration::ZERO;
+    let mut last_look = started;
+    // Intervals in a row that told the hottest regions apart at the current interval.
+    let mut calm = 0;
     let finished = loop {
-        let deadline = Instant::now() + plan.interval;
+        let deadline = Instant::now() + interval;
         let mut ended = None;
         while Instant::now() < deadline {
             if let Some(f) = running.try_wait()? {
                 ended = Some(f);
                 break;
             }
-            std::thread::sleep(Duration::from_millis(2).min(plan.interval));
+            std::thread::sleep(Duration::from_millis(2).min(interval));
         }
         if let Some(f) = ended {
             sampler.finish(&mut map);
@@ -142,10 +264,27 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
                 processes.push((pid, procfs::command_name(pid)));
             }
         }
+        map.weigh_looks(last_look.elapsed());
+        last_look = Instant::now();
         sampler
             .collect(&tree, &mut map)
             .map_err(RecordError::Sampling)?;
         map.end_interval();
+        // As DAMON adapts its sampling: an interval in which the hottest regions and the
+        // next count every page tells them apart from nothing; a shorter one may. Once
+        // an interval has separated them `SETTLED` times in a row it is kept, so that a
+        // passing burst late in the run does not drop what was counted.
+        if adaptive && calm < SETTLED {
+            if !saturated(&map.last_interval_fill(), plan.top.watched()) {
+                calm += usize::from(map.last_interval_fill().iter().any(|f| f.0 > 0.0));
+            } else if let Some(next) = shorter(interval) {
+                interval = next;
+                used.push(next);
+                map.restart_counts();
+                dropped = started.elapsed();
+                calm = 0;
+            }
+        }
     };
     let mut notes = sampler.notes();
     if map.intervals() == 0 {
@@ -153,7 +292,21 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
             "the command ended after {:.3} s, before the first sample (every {} ms): \
              nothing to rank; a longer run, or a shorter --interval, gives regions",
             finished.elapsed.as_secs_f64(),
-            plan.interval.as_millis()
+            interval.as_millis()
+        ));
+    }
+    if used.len() > 1 {
+        notes.push(format!(
+            "the hottest regions counted every page in every interval of {} ms: the interval \
+             was shortened to {} ms (the counts of the first {:.3} s, made at the longer \
+             intervals, are left out of the ranking)",
+            used[..used.len() - 1]
+                .iter()
+                .map(|d| d.as_millis().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            interval.as_millis(),
+            dropped.as_secs_f64()
         ));
     }
     if sampler.preload_missing() {
@@ -172,13 +325,23 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
                 .to_string(),
         );
     }
+    let values: Vec<f64> = regions.iter().map(|r| r.value).collect();
+    let total: f64 = values.iter().sum();
+    let top = plan.top.count(&values, total).max(1);
     if chosen.kind == SourceKind::Refs {
-        notes.extend(saturation_note(&regions, map.intervals(), plan));
+        let at_floor = adaptive && used.len() > 1 && interval <= FLOOR;
+        notes.extend(saturation_note(
+            &regions,
+            map.intervals(),
+            top,
+            interval,
+            at_floor,
+        ));
     }
     if map.intervals() > 0 && regions.iter().all(|r| r.value <= 0.0) {
         notes.push("no access was seen: the command touched no sampled memory".to_string());
     }
-    let timeline = timeline(&map, &regions, plan.interval);
+    let timeline = timeline(&map, &regions, interval);
     Ok(PagesRecord {
         command: plan
             .command
@@ -190,8 +353,18 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
         sources_not_used: chosen.not_used,
         signal: chosen.kind.signal(),
         region_bytes: REGION_BYTES,
-        top: plan.top,
-        interval_ms: plan.interval.as_secs_f64() * 1e3,
+        top,
+        top_share_pct: match plan.top {
+            Top::Share(pct) => Some(pct),
+            Top::Count(_) => None,
+        },
+        interval_ms: interval.as_secs_f64() * 1e3,
+        intervals_used_ms: if used.len() > 1 {
+            used.iter().map(|d| d.as_secs_f64() * 1e3).collect()
+        } else {
+            Vec::new()
+        },
+        dropped_s: dropped.as_secs_f64(),
         intervals: map.intervals(),
         elapsed_s: finished.elapsed.as_secs_f64(),
         user_s: finished.user.as_secs_f64(),
@@ -208,19 +381,35 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
 /// interval. When more regions than the top reach (nearly) that, the interval is too long
 /// for this program: a hot region and one touched once per interval count the same, and
 /// their order is the address order. Says so, with the interval that would separate them.
-fn saturation_note(regions: &[Region], intervals: usize, plan: &RecordPlan) -> Option<String> {
+/// `at_floor`: the interval was shortened down to the floor and stayed saturated there.
+fn saturation_note(
+    regions: &[Region],
+    intervals: usize,
+    top: usize,
+    interval: Duration,
+    at_floor: bool,
+) -> Option<String> {
     let most = intervals as f64 * (REGION_BYTES / 4096) as f64;
     let full = regions.iter().filter(|r| r.value >= 0.95 * most).count();
-    if intervals == 0 || full <= plan.top {
+    if intervals == 0 || full <= top {
         return None;
     }
-    let shorter = (plan.interval.as_millis() / 10).max(1);
+    if at_floor {
+        return Some(format!(
+            "{full} regions counted (nearly) every page in every interval even at {} ms, the \
+             shortest interval memscope samples at: this program touches them all too often \
+             to tell a hot region from a lukewarm one, so their order is only the address \
+             order (a draw)",
+            interval.as_millis()
+        ));
+    }
+    let shorter = (interval.as_millis() / 10).max(1);
     Some(format!(
         "{full} regions counted (nearly) every page in every interval: at --interval {} ms \
          this program touches them all too often to tell a hot region from a lukewarm \
          one, so their order is only the address order; a shorter interval (--interval \
          {shorter}) separates them",
-        plan.interval.as_millis()
+        interval.as_millis()
     ))
 }
 
@@ -260,28 +449,72 @@ mod tests {
         }
     }
 
-    fn plan(top: usize) -> RecordPlan {
-        RecordPlan {
-            top,
-            source: SourceChoice::Refs,
-            interval: Duration::from_millis(100),
-            command: vec!["true".into()],
-        }
-    }
+    const MS100: Duration = Duration::from_millis(100);
 
     #[test]
     fn more_full_regions_than_the_top_are_a_draw_that_a_shorter_interval_separates() {
         // 10 intervals: a region counts at most 5,120 translations.
         let mut regions: Vec<Region> = (0..8).map(|i| region(i << 21, 5_120.0)).collect();
         regions.push(region(9 << 21, 2_000.0));
-        let note = saturation_note(&regions, 10, &plan(6)).expect("a draw");
+        let note = saturation_note(&regions, 10, 6, MS100, false).expect("a draw");
         assert!(note.starts_with("8 regions counted"), "{note}");
         assert!(note.contains("--interval 10)"), "{note}");
+        // Still saturated at the adaptive interval's floor: a draw, no shorter advice.
+        let floor = saturation_note(&regions, 10, 6, FLOOR, true).expect("a draw");
+        assert!(floor.contains("even at 5 ms") && !floor.contains("--interval"));
         // As many full regions as the top shows: the top is the full ones, no draw.
-        assert!(saturation_note(&regions, 10, &plan(8)).is_none());
+        assert!(saturation_note(&regions, 10, 8, MS100, false).is_none());
         // A ranking that separates: no note.
         let ranked = [region(0, 5_000.0), region(1 << 21, 900.0)];
-        assert!(saturation_note(&ranked, 10, &plan(1)).is_none());
-        assert!(saturation_note(&[], 0, &plan(1)).is_none());
+        assert!(saturation_note(&ranked, 10, 1, MS100, false).is_none());
+        assert!(saturation_note(&[], 0, 1, MS100, false).is_none());
+    }
+
+    #[test]
+    fn a_share_takes_the_fewest_regions_that_hold_it() {
+        let values = [50.0, 30.0, 10.0, 10.0];
+        assert_eq!(Top::Share(50.0).count(&values, 100.0), 1);
+        assert_eq!(Top::Share(50.1).count(&values, 100.0), 2);
+        assert_eq!(Top::Share(80.0).count(&values, 100.0), 2);
+        assert_eq!(Top::Share(100.0).count(&values, 100.0), 4);
+        // Regions that never reach the share (the rest of the signal is elsewhere): all.
+        assert_eq!(Top::Share(90.0).count(&values[..2], 100.0), 2);
+        assert_eq!(Top::Count(3).count(&values, 100.0), 3);
+    }
+
+    #[test]
+    fn the_interval_shortens_while_the_hottest_regions_are_saturated() {
+        // The 3 hottest count all 512 pages, the next 300 of its 512: too close to tell.
+        let draw = [
+            (512.0, 512.0),
+            (510.0, 512.0),
+            (500.0, 512.0),
+            (300.0, 512.0),
+        ];
+        assert!(saturated(&draw, 3));
+        // The next one counts 40: the hot ones stand out, the interval is right.
+        let apart = [
+            (512.0, 512.0),
+            (510.0, 512.0),
+            (500.0, 512.0),
+            (40.0, 512.0),
+        ];
+        assert!(!saturated(&apart, 3));
+        // Watching 4: the fourth is not saturated.
+        assert!(!saturated(&draw, 4));
+        // No region past the watched ones: nothing to tell apart.
+        assert!(!saturated(&draw[..3], 3));
+        // Tiny regions (a library's few data pages) always count every page: not watched.
+        let tiny = [(8.0, 8.0), (4.0, 4.0), (512.0, 512.0), (400.0, 512.0)];
+        assert!(saturated(&tiny, 1));
+        assert!(!saturated(&tiny, 2));
+        assert!(!saturated(&[], 8));
+        assert_eq!(shorter(MS100), Some(Duration::from_millis(50)));
+        assert_eq!(
+            shorter(Duration::from_millis(25)),
+            Some(Duration::from_millis(12))
+        );
+        assert_eq!(shorter(Duration::from_millis(6)), Some(FLOOR));
+        assert_eq!(shorter(FLOOR), None);
     }
 }

@@ -47,6 +47,11 @@ pub struct Region {
     /// Of the huge-page memory, hugetlb pages (whose accesses smaps does not report).
     #[serde(default)]
     pub hugetlb_kb: f64,
+    /// Huge-page memory of the region averaged over the run (each look at the mappings
+    /// weighted by the interval it closed; 0 where the region was not mapped yet), KiB:
+    /// what the program really ran with, where the peak may have lasted a moment.
+    #[serde(default)]
+    pub huge_mean_kb: f64,
 }
 
 /// Accumulates regions over a run.
@@ -57,6 +62,10 @@ pub struct RegionMap {
     interval: HashMap<(u32, u64), f64>,
     timeline: Vec<HashMap<(u32, u64), f64>>,
     names: HashMap<u32, String>,
+    /// The weight (seconds) of the next looks at the mappings, and the weight each
+    /// process was looked at with in all.
+    look_weight: Option<f64>,
+    looked: HashMap<u32, f64>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -72,6 +81,16 @@ struct Acc {
     resident_kb: f64,
     huge_kb: f64,
     hugetlb_kb: f64,
+    /// Huge-page KiB × the weight of each look, summed.
+    huge_weighted: f64,
+}
+
+impl Acc {
+    /// The most translations the region can count in one interval: one per resident
+    /// 4 KiB page, one per huge page.
+    fn max_translations(&self) -> f64 {
+        (self.resident_kb - self.huge_kb).max(0.0) / 4.0 + (self.huge_kb / 2048.0).ceil()
+    }
 }
 
 impl RegionMap {
@@ -143,12 +162,46 @@ impl RegionMap {
                 region += REGION_BYTES;
             }
         }
+        let weight = self.look_weight.unwrap_or(1.0);
+        *self.looked.entry(pid).or_default() += weight;
         for (region, (rss, huge, hugetlb)) in resident {
             let acc = self.regions.entry((pid, region)).or_default();
             acc.resident_kb = acc.resident_kb.max(rss);
             acc.huge_kb = acc.huge_kb.max(huge);
             acc.hugetlb_kb = acc.hugetlb_kb.max(hugetlb);
+            acc.huge_weighted += huge * weight;
         }
+    }
+
+    /// The weight of the next looks at the mappings: the length of the interval they
+    /// close, so that the mean huge-page memory is a mean over time when intervals differ.
+    pub(super) fn weigh_looks(&mut self, interval: std::time::Duration) {
+        self.look_weight = Some(interval.as_secs_f64());
+    }
+
+    /// The regions the last closed interval counted: (value in it, the most it can
+    /// count), hottest first.
+    pub(super) fn last_interval_fill(&self) -> Vec<(f64, f64)> {
+        let Some(last) = self.timeline.last() else {
+            return Vec::new();
+        };
+        let mut fill: Vec<(f64, f64)> = last
+            .iter()
+            .filter_map(|(key, &v)| Some((v, self.regions.get(key)?.max_translations())))
+            .collect();
+        fill.sort_by(|a, b| b.0.total_cmp(&a.0));
+        fill
+    }
+
+    /// Drops the values counted so far (and the timeline), keeping what is known of the
+    /// mappings: the counts made at an interval that was too long are left out of the
+    /// ranking when the interval is shortened.
+    pub(super) fn restart_counts(&mut self) {
+        for acc in self.regions.values_mut() {
+            acc.value = 0.0;
+        }
+        self.interval.clear();
+        self.timeline.clear();
     }
 
     /// Closes the current interval of the timeline.
@@ -187,6 +240,10 @@ impl RegionMap {
                 resident_kb: a.resident_kb,
                 huge_kb: a.huge_kb,
                 hugetlb_kb: a.hugetlb_kb,
+                huge_mean_kb: match self.looked.get(&pid) {
+                    Some(&w) if w > 0.0 => a.huge_weighted / w,
+                    _ => 0.0,
+                },
             })
             .collect();
         out.sort_by(|a, b| {
@@ -330,6 +387,67 @@ mod tests {
     }
 
     #[test]
+    fn the_huge_page_share_is_weighted_by_time_not_the_peak() {
+        let mut map = RegionMap::default();
+        let region = |huge_kb| Mapping {
+            start: 4 * MB2,
+            end: 5 * MB2,
+            perms: "rw-p".into(),
+            rss_kb: 2048,
+            anon_huge_kb: huge_kb,
+            ..Mapping::default()
+        };
+        // 4 KiB pages for 0.9 s, a huge page in the last 0.1 s: a peak of 2 MiB, a tenth
+        // of the run.
+        map.weigh_looks(std::time::Duration::from_millis(300));
+        for _ in 0..3 {
+            map.observe_mappings(1, &[region(0)]);
+        }
+        map.weigh_looks(std::time::Duration::from_millis(100));
+        map.observe_mappings(1, &[region(2048)]);
+        let r = &map.ranked()[0];
+        assert_eq!(r.huge_kb, 2048.0);
+        assert!((r.huge_mean_kb - 204.8).abs() < 1e-9, "{}", r.huge_mean_kb);
+    }
+
+    #[test]
+    fn the_last_interval_tells_how_full_the_hottest_regions_are() {
+        let mut map = RegionMap::default();
+        let anon = |start| Mapping {
+            start,
+            end: start + MB2,
+            perms: "rw-p".into(),
+            rss_kb: 2048,
+            ..Mapping::default()
+        };
+        map.observe_mappings(1, &[anon(4 * MB2), anon(6 * MB2)]);
+        map.add_span(&AccessSpan {
+            pid: 1,
+            start: 4 * MB2,
+            end: 5 * MB2,
+            value: 512.0,
+        });
+        map.add_span(&AccessSpan {
+            pid: 1,
+            start: 6 * MB2,
+            end: 7 * MB2,
+            value: 100.0,
+        });
+        map.end_interval();
+        assert_eq!(
+            map.last_interval_fill(),
+            vec![(512.0, 512.0), (100.0, 512.0)]
+        );
+        map.restart_counts();
+        assert!(map.last_interval_fill().is_empty());
+        assert_eq!(map.intervals(), 0);
+        assert!(map
+            .ranked()
+            .iter()
+            .all(|r| r.value == 0.0 && r.resident_kb > 0.0));
+    }
+
+    #[test]
     fn adjacent_regions_merge_into_ranges() {
         let region = |start| Region {
             pid: 1,
@@ -346,6 +464,7 @@ mod tests {
             resident_kb: 0.0,
             huge_kb: 0.0,
             hugetlb_kb: 0.0,
+            huge_mean_kb: 0.0,
         };
         let ranges = ranges_of(&[
             region(4 * MB2),

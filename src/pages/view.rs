@@ -10,7 +10,6 @@ use super::apply::{Arm, PagesApply};
 use super::record::PagesRecord;
 use super::regions::{Region, REGION_BYTES};
 use super::PagesResult;
-use crate::stats::summary::Summary;
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, Heatmap, PALETTE};
 use crate::view::data_row::{Full, Raw};
@@ -405,7 +404,12 @@ fn trade_off(a: &PagesApply) -> Option<String> {
             a.share_of_huge_memory_pct
                 .map_or(String::new(), |m| format!("{}%", format::fixed(m, 1)))
         ));
-    } else if let (Some(s), Some(m)) = (a.share_of_speedup_pct, a.share_of_huge_memory_pct) {
+    } else if let (Some(s), Some(m), true) = (
+        a.share_of_speedup_pct,
+        a.share_of_huge_memory_pct,
+        // A share of an all-huge gain that is not there would be noise over noise.
+        all.significant,
+    ) {
         line.push_str(&format!(
             " The top {} buy {}% of the all-huge speed-up for {}% of its huge-page memory.",
             a.top,
@@ -436,8 +440,9 @@ fn arms_table(a: &PagesApply) -> Table {
         ),
         Column::number("huge pages").titled("median of the runs' peak huge-page memory (smaps)"),
         Column::number("in chosen regions").titled(
-            "median of the runs' peak huge-page memory inside the chosen regions (shared in \
-             proportion to the overlap where a mapping reaches beyond them)",
+            "median of the runs' huge-page memory inside the chosen regions averaged over \
+             the run's time (shared in proportion to the overlap where a mapping reaches \
+             beyond them)",
         ),
     ];
     if dtlb {
@@ -452,8 +457,7 @@ fn arms_table(a: &PagesApply) -> Table {
             );
             continue;
         };
-        let in_regions: Vec<f64> = x.runs.iter().map(|r| r.huge_in_regions_kb).collect();
-        let in_regions = Summary::of(&in_regions).map_or(0.0, |s| s.median);
+        let in_regions = x.huge_in_regions_mean_kb;
         let mut row = vec![
             x.label.clone(),
             format::fixed(time.median, 3),
@@ -557,14 +561,19 @@ fn regions_table(a: &PagesApply) -> Table {
             format::thousands(r.before.round()),
             r.after
                 .map_or(format::DASH.to_string(), |v| format::thousands(v.round())),
-            format!("{} of 2 MiB", kib(r.huge_kb.min(2048.0))),
+            format!(
+                "{}% of the run (peak {})",
+                format::fixed(100.0 * r.huge_mean_kb.clamp(0.0, 2048.0) / 2048.0, 0),
+                kib(r.huge_kb.min(2048.0))
+            ),
         ]);
     }
     table.note(
         "4 KiB: the record the regions were chosen from; huge: a recorded run with huge pages \
          under the chosen regions (– where the source cannot see: accessed bits of hugetlb \
-         pages); huge pages obtained: what /proc/PID/smaps showed there (AnonHugePages, \
-         hugetlb)",
+         pages); huge pages obtained: the share of the region in huge pages that \
+         /proc/PID/smaps showed (AnonHugePages, hugetlb), averaged over that run's time, \
+         and its peak",
     );
     table
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::util::{exclusive, memscope, temp_dir};
+use crate::util::{exclusive, memscope, temp_dir, text};
 
 const DEMO: &str = env!("CARGO_BIN_EXE_memscope-hotspot-demo");
 
@@ -114,6 +114,7 @@ fn apply_runs_three_interleaved_arms_and_verifies_the_huge_pages() {
     let (json, _) = on_demo(&[
         "pages",
         "apply",
+        "--show-output",
         "--top",
         "3",
         "--repeat",
@@ -155,6 +156,114 @@ fn apply_runs_three_interleaved_arms_and_verifies_the_huge_pages() {
     assert_eq!(apply["regions"].as_array().unwrap().len(), 3);
 }
 
+/// A record of one anonymous region (at an address no program here maps), for `apply
+/// --from`: the arms run without recording first.
+fn synthetic_record(dir: &std::path::Path) -> String {
+    let region = serde_json::json!({
+        "pid": 1, "process": "sh", "start": 0x7e00_0000_0000u64, "mapping": "anon",
+        "anonymous": true, "value": 100.0, "share_pct": 100.0, "cumulative_pct": 100.0,
+        "resident_kb": 2048.0, "huge_kb": 0.0
+    });
+    let record = serde_json::json!({"pages": {"record": {
+        "command": ["sh"], "source": "refs", "source_description": "accessed bits",
+        "signal": {"name": "translations touched", "meaning": "ranked"},
+        "region_bytes": 2097152, "top": 1, "interval_ms": 100.0, "intervals": 1,
+        "elapsed_s": 0.1, "user_s": 0.0, "system_s": 0.0, "termination": {"exited": 0},
+        "processes": [[1, "sh"]], "regions": [region]
+    }}});
+    let path = dir.join("record.json");
+    std::fs::write(&path, record.to_string()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_program_that_exits_non_zero_every_time_is_timed_and_its_output_kept_out() {
+    let _one = exclusive();
+    let dir = temp_dir();
+    let from = synthetic_record(dir.path());
+    let report = dir.path().join("apply.json");
+    let out = memscope(&[
+        "pages",
+        "apply",
+        "--from",
+        &from,
+        "--repeat",
+        "2",
+        "--json",
+        report.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        // Arithmetic, so that what it prints is not in the command line memscope shows.
+        "echo program-says-$((40+2)); echo program-complains-$((40+2)) >&2; exit 3",
+    ])
+    .assert()
+    .code(3);
+    let output = out.get_output();
+    let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
+    for said in ["program-says-42", "program-complains-42"] {
+        assert!(
+            !stdout.contains(said) && !stderr.contains(said),
+            "{stdout}{stderr}"
+        );
+    }
+    assert!(
+        stderr.contains("exits 3 in every run") && stderr.contains("--ok-status 3"),
+        "{stderr}"
+    );
+    let json = crate::util::read_json(&report);
+    let apply = &json["pages"]["apply"];
+    assert_eq!(apply["ok_status"]["code"], 3);
+    for arm in apply["arms"].as_array().unwrap() {
+        assert_eq!(arm["failed_runs"], 0, "{arm}");
+        assert!(arm["time_s"]["median"].as_f64().unwrap() > 0.0, "{arm}");
+    }
+}
+
+#[test]
+fn a_warm_up_run_with_another_status_stops_at_once() {
+    let _one = exclusive();
+    let dir = temp_dir();
+    let from = synthetic_record(dir.path());
+    let runs = dir.path().join("runs");
+    let script = format!(
+        "echo run >> '{}'; echo why-it-failed >&2; exit 3",
+        runs.display()
+    );
+    let out = memscope(&[
+        "pages",
+        "apply",
+        "--from",
+        &from,
+        "--ok-status",
+        "0",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .assert()
+    .code(3);
+    let stderr = text(&out.get_output().stderr);
+    assert!(
+        stderr.contains("warm-up run of '4 KiB pages' ended with exit status 3"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("why-it-failed"),
+        "the stderr tail: {stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&runs).unwrap().lines().count(),
+        1,
+        "no run after the failed one"
+    );
+    let bad = memscope(&["pages", "apply", "--ok-status", "ok", "--", "true"])
+        .assert()
+        .code(2);
+    assert!(text(&bad.get_output().stderr).contains("--ok-status"));
+}
+
 #[test]
 fn the_commands_exit_status_passes_through() {
     let _one = exclusive();
@@ -185,6 +294,10 @@ fn a_record_read_back_by_apply_must_be_a_pages_report() {
             "--interval",
         ),
         (vec!["pages", "apply", "--huge", "4k", "--", "true"], "4k"),
+        (
+            vec!["pages", "record", "--top", "120%", "--", "true"],
+            "120%",
+        ),
         (
             vec!["pages", "apply", "--repeat", "1", "--", "true"],
             "--repeat",

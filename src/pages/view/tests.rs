@@ -1,11 +1,12 @@
 //! Tests of `view.rs`: split out so the module reads as the code it is.
 
 use super::*;
-use crate::pages::apply::{ArmResult, ArmRun, RegionOutcome};
+use crate::pages::apply::{ArmResult, ArmRun, OkStatus, RegionOutcome};
 use crate::pages::record::Timeline;
 use crate::pages::sources::Signal;
 use crate::pages::sources::SourceKind;
 use crate::platform::child::Termination;
+use crate::stats::summary::Summary;
 
 fn region(start: u64, value: f64) -> Region {
     Region {
@@ -23,6 +24,7 @@ fn region(start: u64, value: f64) -> Region {
         resident_kb: 2048.0,
         huge_kb: 0.0,
         hugetlb_kb: 0.0,
+        huge_mean_kb: 0.0,
     }
 }
 
@@ -47,6 +49,9 @@ fn record() -> PagesRecord {
         region_bytes: REGION_BYTES,
         top: 3,
         interval_ms: 100.0,
+        intervals_used_ms: vec![],
+        dropped_s: 0.0,
+        top_share_pct: None,
         intervals: 5,
         elapsed_s: 0.5,
         user_s: 0.4,
@@ -102,6 +107,7 @@ fn arm(arm: Arm, times: &[f64], speedup: f64, p: Option<f64>, huge_kb: f64) -> A
                 termination: Termination::Exited(0),
                 huge_kb,
                 huge_in_regions_kb: huge_kb.min(6144.0),
+                huge_in_regions_mean_kb: huge_kb.min(6144.0) / 2.0,
                 dtlb: vec![],
             })
             .collect(),
@@ -112,6 +118,7 @@ fn arm(arm: Arm, times: &[f64], speedup: f64, p: Option<f64>, huge_kb: f64) -> A
         user_s: 1.0,
         system_s: 0.1,
         huge_kb,
+        huge_in_regions_mean_kb: huge_kb.min(6144.0) / 2.0,
         failed_runs: 0,
         dtlb: vec![],
     }
@@ -124,6 +131,9 @@ fn apply_shows_the_arms_the_trade_off_and_the_regions() {
         command: record.command.clone(),
         huge: "thp".into(),
         top: 3,
+        top_share_pct: None,
+        chosen_share_pct: 90.0,
+        ok_status: OkStatus::Code(0),
         regions_from: "a record made just before".into(),
         ranges: vec![(0x200000, 0x600000)],
         repeat: 6,
@@ -139,6 +149,7 @@ fn apply_shows_the_arms_the_trade_off_and_the_regions() {
             before: 500.0,
             after: None,
             huge_kb: 2048.0,
+            huge_mean_kb: 512.0,
         }],
         record,
         record_after: None,
@@ -147,8 +158,19 @@ fn apply_shows_the_arms_the_trade_off_and_the_regions() {
         dtlb_not_counted: Some("no hardware PMU".into()),
         notes: vec![],
     };
+    let significant = {
+        let mut a = apply.clone();
+        a.arms[2].p_value = Some(0.01);
+        a.arms[2].significant = true;
+        a
+    };
     let sections = PagesResult::Apply(Box::new(apply)).sections();
     assert_eq!(sections.len(), 2, "the record, then the comparison");
+    let text = PagesResult::Apply(Box::new(significant)).sections()[1].plain_text();
+    assert!(
+        text.contains("buy 83% of the all-huge speed-up for 0.6%"),
+        "{text}"
+    );
     let s = &sections[1];
     let text = s.plain_text();
     assert!(
@@ -156,10 +178,8 @@ fn apply_shows_the_arms_the_trade_off_and_the_regions() {
         "{text}"
     );
     assert!(text.contains("all huge: 1.30× (~) for 1 GiB"), "{text}");
-    assert!(
-        text.contains("buy 83% of the all-huge speed-up for 0.6%"),
-        "{text}"
-    );
+    // The all-huge gain is not significant (p = 0.2): no share of it.
+    assert!(!text.contains("of the all-huge speed-up"), "{text}");
     let arms = s.tables()[0];
     assert_eq!(
         arms.column_text(0),
@@ -169,7 +189,10 @@ fn apply_shows_the_arms_the_trade_off_and_the_regions() {
     assert_eq!(arms.row_of("all huge")[6], "~ (1.30×)");
     let regions = s.tables()[1];
     assert_eq!(regions.row_text(0)[3], format::DASH);
-    assert_eq!(regions.row_text(0)[4], "2 MiB of 2 MiB");
+    // A quarter of the run in huge pages, though the peak was the whole region.
+    assert_eq!(regions.row_text(0)[4], "25% of the run (peak 2 MiB)");
+    // In the chosen regions: the time-weighted mean, not the peak (6 MiB).
+    assert_eq!(arms.row_of("top 3 huge")[9], "3 MiB");
     assert_eq!(s.data_tables()[0].rows.len(), 18);
     // The HTML charts of the arms: three bars each, with a whisker per time bar.
     let charts = s.charts();
