@@ -2,6 +2,7 @@
 //! or parse: everything they need is prepared before the clock starts.
 
 pub mod chase;
+pub mod corunner;
 pub mod fileio;
 pub mod injector;
 pub mod jit;

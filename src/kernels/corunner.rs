@@ -1,0 +1,841 @@
+//! Co-runners for sensitivity experiments: one thread, pinned to another CPU, that takes a
+//! resource away from the program under test while it runs (Eklov et al.'s Cache Pirating,
+//! ICPP 2011, and Bandwidth Bandit, CGO 2013), or keeps its CPU busy, or sleeps.
+//!
+//! - The **pirate** walks a chosen working set in a random cyclic order (Sattolo's
+//!   algorithm, so one cycle through every line) with several independent chains
+//!   interleaved, as fast as it can, so that LRU keeps its set resident in the shared
+//!   cache. Without a PMU it checks itself by timing its own walk: ns per step of one chain
+//!   near the cache's latency means it holds its set, near DRAM latency means it cannot
+//!   steal that much.
+//! - The **bandit** reads lines spread over a buffer much larger than the LLC, but only
+//!   lines `BANDIT_STRIDE` apart inside 2 MiB (transparent huge) pages: their set index has
+//!   its low bits zero, so on a cache indexed by address bits they fall in 1/16 of the sets
+//!   and the bandit consumes DRAM bandwidth while occupying little cache. It can be paced to
+//!   a target rate: after each chunk of lines it waits until the time that chunk was due.
+//!
+//! The thread and its buffers are made once (`CoRunner::start`); `set` switches the load
+//! and returns once it has warmed up. The hot loops take no lock: they publish their step
+//! count and their own clock through atomics (a sequence lock) every chunk, and poll a
+//! generation counter to see a new load. `calibrate` measures the co-runner alone (the
+//! pirate per size and on a walk far beyond the LLC, the bandit flat out) and the pirate
+//! beside a flat-out bandit, so a report can say how much each really took.
+
+use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernels::permutation::{sattolo_cycle, SplitMix64};
+use crate::platform::affinity::pin_current_thread;
+use crate::platform::arena::{Arena, PagePolicy};
+use crate::units::{Bytes, MIB};
+
+/// Bytes of a cache line.
+const LINE: usize = 64;
+/// Independent chains the pirate interleaves: enough to walk several times faster than one
+/// chain, few enough that each stays a latency measurement.
+const CHAINS: usize = 4;
+/// Distance between two lines the bandit reads, inside one 2 MiB page: a multiple of
+/// 16 lines, so only 1/16 of the sets of a cache indexed by address bits receive them.
+pub const BANDIT_STRIDE: usize = 16 * LINE;
+/// The page the bandit's set restriction relies on.
+const HUGE_PAGE: usize = 2 * MIB as usize;
+/// Pirate steps per chain between two publications (and looks at the generation).
+const PIRATE_CHUNK: u64 = 256;
+/// Compute steps between two publications.
+const COMPUTE_CHUNK: u64 = 4096;
+/// Bandit lines between two publications and pacing decisions.
+const BANDIT_CHUNK: usize = 128;
+/// How long a bandit runs before `set` returns.
+const BANDIT_WARM_UP: Duration = Duration::from_millis(20);
+/// A paced bandit further behind its schedule than this (descheduled) catches up this much
+/// only, not the whole debt in one burst.
+const MAX_LAG_NS: u64 = 1_000_000;
+/// Huge-page share of the bandit's buffer above which `bandit_huge` says yes.
+const HUGE_ENOUGH: f64 = 0.9;
+
+/// What the co-runner does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Load {
+    /// Nothing: the thread sleeps (blocked, not spinning).
+    Idle,
+    /// A dependent integer chain in registers: keeps its CPU busy, touches no memory.
+    Compute,
+    /// Cache pirate: walks `bytes` of its buffer in a random cyclic order (several
+    /// independent chains interleaved), as fast as it can. 0 bytes is `Idle`; more than
+    /// the setup's `pirate_max_bytes` walks `pirate_max_bytes`.
+    Pirate { bytes: u64 },
+    /// Bandwidth bandit: reads lines `BANDIT_STRIDE` apart over its buffer, rate-limited to
+    /// `bytes_per_s` (None: flat out) by pacing between chunks. A rate that is not a
+    /// positive number is `Idle`.
+    Bandit { bytes_per_s: Option<f64> },
+}
+
+/// Where the co-runner runs and the buffers it allocates once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CoRunnerSetup {
+    pub cpu: usize,
+    /// The largest pirate set (the pirate's buffer).
+    pub pirate_max_bytes: u64,
+    /// The bandit's buffer (much larger than the LLC); also the DRAM probe's.
+    pub bandit_buffer_bytes: u64,
+}
+
+/// What the co-runner did over an interval.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LoadStats {
+    /// The interval, on the controller's clock.
+    pub seconds: f64,
+    /// Steps done: compute iterations, or lines read (all pirate chains together, or the
+    /// bandit's lines).
+    pub steps: u64,
+    /// Pirate: ns per step of one chain (≈ its access latency); 0 otherwise.
+    pub ns_per_step: f64,
+    /// Bytes the bandit read per second (lines × 64); 0 otherwise.
+    pub bytes_per_s: f64,
+}
+
+/// Self-checks run before the program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// The pirate alone: (set bytes, ns per step of one chain) for each size asked.
+    pub pirate_alone_ns: Vec<(u64, f64)>,
+    /// The same walk over the bandit's whole buffer (far beyond the LLC): ≈ DRAM latency.
+    pub dram_ns: f64,
+    /// The bandit alone, flat out.
+    pub bandit_max_bytes_per_s: f64,
+    /// The pirate at `probe_bytes` beside a flat-out bandit on another CPU, ns per step:
+    /// how much of the cache the bandit evicts (NaN when not measured).
+    pub pirate_beside_bandit_ns: f64,
+}
+
+/// What the worker runs (the public `Load` resolved, plus what only `calibrate` and `drop`
+/// ask for).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Work {
+    Idle,
+    Compute,
+    /// A pirate walk over the first `bytes` of the pirate buffer.
+    Pirate {
+        bytes: usize,
+    },
+    /// The same walk over the whole bandit buffer: the DRAM probe.
+    DramWalk,
+    Bandit {
+        bytes_per_s: Option<f64>,
+    },
+    Stop,
+}
+
+/// State shared by the controller and the worker thread.
+struct Shared {
+    /// Bumped by every command; the worker's hot loops poll it to see a new one.
+    generation: AtomicU64,
+    /// The latest command and its generation; the worker reads it when the generation
+    /// changes (never inside a hot loop).
+    command: Mutex<(u64, Work)>,
+    wake: Condvar,
+    /// The generation the worker has warmed up for.
+    ready: Mutex<u64>,
+    ready_changed: Condvar,
+    /// Sequence lock around (`steps`, `ns`): odd while the worker writes them.
+    sequence: AtomicU64,
+    /// Steps done since the thread started (all loads).
+    steps: AtomicU64,
+    /// The worker's clock (ns since `epoch`) when it last published `steps`.
+    ns: AtomicU64,
+    epoch: Instant,
+}
+
+impl Shared {
+    fn publish(&self, steps: u64) {
+        let ns = self.epoch.elapsed().as_nanos() as u64;
+        self.sequence.fetch_add(1, Ordering::AcqRel);
+        self.steps.store(steps, Ordering::Relaxed);
+        self.ns.store(ns, Ordering::Relaxed);
+        self.sequence.fetch_add(1, Ordering::Release);
+    }
+
+    /// The last published (steps, ns) pair, consistent.
+    fn published(&self) -> (u64, u64) {
+        loop {
+            let before = self.sequence.load(Ordering::Acquire);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let steps = self.steps.load(Ordering::Relaxed);
+            let ns = self.ns.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            if self.sequence.load(Ordering::Relaxed) == before {
+                return (steps, ns);
+            }
+        }
+    }
+
+    fn changed(&self, generation: u64) -> bool {
+        self.generation.load(Ordering::Relaxed) != generation
+    }
+
+    fn mark_ready(&self, generation: u64) {
+        *lock(&self.ready) = generation;
+        self.ready_changed.notify_all();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The controller's view of the interval being measured.
+#[derive(Debug, Clone, Copy)]
+struct Mark {
+    at: Instant,
+    steps: u64,
+    ns: u64,
+    load: Work,
+}
+
+/// A co-runner: a thread pinned to `setup.cpu`, its buffers allocated once.
+pub struct CoRunner {
+    shared: Arc<Shared>,
+    thread: Option<JoinHandle<()>>,
+    setup: CoRunnerSetup,
+    bandit_huge: bool,
+    bandit: Arc<Arena>,
+    mark: Mutex<Mark>,
+}
+
+/// The worker's buffers.
+struct Buffers {
+    /// None when `pirate_max_bytes` is 0.
+    pirate: Option<Arena>,
+    bandit: Arc<Arena>,
+    /// The pirate set currently linked in the pirate buffer, in lines, and its chain starts.
+    pirate_linked: Option<(usize, [usize; CHAINS])>,
+    /// The chain starts of the DRAM probe once linked in the bandit buffer.
+    dram_linked: Option<[usize; CHAINS]>,
+}
+
+/// Maps a buffer with transparent huge pages where the kernel offers them, else base pages.
+fn map(bytes: u64) -> std::io::Result<Arena> {
+    Arena::new(Bytes(bytes), PagePolicy::Thp)
+        .or_else(|_| Arena::new(Bytes(bytes), PagePolicy::Base))
+        .map_err(|error| std::io::Error::other(error.to_string()))
+}
+
+impl CoRunner {
+    /// Starts the pinned thread (Idle) with its buffers allocated and touched.
+    pub fn start(setup: CoRunnerSetup) -> std::io::Result<CoRunner> {
+        Self::start_with(setup, None)
+    }
+
+    /// As `start`, reading `bandit` instead of a buffer of its own when given (the second
+    /// thread of `calibrate`).
+    fn start_with(setup: CoRunnerSetup, bandit: Option<Arc<Arena>>) -> std::io::Result<CoRunner> {
+        let shared = Arc::new(Shared {
+            generation: AtomicU64::new(0),
+            command: Mutex::new((0, Work::Idle)),
+            wake: Condvar::new(),
+            ready: Mutex::new(0),
+            ready_changed: Condvar::new(),
+            sequence: AtomicU64::new(0),
+            steps: AtomicU64::new(0),
+            ns: AtomicU64::new(0),
+            epoch: Instant::now(),
+        });
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let worker_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name(format!("memscope-corunner-{}", setup.cpu))
+            .spawn(move || {
+                // Pinned before the buffers are touched, so their pages come from this
+                // CPU's node.
+                let made = pin_current_thread(setup.cpu).and_then(|()| {
+                    let pirate = match setup.pirate_max_bytes {
+                        0 => None,
+                        bytes => Some(map(bytes)?),
+                    };
+                    let bandit = match bandit {
+                        Some(shared) => shared,
+                        None => Arc::new(map(setup.bandit_buffer_bytes.max(HUGE_PAGE as u64))?),
+                    };
+                    Ok(Buffers {
+                        pirate,
+                        bandit,
+                        pirate_linked: None,
+                        dram_linked: None,
+                    })
+                });
+                match made {
+                    Ok(buffers) => {
+                        let bandit = Arc::clone(&buffers.bandit);
+                        if sender.send(Ok(bandit)).is_ok() {
+                            run(&worker_shared, buffers);
+                        }
+                    }
+                    Err(error) => {
+                        let _ = sender.send(Err(error));
+                    }
+                }
+            })?;
+        let bandit = match receiver.recv() {
+            Ok(Ok(bandit)) => bandit,
+            Ok(Err(error)) => {
+                let _ = thread.join();
+                return Err(error);
+            }
+            Err(_) => {
+                let _ = thread.join();
+                return Err(std::io::Error::other("the co-runner thread died at start"));
+            }
+        };
+        let bandit_huge = bandit.obtained().huge_fraction >= HUGE_ENOUGH;
+        Ok(CoRunner {
+            shared,
+            thread: Some(thread),
+            setup,
+            bandit_huge,
+            bandit,
+            mark: Mutex::new(Mark {
+                at: Instant::now(),
+                steps: 0,
+                ns: 0,
+                load: Work::Idle,
+            }),
+        })
+    }
+
+    /// Switches to `load` and returns once it has warmed up (a pirate has walked its set
+    /// at least twice; a bandit has run ~20 ms). Resets the stats.
+    pub fn set(&self, load: Load) {
+        let work = match load {
+            Load::Idle => Work::Idle,
+            Load::Compute => Work::Compute,
+            Load::Pirate { bytes } => {
+                let lines = bytes.min(self.setup.pirate_max_bytes) as usize / LINE;
+                if lines == 0 {
+                    Work::Idle
+                } else {
+                    Work::Pirate {
+                        bytes: lines * LINE,
+                    }
+                }
+            }
+            Load::Bandit { bytes_per_s } => match bytes_per_s {
+                Some(rate) if rate.is_nan() || rate <= 0.0 => Work::Idle,
+                _ => Work::Bandit { bytes_per_s },
+            },
+        };
+        self.command(work);
+    }
+
+    /// Sends `work`, waits until the worker has warmed up for it, and resets the stats.
+    fn command(&self, work: Work) {
+        let generation = {
+            let mut command = lock(&self.shared.command);
+            let generation = command.0 + 1;
+            *command = (generation, work);
+            self.shared.generation.store(generation, Ordering::Relaxed);
+            generation
+        };
+        self.shared.wake.notify_all();
+        let mut ready = lock(&self.shared.ready);
+        while *ready < generation {
+            if self.thread.as_ref().is_none_or(|t| t.is_finished()) {
+                break;
+            }
+            ready = self
+                .shared
+                .ready_changed
+                .wait_timeout(ready, Duration::from_millis(50))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        drop(ready);
+        self.reset(work);
+    }
+
+    fn reset(&self, load: Work) {
+        let (steps, ns) = self.shared.published();
+        *lock(&self.mark) = Mark {
+            at: Instant::now(),
+            steps,
+            ns,
+            load,
+        };
+    }
+
+    /// The stats since the last `set` or `take_stats`, and resets them.
+    pub fn take_stats(&self) -> LoadStats {
+        let now = Instant::now();
+        let (steps, ns) = self.shared.published();
+        let mut mark = lock(&self.mark);
+        let done = steps.saturating_sub(mark.steps);
+        let worker_seconds = ns.saturating_sub(mark.ns) as f64 * 1e-9;
+        let mut stats = LoadStats {
+            seconds: now.duration_since(mark.at).as_secs_f64(),
+            steps: done,
+            ns_per_step: 0.0,
+            bytes_per_s: 0.0,
+        };
+        if done > 0 && worker_seconds > 0.0 {
+            match mark.load {
+                Work::Pirate { .. } | Work::DramWalk => {
+                    stats.ns_per_step = worker_seconds * 1e9 * CHAINS as f64 / done as f64;
+                }
+                Work::Bandit { .. } => {
+                    stats.bytes_per_s = (done * LINE as u64) as f64 / worker_seconds;
+                }
+                Work::Idle | Work::Compute | Work::Stop => {}
+            }
+        }
+        *mark = Mark {
+            at: now,
+            steps,
+            ns,
+            load: mark.load,
+        };
+        stats
+    }
+
+    /// The CPU it runs on.
+    pub fn cpu(&self) -> usize {
+        self.setup.cpu
+    }
+
+    /// Whether the bandit's buffer got (≥ 90%) 2 MiB pages. Without them the set
+    /// restriction rests on the page offset alone (which holds for `BANDIT_STRIDE` ≤ 4 KiB
+    /// on a cache indexed by address bits, but not on one whose index is hashed).
+    pub fn bandit_huge(&self) -> bool {
+        self.bandit_huge
+    }
+
+    /// Self-checks: the pirate's ns/step alone for each of `pirate_sizes` and for a walk
+    /// over the whole bandit buffer (≈ DRAM latency), the bandit's flat-out rate, and —
+    /// with `beside_cpu` — the pirate at `probe_bytes` beside a flat-out bandit run by a
+    /// second, temporary thread on that CPU (reading this co-runner's bandit buffer).
+    /// Sizes beyond `pirate_max_bytes` and a `beside_cpu` equal to this one's are refused.
+    /// Leaves the co-runner idle.
+    pub fn calibrate(
+        &self,
+        pirate_sizes: &[u64],
+        probe_bytes: u64,
+        beside_cpu: Option<usize>,
+    ) -> std::io::Result<Calibration> {
+        let max = self.setup.pirate_max_bytes;
+        if let Some(&size) = pirate_sizes
+            .iter()
+            .chain([&probe_bytes])
+            .find(|&&size| size > max)
+        {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "a pirate of {} exceeds its buffer of {}",
+                    Bytes(size),
+                    Bytes(max)
+                ),
+            ));
+        }
+        if beside_cpu == Some(self.setup.cpu) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "the bandit beside the pirate needs another CPU than {}",
+                    self.setup.cpu
+                ),
+            ));
+        }
+        let measure = Duration::from_millis(100);
+        let hold = |load: Work, time: Duration| {
+            self.command(load);
+            std::thread::sleep(time);
+            self.take_stats()
+        };
+        let mut pirate_alone_ns = Vec::new();
+        for &size in pirate_sizes {
+            self.set(Load::Pirate { bytes: size });
+            std::thread::sleep(measure);
+            pirate_alone_ns.push((size, self.take_stats().ns_per_step));
+        }
+        let dram_ns = hold(Work::DramWalk, measure).ns_per_step;
+        let bandit_max_bytes_per_s = hold(Work::Bandit { bytes_per_s: None }, measure).bytes_per_s;
+        let mut pirate_beside_bandit_ns = f64::NAN;
+        if let Some(cpu) = beside_cpu {
+            let bandit = CoRunner::start_with(
+                CoRunnerSetup {
+                    cpu,
+                    pirate_max_bytes: 0,
+                    bandit_buffer_bytes: self.setup.bandit_buffer_bytes,
+                },
+                Some(Arc::clone(&self.bandit)),
+            )?;
+            self.set(Load::Pirate { bytes: probe_bytes });
+            bandit.set(Load::Bandit { bytes_per_s: None });
+            self.take_stats();
+            std::thread::sleep(2 * measure);
+            pirate_beside_bandit_ns = self.take_stats().ns_per_step;
+            // The second thread stops before this one is told to walk its buffer again.
+            drop(bandit);
+        }
+        self.set(Load::Idle);
+        Ok(Calibration {
+            pirate_alone_ns,
+            dram_ns,
+            bandit_max_bytes_per_s,
+            pirate_beside_bandit_ns,
+        })
+    }
+}
+
+impl Drop for CoRunner {
+    fn drop(&mut self) {
+        {
+            let mut command = lock(&self.shared.command);
+            let generation = command.0 + 1;
+            *command = (generation, Work::Stop);
+            self.shared.generation.store(generation, Ordering::Relaxed);
+        }
+        self.shared.wake.notify_all();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The worker: waits for a command, runs it until the next one, until told to stop.
+fn run(shared: &Shared, mut buffers: Buffers) {
+    let mut seen = 0;
+    let mut steps = 0u64;
+    loop {
+        let (generation, work) = {
+            let mut command = lock(&shared.command);
+            while command.0 == seen {
+                command = shared
+                    .wake
+                    .wait(command)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            *command
+        };
+        seen = generation;
+        match work {
+            Work::Stop => {
+                shared.mark_ready(generation);
+                return;
+            }
+            Work::Idle => shared.mark_ready(generation),
+            Work::Compute => compute(shared, generation, &mut steps),
+            Work::Pirate { bytes } => {
+                let Some(arena) = buffers.pirate.as_ref() else {
+                    shared.mark_ready(generation);
+                    continue;
+                };
+                let lines = bytes / LINE;
+                let starts = match buffers.pirate_linked {
+                    Some((linked, starts)) if linked == lines => starts,
+                    _ => {
+                        // SAFETY: the arena holds at least `bytes` (≤ pirate_max_bytes)
+                        // bytes, page aligned, and only this thread uses it.
+                        let starts = unsafe { link_cycle(arena.as_ptr(), lines, lines as u64) };
+                        buffers.pirate_linked = Some((lines, starts));
+                        starts
+                    }
+                };
+                // SAFETY: the chain was linked in this arena just above or earlier.
+                unsafe { walk(shared, generation, starts, lines, &mut steps) };
+            }
+            Work::DramWalk => {
+                let arena = &buffers.bandit;
+                let lines = arena.len() / LINE;
+                let starts = match buffers.dram_linked {
+                    Some(starts) => starts,
+                    None => {
+                        // SAFETY: the buffer holds `lines` lines; no other thread reads it
+                        // now (`calibrate` runs its second thread only while this one walks
+                        // the pirate buffer).
+                        let starts = unsafe { link_cycle(arena.as_ptr(), lines, 0xd4a3) };
+                        buffers.dram_linked = Some(starts);
+                        starts
+                    }
+                };
+                // SAFETY: as just above.
+                unsafe { walk(shared, generation, starts, lines, &mut steps) };
+            }
+            Work::Bandit { bytes_per_s } => {
+                bandit(shared, generation, &buffers.bandit, bytes_per_s, &mut steps)
+            }
+        }
+    }
+}
+
+/// A dependent multiply-xorshift chain in registers until the generation changes.
+fn compute(shared: &Shared, generation: u64, steps: &mut u64) {
+    shared.mark_ready(generation);
+    let mut x = std::hint::black_box(0x9e37_79b9_7f4a_7c15u64);
+    while !shared.changed(generation) {
+        for _ in 0..COMPUTE_CHUNK {
+            x ^= x >> 29;
+            x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        }
+        x = std::hint::black_box(x);
+        *steps += COMPUTE_CHUNK;
+        shared.publish(*steps);
+    }
+}
+
+/// Links `lines` lines at `base` into one random cycle (line i holds the address of its
+/// successor) and returns `CHAINS` starting points spread evenly along the cycle.
+///
+/// # Safety
+/// `base` must be valid for writes of `lines` × 64 bytes, 8-byte aligned, and not be
+/// accessed by another thread meanwhile.
+unsafe fn link_cycle(base: *mut u8, lines: usize, seed: u64) -> [usize; CHAINS] {
+    let next = sattolo_cycle(lines, &mut SplitMix64::new(seed));
+    for (i, &successor) in next.iter().enumerate() {
+        let to = base.add(successor as usize * LINE) as usize;
+        (base.add(i * LINE) as *mut usize).write(to);
+    }
+    let mut starts = [base as usize; CHAINS];
+    let spacing = (lines / CHAINS).max(1);
+    let mut slot = 0usize;
+    for start in starts.iter_mut().skip(1) {
+        for _ in 0..spacing {
+            slot = next[slot] as usize;
+        }
+        *start = base.add(slot * LINE) as usize;
+    }
+    starts
+}
+
+/// Walks the cycle from `starts` with `CHAINS` interleaved chains until the generation
+/// changes, marking the worker ready once the set has been walked twice.
+///
+/// # Safety
+/// Every start must be a line of a cycle linked by `link_cycle` that stays mapped.
+unsafe fn walk(
+    shared: &Shared,
+    generation: u64,
+    starts: [usize; CHAINS],
+    lines: usize,
+    steps: &mut u64,
+) {
+    let [mut a, mut b, mut c, mut d] = starts;
+    let warm_up = 2 * lines as u64;
+    let mut walked = 0u64;
+    let mut ready = false;
+    while !shared.changed(generation) {
+        for _ in 0..PIRATE_CHUNK {
+            // Each line holds the address of the next one of its cycle; volatile so the
+            // loads stay even though only the final addresses are used.
+            a = std::ptr::read_volatile(a as *const usize);
+            b = std::ptr::read_volatile(b as *const usize);
+            c = std::ptr::read_volatile(c as *const usize);
+            d = std::ptr::read_volatile(d as *const usize);
+        }
+        walked += PIRATE_CHUNK * CHAINS as u64;
+        *steps += PIRATE_CHUNK * CHAINS as u64;
+        shared.publish(*steps);
+        if !ready && walked >= warm_up {
+            ready = true;
+            shared.mark_ready(generation);
+        }
+    }
+    std::hint::black_box((a, b, c, d));
+    if !ready {
+        shared.mark_ready(generation);
+    }
+}
+
+/// Reads the bandit's lines (`BANDIT_STRIDE` apart, page after page) until the generation
+/// changes, paced to `bytes_per_s` when given.
+fn bandit(
+    shared: &Shared,
+    generation: u64,
+    arena: &Arena,
+    bytes_per_s: Option<f64>,
+    steps: &mut u64,
+) {
+    let base = arena.as_ptr() as *const u8;
+    let total_lines = arena.len() / BANDIT_STRIDE;
+    let ns_per_line = bytes_per_s.map(|rate| LINE as f64 * 1e9 / rate);
+    let started = Instant::now();
+    let mut ready = false;
+    let mut schedule_start = shared.epoch.elapsed().as_nanos() as u64;
+    let mut lines_scheduled = 0u64;
+    let mut next = 0usize;
+    let mut sink = [0u64; 4];
+    while !shared.changed(generation) {
+        let mut k = 0;
+        while k < BANDIT_CHUNK {
+            for (j, acc) in sink.iter_mut().enumerate() {
+                // SAFETY: next + j < total_lines (a multiple of the accumulators), so the
+                // offset lies inside the arena, which stays mapped while the worker runs;
+                // no thread writes it meanwhile.
+                *acc ^= unsafe {
+                    std::ptr::read_volatile(base.add((next + j) * BANDIT_STRIDE) as *const u64)
+                };
+            }
+            next += sink.len();
+            if next == total_lines {
+                next = 0;
+            }
+            k += sink.len();
+        }
+        *steps += BANDIT_CHUNK as u64;
+        shared.publish(*steps);
+        if !ready && started.elapsed() >= BANDIT_WARM_UP {
+            ready = true;
+            shared.mark_ready(generation);
+        }
+        let Some(ns_per_line) = ns_per_line else {
+            continue;
+        };
+        lines_scheduled += BANDIT_CHUNK as u64;
+        let due = schedule_start + (lines_scheduled as f64 * ns_per_line) as u64;
+        let mut now = shared.epoch.elapsed().as_nanos() as u64;
+        if now > due + MAX_LAG_NS {
+            // Far behind (descheduled): forgive all but MAX_LAG_NS of the debt.
+            schedule_start += now - due - MAX_LAG_NS;
+            continue;
+        }
+        while now < due && !shared.changed(generation) {
+            let left = due - now;
+            if left > 2_000_000 {
+                std::thread::sleep(Duration::from_nanos(left - 1_000_000));
+            } else {
+                std::hint::spin_loop();
+            }
+            now = shared.epoch.elapsed().as_nanos() as u64;
+        }
+    }
+    std::hint::black_box(sink);
+    if !ready {
+        shared.mark_ready(generation);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::affinity::allowed_cpus;
+
+    /// The tests' co-runners share one CPU: one test at a time, so that none measures
+    /// another's load.
+    static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+    fn runner(
+        pirate_max_bytes: u64,
+        bandit_buffer_bytes: u64,
+    ) -> (MutexGuard<'static, ()>, CoRunner) {
+        let guard = lock(&ONE_AT_A_TIME);
+        let cpu = *allowed_cpus().unwrap().last().unwrap();
+        let co = CoRunner::start(CoRunnerSetup {
+            cpu,
+            pirate_max_bytes,
+            bandit_buffer_bytes,
+        })
+        .unwrap();
+        (guard, co)
+    }
+
+    #[test]
+    fn compute_advances_and_idle_does_not() {
+        let (_one, co) = runner(0, 2 * MIB);
+        co.set(Load::Compute);
+        std::thread::sleep(Duration::from_millis(30));
+        let busy = co.take_stats();
+        assert!(busy.steps > 0, "{busy:?}");
+        assert_eq!((busy.ns_per_step, busy.bytes_per_s), (0.0, 0.0));
+        co.set(Load::Idle);
+        std::thread::sleep(Duration::from_millis(30));
+        let idle = co.take_stats();
+        assert_eq!(idle.steps, 0, "{idle:?}");
+        assert!(idle.seconds > 0.0);
+        assert_eq!(co.cpu(), *allowed_cpus().unwrap().last().unwrap());
+    }
+
+    #[test]
+    fn a_pirate_of_no_bytes_is_idle_and_take_stats_resets() {
+        let (_one, co) = runner(MIB, 2 * MIB);
+        co.set(Load::Pirate { bytes: 0 });
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(co.take_stats().steps, 0);
+        co.set(Load::Pirate { bytes: 63 });
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(co.take_stats().steps, 0);
+        co.set(Load::Pirate { bytes: 64 * 1024 });
+        std::thread::sleep(Duration::from_millis(20));
+        let first = co.take_stats();
+        assert!(first.steps > 0 && first.ns_per_step > 0.0, "{first:?}");
+        co.set(Load::Idle);
+        let after = co.take_stats();
+        assert!(after.steps < first.steps, "{after:?} after {first:?}");
+        // Dropped while running a load: the thread stops and is joined.
+        co.set(Load::Compute);
+        drop(co);
+    }
+
+    #[test]
+    fn a_small_pirate_set_walks_faster_than_a_huge_one() {
+        let (_one, co) = runner(64 * MIB, 2 * MIB);
+        let ns = |bytes| {
+            co.set(Load::Pirate { bytes });
+            std::thread::sleep(Duration::from_millis(50));
+            co.take_stats().ns_per_step
+        };
+        let small = ns(16 * 1024);
+        let large = ns(64 * MIB);
+        assert!(
+            small > 0.0 && small < large,
+            "16 KiB {small} ns, 64 MiB {large} ns"
+        );
+    }
+
+    #[test]
+    fn a_paced_bandit_holds_a_quarter_of_its_flat_out_rate() {
+        let (_one, co) = runner(0, 64 * MIB);
+        co.set(Load::Bandit { bytes_per_s: None });
+        std::thread::sleep(Duration::from_millis(100));
+        let flat_out = co.take_stats().bytes_per_s;
+        assert!(flat_out > 0.0);
+        co.set(Load::Bandit {
+            bytes_per_s: Some(flat_out / 4.0),
+        });
+        std::thread::sleep(Duration::from_millis(200));
+        let paced = co.take_stats().bytes_per_s;
+        let ratio = paced / flat_out;
+        assert!((0.15..0.40).contains(&ratio), "{paced} of {flat_out}");
+        co.set(Load::Bandit {
+            bytes_per_s: Some(0.0),
+        });
+        assert_eq!(co.take_stats().steps, 0);
+    }
+
+    #[test]
+    fn calibration_refuses_what_it_cannot_do_and_orders_its_figures() {
+        let (_one, co) = runner(4 * MIB, 64 * MIB);
+        assert!(co.calibrate(&[8 * MIB], MIB, None).is_err());
+        assert!(co.calibrate(&[MIB], MIB, Some(co.cpu())).is_err());
+        let cpus = allowed_cpus().unwrap();
+        let beside = cpus.iter().copied().find(|&c| c != co.cpu());
+        let calibration = co.calibrate(&[16 * 1024], MIB, beside).unwrap();
+        let (size, small) = calibration.pirate_alone_ns[0];
+        assert_eq!(size, 16 * 1024);
+        assert!(
+            small > 0.0 && small < calibration.dram_ns,
+            "{calibration:?}"
+        );
+        assert!(calibration.bandit_max_bytes_per_s > 0.0);
+        assert_eq!(
+            beside.is_some(),
+            calibration.pirate_beside_bandit_ns > 0.0,
+            "{calibration:?}"
+        );
+        assert_eq!(co.take_stats().steps, 0, "left idle");
+    }
+}
