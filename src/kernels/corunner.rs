@@ -51,9 +51,11 @@ const COMPUTE_CHUNK: u64 = 4096;
 const BANDIT_CHUNK: usize = 128;
 /// How long a bandit runs before `set` returns.
 const BANDIT_WARM_UP: Duration = Duration::from_millis(20);
-/// A paced bandit further behind its schedule than this (descheduled) catches up this much
-/// only, not the whole debt in one burst.
-const MAX_LAG_NS: u64 = 1_000_000;
+/// A paced bandit further behind its schedule than this catches up this much only, not the
+/// whole debt in one burst. About two scheduler time slices: a bandit that shares its CPU
+/// (on a busy machine) still makes up for the slices it lost; one stopped for longer does
+/// not flood the memory afterwards.
+const MAX_LAG_NS: u64 = 10_000_000;
 /// Huge-page share of the bandit's buffer above which `bandit_huge` says yes.
 const HUGE_ENOUGH: f64 = 0.9;
 
