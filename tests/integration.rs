@@ -6,6 +6,8 @@
 #[path = "integration/util.rs"]
 mod util;
 
+#[path = "integration/advise.rs"]
+mod advise;
 #[path = "integration/cli.rs"]
 mod cli;
 #[path = "integration/compare.rs"]

@@ -116,12 +116,16 @@ impl ArmSpec {
         }
     }
 
-    /// A pirate holding `bytes`, given as a share of the LLC share.
+    /// A pirate holding `bytes`, given as a share of the program's LLC share.
     pub fn pirate(bytes: u64, share: f64) -> ArmSpec {
         ArmSpec {
             kind: ArmKind::Pirate,
             level: Some(bytes as f64),
-            label: format!("pirate {} ({:.0}% of LLC)", Bytes(bytes), share * 100.0),
+            label: format!(
+                "pirate {} ({:.0}% of LLC share)",
+                Bytes(bytes),
+                share * 100.0
+            ),
         }
     }
 

@@ -144,12 +144,11 @@ fn take_figures(facts: &mut MachineFacts, figures: &[Figure]) -> bool {
 pub fn find(machine: &Machine, from: Option<&Path>, host: &str) -> anyhow::Result<MachineFacts> {
     let mut facts = from_topology(machine);
     if let Some(path) = from {
-        let report = read_report(path)
-            .map_err(|e| crate::error::UsageError::InvalidValue {
-                flag: "--from",
-                value: path.display().to_string(),
-                expected: format!("a memscope JSON report ({e})"),
-            })?;
+        let report = read_report(path).map_err(|e| crate::error::UsageError::InvalidValue {
+            flag: "--from",
+            value: path.display().to_string(),
+            expected: format!("a memscope JSON report ({e})"),
+        })?;
         take_figures(&mut facts, &report.figures());
         facts.source = FactsSource::Report(path.display().to_string());
         return Ok(facts);
@@ -196,7 +195,14 @@ mod tests {
         let mut facts = from_topology(&machine);
         assert!(facts.llc_bytes.is_some() && !facts.llc_cpus.is_empty());
         let fig = |key: &str, section: &str, v: f64| {
-            Figure::new(section, key.to_string(), key.to_string(), "", v, Better::Lower)
+            Figure::new(
+                section,
+                key.to_string(),
+                key.to_string(),
+                "",
+                v,
+                Better::Lower,
+            )
         };
         let llc = facts.llc_name.clone().unwrap();
         let figures = vec![
@@ -213,6 +219,9 @@ mod tests {
         assert_eq!(facts.dram_bytes_per_s, Some(30e9));
         assert!(!take_figures(&mut from_topology(&machine), &[]));
         let share = facts.llc_share_bytes().unwrap();
-        assert_eq!(share, facts.llc_bytes.unwrap() / facts.llc_cpus.len() as u64);
+        assert_eq!(
+            share,
+            facts.llc_bytes.unwrap() / facts.llc_cpus.len() as u64
+        );
     }
 }

@@ -10,17 +10,34 @@ impl Figures for AdviseResult {
     fn figures(&self) -> Vec<Figure> {
         let id = |text: &str| {
             text.chars()
-                .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+                .map(|c| {
+                    if c.is_ascii_alphanumeric() {
+                        c.to_ascii_lowercase()
+                    } else {
+                        '_'
+                    }
+                })
                 .collect::<String>()
         };
         let mut figures = Vec::new();
         if let Some(wall) = self.profile.wall_s {
             figures.push(
-                Figure::new("advise", "alone.wall_s", "time alone", "s", wall.median, Better::Lower)
-                    .spread(wall.spread_pct()),
+                Figure::new(
+                    "advise",
+                    "alone.wall_s",
+                    "time alone",
+                    "s",
+                    wall.median,
+                    Better::Lower,
+                )
+                .spread(wall.spread_pct()),
             );
         }
-        for a in self.arms.iter().filter(|a| a.reference != a.kind && a.stage == 1) {
+        for a in self
+            .arms
+            .iter()
+            .filter(|a| a.reference != a.kind && a.stage == 1)
+        {
             let Some(ratio) = a.ratio else {
                 continue;
             };

@@ -111,7 +111,13 @@ impl AdviseArgs {
             .parse::<f64>()
             .ok()
             .filter(|e| e.is_finite() && *e > 0.0 && *e < 100.0)
-            .ok_or_else(|| invalid("--effect", &self.effect, "a percentage above 0 and below 100"))?;
+            .ok_or_else(|| {
+                invalid(
+                    "--effect",
+                    &self.effect,
+                    "a percentage above 0 and below 100",
+                )
+            })?;
         if let Some(from) = &self.from {
             if !from.exists() {
                 return Err(invalid(

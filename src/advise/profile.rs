@@ -83,9 +83,8 @@ pub struct FootprintBrief {
 
 /// Run figures over the runs alone.
 pub fn add_runs(profile: &mut ProgramProfile, runs: &[&RunRecord]) {
-    let of = |f: &dyn Fn(&RunRecord) -> f64| {
-        Summary::of(&runs.iter().map(|r| f(r)).collect::<Vec<_>>())
-    };
+    let of =
+        |f: &dyn Fn(&RunRecord) -> f64| Summary::of(&runs.iter().map(|r| f(r)).collect::<Vec<_>>());
     profile.wall_s = of(&|r| r.elapsed_s);
     profile.user_s = of(&|r| r.user_s);
     profile.system_s = of(&|r| r.system_s);
@@ -114,7 +113,8 @@ pub fn add_record(profile: &mut ProgramProfile, record: &PagesRecord) {
             resident_kib: r.resident_kb,
         })
         .collect();
-    profile.hot_share_pct = (total > 0.0).then(|| hot.iter().map(|r| r.value).sum::<f64>() / total * 100.0);
+    profile.hot_share_pct =
+        (total > 0.0).then(|| hot.iter().map(|r| r.value).sum::<f64>() / total * 100.0);
     profile.threads = Some(record.processes.len()).filter(|n| *n > 0);
     profile.record = format!(
         "{} source, {} every {:.0} ms",

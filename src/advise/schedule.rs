@@ -18,7 +18,7 @@ use super::trial::{self, Setup};
 use super::verdict;
 use super::{AdvisePlan, AdviseResult, ArmResult, CoRunnerCalibration, CoRunnerCheck, CpuPlan};
 use super::{RunRecord, Stop};
-use crate::counters::Probe;
+use crate::counters::{topdown, Probe};
 use crate::counting::{default_groups, Counting};
 use crate::error::UsageError;
 use crate::kernels::corunner::{CoRunner, CoRunnerSetup};
@@ -38,7 +38,9 @@ const MAX_BLOCKS: usize = 30;
 /// A significant change is resolved at this p (stricter than the 0.05 of the verdict,
 /// so that a stage does not stop on a lucky early p).
 const RESOLVED_P: f64 = 0.01;
-/// The pirate's sets, as shares of the last-level cache.
+/// The pirate's sets, as shares of the program's share of the last-level cache (its size
+/// over the CPUs sharing it: a pirate walking much more than that loses its set to the
+/// program and to itself, and takes less, not more).
 const PIRATE_SHARES: [f64; 3] = [0.25, 0.5, 0.75];
 /// The bandit's rates, as shares of its flat-out rate.
 const BANDIT_SHARES: [f64; 2] = [0.25, 0.5];
@@ -92,7 +94,9 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
     progress.advance();
     let normal_status = first.record.termination.shell_status();
     if interrupted(first.record.termination) {
-        return Err(UsageError::CannotProceed("interrupted (Ctrl-C) in the first run".into()).into());
+        return Err(
+            UsageError::CannotProceed("interrupted (Ctrl-C) in the first run".into()).into(),
+        );
     }
     if normal_status != 0 {
         notes.push(format!(
@@ -106,9 +110,11 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
     let mut profile = ProgramProfile::default();
     progress.start("advise: recording the program's accesses", 1);
     let record_plan = RecordPlan {
-        top: profile::HOT_REGIONS,
+        top: record::Top::Count(profile::HOT_REGIONS),
         source: SourceChoice::Auto,
-        interval: Duration::from_millis(if one_run < 2.0 { 10 } else { 50 }),
+        interval: Duration::from_millis(100),
+        adaptive: true,
+        capture: !plan.show_output,
         command: plan.command.clone(),
     };
     let no_huge = PreloadMode {
@@ -141,7 +147,11 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
 
     // The co-runner and its checks.
     let llc = facts.llc_bytes.unwrap_or(8 << 20);
-    let pirate_sizes: Vec<u64> = PIRATE_SHARES.iter().map(|s| (llc as f64 * s) as u64).collect();
+    let share = facts.llc_share_bytes().unwrap_or(llc);
+    let pirate_sizes: Vec<u64> = PIRATE_SHARES
+        .iter()
+        .map(|s| (share as f64 * s) as u64)
+        .collect();
     let mut calibration = None;
     let co_runner = match cpus.co_runner {
         None => None,
@@ -158,7 +168,10 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
             match started {
                 Ok(c) => {
                     let beside = cpus.program.first().copied();
-                    match c.calibrate(&pirate_sizes, llc / 2, beside) {
+                    // The probe beside the bandit: the smallest pirate set, which the
+                    // pirate holds alone; how much slower it walks beside the bandit
+                    // tells how much cache the bandit takes.
+                    match c.calibrate(&pirate_sizes, pirate_sizes[0], beside) {
                         Ok(cal) => {
                             calibration = Some(CoRunnerCalibration {
                                 pirate_alone_ns: cal.pirate_alone_ns.clone(),
@@ -186,7 +199,11 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
     if facts.source == FactsSource::Measured {
         if let Some(cal) = &calibration {
             facts.dram_ns = Some(cal.dram_ns).filter(|v| v.is_finite());
-            facts.llc_ns = cal.pirate_alone_ns.last().map(|p| p.1).filter(|v| v.is_finite());
+            facts.llc_ns = cal
+                .pirate_alone_ns
+                .last()
+                .map(|p| p.1)
+                .filter(|v| v.is_finite());
             facts.dram_bytes_per_s = Some(cal.bandit_max_bytes_per_s).filter(|v| *v > 0.0);
         }
     }
@@ -216,7 +233,9 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
     if thp && preload.is_some() {
         stage1.push(ArmSpec::new(ArmKind::HugeAll));
     } else if !thp {
-        notes.push("transparent huge pages are off (never): the huge-page arms are not measured".into());
+        notes.push(
+            "transparent huge pages are off (never): the huge-page arms are not measured".into(),
+        );
     }
     let glibc = arms::glibc_version();
     if thp && glibc.is_some_and(|v| v >= (2, 35)) {
@@ -225,7 +244,9 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
     if memory_nodes.len() > 1 {
         stage1.push(ArmSpec::new(ArmKind::Interleave));
     } else {
-        notes.push("one NUMA node with memory: placement (local vs interleaved) is not measured".into());
+        notes.push(
+            "one NUMA node with memory: placement (local vs interleaved) is not measured".into(),
+        );
     }
     if with_co && !cpus.smt_sibling {
         notes.push(
@@ -239,7 +260,11 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
     let mut shuffler = Shuffler::from_clock();
     let remaining = deadline.saturating_duration_since(Instant::now());
     // The screening gets 55% of what is left when curves may follow.
-    let stage1_budget = remaining.mul_f64(if with_co || !hot_ranges.is_empty() { 0.55 } else { 1.0 });
+    let stage1_budget = remaining.mul_f64(if with_co || !hot_ranges.is_empty() {
+        0.55
+    } else {
+        1.0
+    });
     let mut ctx = StageContext {
         setup: &setup,
         co_runner: co_runner.as_ref(),
@@ -251,7 +276,14 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
         normal_status,
     };
     let (runs1, stop1) = ctx.measure(1, &stage1, Instant::now() + stage1_budget);
-    let mut arms = results(1, &stage1, &runs1, normal_status, &facts, calibration.as_ref());
+    let mut arms = results(
+        1,
+        &stage1,
+        &runs1,
+        normal_status,
+        &facts,
+        calibration.as_ref(),
+    );
     let mut blocks = runs1.iter().flatten().map(|r| r.block).max().unwrap_or(0);
     let mut stop = stop1;
 
@@ -262,18 +294,27 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
     };
     let mut stage2 = Vec::new();
     if sensitive(ArmKind::Pirate) {
-        for (size, share) in pirate_sizes.iter().zip(PIRATE_SHARES).take(PIRATE_SHARES.len() - 1) {
+        for (size, share) in pirate_sizes
+            .iter()
+            .zip(PIRATE_SHARES)
+            .take(PIRATE_SHARES.len() - 1)
+        {
             stage2.push(ArmSpec::pirate(*size, share));
         }
     }
     if sensitive(ArmKind::Bandit) {
-        if let Some(max) = calibration.as_ref().map(|c| c.bandit_max_bytes_per_s).filter(|m| *m > 0.0) {
+        if let Some(max) = calibration
+            .as_ref()
+            .map(|c| c.bandit_max_bytes_per_s)
+            .filter(|m| *m > 0.0)
+        {
             for share in BANDIT_SHARES {
                 stage2.push(ArmSpec::bandit(max * share, share));
             }
         }
     }
-    if (sensitive(ArmKind::HugeAll) || sensitive(ArmKind::MallocHugetlb)) && !hot_ranges.is_empty() {
+    if (sensitive(ArmKind::HugeAll) || sensitive(ArmKind::MallocHugetlb)) && !hot_ranges.is_empty()
+    {
         stage2.push(ArmSpec::new(ArmKind::HugeTop));
     }
     if !stage2.is_empty() && stop != Stop::Interrupted {
@@ -283,7 +324,14 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
             stage2.insert(1, ArmSpec::new(ArmKind::Compute));
         }
         let (runs2, stop2) = ctx.measure(2, &stage2, deadline);
-        arms.extend(results(2, &stage2, &runs2, normal_status, &facts, calibration.as_ref()));
+        arms.extend(results(
+            2,
+            &stage2,
+            &runs2,
+            normal_status,
+            &facts,
+            calibration.as_ref(),
+        ));
         blocks += runs2.iter().flatten().map(|r| r.block).max().unwrap_or(0);
         stop = worse_stop(stop, stop2);
     }
@@ -298,11 +346,27 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
         .filter(|r| r.termination.shell_status() == normal_status)
         .collect();
     profile::add_runs(&mut profile, &alone);
-    let (findings, not_memory_bound) =
-        verdict::findings(&arms, &facts, &profile, &cpus, plan.effect_pct, &plan.command);
-    notes.extend(verdict::budget_note(stop, plan.time_limit, one_run, stage1.len()));
+    let (findings, not_memory_bound) = verdict::findings(
+        &arms,
+        &facts,
+        &profile,
+        &cpus,
+        calibration.as_ref(),
+        plan.effect_pct,
+        &plan.command,
+    );
+    notes.extend(verdict::budget_note(
+        stop,
+        plan.time_limit,
+        one_run,
+        stage1.len(),
+    ));
     Ok(AdviseResult {
-        command: plan.command.iter().map(|w| w.to_string_lossy().into_owned()).collect(),
+        command: plan
+            .command
+            .iter()
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect(),
         facts,
         cpus,
         profile,
@@ -322,7 +386,11 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
 /// The program's CPUs and the co-runner's.
 fn cpu_plan(machine: &Machine, facts: &MachineFacts, chosen: Option<usize>) -> CpuPlan {
     let allowed = &machine.allowed_cpus;
-    let memory_nodes = machine.numa_nodes.iter().filter(|n| n.memory_total_bytes > 0).count();
+    let memory_nodes = machine
+        .numa_nodes
+        .iter()
+        .filter(|n| n.memory_total_bytes > 0)
+        .count();
     if allowed.len() < 2 {
         return CpuPlan {
             program: allowed.clone(),
@@ -339,9 +407,15 @@ fn cpu_plan(machine: &Machine, facts: &MachineFacts, chosen: Option<usize>) -> C
         .copied()
         .filter(|c| allowed.contains(c) && *c != first)
         .collect();
-    let co = chosen.unwrap_or_else(|| sharing.last().copied().unwrap_or(allowed[allowed.len() - 1]));
+    let co = chosen.unwrap_or_else(|| {
+        sharing
+            .last()
+            .copied()
+            .unwrap_or(allowed[allowed.len() - 1])
+    });
     let program: Vec<usize> = allowed.iter().copied().filter(|c| *c != co).collect();
-    let shares_llc = facts.llc_cpus.contains(&co) && program.iter().any(|c| facts.llc_cpus.contains(c));
+    let shares_llc =
+        facts.llc_cpus.contains(&co) && program.iter().any(|c| facts.llc_cpus.contains(c));
     let smt_sibling = machine
         .smt_sibling_groups
         .iter()
@@ -366,20 +440,31 @@ fn count(profile: &mut ProgramProfile, command: &[OsString], cpus: &[usize], mac
         ));
         return;
     }
-    let counting = Counting::new(&default_groups(), &probe);
     let options = SpawnOptions {
         cpus: Some(cpus.to_vec()),
         ..SpawnOptions::default()
     };
-    let Ok(run) = counting.run(command, &options, &probe) else {
-        return;
-    };
-    let line = machine.caches.first().map_or(64, |c| c.line_bytes);
-    let (_, derived, _) = counting.summarize(&[run.record()], &[run.readings], line);
-    profile.counters = derived
-        .iter()
-        .filter_map(|d| Some((d.name.clone(), d.unit.clone(), d.value?.median)))
-        .collect();
+    let counting = Counting::new(&default_groups(), &probe);
+    if let Ok(run) = counting.run(command, &options, &probe) {
+        let line = machine.caches.first().map_or(64, |c| c.line_bytes);
+        let (_, derived, _) = counting.summarize(&[run.record()], &[run.readings], line);
+        profile.counters = derived
+            .iter()
+            .filter_map(|d| Some((d.name.clone(), d.unit.clone(), d.value?.median)))
+            .collect();
+    }
+    // The top-down breakdown in a run of its own: its groups need counters of their own.
+    match topdown::plan(machine, &probe) {
+        Ok(td) => {
+            let counting = Counting::new(&td.groups, &probe);
+            profile.topdown = match counting.run(command, &options, &probe) {
+                Ok(run) => topdown::breakdown(&td, &run.counts).map(|b| b.describe()),
+                Err(e) => Some(format!("not counted: {e}")),
+            }
+            .or_else(|| Some("not counted: the events could not all be read".to_string()));
+        }
+        Err(why) => profile.topdown = Some(format!("not available: {why}")),
+    }
 }
 
 /// What one stage needs.
@@ -397,7 +482,12 @@ struct StageContext<'a, 'b> {
 impl StageContext<'_, '_> {
     /// Runs blocks of `arms` until they are resolved, the blocks asked for have run, or
     /// `until`; each arm's runs.
-    fn measure(&mut self, stage: usize, arms: &[ArmSpec], until: Instant) -> (Vec<Vec<RunRecord>>, Stop) {
+    fn measure(
+        &mut self,
+        stage: usize,
+        arms: &[ArmSpec],
+        until: Instant,
+    ) -> (Vec<Vec<RunRecord>>, Stop) {
         let mut runs: Vec<Vec<RunRecord>> = vec![Vec::new(); arms.len()];
         let planned = self.plan.runs.unwrap_or(MIN_BLOCKS);
         self.progress.start(
@@ -411,12 +501,16 @@ impl StageContext<'_, '_> {
                 if block >= fixed {
                     break Stop::Fixed;
                 }
-            } else if block >= MIN_BLOCKS && resolved(arms, &runs, self.normal_status, self.plan.effect_pct) {
+            } else if block >= MIN_BLOCKS
+                && resolved(arms, &runs, self.normal_status, self.plan.effect_pct)
+            {
                 break Stop::Resolved;
             } else if block >= MAX_BLOCKS {
                 break Stop::TimeLimit;
             }
-            let left = until.saturating_duration_since(Instant::now()).as_secs_f64();
+            let left = until
+                .saturating_duration_since(Instant::now())
+                .as_secs_f64();
             // The time limit holds, except that a stage runs at least two blocks.
             if block >= 2 && left < block_s {
                 break Stop::TimeLimit;
@@ -427,7 +521,8 @@ impl StageContext<'_, '_> {
             self.shuffler.shuffle(&mut sequence);
             let mut stopped = false;
             for a in sequence {
-                self.progress.message(&format!("block {block}, {}", arms[a].label));
+                self.progress
+                    .message(&format!("block {block}, {}", arms[a].label));
                 match trial::run(self.setup, &arms[a], self.co_runner, block, *self.order) {
                     Ok(t) => {
                         stopped |= interrupted(t.record.termination);
@@ -461,7 +556,9 @@ fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_pct: 
         if arm.kind == ArmKind::Alone {
             return true;
         }
-        let reference = arms.iter().position(|a| a.kind == arm.kind.reference() && a.level.is_none());
+        let reference = arms
+            .iter()
+            .position(|a| a.kind == arm.kind.reference() && a.level.is_none());
         let Some(r) = reference else {
             return true;
         };
@@ -471,8 +568,7 @@ fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_pct: 
         if stat.p.is_some_and(|p| p < RESOLVED_P) {
             return true;
         }
-        ratio_interval(&own, &base, 0.95)
-            .is_some_and(|ri| ri.high - ri.low < effect_pct / 100.0)
+        ratio_interval(&own, &base, 0.95).is_some_and(|ri| ri.high - ri.low < effect_pct / 100.0)
     })
 }
 
@@ -508,16 +604,24 @@ fn results(
             let own = times(&runs[i], normal);
             let base = times(&runs[reference], normal);
             let is_reference = i == reference;
-            let summary = |f: &dyn Fn(&RunRecord) -> f64| Summary::of(&ok.iter().map(|r| f(r)).collect::<Vec<_>>());
+            let summary = |f: &dyn Fn(&RunRecord) -> f64| {
+                Summary::of(&ok.iter().map(|r| f(r)).collect::<Vec<_>>())
+            };
             ArmResult {
                 kind: arm.kind,
                 label: arm.label.clone(),
                 resource: arm.kind.resource(),
                 stage,
                 level: arm.level,
-                reference: if is_reference { arm.kind } else { reference_kind },
+                reference: if is_reference {
+                    arm.kind
+                } else {
+                    reference_kind
+                },
                 time: compare(&own, &base, Better::Lower, is_reference),
-                ratio: (!is_reference).then(|| ratio_interval(&own, &base, 0.95)).flatten(),
+                ratio: (!is_reference)
+                    .then(|| ratio_interval(&own, &base, 0.95))
+                    .flatten(),
                 user_s: summary(&|r| r.user_s),
                 system_s: summary(&|r| r.system_s),
                 max_rss_kib: summary(&|r| r.max_rss_kib as f64),
@@ -565,8 +669,8 @@ fn co_runner_check(
             if let (Some(alone), Some(dram)) = (alone, dram) {
                 let held = held_share(ns, alone, dram);
                 check.held_share = held;
-                if let (Some(h), Some(llc)) = (held, facts.llc_bytes) {
-                    check.cache_left_bytes = Some((llc as f64 - h * size).max(0.0));
+                if let (Some(h), Some(share)) = (held, facts.llc_share_bytes()) {
+                    check.cache_left_bytes = Some((share as f64 - h * size).max(0.0));
                 }
             }
         }
@@ -641,17 +745,16 @@ mod tests {
 
     #[test]
     fn arms_are_resolved_when_significant_or_known_to_be_small() {
-        let arms = [
-            ArmSpec::new(ArmKind::Alone),
-            ArmSpec::new(ArmKind::HugeAll),
-        ];
+        let arms = [ArmSpec::new(ArmKind::Alone), ArmSpec::new(ArmKind::HugeAll)];
         let base: Vec<RunRecord> = (0..8).map(|i| record(i, 1.0 + 0.001 * i as f64)).collect();
         let slower: Vec<RunRecord> = (0..8).map(|i| record(i, 1.5 + 0.001 * i as f64)).collect();
         assert!(resolved(&arms, &[base.clone(), slower], 0, 5.0));
         // The same times: a ratio interval well inside ±5%.
         assert!(resolved(&arms, &[base.clone(), base.clone()], 0, 5.0));
         // Noisy and not different: unresolved.
-        let noisy: Vec<RunRecord> = (0..8).map(|i| record(i, if i % 2 == 0 { 0.8 } else { 1.3 })).collect();
+        let noisy: Vec<RunRecord> = (0..8)
+            .map(|i| record(i, if i % 2 == 0 { 0.8 } else { 1.3 }))
+            .collect();
         assert!(!resolved(&arms, &[base.clone(), noisy], 0, 5.0));
     }
 
@@ -663,13 +766,16 @@ mod tests {
             ArmSpec::pirate(8 << 20, 0.25),
         ];
         let runs = vec![
-            (0..6).map(|i| record(i, 1.0 + 0.01 * i as f64)).collect::<Vec<_>>(),
+            (0..6)
+                .map(|i| record(i, 1.0 + 0.01 * i as f64))
+                .collect::<Vec<_>>(),
             (0..6).map(|i| record(i, 1.0 + 0.01 * i as f64)).collect(),
             (0..6).map(|i| record(i, 2.0 + 0.01 * i as f64)).collect(),
         ];
         let machine = Machine::sample();
         let mut facts = facts::from_topology(&machine);
         facts.llc_bytes = Some(32 << 20);
+        facts.llc_cpus = vec![0];
         let calibration = CoRunnerCalibration {
             pirate_alone_ns: vec![(8 << 20, 10.0)],
             dram_ns: 100.0,

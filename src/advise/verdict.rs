@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::arms::{ArmKind, Resource};
 use super::facts::MachineFacts;
 use super::profile::ProgramProfile;
-use super::{ArmResult, CpuPlan, Stop};
+use super::{ArmResult, CoRunnerCalibration, CpuPlan, Stop};
 use crate::stats::change::Verdict;
 use crate::units::Bytes;
 use crate::view::format;
@@ -118,7 +118,9 @@ fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
         sensitivity,
         arm: Some(arm.label.clone()),
         change_pct: arm.ratio.map(|r| (r.ratio - 1.0) * 100.0).or(change),
-        interval_pct: arm.ratio.map(|r| ((r.low - 1.0) * 100.0, (r.high - 1.0) * 100.0)),
+        interval_pct: arm
+            .ratio
+            .map(|r| ((r.low - 1.0) * 100.0, (r.high - 1.0) * 100.0)),
         p: arm.time.p,
         summary: String::new(),
         remedy: None,
@@ -162,6 +164,7 @@ pub fn findings(
     facts: &MachineFacts,
     profile: &ProgramProfile,
     cpus: &CpuPlan,
+    calibration: Option<&CoRunnerCalibration>,
     effect_pct: f64,
     command: &[OsString],
 ) -> (Vec<Finding>, bool) {
@@ -173,7 +176,7 @@ pub fn findings(
     );
     let mut out = vec![
         cache_finding(arms, facts, cpus, effect_pct),
-        bandwidth_finding(arms, facts, cpus, effect_pct),
+        bandwidth_finding(arms, facts, cpus, calibration, effect_pct),
         tlb_finding(arms, profile, effect_pct, &shell),
         placement_finding(arms, cpus, effect_pct),
     ];
@@ -181,11 +184,14 @@ pub fn findings(
     out.sort_by(|a, b| b.weight().total_cmp(&a.weight()));
     let moved = out.iter().any(|f| {
         f.resource != Resource::Control
-            && matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly)
+            && matches!(
+                f.sensitivity,
+                Sensitivity::Sensitive | Sensitivity::Slightly
+            )
     });
-    let looked = out.iter().any(|f| {
-        f.resource != Resource::Control && f.sensitivity == Sensitivity::NotSensitive
-    });
+    let looked = out
+        .iter()
+        .any(|f| f.resource != Resource::Control && f.sensitivity == Sensitivity::NotSensitive);
     (out, !moved && looked)
 }
 
@@ -205,12 +211,19 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
     };
     let mut f = measured(Resource::Cache, top, effect);
     let llc_name = facts.llc_name.clone().unwrap_or_else(|| "LLC".into());
-    let llc = facts.llc_bytes.unwrap_or(0);
+    let llc = facts.llc_share_bytes().unwrap_or(0);
     let left = top.co_runner.and_then(|c| c.cache_left_bytes);
     let held = top.co_runner.and_then(|c| c.held_share);
     let left_text = match left {
-        Some(l) => format!("{} of the {} {llc_name} left", Bytes(l as u64), Bytes(llc)),
-        None => format!("a pirate holding {}", Bytes(top.level.unwrap_or(0.0) as u64)),
+        Some(l) => format!(
+            "{} of its {} {llc_name} share left",
+            Bytes(l as u64),
+            Bytes(llc)
+        ),
+        None => format!(
+            "a pirate holding {}",
+            Bytes(top.level.unwrap_or(0.0) as u64)
+        ),
     };
     f.summary = match f.sensitivity {
         Sensitivity::Sensitive | Sensitivity::Slightly => {
@@ -236,12 +249,10 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
         let needs = needed_capacity(&curve, llc as f64, effect);
         f.remedy = Some(match needs {
             Some(n) => format!(
-                "needs ≥ {} of {llc_name} to stay within {effect:.0}%: on this machine's {} it \
-                 loses {:.0}% when others take the rest. Shrink the working set (blocking, \
-                 smaller types), or give it the cache (fewer co-tenants on its {llc_name}; \
-                 with resctrl, L3 CAT ways)",
+                "needs ≥ {} of {llc_name} to stay within {effect:.0}%: with {left_text} it \
+                 loses {:.0}%. Shrink the working set (blocking, smaller types), or give it \
+                 the cache (fewer co-tenants on its {llc_name}; with resctrl, L3 CAT ways)",
                 Bytes(n as u64),
-                Bytes(llc),
                 f.change_pct.unwrap_or(0.0)
             ),
             None => format!(
@@ -271,7 +282,13 @@ pub fn needed_capacity(curve: &[(f64, f64)], full: f64, effect: f64) -> Option<f
 }
 
 /// DRAM bandwidth: the flat-out bandit against the compute neighbour.
-fn bandwidth_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effect: f64) -> Finding {
+fn bandwidth_finding(
+    arms: &[ArmResult],
+    facts: &MachineFacts,
+    cpus: &CpuPlan,
+    calibration: Option<&CoRunnerCalibration>,
+    effect: f64,
+) -> Finding {
     let bandits = arms_of(arms, ArmKind::Bandit);
     let Some(top) = bandits.iter().find(|a| a.level.is_none()) else {
         let why = if cpus.co_runner.is_none() {
@@ -283,6 +300,7 @@ fn bandwidth_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, e
     };
     let mut f = measured(Resource::Bandwidth, top, effect);
     let took = top.co_runner.map(|c| c.bytes_per_s).unwrap_or(f64::NAN);
+    let evicts = evicts_cache(calibration);
     let peak = facts.dram_bytes_per_s;
     let took_text = match peak {
         Some(p) if took.is_finite() => format!(
@@ -295,6 +313,13 @@ fn bandwidth_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, e
         _ => "a bandit".to_string(),
     };
     f.summary = format!("beside {took_text}: {}", effect_text(&f));
+    if let Some(factor) = evicts {
+        f.summary.push_str(&format!(
+            "; the bandit takes cache too here (it made the pirate's smallest set {factor:.1}× \
+             slower to walk), so for a program that is also cache-sensitive part of this is \
+             cache"
+        ));
+    }
     if f.sensitivity == Sensitivity::Sensitive {
         f.remedy = Some(
             "it needs DRAM bandwidth: move fewer bytes (smaller types, compression, fusing \
@@ -309,6 +334,16 @@ fn bandwidth_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, e
         );
     }
     f
+}
+
+/// How many times slower the pirate's smallest set walks beside a flat-out bandit than
+/// alone, when clearly slower (1.5×): the bandit's lines are not confined to a few cache
+/// sets on this machine.
+fn evicts_cache(calibration: Option<&CoRunnerCalibration>) -> Option<f64> {
+    let c = calibration?;
+    let alone = c.pirate_alone_ns.first()?.1;
+    let factor = c.pirate_beside_bandit_ns / alone;
+    (factor.is_finite() && factor > 1.5).then_some(factor)
 }
 
 /// Huge pages: the largest significant speed-up of the huge-page arms.
@@ -336,7 +371,9 @@ fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell:
         .unwrap_or(&candidates[0]);
     let mut f = measured(Resource::Tlb, best, effect);
     f.summary = format!("{}: {}", best.label, effect_text(&f));
-    let alone = arms.iter().find(|a| a.kind == ArmKind::Alone && a.stage == best.stage);
+    let alone = arms
+        .iter()
+        .find(|a| a.kind == ArmKind::Alone && a.stage == best.stage);
     let sys = |a: &ArmResult| a.system_s.map_or(0.0, |s| s.median);
     let extra_sys = alone.map_or(0.0, |al| sys(best) - sys(al));
     let huge = best.huge_kib.unwrap_or(0.0);
@@ -353,13 +390,17 @@ fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell:
         f.remedy = Some("huge pages slow it down here: leave them off".to_string());
         return f;
     }
-    if !matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly) {
+    if !matches!(
+        f.sensitivity,
+        Sensitivity::Sensitive | Sensitivity::Slightly
+    ) {
         return f;
     }
     match best.kind {
         ArmKind::MallocHugetlb => {
             f.remedy = Some("glibc's malloc can ask for transparent huge pages itself (glibc ≥ 2.35, no rebuild)".into());
-            f.apply.push(format!("GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}"));
+            f.apply
+                .push(format!("GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}"));
         }
         ArmKind::HugeTop => {
             f.remedy = Some(format!(
@@ -367,7 +408,10 @@ fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell:
                  memscope apply them",
                 profile.hot_regions.len()
             ));
-            f.apply.push(format!("memscope pages apply --top {} -- {shell}", profile.hot_regions.len()));
+            f.apply.push(format!(
+                "memscope pages apply --top {} -- {shell}",
+                profile.hot_regions.len()
+            ));
             for r in profile.hot_regions.iter().take(3) {
                 f.apply.push(format!(
                     "madvise(0x{:x} rounded to 2 MiB, its mapping's length, MADV_HUGEPAGE)  // {}",
@@ -381,8 +425,13 @@ fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell:
                  allocations, set THP to always, or apply them without a rebuild"
                     .to_string(),
             );
-            f.apply.push(format!("memscope pages apply --top {} -- {shell}", super::profile::HOT_REGIONS));
-            f.apply.push(format!("GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}   # malloc'd memory only"));
+            f.apply.push(format!(
+                "memscope pages apply --top {} -- {shell}",
+                super::profile::HOT_REGIONS
+            ));
+            f.apply.push(format!(
+                "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}   # malloc'd memory only"
+            ));
         }
     }
     f
@@ -412,10 +461,17 @@ fn placement_finding(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Finding
 /// significant.
 fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Finding> {
     let mut out = Vec::new();
-    if let Some(a) = arms.iter().find(|a| a.kind == ArmKind::Compute && a.stage == 1) {
+    if let Some(a) = arms
+        .iter()
+        .find(|a| a.kind == ArmKind::Compute && a.stage == 1)
+    {
         let mut f = measured(Resource::Control, a, effect);
-        if matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly) {
-            f.summary = format!(
+        if matches!(
+            f.sensitivity,
+            Sensitivity::Sensitive | Sensitivity::Slightly
+        ) {
+            f.summary =
+                format!(
                 "a busy neighbour CPU that touches no memory changes it by {}{}: the pirate and \
                  the bandit are read against that neighbour",
                 effect_text(&f),
@@ -424,9 +480,15 @@ fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Find
             out.push(f);
         }
     }
-    if let Some(a) = arms.iter().find(|a| a.kind == ArmKind::AllCpus && a.stage == 1) {
+    if let Some(a) = arms
+        .iter()
+        .find(|a| a.kind == ArmKind::AllCpus && a.stage == 1)
+    {
         let mut f = measured(Resource::Control, a, effect);
-        if matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly) {
+        if matches!(
+            f.sensitivity,
+            Sensitivity::Sensitive | Sensitivity::Slightly
+        ) {
             f.summary = format!(
                 "giving the co-runner CPU {} changes the program's speed by itself: on every \
                  CPU it runs {} against its CPUs alone",
@@ -440,7 +502,12 @@ fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Find
 }
 
 /// Why the measuring stopped, when the reader should know.
-pub fn budget_note(stop: Stop, limit: std::time::Duration, one_run: f64, arms: usize) -> Option<String> {
+pub fn budget_note(
+    stop: Stop,
+    limit: std::time::Duration,
+    one_run: f64,
+    arms: usize,
+) -> Option<String> {
     match stop {
         Stop::TimeLimit => Some(format!(
             "the time limit ({}) ended the measuring before every arm was resolved: one run \
@@ -450,7 +517,9 @@ pub fn budget_note(stop: Stop, limit: std::time::Duration, one_run: f64, arms: u
             one_run,
             one_run * arms as f64
         )),
-        Stop::Interrupted => Some("interrupted (Ctrl-C): the verdict rests on the blocks completed".into()),
+        Stop::Interrupted => {
+            Some("interrupted (Ctrl-C): the verdict rests on the blocks completed".into())
+        }
         _ => None,
     }
 }

@@ -25,7 +25,10 @@ impl AdviseResult {
         section.push(Paragraph::note(self.answer()));
         section.push(self.verdict_table());
         for f in self.findings.iter().filter(|f| !f.apply.is_empty()) {
-            section.push(Block::Heading(format!("How to apply: {}", f.resource.name())));
+            section.push(Block::Heading(format!(
+                "How to apply: {}",
+                f.resource.name()
+            )));
             for line in &f.apply {
                 section.push(Paragraph::note(format!("  {line}")));
             }
@@ -47,7 +50,10 @@ impl AdviseResult {
         for note in &self.notes {
             section.push(Paragraph::warning(note.as_str()));
         }
-        section.push(DataTable::of("advise.arms", self.arms.iter().map(ArmRow::of)));
+        section.push(DataTable::of(
+            "advise.arms",
+            self.arms.iter().map(ArmRow::of),
+        ));
         section.push(DataTable::of(
             "advise.runs",
             self.arms.iter().flat_map(|a| {
@@ -77,7 +83,9 @@ impl AdviseResult {
             let measured: Vec<String> = self
                 .findings
                 .iter()
-                .filter(|f| f.resource != Resource::Control && f.sensitivity == Sensitivity::NotSensitive)
+                .filter(|f| {
+                    f.resource != Resource::Control && f.sensitivity == Sensitivity::NotSensitive
+                })
                 .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
                 .collect();
             return format!(
@@ -90,7 +98,12 @@ impl AdviseResult {
             .findings
             .iter()
             .filter(|f| f.resource != Resource::Control)
-            .filter(|f| matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly))
+            .filter(|f| {
+                matches!(
+                    f.sensitivity,
+                    Sensitivity::Sensitive | Sensitivity::Slightly
+                )
+            })
             .map(|f| format!("{} ({})", f.resource.name(), format_change(f.change_pct)))
             .collect();
         if sensitive.is_empty() {
@@ -103,7 +116,9 @@ impl AdviseResult {
     fn headlines(&self) -> Vec<Headline> {
         self.findings
             .iter()
-            .filter(|f| f.resource != Resource::Control && f.sensitivity != Sensitivity::NotMeasured)
+            .filter(|f| {
+                f.resource != Resource::Control && f.sensitivity != Sensitivity::NotMeasured
+            })
             .map(|f| Headline {
                 label: f.resource.name().to_string(),
                 value: f.sensitivity.word().to_string(),
@@ -168,7 +183,11 @@ impl AdviseResult {
             ]);
         }
         if let Some(f) = med(&p.minor_faults) {
-            table.row(["page faults".to_string(), format::grouped(f, 0), String::new()]);
+            table.row([
+                "page faults".to_string(),
+                format::grouped(f, 0),
+                String::new(),
+            ]);
         }
         if let Some(anon) = p.anonymous_kib {
             table.row([
@@ -191,12 +210,18 @@ impl AdviseResult {
             table.row([
                 "per-thread data (TLS + behind its pointers)".to_string(),
                 Bytes(fp.tls_bytes + fp.tls_pointee_bytes).to_string(),
-                facts.l1d_bytes.map(|b| format!("L1d {}", Bytes(b))).unwrap_or_default(),
+                facts
+                    .l1d_bytes
+                    .map(|b| format!("L1d {}", Bytes(b)))
+                    .unwrap_or_default(),
             ]);
             table.row([
                 "static data (.data + .bss)".to_string(),
                 Bytes(fp.static_bytes).to_string(),
-                facts.l2_bytes.map(|b| format!("L2 {}", Bytes(b))).unwrap_or_default(),
+                facts
+                    .l2_bytes
+                    .map(|b| format!("L2 {}", Bytes(b)))
+                    .unwrap_or_default(),
             ]);
         }
         table.row([
@@ -207,7 +232,10 @@ impl AdviseResult {
                     "{n} {} shared by {} CPU(s){}",
                     Bytes(b),
                     facts.llc_cpus.len().max(1),
-                    facts.llc_ns.map(|ns| format!(", {ns:.1} ns")).unwrap_or_default()
+                    facts
+                        .llc_ns
+                        .map(|ns| format!(", {ns:.1} ns"))
+                        .unwrap_or_default()
                 ),
                 _ => "unknown".to_string(),
             },
@@ -218,7 +246,10 @@ impl AdviseResult {
                 String::new(),
                 format!(
                     "{}{}",
-                    facts.dram_ns.map(|ns| format!("{ns:.0} ns")).unwrap_or_default(),
+                    facts
+                        .dram_ns
+                        .map(|ns| format!("{ns:.0} ns"))
+                        .unwrap_or_default(),
                     facts
                         .dram_bytes_per_s
                         .map(|b| format!(", {:.1} GB/s read", b / 1e9))
@@ -227,12 +258,18 @@ impl AdviseResult {
             ]);
         }
         for (name, unit, value) in &p.counters {
-            table.row([name.clone(), format!("{} {unit}", format::grouped(*value, 3)), String::new()]);
+            table.row([
+                name.clone(),
+                format!("{} {unit}", format::grouped(*value, 3)),
+                String::new(),
+            ]);
         }
         if let Some(td) = &p.topdown {
             table.row(["top-down".to_string(), td.clone(), String::new()]);
         }
-        table.notes.push(format!("machine figures from {}", facts.source.describe()).into());
+        table
+            .notes
+            .push(format!("machine figures from {}", facts.source.describe()).into());
         table
     }
 
@@ -251,7 +288,13 @@ impl AdviseResult {
         for a in &self.arms {
             let ci = a
                 .ratio
-                .map(|r| format!("{:+.1} … {:+.1}%", (r.low - 1.0) * 100.0, (r.high - 1.0) * 100.0))
+                .map(|r| {
+                    format!(
+                        "{:+.1} … {:+.1}%",
+                        (r.low - 1.0) * 100.0,
+                        (r.high - 1.0) * 100.0
+                    )
+                })
                 .unwrap_or_default();
             let change = match (a.time.change_pct, a.time.verdict) {
                 (Some(c), crate::stats::change::Verdict::NoChange) => format!("{c:+.1}% ~"),
@@ -266,7 +309,11 @@ impl AdviseResult {
                     .summary
                     .map(|s| format::grouped(s.median, 3))
                     .unwrap_or_else(|| "–".into()),
-                if a.reference == a.kind { String::new() } else { label_of(a.reference) },
+                if a.reference == a.kind {
+                    String::new()
+                } else {
+                    label_of(a.reference)
+                },
                 change,
                 ci,
                 a.time.p.map(|p| format!("{p:.3}")).unwrap_or_default(),
@@ -281,7 +328,12 @@ impl AdviseResult {
             .arms
             .iter()
             .filter(|a| a.kind == ArmKind::Pirate)
-            .filter_map(|a| Some((a.co_runner?.cache_left_bytes?, (a.ratio?.ratio - 1.0) * 100.0)))
+            .filter_map(|a| {
+                Some((
+                    a.co_runner?.cache_left_bytes?,
+                    (a.ratio?.ratio - 1.0) * 100.0,
+                ))
+            })
             .collect();
         if points.len() < 2 {
             return None;
@@ -305,7 +357,10 @@ impl AdviseResult {
             .iter()
             .filter(|a| a.kind == ArmKind::Bandit)
             .filter_map(|a| {
-                Some((a.co_runner?.bandwidth_left_bytes_per_s? / 1e9, (a.ratio?.ratio - 1.0) * 100.0))
+                Some((
+                    a.co_runner?.bandwidth_left_bytes_per_s? / 1e9,
+                    (a.ratio?.ratio - 1.0) * 100.0,
+                ))
             })
             .collect();
         if points.len() < 2 {

@@ -9,6 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::advise::AdviseResult;
 use crate::binary::FootprintResult;
 use crate::experiments::drift::DriftResult;
 pub use crate::experiments::Results as Experiments;
@@ -18,7 +19,6 @@ pub use crate::platform::arena::PagesObtained;
 use crate::session::conditions::ExperimentConditions;
 use crate::stat::StatResult;
 use crate::sweep::SweepResult;
-use crate::advise::AdviseResult;
 use crate::topology::Machine;
 use crate::view::figure::{Figure, Figures};
 

@@ -1,0 +1,100 @@
+//! `memscope advise` through the real binary, on the demonstration program built with it:
+//! a TLB-bound mode gains from huge pages (by design, on any machine with transparent
+//! huge pages), every output is written, a program that cannot start is named, bad
+//! input is exit 2. Nothing here asserts a speed beyond the planted one.
+
+use serde_json::Value;
+
+use crate::util::{exclusive, memscope, read_json, temp_dir, text};
+
+const DEMO: &str = env!("CARGO_BIN_EXE_memscope-advise-demo");
+
+fn finding<'a>(report: &'a Value, resource: &str) -> &'a Value {
+    report["advise"]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .find(|f| f["resource"] == resource)
+        .unwrap_or_else(|| panic!("no {resource} finding: {report}"))
+}
+
+#[test]
+fn a_tlb_bound_program_gains_from_huge_pages_and_every_output_is_written() {
+    let _one = exclusive();
+    let thp =
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    if thp.contains("[never]") || thp.is_empty() {
+        eprintln!("skipped: transparent huge pages are off here");
+        return;
+    }
+    let dir = temp_dir();
+    let (json, csv) = (dir.path().join("a.json"), dir.path().join("a.csv"));
+    let out = memscope(&[
+        "advise",
+        "--runs",
+        "6",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--",
+        DEMO,
+        "tlb",
+        "--scale",
+        "0.3",
+    ])
+    .env("COLUMNS", "160")
+    .assert()
+    .success()
+    .get_output()
+    .clone();
+    let stdout = text(&out.stdout);
+    // The verdict comes first; the demo's own output is kept out of memscope's.
+    assert!(stdout.contains("Verdict"), "{stdout}");
+    assert!(!stdout.contains("tlb:"), "{stdout}");
+    let report = read_json(&json);
+    let tlb = finding(&report, "tlb");
+    assert!(
+        matches!(
+            tlb["sensitivity"].as_str(),
+            Some("sensitive" | "slightly-sensitive")
+        ),
+        "{tlb}"
+    );
+    assert!(tlb["change_pct"].as_f64().unwrap() < 0.0, "{tlb}");
+    assert!(!tlb["apply"].as_array().unwrap().is_empty(), "{tlb}");
+    // Every arm of the screening ran 6 times; the CSV has the arms and the runs.
+    let arms = report["advise"]["arms"].as_array().unwrap();
+    assert!(arms
+        .iter()
+        .filter(|a| a["stage"] == 1)
+        .all(|a| a["runs"].as_array().unwrap().len() == 6));
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(
+        csv.contains("advise.arms") && csv.contains("advise.runs"),
+        "{csv}"
+    );
+}
+
+#[test]
+fn a_program_that_cannot_start_and_bad_flags_are_named() {
+    let out = memscope(&["advise", "--", "memscope-no-such-program"])
+        .assert()
+        .code(127)
+        .get_output()
+        .clone();
+    assert!(text(&out.stderr).contains("memscope-no-such-program"));
+    for (args, names) in [
+        (vec!["advise", "--runs", "1", "--", "true"], "--runs"),
+        (
+            vec!["advise", "--time-limit", "3", "--", "true"],
+            "--time-limit",
+        ),
+        (vec!["advise", "--cpu", "9999", "--", "true"], "9999"),
+        (vec!["advise", "--effect", "-2", "--", "true"], "--effect"),
+    ] {
+        let out = memscope(&args).assert().code(2).get_output().clone();
+        let stderr = text(&out.stderr);
+        assert!(stderr.contains(names), "{args:?}: {stderr}");
+    }
+}
