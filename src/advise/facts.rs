@@ -1,15 +1,11 @@
 //! The machine's figures `advise` sets a program against: the caches and TLBs as the OS
 //! and CPUID describe them, and the measured latency of the last cache level and of DRAM
-//! and the peak DRAM bandwidth, from a memscope report (`--from`, else
-//! `./memscope-report.json`), else the newest saved profile of this host in the history,
-//! else measured now by the co-runner's own calibration (said so).
-
-use std::path::{Path, PathBuf};
+//! and the peak DRAM bandwidth, taken from a report's figures (the command room finds the
+//! report: `--from`, else `./memscope-report.json`, else the newest saved profile of this
+//! host in the history), else measured now by the co-runner's own calibration (said so).
 
 use serde::{Deserialize, Serialize};
 
-use crate::history::{self, Access, History};
-use crate::report::read::read_report;
 use crate::topology::{CacheKind, Machine};
 use crate::view::figure::Figure;
 
@@ -114,7 +110,7 @@ pub fn from_topology(machine: &Machine) -> MachineFacts {
 
 /// Fills the measured figures from a report's (or a saved run's) figures; false when it
 /// has none of them.
-fn take_figures(facts: &mut MachineFacts, figures: &[Figure]) -> bool {
+pub fn take_figures(facts: &mut MachineFacts, figures: &[Figure]) -> bool {
     let value = |key: &str| {
         figures
             .iter()
@@ -136,52 +132,6 @@ fn take_figures(facts: &mut MachineFacts, figures: &[Figure]) -> bool {
         .max_by(f64::total_cmp)
         .map(|gbs| gbs * 1e9);
     facts.llc_ns.is_some() || facts.dram_ns.is_some() || facts.dram_bytes_per_s.is_some()
-}
-
-/// The machine's facts: from `from` (an error names a file that is not a readable report),
-/// else `./memscope-report.json` of this host, else the history's newest profile of this
-/// host, else the topology alone (`FactsSource::Measured`: the caller measures the rest).
-pub fn find(machine: &Machine, from: Option<&Path>, host: &str) -> anyhow::Result<MachineFacts> {
-    let mut facts = from_topology(machine);
-    if let Some(path) = from {
-        let report = read_report(path).map_err(|e| crate::error::UsageError::InvalidValue {
-            flag: "--from",
-            value: path.display().to_string(),
-            expected: format!("a memscope JSON report ({e})"),
-        })?;
-        take_figures(&mut facts, &report.figures());
-        facts.source = FactsSource::Report(path.display().to_string());
-        return Ok(facts);
-    }
-    let local = PathBuf::from("memscope-report.json");
-    if let Ok(report) = read_report(&local) {
-        if report.run.host == host && take_figures(&mut facts, &report.figures()) {
-            facts.source = FactsSource::Report(local.display().to_string());
-            return Ok(facts);
-        }
-    }
-    if let Some(found) = from_history(&mut facts, host) {
-        facts.source = FactsSource::History(found);
-        return Ok(facts);
-    }
-    Ok(facts)
-}
-
-/// The newest saved run of this host that measured latency or bandwidth.
-fn from_history(facts: &mut MachineFacts, host: &str) -> Option<String> {
-    let path = history::default_path()?;
-    if !path.exists() {
-        return None;
-    }
-    let db = History::open(&path, Access::Read).ok()?;
-    let runs = db.runs(Some(host), None).ok()?;
-    for run in runs.iter().rev() {
-        let figures = db.figures(run.id).ok()?;
-        if take_figures(facts, &figures) {
-            return Some(format!("{}, {}", run.started, run.command));
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use super::arms::{self, ArmKind, ArmSpec};
-use super::facts::{self, FactsSource, MachineFacts};
+use super::facts::{FactsSource, MachineFacts};
 use super::profile::{self, ProgramProfile};
 use super::trial::{self, Setup};
 use super::verdict;
@@ -46,7 +46,11 @@ const PIRATE_SHARES: [f64; 3] = [0.25, 0.5, 0.75];
 const BANDIT_SHARES: [f64; 2] = [0.25, 0.5];
 
 /// Runs advise.
-pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<AdviseResult> {
+pub fn run(
+    plan: &AdvisePlan,
+    machine: &Machine,
+    facts: MachineFacts,
+) -> anyhow::Result<AdviseResult> {
     let started = Instant::now();
     let deadline = started + plan.time_limit;
     let progress = if plan.show_output {
@@ -55,7 +59,7 @@ pub fn run(plan: &AdvisePlan, machine: &Machine, host: &str) -> anyhow::Result<A
         Progress::for_stderr()
     };
     let mut notes = Vec::new();
-    let mut facts = facts::find(machine, plan.from.as_deref(), host)?;
+    let mut facts = facts;
     let cpus = cpu_plan(machine, &facts, plan.co_runner_cpu);
     if cpus.co_runner.is_none() {
         notes.push(
@@ -454,7 +458,13 @@ fn count(profile: &mut ProgramProfile, command: &[OsString], cpus: &[usize], mac
             .collect();
     }
     // The top-down breakdown in a run of its own: its groups need counters of their own.
-    match topdown::plan(machine, &probe) {
+    let cpu = topdown::CpuId {
+        cpu_vendor: machine.cpu_vendor.clone(),
+        cpu_family: machine.cpu_family,
+        cpu_model_number: machine.cpu_model_number,
+        cpu_model: machine.cpu_model.clone(),
+    };
+    match topdown::plan(&cpu, &probe) {
         Ok(td) => {
             let counting = Counting::new(&td.groups, &probe);
             profile.topdown = match counting.run(command, &options, &probe) {
@@ -773,7 +783,7 @@ mod tests {
             (0..6).map(|i| record(i, 2.0 + 0.01 * i as f64)).collect(),
         ];
         let machine = Machine::sample();
-        let mut facts = facts::from_topology(&machine);
+        let mut facts = super::super::facts::from_topology(&machine);
         facts.llc_bytes = Some(32 << 20);
         facts.llc_cpus = vec![0];
         let calibration = CoRunnerCalibration {

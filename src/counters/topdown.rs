@@ -28,7 +28,6 @@ use serde::{Deserialize, Serialize};
 
 use super::event::Event;
 use super::probe::Probe;
-use crate::topology::Machine;
 
 const EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
 
@@ -87,14 +86,25 @@ pub struct Breakdown {
     pub core_bound: Option<f64>,
 }
 
+/// What identifies the CPU, as the topology reads it (`Machine`'s fields of the same
+/// names): counters sit below the topology, so the caller hands these over.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CpuId {
+    pub cpu_vendor: String,
+    pub cpu_family: Option<u32>,
+    pub cpu_model_number: Option<u32>,
+    /// The brand string.
+    pub cpu_model: String,
+}
+
 /// The plan for this machine, or why there is none (no PMU, a CPU without the events).
-pub fn plan(machine: &Machine, probe: &Probe) -> Result<TopdownPlan, String> {
+pub fn plan(machine: &CpuId, probe: &Probe) -> Result<TopdownPlan, String> {
     plan_in(machine, probe, Path::new(EVENT_SOURCES))
 }
 
 /// `plan` with the event-source directory (normally /sys/bus/event_source/devices) given.
 pub(crate) fn plan_in(
-    machine: &Machine,
+    machine: &CpuId,
     probe: &Probe,
     event_sources: &Path,
 ) -> Result<TopdownPlan, String> {
@@ -115,7 +125,7 @@ pub(crate) fn plan_in(
 }
 
 /// "AMD EPYC 9R14 (AuthenticAMD family 0x19 model 0x11)", for messages.
-fn cpu_name(machine: &Machine) -> String {
+fn cpu_name(machine: &CpuId) -> String {
     let hex = |v: Option<u32>| v.map_or("?".to_string(), |v| format!("{v:#x}"));
     let brand = if machine.cpu_model.trim().is_empty() {
         "this CPU"
@@ -156,7 +166,7 @@ const AMD_GROUPS: &[&[&str]] = &[
 ];
 
 fn amd_plan(
-    machine: &Machine,
+    machine: &CpuId,
     family: Option<u32>,
     model: Option<u32>,
 ) -> Result<TopdownPlan, String> {
@@ -235,7 +245,7 @@ const PERF_METRICS_L1: &[&str] = &[
 const PERF_METRICS_MEM: &str = "topdown-mem-bound";
 
 fn intel_plan(
-    machine: &Machine,
+    machine: &CpuId,
     probe: &Probe,
     event_sources: &Path,
     family: Option<u32>,
@@ -502,13 +512,13 @@ mod tests {
     use crate::counters::EventKind;
     use std::fs;
 
-    fn machine(vendor: &str, family: u32, model: u32, name: &str) -> Machine {
-        Machine {
+    fn machine(vendor: &str, family: u32, model: u32, name: &str) -> CpuId {
+        CpuId {
             cpu_vendor: vendor.to_string(),
             cpu_family: Some(family),
             cpu_model_number: Some(model),
             cpu_model: name.to_string(),
-            ..Machine::default()
+            ..CpuId::default()
         }
     }
 
@@ -723,9 +733,9 @@ mod tests {
             "{err}"
         );
         assert!(err.contains("cpu/events/topdown-be-bound"), "{err}");
-        let arm = Machine {
+        let arm = CpuId {
             cpu_vendor: "ARM".to_string(),
-            ..Machine::default()
+            ..CpuId::default()
         };
         let err = plan_in(&arm, &probe(&["armv8_pmuv3_0"]), empty.path()).unwrap_err();
         assert!(err.starts_with("this CPU (ARM family ? model ?)"), "{err}");
