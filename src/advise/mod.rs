@@ -57,6 +57,8 @@ pub struct AdviseResult {
     /// The exit status every run of the program is expected to end with (its first run's).
     pub normal_status: i32,
     pub blocks: usize,
+    /// The smallest change the verdict calls a sensitivity, percent (`--effect`).
+    pub effect_pct: f64,
     pub elapsed_s: f64,
     pub time_limit_s: f64,
     pub stop: Stop,

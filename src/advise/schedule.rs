@@ -2,11 +2,11 @@
 //! program's normal exit status and its time), the profile (a recorded run, the binary's
 //! footprint, counters where there is a PMU), the co-runner's calibration, then two
 //! stages of interleaved blocks: the screening stage (each resource's strongest arm
-//! beside the baseline and the controls) and the curves of the resources the screening
-//! found sensitive. A stage runs blocks (every arm once, in a shuffled order) until each
-//! arm is resolved — significant at p < 0.01, or its ratio interval inside ±effect — or
-//! its share of the time limit is spent; at least 6 blocks (fewer only to fit the time
-//! limit), or exactly `--runs`.
+//! beside the baseline and the controls, after a warm-up block that is not counted) and
+//! the curves of the resources the screening found sensitive. A stage runs blocks (every
+//! arm once, in a shuffled order) until each arm is resolved — significant at p < 0.01,
+//! or its ratio interval narrower than the effect — or its share of the time limit is
+//! spent; at least 6 blocks (fewer only to fit the time limit), or exactly `--runs`.
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
@@ -292,9 +292,15 @@ pub fn run(
     let mut stop = stop1;
 
     // Stage 2: the curves of what the screening found.
+    // A co-runner that slows it, a remedy that speeds it up.
     let sensitive = |kind: ArmKind| {
+        let wanted = if kind.uses_co_runner() {
+            Verdict::Worse
+        } else {
+            Verdict::Better
+        };
         arms.iter()
-            .any(|a| a.kind == kind && matches!(a.time.verdict, Verdict::Worse | Verdict::Better))
+            .any(|a| a.kind == kind && a.time.verdict == wanted)
     };
     let mut stage2 = Vec::new();
     if sensitive(ArmKind::Pirate) {
@@ -380,6 +386,7 @@ pub fn run(
         not_memory_bound,
         normal_status,
         blocks,
+        effect_pct: plan.effect_pct,
         elapsed_s: started.elapsed().as_secs_f64(),
         time_limit_s: plan.time_limit.as_secs_f64(),
         stop,
@@ -499,12 +506,34 @@ impl StageContext<'_, '_> {
         until: Instant,
     ) -> (Vec<Vec<RunRecord>>, Stop) {
         let mut runs: Vec<Vec<RunRecord>> = vec![Vec::new(); arms.len()];
-        let planned = self.plan.runs.unwrap_or(MIN_BLOCKS);
+        let mut block_s = self.one_run * arms.len() as f64;
+        // The blocks that fit the stage's time, for the progress bar's length.
+        let fit = until
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+            / block_s;
+        let planned = self
+            .plan
+            .runs
+            .unwrap_or_else(|| (fit as usize).clamp(MIN_BLOCKS, MAX_BLOCKS));
         self.progress.start(
             &format!("advise: stage {stage}, {} arms", arms.len()),
             (planned * arms.len()) as u64,
         );
-        let mut block_s = self.one_run * arms.len() as f64;
+        // The screening starts with a warm-up block, not counted: a first run in an arm
+        // pays what later ones do not (huge pages compacted, files cached).
+        if stage == 1 {
+            self.progress.message("warm-up block");
+            let mut sequence: Vec<usize> = (0..arms.len()).collect();
+            self.shuffler.shuffle(&mut sequence);
+            for a in sequence {
+                match trial::run(self.setup, &arms[a], self.co_runner, 0, *self.order) {
+                    Ok(t) if !interrupted(t.record.termination) => {}
+                    _ => return (runs, Stop::Interrupted),
+                }
+                *self.order += 1;
+            }
+        }
         let mut block = 0;
         let stop = loop {
             if let Some(fixed) = self.plan.runs {

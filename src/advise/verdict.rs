@@ -24,9 +24,9 @@ pub enum Sensitivity {
     Sensitive,
     /// Significant but smaller than the effect.
     Slightly,
-    /// Not significant.
+    /// Not significant, and the 95% interval rules out an effect of the size looked for.
     NotSensitive,
-    /// Too few runs for the test.
+    /// Not significant with an interval too wide to rule it out, or too few runs.
     Unresolved,
     /// Not measured here (the finding says why).
     NotMeasured,
@@ -87,15 +87,20 @@ impl Finding {
         }
     }
 
-    /// The size of the effect, for ranking.
+    /// The size of the effect, for ranking: the resources before the controls.
     fn weight(&self) -> f64 {
+        let control = if self.resource == Resource::Control {
+            -5000.0
+        } else {
+            0.0
+        };
         let rank = match self.sensitivity {
             Sensitivity::Sensitive => 3.0,
             Sensitivity::Slightly => 2.0,
             Sensitivity::NotSensitive | Sensitivity::Unresolved => 1.0,
             Sensitivity::NotMeasured => 0.0,
         };
-        rank * 1000.0 + self.change_pct.map_or(0.0, f64::abs).min(999.0)
+        control + rank * 1000.0 + self.change_pct.map_or(0.0, f64::abs).min(999.0)
     }
 }
 
@@ -110,7 +115,16 @@ fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
                 Sensitivity::Slightly
             }
         }
-        Verdict::NoChange => Sensitivity::NotSensitive,
+        // Not significant: "not sensitive" only when the interval rules out an effect
+        // of the size looked for; else the runs could not tell.
+        Verdict::NoChange => match arm.ratio {
+            Some(r)
+                if (r.low - 1.0) * 100.0 > -effect_pct && (r.high - 1.0) * 100.0 < effect_pct =>
+            {
+                Sensitivity::NotSensitive
+            }
+            _ => Sensitivity::Unresolved,
+        },
         _ => Sensitivity::Unresolved,
     };
     Finding {
@@ -189,10 +203,17 @@ pub fn findings(
                 Sensitivity::Sensitive | Sensitivity::Slightly
             )
     });
-    let looked = out
+    // Not memory-bound: nothing moved it, and every resource measured rules out an
+    // effect of the size looked for.
+    let measured: Vec<&Finding> = out
         .iter()
-        .any(|f| f.resource != Resource::Control && f.sensitivity == Sensitivity::NotSensitive);
-    (out, !moved && looked)
+        .filter(|f| f.resource != Resource::Control && f.sensitivity != Sensitivity::NotMeasured)
+        .collect();
+    let ruled_out = !measured.is_empty()
+        && measured
+            .iter()
+            .all(|f| f.sensitivity == Sensitivity::NotSensitive);
+    (out, !moved && ruled_out)
 }
 
 /// Cache capacity: the largest pirate against the compute neighbour, and the curve.

@@ -10,7 +10,7 @@ use super::arms::{ArmKind, Resource};
 use super::verdict::{effect_text, Sensitivity};
 use super::{AdviseResult, ArmResult};
 use crate::units::Bytes;
-use crate::view::chart::{Axis, LineChart, Series};
+use crate::view::chart::{Axis, BarChart, LineChart, Series, PALETTE};
 use crate::view::format;
 use crate::view::{Block, Column, DataTable, Headline, Paragraph, Section, Table};
 
@@ -40,6 +40,12 @@ impl AdviseResult {
         }
         section.push(Block::Heading("The arms".into()));
         section.push(self.arms_table());
+        if let Some(chart) = self.arms_chart() {
+            section.push(chart);
+        }
+        if let Some(chart) = self.huge_page_chart() {
+            section.push(chart);
+        }
         if let Some(chart) = self.cache_chart() {
             section.push(chart);
         }
@@ -104,10 +110,43 @@ impl AdviseResult {
                     Sensitivity::Sensitive | Sensitivity::Slightly
                 )
             })
-            .map(|f| format!("{} ({})", f.resource.name(), format_change(f.change_pct)))
+            .map(|f| match (f.resource, f.change_pct) {
+                (Resource::Tlb, Some(c)) if c > 0.0 => {
+                    format!(
+                        "huge pages, which slow it ({})",
+                        format_change(f.change_pct)
+                    )
+                }
+                (Resource::Tlb, _) => format!(
+                    "the TLB: huge pages speed it up ({})",
+                    format_change(f.change_pct)
+                ),
+                (Resource::Placement, _) => format!(
+                    "NUMA placement: interleaved memory {}",
+                    format_change(f.change_pct)
+                ),
+                (resource, _) => format!(
+                    "{} ({} when it is taken away)",
+                    resource.name(),
+                    format_change(f.change_pct)
+                ),
+            })
             .collect();
         if sensitive.is_empty() {
-            "No verdict: the runs were too few to tell (see the notes).".to_string()
+            let unresolved: Vec<String> = self
+                .findings
+                .iter()
+                .filter(|f| {
+                    f.resource != Resource::Control && f.sensitivity == Sensitivity::Unresolved
+                })
+                .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
+                .collect();
+            format!(
+                "No verdict yet: nothing moved it significantly, but the runs vary too much to rule \
+                 out an effect of {:.0}% ({}); a longer --time-limit runs more blocks.",
+                self.effect_pct,
+                unresolved.join("; ")
+            )
         } else {
             format!("Sensitive to: {}.", sensitive.join(", "))
         }
@@ -296,7 +335,12 @@ impl AdviseResult {
                     )
                 })
                 .unwrap_or_default();
-            let change = match (a.time.change_pct, a.time.verdict) {
+            // The change is the ratio's estimate, as its interval and the verdict are.
+            let estimate = a
+                .ratio
+                .map(|r| (r.ratio - 1.0) * 100.0)
+                .or(a.time.change_pct);
+            let change = match (estimate, a.time.verdict) {
                 (Some(c), crate::stats::change::Verdict::NoChange) => format!("{c:+.1}% ~"),
                 (Some(c), _) => format!("{c:+.1}%"),
                 (None, _) => String::new(),
@@ -321,6 +365,71 @@ impl AdviseResult {
             ]);
         }
         table
+    }
+
+    /// Every arm's change against its reference, with its 95% interval (HTML).
+    fn arms_chart(&self) -> Option<BarChart> {
+        let arms: Vec<&ArmResult> = self.arms.iter().filter(|a| a.ratio.is_some()).collect();
+        if arms.is_empty() {
+            return None;
+        }
+        let pct = |r: f64| (r - 1.0) * 100.0;
+        let values = arms
+            .iter()
+            .filter_map(|a| a.ratio)
+            .map(|r| pct(r.ratio))
+            .collect();
+        let bounds = arms
+            .iter()
+            .filter_map(|a| a.ratio)
+            .map(|r| (pct(r.low), pct(r.high)))
+            .collect();
+        Some(
+            BarChart::new("Each arm against its reference (+: slower), with its 95% interval")
+                .x_label("arm")
+                .y_axis(Axis::linear("change %"))
+                .categories(
+                    arms.iter()
+                        .map(|a| format!("{}: {}", a.stage, a.label))
+                        .collect(),
+                )
+                .series("change", values, Some(PALETTE[0].to_string()))
+                .error_bars(bounds)
+                .value_labels(Some(1)),
+        )
+    }
+
+    /// The huge-page arms: what each buys against the huge-page memory it takes (HTML).
+    fn huge_page_chart(&self) -> Option<BarChart> {
+        let arms: Vec<&ArmResult> = self
+            .arms
+            .iter()
+            .filter(|a| a.resource == Resource::Tlb && a.ratio.is_some())
+            .collect();
+        if arms.is_empty() {
+            return None;
+        }
+        let speedup = arms
+            .iter()
+            .filter_map(|a| a.ratio)
+            .map(|r| (1.0 / r.ratio - 1.0) * 100.0)
+            .collect();
+        // Each arm's huge-page memory (time-weighted over a run) in its label.
+        let labels = arms
+            .iter()
+            .map(|a| {
+                let huge = Bytes((a.huge_kib.unwrap_or(0.0) * 1024.0) as u64);
+                format!("{} ({huge} huge)", a.label)
+            })
+            .collect();
+        Some(
+            BarChart::new("Huge pages: the speed-up each arm buys, and the memory it backs")
+                .x_label("arm (huge-page memory, time-weighted over a run)")
+                .y_axis(Axis::linear("speed-up %"))
+                .categories(labels)
+                .series("speed-up", speedup, Some(PALETTE[1].to_string()))
+                .value_labels(Some(1)),
+        )
     }
 
     fn cache_chart(&self) -> Option<LineChart> {

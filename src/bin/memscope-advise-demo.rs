@@ -8,10 +8,11 @@
 //!   cache (read from sysfs): fast alone, slower when a co-runner takes cache.
 //! - `bandwidth`: streaming reads with independent accumulators over a buffer of 8 × the
 //!   LLC (at least 256 MiB): bound by DRAM bandwidth.
-//! - `tlb`: about 1 GiB of anonymous memory in many mappings, and a dependent walk over one
-//!   line of every 4 KiB page of a few hot 2 MiB regions (plus a few lines anywhere): the
-//!   lines fit in the caches but the pages outnumber the TLB, so 2 MiB pages make it much
-//!   faster.
+//! - `tlb`: 1 GiB of anonymous address space in many mappings, and a dependent walk over
+//!   one line of every 4 KiB page of a few hot 2 MiB regions (plus a few lines in a few
+//!   warm ones): the lines fit in the caches but the pages outnumber the TLB, so 2 MiB
+//!   pages make it much faster. Only the regions it walks are touched, so huge pages cost
+//!   little to fault in and the walk, not the setup, is what they change.
 //!
 //! Memory is plain anonymous memory (no madvise): huge pages come only from whoever runs
 //! the program. The timed loops are inline assembly on x86_64, so a debug build runs them
@@ -144,7 +145,8 @@ struct Mapping {
 }
 
 impl Mapping {
-    fn new(len: usize) -> Result<Mapping, String> {
+    /// A mapping of `len` bytes; `touch` writes every page first (the process holds it).
+    fn new(len: usize, touch: bool) -> Result<Mapping, String> {
         // SAFETY: a fresh private anonymous mapping, checked below.
         let base = unsafe {
             libc::mmap(
@@ -164,7 +166,7 @@ impl Mapping {
             ));
         }
         let base = base as *mut u8;
-        for offset in (0..len).step_by(PAGE) {
+        for offset in (0..len).step_by(PAGE).filter(|_| touch) {
             // SAFETY: offset < len, inside the read-write mapping.
             unsafe { (base.add(offset) as *mut u64).write_volatile(offset as u64) };
         }
@@ -321,7 +323,7 @@ fn cache(steps: u64) -> Result<f64, String> {
         set as f64 / MIB as f64,
         share as f64 / MIB as f64
     );
-    let mapping = Mapping::new(set)?;
+    let mapping = Mapping::new(set, true)?;
     let mut lines: Vec<usize> = (0..set / LINE)
         .map(|line| mapping.base as usize + line * LINE)
         .collect();
@@ -339,7 +341,7 @@ fn bandwidth(bytes: f64) -> Result<f64, String> {
     let len = (8 * llc_bytes).max(256 * MIB).next_multiple_of(HUGE);
     let passes = ((bytes / len as f64).round() as u64).max(1);
     eprintln!("{NAME}: {passes} streaming passes over {} MiB", len / MIB);
-    let mapping = Mapping::new(len)?;
+    let mapping = Mapping::new(len, true)?;
     Ok(timed(|| {
         (0..passes)
             // SAFETY: the mapping holds `len` bytes, a multiple of 64, page aligned.
@@ -400,14 +402,15 @@ unsafe fn sum(base: *const u8, len: usize) -> u64 {
 const TLB_REGIONS: usize = 128;
 const TLB_REGION_BYTES: usize = 8 * MIB;
 const TLB_HOT: usize = 16;
-/// One chain line in this many lies in a random page anywhere (cold accesses).
+/// One chain line in this many lies in a random page of one of the warm regions.
 const TLB_COLD_EVERY: usize = 64;
+const TLB_WARM: usize = 16;
 
 fn tlb(steps: u64) -> Result<f64, String> {
-    // Every region its own mapping, as an allocator's arenas or a program's pools are; all
-    // touched, so the process really holds 1 GiB.
+    // Every region its own mapping, as an allocator's arenas or a program's pools are;
+    // only what the walk visits is touched (by the linking below).
     let regions = (0..TLB_REGIONS)
-        .map(|_| Mapping::new(TLB_REGION_BYTES))
+        .map(|_| Mapping::new(TLB_REGION_BYTES, false))
         .collect::<Result<Vec<_>, _>>()?;
     let chunks_per_region = TLB_REGION_BYTES / HUGE;
     let total_chunks = TLB_REGIONS * chunks_per_region;
@@ -438,11 +441,15 @@ fn tlb(steps: u64) -> Result<f64, String> {
             addresses.push(start + page * PAGE + line * LINE);
         }
     }
-    for _ in 0..addresses.len() / TLB_COLD_EVERY {
+    let mut warm = Vec::new();
+    while warm.len() < TLB_WARM {
         let chunk = rng.below(total_chunks);
-        if !usable_chunks(chunk) || hot.contains(&chunk) {
-            continue;
+        if usable_chunks(chunk) && !hot.contains(&chunk) && !warm.contains(&chunk) {
+            warm.push(chunk);
         }
+    }
+    for _ in 0..addresses.len() / TLB_COLD_EVERY {
+        let chunk = warm[rng.below(TLB_WARM)];
         let page = rng.below(HUGE / PAGE);
         let line = rng.below(PAGE / LINE);
         addresses.push(chunk_address(chunk) + page * PAGE + line * LINE);

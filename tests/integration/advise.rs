@@ -41,7 +41,7 @@ fn a_tlb_bound_program_gains_from_huge_pages_and_every_output_is_written() {
         DEMO,
         "tlb",
         "--scale",
-        "0.3",
+        "0.2",
     ])
     .env("COLUMNS", "160")
     .assert()
