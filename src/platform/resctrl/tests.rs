@@ -8,43 +8,7 @@ use super::*;
 use crate::platform::fake_files::{get, put};
 use crate::platform::journal::FORMAT;
 
-/// A resctrl tree with 11 L3 ways (the top two shareable) in two domains, and MBA in
-/// percent steps of 10 from 10, as a two-socket Intel server shows it.
-fn tree(l3: bool, mb: bool) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    let mut schemata = String::new();
-    if mb {
-        schemata.push_str("    MB:0=100;1=100\n");
-        put(root, "info/MB/min_bandwidth", "10");
-        put(root, "info/MB/bandwidth_gran", "10");
-        put(root, "info/MB/delay_linear", "1");
-        put(root, "info/MB/num_closids", "8");
-    }
-    if l3 {
-        schemata.push_str("L3:0=7ff;1=7ff\n");
-        put(root, "info/L3/cbm_mask", "7ff");
-        put(root, "info/L3/min_cbm_bits", "1");
-        put(root, "info/L3/num_closids", "16");
-        put(root, "info/L3/shareable_bits", "600");
-    }
-    put(root, "info/last_cmd_status", "ok");
-    fs::write(root.join("schemata"), schemata).unwrap();
-    put(root, "tasks", "1\n2");
-    dir
-}
-
-fn mountinfo(root: &Path) -> String {
-    format!(
-        "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
-         40 22 0:38 / {} rw,relatime shared:20 - resctrl resctrl rw\n",
-        root.display()
-    )
-}
-
-fn synthetic(root: &Path) -> Resctrl {
-    detect_with(&mountinfo(root), "", Fs::Synthetic).unwrap()
-}
+use super::fake::{mountinfo, synthetic, tree};
 
 /// The journal entries (of the unit tests' journal) naming a group under `root`.
 fn entries_under(root: &Path) -> Vec<PathBuf> {
