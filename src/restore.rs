@@ -3,14 +3,14 @@
 //! also says what running memscopes hold, or "nothing to restore"). The journal
 //! (`platform::journal`) lists the changes; each kind is undone by its owner's
 //! `restore_stale` (hugetlbfs pools, memscope's kdamond, scratch directories, temporary
-//! output files), which checks that the thing is still as memscope left it. A failure is
+//! output files, resctrl groups), which checks that the thing is still as memscope left it. A failure is
 //! said and kept for the next start; it never stops the command.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::platform::journal::{self, Change, Journal, Outcome, Owner, Record, System};
-use crate::platform::{hugepages, scratch};
+use crate::platform::{hugepages, resctrl, scratch};
 
 /// Where the undone changes live: the real sysfs, or fake trees in tests.
 #[derive(Debug, Clone)]
@@ -108,6 +108,17 @@ fn can_tell_who_runs() -> bool {
 /// One pass: under the journal's lock, every entry whose process is gone is undone (or
 /// found clean, or left alone) and removed; failed and deferred ones stay.
 pub fn sweep(journal: &Journal, system: &System, roots: &Roots) -> Summary {
+    sweep_with(journal, system, roots, resctrl::Fs::Resctrl)
+}
+
+/// `sweep`, with the filesystem a journaled resctrl group's parent must be (a synthetic
+/// tree in tests).
+fn sweep_with(
+    journal: &Journal,
+    system: &System,
+    roots: &Roots,
+    resctrl_fs: resctrl::Fs,
+) -> Summary {
     let mut summary = Summary::default();
     // No journal yet: nothing was ever changed, and nothing is created just to look.
     if !journal.dir().exists() {
@@ -188,6 +199,11 @@ pub fn sweep(journal: &Journal, system: &System, roots: &Roots) -> Summary {
             // Files outlive a reboot.
             Change::ScratchDir { .. } => scratch::restore_stale(&record.entry),
             Change::OutputTemp { .. } => crate::render::output::restore_stale(&record.entry),
+            // resctrl lives in memory: a reboot removed its groups.
+            Change::ResctrlGroup { .. } if system.owner(&record.entry) == Owner::EarlierBoot => {
+                Outcome::Clean
+            }
+            Change::ResctrlGroup { .. } => resctrl::restore_stale(&record.entry, resctrl_fs),
         };
         outcomes.push((record, outcome));
     }

@@ -1,6 +1,7 @@
 //! What each arm of `advise` changes about a run of the program: the co-runner's load on
-//! its CPU, the CPUs the program may use, and the environment (the pages preload library,
-//! glibc's tunables); and which resource it asks about and against which arm it is read.
+//! its CPU, the CPUs the program may use, the environment (the pages preload library,
+//! glibc's tunables), and the resctrl group it runs in (L3 ways, MBA); and which resource
+//! it asks about and against which arm it is read.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,14 +32,20 @@ pub enum ArmKind {
     MallocHugetlb,
     /// Memory interleaved over every NUMA node with memory.
     Interleave,
+    /// The program restricted to some of the L3's ways by resctrl's cache allocation
+    /// (CAT), without a co-runner; its level is the L3 bytes it keeps.
+    CatWays,
+    /// The program's memory bandwidth throttled by resctrl's MBA; its level is the
+    /// percentage it is allowed.
+    MbaThrottle,
 }
 
 impl ArmKind {
     pub fn resource(self) -> Resource {
         match self {
             ArmKind::Alone | ArmKind::AllCpus | ArmKind::Compute => Resource::Control,
-            ArmKind::Pirate => Resource::Cache,
-            ArmKind::Bandit => Resource::Bandwidth,
+            ArmKind::Pirate | ArmKind::CatWays => Resource::Cache,
+            ArmKind::Bandit | ArmKind::MbaThrottle => Resource::Bandwidth,
             ArmKind::HugeAll | ArmKind::HugeTop | ArmKind::MallocHugetlb => Resource::Tlb,
             ArmKind::Interleave => Resource::Placement,
         }
@@ -108,6 +115,8 @@ impl ArmSpec {
             ArmKind::HugeTop => "huge pages, hot regions".to_string(),
             ArmKind::MallocHugetlb => "glibc.malloc.hugetlb=1".to_string(),
             ArmKind::Interleave => "memory interleaved".to_string(),
+            ArmKind::CatWays => "L3 CAT ways".to_string(),
+            ArmKind::MbaThrottle => "MBA throttle".to_string(),
         };
         ArmSpec {
             kind,
@@ -139,6 +148,24 @@ impl ArmSpec {
                 bytes_per_s / 1e9,
                 share * 100.0
             ),
+        }
+    }
+
+    /// The program restricted to `ways` of the L3's `total` ways, keeping `bytes` of it.
+    pub fn cat_ways(ways: u32, total: u32, bytes: u64) -> ArmSpec {
+        ArmSpec {
+            kind: ArmKind::CatWays,
+            level: Some(bytes as f64),
+            label: format!("L3 CAT {ways} of {total} ways ({})", Bytes(bytes)),
+        }
+    }
+
+    /// The program's bandwidth throttled to `percent` by MBA.
+    pub fn mba(percent: u32) -> ArmSpec {
+        ArmSpec {
+            kind: ArmKind::MbaThrottle,
+            level: Some(f64::from(percent)),
+            label: format!("MBA throttled to {percent}%"),
         }
     }
 
@@ -184,6 +211,16 @@ mod tests {
         assert_eq!(ArmKind::Compute.reference(), ArmKind::Alone);
         assert!(ArmKind::Compute.uses_co_runner() && !ArmKind::HugeAll.uses_co_runner());
         assert_eq!(ArmKind::MallocHugetlb.resource(), Resource::Tlb);
+        // resctrl's arms take the resource from the program itself: read against it alone.
+        assert_eq!(ArmKind::CatWays.resource(), Resource::Cache);
+        assert_eq!(ArmKind::MbaThrottle.resource(), Resource::Bandwidth);
+        assert_eq!(ArmKind::CatWays.reference(), ArmKind::Alone);
+        assert_eq!(ArmKind::MbaThrottle.reference(), ArmKind::Alone);
+        assert!(!ArmKind::CatWays.uses_co_runner() && !ArmKind::MbaThrottle.uses_co_runner());
+        let cat = ArmSpec::cat_ways(3, 11, 3 << 20);
+        assert_eq!(cat.label, "L3 CAT 3 of 11 ways (3 MiB)");
+        assert_eq!(cat.level, Some(f64::from(3 << 20)));
+        assert_eq!(ArmSpec::mba(30).label, "MBA throttled to 30%");
     }
 
     #[test]

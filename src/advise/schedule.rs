@@ -82,6 +82,22 @@ pub fn run(
         .map(|n| n.id)
         .collect();
     let preload = Preload::create().ok();
+    let partitioning = match trial::Partitioning::detect(facts.llc_bytes) {
+        Ok(p) => {
+            notes.push(p.note());
+            Some(p)
+        }
+        Err(why) => {
+            notes.push(why);
+            None
+        }
+    };
+    let cat_arms = partitioning
+        .as_ref()
+        .map_or_else(Vec::new, |p| p.cat_arms());
+    let mba_arms = partitioning
+        .as_ref()
+        .map_or_else(Vec::new, |p| p.mba_arms());
     let mut setup = Setup {
         command: &plan.command,
         program_cpus: &cpus.program,
@@ -90,6 +106,7 @@ pub fn run(
         preload: preload.as_ref(),
         hot_ranges: &[],
         show_output: plan.show_output,
+        partitioning: partitioning.as_ref(),
     };
 
     // The first run: does the program start, how does it end, how long does it take.
@@ -228,12 +245,15 @@ pub fn run(
     if with_co {
         stage1.push(ArmSpec::new(ArmKind::Compute));
         stage1.push(ArmSpec::new(ArmKind::AllCpus));
-        if cpus.shares_llc {
+        if cpus.shares_llc && cat_arms.is_empty() {
             let top = *pirate_sizes.last().unwrap_or(&llc);
             stage1.push(ArmSpec::pirate(top, PIRATE_SHARES[PIRATE_SHARES.len() - 1]));
         }
         stage1.push(ArmSpec::new(ArmKind::Bandit));
     }
+    // resctrl's arms need no co-runner: their strongest level screens.
+    stage1.extend(cat_arms.first().cloned());
+    stage1.extend(mba_arms.first().cloned());
     if thp && preload.is_some() {
         stage1.push(ArmSpec::new(ArmKind::HugeAll));
     } else if !thp {
@@ -264,11 +284,8 @@ pub fn run(
     let mut shuffler = Shuffler::from_clock();
     let remaining = deadline.saturating_duration_since(Instant::now());
     // The screening gets 55% of what is left when curves may follow.
-    let stage1_budget = remaining.mul_f64(if with_co || !hot_ranges.is_empty() {
-        0.55
-    } else {
-        1.0
-    });
+    let curves_may_follow = with_co || !hot_ranges.is_empty() || partitioning.is_some();
+    let stage1_budget = remaining.mul_f64(if curves_may_follow { 0.55 } else { 1.0 });
     let mut ctx = StageContext {
         setup: &setup,
         co_runner: co_runner.as_ref(),
@@ -322,6 +339,12 @@ pub fn run(
                 stage2.push(ArmSpec::bandit(max * share, share));
             }
         }
+    }
+    if sensitive(ArmKind::CatWays) {
+        stage2.extend(cat_arms.iter().skip(1).cloned());
+    }
+    if sensitive(ArmKind::MbaThrottle) {
+        stage2.extend(mba_arms.iter().skip(1).cloned());
     }
     if (sensitive(ArmKind::HugeAll) || sensitive(ArmKind::MallocHugetlb)) && !hot_ranges.is_empty()
     {
@@ -835,5 +858,63 @@ mod tests {
         let left = check.cache_left_bytes.unwrap();
         assert!((left - (32.0 - 8.0 * held) * 1048576.0).abs() < 1.0);
         assert_eq!(worse_stop(Stop::Resolved, Stop::TimeLimit), Stop::TimeLimit);
+    }
+
+    #[test]
+    fn cat_and_mba_arms_are_read_against_the_program_alone_and_make_the_findings() {
+        let mib = 1u64 << 20;
+        let arms = [
+            ArmSpec::new(ArmKind::Alone),
+            ArmSpec::cat_ways(3, 12, 2 * mib),
+            ArmSpec::cat_ways(6, 12, 4 * mib),
+            ArmSpec::mba(20),
+        ];
+        let times = |base: f64| -> Vec<RunRecord> {
+            (0..8).map(|i| record(i, base + 0.001 * i as f64)).collect()
+        };
+        let runs = vec![times(1.0), times(1.6), times(1.2), times(1.3)];
+        let machine = Machine::sample();
+        let mut facts = super::super::facts::from_topology(&machine);
+        facts.llc_bytes = Some(8 * mib);
+        let r = results(1, &arms, &runs, 0, &facts, None);
+        assert!(r[1..].iter().all(|a| a.reference == ArmKind::Alone));
+        assert!(r[1..].iter().all(|a| a.co_runner.is_none()));
+        assert_eq!(r[1].time.verdict, Verdict::Worse);
+        let cpus = CpuPlan {
+            program: vec![0],
+            co_runner: None,
+            shares_llc: false,
+            smt_sibling: false,
+            memory_nodes: 1,
+        };
+        let (findings, _) = verdict::findings(
+            &r,
+            &facts,
+            &ProgramProfile::default(),
+            &cpus,
+            None,
+            5.0,
+            &[],
+        );
+        let of = |resource| findings.iter().find(|f| f.resource == resource).unwrap();
+        let cache = of(arms::Resource::Cache);
+        assert_eq!(cache.sensitivity, verdict::Sensitivity::Sensitive);
+        assert_eq!(cache.arm.as_deref(), Some("L3 CAT 3 of 12 ways (2 MiB)"));
+        assert!(
+            cache.summary.contains("restricted by L3 CAT to 2 MiB"),
+            "{}",
+            cache.summary
+        );
+        // 2 MiB: +60%, 4 MiB: +20%, all 8 MiB: 0 → within 5% from 7 MiB on.
+        let remedy = cache.remedy.as_deref().unwrap();
+        assert!(remedy.starts_with("needs ≥ 7"), "{remedy}");
+        assert!(remedy.contains("to 2 MiB of the 8 MiB"), "{remedy}");
+        let bandwidth = of(arms::Resource::Bandwidth);
+        assert_eq!(bandwidth.sensitivity, verdict::Sensitivity::Sensitive);
+        assert!(
+            bandwidth.summary.starts_with("throttled by MBA to 20%"),
+            "{}",
+            bandwidth.summary
+        );
     }
 }

@@ -1,10 +1,12 @@
 //! One run of the program in one arm: the co-runner switched to the arm's load, the
 //! program started on the arm's CPUs with the arm's environment and its output captured
-//! (or passed through), its huge-page memory sampled over the run (time-weighted), and
-//! what the co-runner did meanwhile.
+//! (or passed through), in a resctrl group of its own for the L3 CAT and MBA arms (made
+//! before the paused child is released and its pid moved in, removed after the run),
+//! its huge-page memory sampled over the run (time-weighted), and what the co-runner did
+//! meanwhile. `Partitioning` says whether resctrl can be used here, and which arms.
 
 use std::ffi::OsString;
-use std::io::{Read, Seek};
+use std::io::{self, Read, Seek};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -14,6 +16,7 @@ use super::RunRecord;
 use crate::kernels::corunner::{CoRunner, Load};
 use crate::pages::preload::{Preload, PreloadMode};
 use crate::platform::child::{self, SpawnError, SpawnOptions};
+use crate::platform::resctrl::{self, Limit, Resctrl, ResctrlGroup};
 
 /// What every run shares.
 pub struct Setup<'a> {
@@ -27,6 +30,8 @@ pub struct Setup<'a> {
     pub hot_ranges: &'a [(u64, u64)],
     /// Pass the program's output through instead of capturing it.
     pub show_output: bool,
+    /// resctrl, for the L3 CAT and MBA arms.
+    pub partitioning: Option<&'a Partitioning>,
 }
 
 /// A run, with the end of what it wrote on stderr (for a failure's message).
@@ -105,7 +110,20 @@ pub fn run(
         interleave_nodes: (arm.kind == ArmKind::Interleave).then(|| setup.memory_nodes.to_vec()),
         ..SpawnOptions::default()
     };
+    // The group before the child: a failure leaves no program run outside it.
+    let group = match setup.partitioning.and_then(|p| p.limit(arm)) {
+        Some((p, limit)) => Some(
+            ResctrlGroup::create(&p.resctrl, limit)
+                .map_err(|e| SpawnError::Fork(io::Error::new(e.kind(), format!("resctrl: {e}"))))?,
+        ),
+        None => None,
+    };
     let paused = child::spawn_paused_with(setup.command, &options)?;
+    // Moved in before its exec, so that all it runs (threads, children) stays in it.
+    if let Some(g) = &group {
+        g.add_task(paused.pid())
+            .map_err(|e| SpawnError::Fork(io::Error::new(e.kind(), format!("resctrl: {e}"))))?;
+    }
     let mut running = paused.release()?;
     let pid = running.pid();
     let done = AtomicBool::new(false);
@@ -116,6 +134,7 @@ pub fn run(
         (finished, sampler.join().unwrap_or(0.0))
     });
     let finished = finished?;
+    drop(group);
     let co = co_runner.map(|c| {
         let s = c.take_stats();
         (s.ns_per_step, s.bytes_per_s)
@@ -140,6 +159,154 @@ pub fn run(
         },
         stderr_tail,
     })
+}
+
+/// The L3 ways removed in the cache arms (strongest first): the program keeps the rest.
+const CAT_REMOVED: [f64; 3] = [0.75, 0.5, 0.25];
+/// The bandwidth the MBA arms allow, percent (strongest first).
+const MBA_PERCENT: [u32; 2] = [25, 50];
+
+/// resctrl as advise uses it: the mounted tree, the L3 size its ways split, and which of
+/// cache allocation and bandwidth throttling it offers.
+#[derive(Debug)]
+pub struct Partitioning {
+    pub resctrl: Resctrl,
+    /// The L3's size (bytes), when known: CAT arms need it.
+    pub llc_bytes: Option<u64>,
+}
+
+impl Partitioning {
+    /// resctrl when memscope is root and it offers L3 CAT or MBA in percent and a group
+    /// can be made; else the one sentence saying why not.
+    pub fn detect(llc_bytes: Option<u64>) -> Result<Partitioning, String> {
+        let why_not =
+            |why: String| format!("{why}: cache and bandwidth are taken by a co-runner instead");
+        let resctrl = resctrl::detect().map_err(|e| why_not(e.to_string()))?;
+        if crate::platform::journal::effective_uid() != 0 {
+            return Err(why_not(format!(
+                "resctrl is mounted at {}, but restricting a program's L3 ways or bandwidth \
+                 needs root",
+                resctrl.path().display()
+            )));
+        }
+        Partitioning::with(resctrl, llc_bytes).map_err(why_not)
+    }
+
+    /// `resctrl` checked to offer something and to let a group be made (made and removed
+    /// at once).
+    pub fn with(resctrl: Resctrl, llc_bytes: Option<u64>) -> Result<Partitioning, String> {
+        let p = Partitioning { resctrl, llc_bytes };
+        let probe = p
+            .cat_arms()
+            .into_iter()
+            .chain(p.mba_arms())
+            .next()
+            .and_then(|arm| p.limit(&arm).map(|(_, limit)| limit));
+        let Some(limit) = probe else {
+            let mut why = format!(
+                "resctrl at {} offers no L3 CAT{} and no MBA in percent",
+                p.resctrl.path().display(),
+                if p.llc_bytes.is_none() && p.resctrl.l3.is_some() {
+                    " memscope can use (the L3's size is unknown)"
+                } else {
+                    ""
+                }
+            );
+            for note in &p.resctrl.notes {
+                why.push_str("; ");
+                why.push_str(note);
+            }
+            return Err(why);
+        };
+        ResctrlGroup::create(&p.resctrl, limit)
+            .map_err(|e| format!("resctrl cannot be used: {e}"))?;
+        Ok(p)
+    }
+
+    /// The CAT arms, ¾, ½ and ¼ of the ways removed (fewer when there are few ways).
+    pub fn cat_arms(&self) -> Vec<ArmSpec> {
+        let (Some(cat), Some(llc)) = (&self.resctrl.l3, self.llc_bytes) else {
+            return Vec::new();
+        };
+        let total = cat.ways();
+        let least = cat.min_cbm_bits.max(1);
+        let mut kept: Vec<u32> = Vec::new();
+        for removed in CAT_REMOVED {
+            let ways = ((f64::from(total) * (1.0 - removed)).round() as u32)
+                .clamp(least, total.saturating_sub(1).max(least));
+            if ways < total && !kept.contains(&ways) && cat.mask(ways).is_some() {
+                kept.push(ways);
+            }
+        }
+        kept.iter()
+            .map(|&k| ArmSpec::cat_ways(k, total, resctrl::capacity_of_ways(llc, k, total)))
+            .collect()
+    }
+
+    /// The MBA arms, at 25% and 50% (as the granularity allows).
+    pub fn mba_arms(&self) -> Vec<ArmSpec> {
+        let Some(mba) = &self.resctrl.mb else {
+            return Vec::new();
+        };
+        let mut arms: Vec<ArmSpec> = Vec::new();
+        for p in MBA_PERCENT {
+            let arm = ArmSpec::mba(resctrl::mb_percent(
+                p,
+                mba.bandwidth_gran,
+                mba.min_bandwidth,
+            ));
+            if arm.level.is_some_and(|l| l < 100.0) && !arms.iter().any(|a| a.same(&arm)) {
+                arms.push(arm);
+            }
+        }
+        arms
+    }
+
+    /// What the group of an arm restricts; `None` for arms resctrl has no part in.
+    fn limit(&self, arm: &ArmSpec) -> Option<(&Partitioning, Limit)> {
+        let level = arm.level?;
+        let limit = match arm.kind {
+            ArmKind::CatWays => {
+                let total = self.resctrl.l3.as_ref()?.ways();
+                Limit::L3Ways(resctrl::ways_for_capacity(
+                    self.llc_bytes?,
+                    total,
+                    level as u64,
+                ))
+            }
+            ArmKind::MbaThrottle => Limit::MbPercent(level.round() as u32),
+            _ => return None,
+        };
+        Some((self, limit))
+    }
+
+    /// What the cache and bandwidth stages use, for the notes.
+    pub fn note(&self) -> String {
+        let mut uses = Vec::new();
+        if let (Some(cat), false) = (&self.resctrl.l3, self.cat_arms().is_empty()) {
+            uses.push(format!(
+                "the program's L3 ways (CAT, {} ways, mask {:x}) instead of a cache pirate",
+                cat.ways(),
+                cat.cbm_mask
+            ));
+        }
+        if let (Some(mba), false) = (&self.resctrl.mb, self.mba_arms().is_empty()) {
+            uses.push(format!(
+                "its memory bandwidth (MBA, steps of {}%{})",
+                mba.bandwidth_gran,
+                if mba.delay_linear {
+                    ""
+                } else {
+                    ", applied approximately"
+                }
+            ));
+        }
+        format!(
+            "resctrl at {} restricts {}; each arm's group is removed after its run",
+            self.resctrl.path().display(),
+            uses.join(", and ")
+        )
+    }
 }
 
 /// The process's huge-page memory (AnonHugePages of smaps_rollup), time-weighted over
@@ -215,6 +382,7 @@ mod tests {
             preload: None,
             hot_ranges: &[],
             show_output: false,
+            partitioning: None,
         };
         assert_eq!(load_of(&ArmSpec::new(ArmKind::Alone)), Load::Idle);
         assert_eq!(
@@ -224,5 +392,63 @@ mod tests {
         let env = env_of(&ArmSpec::new(ArmKind::MallocHugetlb), &setup);
         assert_eq!(env[0].0, "GLIBC_TUNABLES");
         assert!(env_of(&ArmSpec::new(ArmKind::Compute), &setup).is_empty());
+    }
+
+    #[test]
+    fn resctrl_arms_keep_a_quarter_half_and_three_quarters_of_the_ways() {
+        use crate::platform::resctrl::fake;
+        let dir = fake::tree(true, true);
+        let llc: u64 = 11 * 1408 * 1024;
+        let p = Partitioning::with(fake::synthetic(dir.path()), Some(llc)).unwrap();
+        // The probe group was made and removed: only the tree's own entries are left.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+        let cat = p.cat_arms();
+        let kept: Vec<Option<(&Partitioning, Limit)>> = cat.iter().map(|a| p.limit(a)).collect();
+        let ways: Vec<u32> = kept
+            .iter()
+            .map(|k| match k {
+                Some((_, Limit::L3Ways(w))) => *w,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        // 11 ways: ¾ removed keeps 3, ½ keeps 6 (5.5 rounded), ¼ keeps 8; strongest first.
+        assert_eq!(ways, vec![3, 6, 8]);
+        assert!(cat.iter().all(|a| a.kind == ArmKind::CatWays));
+        assert_eq!(
+            cat[0].level,
+            Some(resctrl::capacity_of_ways(llc, 3, 11) as f64)
+        );
+        let mba = p.mba_arms();
+        let percents: Vec<f64> = mba.iter().filter_map(|a| a.level).collect();
+        assert_eq!(percents, vec![20.0, 50.0]);
+        assert!(matches!(p.limit(&mba[0]), Some((_, Limit::MbPercent(20)))));
+        // Arms resctrl has no part in.
+        assert!(p.limit(&ArmSpec::new(ArmKind::Alone)).is_none());
+        assert!(p.limit(&ArmSpec::pirate(1 << 20, 0.5)).is_none());
+        let note = p.note();
+        assert!(
+            note.contains("L3 ways (CAT, 11 ways, mask 7ff)") && note.contains("MBA"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn resctrl_without_cat_or_mba_or_an_l3_size_is_not_used_and_says_why() {
+        use crate::platform::resctrl::fake;
+        let none = fake::tree(false, false);
+        let why = Partitioning::with(fake::synthetic(none.path()), Some(8 << 20)).unwrap_err();
+        assert!(why.contains("offers no L3 CAT and no MBA"), "{why}");
+        let cat = fake::tree(true, false);
+        let why = Partitioning::with(fake::synthetic(cat.path()), None).unwrap_err();
+        assert!(why.contains("the L3's size is unknown"), "{why}");
+        // MBA alone is used without an L3 size.
+        let mb = fake::tree(false, true);
+        let p = Partitioning::with(fake::synthetic(mb.path()), None).unwrap();
+        assert!(p.cat_arms().is_empty() && p.mba_arms().len() == 2);
+        // This machine: an answer, never a panic (no resctrl here: a sentence).
+        match Partitioning::detect(Some(8 << 20)) {
+            Ok(p) => eprintln!("resctrl here: {}", p.note()),
+            Err(why) => assert!(why.contains("co-runner instead"), "{why}"),
+        }
     }
 }

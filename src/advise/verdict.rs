@@ -218,6 +218,9 @@ pub fn findings(
 
 /// Cache capacity: the largest pirate against the compute neighbour, and the curve.
 fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effect: f64) -> Finding {
+    if let Some(f) = cat_finding(arms, facts, effect) {
+        return f;
+    }
     let pirates = arms_of(arms, ArmKind::Pirate);
     let Some(top) = pirates
         .iter()
@@ -310,6 +313,9 @@ fn bandwidth_finding(
     calibration: Option<&CoRunnerCalibration>,
     effect: f64,
 ) -> Finding {
+    if let Some(f) = mba_finding(arms, effect) {
+        return f;
+    }
     let bandits = arms_of(arms, ArmKind::Bandit);
     let Some(top) = bandits.iter().find(|a| a.level.is_none()) else {
         let why = if cpus.co_runner.is_none() {
@@ -365,6 +371,75 @@ fn evicts_cache(calibration: Option<&CoRunnerCalibration>) -> Option<f64> {
     let alone = c.pirate_alone_ns.first()?.1;
     let factor = c.pirate_beside_bandit_ns / alone;
     (factor.is_finite() && factor > 1.5).then_some(factor)
+}
+
+/// Cache capacity from resctrl's L3 CAT arms (used instead of the pirate where they
+/// ran): the fewest ways kept against the program alone, and the curve of the L3 kept.
+fn cat_finding(arms: &[ArmResult], facts: &MachineFacts, effect: f64) -> Option<Finding> {
+    let cats = arms_of(arms, ArmKind::CatWays);
+    let top = cats
+        .iter()
+        .min_by(|a, b| a.level.unwrap_or(0.0).total_cmp(&b.level.unwrap_or(0.0)))?;
+    let mut f = measured(Resource::Cache, top, effect);
+    let llc_name = facts.llc_name.clone().unwrap_or_else(|| "L3".into());
+    let llc = facts.llc_bytes.unwrap_or(0);
+    let kept = top.level.unwrap_or(0.0);
+    let kept_text = format!(
+        "restricted by L3 CAT to {} of the {} {llc_name}",
+        Bytes(kept as u64),
+        Bytes(llc)
+    );
+    f.summary = match f.sensitivity {
+        Sensitivity::Sensitive | Sensitivity::Slightly => {
+            format!("{kept_text}, it runs {}", effect_text(&f))
+        }
+        _ => format!("{kept_text}: {}", effect_text(&f)),
+    };
+    if f.sensitivity == Sensitivity::Sensitive {
+        let curve: Vec<(f64, f64)> = cats
+            .iter()
+            .filter_map(|a| Some((a.level?, a.ratio.map(|r| (r.ratio - 1.0) * 100.0)?)))
+            .collect();
+        f.remedy = Some(match needed_capacity(&curve, llc as f64, effect) {
+            Some(n) => format!(
+                "needs ≥ {} of {llc_name} to stay within {effect:.0}%: {kept_text}, it loses \
+                 {:.0}%. Shrink the working set (blocking, smaller types), or give it the \
+                 cache (a resctrl group with enough L3 CAT ways for it, fewer co-tenants)",
+                Bytes(n as u64),
+                f.change_pct.unwrap_or(0.0)
+            ),
+            None => format!(
+                "its speed depends on the {llc_name} it keeps: shrink the working set \
+                 (blocking, smaller types), or give it the cache (L3 CAT ways, fewer \
+                 co-tenants)"
+            ),
+        });
+    }
+    Some(f)
+}
+
+/// DRAM bandwidth from resctrl's MBA arms (used instead of the bandit where they ran:
+/// they take bandwidth without taking cache): the strongest throttle against the
+/// program alone.
+fn mba_finding(arms: &[ArmResult], effect: f64) -> Option<Finding> {
+    let top = arms_of(arms, ArmKind::MbaThrottle)
+        .into_iter()
+        .min_by(|a, b| a.level.unwrap_or(0.0).total_cmp(&b.level.unwrap_or(0.0)))?;
+    let mut f = measured(Resource::Bandwidth, top, effect);
+    f.summary = format!(
+        "throttled by MBA to {:.0}% of the memory bandwidth: {}",
+        top.level.unwrap_or(0.0),
+        effect_text(&f)
+    );
+    if f.sensitivity == Sensitivity::Sensitive {
+        f.remedy = Some(
+            "it needs DRAM bandwidth: move fewer bytes (smaller types, compression, fusing \
+             passes, non-temporal stores for data written once), or run it beside fewer \
+             bandwidth-heavy neighbours"
+                .to_string(),
+        );
+    }
+    Some(f)
 }
 
 /// Huge pages: the largest significant speed-up of the huge-page arms.

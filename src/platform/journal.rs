@@ -1,5 +1,5 @@
 //! A journal of the changes memscope makes to the system (a grown hugetlbfs pool, its own
-//! DAMON kdamond, a scratch directory), written before each change and cleared once the
+//! DAMON kdamond, a scratch directory, a resctrl group), written before each change and cleared once the
 //! change is undone, so that what a SIGKILL, an OOM kill, a crash or a power loss left
 //! changed can be undone by the next memscope start (`crate::restore`).
 //!
@@ -84,6 +84,10 @@ pub enum Change {
     /// A temporary output file `name` (`.NAME.memscope-RANDOM.tmp`) in the directory
     /// `dir` (absolute, no link in it), between its creation and its rename.
     OutputTemp { dir: PathBuf, name: String },
+    /// A resctrl group memscope made (absolute path: the resctrl root and
+    /// `memscope-PID-N`); undone by its rmdir, which hands its tasks back to the default
+    /// group.
+    ResctrlGroup { path: PathBuf },
 }
 
 /// An entry in the journal and its file; removing it says the change is undone.
@@ -456,6 +460,7 @@ pub fn describe(change: &Change) -> String {
         Change::OutputTemp { dir, name } => {
             format!("the temporary output file {}", dir.join(name).display())
         }
+        Change::ResctrlGroup { path } => format!("the resctrl group {}", path.display()),
     }
 }
 

@@ -484,3 +484,53 @@ fn entries_this_process_writes_are_its_own_until_it_is_gone() {
     assert!(!record.file().exists());
     assert_eq!(fake.nr(), 0);
 }
+
+#[test]
+fn a_resctrl_group_a_killed_memscope_left_is_removed_and_a_reboot_is_clean() {
+    let fake = Fake::new();
+    let root = fake.path("resctrl");
+    let make = |name: &str| {
+        for file in ["schemata", "tasks", "cpus"] {
+            put(&root, &format!("{name}/{file}"), "");
+        }
+        root.join(name)
+    };
+    let group = make(&format!("memscope-{DEAD}-0"));
+    fake.entry(
+        DEAD,
+        77,
+        BOOT,
+        0,
+        Change::ResctrlGroup {
+            path: group.clone(),
+        },
+    );
+    // Its process ran before the last boot: resctrl forgot the group; nothing touched.
+    let older = make(&format!("memscope-{DEAD}-1"));
+    fake.entry(
+        DEAD,
+        77,
+        "boot-0",
+        1,
+        Change::ResctrlGroup {
+            path: older.clone(),
+        },
+    );
+    let summary = sweep_with(
+        &fake.journal(),
+        &fake.system(),
+        &fake.roots(),
+        crate::platform::resctrl::Fs::Synthetic,
+    );
+    assert_eq!(summary.restored.len(), 1, "{summary:?}");
+    assert!(
+        summary.restored[0].starts_with(&format!("removed the resctrl group {}", group.display())),
+        "{summary:?}"
+    );
+    assert!(
+        summary.failed.is_empty() && summary.left.is_empty(),
+        "{summary:?}"
+    );
+    assert!(!group.exists() && older.exists());
+    assert_eq!(fake.entries(), 0);
+}
