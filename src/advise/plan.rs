@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use super::arms::Resource;
 use crate::error::UsageError;
 use crate::flags::{invalid, parse_count, parse_duration, OutputArgs, SaveArgs};
 
@@ -35,6 +36,11 @@ pub struct AdviseArgs {
     /// profile of this host, else advise measures what it needs.
     #[arg(long, value_name = "REPORT.json")]
     pub from: Option<PathBuf>,
+
+    /// Only these resources, comma-separated: cache, bandwidth, tlb, placement (default:
+    /// all that can be measured here).
+    #[arg(long, value_name = "RESOURCES")]
+    pub only: Option<String>,
 
     /// The smallest change (percent) the verdict calls a sensitivity.
     #[arg(long, value_name = "PERCENT", default_value = "5")]
@@ -72,6 +78,36 @@ pub struct AdvisePlan {
     pub from: Option<PathBuf>,
     pub effect_pct: f64,
     pub show_output: bool,
+    /// The resources to measure.
+    pub resources: Vec<Resource>,
+}
+
+/// The resources `--only` names, by name.
+const RESOURCES: [(&str, Resource); 4] = [
+    ("cache", Resource::Cache),
+    ("bandwidth", Resource::Bandwidth),
+    ("tlb", Resource::Tlb),
+    ("placement", Resource::Placement),
+];
+
+/// `--only`'s list.
+fn parse_resources(text: &str) -> Result<Vec<Resource>, UsageError> {
+    let mut out = Vec::new();
+    for word in text.split(',').map(str::trim) {
+        let found = RESOURCES.iter().find(|(name, _)| *name == word);
+        match found {
+            Some((_, r)) if !out.contains(r) => out.push(*r),
+            Some(_) => {}
+            None => {
+                return Err(invalid(
+                    "--only",
+                    text,
+                    "resources from cache, bandwidth, tlb, placement, separated by commas",
+                ))
+            }
+        }
+    }
+    Ok(out)
 }
 
 impl AdviseArgs {
@@ -127,6 +163,10 @@ impl AdviseArgs {
                 ));
             }
         }
+        let resources = match &self.only {
+            Some(text) => parse_resources(text)?,
+            None => RESOURCES.iter().map(|(_, r)| *r).collect(),
+        };
         Ok(AdvisePlan {
             command: self.command.clone(),
             time_limit,
@@ -135,6 +175,7 @@ impl AdviseArgs {
             from: self.from.clone(),
             effect_pct,
             show_output: self.show_output,
+            resources,
         })
     }
 }
@@ -163,11 +204,15 @@ mod tests {
         assert_eq!(p.co_runner_cpu, Some(1));
         assert_eq!(p.command, vec![OsString::from("prog"), "--its-flag".into()]);
         assert_eq!(p.time_limit, Duration::from_secs(180));
+        assert_eq!(p.resources.len(), 4);
+        let only = plan(&["--only", "tlb, cache,tlb", "--", "p"]).unwrap();
+        assert_eq!(only.resources, vec![Resource::Tlb, Resource::Cache]);
         for (bad, flag) in [
             (vec!["--runs", "1", "--", "p"], "--runs"),
             (vec!["--time-limit", "5s", "--", "p"], "--time-limit"),
             (vec!["--effect", "0", "--", "p"], "--effect"),
             (vec!["--from", "/nonexistent.json", "--", "p"], "--from"),
+            (vec!["--only", "tlb,disk", "--", "p"], "--only"),
         ] {
             let e = plan(&bad).unwrap_err().to_string();
             assert!(e.contains(flag), "{e}");

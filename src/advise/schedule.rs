@@ -11,7 +11,7 @@
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use super::arms::{self, ArmKind, ArmSpec};
+use super::arms::{self, ArmKind, ArmSpec, Resource};
 use super::facts::{FactsSource, MachineFacts};
 use super::profile::{self, ProgramProfile};
 use super::trial::{self, Setup};
@@ -174,8 +174,11 @@ pub fn run(
         .map(|s| (share as f64 * s) as u64)
         .collect();
     let mut calibration = None;
+    let wants = |r: Resource| plan.resources.contains(&r);
     let co_runner = match cpus.co_runner {
         None => None,
+        // Only the remedies asked for: no co-runner.
+        Some(_) if !wants(Resource::Cache) && !wants(Resource::Bandwidth) => None,
         Some(cpu) => {
             progress.start("advise: the co-runner's own checks", 1);
             let bandit_buffer = (4 * llc)
@@ -245,18 +248,25 @@ pub fn run(
     if with_co {
         stage1.push(ArmSpec::new(ArmKind::Compute));
         stage1.push(ArmSpec::new(ArmKind::AllCpus));
-        if cpus.shares_llc && cat_arms.is_empty() {
+        if cpus.shares_llc && cat_arms.is_empty() && wants(Resource::Cache) {
             let top = *pirate_sizes.last().unwrap_or(&llc);
             stage1.push(ArmSpec::pirate(top, PIRATE_SHARES[PIRATE_SHARES.len() - 1]));
         }
-        stage1.push(ArmSpec::new(ArmKind::Bandit));
+        if wants(Resource::Bandwidth) {
+            stage1.push(ArmSpec::new(ArmKind::Bandit));
+        }
     }
     // resctrl's arms need no co-runner: their strongest level screens.
-    stage1.extend(cat_arms.first().cloned());
-    stage1.extend(mba_arms.first().cloned());
+    if wants(Resource::Cache) {
+        stage1.extend(cat_arms.first().cloned());
+    }
+    if wants(Resource::Bandwidth) {
+        stage1.extend(mba_arms.first().cloned());
+    }
+    let thp = thp && wants(Resource::Tlb);
     if thp && preload.is_some() {
         stage1.push(ArmSpec::new(ArmKind::HugeAll));
-    } else if !thp {
+    } else if machine.thp.enabled == ThpMode::Never {
         notes.push(
             "transparent huge pages are off (never): the huge-page arms are not measured".into(),
         );
@@ -265,9 +275,9 @@ pub fn run(
     if thp && glibc.is_some_and(|v| v >= (2, 35)) {
         stage1.push(ArmSpec::new(ArmKind::MallocHugetlb));
     }
-    if memory_nodes.len() > 1 {
+    if memory_nodes.len() > 1 && wants(Resource::Placement) {
         stage1.push(ArmSpec::new(ArmKind::Interleave));
-    } else {
+    } else if wants(Resource::Placement) {
         notes.push(
             "one NUMA node with memory: placement (local vs interleaved) is not measured".into(),
         );
@@ -379,7 +389,7 @@ pub fn run(
         .filter(|r| r.termination.shell_status() == normal_status)
         .collect();
     profile::add_runs(&mut profile, &alone);
-    let (findings, not_memory_bound) = verdict::findings(
+    let (mut findings, not_memory_bound) = verdict::findings(
         &arms,
         &facts,
         &profile,
@@ -388,6 +398,12 @@ pub fn run(
         plan.effect_pct,
         &plan.command,
     );
+    for f in findings.iter_mut() {
+        if f.resource != Resource::Control && !wants(f.resource) {
+            *f = verdict::Finding::not_measured(f.resource, "not asked for (--only)");
+        }
+    }
+    notes.extend(verdict::cpus_note(&arms, plan.effect_pct));
     notes.extend(verdict::budget_note(
         stop,
         plan.time_limit,
@@ -776,145 +792,4 @@ fn worse_stop(a: Stop, b: Stop) -> Stop {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(block: usize, s: f64) -> RunRecord {
-        RunRecord {
-            block,
-            order: 0,
-            elapsed_s: s,
-            user_s: s,
-            system_s: 0.0,
-            max_rss_kib: 0,
-            minor_faults: 0,
-            major_faults: 0,
-            termination: Termination::Exited(0),
-            huge_kib: 0.0,
-            co_runner: Some((20.0, 0.0)),
-        }
-    }
-
-    #[test]
-    fn a_pirate_that_slows_towards_dram_holds_less_of_its_set() {
-        assert_eq!(held_share(10.0, 10.0, 100.0), Some(1.0));
-        assert_eq!(held_share(100.0, 10.0, 100.0), Some(0.0));
-        assert!((held_share(55.0, 10.0, 100.0).unwrap() - 0.5).abs() < 1e-12);
-        assert_eq!(held_share(5.0, 10.0, 100.0), Some(1.0));
-        assert_eq!(held_share(50.0, 100.0, 10.0), None);
-        assert_eq!(held_share(f64::NAN, 10.0, 100.0), None);
-    }
-
-    #[test]
-    fn arms_are_resolved_when_significant_or_known_to_be_small() {
-        let arms = [ArmSpec::new(ArmKind::Alone), ArmSpec::new(ArmKind::HugeAll)];
-        let base: Vec<RunRecord> = (0..8).map(|i| record(i, 1.0 + 0.001 * i as f64)).collect();
-        let slower: Vec<RunRecord> = (0..8).map(|i| record(i, 1.5 + 0.001 * i as f64)).collect();
-        assert!(resolved(&arms, &[base.clone(), slower], 0, 5.0));
-        // The same times: a ratio interval well inside ±5%.
-        assert!(resolved(&arms, &[base.clone(), base.clone()], 0, 5.0));
-        // Noisy and not different: unresolved.
-        let noisy: Vec<RunRecord> = (0..8)
-            .map(|i| record(i, if i % 2 == 0 { 0.8 } else { 1.3 }))
-            .collect();
-        assert!(!resolved(&arms, &[base.clone(), noisy], 0, 5.0));
-    }
-
-    #[test]
-    fn results_compare_each_arm_with_its_reference_and_check_the_pirate() {
-        let arms = [
-            ArmSpec::new(ArmKind::Alone),
-            ArmSpec::new(ArmKind::Compute),
-            ArmSpec::pirate(8 << 20, 0.25),
-        ];
-        let runs = vec![
-            (0..6)
-                .map(|i| record(i, 1.0 + 0.01 * i as f64))
-                .collect::<Vec<_>>(),
-            (0..6).map(|i| record(i, 1.0 + 0.01 * i as f64)).collect(),
-            (0..6).map(|i| record(i, 2.0 + 0.01 * i as f64)).collect(),
-        ];
-        let machine = Machine::sample();
-        let mut facts = super::super::facts::from_topology(&machine);
-        facts.llc_bytes = Some(32 << 20);
-        facts.llc_cpus = vec![0];
-        let calibration = CoRunnerCalibration {
-            pirate_alone_ns: vec![(8 << 20, 10.0)],
-            dram_ns: 100.0,
-            bandit_max_bytes_per_s: 1e10,
-            pirate_beside_bandit_ns: f64::NAN,
-            bandit_huge: true,
-        };
-        let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
-        assert_eq!(r[0].time.verdict, Verdict::Baseline);
-        assert_eq!(r[2].reference, ArmKind::Compute);
-        assert_eq!(r[2].time.verdict, Verdict::Worse);
-        let ratio = r[2].ratio.unwrap();
-        assert!(ratio.low > 1.8 && ratio.high < 2.2, "{ratio:?}");
-        // ns 20 between 10 alone and 100 at DRAM: held 8/9 of its 8 MiB.
-        let check = r[2].co_runner.unwrap();
-        let held = check.held_share.unwrap();
-        assert!((held - 80.0 / 90.0).abs() < 1e-9);
-        let left = check.cache_left_bytes.unwrap();
-        assert!((left - (32.0 - 8.0 * held) * 1048576.0).abs() < 1.0);
-        assert_eq!(worse_stop(Stop::Resolved, Stop::TimeLimit), Stop::TimeLimit);
-    }
-
-    #[test]
-    fn cat_and_mba_arms_are_read_against_the_program_alone_and_make_the_findings() {
-        let mib = 1u64 << 20;
-        let arms = [
-            ArmSpec::new(ArmKind::Alone),
-            ArmSpec::cat_ways(3, 12, 2 * mib),
-            ArmSpec::cat_ways(6, 12, 4 * mib),
-            ArmSpec::mba(20),
-        ];
-        let times = |base: f64| -> Vec<RunRecord> {
-            (0..8).map(|i| record(i, base + 0.001 * i as f64)).collect()
-        };
-        let runs = vec![times(1.0), times(1.6), times(1.2), times(1.3)];
-        let machine = Machine::sample();
-        let mut facts = super::super::facts::from_topology(&machine);
-        facts.llc_bytes = Some(8 * mib);
-        let r = results(1, &arms, &runs, 0, &facts, None);
-        assert!(r[1..].iter().all(|a| a.reference == ArmKind::Alone));
-        assert!(r[1..].iter().all(|a| a.co_runner.is_none()));
-        assert_eq!(r[1].time.verdict, Verdict::Worse);
-        let cpus = CpuPlan {
-            program: vec![0],
-            co_runner: None,
-            shares_llc: false,
-            smt_sibling: false,
-            memory_nodes: 1,
-        };
-        let (findings, _) = verdict::findings(
-            &r,
-            &facts,
-            &ProgramProfile::default(),
-            &cpus,
-            None,
-            5.0,
-            &[],
-        );
-        let of = |resource| findings.iter().find(|f| f.resource == resource).unwrap();
-        let cache = of(arms::Resource::Cache);
-        assert_eq!(cache.sensitivity, verdict::Sensitivity::Sensitive);
-        assert_eq!(cache.arm.as_deref(), Some("L3 CAT 3 of 12 ways (2 MiB)"));
-        assert!(
-            cache.summary.contains("restricted by L3 CAT to 2 MiB"),
-            "{}",
-            cache.summary
-        );
-        // 2 MiB: +60%, 4 MiB: +20%, all 8 MiB: 0 → within 5% from 7 MiB on.
-        let remedy = cache.remedy.as_deref().unwrap();
-        assert!(remedy.starts_with("needs ≥ 7"), "{remedy}");
-        assert!(remedy.contains("to 2 MiB of the 8 MiB"), "{remedy}");
-        let bandwidth = of(arms::Resource::Bandwidth);
-        assert_eq!(bandwidth.sensitivity, verdict::Sensitivity::Sensitive);
-        assert!(
-            bandwidth.summary.starts_with("throttled by MBA to 20%"),
-            "{}",
-            bandwidth.summary
-        );
-    }
-}
+mod tests;

@@ -108,7 +108,8 @@ pub fn run(
         stderr: files.as_ref().map(|f| f.1.as_raw_fd()),
         cpus: Some(cpus.to_vec()),
         interleave_nodes: (arm.kind == ArmKind::Interleave).then(|| setup.memory_nodes.to_vec()),
-        ..SpawnOptions::default()
+        // As in the recorded run: the hot regions' addresses hold from run to run.
+        no_aslr: true,
     };
     // The group before the child: a failure leaves no program run outside it.
     let group = match setup.partitioning.and_then(|p| p.limit(arm)) {

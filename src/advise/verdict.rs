@@ -72,7 +72,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn not_measured(resource: Resource, why: impl Into<String>) -> Finding {
+    pub fn not_measured(resource: Resource, why: impl Into<String>) -> Finding {
         Finding {
             resource,
             sensitivity: Sensitivity::NotMeasured,
@@ -459,9 +459,20 @@ fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell:
         .iter()
         .filter(|a| a.time.verdict == Verdict::Better)
         .collect();
+    // The largest significant speed-up; else the largest significant slowdown (a remedy
+    // that costs more than it buys is worth knowing); else huge pages for everything.
+    let slower: Vec<&&ArmResult> = candidates
+        .iter()
+        .filter(|a| a.time.verdict == Verdict::Worse)
+        .collect();
     let best = significant
         .iter()
         .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+        .or_else(|| {
+            slower
+                .iter()
+                .min_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+        })
         .copied()
         .or_else(|| candidates.iter().find(|a| a.kind == ArmKind::HugeAll))
         .unwrap_or(&candidates[0]);
@@ -471,7 +482,21 @@ fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell:
         .iter()
         .find(|a| a.kind == ArmKind::Alone && a.stage == best.stage);
     let sys = |a: &ArmResult| a.system_s.map_or(0.0, |s| s.median);
+    let user = |a: &ArmResult| a.user_s.map_or(f64::NAN, |s| s.median);
     let extra_sys = alone.map_or(0.0, |al| sys(best) - sys(al));
+    // Where the time went: fewer TLB misses show in user time, faulting huge pages in
+    // (zeroing, compaction) in system time.
+    let user_change = alone
+        .map(|al| (user(best) / user(al) - 1.0) * 100.0)
+        .filter(|c| c.is_finite());
+    if let Some(u) = user_change {
+        f.summary.push_str(&format!(
+            "; user time {u:+.1}%, system time {extra_sys:+.2} s a run"
+        ));
+    }
+    let user_gain_only = user_change.is_some_and(|u| u <= -effect)
+        && best.time.verdict != Verdict::Better
+        && extra_sys > 0.0;
     let huge = best.huge_kib.unwrap_or(0.0);
     f.cost = Some(format!(
         "{} of huge pages on average over a run{}",
@@ -482,6 +507,16 @@ fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell:
             String::new()
         }
     ));
+    if user_gain_only {
+        f.remedy = Some(format!(
+            "huge pages cut its user time by {:.0}% (fewer TLB misses), but faulting them in \
+             costs {extra_sys:.2} s of system time a run, which this run's length does not \
+             repay; a longer-running process pays it once (keep its heap between jobs, or \
+             preallocate)",
+            -user_change.unwrap_or(0.0)
+        ));
+        return f;
+    }
     if best.time.verdict == Verdict::Worse {
         f.remedy = Some("huge pages slow it down here: leave them off".to_string());
         return f;
@@ -595,6 +630,20 @@ fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Find
         }
     }
     out
+}
+
+/// When the program ran clearly faster on every CPU (by the estimate, significant or
+/// not): it uses more CPUs than advise leaves it, which the reader must know.
+pub fn cpus_note(arms: &[ArmResult], effect: f64) -> Option<String> {
+    let all = arms.iter().find(|a| a.kind == ArmKind::AllCpus)?;
+    let change = (all.ratio?.ratio - 1.0) * 100.0;
+    (change <= -effect).then(|| {
+        format!(
+            "on every CPU (the co-runner's too) it ran {change:+.0}%: it uses more CPUs than \
+             advise leaves it while a co-runner runs, so its sensitivities were measured with \
+             one CPU fewer (limit its threads, e.g. OMP_NUM_THREADS, to compare like with like)"
+        )
+    })
 }
 
 /// Why the measuring stopped, when the reader should know.

@@ -518,7 +518,6 @@ mod tests {
             cpu_family: Some(family),
             cpu_model_number: Some(model),
             cpu_model: name.to_string(),
-            ..CpuId::default()
         }
     }
 

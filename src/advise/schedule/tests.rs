@@ -1,0 +1,321 @@
+//! The schedule's pure parts on synthetic runs: the pirate's held share, when arms are
+//! resolved, each arm against its reference, resctrl's arms, and the whole result's
+//! verdict and section.
+
+use super::*;
+
+fn record(block: usize, s: f64) -> RunRecord {
+    RunRecord {
+        block,
+        order: 0,
+        elapsed_s: s,
+        user_s: s,
+        system_s: 0.0,
+        max_rss_kib: 0,
+        minor_faults: 0,
+        major_faults: 0,
+        termination: Termination::Exited(0),
+        huge_kib: 0.0,
+        co_runner: Some((20.0, 0.0)),
+    }
+}
+
+#[test]
+fn a_pirate_that_slows_towards_dram_holds_less_of_its_set() {
+    assert_eq!(held_share(10.0, 10.0, 100.0), Some(1.0));
+    assert_eq!(held_share(100.0, 10.0, 100.0), Some(0.0));
+    assert!((held_share(55.0, 10.0, 100.0).unwrap() - 0.5).abs() < 1e-12);
+    assert_eq!(held_share(5.0, 10.0, 100.0), Some(1.0));
+    assert_eq!(held_share(50.0, 100.0, 10.0), None);
+    assert_eq!(held_share(f64::NAN, 10.0, 100.0), None);
+}
+
+#[test]
+fn arms_are_resolved_when_significant_or_known_to_be_small() {
+    let arms = [ArmSpec::new(ArmKind::Alone), ArmSpec::new(ArmKind::HugeAll)];
+    let base: Vec<RunRecord> = (0..8).map(|i| record(i, 1.0 + 0.001 * i as f64)).collect();
+    let slower: Vec<RunRecord> = (0..8).map(|i| record(i, 1.5 + 0.001 * i as f64)).collect();
+    assert!(resolved(&arms, &[base.clone(), slower], 0, 5.0));
+    // The same times: a ratio interval well inside ±5%.
+    assert!(resolved(&arms, &[base.clone(), base.clone()], 0, 5.0));
+    // Noisy and not different: unresolved.
+    let noisy: Vec<RunRecord> = (0..8)
+        .map(|i| record(i, if i % 2 == 0 { 0.8 } else { 1.3 }))
+        .collect();
+    assert!(!resolved(&arms, &[base.clone(), noisy], 0, 5.0));
+}
+
+#[test]
+fn results_compare_each_arm_with_its_reference_and_check_the_pirate() {
+    let arms = [
+        ArmSpec::new(ArmKind::Alone),
+        ArmSpec::new(ArmKind::Compute),
+        ArmSpec::pirate(8 << 20, 0.25),
+    ];
+    let runs = vec![
+        (0..6)
+            .map(|i| record(i, 1.0 + 0.01 * i as f64))
+            .collect::<Vec<_>>(),
+        (0..6).map(|i| record(i, 1.0 + 0.01 * i as f64)).collect(),
+        (0..6).map(|i| record(i, 2.0 + 0.01 * i as f64)).collect(),
+    ];
+    let machine = Machine::sample();
+    let mut facts = super::super::facts::from_topology(&machine);
+    facts.llc_bytes = Some(32 << 20);
+    facts.llc_cpus = vec![0];
+    let calibration = CoRunnerCalibration {
+        pirate_alone_ns: vec![(8 << 20, 10.0)],
+        dram_ns: 100.0,
+        bandit_max_bytes_per_s: 1e10,
+        pirate_beside_bandit_ns: f64::NAN,
+        bandit_huge: true,
+    };
+    let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
+    assert_eq!(r[0].time.verdict, Verdict::Baseline);
+    assert_eq!(r[2].reference, ArmKind::Compute);
+    assert_eq!(r[2].time.verdict, Verdict::Worse);
+    let ratio = r[2].ratio.unwrap();
+    assert!(ratio.low > 1.8 && ratio.high < 2.2, "{ratio:?}");
+    // ns 20 between 10 alone and 100 at DRAM: held 8/9 of its 8 MiB.
+    let check = r[2].co_runner.unwrap();
+    let held = check.held_share.unwrap();
+    assert!((held - 80.0 / 90.0).abs() < 1e-9);
+    let left = check.cache_left_bytes.unwrap();
+    assert!((left - (32.0 - 8.0 * held) * 1048576.0).abs() < 1.0);
+    assert_eq!(worse_stop(Stop::Resolved, Stop::TimeLimit), Stop::TimeLimit);
+}
+
+#[test]
+fn cat_and_mba_arms_are_read_against_the_program_alone_and_make_the_findings() {
+    let mib = 1u64 << 20;
+    let arms = [
+        ArmSpec::new(ArmKind::Alone),
+        ArmSpec::cat_ways(3, 12, 2 * mib),
+        ArmSpec::cat_ways(6, 12, 4 * mib),
+        ArmSpec::mba(20),
+    ];
+    let times = |base: f64| -> Vec<RunRecord> {
+        (0..8).map(|i| record(i, base + 0.001 * i as f64)).collect()
+    };
+    let runs = vec![times(1.0), times(1.6), times(1.2), times(1.3)];
+    let machine = Machine::sample();
+    let mut facts = super::super::facts::from_topology(&machine);
+    facts.llc_bytes = Some(8 * mib);
+    let r = results(1, &arms, &runs, 0, &facts, None);
+    assert!(r[1..].iter().all(|a| a.reference == ArmKind::Alone));
+    assert!(r[1..].iter().all(|a| a.co_runner.is_none()));
+    assert_eq!(r[1].time.verdict, Verdict::Worse);
+    let cpus = CpuPlan {
+        program: vec![0],
+        co_runner: None,
+        shares_llc: false,
+        smt_sibling: false,
+        memory_nodes: 1,
+    };
+    let (findings, _) = verdict::findings(
+        &r,
+        &facts,
+        &ProgramProfile::default(),
+        &cpus,
+        None,
+        5.0,
+        &[],
+    );
+    let of = |resource| findings.iter().find(|f| f.resource == resource).unwrap();
+    let cache = of(arms::Resource::Cache);
+    assert_eq!(cache.sensitivity, verdict::Sensitivity::Sensitive);
+    assert_eq!(cache.arm.as_deref(), Some("L3 CAT 3 of 12 ways (2 MiB)"));
+    assert!(
+        cache.summary.contains("restricted by L3 CAT to 2 MiB"),
+        "{}",
+        cache.summary
+    );
+    // 2 MiB: +60%, 4 MiB: +20%, all 8 MiB: 0 → within 5% from 7 MiB on.
+    let remedy = cache.remedy.as_deref().unwrap();
+    assert!(remedy.starts_with("needs ≥ 7"), "{remedy}");
+    assert!(remedy.contains("to 2 MiB of the 8 MiB"), "{remedy}");
+    let bandwidth = of(arms::Resource::Bandwidth);
+    assert_eq!(bandwidth.sensitivity, verdict::Sensitivity::Sensitive);
+    assert!(
+        bandwidth.summary.starts_with("throttled by MBA to 20%"),
+        "{}",
+        bandwidth.summary
+    );
+}
+
+/// A whole result from synthetic runs: alone, the compute neighbour, a pirate that slows
+/// the program by half, and huge pages that change nothing.
+fn synthetic_result() -> AdviseResult {
+    let arms = [
+        ArmSpec::new(ArmKind::Alone),
+        ArmSpec::new(ArmKind::Compute),
+        ArmSpec::pirate(12 << 20, 0.75),
+        ArmSpec::new(ArmKind::HugeAll),
+    ];
+    let times = |base: f64| -> Vec<RunRecord> {
+        (0..8)
+            .map(|i| record(i + 1, base + 0.002 * i as f64))
+            .collect()
+    };
+    let runs = vec![times(1.0), times(1.0), times(1.5), times(1.0)];
+    let machine = Machine::sample();
+    let mut facts = super::super::facts::from_topology(&machine);
+    facts.llc_bytes = Some(32 << 20);
+    facts.llc_cpus = vec![0, 1];
+    let calibration = CoRunnerCalibration {
+        pirate_alone_ns: vec![(12 << 20, 15.0)],
+        dram_ns: 150.0,
+        bandit_max_bytes_per_s: 1e10,
+        pirate_beside_bandit_ns: 15.0,
+        bandit_huge: true,
+    };
+    let arms = results(1, &arms, &runs, 0, &facts, Some(&calibration));
+    let cpus = CpuPlan {
+        program: vec![0],
+        co_runner: Some(1),
+        shares_llc: true,
+        smt_sibling: false,
+        memory_nodes: 1,
+    };
+    let command = vec![OsString::from("./prog")];
+    let (findings, not_memory_bound) = verdict::findings(
+        &arms,
+        &facts,
+        &ProgramProfile::default(),
+        &cpus,
+        Some(&calibration),
+        5.0,
+        &command,
+    );
+    AdviseResult {
+        command: vec!["./prog".into()],
+        facts,
+        cpus,
+        profile: ProgramProfile::default(),
+        calibration: Some(calibration),
+        arms,
+        findings,
+        not_memory_bound,
+        normal_status: 0,
+        blocks: 8,
+        effect_pct: 5.0,
+        elapsed_s: 30.0,
+        time_limit_s: 180.0,
+        stop: Stop::Resolved,
+        notes: Vec::new(),
+    }
+}
+
+#[test]
+fn the_verdict_names_the_cache_first_and_rules_out_what_did_not_move() {
+    let mut result = synthetic_result();
+    result.profile.wall_s = Summary::of(&[1.0, 1.002]);
+    let first = &result.findings[0];
+    assert_eq!(first.resource, Resource::Cache);
+    assert_eq!(first.sensitivity, verdict::Sensitivity::Sensitive);
+    assert!(first.change_pct.unwrap() > 40.0, "{first:?}");
+    let tlb = result
+        .findings
+        .iter()
+        .find(|f| f.resource == Resource::Tlb)
+        .unwrap();
+    assert_eq!(
+        tlb.sensitivity,
+        verdict::Sensitivity::NotSensitive,
+        "{tlb:?}"
+    );
+    assert!(!result.not_memory_bound);
+    assert!(
+        result.answer().starts_with("Sensitive to: cache capacity"),
+        "{}",
+        result.answer()
+    );
+    assert_eq!(result.exit_status(), 0);
+    // The section: the answer, then the verdict table, before the arms.
+    let section = result.section();
+    assert_eq!(section.id, "advise");
+    let tables: Vec<&crate::view::Table> = section
+        .all_blocks()
+        .into_iter()
+        .filter_map(|b| match b {
+            crate::view::Block::Table(t) => Some(t),
+            _ => None,
+        })
+        .collect();
+    assert!(tables[0].title.as_deref().unwrap().starts_with("Verdict"));
+    // Its figures: the time alone and each arm's ratio against its reference.
+    let figures = crate::view::figure::Figures::figures(&result);
+    assert!(figures.iter().any(|f| f.key == "advise.alone.wall_s"));
+    assert!(figures
+        .iter()
+        .any(|f| f.key.ends_with(".time_ratio") && f.value > 1.4));
+}
+
+#[test]
+fn a_program_nothing_moves_is_not_memory_bound_and_a_noisy_one_is_unresolved() {
+    let mut result = synthetic_result();
+    // Every arm as fast as alone.
+    for arm in result.arms.iter_mut() {
+        for (i, run) in arm.runs.iter_mut().enumerate() {
+            run.elapsed_s = 1.0 + 0.002 * i as f64;
+        }
+    }
+    let spec: Vec<ArmSpec> = result
+        .arms
+        .iter()
+        .map(|a| ArmSpec {
+            kind: a.kind,
+            level: a.level,
+            label: a.label.clone(),
+        })
+        .collect();
+    let runs: Vec<Vec<RunRecord>> = result.arms.iter().map(|a| a.runs.clone()).collect();
+    let arms = results(
+        1,
+        &spec,
+        &runs,
+        0,
+        &result.facts,
+        result.calibration.as_ref(),
+    );
+    let command = vec![OsString::from("./prog")];
+    let (findings, quiet) = verdict::findings(
+        &arms,
+        &result.facts,
+        &ProgramProfile::default(),
+        &result.cpus,
+        result.calibration.as_ref(),
+        5.0,
+        &command,
+    );
+    assert!(quiet, "{findings:?}");
+    // Noisy runs that do not differ: nothing is ruled out.
+    let noisy: Vec<Vec<RunRecord>> = (0..spec.len())
+        .map(|k| {
+            (0..8)
+                .map(|i| record(i + 1, if (i + k) % 2 == 0 { 0.6 } else { 1.6 }))
+                .collect()
+        })
+        .collect();
+    let arms = results(
+        1,
+        &spec,
+        &noisy,
+        0,
+        &result.facts,
+        result.calibration.as_ref(),
+    );
+    let (findings, quiet) = verdict::findings(
+        &arms,
+        &result.facts,
+        &ProgramProfile::default(),
+        &result.cpus,
+        result.calibration.as_ref(),
+        5.0,
+        &command,
+    );
+    assert!(!quiet);
+    assert!(findings
+        .iter()
+        .any(|f| f.sensitivity == verdict::Sensitivity::Unresolved));
+}
