@@ -66,8 +66,12 @@ pub struct AdviseResult {
 }
 
 impl AdviseResult {
-    /// memscope's exit status: the program's when its runs failed, else 0.
+    /// memscope's exit status: 130 when interrupted (what was measured is reported), the
+    /// program's when its runs failed, else 0.
     pub fn exit_status(&self) -> u8 {
+        if self.stop == Stop::Interrupted {
+            return 130;
+        }
         let failed = self
             .arms
             .iter()

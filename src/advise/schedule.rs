@@ -26,6 +26,7 @@ use crate::pages::preload::{Preload, PreloadMode};
 use crate::pages::record::{self, RecordPlan};
 use crate::pages::sources::SourceChoice;
 use crate::platform::child::{SpawnOptions, Termination};
+use crate::platform::cleanup;
 use crate::session::progress::Progress;
 use crate::stats::change::{compare, ratio_interval, Better, Verdict};
 use crate::stats::design::Shuffler;
@@ -53,6 +54,8 @@ pub fn run(
 ) -> anyhow::Result<AdviseResult> {
     let started = Instant::now();
     let deadline = started + plan.time_limit;
+    // Ctrl-C ends the measuring and reports what it has (a second one exits at once).
+    let _deferred = cleanup::defer_interrupt();
     let progress = if plan.show_output {
         Progress::lines_when_not_terminal()
     } else {
@@ -232,6 +235,9 @@ pub fn run(
         }
     }
     if let Some(cal) = &calibration {
+        if let Some(n) = verdict::sharing_note(cal) {
+            notes.push(n);
+        }
         if !cal.bandit_huge {
             notes.push(
                 "the bandit's buffer got no huge pages: its lines may fall in any cache set, \
@@ -567,7 +573,9 @@ impl StageContext<'_, '_> {
             self.shuffler.shuffle(&mut sequence);
             for a in sequence {
                 match trial::run(self.setup, &arms[a], self.co_runner, 0, *self.order) {
-                    Ok(t) if !interrupted(t.record.termination) => {}
+                    Ok(t)
+                        if !interrupted(t.record.termination)
+                            && !cleanup::interrupt_requested() => {}
                     _ => return (runs, Stop::Interrupted),
                 }
                 *self.order += 1;
@@ -593,6 +601,9 @@ impl StageContext<'_, '_> {
             if block >= 2 && left < block_s {
                 break Stop::TimeLimit;
             }
+            if cleanup::interrupt_requested() {
+                break Stop::Interrupted;
+            }
             block += 1;
             let started = Instant::now();
             let mut sequence: Vec<usize> = (0..arms.len()).collect();
@@ -603,7 +614,8 @@ impl StageContext<'_, '_> {
                     .message(&format!("block {block}, {}", arms[a].label));
                 match trial::run(self.setup, &arms[a], self.co_runner, block, *self.order) {
                     Ok(t) => {
-                        stopped |= interrupted(t.record.termination);
+                        stopped |=
+                            interrupted(t.record.termination) || cleanup::interrupt_requested();
                         runs[a].push(t.record);
                     }
                     Err(_) => stopped = true,

@@ -442,6 +442,22 @@ fn mba_finding(arms: &[ArmResult], effect: f64) -> Option<Finding> {
     Some(f)
 }
 
+/// When the calibration's bandit, on the program's CPU, did not slow the pirate's
+/// smallest set at all (under 1.3×), the two CPUs may not share a last-level cache now,
+/// whatever the OS reports (a hypervisor places vCPUs where it likes).
+pub fn sharing_note(c: &CoRunnerCalibration) -> Option<String> {
+    let alone = c.pirate_alone_ns.first()?.1;
+    let beside = c.pirate_beside_bandit_ns;
+    (beside.is_finite() && alone > 0.0 && beside / alone < 1.3).then(|| {
+        format!(
+            "in the co-runner's checks a bandit on the program's CPU left the pirate's smallest \
+             set as fast as alone ({beside:.1} against {alone:.1} ns): the two CPUs may not \
+             share a last-level cache now, whatever the OS reports (a hypervisor places \
+             vCPUs), so the cache and bandwidth findings may understate"
+        )
+    })
+}
+
 /// Huge pages: the largest significant speed-up of the huge-page arms.
 fn tlb_finding(arms: &[ArmResult], profile: &ProgramProfile, effect: f64, shell: &str) -> Finding {
     let candidates: Vec<&ArmResult> = arms

@@ -7,12 +7,12 @@
 use serde::Serialize;
 
 use super::arms::{ArmKind, Resource};
-use super::verdict::{effect_text, Sensitivity};
+use super::verdict::{effect_text, Finding, Sensitivity};
 use super::{AdviseResult, ArmResult};
 use crate::units::Bytes;
 use crate::view::chart::{Axis, BarChart, LineChart, Series, PALETTE};
 use crate::view::format;
-use crate::view::{Block, Column, DataTable, Headline, Paragraph, Section, Table};
+use crate::view::{Block, Column, DataTable, Headline, Paragraph, Priority, Section, Table};
 
 impl AdviseResult {
     pub fn section(&self) -> Section {
@@ -24,13 +24,21 @@ impl AdviseResult {
         section.headlines = self.headlines();
         section.push(Paragraph::note(self.answer()));
         section.push(self.verdict_table());
-        for f in self.findings.iter().filter(|f| !f.apply.is_empty()) {
-            section.push(Block::Heading(format!(
-                "How to apply: {}",
-                f.resource.name()
-            )));
+        // What to do, per finding with a remedy: in prose, so no terminal width drops it.
+        for f in self
+            .findings
+            .iter()
+            .filter(|f| f.remedy.is_some() || !f.apply.is_empty())
+        {
+            section.push(Block::Heading(format!("What to do: {}", f.resource.name())));
+            if let Some(remedy) = &f.remedy {
+                section.push(Paragraph::note(remedy.as_str()));
+            }
             for line in &f.apply {
                 section.push(Paragraph::note(format!("  {line}")));
+            }
+            if let Some(cost) = &f.cost {
+                section.push(Paragraph::note(format!("Cost: {cost}.")));
             }
         }
         section.push(Block::Heading("The program against the machine".into()));
@@ -100,56 +108,65 @@ impl AdviseResult {
                 measured.join("; ")
             );
         }
-        let sensitive: Vec<String> = self
+        let phrase = |f: &&Finding| match (f.resource, f.change_pct) {
+            (Resource::Tlb, Some(c)) if c > 0.0 => {
+                format!(
+                    "huge pages, which slow it ({})",
+                    format_change(f.change_pct)
+                )
+            }
+            (Resource::Tlb, _) => format!(
+                "the TLB: huge pages speed it up ({})",
+                format_change(f.change_pct)
+            ),
+            (Resource::Placement, _) => format!(
+                "NUMA placement: interleaved memory {}",
+                format_change(f.change_pct)
+            ),
+            (resource, _) => format!(
+                "{} ({} when it is taken away)",
+                resource.name(),
+                format_change(f.change_pct)
+            ),
+        };
+        let of = |level: Sensitivity| -> Vec<String> {
+            self.findings
+                .iter()
+                .filter(|f| f.resource != Resource::Control && f.sensitivity == level)
+                .map(|f| phrase(&f))
+                .collect()
+        };
+        let (sensitive, slightly) = (of(Sensitivity::Sensitive), of(Sensitivity::Slightly));
+        let slight_text = if slightly.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Slightly, below {:.0}%: {}.",
+                self.effect_pct,
+                slightly.join(", ")
+            )
+        };
+        if !sensitive.is_empty() {
+            return format!("Sensitive to: {}.{slight_text}", sensitive.join(", "));
+        }
+        if !slightly.is_empty() {
+            return format!(
+                "Nothing moves it by {:.0}% or more.{slight_text}",
+                self.effect_pct
+            );
+        }
+        let unresolved: Vec<String> = self
             .findings
             .iter()
-            .filter(|f| f.resource != Resource::Control)
-            .filter(|f| {
-                matches!(
-                    f.sensitivity,
-                    Sensitivity::Sensitive | Sensitivity::Slightly
-                )
-            })
-            .map(|f| match (f.resource, f.change_pct) {
-                (Resource::Tlb, Some(c)) if c > 0.0 => {
-                    format!(
-                        "huge pages, which slow it ({})",
-                        format_change(f.change_pct)
-                    )
-                }
-                (Resource::Tlb, _) => format!(
-                    "the TLB: huge pages speed it up ({})",
-                    format_change(f.change_pct)
-                ),
-                (Resource::Placement, _) => format!(
-                    "NUMA placement: interleaved memory {}",
-                    format_change(f.change_pct)
-                ),
-                (resource, _) => format!(
-                    "{} ({} when it is taken away)",
-                    resource.name(),
-                    format_change(f.change_pct)
-                ),
-            })
+            .filter(|f| f.resource != Resource::Control && f.sensitivity == Sensitivity::Unresolved)
+            .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
             .collect();
-        if sensitive.is_empty() {
-            let unresolved: Vec<String> = self
-                .findings
-                .iter()
-                .filter(|f| {
-                    f.resource != Resource::Control && f.sensitivity == Sensitivity::Unresolved
-                })
-                .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
-                .collect();
-            format!(
-                "No verdict yet: nothing moved it significantly, but the runs vary too much to rule \
-                 out an effect of {:.0}% ({}); a longer --time-limit runs more blocks.",
-                self.effect_pct,
-                unresolved.join("; ")
-            )
-        } else {
-            format!("Sensitive to: {}.", sensitive.join(", "))
-        }
+        format!(
+            "No verdict yet: nothing moved it significantly, but the runs vary too much to rule \
+             out an effect of {:.0}% ({}); a longer --time-limit runs more blocks.",
+            self.effect_pct,
+            unresolved.join("; ")
+        )
     }
 
     fn headlines(&self) -> Vec<Headline> {
@@ -168,12 +185,11 @@ impl AdviseResult {
     }
 
     fn verdict_table(&self) -> Table {
+        // The remedies and costs follow as prose ("What to do").
         let mut table = Table::new(vec![
             Column::text("resource"),
             Column::text("verdict"),
             Column::text("measured"),
-            Column::text("remedy"),
-            Column::text("cost"),
         ])
         .titled("Verdict, most important first (+: slower than the reference, −: faster)");
         for f in &self.findings {
@@ -181,8 +197,6 @@ impl AdviseResult {
                 f.resource.name().to_string(),
                 f.sensitivity.word().to_string(),
                 f.summary.clone(),
-                f.remedy.clone().unwrap_or_default(),
-                f.cost.clone().unwrap_or_default(),
             ]);
         }
         table
@@ -313,16 +327,18 @@ impl AdviseResult {
     }
 
     fn arms_table(&self) -> Table {
+        // On a narrow terminal the change and its interval stay; the reference, the runs
+        // and the co-runner's check go first (the method names the references).
         let mut table = Table::new(vec![
-            Column::text("stage"),
-            Column::text("arm"),
-            Column::number("runs"),
+            Column::text("stage").priority(Priority::Low),
+            Column::text("arm").priority(Priority::High),
+            Column::number("runs").priority(Priority::Low),
             Column::number("median s"),
-            Column::text("vs"),
-            Column::number("change"),
-            Column::text("95% CI"),
+            Column::text("vs").priority(Priority::Low),
+            Column::number("change").priority(Priority::High),
+            Column::text("95% CI").priority(Priority::High),
             Column::number("p"),
-            Column::text("co-runner"),
+            Column::text("co-runner").priority(Priority::Low),
         ]);
         for a in &self.arms {
             let ci = a

@@ -16,9 +16,14 @@
 //!
 //! An action must be harmless when run twice or after its owner undid the change itself
 //! (`run_all` leaves the actions registered); owners unregister when they undo.
+//!
+//! A command that reports what it has measured when interrupted (`advise`) holds a
+//! `DeferredInterrupt`: while one is held, the first SIGINT only sets a flag the command
+//! polls between runs (the program it runs, in the terminal's process group, gets the
+//! Ctrl-C itself); a second one, or any other signal, undoes and exits as usual.
 
 use std::io;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// The signals after which the registered actions run before the process exits.
@@ -47,6 +52,34 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
 
 /// The signal being handled, 0 while none is.
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// How many `DeferredInterrupt` guards are held, and whether a SIGINT came while one was.
+static DEFERRING: AtomicUsize = AtomicUsize::new(0);
+static INTERRUPT_REQUESTED: AtomicBool = AtomicBool::new(false);
+
+/// While held, a first SIGINT is a request the holder polls (`interrupt_requested`), not
+/// an exit.
+#[must_use = "the interrupt is deferred only while the guard is held"]
+pub struct DeferredInterrupt(());
+
+impl Drop for DeferredInterrupt {
+    fn drop(&mut self) {
+        DEFERRING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Defers the first SIGINT (see the module's documentation); the signal thread is
+/// started if it was not. Without it (it could not start), Ctrl-C keeps its default.
+pub fn defer_interrupt() -> DeferredInterrupt {
+    let _ = install();
+    DEFERRING.fetch_add(1, Ordering::SeqCst);
+    DeferredInterrupt(())
+}
+
+/// A SIGINT came while an interrupt was deferred.
+pub fn interrupt_requested() -> bool {
+    INTERRUPT_REQUESTED.load(Ordering::SeqCst)
+}
 
 /// The registry, also after a panic elsewhere poisoned it: undoing must still work.
 fn registry() -> MutexGuard<'static, Registry> {
@@ -160,8 +193,13 @@ pub fn install() -> io::Result<()> {
                 .spawn(move || match signal_hook::iterator::Signals::new(SIGNALS) {
                     Ok(mut signals) => {
                         let _ = sender.send(Ok(()));
-                        if let Some(signo) = signals.forever().next() {
-                            undo_and_exit(signo);
+                        for signo in signals.forever() {
+                            let deferred = signo == libc::SIGINT
+                                && DEFERRING.load(Ordering::SeqCst) > 0
+                                && !INTERRUPT_REQUESTED.swap(true, Ordering::SeqCst);
+                            if !deferred {
+                                undo_and_exit(signo);
+                            }
                         }
                     }
                     Err(error) => {

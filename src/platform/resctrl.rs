@@ -29,6 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cleanup;
 use super::journal::{self, Change, Entry, Outcome, Record};
+use super::scratch::{cvt, open_at};
 
 /// `RDTGROUP_SUPER_MAGIC` of include/uapi/linux/magic.h: statfs's `f_type` of resctrl.
 pub const RDTGROUP_SUPER_MAGIC: i64 = 0x7655821;
@@ -208,26 +209,8 @@ pub fn mount_point(mountinfo: &str) -> Option<PathBuf> {
 
 /// mountinfo escapes space, tab, newline and backslash as `\NNN` (octal).
 fn unescape(field: &str) -> std::ffi::OsString {
-    let bytes = field.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .and_then(|d| std::str::from_utf8(d).ok())
-            .and_then(|d| u8::from_str_radix(d, 8).ok());
-        match (bytes[i], octal) {
-            (b'\\', Some(byte)) => {
-                out.push(byte);
-                i += 4;
-            }
-            (byte, _) => {
-                out.push(byte);
-                i += 1;
-            }
-        }
-    }
-    std::ffi::OsString::from(std::ffi::OsStr::from_bytes(&out))
+    let bytes = crate::topology::storage::unescape_bytes(field);
+    std::ffi::OsString::from(std::ffi::OsStr::from_bytes(&bytes))
 }
 
 impl Resctrl {
@@ -794,31 +777,6 @@ fn read_capped(path: &Path) -> io::Result<String> {
 fn cstring(name: &str) -> io::Result<CString> {
     CString::new(name)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("'{name}' holds a NUL")))
-}
-
-fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
-/// `openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)`: a symlink is refused.
-fn open_at(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
-    let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    loop {
-        // SAFETY: `name` is NUL-terminated; the descriptor returned is ours.
-        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags, libc::c_uint::from(mode)) };
-        if fd >= 0 {
-            // SAFETY: a fresh descriptor nobody else owns.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-    }
 }
 
 /// Opens the resctrl root (a path from mountinfo or the journal, written by root only).

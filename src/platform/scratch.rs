@@ -446,7 +446,7 @@ fn invalid_name(name: &OsStr) -> io::Error {
     )
 }
 
-fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+pub(crate) fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     if ret < 0 {
         Err(io::Error::last_os_error())
     } else {
@@ -455,7 +455,12 @@ fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// `openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)`.
-fn open_at(dir: RawFd, name: &CStr, flags: libc::c_int, mode: libc::mode_t) -> io::Result<OwnedFd> {
+pub(crate) fn open_at(
+    dir: RawFd,
+    name: &CStr,
+    flags: libc::c_int,
+    mode: libc::mode_t,
+) -> io::Result<OwnedFd> {
     let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC;
     loop {
         // SAFETY: `name` is NUL-terminated; the descriptor returned is ours.

@@ -126,6 +126,11 @@ fn mount_of(path: &Path) -> Option<(String, String, String)> {
 /// mountinfo escapes spaces and the like as \ooo (octal). Bytes, not `str` slices: a
 /// backslash before a multi-byte character must not split it.
 pub(super) fn unescape(field: &str) -> String {
+    String::from_utf8_lossy(&unescape_bytes(field)).into_owned()
+}
+
+/// A mountinfo field's bytes with its \ooo escapes undone (a path need not be UTF-8).
+pub fn unescape_bytes(field: &str) -> Vec<u8> {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -146,7 +151,7 @@ pub(super) fn unescape(field: &str) -> String {
             }
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    out
 }
 
 /// The whole disk of a (partition) device and what sysfs says of it.

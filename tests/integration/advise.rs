@@ -4,6 +4,8 @@
 //! input is exit 2. Nothing here asserts a speed beyond the planted one; the other modes'
 //! classifications are measured by scripts/advise-benchmark.
 
+use std::os::unix::process::CommandExt;
+
 use serde_json::Value;
 
 use crate::util::{exclusive, memscope, read_json, temp_dir, text};
@@ -119,4 +121,31 @@ fn a_program_that_cannot_start_and_bad_flags_are_named() {
         let stderr = text(&out.stderr);
         assert!(stderr.contains(names), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn ctrl_c_reports_what_was_measured_and_exits_130() {
+    let _one = exclusive();
+    let dir = temp_dir();
+    let json = dir.path().join("a.json");
+    // In a process group of its own, as a terminal's foreground job is: Ctrl-C reaches
+    // memscope and the program it runs.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memscope"))
+        .args(["advise", "--only", "tlb", "--runs", "500", "--json"])
+        .arg(&json)
+        .args(["--", "sleep", "0.02"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // Let it reach the blocks, then press Ctrl-C.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: signalling our own child's process group.
+    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+    let report = read_json(&json);
+    assert_eq!(report["advise"]["stop"], "interrupted", "{report}");
+    assert!(report["advise"]["blocks"].as_u64().unwrap() >= 1);
 }
