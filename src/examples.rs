@@ -193,7 +193,7 @@ pub const ADVISE: &str = "\
 EXAMPLES:
   # What holds the program back in memory, and which remedy buys how much
   memscope advise -- ./my-program --its-flags
-  # Within 10 minutes, against this machine's saved profile, with an HTML report
-  memscope advise --time-limit 10m --from memscope-report.json --html a.html -- ./prog
+  # Within 10 minutes, against this machine's profile, with an HTML report
+  memscope advise --time-limit 10m --from run.json --html a.html -- ./prog
   # Fixed 8 blocks per stage; the co-runner on CPU 3
   memscope advise --runs 8 --cpu 3 -- ./my-program";
