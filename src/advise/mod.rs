@@ -11,11 +11,13 @@
 //!
 //! The parts: `plan` (flags checked), `facts` (the machine figures it is set against:
 //! a report, the history, or measured now), `arms` (what each arm changes), `trial` (one
-//! run of the program in an arm), `schedule` (the stages, blocks and the adaptive stop),
+//! run of the program in an arm), `checks` (the co-runner's checks read per arm),
+//! `schedule` (the stages, blocks and the adaptive stop),
 //! `profile` (the program's own figures), `verdict` (sensitivities and remedies), `view`
 //! and `figures` (every output, and what compare reads).
 
 pub mod arms;
+pub mod checks;
 pub mod facts;
 pub mod figures;
 pub mod plan;

@@ -464,13 +464,14 @@ impl AdviseResult {
             return None;
         }
         let mut points = points;
-        if let Some(llc) = self.facts.llc_bytes {
-            points.push((llc as f64, 0.0));
+        // The whole share left (the compute neighbour's, by definition no slowdown).
+        if let Some(share) = self.facts.llc_share_bytes() {
+            points.push((share as f64, 0.0));
         }
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
         Some(
             LineChart::new("Slowdown against the cache left to it")
-                .x_axis(Axis::log2("LLC left to the program").bytes())
+                .x_axis(Axis::log2("its LLC share left to the program").bytes())
                 .y_axis(Axis::linear("slowdown %"))
                 .series(Series::new("cache pirate", points)),
         )
