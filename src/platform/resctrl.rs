@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cleanup;
 use super::journal::{self, Change, Entry, Outcome, Record};
-use super::scratch::{cvt, open_at};
+use super::scratch::{cvt, open_at, stat_at, stat_fd};
 
 /// `RDTGROUP_SUPER_MAGIC` of include/uapi/linux/magic.h: statfs's `f_type` of resctrl.
 pub const RDTGROUP_SUPER_MAGIC: i64 = 0x7655821;
@@ -787,23 +787,6 @@ fn open_path(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
     let fd = cvt(unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) })?;
     // SAFETY: a fresh descriptor nobody else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn stat_fd(fd: RawFd) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid stat buffer.
-    cvt(unsafe { libc::fstat(fd, &mut st) })?;
-    Ok(st)
-}
-
-/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
-fn stat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `name` is NUL-terminated and `st` is a valid stat buffer.
-    cvt(unsafe { libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
-    Ok(st)
 }
 
 /// Synthetic resctrl trees for tests (here and in the modules that use resctrl).

@@ -501,7 +501,7 @@ fn unlink_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<()> {
     cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(|_| ())
 }
 
-fn stat_fd(fd: RawFd) -> io::Result<libc::stat> {
+pub(crate) fn stat_fd(fd: RawFd) -> io::Result<libc::stat> {
     // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `st` is a valid stat buffer.
@@ -510,7 +510,7 @@ fn stat_fd(fd: RawFd) -> io::Result<libc::stat> {
 }
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: what the name itself is.
-fn stat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
+pub(crate) fn stat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
     // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     // SAFETY: `name` is NUL-terminated and `st` is a valid stat buffer.
