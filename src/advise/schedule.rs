@@ -43,9 +43,10 @@ const MAX_BLOCKS: usize = 30;
 /// so that a stage does not stop on a lucky early p).
 const RESOLVED_P: f64 = 0.01;
 /// The pirate's sets, as shares of the program's share of the last-level cache (its size
-/// over the CPUs sharing it: a pirate walking much more than that loses its set to the
-/// program and to itself, and takes less, not more).
-const PIRATE_SHARES: [f64; 3] = [0.25, 0.5, 0.75];
+/// over the CPUs sharing it). The largest one the pirate holds alone (its calibration)
+/// screens: a pirate walking more than it can hold loses its set to the program and to
+/// itself, and takes less, not more.
+const PIRATE_SHARES: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
 /// The bandit's rates, as shares of its flat-out rate.
 const BANDIT_SHARES: [f64; 2] = [0.25, 0.5];
 
@@ -250,6 +251,21 @@ pub fn run(
         }
     }
 
+    // The pirate's levels: the sets it holds alone.
+    let pirate_levels = held_levels(&pirate_sizes, calibration.as_ref());
+    if pirate_levels.len() < pirate_sizes.len() {
+        if let (Some(cal), Some(&(top, _))) = (&calibration, pirate_levels.last()) {
+            notes.push(format!(
+                "the pirate cannot hold the whole LLC share alone (it walks {} at {:.0} ns, \
+                 DRAM takes {:.0} ns): its largest set is {}",
+                crate::units::Bytes(*pirate_sizes.last().unwrap_or(&0)),
+                cal.pirate_alone_ns.last().map_or(f64::NAN, |p| p.1),
+                cal.dram_ns,
+                crate::units::Bytes(top)
+            ));
+        }
+    }
+
     // Stage 1: each resource's strongest arm.
     let with_co = co_runner.is_some();
     let thp = machine.thp.enabled != ThpMode::Never;
@@ -258,8 +274,9 @@ pub fn run(
         stage1.push(ArmSpec::new(ArmKind::Compute));
         stage1.push(ArmSpec::new(ArmKind::AllCpus));
         if cpus.shares_llc && cat_arms.is_empty() && wants(Resource::Cache) {
-            let top = *pirate_sizes.last().unwrap_or(&llc);
-            stage1.push(ArmSpec::pirate(top, PIRATE_SHARES[PIRATE_SHARES.len() - 1]));
+            if let Some(&(top, share)) = pirate_levels.last() {
+                stage1.push(ArmSpec::pirate(top, share));
+            }
         }
         if wants(Resource::Bandwidth) {
             stage1.push(ArmSpec::new(ArmKind::Bandit));
@@ -340,12 +357,8 @@ pub fn run(
     };
     let mut stage2 = Vec::new();
     if sensitive(ArmKind::Pirate) {
-        for (size, share) in pirate_sizes
-            .iter()
-            .zip(PIRATE_SHARES)
-            .take(PIRATE_SHARES.len() - 1)
-        {
-            stage2.push(ArmSpec::pirate(*size, share));
+        for &(size, share) in pirate_levels.iter().rev().skip(1) {
+            stage2.push(ArmSpec::pirate(size, share));
         }
     }
     if sensitive(ArmKind::Bandit) {
@@ -725,6 +738,25 @@ fn results(
             }
         })
         .collect()
+}
+
+/// The pirate's sets it holds alone, with their shares, smallest first: a set it walks
+/// within a quarter of the way from its smallest set's speed to DRAM's. Without a
+/// calibration, all but the whole share.
+fn held_levels(sizes: &[u64], calibration: Option<&CoRunnerCalibration>) -> Vec<(u64, f64)> {
+    let levels = sizes.iter().copied().zip(PIRATE_SHARES);
+    let Some(c) = calibration else {
+        return levels.take(sizes.len().saturating_sub(1)).collect();
+    };
+    let ns = |size: u64| {
+        c.pirate_alone_ns
+            .iter()
+            .find(|(bytes, _)| *bytes == size)
+            .map_or(f64::NAN, |p| p.1)
+    };
+    let fastest = sizes.first().map_or(f64::NAN, |&s| ns(s));
+    let limit = fastest + (c.dram_ns - fastest) / 4.0;
+    levels.filter(|&(size, _)| ns(size) <= limit).collect()
 }
 
 fn interrupted(termination: Termination) -> bool {

@@ -4,8 +4,6 @@
 //! input is exit 2. Nothing here asserts a speed beyond the planted one; the other modes'
 //! classifications are measured by scripts/advise-benchmark.
 
-use std::os::unix::process::CommandExt;
-
 use serde_json::Value;
 
 use crate::util::{exclusive, memscope, read_json, temp_dir, text};
@@ -128,21 +126,33 @@ fn ctrl_c_reports_what_was_measured_and_exits_130() {
     let _one = exclusive();
     let dir = temp_dir();
     let json = dir.path().join("a.json");
-    // In a process group of its own, as a terminal's foreground job is: Ctrl-C reaches
-    // memscope and the program it runs.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_memscope"))
-        .args(["advise", "--only", "tlb", "--runs", "500", "--json"])
+        .args(["advise", "--only", "tlb", "--runs", "100", "--json"])
         .arg(&json)
-        .args(["--", "sleep", "0.02"])
+        .args(["--", "sleep", "0.3"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
-        .process_group(0)
         .spawn()
         .unwrap();
-    // Let it reach the blocks, then press Ctrl-C.
-    std::thread::sleep(std::time::Duration::from_secs(3));
-    // SAFETY: signalling our own child's process group.
-    unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGINT) };
+    // Ctrl-C on a terminal reaches the program memscope runs, which dies of it; memscope
+    // (ignoring SIGINT while a program runs, as `time` does) stops there and reports.
+    // Wait for a run of a measured block (after the first run, the recorded run and the
+    // warm-up block, about 2 s), then interrupt that program.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let children = format!("/proc/{0}/task/{0}/children", child.id());
+    let program = (0..200)
+        .find_map(|_| {
+            let pids = std::fs::read_to_string(&children).unwrap_or_default();
+            let pid = pids.split_whitespace().next().map(str::to_string);
+            if pid.is_none() {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            pid
+        })
+        .expect("memscope runs the program");
+    let pid: libc::pid_t = program.parse().unwrap();
+    // SAFETY: signalling memscope's child, which it has not reaped yet.
+    unsafe { libc::kill(pid, libc::SIGINT) };
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{status:?}");
     let report = read_json(&json);

@@ -319,3 +319,26 @@ fn a_program_nothing_moves_is_not_memory_bound_and_a_noisy_one_is_unresolved() {
         .iter()
         .any(|f| f.sensitivity == verdict::Sensitivity::Unresolved));
 }
+
+#[test]
+fn the_pirate_screens_with_the_largest_set_it_holds_alone() {
+    let mib = 1u64 << 20;
+    let sizes = [4 * mib, 8 * mib, 12 * mib, 16 * mib];
+    let calibration = |at_16: f64| CoRunnerCalibration {
+        pirate_alone_ns: vec![
+            (4 * mib, 12.0),
+            (8 * mib, 13.0),
+            (12 * mib, 14.0),
+            (16 * mib, at_16),
+        ],
+        dram_ns: 160.0,
+        bandit_max_bytes_per_s: 1e10,
+        pirate_beside_bandit_ns: 25.0,
+        bandit_huge: true,
+    };
+    let held = held_levels(&sizes, Some(&calibration(24.0)));
+    assert_eq!(held.last(), Some(&(16 * mib, 1.0)));
+    let lost = held_levels(&sizes, Some(&calibration(122.0)));
+    assert_eq!(lost.last(), Some(&(12 * mib, 0.75)));
+    assert_eq!(held_levels(&sizes, None).len(), 3);
+}
