@@ -188,8 +188,20 @@ pub fn findings(
             .map(|w| w.to_string_lossy().into_owned())
             .collect::<Vec<_>>(),
     );
+    let mut cache = cache_finding(arms, facts, cpus, effect_pct);
+    // A pirate on a CPU that may not share the program's LLC now cannot show that the
+    // program does not need the cache.
+    if cache.sensitivity == Sensitivity::NotSensitive
+        && calibration.and_then(sharing_note).is_some()
+    {
+        cache.sensitivity = Sensitivity::Unresolved;
+        cache.summary.push_str(
+            "; but the co-runner's CPU may not share the program's LLC now (see the notes), \
+             so this does not show that it does not need the cache",
+        );
+    }
     let mut out = vec![
-        cache_finding(arms, facts, cpus, effect_pct),
+        cache,
         bandwidth_finding(arms, facts, cpus, calibration, effect_pct),
         tlb_finding(arms, profile, effect_pct, &shell),
         placement_finding(arms, cpus, effect_pct),

@@ -166,7 +166,7 @@ fn synthetic_result() -> AdviseResult {
         pirate_alone_ns: vec![(12 << 20, 15.0)],
         dram_ns: 150.0,
         bandit_max_bytes_per_s: 1e10,
-        pirate_beside_bandit_ns: 15.0,
+        pirate_beside_bandit_ns: 30.0,
         bandit_huge: true,
     };
     let arms = results(1, &arms, &runs, 0, &facts, Some(&calibration));
