@@ -652,8 +652,9 @@ fn lossy(command: &[OsString]) -> Vec<String> {
 
 mod summary;
 
-pub(crate) use summary::time_weighted_mean;
-use summary::{flat_profile_note, kernel_time_notes, ok_status_note, share_of, summarize};
+use summary::{
+    flat_profile_note, kernel_time_notes, ok_status_note, share_of, summarize, time_weighted_mean,
+};
 
 #[cfg(test)]
 mod tests;
