@@ -174,12 +174,18 @@ pub fn run(
     count(&mut profile, &plan.command, &cpus.program, machine);
 
     // The co-runner and its checks.
-    let llc = facts.llc_bytes.unwrap_or(8 << 20);
-    let share = facts.llc_share_bytes().unwrap_or(llc);
-    let pirate_sizes: Vec<u64> = PIRATE_SHARES
-        .iter()
-        .map(|s| (share as f64 * s) as u64)
-        .collect();
+    // No pirate where the LLC's size is unknown: its sets are shares of it.
+    let pirate_sizes: Vec<u64> = match facts.llc_share_bytes() {
+        Some(share) => PIRATE_SHARES
+            .iter()
+            .map(|s| (share as f64 * s) as u64)
+            .collect(),
+        None => {
+            notes
+                .push("the last-level cache's size is not known here: no cache pirate runs".into());
+            Vec::new()
+        }
+    };
     let mut calibration = None;
     let wants = |r: Resource| plan.resources.contains(&r);
     let co_runner = match cpus.co_runner {
@@ -188,12 +194,13 @@ pub fn run(
         Some(_) if !wants(Resource::Cache) && !wants(Resource::Bandwidth) => None,
         Some(cpu) => {
             progress.start("advise: the co-runner's own checks", 1);
-            let bandit_buffer = (4 * llc)
+            // Far beyond the LLC, so the bandit streams from DRAM.
+            let bandit_buffer = (4 * facts.llc_bytes.unwrap_or(0))
                 .max(256 << 20)
                 .min(machine.memory_available_bytes / 4);
             let started = CoRunner::start(CoRunnerSetup {
                 cpu,
-                pirate_max_bytes: *pirate_sizes.last().unwrap_or(&llc),
+                pirate_max_bytes: pirate_sizes.last().copied().unwrap_or(0),
                 bandit_buffer_bytes: bandit_buffer,
             });
             match started {
@@ -202,7 +209,11 @@ pub fn run(
                     // The probe beside the bandit: the smallest pirate set, which the
                     // pirate holds alone; how much slower it walks beside the bandit
                     // tells how much cache the bandit takes.
-                    match c.calibrate(&pirate_sizes, pirate_sizes[0], beside) {
+                    match c.calibrate(
+                        &pirate_sizes,
+                        pirate_sizes.first().copied().unwrap_or(0),
+                        beside,
+                    ) {
                         Ok(cal) => {
                             calibration = Some(CoRunnerCalibration {
                                 pirate_alone_ns: cal.pirate_alone_ns.clone(),
