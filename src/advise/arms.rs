@@ -22,6 +22,14 @@ pub enum ArmKind {
     Compute,
     /// A cache pirate holding part of the shared cache.
     Pirate,
+    /// A compute-only thread on the program's own CPU, taking turns with it: the control
+    /// of the pirate in turns (what sharing the CPU costs the program's CPU time).
+    ComputeInTurns,
+    /// A cache pirate on the program's own CPU, taking turns with it: where no other CPU
+    /// shares the program's last-level cache (or there is no other CPU), at each of the
+    /// program's turns the pirate has just walked its set, and the program refills what it
+    /// lost. Read by the program's CPU time, not its wall time (which the turns double).
+    PirateInTurns,
     /// A bandwidth bandit taking part of the DRAM bandwidth with little cache.
     Bandit,
     /// Huge pages under every private anonymous mapping (the pages preload library).
@@ -43,8 +51,10 @@ pub enum ArmKind {
 impl ArmKind {
     pub fn resource(self) -> Resource {
         match self {
-            ArmKind::Alone | ArmKind::AllCpus | ArmKind::Compute => Resource::Control,
-            ArmKind::Pirate | ArmKind::CatWays => Resource::Cache,
+            ArmKind::Alone | ArmKind::AllCpus | ArmKind::Compute | ArmKind::ComputeInTurns => {
+                Resource::Control
+            }
+            ArmKind::Pirate | ArmKind::PirateInTurns | ArmKind::CatWays => Resource::Cache,
             ArmKind::Bandit | ArmKind::MbaThrottle => Resource::Bandwidth,
             ArmKind::HugeAll | ArmKind::HugeTop | ArmKind::MallocHugetlb => Resource::Tlb,
             ArmKind::Interleave => Resource::Placement,
@@ -52,18 +62,52 @@ impl ArmKind {
     }
 
     /// The arm its runs are compared with: the pirate and the bandit against a busy
-    /// neighbour that touches no memory, the rest against the program alone.
+    /// neighbour that touches no memory, the pirate in turns against a compute thread in
+    /// turns, the rest against the program alone.
     pub fn reference(self) -> ArmKind {
         match self {
             ArmKind::Pirate | ArmKind::Bandit => ArmKind::Compute,
+            ArmKind::PirateInTurns => ArmKind::ComputeInTurns,
             _ => ArmKind::Alone,
         }
     }
 
-    /// Needs the co-runner thread.
+    /// Needs a co-runner thread (on the co-runner's CPU, or in turns on the program's).
     pub fn uses_co_runner(self) -> bool {
-        matches!(self, ArmKind::Compute | ArmKind::Pirate | ArmKind::Bandit)
+        matches!(
+            self,
+            ArmKind::Compute
+                | ArmKind::Pirate
+                | ArmKind::Bandit
+                | ArmKind::ComputeInTurns
+                | ArmKind::PirateInTurns
+        )
     }
+
+    /// Its co-runner runs in turns with the program on the program's CPU.
+    pub fn in_turns(self) -> bool {
+        matches!(self, ArmKind::ComputeInTurns | ArmKind::PirateInTurns)
+    }
+
+    /// What its runs are timed by (and its reference's, when compared with it).
+    pub fn timing(self) -> Timing {
+        if self.in_turns() {
+            Timing::Cpu
+        } else {
+            Timing::Wall
+        }
+    }
+}
+
+/// What a run is timed by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timing {
+    /// Wall-clock time from start to exit.
+    Wall,
+    /// The program's CPU time (user + system, all its threads): where a co-runner takes
+    /// turns with it on its CPU, the time it ran, not the time it waited.
+    Cpu,
 }
 
 /// What an arm asks about.
@@ -110,6 +154,8 @@ impl ArmSpec {
             ArmKind::AllCpus => "on every CPU".to_string(),
             ArmKind::Compute => "compute neighbour".to_string(),
             ArmKind::Pirate => "cache pirate".to_string(),
+            ArmKind::ComputeInTurns => "compute in turns (CPU time)".to_string(),
+            ArmKind::PirateInTurns => "cache pirate in turns (CPU time)".to_string(),
             ArmKind::Bandit => "bandwidth bandit, flat out".to_string(),
             ArmKind::HugeAll => "huge pages, all".to_string(),
             ArmKind::HugeTop => "huge pages, hot regions".to_string(),
@@ -132,6 +178,20 @@ impl ArmSpec {
             level: Some(bytes as f64),
             label: format!(
                 "pirate {} ({:.0}% of LLC share)",
+                Bytes(bytes),
+                share * 100.0
+            ),
+        }
+    }
+
+    /// A pirate walking `bytes` in turns with the program on its CPU, given as a share of
+    /// the program's LLC share.
+    pub fn pirate_in_turns(bytes: u64, share: f64) -> ArmSpec {
+        ArmSpec {
+            kind: ArmKind::PirateInTurns,
+            level: Some(bytes as f64),
+            label: format!(
+                "pirate {} in turns ({:.0}% of LLC share, CPU time)",
                 Bytes(bytes),
                 share * 100.0
             ),
@@ -210,6 +270,16 @@ mod tests {
         assert_eq!(ArmKind::HugeAll.reference(), ArmKind::Alone);
         assert_eq!(ArmKind::Compute.reference(), ArmKind::Alone);
         assert!(ArmKind::Compute.uses_co_runner() && !ArmKind::HugeAll.uses_co_runner());
+        // The pirate in turns: read by CPU time against a compute thread in turns.
+        assert_eq!(ArmKind::PirateInTurns.reference(), ArmKind::ComputeInTurns);
+        assert_eq!(ArmKind::ComputeInTurns.reference(), ArmKind::Alone);
+        assert_eq!(ArmKind::PirateInTurns.resource(), Resource::Cache);
+        assert_eq!(ArmKind::PirateInTurns.timing(), Timing::Cpu);
+        assert_eq!(ArmKind::Pirate.timing(), Timing::Wall);
+        assert!(ArmKind::ComputeInTurns.in_turns() && !ArmKind::Compute.in_turns());
+        assert!(ArmSpec::pirate_in_turns(4 << 20, 0.25)
+            .label
+            .contains("4 MiB in turns"));
         assert_eq!(ArmKind::MallocHugetlb.resource(), Resource::Tlb);
         // resctrl's arms take the resource from the program itself: read against it alone.
         assert_eq!(ArmKind::CatWays.resource(), Resource::Cache);

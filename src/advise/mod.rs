@@ -20,8 +20,10 @@ pub mod arms;
 pub mod checks;
 pub mod facts;
 pub mod figures;
+pub mod neighbours;
 pub mod plan;
 pub mod profile;
+pub mod results;
 pub mod schedule;
 pub mod trial;
 pub mod verdict;
@@ -29,10 +31,11 @@ pub mod view;
 
 use serde::{Deserialize, Serialize};
 
+use crate::kernels::corunner::SharingCheck;
 use crate::platform::child::Termination;
 use crate::stats::change::{MeasureStat, RatioInterval};
 use crate::stats::summary::Summary;
-pub use arms::{ArmKind, Resource};
+pub use arms::{ArmKind, Resource, Timing};
 pub use facts::{FactsSource, MachineFacts};
 pub use plan::{AdviseArgs, AdvisePlan};
 pub use profile::ProgramProfile;
@@ -109,6 +112,25 @@ pub struct CpuPlan {
     pub smt_sibling: bool,
     /// NUMA nodes with memory.
     pub memory_nodes: usize,
+    /// Where the cache pirate ran.
+    #[serde(default)]
+    pub pirate: PirateSite,
+}
+
+/// Where the cache pirate runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PirateSite {
+    /// On the co-runner's CPU, which shares the program's last-level cache (Cache
+    /// Pirating): the program keeps the rest of the cache all the time.
+    #[default]
+    Beside,
+    /// In turns with the program on the program's own CPU: no other CPU shares its cache
+    /// (or there is none). At each of the program's turns the pirate has just walked its
+    /// set; the program's CPU time shows what refilling the rest costs it.
+    InTurns,
+    /// No pirate ran (no cache size known, no set it holds, or not asked for).
+    Nowhere,
 }
 
 /// The co-runner's checks, alone, before the program runs: how fast the pirate walks each
@@ -126,6 +148,10 @@ pub struct CoRunnerCalibration {
     pub pirate_beside_bandit_ns: f64,
     /// The bandit's buffer got huge pages, so its lines fall in few cache sets.
     pub bandit_huge: bool,
+    /// Whether the co-runner's CPU shares the program's last-level cache now: its pirate
+    /// alone and while the program's CPU walks a set no shared cache holds beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sharing: Option<SharingCheck>,
 }
 
 /// One arm over its runs, against its reference arm.
@@ -139,11 +165,14 @@ pub struct ArmResult {
     /// The pirate's set or the bandit's rate asked for (bytes, bytes/s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub level: Option<f64>,
+    /// What its runs (and its reference's, in `time` and `ratio`) are timed by.
+    #[serde(default = "wall")]
+    pub timing: Timing,
     /// The arm its runs are compared with (`alone`, or `compute neighbour` for the
     /// pirate and the bandit, so a busy neighbour CPU by itself is not counted).
     pub reference: ArmKind,
     pub runs: Vec<RunRecord>,
-    /// Wall time, seconds, against the reference's runs of the same stage.
+    /// Time (by `timing`), seconds, against the reference's runs of the same stage.
     pub time: MeasureStat,
     /// Run time / the reference's (Hodges–Lehmann, 95% interval).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -202,6 +231,10 @@ pub struct RunRecord {
     /// The co-runner's ns per step and bytes per second over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub co_runner: Option<(f64, f64)>,
+}
+
+fn wall() -> Timing {
+    Timing::Wall
 }
 
 /// Why the measuring stopped.

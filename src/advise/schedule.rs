@@ -12,41 +12,34 @@ use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
 use super::arms::{self, ArmKind, ArmSpec, Resource};
-use super::checks::co_runner_check;
 #[cfg(test)]
 use super::checks::held_share;
-use super::facts::{FactsSource, MachineFacts};
+use super::facts::MachineFacts;
+use super::neighbours::{self, Wanted};
 use super::profile::{self, ProgramProfile};
-use super::trial::{self, Setup};
+#[cfg(test)]
+use super::results::{held_levels, times};
+use super::results::{resolved, results, PIRATE_SHARES};
+use super::trial::{self, CoRunners, Setup};
 use super::verdict;
-use super::{AdvisePlan, AdviseResult, ArmResult, CoRunnerCalibration, CpuPlan};
+use super::{AdvisePlan, AdviseResult, CpuPlan, PirateSite};
 use super::{RunRecord, Stop};
 use crate::counters::{topdown, Probe};
 use crate::counting::{default_groups, Counting};
 use crate::error::UsageError;
-use crate::kernels::corunner::{CoRunner, CoRunnerSetup};
 use crate::pages::preload::{Preload, PreloadMode};
 use crate::pages::record::{self, RecordPlan};
 use crate::pages::sources::SourceChoice;
 use crate::platform::child::{SpawnOptions, Termination};
 use crate::platform::cleanup;
 use crate::session::progress::Progress;
-use crate::stats::change::{compare, ratio_interval, Better, Verdict};
+use crate::stats::change::Verdict;
 use crate::stats::design::Shuffler;
-use crate::stats::summary::Summary;
 use crate::topology::{Machine, ThpMode};
 
 /// Blocks a stage runs at least (the rank test needs a few runs a side), and at most.
 const MIN_BLOCKS: usize = 6;
 const MAX_BLOCKS: usize = 30;
-/// A significant change is resolved at this p (stricter than the 0.05 of the verdict,
-/// so that a stage does not stop on a lucky early p).
-const RESOLVED_P: f64 = 0.01;
-/// The pirate's sets, as shares of the program's share of the last-level cache (its size
-/// over the CPUs sharing it). The largest one the pirate holds alone (its calibration)
-/// screens: a pirate walking more than it can hold loses its set to the program and to
-/// itself, and takes less, not more.
-const PIRATE_SHARES: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
 /// The bandit's rates, as shares of its flat-out rate.
 const BANDIT_SHARES: [f64; 2] = [0.25, 0.5];
 
@@ -67,20 +60,7 @@ pub fn run(
     };
     let mut notes = Vec::new();
     let mut facts = facts;
-    let cpus = cpu_plan(machine, &facts, plan.co_runner_cpu);
-    if cpus.co_runner.is_none() {
-        notes.push(
-            "only one CPU is available to memscope: no co-runner can take cache or bandwidth \
-             away, so only the huge-page remedies are measured"
-                .to_string(),
-        );
-    } else if !cpus.shares_llc {
-        notes.push(format!(
-            "the co-runner's CPU {} shares no last-level cache with the program's CPUs: \
-             cache capacity is not measured (choose a CPU with --cpu)",
-            cpus.co_runner.unwrap_or_default()
-        ));
-    }
+    let mut cpus = cpu_plan(machine, &facts, plan.co_runner_cpu);
     let all_cpus = machine.allowed_cpus.clone();
     let memory_nodes: Vec<usize> = machine
         .numa_nodes
@@ -118,7 +98,13 @@ pub fn run(
 
     // The first run: does the program start, how does it end, how long does it take.
     progress.start("advise: first run", 1);
-    let first = trial::run(&setup, &ArmSpec::new(ArmKind::Alone), None, 0, 0)?;
+    let first = trial::run(
+        &setup,
+        &ArmSpec::new(ArmKind::Alone),
+        CoRunners::default(),
+        0,
+        0,
+    )?;
     progress.advance();
     let normal_status = first.record.termination.shell_status();
     if interrupted(first.record.termination) {
@@ -186,112 +172,59 @@ pub fn run(
             Vec::new()
         }
     };
-    let mut calibration = None;
     let wants = |r: Resource| plan.resources.contains(&r);
-    let co_runner = match cpus.co_runner {
-        None => None,
-        // Only the remedies asked for: no co-runner.
-        Some(_) if !wants(Resource::Cache) && !wants(Resource::Bandwidth) => None,
-        Some(cpu) => {
-            progress.start("advise: the co-runner's own checks", 1);
-            // Far beyond the LLC, so the bandit streams from DRAM.
-            let bandit_buffer = (4 * facts.llc_bytes.unwrap_or(0))
-                .max(256 << 20)
-                .min(machine.memory_available_bytes / 4);
-            let started = CoRunner::start(CoRunnerSetup {
-                cpu,
-                pirate_max_bytes: pirate_sizes.last().copied().unwrap_or(0),
-                bandit_buffer_bytes: bandit_buffer,
-            });
-            match started {
-                Ok(c) => {
-                    let beside = cpus.program.first().copied();
-                    // The probe beside the bandit: the smallest pirate set, which the
-                    // pirate holds alone; how much slower it walks beside the bandit
-                    // tells how much cache the bandit takes.
-                    match c.calibrate(
-                        &pirate_sizes,
-                        pirate_sizes.first().copied().unwrap_or(0),
-                        beside,
-                    ) {
-                        Ok(cal) => {
-                            calibration = Some(CoRunnerCalibration {
-                                pirate_alone_ns: cal.pirate_alone_ns.clone(),
-                                dram_ns: cal.dram_ns,
-                                bandit_max_bytes_per_s: cal.bandit_max_bytes_per_s,
-                                pirate_beside_bandit_ns: cal.pirate_beside_bandit_ns,
-                                bandit_huge: c.bandit_huge(),
-                            });
-                        }
-                        Err(e) => notes.push(format!("the co-runner's checks failed: {e}")),
-                    }
-                    progress.advance();
-                    Some(c)
-                }
-                Err(e) => {
-                    notes.push(format!(
-                        "the co-runner could not start on CPU {cpu} ({e}): only the huge-page \
-                         remedies are measured"
-                    ));
-                    None
-                }
-            }
-        }
+    progress.start("advise: the co-runners' own checks", 1);
+    let neighbours = neighbours::start(
+        machine,
+        &mut facts,
+        &cpus,
+        &pirate_sizes,
+        Wanted {
+            cache: wants(Resource::Cache) && cat_arms.is_empty(),
+            bandwidth: wants(Resource::Bandwidth),
+        },
+    );
+    progress.advance();
+    notes.extend(neighbours.notes.iter().cloned());
+    cpus.pirate = neighbours.site;
+    let calibration = neighbours.calibration.clone();
+    let pirate_levels = neighbours.levels.clone();
+    let co_runners = CoRunners {
+        beside: neighbours.beside.as_ref(),
+        in_turns: neighbours.in_turns.as_ref(),
     };
-    if facts.source == FactsSource::Measured {
-        if let Some(cal) = &calibration {
-            facts.dram_ns = Some(cal.dram_ns).filter(|v| v.is_finite());
-            facts.llc_ns = cal
-                .pirate_alone_ns
-                .last()
-                .map(|p| p.1)
-                .filter(|v| v.is_finite());
-            facts.dram_bytes_per_s = Some(cal.bandit_max_bytes_per_s).filter(|v| *v > 0.0);
-        }
-    }
-    if let Some(cal) = &calibration {
-        if let Some(n) = verdict::sharing_note(cal) {
-            notes.push(n);
-        }
-        if !cal.bandit_huge {
-            notes.push(
-                "the bandit's buffer got no huge pages: its lines may fall in any cache set, \
-                 so it may take cache as well as bandwidth"
-                    .to_string(),
-            );
-        }
-    }
-
-    // The pirate's levels: the sets it holds alone.
-    let pirate_levels = held_levels(&pirate_sizes, calibration.as_ref());
-    if pirate_levels.len() < pirate_sizes.len() {
-        if let (Some(cal), Some(&(top, _))) = (&calibration, pirate_levels.last()) {
-            notes.push(format!(
-                "the pirate cannot hold the whole LLC share alone (it walks {} at {:.0} ns, \
-                 DRAM takes {:.0} ns): its largest set is {}",
-                crate::units::Bytes(*pirate_sizes.last().unwrap_or(&0)),
-                cal.pirate_alone_ns.last().map_or(f64::NAN, |p| p.1),
-                cal.dram_ns,
-                crate::units::Bytes(top)
-            ));
-        }
+    if cpus.co_runner.is_none() && wants(Resource::Bandwidth) {
+        notes.push("only one CPU is available to memscope: no bandwidth bandit runs".to_string());
     }
 
     // Stage 1: each resource's strongest arm.
-    let with_co = co_runner.is_some();
+    let with_co = co_runners.beside.is_some();
     let thp = machine.thp.enabled != ThpMode::Never;
     let mut stage1 = vec![ArmSpec::new(ArmKind::Alone)];
     if with_co {
         stage1.push(ArmSpec::new(ArmKind::Compute));
         stage1.push(ArmSpec::new(ArmKind::AllCpus));
-        if cpus.shares_llc && cat_arms.is_empty() && wants(Resource::Cache) {
+        if wants(Resource::Bandwidth) {
+            stage1.push(ArmSpec::new(ArmKind::Bandit));
+        }
+    }
+    // Beside the program the pirate screens with its largest set. In turns half the
+    // share is enough (at each turn the program refills what the pirate walked), and a
+    // larger set makes a cache-bound program's runs many times longer.
+    let in_turns_screen = pirate_levels.get(1).or(pirate_levels.first()).copied();
+    match cpus.pirate {
+        PirateSite::Beside if with_co => {
             if let Some(&(top, share)) = pirate_levels.last() {
                 stage1.push(ArmSpec::pirate(top, share));
             }
         }
-        if wants(Resource::Bandwidth) {
-            stage1.push(ArmSpec::new(ArmKind::Bandit));
+        PirateSite::InTurns => {
+            if let Some((size, share)) = in_turns_screen {
+                stage1.push(ArmSpec::new(ArmKind::ComputeInTurns));
+                stage1.push(ArmSpec::pirate_in_turns(size, share));
+            }
         }
+        _ => {}
     }
     // resctrl's arms need no co-runner: their strongest level screens.
     if wants(Resource::Cache) {
@@ -331,11 +264,14 @@ pub fn run(
     let mut shuffler = Shuffler::from_clock();
     let remaining = deadline.saturating_duration_since(Instant::now());
     // The screening gets 55% of what is left when curves may follow.
-    let curves_may_follow = with_co || !hot_ranges.is_empty() || partitioning.is_some();
+    let curves_may_follow = with_co
+        || cpus.pirate == PirateSite::InTurns
+        || !hot_ranges.is_empty()
+        || partitioning.is_some();
     let stage1_budget = remaining.mul_f64(if curves_may_follow { 0.55 } else { 1.0 });
     let mut ctx = StageContext {
         setup: &setup,
-        co_runner: co_runner.as_ref(),
+        co_runners,
         progress: &progress,
         shuffler: &mut shuffler,
         order: &mut order,
@@ -372,6 +308,14 @@ pub fn run(
             stage2.push(ArmSpec::pirate(size, share));
         }
     }
+    let in_turns_curve = sensitive(ArmKind::PirateInTurns);
+    if in_turns_curve {
+        for &(size, share) in pirate_levels.iter().rev() {
+            if Some((size, share)) != in_turns_screen {
+                stage2.push(ArmSpec::pirate_in_turns(size, share));
+            }
+        }
+    }
     if sensitive(ArmKind::Bandit) {
         if let Some(max) = calibration
             .as_ref()
@@ -394,10 +338,16 @@ pub fn run(
         stage2.push(ArmSpec::new(ArmKind::HugeTop));
     }
     if !stage2.is_empty() && stop != Stop::Interrupted {
-        let needs_compute = stage2.iter().any(|a| a.kind.uses_co_runner());
+        let needs_compute = stage2
+            .iter()
+            .any(|a| a.kind.uses_co_runner() && !a.kind.in_turns());
+        let needs_turns = stage2.iter().any(|a| a.kind.in_turns());
         stage2.insert(0, ArmSpec::new(ArmKind::Alone));
         if needs_compute {
             stage2.insert(1, ArmSpec::new(ArmKind::Compute));
+        }
+        if needs_turns {
+            stage2.insert(1, ArmSpec::new(ArmKind::ComputeInTurns));
         }
         let (runs2, stop2) = ctx.measure(2, &stage2, deadline);
         arms.extend(results(
@@ -411,7 +361,10 @@ pub fn run(
         blocks += runs2.iter().flatten().map(|r| r.block).max().unwrap_or(0);
         stop = worse_stop(stop, stop2);
     }
-    if let Some(c) = &co_runner {
+    for c in [co_runners.beside, co_runners.in_turns]
+        .into_iter()
+        .flatten()
+    {
         c.set(crate::kernels::corunner::Load::Idle);
     }
     progress.finish();
@@ -481,6 +434,7 @@ fn cpu_plan(machine: &Machine, facts: &MachineFacts, chosen: Option<usize>) -> C
             shares_llc: false,
             smt_sibling: false,
             memory_nodes,
+            pirate: PirateSite::Nowhere,
         };
     }
     let first = allowed[0];
@@ -509,6 +463,7 @@ fn cpu_plan(machine: &Machine, facts: &MachineFacts, chosen: Option<usize>) -> C
         shares_llc,
         smt_sibling,
         memory_nodes,
+        pirate: PirateSite::Nowhere,
     }
 }
 
@@ -559,7 +514,7 @@ fn count(profile: &mut ProgramProfile, command: &[OsString], cpus: &[usize], mac
 /// What one stage needs.
 struct StageContext<'a, 'b> {
     setup: &'a Setup<'a>,
-    co_runner: Option<&'a CoRunner>,
+    co_runners: CoRunners<'a>,
     progress: &'a Progress,
     shuffler: &'b mut Shuffler,
     order: &'b mut usize,
@@ -599,7 +554,7 @@ impl StageContext<'_, '_> {
             let mut sequence: Vec<usize> = (0..arms.len()).collect();
             self.shuffler.shuffle(&mut sequence);
             for a in sequence {
-                match trial::run(self.setup, &arms[a], self.co_runner, 0, *self.order) {
+                match trial::run(self.setup, &arms[a], self.co_runners, 0, *self.order) {
                     Ok(t)
                         if !interrupted(t.record.termination)
                             && !cleanup::interrupt_requested() => {}
@@ -639,7 +594,7 @@ impl StageContext<'_, '_> {
             for a in sequence {
                 self.progress
                     .message(&format!("block {block}, {}", arms[a].label));
-                match trial::run(self.setup, &arms[a], self.co_runner, block, *self.order) {
+                match trial::run(self.setup, &arms[a], self.co_runners, block, *self.order) {
                     Ok(t) => {
                         stopped |=
                             interrupted(t.record.termination) || cleanup::interrupt_requested();
@@ -664,110 +619,6 @@ impl StageContext<'_, '_> {
         };
         (runs, stop)
     }
-}
-
-/// Every arm other than the baseline and the controls is resolved: significant at
-/// `RESOLVED_P`, or its ratio known to within ±effect/2 of 1 (no sensitivity that large).
-fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_pct: f64) -> bool {
-    arms.iter().enumerate().all(|(i, arm)| {
-        if arm.kind == ArmKind::Alone {
-            return true;
-        }
-        let reference = arms
-            .iter()
-            .position(|a| a.kind == arm.kind.reference() && a.level.is_none());
-        let Some(r) = reference else {
-            return true;
-        };
-        let own = times(&runs[i], normal);
-        let base = times(&runs[r], normal);
-        let stat = compare(&own, &base, Better::Lower, false);
-        if stat.p.is_some_and(|p| p < RESOLVED_P) {
-            return true;
-        }
-        ratio_interval(&own, &base, 0.95).is_some_and(|ri| ri.high - ri.low < effect_pct / 100.0)
-    })
-}
-
-/// The wall times of the runs that ended normally.
-fn times(runs: &[RunRecord], normal: i32) -> Vec<f64> {
-    runs.iter()
-        .filter(|r| r.termination.shell_status() == normal)
-        .map(|r| r.elapsed_s)
-        .collect()
-}
-
-/// Each arm of a stage against its reference.
-fn results(
-    stage: usize,
-    arms: &[ArmSpec],
-    runs: &[Vec<RunRecord>],
-    normal: i32,
-    facts: &MachineFacts,
-    calibration: Option<&CoRunnerCalibration>,
-) -> Vec<ArmResult> {
-    arms.iter()
-        .enumerate()
-        .map(|(i, arm)| {
-            let reference_kind = arm.kind.reference();
-            let reference = arms
-                .iter()
-                .position(|a| a.kind == reference_kind && a.level.is_none())
-                .unwrap_or(0);
-            let ok: Vec<&RunRecord> = runs[i]
-                .iter()
-                .filter(|r| r.termination.shell_status() == normal)
-                .collect();
-            let own = times(&runs[i], normal);
-            let base = times(&runs[reference], normal);
-            let is_reference = i == reference;
-            let summary = |f: &dyn Fn(&RunRecord) -> f64| {
-                Summary::of(&ok.iter().map(|r| f(r)).collect::<Vec<_>>())
-            };
-            ArmResult {
-                kind: arm.kind,
-                label: arm.label.clone(),
-                resource: arm.kind.resource(),
-                stage,
-                level: arm.level,
-                reference: if is_reference {
-                    arm.kind
-                } else {
-                    reference_kind
-                },
-                time: compare(&own, &base, Better::Lower, is_reference),
-                ratio: (!is_reference)
-                    .then(|| ratio_interval(&own, &base, 0.95))
-                    .flatten(),
-                user_s: summary(&|r| r.user_s),
-                system_s: summary(&|r| r.system_s),
-                max_rss_kib: summary(&|r| r.max_rss_kib as f64),
-                huge_kib: summary(&|r| r.huge_kib).map(|s| s.median),
-                co_runner: co_runner_check(arm, &ok, facts, calibration),
-                failed_runs: runs[i].len() - ok.len(),
-                runs: runs[i].clone(),
-            }
-        })
-        .collect()
-}
-
-/// The pirate's sets it holds alone, with their shares, smallest first: a set it walks
-/// within a quarter of the way from its smallest set's speed to DRAM's. Without a
-/// calibration, all but the whole share.
-fn held_levels(sizes: &[u64], calibration: Option<&CoRunnerCalibration>) -> Vec<(u64, f64)> {
-    let levels = sizes.iter().copied().zip(PIRATE_SHARES);
-    let Some(c) = calibration else {
-        return levels.take(sizes.len().saturating_sub(1)).collect();
-    };
-    let ns = |size: u64| {
-        c.pirate_alone_ns
-            .iter()
-            .find(|(bytes, _)| *bytes == size)
-            .map_or(f64::NAN, |p| p.1)
-    };
-    let fastest = sizes.first().map_or(f64::NAN, |&s| ns(s));
-    let limit = fastest + (c.dram_ns - fastest) / 4.0;
-    levels.filter(|&(size, _)| ns(size) <= limit).collect()
 }
 
 fn interrupted(termination: Termination) -> bool {

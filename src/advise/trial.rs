@@ -34,6 +34,33 @@ pub struct Setup<'a> {
     pub partitioning: Option<&'a Partitioning>,
 }
 
+/// The co-runner threads: one on the co-runner's CPU (beside the program), one on the
+/// program's own CPU (in turns with it). An arm sets the load of the one it uses and
+/// idles the other.
+#[derive(Clone, Copy, Default)]
+pub struct CoRunners<'a> {
+    pub beside: Option<&'a CoRunner>,
+    pub in_turns: Option<&'a CoRunner>,
+}
+
+impl<'a> CoRunners<'a> {
+    /// Sets the arm's load on the co-runner it uses, idles the other; that co-runner.
+    fn set_for(&self, arm: &ArmSpec) -> Option<&'a CoRunner> {
+        let (used, other) = if arm.kind.in_turns() {
+            (self.in_turns, self.beside)
+        } else {
+            (self.beside, self.in_turns)
+        };
+        if let Some(o) = other {
+            o.set(Load::Idle);
+        }
+        if let Some(u) = used {
+            u.set(load_of(arm));
+        }
+        used
+    }
+}
+
 /// A run, with the end of what it wrote on stderr (for a failure's message).
 pub struct Trial {
     pub record: RunRecord,
@@ -43,8 +70,8 @@ pub struct Trial {
 /// The co-runner's load in an arm.
 pub fn load_of(arm: &ArmSpec) -> Load {
     match arm.kind {
-        ArmKind::Compute => Load::Compute,
-        ArmKind::Pirate => Load::Pirate {
+        ArmKind::Compute | ArmKind::ComputeInTurns => Load::Compute,
+        ArmKind::Pirate | ArmKind::PirateInTurns => Load::Pirate {
             bytes: arm.level.unwrap_or(0.0) as u64,
         },
         ArmKind::Bandit => Load::Bandit {
@@ -84,13 +111,11 @@ fn env_of(arm: &ArmSpec, setup: &Setup) -> Vec<(OsString, OsString)> {
 pub fn run(
     setup: &Setup,
     arm: &ArmSpec,
-    co_runner: Option<&CoRunner>,
+    co_runners: CoRunners,
     block: usize,
     order: usize,
 ) -> Result<Trial, SpawnError> {
-    if let Some(c) = co_runner {
-        c.set(load_of(arm));
-    }
+    let co_runner = co_runners.set_for(arm);
     let capture = || tempfile::tempfile().map_err(SpawnError::Fork);
     let files = if setup.show_output {
         None
@@ -393,6 +418,14 @@ mod tests {
         let env = env_of(&ArmSpec::new(ArmKind::MallocHugetlb), &setup);
         assert_eq!(env[0].0, "GLIBC_TUNABLES");
         assert!(env_of(&ArmSpec::new(ArmKind::Compute), &setup).is_empty());
+        assert_eq!(
+            load_of(&ArmSpec::pirate_in_turns(1 << 20, 0.5)),
+            Load::Pirate { bytes: 1 << 20 }
+        );
+        assert_eq!(
+            load_of(&ArmSpec::new(ArmKind::ComputeInTurns)),
+            Load::Compute
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::arms::{ArmKind, Resource};
 use super::facts::MachineFacts;
 use super::profile::ProgramProfile;
-use super::{ArmResult, CoRunnerCalibration, CpuPlan, Stop};
+use super::{ArmResult, CoRunnerCalibration, CpuPlan, PirateSite, Stop};
 use crate::stats::change::Verdict;
 use crate::units::Bytes;
 use crate::view::format;
@@ -188,18 +188,7 @@ pub fn findings(
             .map(|w| w.to_string_lossy().into_owned())
             .collect::<Vec<_>>(),
     );
-    let mut cache = cache_finding(arms, facts, cpus, effect_pct);
-    // A pirate on a CPU that may not share the program's LLC now cannot show that the
-    // program does not need the cache.
-    if cache.sensitivity == Sensitivity::NotSensitive
-        && calibration.and_then(sharing_note).is_some()
-    {
-        cache.sensitivity = Sensitivity::Unresolved;
-        cache.summary.push_str(
-            "; but the co-runner's CPU may not share the program's LLC now (see the notes), \
-             so this does not show that it does not need the cache",
-        );
-    }
+    let cache = cache_finding(arms, facts, cpus, effect_pct);
     let mut out = vec![
         cache,
         bandwidth_finding(arms, facts, cpus, calibration, effect_pct),
@@ -233,15 +222,27 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
     if let Some(f) = cat_finding(arms, facts, effect) {
         return f;
     }
-    let pirates = arms_of(arms, ArmKind::Pirate);
-    let Some(top) = pirates
-        .iter()
-        .max_by(|a, b| a.level.unwrap_or(0.0).total_cmp(&b.level.unwrap_or(0.0)))
-    else {
-        let why = if cpus.co_runner.is_none() {
-            "needs a second CPU for the cache pirate"
-        } else {
-            "the co-runner's CPU shares no last-level cache with the program's"
+    // Beside the program, else in turns with it on its CPU.
+    let mut pirates = arms_of(arms, ArmKind::Pirate);
+    let in_turns = pirates.is_empty();
+    if in_turns {
+        pirates = arms_of(arms, ArmKind::PirateInTurns);
+    }
+    // Beside: the largest set; in turns: the screening's (its reference ran beside it).
+    let top = if in_turns {
+        pirates.iter().find(|a| a.stage == 1)
+    } else {
+        pirates
+            .iter()
+            .max_by(|a, b| a.level.unwrap_or(0.0).total_cmp(&b.level.unwrap_or(0.0)))
+    };
+    let Some(top) = top else {
+        let why = match cpus.pirate {
+            PirateSite::Nowhere => {
+                "no cache pirate ran: the LLC's size is unknown here, or the pirate holds \
+                 none of its sets alone (see the notes)"
+            }
+            _ => "the cache pirate did not run (see the notes)",
         };
         return Finding::not_measured(Resource::Cache, why);
     };
@@ -250,7 +251,7 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
     let llc = facts.llc_share_bytes().unwrap_or(0);
     let left = top.co_runner.and_then(|c| c.cache_left_bytes);
     let held = top.co_runner.and_then(|c| c.held_share);
-    let left_text = match left {
+    let mut left_text = match left {
         Some(l) => format!(
             "{} of its {} {llc_name} share left",
             Bytes(l as u64),
@@ -261,19 +262,25 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
             Bytes(top.level.unwrap_or(0.0) as u64)
         ),
     };
+    if in_turns {
+        left_text.push_str(" at the start of each of its turns (a pirate in turns on its CPU)");
+    }
+    let timing = if in_turns { " in CPU time" } else { "" };
     f.summary = match f.sensitivity {
         Sensitivity::Sensitive | Sensitivity::Slightly => {
-            format!("with {left_text} it runs {}", effect_text(&f))
+            format!("with {left_text} it runs {}{timing}", effect_text(&f))
         }
-        _ => format!("with {left_text}: {}", effect_text(&f)),
+        _ => format!("with {left_text}: {}{timing}", effect_text(&f)),
     };
-    if let Some(h) = held.filter(|h| *h < 0.5) {
+    if let Some(h) = held.filter(|h| *h < 0.5 && !in_turns) {
         f.summary.push_str(&format!(
             "; the pirate kept only {:.0}% of its set cached (the program took the rest back)",
             h * 100.0
         ));
     }
-    if f.sensitivity == Sensitivity::Sensitive {
+    if f.sensitivity == Sensitivity::Sensitive && in_turns {
+        f.remedy = Some(in_turns_remedy(&pirates, &llc_name));
+    } else if f.sensitivity == Sensitivity::Sensitive {
         let curve: Vec<(f64, f64)> = pirates
             .iter()
             .filter_map(|a| {
@@ -299,6 +306,29 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
         });
     }
     f
+}
+
+/// What a cache-sensitive program measured in turns is told: the CPU time each pirate
+/// set cost it, and why no capacity is read off.
+fn in_turns_remedy(pirates: &[&ArmResult], llc_name: &str) -> String {
+    let mut points: Vec<(f64, f64)> = pirates
+        .iter()
+        .filter_map(|a| Some((a.level?, (a.ratio?.ratio - 1.0) * 100.0)))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let curve = points
+        .iter()
+        .map(|(bytes, change)| format!("{}: {change:+.0}%", Bytes(*bytes as u64)))
+        .collect::<Vec<_>>()
+        .join(", ");
+    format!(
+        "its speed depends on the data it keeps in the caches: a pirate taking turns with it \
+         on its CPU costs it this much CPU time, by the set the pirate walks: {curve}. How \
+         much {llc_name} it needs is not read off in turns (it refills its data at every \
+         turn); where another CPU shares its {llc_name}, advise measures that. Shrink the \
+         working set (blocking, smaller types), and keep other work off its CPU and its \
+         {llc_name}"
+    )
 }
 
 /// The capacity below which the curve loses more than `effect` percent: between the
@@ -452,22 +482,6 @@ fn mba_finding(arms: &[ArmResult], effect: f64) -> Option<Finding> {
         );
     }
     Some(f)
-}
-
-/// When the calibration's bandit, on the program's CPU, did not slow the pirate's
-/// smallest set at all (under 1.3×), the two CPUs may not share a last-level cache now,
-/// whatever the OS reports (a hypervisor places vCPUs where it likes).
-pub fn sharing_note(c: &CoRunnerCalibration) -> Option<String> {
-    let alone = c.pirate_alone_ns.first()?.1;
-    let beside = c.pirate_beside_bandit_ns;
-    (beside.is_finite() && alone > 0.0 && beside / alone < 1.3).then(|| {
-        format!(
-            "in the co-runner's checks a bandit on the program's CPU left the pirate's smallest \
-             set as fast as alone ({beside:.1} against {alone:.1} ns): the two CPUs may not \
-             share a last-level cache now, whatever the OS reports (a hypervisor places \
-             vCPUs), so the cache and bandwidth findings may understate"
-        )
-    })
 }
 
 /// Huge pages: the largest significant speed-up of the huge-page arms.
@@ -641,6 +655,23 @@ fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Find
     }
     if let Some(a) = arms
         .iter()
+        .find(|a| a.kind == ArmKind::ComputeInTurns && a.stage == 1)
+    {
+        let mut f = measured(Resource::Control, a, effect);
+        if matches!(
+            f.sensitivity,
+            Sensitivity::Sensitive | Sensitivity::Slightly
+        ) {
+            f.summary = format!(
+                "a thread that touches no memory taking turns with it on its CPU changes its \
+                 CPU time by {}: the pirate in turns is read against that thread",
+                effect_text(&f)
+            );
+            out.push(f);
+        }
+    }
+    if let Some(a) = arms
+        .iter()
         .find(|a| a.kind == ArmKind::AllCpus && a.stage == 1)
     {
         let mut f = measured(Resource::Control, a, effect);
@@ -660,12 +691,22 @@ fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Find
     out
 }
 
-/// When the program ran clearly faster on every CPU (by the estimate, significant or
-/// not): it uses more CPUs than advise leaves it, which the reader must know.
+/// When the program ran clearly faster on every CPU — significantly, or by the estimate
+/// when it keeps more than one CPU busy (its CPU time beyond its wall time): it uses more
+/// CPUs than advise leaves it, which the reader must know. A single-threaded program's
+/// unresolved estimate is noise, not a reason to warn.
 pub fn cpus_note(arms: &[ArmResult], effect: f64) -> Option<String> {
     let all = arms.iter().find(|a| a.kind == ArmKind::AllCpus)?;
     let change = (all.ratio?.ratio - 1.0) * 100.0;
-    (change <= -effect).then(|| {
+    let alone = arms.iter().find(|a| a.kind == ArmKind::Alone)?;
+    let cpu = alone.user_s.as_ref()?.median + alone.system_s.as_ref()?.median;
+    let parallel = alone
+        .time
+        .summary
+        .as_ref()
+        .is_some_and(|wall| cpu > 1.1 * wall.median);
+    let faster = all.time.verdict == Verdict::Better || parallel;
+    (change <= -effect && faster).then(|| {
         format!(
             "on every CPU (the co-runner's too) it ran {change:+.0}%: it uses more CPUs than \
              advise leaves it while a co-runner runs, so its sensitivities were measured with \

@@ -452,7 +452,7 @@ impl AdviseResult {
         let points: Vec<(f64, f64)> = self
             .arms
             .iter()
-            .filter(|a| a.kind == ArmKind::Pirate)
+            .filter(|a| matches!(a.kind, ArmKind::Pirate | ArmKind::PirateInTurns))
             .filter_map(|a| {
                 Some((
                     a.co_runner?.cache_left_bytes?,
@@ -548,7 +548,7 @@ fn co_runner_text(a: &ArmResult) -> String {
         return String::new();
     };
     match a.kind {
-        ArmKind::Pirate => {
+        ArmKind::Pirate | ArmKind::PirateInTurns => {
             let mut text = format!("{:.1} ns/step", c.ns_per_step);
             if let Some(h) = c.held_share {
                 text.push_str(&format!(", held {:.0}%", h * 100.0));

@@ -94,8 +94,14 @@ pub struct LoadStats {
     /// Steps done: compute iterations, or lines read (all pirate chains together, or the
     /// bandit's lines).
     pub steps: u64,
-    /// Pirate: ns per step of one chain (≈ its access latency); 0 otherwise.
+    /// Pirate: ns per step of one chain (≈ its access latency) over the thread's own CPU
+    /// time, so a pirate that shares its CPU (runs in turns) is timed only while it runs;
+    /// 0 otherwise.
     pub ns_per_step: f64,
+    /// The share of the interval the thread was on its CPU (its CPU time over the
+    /// interval; NaN where the thread's CPU clock cannot be read).
+    #[serde(default)]
+    pub cpu_share: f64,
     /// Bytes the bandit read per second (lines × 64); 0 otherwise.
     pub bytes_per_s: f64,
 }
@@ -112,6 +118,30 @@ pub struct Calibration {
     /// The pirate at `probe_bytes` beside a flat-out bandit on another CPU, ns per step:
     /// how much of the cache the bandit evicts (NaN when not measured).
     pub pirate_beside_bandit_ns: f64,
+}
+
+/// Whether two co-runners' CPUs share a cache, seen by the first one's pirate: its walk
+/// alone, then while the other walks a set so large that the two could not both keep
+/// theirs in one shared cache.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SharingCheck {
+    /// The first co-runner's set, and the other's.
+    pub bytes: u64,
+    pub other_bytes: u64,
+    /// The first one's ns per step alone and beside the other.
+    pub alone_ns: f64,
+    pub beside_ns: f64,
+}
+
+impl SharingCheck {
+    /// Slower than this beside the other: the two evict each other, so they share.
+    pub const SHARED_ABOVE: f64 = 1.3;
+
+    /// The other's walk slowed this one down: they share a cache (None: not measured).
+    pub fn shared(&self) -> Option<bool> {
+        let ratio = self.beside_ns / self.alone_ns;
+        ratio.is_finite().then_some(ratio > Self::SHARED_ABOVE)
+    }
 }
 
 /// What the worker runs (the public `Load` resolved, plus what only `calibrate` and `drop`
@@ -199,6 +229,8 @@ struct Mark {
     steps: u64,
     ns: u64,
     load: Work,
+    /// The thread's CPU time then, ns.
+    cpu_ns: Option<u64>,
 }
 
 /// A co-runner: a thread pinned to `setup.cpu`, its buffers allocated once.
@@ -209,6 +241,26 @@ pub struct CoRunner {
     bandit_huge: bool,
     bandit: Arc<Arena>,
     mark: Mutex<Mark>,
+    /// The worker thread's CPU-time clock.
+    cpu_clock: Option<libc::clockid_t>,
+}
+
+/// The calling thread's CPU-time clock.
+fn own_cpu_clock() -> Option<libc::clockid_t> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: pthread_self is the calling thread; `clock` is a valid out pointer.
+    (unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) } == 0).then_some(clock)
+}
+
+/// A clock's time in ns (None when it cannot be read, as after its thread ended).
+fn clock_ns(clock: Option<libc::clockid_t>) -> Option<u64> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid out pointer; a stale clock id only makes the call fail.
+    (unsafe { libc::clock_gettime(clock?, &mut now) } == 0)
+        .then(|| now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64)
 }
 
 /// The worker's buffers.
@@ -275,7 +327,7 @@ impl CoRunner {
                 match made {
                     Ok(buffers) => {
                         let bandit = Arc::clone(&buffers.bandit);
-                        if sender.send(Ok(bandit)).is_ok() {
+                        if sender.send(Ok((bandit, own_cpu_clock()))).is_ok() {
                             run(&worker_shared, buffers);
                         }
                     }
@@ -284,8 +336,8 @@ impl CoRunner {
                     }
                 }
             })?;
-        let bandit = match receiver.recv() {
-            Ok(Ok(bandit)) => bandit,
+        let (bandit, cpu_clock) = match receiver.recv() {
+            Ok(Ok(started)) => started,
             Ok(Err(error)) => {
                 let _ = thread.join();
                 return Err(error);
@@ -307,7 +359,9 @@ impl CoRunner {
                 steps: 0,
                 ns: 0,
                 load: Work::Idle,
+                cpu_ns: clock_ns(cpu_clock),
             }),
+            cpu_clock,
         })
     }
 
@@ -368,6 +422,7 @@ impl CoRunner {
             steps,
             ns,
             load,
+            cpu_ns: clock_ns(self.cpu_clock),
         };
     }
 
@@ -378,16 +433,25 @@ impl CoRunner {
         let mut mark = lock(&self.mark);
         let done = steps.saturating_sub(mark.steps);
         let worker_seconds = ns.saturating_sub(mark.ns) as f64 * 1e-9;
+        let cpu_ns = clock_ns(self.cpu_clock);
+        let cpu_seconds = match (cpu_ns, mark.cpu_ns) {
+            (Some(now), Some(then)) => Some(now.saturating_sub(then) as f64 * 1e-9),
+            _ => None,
+        };
+        let seconds = now.duration_since(mark.at).as_secs_f64();
         let mut stats = LoadStats {
-            seconds: now.duration_since(mark.at).as_secs_f64(),
+            seconds,
             steps: done,
             ns_per_step: 0.0,
             bytes_per_s: 0.0,
+            cpu_share: cpu_seconds.map_or(f64::NAN, |c| (c / seconds).min(1.0)),
         };
         if done > 0 && worker_seconds > 0.0 {
             match mark.load {
                 Work::Pirate { .. } | Work::DramWalk => {
-                    stats.ns_per_step = worker_seconds * 1e9 * CHAINS as f64 / done as f64;
+                    // Timed while it ran: its CPU time where it is known, else its clock.
+                    let ran = cpu_seconds.filter(|c| *c > 0.0).unwrap_or(worker_seconds);
+                    stats.ns_per_step = ran * 1e9 * CHAINS as f64 / done as f64;
                 }
                 Work::Bandit { .. } => {
                     stats.bytes_per_s = (done * LINE as u64) as f64 / worker_seconds;
@@ -400,8 +464,33 @@ impl CoRunner {
             steps,
             ns,
             load: mark.load,
+            cpu_ns,
         };
         stats
+    }
+
+    /// Whether this co-runner's CPU shares a cache with `other`'s: this one's pirate walks
+    /// `bytes` alone, then while `other`'s pirate walks `other_bytes` (at most its
+    /// `pirate_max_bytes`). Pick `bytes` + `other_bytes` beyond the cache's size, so that
+    /// in one shared cache the two evict each other. Leaves both idle.
+    pub fn sharing_check(&self, other: &CoRunner, bytes: u64, other_bytes: u64) -> SharingCheck {
+        let measure = Duration::from_millis(150);
+        other.set(Load::Idle);
+        self.set(Load::Pirate { bytes });
+        std::thread::sleep(measure);
+        let alone_ns = self.take_stats().ns_per_step;
+        other.set(Load::Pirate { bytes: other_bytes });
+        self.take_stats();
+        std::thread::sleep(measure);
+        let beside_ns = self.take_stats().ns_per_step;
+        other.set(Load::Idle);
+        self.set(Load::Idle);
+        SharingCheck {
+            bytes: bytes.min(self.setup.pirate_max_bytes),
+            other_bytes: other_bytes.min(other.setup.pirate_max_bytes),
+            alone_ns,
+            beside_ns,
+        }
     }
 
     /// The CPU it runs on.

@@ -3,6 +3,8 @@
 //! verdict and section.
 
 use super::*;
+use crate::advise::CoRunnerCalibration;
+use crate::stats::summary::Summary;
 
 fn record(block: usize, s: f64) -> RunRecord {
     RunRecord {
@@ -69,6 +71,7 @@ fn results_compare_each_arm_with_its_reference_and_check_the_pirate() {
         bandit_max_bytes_per_s: 1e10,
         pirate_beside_bandit_ns: f64::NAN,
         bandit_huge: true,
+        sharing: None,
     };
     let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
     assert_eq!(r[0].time.verdict, Verdict::Baseline);
@@ -111,6 +114,7 @@ fn cat_and_mba_arms_are_read_against_the_program_alone_and_make_the_findings() {
         shares_llc: false,
         smt_sibling: false,
         memory_nodes: 1,
+        pirate: PirateSite::Beside,
     };
     let (findings, _) = verdict::findings(
         &r,
@@ -168,6 +172,7 @@ fn synthetic_result() -> AdviseResult {
         bandit_max_bytes_per_s: 1e10,
         pirate_beside_bandit_ns: 30.0,
         bandit_huge: true,
+        sharing: None,
     };
     let arms = results(1, &arms, &runs, 0, &facts, Some(&calibration));
     let cpus = CpuPlan {
@@ -176,6 +181,7 @@ fn synthetic_result() -> AdviseResult {
         shares_llc: true,
         smt_sibling: false,
         memory_nodes: 1,
+        pirate: PirateSite::Beside,
     };
     let command = vec![OsString::from("./prog")];
     let (findings, not_memory_bound) = verdict::findings(
@@ -335,10 +341,137 @@ fn the_pirate_screens_with_the_largest_set_it_holds_alone() {
         bandit_max_bytes_per_s: 1e10,
         pirate_beside_bandit_ns: 25.0,
         bandit_huge: true,
+        sharing: None,
     };
     let held = held_levels(&sizes, Some(&calibration(24.0)));
     assert_eq!(held.last(), Some(&(16 * mib, 1.0)));
     let lost = held_levels(&sizes, Some(&calibration(122.0)));
     assert_eq!(lost.last(), Some(&(12 * mib, 0.75)));
     assert_eq!(held_levels(&sizes, None).len(), 3);
+}
+
+#[test]
+fn a_pirate_in_turns_is_read_by_cpu_time_against_a_compute_thread_in_turns() {
+    // Wall time doubles in turns; the CPU time shows the pirate's effect alone.
+    let run = |block: usize, wall: f64, cpu: f64| RunRecord {
+        elapsed_s: wall,
+        user_s: cpu,
+        ..record(block, wall)
+    };
+    let arms = [
+        ArmSpec::new(ArmKind::Alone),
+        ArmSpec::new(ArmKind::ComputeInTurns),
+        ArmSpec::pirate_in_turns(8 << 20, 0.5),
+    ];
+    let jitter = |i: usize| 0.001 * i as f64;
+    let runs = vec![
+        (0..8)
+            .map(|i| run(i, 1.0 + jitter(i), 1.0 + jitter(i)))
+            .collect(),
+        (0..8)
+            .map(|i| run(i, 2.0 + jitter(i), 1.0 + jitter(i)))
+            .collect(),
+        (0..8)
+            .map(|i| run(i, 2.6 + jitter(i), 1.3 + jitter(i)))
+            .collect(),
+    ];
+    let machine = Machine::sample();
+    let mut facts = super::super::facts::from_topology(&machine);
+    facts.llc_bytes = Some(32 << 20);
+    facts.llc_cpus = vec![0, 1];
+    let calibration = CoRunnerCalibration {
+        pirate_alone_ns: vec![(8 << 20, 12.0)],
+        dram_ns: 120.0,
+        bandit_max_bytes_per_s: 1e10,
+        pirate_beside_bandit_ns: f64::NAN,
+        bandit_huge: true,
+        sharing: None,
+    };
+    let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
+    assert_eq!(r[1].timing, arms::Timing::Cpu);
+    // Sharing the CPU costs no CPU time: the control does not move.
+    assert_ne!(r[1].time.verdict, Verdict::Worse);
+    assert_eq!(r[2].reference, ArmKind::ComputeInTurns);
+    assert_eq!(r[2].time.verdict, Verdict::Worse);
+    let ratio = r[2].ratio.unwrap();
+    assert!(ratio.low > 1.25 && ratio.high < 1.35, "{ratio:?}");
+    // In turns the pirate starts the program's turns holding its whole set.
+    let left = r[2].co_runner.unwrap().cache_left_bytes.unwrap();
+    assert!((left - 8.0 * 1048576.0).abs() < 1.0, "{left}");
+    assert!(resolved(&arms, &runs, 0, 5.0));
+    assert_eq!(times(&runs[1], 0, arms::Timing::Wall)[0], 2.0);
+    let cpus = CpuPlan {
+        program: vec![0],
+        co_runner: Some(1),
+        shares_llc: true,
+        smt_sibling: false,
+        memory_nodes: 1,
+        pirate: PirateSite::InTurns,
+    };
+    let (findings, _) = verdict::findings(
+        &r,
+        &facts,
+        &ProgramProfile::default(),
+        &cpus,
+        Some(&calibration),
+        5.0,
+        &[],
+    );
+    let cache = findings
+        .iter()
+        .find(|f| f.resource == arms::Resource::Cache)
+        .unwrap();
+    assert_eq!(cache.sensitivity, verdict::Sensitivity::Sensitive);
+    assert!(cache.summary.contains("in turns"), "{}", cache.summary);
+    assert!(cache.summary.contains("CPU time"), "{}", cache.summary);
+}
+
+#[test]
+fn the_pirate_runs_beside_only_where_the_check_finds_a_shared_cache() {
+    use crate::kernels::corunner::SharingCheck;
+    let cpus = |shares_llc| CpuPlan {
+        program: vec![0],
+        co_runner: Some(1),
+        shares_llc,
+        smt_sibling: false,
+        memory_nodes: 1,
+        pirate: PirateSite::Nowhere,
+    };
+    let check = |beside_ns| SharingCheck {
+        bytes: 8 << 20,
+        other_bytes: 32 << 20,
+        alone_ns: 12.0,
+        beside_ns,
+    };
+    let levels = [(8u64 << 20, 0.5)];
+    let site = neighbours::pirate_site;
+    // Shared: the other CPU's walk evicted the pirate's set.
+    assert_eq!(
+        site(&cpus(true), true, true, &levels, Some(check(60.0))),
+        PirateSite::Beside
+    );
+    // The OS says shared, the check says not: in turns.
+    assert_eq!(
+        site(&cpus(true), true, true, &levels, Some(check(12.5))),
+        PirateSite::InTurns
+    );
+    // No check (no co-runner in turns): the OS is believed.
+    assert_eq!(
+        site(&cpus(true), true, false, &levels, None),
+        PirateSite::Beside
+    );
+    assert_eq!(
+        site(&cpus(false), true, true, &levels, None),
+        PirateSite::InTurns
+    );
+    // One CPU: in turns; no set held: nowhere.
+    assert_eq!(
+        site(&cpus(false), false, true, &levels, None),
+        PirateSite::InTurns
+    );
+    assert_eq!(
+        site(&cpus(true), true, true, &[], Some(check(60.0))),
+        PirateSite::Nowhere
+    );
+    assert_eq!(check(f64::NAN).shared(), None);
 }

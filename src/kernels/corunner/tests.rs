@@ -114,3 +114,33 @@ fn calibration_refuses_what_it_cannot_do_and_orders_its_figures() {
     );
     assert_eq!(co.take_stats().steps, 0, "left idle");
 }
+
+#[test]
+fn two_co_runners_on_one_cpu_take_turns_and_are_timed_while_they_run() {
+    let (_one, first) = runner(MIB, 2 * MIB);
+    let second = CoRunner::start(CoRunnerSetup {
+        cpu: first.cpu(),
+        pirate_max_bytes: 4 * MIB,
+        bandit_buffer_bytes: 2 * MIB,
+    })
+    .unwrap();
+    first.set(Load::Pirate { bytes: 256 * 1024 });
+    second.set(Load::Compute);
+    first.take_stats();
+    second.take_stats();
+    std::thread::sleep(Duration::from_millis(200));
+    let (a, b) = (first.take_stats(), second.take_stats());
+    // One CPU gives at most one second per second to the two of them together.
+    assert!(a.cpu_share + b.cpu_share <= 1.05, "{a:?} {b:?}");
+    assert!(a.steps > 0 && b.steps > 0, "{a:?} {b:?}");
+    // The pirate is timed over its own CPU time: its ns per step is not its wall clock's.
+    let wall_ns = a.seconds * 1e9 * CHAINS as f64 / a.steps as f64;
+    assert!(a.ns_per_step < wall_ns, "{a:?}");
+    // The check runs, clamps the sets to the buffers and leaves both idle.
+    let check = first.sharing_check(&second, 8 * MIB, 64 * MIB);
+    assert_eq!((check.bytes, check.other_bytes), (MIB, 4 * MIB));
+    assert!(check.alone_ns > 0.0 && check.beside_ns > 0.0, "{check:?}");
+    assert!(check.shared().is_some());
+    std::thread::sleep(Duration::from_millis(20));
+    assert_eq!(first.take_stats().steps + second.take_stats().steps, 0);
+}

@@ -1,0 +1,231 @@
+//! The co-runners advise runs and their own checks: one on the co-runner's CPU beside the
+//! program (the compute neighbour, the pirate, the bandit) and one on the program's own
+//! CPU that takes turns with it (compute and pirate in turns); their calibration; and
+//! where the cache pirate runs. Beside the program where that CPU really shares the
+//! program's last-level cache — checked by the two walking at once, since a hypervisor
+//! places vCPUs whatever the OS reports — else in turns on the program's CPU, read by the
+//! program's CPU time.
+
+use super::facts::{FactsSource, MachineFacts};
+use super::results::held_levels;
+use super::{CoRunnerCalibration, CpuPlan, PirateSite};
+use crate::kernels::corunner::{CoRunner, CoRunnerSetup, SharingCheck};
+use crate::topology::Machine;
+use crate::units::Bytes;
+
+/// The co-runners, their checks, and where the cache pirate runs.
+pub struct Neighbours {
+    /// On the co-runner's CPU.
+    pub beside: Option<CoRunner>,
+    /// On the program's first CPU; only kept when the pirate runs in turns.
+    pub in_turns: Option<CoRunner>,
+    pub calibration: Option<CoRunnerCalibration>,
+    pub site: PirateSite,
+    /// The pirate's sets it holds alone (bytes, share of the LLC share), smallest first.
+    pub levels: Vec<(u64, f64)>,
+    pub notes: Vec<String>,
+}
+
+/// What the co-runners are needed for.
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted {
+    pub cache: bool,
+    pub bandwidth: bool,
+}
+
+/// Starts the co-runners the wanted experiments need, calibrates them and decides where
+/// the pirate runs. Measured facts (no report) take the calibration's figures.
+pub fn start(
+    machine: &Machine,
+    facts: &mut MachineFacts,
+    cpus: &CpuPlan,
+    pirate_sizes: &[u64],
+    wanted: Wanted,
+) -> Neighbours {
+    let mut notes = Vec::new();
+    let top = pirate_sizes.last().copied().unwrap_or(0);
+    let wants_pirate = wanted.cache && top > 0;
+    // Far beyond the LLC, so the bandit (and the DRAM probe) stream from DRAM.
+    let bandit_buffer = (4 * facts.llc_bytes.unwrap_or(0))
+        .max(256 << 20)
+        .min(machine.memory_available_bytes / 4);
+    let beside = match cpus.co_runner {
+        Some(cpu) if wanted.cache || wanted.bandwidth => {
+            match CoRunner::start(CoRunnerSetup {
+                cpu,
+                pirate_max_bytes: top,
+                bandit_buffer_bytes: bandit_buffer,
+            }) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    notes.push(format!(
+                        "the co-runner could not start on CPU {cpu} ({e}): no bandwidth bandit \
+                         runs, and the cache pirate only in turns on the program's CPU"
+                    ));
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    // The one in turns also walks, in the sharing check, a set no shared cache holds
+    // beside the pirate's largest; alone, it is also the DRAM probe.
+    let sharing_bytes = facts.llc_bytes.unwrap_or(0).max(2 * top);
+    let program_cpu = cpus.program.first().copied();
+    let in_turns = match program_cpu {
+        Some(cpu) if wants_pirate => CoRunner::start(CoRunnerSetup {
+            cpu,
+            pirate_max_bytes: sharing_bytes,
+            bandit_buffer_bytes: if beside.is_some() { 0 } else { bandit_buffer },
+        })
+        .map_err(|e| {
+            notes.push(format!(
+                "the pirate in turns could not start on CPU {cpu} ({e})"
+            ))
+        })
+        .ok(),
+        _ => None,
+    };
+
+    let mut calibration = None;
+    let calibrated = match (&beside, &in_turns) {
+        // The probe beside the bandit: the smallest pirate set, which the pirate holds
+        // alone; how much slower it walks beside the bandit tells how much cache the
+        // bandit takes.
+        (Some(b), _) => Some((
+            b,
+            b.calibrate(
+                pirate_sizes,
+                pirate_sizes.first().copied().unwrap_or(0),
+                program_cpu,
+            ),
+        )),
+        (None, Some(t)) => Some((t, t.calibrate(pirate_sizes, 0, None))),
+        (None, None) => None,
+    };
+    if let Some((runner, result)) = calibrated {
+        match result {
+            Ok(cal) => {
+                calibration = Some(CoRunnerCalibration {
+                    pirate_alone_ns: cal.pirate_alone_ns,
+                    dram_ns: cal.dram_ns,
+                    bandit_max_bytes_per_s: cal.bandit_max_bytes_per_s,
+                    pirate_beside_bandit_ns: cal.pirate_beside_bandit_ns,
+                    bandit_huge: runner.bandit_huge(),
+                    sharing: None,
+                });
+            }
+            Err(e) => notes.push(format!("the co-runner's checks failed: {e}")),
+        }
+    }
+    let levels = if wants_pirate {
+        held_levels(pirate_sizes, calibration.as_ref())
+    } else {
+        Vec::new()
+    };
+    if let (Some(cal), Some(&(largest, _))) = (&calibration, levels.last()) {
+        if levels.len() < pirate_sizes.len() {
+            notes.push(format!(
+                "the pirate cannot hold the whole LLC share alone (it walks {} at {:.0} ns, \
+                 DRAM takes {:.0} ns): its largest set is {}",
+                Bytes(top),
+                cal.pirate_alone_ns.last().map_or(f64::NAN, |p| p.1),
+                cal.dram_ns,
+                Bytes(largest)
+            ));
+        }
+    }
+
+    // Does the co-runner's CPU share the program's LLC now?
+    let check = match (&beside, &in_turns, levels.last()) {
+        (Some(b), Some(t), Some(&(largest, _))) => Some(b.sharing_check(t, largest, sharing_bytes)),
+        _ => None,
+    };
+    if let (Some(cal), Some(c)) = (calibration.as_mut(), check) {
+        cal.sharing = Some(c);
+    }
+    let site = pirate_site(cpus, beside.is_some(), in_turns.is_some(), &levels, check);
+    notes.extend(site_note(site, cpus, check));
+    let in_turns = in_turns.filter(|_| site == PirateSite::InTurns);
+
+    if let Some(cal) = &calibration {
+        if facts.source == FactsSource::Measured {
+            facts.dram_ns = Some(cal.dram_ns).filter(|v| v.is_finite());
+            facts.llc_ns = cal
+                .pirate_alone_ns
+                .last()
+                .map(|p| p.1)
+                .filter(|v| v.is_finite());
+            if beside.is_some() {
+                facts.dram_bytes_per_s = Some(cal.bandit_max_bytes_per_s).filter(|v| *v > 0.0);
+            }
+        }
+        if beside.is_some() && !cal.bandit_huge && wanted.bandwidth {
+            notes.push(
+                "the bandit's buffer got no huge pages: its lines may fall in any cache set, \
+                 so it may take cache as well as bandwidth"
+                    .to_string(),
+            );
+        }
+    }
+    Neighbours {
+        beside,
+        in_turns,
+        calibration,
+        site,
+        levels,
+        notes,
+    }
+}
+
+/// Beside the program where the co-runner's CPU shares its LLC (by the OS, and by the
+/// check when it ran), else in turns on the program's CPU where that co-runner started,
+/// else nowhere. No set the pirate holds alone: nowhere.
+pub fn pirate_site(
+    cpus: &CpuPlan,
+    beside: bool,
+    in_turns: bool,
+    levels: &[(u64, f64)],
+    check: Option<SharingCheck>,
+) -> PirateSite {
+    if levels.is_empty() {
+        PirateSite::Nowhere
+    } else if beside && cpus.shares_llc && check.and_then(|c| c.shared()) != Some(false) {
+        PirateSite::Beside
+    } else if in_turns {
+        PirateSite::InTurns
+    } else {
+        PirateSite::Nowhere
+    }
+}
+
+/// Why the pirate runs in turns, when it does.
+fn site_note(site: PirateSite, cpus: &CpuPlan, check: Option<SharingCheck>) -> Option<String> {
+    if site != PirateSite::InTurns {
+        return None;
+    }
+    let program = cpus.program.first().copied().unwrap_or_default();
+    let instead = format!(
+        "the cache pirate takes turns with the program on CPU {program} instead (at each of \
+         the program's turns it has just walked its set), and the cache arms are read by the \
+         program's CPU time"
+    );
+    let why = match (cpus.co_runner, check) {
+        (None, _) => "only one CPU is available to memscope".to_string(),
+        (Some(co), Some(c)) if cpus.shares_llc => format!(
+            "the co-runner's CPU {co} does not share the program's last-level cache now: its \
+             pirate walked {} at {:.1} ns alone and at {:.1} ns while CPU {program} walked {}, \
+             which no shared cache holds beside it (a hypervisor places vCPUs whatever the OS \
+             reports)",
+            Bytes(c.bytes),
+            c.alone_ns,
+            c.beside_ns,
+            Bytes(c.other_bytes)
+        ),
+        (Some(co), _) if !cpus.shares_llc => {
+            format!("the co-runner's CPU {co} shares no last-level cache with the program's CPUs")
+        }
+        (Some(co), _) => format!("the cache pirate could not run on CPU {co}"),
+    };
+    Some(format!("{why}: {instead}"))
+}

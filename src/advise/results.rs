@@ -1,0 +1,128 @@
+//! Each arm's runs read against its reference arm's: by wall time, or by CPU time for
+//! the arms whose co-runner takes turns with the program on its CPU (both sides by the
+//! arm's timing); when a stage's arms are resolved; and the pirate's sets it holds alone.
+
+use super::arms::{ArmKind, ArmSpec, Timing};
+use super::checks::co_runner_check;
+use super::facts::MachineFacts;
+use super::{ArmResult, CoRunnerCalibration, RunRecord};
+use crate::stats::change::{compare, ratio_interval, Better};
+use crate::stats::summary::Summary;
+
+/// A significant change is resolved at this p (stricter than the 0.05 of the verdict,
+/// so that a stage does not stop on a lucky early p).
+const RESOLVED_P: f64 = 0.01;
+/// The pirate's sets, as shares of the program's share of the last-level cache (its size
+/// over the CPUs sharing it). The largest one the pirate holds alone (its calibration)
+/// screens: a pirate walking more than it can hold loses its set to the program and to
+/// itself, and takes less, not more.
+pub const PIRATE_SHARES: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
+
+/// Every arm other than the baseline and the controls is resolved: significant at
+/// `RESOLVED_P`, or its ratio known to within ±effect/2 of 1 (no sensitivity that large).
+pub fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_pct: f64) -> bool {
+    arms.iter().enumerate().all(|(i, arm)| {
+        if arm.kind == ArmKind::Alone {
+            return true;
+        }
+        let reference = arms
+            .iter()
+            .position(|a| a.kind == arm.kind.reference() && a.level.is_none());
+        let Some(r) = reference else {
+            return true;
+        };
+        let own = times(&runs[i], normal, arm.kind.timing());
+        let base = times(&runs[r], normal, arm.kind.timing());
+        let stat = compare(&own, &base, Better::Lower, false);
+        if stat.p.is_some_and(|p| p < RESOLVED_P) {
+            return true;
+        }
+        ratio_interval(&own, &base, 0.95).is_some_and(|ri| ri.high - ri.low < effect_pct / 100.0)
+    })
+}
+
+/// The times of the runs that ended normally: wall, or CPU (user + system).
+pub fn times(runs: &[RunRecord], normal: i32, timing: Timing) -> Vec<f64> {
+    runs.iter()
+        .filter(|r| r.termination.shell_status() == normal)
+        .map(|r| match timing {
+            Timing::Wall => r.elapsed_s,
+            Timing::Cpu => r.user_s + r.system_s,
+        })
+        .collect()
+}
+
+/// Each arm of a stage against its reference, both timed by the arm's timing.
+pub fn results(
+    stage: usize,
+    arms: &[ArmSpec],
+    runs: &[Vec<RunRecord>],
+    normal: i32,
+    facts: &MachineFacts,
+    calibration: Option<&CoRunnerCalibration>,
+) -> Vec<ArmResult> {
+    arms.iter()
+        .enumerate()
+        .map(|(i, arm)| {
+            let reference_kind = arm.kind.reference();
+            let reference = arms
+                .iter()
+                .position(|a| a.kind == reference_kind && a.level.is_none())
+                .unwrap_or(0);
+            let ok: Vec<&RunRecord> = runs[i]
+                .iter()
+                .filter(|r| r.termination.shell_status() == normal)
+                .collect();
+            let timing = arm.kind.timing();
+            let own = times(&runs[i], normal, timing);
+            let base = times(&runs[reference], normal, timing);
+            let is_reference = i == reference;
+            let summary = |f: &dyn Fn(&RunRecord) -> f64| {
+                Summary::of(&ok.iter().map(|r| f(r)).collect::<Vec<_>>())
+            };
+            ArmResult {
+                kind: arm.kind,
+                label: arm.label.clone(),
+                resource: arm.kind.resource(),
+                stage,
+                level: arm.level,
+                timing,
+                reference: if is_reference {
+                    arm.kind
+                } else {
+                    reference_kind
+                },
+                time: compare(&own, &base, Better::Lower, is_reference),
+                ratio: (!is_reference)
+                    .then(|| ratio_interval(&own, &base, 0.95))
+                    .flatten(),
+                user_s: summary(&|r| r.user_s),
+                system_s: summary(&|r| r.system_s),
+                max_rss_kib: summary(&|r| r.max_rss_kib as f64),
+                huge_kib: summary(&|r| r.huge_kib).map(|s| s.median),
+                co_runner: co_runner_check(arm, &ok, facts, calibration),
+                failed_runs: runs[i].len() - ok.len(),
+                runs: runs[i].clone(),
+            }
+        })
+        .collect()
+}
+
+/// The pirate's sets it holds alone, with their shares, smallest first: a set it walks
+/// within a quarter of the way from its smallest set's speed to DRAM's. Without a
+/// calibration, all but the whole share.
+pub fn held_levels(sizes: &[u64], calibration: Option<&CoRunnerCalibration>) -> Vec<(u64, f64)> {
+    let levels = sizes.iter().copied().zip(PIRATE_SHARES);
+    let Some(c) = calibration else {
+        return levels.take(sizes.len().saturating_sub(1)).collect();
+    };
+    let ns = |size: u64| {
+        c.pirate_alone_ns
+            .iter()
+            .find(|(bytes, _)| *bytes == size)
+            .map_or(f64::NAN, |p| p.1)
+    };
+    let fastest = sizes.first().map_or(f64::NAN, |&s| ns(s));
+    let limit = fastest + (c.dram_ns - fastest) / 4.0;
+    levels.filter(|&(size, _)| ns(size) <= limit).collect()
+}
