@@ -2,7 +2,9 @@
 //! how much, measured without a PMU. The program runs again and again, interleaved in
 //! shuffled blocks, in *arms*: alone, beside a co-runner on another CPU that takes a
 //! resource away (a cache pirate keeping part of the shared cache busy, a bandwidth
-//! bandit streaming at a chosen rate, a compute-only neighbour as their control), and
+//! bandit streaming at a chosen rate, a compute-only neighbour as their control), with a
+//! pirate taking turns with it on its own CPU where no other CPU shares its cache (read
+//! by CPU time against a compute thread in turns), and
 //! with a remedy applied (huge pages for everything, for its hot regions, glibc's THP
 //! malloc). Each arm's run times are compared with the reference arm's (sweep's
 //! statistics: medians, 95% intervals, Mann–Whitney U, the Hodges–Lehmann ratio
@@ -12,7 +14,9 @@
 //! The parts: `plan` (flags checked), `facts` (the machine figures it is set against:
 //! a report, the history, or measured now), `arms` (what each arm changes), `trial` (one
 //! run of the program in an arm), `checks` (the co-runner's checks read per arm),
-//! `schedule` (the stages, blocks and the adaptive stop),
+//! `neighbours` (the co-runners, their calibration, and where the pirate runs),
+//! `schedule` (the stages, blocks and the adaptive stop), `results` (each arm against
+//! its reference),
 //! `profile` (the program's own figures), `verdict` (sensitivities and remedies), `view`
 //! and `figures` (every output, and what compare reads).
 

@@ -279,7 +279,8 @@ pub fn run(
         one_run,
         normal_status,
     };
-    let (runs1, stop1) = ctx.measure(1, &stage1, Instant::now() + stage1_budget);
+    let mut runs1 = vec![Vec::new(); stage1.len()];
+    let stop1 = ctx.measure(1, &stage1, Instant::now() + stage1_budget, &mut runs1);
     let mut arms = results(
         1,
         &stage1,
@@ -288,7 +289,6 @@ pub fn run(
         &facts,
         calibration.as_ref(),
     );
-    let mut blocks = runs1.iter().flatten().map(|r| r.block).max().unwrap_or(0);
     let mut stop = stop1;
 
     // Stage 2: the curves of what the screening found.
@@ -337,6 +337,19 @@ pub fn run(
     {
         stage2.push(ArmSpec::new(ArmKind::HugeTop));
     }
+    // No curves to measure: the screening goes on with the rest of the time.
+    if stage2.is_empty() && stop == Stop::TimeLimit && plan.runs.is_none() {
+        stop = ctx.measure(1, &stage1, deadline, &mut runs1);
+        arms = results(
+            1,
+            &stage1,
+            &runs1,
+            normal_status,
+            &facts,
+            calibration.as_ref(),
+        );
+    }
+    let mut blocks = runs1.iter().flatten().map(|r| r.block).max().unwrap_or(0);
     if !stage2.is_empty() && stop != Stop::Interrupted {
         let needs_compute = stage2
             .iter()
@@ -349,7 +362,8 @@ pub fn run(
         if needs_turns {
             stage2.insert(1, ArmSpec::new(ArmKind::ComputeInTurns));
         }
-        let (runs2, stop2) = ctx.measure(2, &stage2, deadline);
+        let mut runs2 = vec![Vec::new(); stage2.len()];
+        let stop2 = ctx.measure(2, &stage2, deadline, &mut runs2);
         arms.extend(results(
             2,
             &stage2,
@@ -525,14 +539,16 @@ struct StageContext<'a, 'b> {
 
 impl StageContext<'_, '_> {
     /// Runs blocks of `arms` until they are resolved, the blocks asked for have run, or
-    /// `until`; each arm's runs.
+    /// `until`, adding each arm's runs to `runs` (one list per arm; a stage given runs
+    /// already goes on from its last block).
     fn measure(
         &mut self,
         stage: usize,
         arms: &[ArmSpec],
         until: Instant,
-    ) -> (Vec<Vec<RunRecord>>, Stop) {
-        let mut runs: Vec<Vec<RunRecord>> = vec![Vec::new(); arms.len()];
+        runs: &mut [Vec<RunRecord>],
+    ) -> Stop {
+        let going_on = runs.iter().any(|r| !r.is_empty());
         let mut block_s = self.one_run * arms.len() as f64;
         // The blocks that fit the stage's time, for the progress bar's length.
         let fit = until
@@ -549,7 +565,7 @@ impl StageContext<'_, '_> {
         );
         // The screening starts with a warm-up block, not counted: a first run in an arm
         // pays what later ones do not (huge pages compacted, files cached).
-        if stage == 1 {
+        if stage == 1 && !going_on {
             self.progress.message("warm-up block");
             let mut sequence: Vec<usize> = (0..arms.len()).collect();
             self.shuffler.shuffle(&mut sequence);
@@ -558,19 +574,19 @@ impl StageContext<'_, '_> {
                     Ok(t)
                         if !interrupted(t.record.termination)
                             && !cleanup::interrupt_requested() => {}
-                    _ => return (runs, Stop::Interrupted),
+                    _ => return Stop::Interrupted,
                 }
                 *self.order += 1;
             }
         }
-        let mut block = 0;
+        let mut block = runs.iter().flatten().map(|r| r.block).max().unwrap_or(0);
         let stop = loop {
             if let Some(fixed) = self.plan.runs {
                 if block >= fixed {
                     break Stop::Fixed;
                 }
             } else if block >= MIN_BLOCKS
-                && resolved(arms, &runs, self.normal_status, self.plan.effect_pct)
+                && resolved(arms, runs, self.normal_status, self.plan.effect_pct)
             {
                 break Stop::Resolved;
             } else if block >= MAX_BLOCKS {
@@ -617,7 +633,7 @@ impl StageContext<'_, '_> {
             }
             block_s = started.elapsed().as_secs_f64();
         };
-        (runs, stop)
+        stop
     }
 }
 

@@ -1,4 +1,5 @@
-//! One run of the program in one arm: the co-runner switched to the arm's load, the
+//! One run of the program in one arm: the co-runner it uses (beside the program or in
+//! turns on its CPU) switched to the arm's load and the other idle, the
 //! program started on the arm's CPUs with the arm's environment and its output captured
 //! (or passed through), in a resctrl group of its own for the L3 CAT and MBA arms (made
 //! before the paused child is released and its pid moved in, removed after the run),

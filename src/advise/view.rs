@@ -512,7 +512,7 @@ impl AdviseResult {
             "{} measured block(s) in {} s of a {} s limit; stopped because {stop}. Each block \
              runs every arm of its stage once in a shuffled order, the program on CPU(s) {}{}. \
              Change: median time against the reference arm's (alone; the pirate and the bandit \
-             against the compute neighbour, so a busy CPU beside it is not counted); 95% CI: \
+             against the compute neighbour, so a busy CPU beside it is not counted{}); 95% CI: \
              Hodges–Lehmann interval of the ratio; p: two-sided Mann–Whitney U; ~ = not \
              significant (p ≥ 0.05).",
             self.blocks,
@@ -522,7 +522,13 @@ impl AdviseResult {
             self.cpus
                 .co_runner
                 .map(|c| format!(", the co-runner on CPU {c}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            if self.cpus.pirate == super::PirateSite::InTurns {
+                "; the arms in turns by the program's CPU time, the pirate in turns against \
+                 the compute thread in turns"
+            } else {
+                ""
+            }
         )
     }
 }

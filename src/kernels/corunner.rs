@@ -19,7 +19,10 @@
 //! count and their own clock through atomics (a sequence lock) every chunk, and poll a
 //! generation counter to see a new load. `calibrate` measures the co-runner alone (the
 //! pirate per size and on a walk far beyond the LLC, the bandit flat out) and the pirate
-//! beside a flat-out bandit, so a report can say how much each really took.
+//! beside a flat-out bandit, so a report can say how much each really took;
+//! `sharing_check` tells whether two co-runners' CPUs share a cache. The pirate is timed
+//! over its thread's CPU time, so one that takes turns with another thread on its CPU is
+//! timed only while it runs.
 
 use std::sync::atomic::{fence, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};

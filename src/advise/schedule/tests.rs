@@ -475,3 +475,31 @@ fn the_pirate_runs_beside_only_where_the_check_finds_a_shared_cache() {
     );
     assert_eq!(check(f64::NAN).shared(), None);
 }
+
+#[test]
+fn only_a_faster_run_on_every_cpu_that_is_significant_or_parallel_is_noted() {
+    let arms = [ArmSpec::new(ArmKind::Alone), ArmSpec::new(ArmKind::AllCpus)];
+    let machine = Machine::sample();
+    let facts = super::super::facts::from_topology(&machine);
+    // A single-threaded program (CPU time = wall time) 8% faster by the estimate but
+    // with overlapping runs: noise, no note.
+    let noisy = |i: usize, base: f64| record(i, base + [0.0, 0.3, -0.2, 0.25][i % 4]);
+    let runs = vec![
+        (0..4).map(|i| noisy(i, 1.0)).collect::<Vec<_>>(),
+        (0..4).map(|i| noisy(i, 0.92)).collect(),
+    ];
+    let r = results(1, &arms, &runs, 0, &facts, None);
+    assert_ne!(r[1].time.verdict, Verdict::Better);
+    assert_eq!(verdict::cpus_note(&r, 5.0), None);
+    // The same program keeping two CPUs busy (CPU time twice its wall time): noted.
+    let parallel = |i: usize, base: f64| RunRecord {
+        user_s: 2.0 * base,
+        ..noisy(i, base)
+    };
+    let runs = vec![
+        (0..4).map(|i| parallel(i, 1.0)).collect::<Vec<_>>(),
+        (0..4).map(|i| parallel(i, 0.92)).collect(),
+    ];
+    let r = results(1, &arms, &runs, 0, &facts, None);
+    assert!(verdict::cpus_note(&r, 5.0).is_some());
+}
