@@ -6,6 +6,18 @@ use super::*;
 use crate::advise::CoRunnerCalibration;
 use crate::stats::summary::Summary;
 
+/// A co-runner calibration: the pirate alone per set, DRAM, the pirate beside the bandit.
+fn calibrated(pirate_alone_ns: Vec<(u64, f64)>, dram_ns: f64, beside: f64) -> CoRunnerCalibration {
+    CoRunnerCalibration {
+        pirate_alone_ns,
+        dram_ns,
+        bandit_max_bytes_per_s: 1e10,
+        pirate_beside_bandit_ns: beside,
+        bandit_huge: true,
+        sharing: None,
+    }
+}
+
 fn record(block: usize, s: f64) -> RunRecord {
     RunRecord {
         block,
@@ -65,14 +77,7 @@ fn results_compare_each_arm_with_its_reference_and_check_the_pirate() {
     let mut facts = super::super::facts::from_topology(&machine);
     facts.llc_bytes = Some(32 << 20);
     facts.llc_cpus = vec![0];
-    let calibration = CoRunnerCalibration {
-        pirate_alone_ns: vec![(8 << 20, 10.0)],
-        dram_ns: 100.0,
-        bandit_max_bytes_per_s: 1e10,
-        pirate_beside_bandit_ns: f64::NAN,
-        bandit_huge: true,
-        sharing: None,
-    };
+    let calibration = calibrated(vec![(8 << 20, 10.0)], 100.0, f64::NAN);
     let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
     assert_eq!(r[0].time.verdict, Verdict::Baseline);
     assert_eq!(r[2].reference, ArmKind::Compute);
@@ -166,14 +171,7 @@ fn synthetic_result() -> AdviseResult {
     let mut facts = super::super::facts::from_topology(&machine);
     facts.llc_bytes = Some(32 << 20);
     facts.llc_cpus = vec![0, 1];
-    let calibration = CoRunnerCalibration {
-        pirate_alone_ns: vec![(12 << 20, 15.0)],
-        dram_ns: 150.0,
-        bandit_max_bytes_per_s: 1e10,
-        pirate_beside_bandit_ns: 30.0,
-        bandit_huge: true,
-        sharing: None,
-    };
+    let calibration = calibrated(vec![(12 << 20, 15.0)], 150.0, 30.0);
     let arms = results(1, &arms, &runs, 0, &facts, Some(&calibration));
     let cpus = CpuPlan {
         program: vec![0],
@@ -330,18 +328,17 @@ fn a_program_nothing_moves_is_not_memory_bound_and_a_noisy_one_is_unresolved() {
 fn the_pirate_screens_with_the_largest_set_it_holds_alone() {
     let mib = 1u64 << 20;
     let sizes = [4 * mib, 8 * mib, 12 * mib, 16 * mib];
-    let calibration = |at_16: f64| CoRunnerCalibration {
-        pirate_alone_ns: vec![
-            (4 * mib, 12.0),
-            (8 * mib, 13.0),
-            (12 * mib, 14.0),
-            (16 * mib, at_16),
-        ],
-        dram_ns: 160.0,
-        bandit_max_bytes_per_s: 1e10,
-        pirate_beside_bandit_ns: 25.0,
-        bandit_huge: true,
-        sharing: None,
+    let calibration = |at_16: f64| {
+        calibrated(
+            vec![
+                (4 * mib, 12.0),
+                (8 * mib, 13.0),
+                (12 * mib, 14.0),
+                (16 * mib, at_16),
+            ],
+            160.0,
+            25.0,
+        )
     };
     let held = held_levels(&sizes, Some(&calibration(24.0)));
     assert_eq!(held.last(), Some(&(16 * mib, 1.0)));
@@ -379,14 +376,7 @@ fn a_pirate_in_turns_is_read_by_cpu_time_against_a_compute_thread_in_turns() {
     let mut facts = super::super::facts::from_topology(&machine);
     facts.llc_bytes = Some(32 << 20);
     facts.llc_cpus = vec![0, 1];
-    let calibration = CoRunnerCalibration {
-        pirate_alone_ns: vec![(8 << 20, 12.0)],
-        dram_ns: 120.0,
-        bandit_max_bytes_per_s: 1e10,
-        pirate_beside_bandit_ns: f64::NAN,
-        bandit_huge: true,
-        sharing: None,
-    };
+    let calibration = calibrated(vec![(8 << 20, 12.0)], 120.0, f64::NAN);
     let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
     assert_eq!(r[1].timing, arms::Timing::Cpu);
     // Sharing the CPU costs no CPU time: the control does not move.
