@@ -108,13 +108,20 @@ impl AdviseResult {
                 measured.join("; ")
             );
         }
-        let phrase = |f: &&Finding| match (f.resource, f.change_pct) {
-            (Resource::Tlb, Some(c)) if c > 0.0 => {
+        // Huge pages that slow it are a cost, said apart, not a bottleneck.
+        let costly = |f: &Finding| f.resource == Resource::Tlb && f.change_pct.is_some_and(|c| c > 0.0);
+        let cost_text = self
+            .findings
+            .iter()
+            .find(|f| costly(f) && matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly))
+            .map(|f| {
                 format!(
-                    "huge pages, which slow it ({})",
+                    " Huge pages slow it here ({}).",
                     format_change(f.change_pct)
                 )
-            }
+            })
+            .unwrap_or_default();
+        let phrase = |f: &&Finding| match (f.resource, f.change_pct) {
             (Resource::Tlb, _) => format!(
                 "the TLB: huge pages speed it up ({})",
                 format_change(f.change_pct)
@@ -133,6 +140,7 @@ impl AdviseResult {
             self.findings
                 .iter()
                 .filter(|f| f.resource != Resource::Control && f.sensitivity == level)
+                .filter(|f| !costly(f))
                 .map(|f| phrase(&f))
                 .collect()
         };
@@ -147,11 +155,14 @@ impl AdviseResult {
             )
         };
         if !sensitive.is_empty() {
-            return format!("Sensitive to: {}.{slight_text}", sensitive.join(", "));
-        }
-        if !slightly.is_empty() {
             return format!(
-                "Nothing moves it by {:.0}% or more.{slight_text}",
+                "Sensitive to: {}.{slight_text}{cost_text}",
+                sensitive.join(", ")
+            );
+        }
+        if !slightly.is_empty() || !cost_text.is_empty() {
+            return format!(
+                "No memory bottleneck of {:.0}% or more.{slight_text}{cost_text}",
                 self.effect_pct
             );
         }
