@@ -109,11 +109,18 @@ impl AdviseResult {
             );
         }
         // Huge pages that slow it are a cost, said apart, not a bottleneck.
-        let costly = |f: &Finding| f.resource == Resource::Tlb && f.change_pct.is_some_and(|c| c > 0.0);
+        let costly =
+            |f: &Finding| f.resource == Resource::Tlb && f.change_pct.is_some_and(|c| c > 0.0);
         let cost_text = self
             .findings
             .iter()
-            .find(|f| costly(f) && matches!(f.sensitivity, Sensitivity::Sensitive | Sensitivity::Slightly))
+            .find(|f| {
+                costly(f)
+                    && matches!(
+                        f.sensitivity,
+                        Sensitivity::Sensitive | Sensitivity::Slightly
+                    )
+            })
             .map(|f| {
                 format!(
                     " Huge pages slow it here ({}).",
