@@ -84,6 +84,25 @@ impl ArmKind {
         )
     }
 
+    /// The direction of a change that shows a sensitivity: slower for an arm that takes a
+    /// resource away, faster for a remedy; `None` for the controls and placement, where
+    /// either direction is a finding.
+    pub fn sensitive_when(self) -> Option<Direction> {
+        match self {
+            ArmKind::Pirate
+            | ArmKind::PirateInTurns
+            | ArmKind::Bandit
+            | ArmKind::CatWays
+            | ArmKind::MbaThrottle => Some(Direction::Slower),
+            ArmKind::HugeAll | ArmKind::HugeTop | ArmKind::MallocHugetlb => Some(Direction::Faster),
+            ArmKind::Alone
+            | ArmKind::AllCpus
+            | ArmKind::Compute
+            | ArmKind::ComputeInTurns
+            | ArmKind::Interleave => None,
+        }
+    }
+
     /// Its co-runner runs in turns with the program on the program's CPU.
     pub fn in_turns(self) -> bool {
         matches!(self, ArmKind::ComputeInTurns | ArmKind::PirateInTurns)
@@ -97,6 +116,13 @@ impl ArmKind {
             Timing::Wall
         }
     }
+}
+
+/// Which way an arm moves the program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    Slower,
+    Faster,
 }
 
 /// What a run is timed by.

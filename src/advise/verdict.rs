@@ -8,7 +8,7 @@ use std::ffi::OsString;
 
 use serde::{Deserialize, Serialize};
 
-use super::arms::{ArmKind, Resource};
+use super::arms::{ArmKind, Direction, Resource};
 use super::facts::MachineFacts;
 use super::profile::ProgramProfile;
 use super::{ArmResult, CoRunnerCalibration, CpuPlan, PirateSite, Stop};
@@ -30,6 +30,8 @@ pub enum Sensitivity {
     Unresolved,
     /// Not measured here (the finding says why).
     NotMeasured,
+    /// A remedy that makes it significantly slower: its cost outweighs what it buys.
+    Hurts,
 }
 
 impl Sensitivity {
@@ -40,6 +42,7 @@ impl Sensitivity {
             Sensitivity::NotSensitive => "not sensitive",
             Sensitivity::Unresolved => "unresolved",
             Sensitivity::NotMeasured => "not measured",
+            Sensitivity::Hurts => "slower with it",
         }
     }
 }
@@ -97,6 +100,7 @@ impl Finding {
         let rank = match self.sensitivity {
             Sensitivity::Sensitive => 3.0,
             Sensitivity::Slightly => 2.0,
+            Sensitivity::Hurts => 1.5,
             Sensitivity::NotSensitive | Sensitivity::Unresolved => 1.0,
             Sensitivity::NotMeasured => 0.0,
         };
@@ -104,11 +108,23 @@ impl Finding {
     }
 }
 
-/// A finding from one arm's comparison.
+/// A finding from one arm's comparison. A significant change the way the arm's kind
+/// shows a sensitivity is one; a remedy that slows it hurts; an arm taking a resource
+/// away that makes it faster shows nothing about that resource (unresolved).
 fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
     let change = arm.time.change_pct;
-    let sensitivity = match arm.time.verdict {
-        Verdict::Better | Verdict::Worse => {
+    let moved = match arm.time.verdict {
+        Verdict::Better => Some(Direction::Faster),
+        Verdict::Worse => Some(Direction::Slower),
+        _ => None,
+    };
+    let expected = arm.kind.sensitive_when();
+    let sensitivity = match (moved, expected) {
+        (Some(m), Some(e)) if m != e => match e {
+            Direction::Faster => Sensitivity::Hurts,
+            Direction::Slower => Sensitivity::Unresolved,
+        },
+        (Some(_), _) => {
             if change.is_some_and(|c| c.abs() >= effect_pct) {
                 Sensitivity::Sensitive
             } else {
@@ -117,7 +133,7 @@ fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
         }
         // Not significant: "not sensitive" only when the interval rules out an effect
         // of the size looked for; else the runs could not tell.
-        Verdict::NoChange => match arm.ratio {
+        (None, _) if arm.time.verdict == Verdict::NoChange => match arm.ratio {
             Some(r)
                 if (r.low - 1.0) * 100.0 > -effect_pct && (r.high - 1.0) * 100.0 < effect_pct =>
             {
@@ -125,7 +141,7 @@ fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
             }
             _ => Sensitivity::Unresolved,
         },
-        _ => Sensitivity::Unresolved,
+        (None, _) => Sensitivity::Unresolved,
     };
     Finding {
         resource,
@@ -205,15 +221,18 @@ pub fn findings(
             )
     });
     // Not memory-bound: nothing moved it, and every resource measured rules out an
-    // effect of the size looked for.
+    // effect of the size looked for (a remedy that slows it rules out its gain).
     let measured: Vec<&Finding> = out
         .iter()
         .filter(|f| f.resource != Resource::Control && f.sensitivity != Sensitivity::NotMeasured)
         .collect();
     let ruled_out = !measured.is_empty()
-        && measured
-            .iter()
-            .all(|f| f.sensitivity == Sensitivity::NotSensitive);
+        && measured.iter().all(|f| {
+            matches!(
+                f.sensitivity,
+                Sensitivity::NotSensitive | Sensitivity::Hurts
+            )
+        });
     (out, !moved && ruled_out)
 }
 

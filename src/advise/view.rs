@@ -93,6 +93,19 @@ impl AdviseResult {
 
     /// The answer in one sentence.
     pub fn answer(&self) -> String {
+        // Remedies that slow it are said apart: a cost, not a bottleneck.
+        let cost_text: String = self
+            .findings
+            .iter()
+            .filter(|f| f.sensitivity == Sensitivity::Hurts)
+            .map(|f| {
+                format!(
+                    " {} slows it here ({}).",
+                    capitalized(f.arm.as_deref().unwrap_or(f.resource.name())),
+                    format_change(f.change_pct)
+                )
+            })
+            .collect();
         if self.not_memory_bound {
             let measured: Vec<String> = self
                 .findings
@@ -102,32 +115,16 @@ impl AdviseResult {
                 })
                 .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
                 .collect();
+            let moved = if cost_text.is_empty() {
+                "no resource taken away or remedy applied moved it beyond its noise"
+            } else {
+                "no resource taken away moved it beyond its noise, and no remedy sped it up"
+            };
             return format!(
-                "Not memory-bound here: no resource taken away or remedy applied moved it beyond \
-                 its noise ({}).",
+                "Not memory-bound here: {moved} ({}).{cost_text}",
                 measured.join("; ")
             );
         }
-        // Huge pages that slow it are a cost, said apart, not a bottleneck.
-        let costly =
-            |f: &Finding| f.resource == Resource::Tlb && f.change_pct.is_some_and(|c| c > 0.0);
-        let cost_text = self
-            .findings
-            .iter()
-            .find(|f| {
-                costly(f)
-                    && matches!(
-                        f.sensitivity,
-                        Sensitivity::Sensitive | Sensitivity::Slightly
-                    )
-            })
-            .map(|f| {
-                format!(
-                    " Huge pages slow it here ({}).",
-                    format_change(f.change_pct)
-                )
-            })
-            .unwrap_or_default();
         let phrase = |f: &&Finding| match (f.resource, f.change_pct) {
             (Resource::Tlb, _) => format!(
                 "the TLB: huge pages speed it up ({})",
@@ -147,7 +144,6 @@ impl AdviseResult {
             self.findings
                 .iter()
                 .filter(|f| f.resource != Resource::Control && f.sensitivity == level)
-                .filter(|f| !costly(f))
                 .map(|f| phrase(&f))
                 .collect()
         };
@@ -167,9 +163,9 @@ impl AdviseResult {
                 sensitive.join(", ")
             );
         }
-        if !slightly.is_empty() || !cost_text.is_empty() {
+        if !slightly.is_empty() {
             return format!(
-                "No memory bottleneck of {:.0}% or more.{slight_text}{cost_text}",
+                "Nothing holds it back by {:.0}% or more.{slight_text}{cost_text}",
                 self.effect_pct
             );
         }
@@ -180,8 +176,13 @@ impl AdviseResult {
             .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
             .collect();
         format!(
-            "No verdict yet: nothing moved it significantly, but the runs vary too much to rule \
-             out an effect of {:.0}% ({}); a longer --time-limit runs more blocks.",
+            "No verdict yet: nothing {} significantly, but the runs vary too much to rule out \
+             an effect of {:.0}% ({}); a longer --time-limit runs more blocks.{cost_text}",
+            if cost_text.is_empty() {
+                "moved it"
+            } else {
+                "taken away slowed it"
+            },
             self.effect_pct,
             unresolved.join("; ")
         )
@@ -487,11 +488,19 @@ impl AdviseResult {
             points.push((share as f64, 0.0));
         }
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (title, series) = if self.cpus.pirate == super::PirateSite::InTurns {
+            (
+                "Slowdown in CPU time against the cache left at each of its turns",
+                "cache pirate in turns",
+            )
+        } else {
+            ("Slowdown against the cache left to it", "cache pirate")
+        };
         Some(
-            LineChart::new("Slowdown against the cache left to it")
+            LineChart::new(title)
                 .x_axis(Axis::log2("its LLC share left to the program").bytes())
                 .y_axis(Axis::linear("slowdown %"))
-                .series(Series::new("cache pirate", points)),
+                .series(Series::new(series, points)),
         )
     }
 
@@ -549,6 +558,14 @@ impl AdviseResult {
             }
         )
     }
+}
+
+/// The text with its first letter in upper case.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 fn format_change(change: Option<f64>) -> String {

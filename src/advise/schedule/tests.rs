@@ -155,6 +155,11 @@ fn cat_and_mba_arms_are_read_against_the_program_alone_and_make_the_findings() {
 /// A whole result from synthetic runs: alone, the compute neighbour, a pirate that slows
 /// the program by half, and huge pages that change nothing.
 fn synthetic_result() -> AdviseResult {
+    synthetic_result_with([1.0, 1.0, 1.5, 1.0])
+}
+
+/// The same arms with these times: alone, compute neighbour, pirate, huge pages.
+fn synthetic_result_with(bases: [f64; 4]) -> AdviseResult {
     let arms = [
         ArmSpec::new(ArmKind::Alone),
         ArmSpec::new(ArmKind::Compute),
@@ -166,7 +171,7 @@ fn synthetic_result() -> AdviseResult {
             .map(|i| record(i + 1, base + 0.002 * i as f64))
             .collect()
     };
-    let runs = vec![times(1.0), times(1.0), times(1.5), times(1.0)];
+    let runs = bases.iter().map(|&b| times(b)).collect::<Vec<_>>();
     let machine = Machine::sample();
     let mut facts = super::super::facts::from_topology(&machine);
     facts.llc_bytes = Some(32 << 20);
@@ -492,4 +497,37 @@ fn only_a_faster_run_on_every_cpu_that_is_significant_or_parallel_is_noted() {
     ];
     let r = results(1, &arms, &runs, 0, &facts, None);
     assert!(verdict::cpus_note(&r, 5.0).is_some());
+}
+
+#[test]
+fn a_change_counts_only_the_way_its_arm_shows_a_sensitivity() {
+    // Faster beside the pirate: nothing about the cache. Slower with huge pages: a cost.
+    let result = synthetic_result_with([1.0, 1.0, 0.8, 1.3]);
+    let of = |resource| {
+        result
+            .findings
+            .iter()
+            .find(|f| f.resource == resource)
+            .unwrap()
+            .sensitivity
+    };
+    assert_eq!(of(arms::Resource::Cache), verdict::Sensitivity::Unresolved);
+    assert_eq!(of(arms::Resource::Tlb), verdict::Sensitivity::Hurts);
+    let answer = result.answer();
+    assert!(
+        answer.contains("Huge pages, all slows it here (+"),
+        "{answer}"
+    );
+    assert!(
+        answer.starts_with("No verdict yet: nothing taken away"),
+        "{answer}"
+    );
+    assert!(!answer.starts_with("Sensitive to"), "{answer}");
+    // Faster with huge pages: the TLB is what it is sensitive to.
+    let result = synthetic_result_with([1.0, 1.0, 1.0, 0.7]);
+    assert!(
+        result.answer().starts_with("Sensitive to: the TLB"),
+        "{}",
+        result.answer()
+    );
 }
