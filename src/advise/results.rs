@@ -126,3 +126,39 @@ pub fn held_levels(sizes: &[u64], calibration: Option<&CoRunnerCalibration>) -> 
     let limit = fastest + (c.dram_ns - fastest) / 4.0;
     levels.filter(|&(size, _)| ns(size) <= limit).collect()
 }
+
+/// An arm whose runs' system time falls in two clear groups: in some runs the kernel
+/// (or the hypervisor behind it) had what the arm asks for ready, in others it paid for
+/// it — as huge pages on a VM whose host backs guest memory at first touch.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemTimeModes {
+    /// The runs of the cheap group, and the largest system time among them.
+    pub cheap: Vec<RunRecord>,
+    pub cheap_sys_s: f64,
+    /// How many runs paid, and the smallest system time among them.
+    pub costly_runs: usize,
+    pub costly_sys_s: f64,
+}
+
+/// Splits runs at the largest gap between their sorted system times, when that gap is
+/// at least `min_gap_s`, more than half the largest system time, and each side has at
+/// least two runs; else `None` (one mode).
+pub fn system_time_modes(runs: &[RunRecord], min_gap_s: f64) -> Option<SystemTimeModes> {
+    let mut sorted: Vec<&RunRecord> = runs.iter().collect();
+    sorted.sort_by(|a, b| a.system_s.total_cmp(&b.system_s));
+    let top = sorted.last()?.system_s;
+    let (at, gap) = sorted
+        .windows(2)
+        .enumerate()
+        .map(|(i, w)| (i + 1, w[1].system_s - w[0].system_s))
+        .max_by(|a, b| a.1.total_cmp(&b.1))?;
+    if gap < min_gap_s || gap <= top / 2.0 || at < 2 || sorted.len() - at < 2 {
+        return None;
+    }
+    Some(SystemTimeModes {
+        cheap: sorted[..at].iter().map(|r| (*r).clone()).collect(),
+        cheap_sys_s: sorted[at - 1].system_s,
+        costly_runs: sorted.len() - at,
+        costly_sys_s: sorted[at].system_s,
+    })
+}

@@ -18,7 +18,7 @@ use super::facts::MachineFacts;
 use super::neighbours::{self, Wanted};
 use super::profile::{self, ProgramProfile};
 #[cfg(test)]
-use super::results::{held_levels, times};
+use super::results::{held_levels, system_time_modes, times};
 use super::results::{resolved, results, PIRATE_SHARES};
 use super::trial::{self, CoRunners, Setup};
 use super::verdict;

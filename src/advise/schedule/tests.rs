@@ -531,3 +531,63 @@ fn a_change_counts_only_the_way_its_arm_shows_a_sensitivity() {
         result.answer()
     );
 }
+
+#[test]
+fn huge_page_runs_whose_system_time_falls_in_two_groups_are_said_with_the_cheap_gain() {
+    let run = |block: usize, wall: f64, sys: f64| RunRecord {
+        system_s: sys,
+        ..record(block, wall)
+    };
+    // Six cheap runs 20% faster, three that paid 0.45 s of system time.
+    let huge: Vec<RunRecord> = (0..9)
+        .map(|i| match i % 3 {
+            2 => run(i, 1.15 + 0.001 * i as f64, 0.45 + 0.001 * i as f64),
+            _ => run(i, 0.8 + 0.001 * i as f64, 0.02),
+        })
+        .collect();
+    let modes = system_time_modes(&huge, 0.05).unwrap();
+    assert_eq!((modes.cheap.len(), modes.costly_runs), (6, 3));
+    assert!(modes.cheap_sys_s < 0.03 && modes.costly_sys_s >= 0.45);
+    // One group, or a lone outlier: no split.
+    assert_eq!(system_time_modes(&huge[..2], 0.05), None);
+    let flat: Vec<RunRecord> = (0..6).map(|i| run(i, 1.0, 0.1 + 0.01 * i as f64)).collect();
+    assert_eq!(system_time_modes(&flat, 0.05), None);
+    let mut lone = flat.clone();
+    lone[0].system_s = 0.9;
+    assert_eq!(system_time_modes(&lone, 0.05), None);
+
+    let arms = [ArmSpec::new(ArmKind::Alone), ArmSpec::new(ArmKind::HugeAll)];
+    let alone: Vec<RunRecord> = (0..9)
+        .map(|i| run(i, 1.0 + 0.001 * i as f64, 0.1))
+        .collect();
+    let machine = Machine::sample();
+    let facts = super::super::facts::from_topology(&machine);
+    let r = results(1, &arms, &[alone, huge], 0, &facts, None);
+    let cpus = CpuPlan {
+        program: vec![0],
+        co_runner: None,
+        shares_llc: false,
+        smt_sibling: false,
+        memory_nodes: 1,
+        pirate: PirateSite::Nowhere,
+    };
+    let (findings, _) = verdict::findings(
+        &r,
+        &facts,
+        &ProgramProfile::default(),
+        &cpus,
+        None,
+        5.0,
+        &[],
+    );
+    let tlb = findings
+        .iter()
+        .find(|f| f.resource == arms::Resource::Tlb)
+        .unwrap();
+    assert!(
+        tlb.summary.contains("two groups: 6 run(s)"),
+        "{}",
+        tlb.summary
+    );
+    assert!(tlb.summary.contains("ran -20"), "{}", tlb.summary);
+}

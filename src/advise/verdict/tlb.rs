@@ -1,0 +1,169 @@
+//! The TLB finding: the huge-page arm that buys the most (or, failing that, costs the
+//! most), where the time went (user against system time), what it costs, the exact line
+//! to apply it, and, when its runs' system time falls in two groups, what it buys when
+//! the memory is ready.
+
+use super::{effect_text, measured, Finding, Sensitivity};
+use crate::advise::arms::{ArmKind, Resource};
+use crate::advise::profile::ProgramProfile;
+use crate::advise::results::system_time_modes;
+use crate::advise::{ArmResult, RunRecord};
+use crate::stats::change::{ratio_interval, Verdict};
+use crate::units::Bytes;
+
+/// Huge pages: the largest significant speed-up of the huge-page arms.
+pub fn tlb_finding(
+    arms: &[ArmResult],
+    profile: &ProgramProfile,
+    effect: f64,
+    shell: &str,
+) -> Finding {
+    let candidates: Vec<&ArmResult> = arms
+        .iter()
+        .filter(|a| a.resource == Resource::Tlb)
+        .collect();
+    if candidates.is_empty() {
+        return Finding::not_measured(
+            Resource::Tlb,
+            "transparent huge pages are unavailable here (or the preload library could not be made)",
+        );
+    }
+    let speedup = |a: &&ArmResult| -a.ratio.map_or(0.0, |r| r.ratio - 1.0);
+    let significant: Vec<&&ArmResult> = candidates
+        .iter()
+        .filter(|a| a.time.verdict == Verdict::Better)
+        .collect();
+    // The largest significant speed-up; else the largest significant slowdown (a remedy
+    // that costs more than it buys is worth knowing); else huge pages for everything.
+    let slower: Vec<&&ArmResult> = candidates
+        .iter()
+        .filter(|a| a.time.verdict == Verdict::Worse)
+        .collect();
+    let best = significant
+        .iter()
+        .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+        .or_else(|| {
+            slower
+                .iter()
+                .min_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+        })
+        .copied()
+        .or_else(|| candidates.iter().find(|a| a.kind == ArmKind::HugeAll))
+        .unwrap_or(&candidates[0]);
+    let mut f = measured(Resource::Tlb, best, effect);
+    f.summary = format!("{}: {}", best.label, effect_text(&f));
+    let alone = arms
+        .iter()
+        .find(|a| a.kind == ArmKind::Alone && a.stage == best.stage);
+    if let Some(text) = alone.and_then(|al| two_modes_text(best, al)) {
+        f.summary.push_str(&text);
+    }
+    let sys = |a: &ArmResult| a.system_s.map_or(0.0, |s| s.median);
+    let user = |a: &ArmResult| a.user_s.map_or(f64::NAN, |s| s.median);
+    let extra_sys = alone.map_or(0.0, |al| sys(best) - sys(al));
+    // Where the time went: fewer TLB misses show in user time, faulting huge pages in
+    // (zeroing, compaction) in system time.
+    let user_change = alone
+        .map(|al| (user(best) / user(al) - 1.0) * 100.0)
+        .filter(|c| c.is_finite());
+    if let Some(u) = user_change {
+        f.summary.push_str(&format!(
+            "; user time {u:+.1}%, system time {extra_sys:+.2} s a run"
+        ));
+    }
+    let user_gain_only = user_change.is_some_and(|u| u <= -effect)
+        && best.time.verdict != Verdict::Better
+        && extra_sys > 0.0;
+    let huge = best.huge_kib.unwrap_or(0.0);
+    f.cost = Some(format!(
+        "{} of huge pages on average over a run{}",
+        Bytes((huge * 1024.0) as u64),
+        if extra_sys > 0.005 {
+            format!(", +{extra_sys:.2} s of system time")
+        } else {
+            String::new()
+        }
+    ));
+    if user_gain_only {
+        f.remedy = Some(format!(
+            "huge pages cut its user time by {:.0}% (fewer TLB misses), but faulting them in \
+             costs {extra_sys:.2} s of system time a run, which this run's length does not \
+             repay; a longer-running process pays it once (keep its heap between jobs, or \
+             preallocate)",
+            -user_change.unwrap_or(0.0)
+        ));
+        return f;
+    }
+    if best.time.verdict == Verdict::Worse {
+        f.remedy = Some("huge pages slow it down here: leave them off".to_string());
+        return f;
+    }
+    if !matches!(
+        f.sensitivity,
+        Sensitivity::Sensitive | Sensitivity::Slightly
+    ) {
+        return f;
+    }
+    match best.kind {
+        ArmKind::MallocHugetlb => {
+            f.remedy = Some("glibc's malloc can ask for transparent huge pages itself (glibc ≥ 2.35, no rebuild)".into());
+            f.apply
+                .push(format!("GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}"));
+        }
+        ArmKind::HugeTop => {
+            f.remedy = Some(format!(
+                "huge pages under its {} hottest regions buy it: madvise them, or let \
+                 memscope apply them",
+                profile.hot_regions.len()
+            ));
+            f.apply.push(format!(
+                "memscope pages apply --top {} -- {shell}",
+                profile.hot_regions.len()
+            ));
+            for r in profile.hot_regions.iter().take(3) {
+                f.apply.push(format!(
+                    "madvise(0x{:x} rounded to 2 MiB, its mapping's length, MADV_HUGEPAGE)  // {}",
+                    r.start, r.mapping
+                ));
+            }
+        }
+        _ => {
+            f.remedy = Some(
+                "huge pages under its anonymous memory buy it: madvise(MADV_HUGEPAGE) its large \
+                 allocations, set THP to always, or apply them without a rebuild"
+                    .to_string(),
+            );
+            f.apply.push(format!(
+                "memscope pages apply --top {} -- {shell}",
+                crate::advise::profile::HOT_REGIONS
+            ));
+            f.apply.push(format!(
+                "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}   # malloc'd memory only"
+            ));
+        }
+    }
+    f
+}
+
+/// When the huge-page runs' system time falls in two groups (the pages ready, or paid
+/// for at each run), the speed-up of the cheap runs against the program alone, said.
+fn two_modes_text(arm: &ArmResult, alone: &ArmResult) -> Option<String> {
+    // Faulting a program's memory in costs some system time anyway: a group apart is
+    // at least 50 ms more.
+    let modes = system_time_modes(&arm.runs, 0.05)?;
+    let wall = |runs: &[RunRecord]| runs.iter().map(|r| r.elapsed_s).collect::<Vec<_>>();
+    let ratio = ratio_interval(&wall(&modes.cheap), &wall(&alone.runs), 0.95)?;
+    Some(format!(
+        "; its system time fell in two groups: {} run(s) at most {:.2} s, where they ran \
+         {:+.1}% (95% CI {:+.1} … {:+.1}%) against it alone, and {} at {:.2} s or more, where \
+         faulting the huge pages in cost more (on a VM, guest memory the host backs at first \
+         touch does this): what huge pages buy depends on whether the memory is ready",
+        modes.cheap.len(),
+        modes.cheap_sys_s,
+        (ratio.ratio - 1.0) * 100.0,
+        (ratio.low - 1.0) * 100.0,
+        (ratio.high - 1.0) * 100.0,
+        modes.costly_runs,
+        modes.costly_sys_s
+    ))
+}
