@@ -429,9 +429,13 @@ fn bandwidth_finding(
 
 /// How many times slower the pirate's smallest set walks beside a flat-out bandit than
 /// alone, when clearly slower (1.5×): the bandit's lines are not confined to a few cache
-/// sets on this machine.
+/// sets on this machine. Not where the sharing check found the two CPUs on separate
+/// caches: the bandit cannot evict what it does not share.
 fn evicts_cache(calibration: Option<&CoRunnerCalibration>) -> Option<f64> {
     let c = calibration?;
+    if c.sharing.and_then(|s| s.shared()) == Some(false) {
+        return None;
+    }
     let alone = c.pirate_alone_ns.first()?.1;
     let factor = c.pirate_beside_bandit_ns / alone;
     (factor.is_finite() && factor > 1.5).then_some(factor)
@@ -650,5 +654,26 @@ mod tests {
         // Beyond the effect even at the most cache measured below the whole.
         let all = needed_capacity(&[(24.0 * mib, 9.0)], 32.0 * mib, 5.0).unwrap();
         assert!(all > 24.0 * mib && all < 32.0 * mib);
+    }
+
+    #[test]
+    fn the_bandit_takes_cache_only_where_the_cpus_share_one() {
+        use crate::kernels::corunner::SharingCheck;
+        let with = |beside_ns| CoRunnerCalibration {
+            pirate_alone_ns: vec![(4 << 20, 12.0)],
+            dram_ns: 150.0,
+            bandit_max_bytes_per_s: 1e10,
+            pirate_beside_bandit_ns: 25.0,
+            bandit_huge: true,
+            sharing: Some(SharingCheck {
+                bytes: 16 << 20,
+                other_bytes: 32 << 20,
+                alone_ns: 16.0,
+                beside_ns,
+            }),
+        };
+        assert!(evicts_cache(Some(&with(30.0))).is_some());
+        // Separate caches: the pirate's slowdown beside the bandit is not eviction.
+        assert_eq!(evicts_cache(Some(&with(16.5))), None);
     }
 }

@@ -18,6 +18,18 @@ fn calibrated(pirate_alone_ns: Vec<(u64, f64)>, dram_ns: f64, beside: f64) -> Co
     }
 }
 
+/// The program on CPU 0, one NUMA node, no SMT.
+fn cpu_plan_of(co_runner: Option<usize>, shares_llc: bool, pirate: PirateSite) -> CpuPlan {
+    CpuPlan {
+        program: vec![0],
+        co_runner,
+        shares_llc,
+        smt_sibling: false,
+        memory_nodes: 1,
+        pirate,
+    }
+}
+
 fn record(block: usize, s: f64) -> RunRecord {
     RunRecord {
         block,
@@ -113,14 +125,7 @@ fn cat_and_mba_arms_are_read_against_the_program_alone_and_make_the_findings() {
     assert!(r[1..].iter().all(|a| a.reference == ArmKind::Alone));
     assert!(r[1..].iter().all(|a| a.co_runner.is_none()));
     assert_eq!(r[1].time.verdict, Verdict::Worse);
-    let cpus = CpuPlan {
-        program: vec![0],
-        co_runner: None,
-        shares_llc: false,
-        smt_sibling: false,
-        memory_nodes: 1,
-        pirate: PirateSite::Beside,
-    };
+    let cpus = cpu_plan_of(None, false, PirateSite::Beside);
     let (findings, _) = verdict::findings(
         &r,
         &facts,
@@ -178,14 +183,7 @@ fn synthetic_result_with(bases: [f64; 4]) -> AdviseResult {
     facts.llc_cpus = vec![0, 1];
     let calibration = calibrated(vec![(12 << 20, 15.0)], 150.0, 30.0);
     let arms = results(1, &arms, &runs, 0, &facts, Some(&calibration));
-    let cpus = CpuPlan {
-        program: vec![0],
-        co_runner: Some(1),
-        shares_llc: true,
-        smt_sibling: false,
-        memory_nodes: 1,
-        pirate: PirateSite::Beside,
-    };
+    let cpus = cpu_plan_of(Some(1), true, PirateSite::Beside);
     let command = vec![OsString::from("./prog")];
     let (findings, not_memory_bound) = verdict::findings(
         &arms,
@@ -395,14 +393,7 @@ fn a_pirate_in_turns_is_read_by_cpu_time_against_a_compute_thread_in_turns() {
     assert!((left - 8.0 * 1048576.0).abs() < 1.0, "{left}");
     assert!(resolved(&arms, &runs, 0, 5.0));
     assert_eq!(times(&runs[1], 0, arms::Timing::Wall)[0], 2.0);
-    let cpus = CpuPlan {
-        program: vec![0],
-        co_runner: Some(1),
-        shares_llc: true,
-        smt_sibling: false,
-        memory_nodes: 1,
-        pirate: PirateSite::InTurns,
-    };
+    let cpus = cpu_plan_of(Some(1), true, PirateSite::InTurns);
     let (findings, _) = verdict::findings(
         &r,
         &facts,
@@ -424,14 +415,7 @@ fn a_pirate_in_turns_is_read_by_cpu_time_against_a_compute_thread_in_turns() {
 #[test]
 fn the_pirate_runs_beside_only_where_the_check_finds_a_shared_cache() {
     use crate::kernels::corunner::SharingCheck;
-    let cpus = |shares_llc| CpuPlan {
-        program: vec![0],
-        co_runner: Some(1),
-        shares_llc,
-        smt_sibling: false,
-        memory_nodes: 1,
-        pirate: PirateSite::Nowhere,
-    };
+    let cpus = |shares_llc| cpu_plan_of(Some(1), shares_llc, PirateSite::Nowhere);
     let check = |beside_ns| SharingCheck {
         bytes: 8 << 20,
         other_bytes: 32 << 20,
@@ -563,14 +547,7 @@ fn huge_page_runs_whose_system_time_falls_in_two_groups_are_said_with_the_cheap_
     let machine = Machine::sample();
     let facts = super::super::facts::from_topology(&machine);
     let r = results(1, &arms, &[alone, huge], 0, &facts, None);
-    let cpus = CpuPlan {
-        program: vec![0],
-        co_runner: None,
-        shares_llc: false,
-        smt_sibling: false,
-        memory_nodes: 1,
-        pirate: PirateSite::Nowhere,
-    };
+    let cpus = cpu_plan_of(None, false, PirateSite::Nowhere);
     let (findings, _) = verdict::findings(
         &r,
         &facts,
