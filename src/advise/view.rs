@@ -100,8 +100,8 @@ impl AdviseResult {
             .filter(|f| f.sensitivity == Sensitivity::Hurts)
             .map(|f| {
                 format!(
-                    " {} slows it here ({}).",
-                    capitalized(f.arm.as_deref().unwrap_or(f.resource.name())),
+                    " Slower with {} ({}).",
+                    f.arm.as_deref().unwrap_or(f.resource.name()),
                     format_change(f.change_pct)
                 )
             })
@@ -558,14 +558,6 @@ impl AdviseResult {
             }
         )
     }
-}
-
-/// The text with its first letter in upper case.
-fn capitalized(text: &str) -> String {
-    let mut chars = text.chars();
-    chars
-        .next()
-        .map_or_else(String::new, |c| c.to_uppercase().chain(chars).collect())
 }
 
 fn format_change(change: Option<f64>) -> String {

@@ -499,7 +499,7 @@ fn a_change_counts_only_the_way_its_arm_shows_a_sensitivity() {
     assert_eq!(of(arms::Resource::Tlb), verdict::Sensitivity::Hurts);
     let answer = result.answer();
     assert!(
-        answer.contains("Huge pages, all slows it here (+"),
+        answer.contains("Slower with huge pages, all (+"),
         "{answer}"
     );
     assert!(
