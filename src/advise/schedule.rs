@@ -549,7 +549,14 @@ impl StageContext<'_, '_> {
         runs: &mut [Vec<RunRecord>],
     ) -> Stop {
         let going_on = runs.iter().any(|r| !r.is_empty());
-        let mut block_s = self.one_run * arms.len() as f64;
+        // A block's time, until one has run: a run in turns takes twice its wall time and
+        // more (what the pirate costs it); then the longest block seen.
+        let mut block_s = self.one_run
+            * arms
+                .iter()
+                .map(|a| if a.kind.in_turns() { 3.0 } else { 1.0 })
+                .sum::<f64>();
+        let mut longest: f64 = 0.0;
         // The blocks that fit the stage's time, for the progress bar's length.
         let fit = until
             .saturating_duration_since(Instant::now())
@@ -595,8 +602,9 @@ impl StageContext<'_, '_> {
             let left = until
                 .saturating_duration_since(Instant::now())
                 .as_secs_f64();
-            // The time limit holds, except that a stage runs at least two blocks.
-            if block >= 2 && left < block_s {
+            // The time limit holds, except that the screening runs at least two blocks
+            // (a verdict needs them); the curves and a screening going on stop at once.
+            if left < block_s && (block >= 2 || stage > 1 || going_on) {
                 break Stop::TimeLimit;
             }
             if cleanup::interrupt_requested() {
@@ -631,7 +639,8 @@ impl StageContext<'_, '_> {
                 }
                 break Stop::Interrupted;
             }
-            block_s = started.elapsed().as_secs_f64();
+            longest = longest.max(started.elapsed().as_secs_f64());
+            block_s = longest;
         };
         stop
     }
