@@ -417,6 +417,7 @@ mod tests {
             memory_total_bytes: 16 * 1024 * MIB,
             memory_free_bytes: 8 * 1024 * MIB,
             distances: vec![10, 21],
+            ..NumaNode::default()
         }];
         m.hugepage_pools = vec![HugePagePool {
             page_bytes: 2 * MIB,

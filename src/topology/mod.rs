@@ -18,6 +18,7 @@ pub mod numa;
 pub mod process;
 pub mod smaps;
 pub mod storage;
+pub mod tiers;
 
 /// The `machine` object of the report (see docs/DESIGN.md, "Output contract").
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
@@ -46,6 +47,9 @@ pub struct Machine {
     /// TLB geometry from CPUID (empty when unavailable).
     pub tlbs: Vec<TlbInfo>,
     pub numa_nodes: Vec<NumaNode>,
+    /// Memory tiers, demotion, NUMA balancing and weighted interleave (`tiers`).
+    #[serde(default)]
+    pub memory_tiering: tiers::MemoryTiering,
     /// MemTotal and MemAvailable of /proc/meminfo.
     pub memory_total_bytes: u64,
     pub memory_available_bytes: u64,
@@ -222,7 +226,7 @@ impl std::fmt::Display for TlbSource {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct NumaNode {
     pub id: usize,
     pub cpus: Vec<usize>,
@@ -230,6 +234,17 @@ pub struct NumaNode {
     pub memory_free_bytes: u64,
     /// Row of /sys/devices/system/node/nodeN/distance.
     pub distances: Vec<u32>,
+    /// What the node's memory is (DRAM unless sysfs tells otherwise).
+    #[serde(default)]
+    pub kind: tiers::MemoryKind,
+    /// The kernel's memory tier of the node, when it has tiers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<u32>,
+    /// The firmware's (ACPI HMAT) figures: access0 (any initiator), access1 (CPUs only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmat: Option<tiers::HmatAccess>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hmat_cpu: Option<tiers::HmatAccess>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -402,6 +417,7 @@ pub fn detect() -> anyhow::Result<Machine> {
         caches: caches::detect_caches(&allowed, &online, &identity.vendor),
         tlbs: caches::detect_tlbs(&identity.vendor),
         numa_nodes: numa::detect_numa(&online, memory_total_bytes, mem_free),
+        memory_tiering: tiers::MemoryTiering::default(),
         cpu_model: identity.model,
         cpu_vendor: identity.vendor,
         cpu_family: identity.family,

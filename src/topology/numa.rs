@@ -48,6 +48,7 @@ pub fn detect_numa(online_cpus: &[usize], mem_total: u64, mem_free: u64) -> Vec<
                         distances: read_trimmed(dir.join("distance"))
                             .map(|s| parse_distances(&s))
                             .unwrap_or_default(),
+                        ..NumaNode::default()
                     })
                 })
                 .collect()
@@ -60,6 +61,7 @@ pub fn detect_numa(online_cpus: &[usize], mem_total: u64, mem_free: u64) -> Vec<
             memory_total_bytes: mem_total,
             memory_free_bytes: mem_free,
             distances: vec![LOCAL_DISTANCE],
+            ..NumaNode::default()
         });
     }
     nodes.sort_by_key(|n| n.id);

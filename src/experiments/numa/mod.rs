@@ -675,6 +675,7 @@ mod tests {
             memory_total_bytes: memory,
             memory_free_bytes: memory,
             distances: vec![10, 21],
+            ..NumaNode::default()
         }
     }
 
