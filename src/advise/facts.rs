@@ -61,6 +61,10 @@ pub struct MachineFacts {
     /// The machine's peak DRAM read bandwidth measured (all threads), bytes/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dram_bytes_per_s: Option<f64>,
+    /// This VM's balloon hands free memory back to the host (`topology::balloon`), so
+    /// huge pages taken from memory free for a while cost a host fault each.
+    #[serde(default)]
+    pub free_page_reporting: bool,
 }
 
 impl MachineFacts {
@@ -105,6 +109,7 @@ pub fn from_topology(machine: &Machine) -> MachineFacts {
         llc_ns: None,
         dram_ns: None,
         dram_bytes_per_s: None,
+        free_page_reporting: crate::topology::balloon::free_page_reporting(),
     }
 }
 

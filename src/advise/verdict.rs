@@ -211,7 +211,7 @@ pub fn findings(
     let mut out = vec![
         cache,
         bandwidth_finding(arms, facts, cpus, calibration, effect_pct),
-        tlb_finding(arms, profile, effect_pct, &shell),
+        tlb_finding(arms, profile, facts, effect_pct, &shell),
         placement_finding(arms, cpus, effect_pct),
     ];
     out.extend(control_findings(arms, cpus, effect_pct));

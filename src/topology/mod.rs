@@ -10,6 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod balloon;
 pub mod caches;
 pub mod cgroup;
 pub mod cpu;

@@ -5,6 +5,7 @@
 
 use super::{effect_text, measured, Finding, Sensitivity};
 use crate::advise::arms::{ArmKind, Resource};
+use crate::advise::facts::MachineFacts;
 use crate::advise::profile::ProgramProfile;
 use crate::advise::results::system_time_modes;
 use crate::advise::{ArmResult, RunRecord};
@@ -15,6 +16,7 @@ use crate::units::Bytes;
 pub fn tlb_finding(
     arms: &[ArmResult],
     profile: &ProgramProfile,
+    facts: &MachineFacts,
     effect: f64,
     shell: &str,
 ) -> Finding {
@@ -55,7 +57,7 @@ pub fn tlb_finding(
     let alone = arms
         .iter()
         .find(|a| a.kind == ArmKind::Alone && a.stage == best.stage);
-    if let Some(text) = alone.and_then(|al| two_modes_text(best, al)) {
+    if let Some(text) = alone.and_then(|al| two_modes_text(best, al, facts.free_page_reporting)) {
         f.summary.push_str(&text);
     }
     let sys = |a: &ArmResult| a.system_s.map_or(0.0, |s| s.median);
@@ -147,17 +149,25 @@ pub fn tlb_finding(
 
 /// When the huge-page runs' system time falls in two groups (the pages ready, or paid
 /// for at each run), the speed-up of the cheap runs against the program alone, said.
-fn two_modes_text(arm: &ArmResult, alone: &ArmResult) -> Option<String> {
+fn two_modes_text(arm: &ArmResult, alone: &ArmResult, reporting: bool) -> Option<String> {
     // Faulting a program's memory in costs some system time anyway: a group apart is
     // at least 50 ms more.
     let modes = system_time_modes(&arm.runs, 0.05)?;
     let wall = |runs: &[RunRecord]| runs.iter().map(|r| r.elapsed_s).collect::<Vec<_>>();
     let ratio = ratio_interval(&wall(&modes.cheap), &wall(&alone.runs), 0.95)?;
+    let cause = if reporting {
+        "this VM's balloon hands memory that stays free for about 2 s back to the host \
+         (virtio-balloon free page reporting), and a huge page taken from such memory costs \
+         the host's fault at first touch; memory freed just before the run, as when runs \
+         follow each other, is still backed"
+    } else {
+        "on a VM, guest memory the host backs at first touch does this"
+    };
     Some(format!(
         "; its system time fell in two groups: {} run(s) at most {:.2} s, where they ran \
          {:+.1}% (95% CI {:+.1} … {:+.1}%) against it alone, and {} at {:.2} s or more, where \
-         faulting the huge pages in cost more (on a VM, guest memory the host backs at first \
-         touch does this): what huge pages buy depends on whether the memory is ready",
+         faulting the huge pages in cost more ({cause}): what huge pages buy depends on \
+         whether the memory is ready",
         modes.cheap.len(),
         modes.cheap_sys_s,
         (ratio.ratio - 1.0) * 100.0,
