@@ -193,6 +193,10 @@ pub struct ArmResult {
     /// The co-runner over the arm's runs (medians).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub co_runner: Option<CoRunnerCheck>,
+    /// A huge-page arm whose runs' system time fell in two groups: each against the
+    /// reference (on a VM the host may back the memory of some runs and not others).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_groups: Option<results::SystemTimeGroups>,
     /// Runs that ended otherwise than the program's normal status.
     pub failed_runs: usize,
 }

@@ -2,12 +2,14 @@
 //! the arms whose co-runner takes turns with the program on its CPU (both sides by the
 //! arm's timing); when a stage's arms are resolved; and the pirate's sets it holds alone.
 
+use super::arms::Resource;
 use super::arms::{ArmKind, ArmSpec, Timing};
 use super::checks::co_runner_check;
 use super::facts::MachineFacts;
 use super::{ArmResult, CoRunnerCalibration, RunRecord};
-use crate::stats::change::{compare, ratio_interval, Better};
+use crate::stats::change::{compare, ratio_interval, Better, RatioInterval};
 use crate::stats::summary::Summary;
+use serde::{Deserialize, Serialize};
 
 /// A significant change is resolved at this p (stricter than the 0.05 of the verdict,
 /// so that a stage does not stop on a lucky early p).
@@ -101,6 +103,9 @@ pub fn results(
                 max_rss_kib: summary(&|r| r.max_rss_kib as f64),
                 huge_kib: summary(&|r| r.huge_kib).map(|s| s.median),
                 co_runner: co_runner_check(arm, &ok, facts, calibration),
+                system_groups: (arm.kind.resource() == Resource::Tlb && !is_reference)
+                    .then(|| system_time_groups(&runs[i], &base, normal))
+                    .flatten(),
                 failed_runs: runs[i].len() - ok.len(),
                 runs: runs[i].clone(),
             }
@@ -135,9 +140,55 @@ pub struct SystemTimeModes {
     /// The runs of the cheap group, and the largest system time among them.
     pub cheap: Vec<RunRecord>,
     pub cheap_sys_s: f64,
-    /// How many runs paid, and the smallest system time among them.
-    pub costly_runs: usize,
+    /// The runs that paid, and the smallest system time among them.
+    pub costly: Vec<RunRecord>,
     pub costly_sys_s: f64,
+}
+
+/// A huge-page arm's two groups of runs by system time (`SystemTimeModes`), each read
+/// against the reference's runs: what the remedy buys when the memory is ready, and what
+/// it costs when it is not.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SystemTimeGroups {
+    pub cheap_runs: usize,
+    /// The largest system time of the cheap group, seconds.
+    pub cheap_max_sys_s: f64,
+    /// The cheap group's time / the reference's (Hodges–Lehmann, 95% interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cheap_ratio: Option<RatioInterval>,
+    pub costly_runs: usize,
+    /// The smallest system time of the costly group, seconds.
+    pub costly_min_sys_s: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costly_ratio: Option<RatioInterval>,
+}
+
+/// Faulting a program's memory in costs some system time anyway: a group apart is at
+/// least this much more, seconds.
+const GROUP_GAP_S: f64 = 0.05;
+
+/// The groups of an arm's runs that ended normally, each against `base` (the reference's
+/// times, by wall: the huge-page arms are timed so); None in one group.
+pub fn system_time_groups(
+    runs: &[RunRecord],
+    base: &[f64],
+    normal: i32,
+) -> Option<SystemTimeGroups> {
+    let ok: Vec<RunRecord> = runs
+        .iter()
+        .filter(|r| r.termination.shell_status() == normal)
+        .cloned()
+        .collect();
+    let modes = system_time_modes(&ok, GROUP_GAP_S)?;
+    let wall = |runs: &[RunRecord]| runs.iter().map(|r| r.elapsed_s).collect::<Vec<_>>();
+    Some(SystemTimeGroups {
+        cheap_runs: modes.cheap.len(),
+        cheap_max_sys_s: modes.cheap_sys_s,
+        cheap_ratio: ratio_interval(&wall(&modes.cheap), base, 0.95),
+        costly_runs: modes.costly.len(),
+        costly_min_sys_s: modes.costly_sys_s,
+        costly_ratio: ratio_interval(&wall(&modes.costly), base, 0.95),
+    })
 }
 
 /// Splits runs at the largest gap between their sorted system times, when that gap is
@@ -158,7 +209,7 @@ pub fn system_time_modes(runs: &[RunRecord], min_gap_s: f64) -> Option<SystemTim
     Some(SystemTimeModes {
         cheap: sorted[..at].iter().map(|r| (*r).clone()).collect(),
         cheap_sys_s: sorted[at - 1].system_s,
-        costly_runs: sorted.len() - at,
+        costly: sorted[at..].iter().map(|r| (*r).clone()).collect(),
         costly_sys_s: sorted[at].system_s,
     })
 }

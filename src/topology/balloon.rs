@@ -5,11 +5,13 @@
 //! two seconds after they were freed; the host then backs them again at their first
 //! touch. Base pages mostly come from memory that was never handed back, but a
 //! transparent huge page takes a whole free 2 MiB block, so a program's huge pages cost a
-//! host fault each when its memory was free for longer than that (measured on the
-//! project's Firecracker guest: XSBench with glibc's THP tunable, 0.45–0.51 s of system
-//! time a run when started 4 s after the previous run, 0.00–0.09 s when started right
-//! after it). Read from sysfs: a virtio device of id 5 (balloon) whose feature bit 5 is
-//! set.
+//! host fault each when its memory was free for longer than that. Measured on the
+//! project's Firecracker guest with XSBench and glibc's THP tunable: 0.41–0.51 s of
+//! system time a run when started 4 s after the previous run, 0.00–0.09 s in 4 of 5 runs
+//! started right after one; inside one advise, 0.00–0.04 s in 6 of 6 huge-page runs right
+//! after another huge-page run (its freed 2 MiB blocks still backed) and 0.40–0.56 s in
+//! 7 of 7 right after a run with base pages. Read from sysfs: a virtio device of id 5
+//! (balloon) whose feature bit 5 is set.
 
 use std::path::Path;
 

@@ -7,9 +7,8 @@ use super::{effect_text, measured, Finding, Sensitivity};
 use crate::advise::arms::{ArmKind, Resource};
 use crate::advise::facts::MachineFacts;
 use crate::advise::profile::ProgramProfile;
-use crate::advise::results::system_time_modes;
-use crate::advise::{ArmResult, RunRecord};
-use crate::stats::change::{ratio_interval, Verdict};
+use crate::advise::ArmResult;
+use crate::stats::change::Verdict;
 use crate::units::Bytes;
 
 /// Huge pages: the largest significant speed-up of the huge-page arms.
@@ -57,7 +56,7 @@ pub fn tlb_finding(
     let alone = arms
         .iter()
         .find(|a| a.kind == ArmKind::Alone && a.stage == best.stage);
-    if let Some(text) = alone.and_then(|al| two_modes_text(best, al, facts.free_page_reporting)) {
+    if let Some(text) = two_modes_text(best, facts.free_page_reporting) {
         f.summary.push_str(&text);
     }
     let sys = |a: &ArmResult| a.system_s.map_or(0.0, |s| s.median);
@@ -149,17 +148,14 @@ pub fn tlb_finding(
 
 /// When the huge-page runs' system time falls in two groups (the pages ready, or paid
 /// for at each run), the speed-up of the cheap runs against the program alone, said.
-fn two_modes_text(arm: &ArmResult, alone: &ArmResult, reporting: bool) -> Option<String> {
-    // Faulting a program's memory in costs some system time anyway: a group apart is
-    // at least 50 ms more.
-    let modes = system_time_modes(&arm.runs, 0.05)?;
-    let wall = |runs: &[RunRecord]| runs.iter().map(|r| r.elapsed_s).collect::<Vec<_>>();
-    let ratio = ratio_interval(&wall(&modes.cheap), &wall(&alone.runs), 0.95)?;
+fn two_modes_text(arm: &ArmResult, reporting: bool) -> Option<String> {
+    let groups = arm.system_groups.as_ref()?;
+    let ratio = groups.cheap_ratio?;
     let cause = if reporting {
         "this VM's balloon hands memory that stays free for about 2 s back to the host \
          (virtio-balloon free page reporting), and a huge page taken from such memory costs \
-         the host's fault at first touch; memory freed just before the run, as when runs \
-         follow each other, is still backed"
+         the host's fault at first touch; 2 MiB blocks freed just before the run, as by a \
+         run with huge pages right before it, are still backed"
     } else {
         "on a VM, guest memory the host backs at first touch does this"
     };
@@ -168,12 +164,12 @@ fn two_modes_text(arm: &ArmResult, alone: &ArmResult, reporting: bool) -> Option
          {:+.1}% (95% CI {:+.1} … {:+.1}%) against it alone, and {} at {:.2} s or more, where \
          faulting the huge pages in cost more ({cause}): what huge pages buy depends on \
          whether the memory is ready",
-        modes.cheap.len(),
-        modes.cheap_sys_s,
+        groups.cheap_runs,
+        groups.cheap_max_sys_s,
         (ratio.ratio - 1.0) * 100.0,
         (ratio.low - 1.0) * 100.0,
         (ratio.high - 1.0) * 100.0,
-        modes.costly_runs,
-        modes.costly_sys_s
+        groups.costly_runs,
+        groups.costly_min_sys_s
     ))
 }
