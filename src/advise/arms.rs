@@ -40,6 +40,10 @@ pub enum ArmKind {
     MallocHugetlb,
     /// Memory interleaved over every NUMA node with memory.
     Interleave,
+    /// Memory interleaved over every NUMA node with memory in the ratio of the system's
+    /// weighted-interleave weights (MPOL_WEIGHTED_INTERLEAVE, Linux 6.9+): DRAM and CXL
+    /// or HBM in the proportion someone chose (`memscope interleave` measures which).
+    WeightedInterleave,
     /// The program restricted to some of the L3's ways by resctrl's cache allocation
     /// (CAT), without a co-runner; its level is the L3 bytes it keeps.
     CatWays,
@@ -57,7 +61,7 @@ impl ArmKind {
             ArmKind::Pirate | ArmKind::PirateInTurns | ArmKind::CatWays => Resource::Cache,
             ArmKind::Bandit | ArmKind::MbaThrottle => Resource::Bandwidth,
             ArmKind::HugeAll | ArmKind::HugeTop | ArmKind::MallocHugetlb => Resource::Tlb,
-            ArmKind::Interleave => Resource::Placement,
+            ArmKind::Interleave | ArmKind::WeightedInterleave => Resource::Placement,
         }
     }
 
@@ -99,7 +103,8 @@ impl ArmKind {
             | ArmKind::AllCpus
             | ArmKind::Compute
             | ArmKind::ComputeInTurns
-            | ArmKind::Interleave => None,
+            | ArmKind::Interleave
+            | ArmKind::WeightedInterleave => None,
         }
     }
 
@@ -187,6 +192,7 @@ impl ArmSpec {
             ArmKind::HugeTop => "huge pages, hot regions".to_string(),
             ArmKind::MallocHugetlb => "glibc.malloc.hugetlb=1".to_string(),
             ArmKind::Interleave => "memory interleaved".to_string(),
+            ArmKind::WeightedInterleave => "memory weighted-interleaved".to_string(),
             ArmKind::CatWays => "L3 CAT ways".to_string(),
             ArmKind::MbaThrottle => "MBA throttle".to_string(),
         };

@@ -247,6 +247,17 @@ pub fn run(
     }
     if memory_nodes.len() > 1 && wants(Resource::Placement) {
         stage1.push(ArmSpec::new(ArmKind::Interleave));
+        // In the ratio of the system's weights, where the kernel has them (Linux 6.9+):
+        // what a machine with CXL or HBM beside its DRAM would be set up with.
+        if machine.memory_tiering.weighted_interleave.is_some() {
+            stage1.push(ArmSpec::new(ArmKind::WeightedInterleave));
+        } else {
+            notes.push(
+                "this kernel has no weighted interleave (Linux 6.9+): only even \
+                 interleaving is measured"
+                    .into(),
+            );
+        }
     } else if wants(Resource::Placement) {
         notes.push(
             "one NUMA node with memory: placement (local vs interleaved) is not measured".into(),

@@ -16,7 +16,7 @@ use super::arms::{self, ArmKind, ArmSpec};
 use super::RunRecord;
 use crate::kernels::corunner::{CoRunner, Load};
 use crate::pages::preload::{Preload, PreloadMode};
-use crate::platform::child::{self, SpawnError, SpawnOptions};
+use crate::platform::child::{self, InterleaveMode, SpawnError, SpawnOptions};
 use crate::platform::resctrl::{self, Limit, Resctrl, ResctrlGroup};
 
 /// What every run shares.
@@ -133,7 +133,13 @@ pub fn run(
         stdout: files.as_ref().map(|f| f.0.as_raw_fd()),
         stderr: files.as_ref().map(|f| f.1.as_raw_fd()),
         cpus: Some(cpus.to_vec()),
-        interleave_nodes: (arm.kind == ArmKind::Interleave).then(|| setup.memory_nodes.to_vec()),
+        interleave_nodes: matches!(arm.kind, ArmKind::Interleave | ArmKind::WeightedInterleave)
+            .then(|| setup.memory_nodes.to_vec()),
+        interleave_mode: if arm.kind == ArmKind::WeightedInterleave {
+            InterleaveMode::Weighted
+        } else {
+            InterleaveMode::Even
+        },
         // As in the recorded run: the hot regions' addresses hold from run to run.
         no_aslr: true,
     };

@@ -510,9 +510,20 @@ fn mba_finding(arms: &[ArmResult], effect: f64) -> Option<Finding> {
     Some(f)
 }
 
-/// NUMA placement: interleaved against local.
+/// NUMA placement: interleaved (evenly, and in the system's weights where measured)
+/// against local; the arm that buys the most, else the even one.
 fn placement_finding(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Finding {
-    let Some(arm) = arms.iter().find(|a| a.kind == ArmKind::Interleave) else {
+    let spread: Vec<&ArmResult> = arms
+        .iter()
+        .filter(|a| matches!(a.kind, ArmKind::Interleave | ArmKind::WeightedInterleave))
+        .collect();
+    let speedup = |a: &&ArmResult| -a.ratio.map_or(0.0, |r| r.ratio - 1.0);
+    let best = spread
+        .iter()
+        .filter(|a| a.time.verdict == Verdict::Better)
+        .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+        .or_else(|| spread.iter().find(|a| a.kind == ArmKind::Interleave));
+    let Some(arm) = best else {
         return Finding::not_measured(
             Resource::Placement,
             format!(
@@ -522,10 +533,22 @@ fn placement_finding(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Finding
         );
     };
     let mut f = measured(Resource::Placement, arm, effect);
-    f.summary = format!("memory interleaved over every node: {}", effect_text(&f));
+    let how = match arm.kind {
+        ArmKind::WeightedInterleave => "in the ratio of the system's weighted-interleave weights",
+        _ => "evenly",
+    };
+    f.summary = format!(
+        "memory interleaved over every node {how}: {}",
+        effect_text(&f)
+    );
     if arm.time.verdict == Verdict::Better {
         f.remedy = Some("interleaving its memory buys it (bandwidth of every node)".into());
-        f.apply.push("numactl --interleave=all <command>".into());
+        f.apply.push(match arm.kind {
+            ArmKind::WeightedInterleave => "numactl --weighted-interleave=all <command>   # \
+                 numactl 2.0.19+; `memscope interleave` measures the weights to set"
+                .into(),
+            _ => "numactl --interleave=all <command>".into(),
+        });
     }
     f
 }

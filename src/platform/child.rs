@@ -136,9 +136,31 @@ pub struct SpawnOptions {
     /// The CPUs the command (and every thread it starts) may run on; memscope's own
     /// affinity when `None`. Set on the paused child before its exec.
     pub cpus: Option<Vec<usize>>,
-    /// Interleave the command's memory over these NUMA nodes (`set_mempolicy` with
-    /// MPOL_INTERLEAVE in the child before its exec, as `numactl --interleave` does).
+    /// Interleave the command's memory over these NUMA nodes (`set_mempolicy` in the
+    /// child before its exec, as `numactl --interleave` does), as `interleave_mode` says.
     pub interleave_nodes: Option<Vec<usize>>,
+    pub interleave_mode: InterleaveMode,
+}
+
+/// How `SpawnOptions::interleave_nodes` spreads the command's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InterleaveMode {
+    /// MPOL_INTERLEAVE: one page per node in turn (`numactl --interleave`).
+    #[default]
+    Even,
+    /// MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+): in the ratio of the system's weights in
+    /// /sys/kernel/mm/mempolicy/weighted_interleave (`numactl --weighted-interleave`).
+    Weighted,
+}
+
+impl InterleaveMode {
+    /// The MPOL_* mode of linux/mempolicy.h.
+    fn raw(self) -> libc::c_int {
+        match self {
+            InterleaveMode::Even => 3,
+            InterleaveMode::Weighted => 6,
+        }
+    }
 }
 
 /// Everything the child needs, prepared before the fork (the child must not allocate).
@@ -150,8 +172,10 @@ struct ExecPlan {
     no_aslr: bool,
     stdout: Option<RawFd>,
     stderr: Option<RawFd>,
-    /// The node mask of `SpawnOptions::interleave_nodes`, one bit per node.
+    /// The node mask of `SpawnOptions::interleave_nodes`, one bit per node, and the
+    /// MPOL_* mode to set it with.
     interleave: Option<Vec<libc::c_ulong>>,
+    interleave_mode: libc::c_int,
 }
 
 impl ExecPlan {
@@ -211,6 +235,7 @@ impl ExecPlan {
             stdout: options.stdout,
             stderr: options.stderr,
             interleave: options.interleave_nodes.as_deref().map(node_mask),
+            interleave_mode: options.interleave_mode.raw(),
         })
     }
 }
@@ -399,11 +424,12 @@ unsafe fn child_after_fork(
         }
     }
     if let Some(mask) = &plan.interleave {
-        // MPOL_INTERLEAVE (3); maxnode counts the mask's bits. A refusal leaves the
-        // default policy: the command still runs.
+        // MPOL_INTERLEAVE (3) or MPOL_WEIGHTED_INTERLEAVE (6); maxnode counts the mask's
+        // bits. A refusal leaves the default policy: the command still runs (advise asks
+        // for the weighted mode only where the kernel has it).
         libc::syscall(
             libc::SYS_set_mempolicy,
-            3 as libc::c_int,
+            plan.interleave_mode,
             mask.as_ptr(),
             (mask.len() * libc::c_ulong::BITS as usize) as libc::c_ulong,
         );

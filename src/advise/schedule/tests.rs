@@ -568,3 +568,53 @@ fn huge_page_runs_whose_system_time_falls_in_two_groups_are_said_with_the_cheap_
     );
     assert!(tlb.summary.contains("ran -20"), "{}", tlb.summary);
 }
+
+#[test]
+fn the_placement_finding_takes_the_interleave_that_buys_most_and_says_how_to_apply_it() {
+    let arms = [
+        ArmSpec::new(ArmKind::Alone),
+        ArmSpec::new(ArmKind::Interleave),
+        ArmSpec::new(ArmKind::WeightedInterleave),
+    ];
+    let times = |base: f64| -> Vec<RunRecord> {
+        (0..8).map(|i| record(i, base + 0.001 * i as f64)).collect()
+    };
+    let machine = Machine::sample();
+    let facts = super::super::facts::from_topology(&machine);
+    let cpus = CpuPlan {
+        memory_nodes: 3,
+        ..cpu_plan_of(None, false, PirateSite::Nowhere)
+    };
+    let placement = |runs: Vec<Vec<RunRecord>>| {
+        let r = results(1, &arms, &runs, 0, &facts, None);
+        let (findings, _) = verdict::findings(
+            &r,
+            &facts,
+            &ProgramProfile::default(),
+            &cpus,
+            None,
+            5.0,
+            &[],
+        );
+        findings
+            .into_iter()
+            .find(|f| f.resource == arms::Resource::Placement)
+            .unwrap()
+    };
+    // Weighted interleave buys 25%, even interleave 10%: the weighted one is the answer.
+    let f = placement(vec![times(1.0), times(0.9), times(0.75)]);
+    assert!(
+        f.summary.contains("weighted-interleave weights"),
+        "{}",
+        f.summary
+    );
+    assert!(
+        f.apply.iter().any(|a| a.contains("--weighted-interleave")),
+        "{:?}",
+        f.apply
+    );
+    // Neither buys anything: the even one is said, with nothing to apply.
+    let f = placement(vec![times(1.0), times(1.0), times(1.01)]);
+    assert!(f.summary.contains("evenly"), "{}", f.summary);
+    assert!(f.apply.is_empty(), "{:?}", f.apply);
+}

@@ -89,6 +89,53 @@ fn output_goes_to_the_descriptors_given() {
     assert_eq!(read(err), "err\n");
 }
 
+/// What the command's own /proc/self/numa_maps says of its first mapping's policy.
+fn child_policy(options: SpawnOptions) -> String {
+    let out = tempfile::tempfile().unwrap();
+    let options = SpawnOptions {
+        stdout: Some(out.as_raw_fd()),
+        ..options
+    };
+    let command: Vec<OsString> = ["head", "-n", "1", "/proc/self/numa_maps"]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    let finished = spawn_paused_with(&command, &options)
+        .unwrap()
+        .run()
+        .unwrap();
+    assert!(finished.termination.success());
+    use std::io::{Read, Seek};
+    let mut text = String::new();
+    let mut out = out;
+    out.rewind().unwrap();
+    out.read_to_string(&mut text).unwrap();
+    text
+}
+
+#[test]
+fn the_command_runs_under_the_interleave_policy_asked_for() {
+    if !Path::new("/proc/self/numa_maps").exists() {
+        eprintln!("skipped: this kernel has no numa_maps (built without NUMA)");
+        return;
+    }
+    let even = child_policy(SpawnOptions {
+        interleave_nodes: Some(vec![0]),
+        ..SpawnOptions::default()
+    });
+    assert!(even.contains(" interleave:0 "), "{even}");
+    if !Path::new("/sys/kernel/mm/mempolicy/weighted_interleave").exists() {
+        eprintln!("skipped the weighted mode: this kernel has no weighted interleave (6.9+)");
+        return;
+    }
+    let weighted = child_policy(SpawnOptions {
+        interleave_nodes: Some(vec![0]),
+        interleave_mode: InterleaveMode::Weighted,
+        ..SpawnOptions::default()
+    });
+    assert!(weighted.contains(" weighted interleave:0 "), "{weighted}");
+}
+
 #[test]
 fn a_child_that_is_never_released_is_reaped() {
     let child = spawn_paused(&[OsString::from("true")]).unwrap();
