@@ -781,7 +781,10 @@ mod tests {
         assert_eq!(numa.column_text(5), ["DRAM", "DRAM", "CXL", "CXL"]);
         assert_eq!(numa.column_text(6), ["4", "4", "22", "22"]);
         assert_eq!(numa.column_text(7)[2], "250/255 ns, 60.0/40.0 GB/s from 0");
-        assert_eq!(numa.column_text(7)[1], "110/115 ns, 300.0/200.0 GB/s from 1");
+        assert_eq!(
+            numa.column_text(7)[1],
+            "110/115 ns, 300.0/200.0 GB/s from 1"
+        );
         assert!(numa.notes.is_empty());
         let tiering = s.table("Memory tiering").expect("tiering");
         for (key, want) in [
