@@ -37,7 +37,7 @@ use super::{read_trimmed, NumaNode};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum MemoryKind {
-    /// Ordinary DRAM (a node with CPUs, or one in the default tier with no other sign).
+    /// Ordinary DRAM (a node with CPUs that no CXL or NVDIMM region targets).
     #[default]
     Dram,
     /// A CXL memory expander (the node is the target of a CXL region).
