@@ -1,6 +1,7 @@
 //! The machine's section of every output: identity, clocks and memory (with the cgroup's
-//! memory limit, when one is set) as key/value rows, the caches, TLBs, NUMA nodes and
-//! huge page pools as tables, the distortions of a hypervisor in words, and the caches as the CSV table `machine.caches`; plus the two
+//! memory limit, when one is set) as key/value rows, the caches, TLBs, NUMA nodes (with
+//! each node's kind, tier and HMAT figures, and the kernel's memory tiering, where more
+//! than one memory node makes them matter) and huge page pools as tables, the distortions of a hypervisor in words, and the caches as the CSV table `machine.caches`; plus the two
 //! lines `run` prints about the machine before its results.
 
 use std::fmt::Write as _;
@@ -8,10 +9,11 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::virtualization;
-use crate::topology::Machine;
+use crate::topology::tiers::{MemoryKind, MemoryTiering};
+use crate::topology::{Machine, NumaNode};
 use crate::units::{format_hz, Bytes};
 use crate::view::format::{self, cpu_list, or_dash, DASH};
-use crate::view::{Block, Cell, Column, DataTable, Paragraph, Section, Style, Table};
+use crate::view::{Block, Cell, Column, DataTable, Paragraph, Priority, Section, Style, Table};
 
 /// A positive, finite frequency, if any.
 fn valid_hz(v: Option<f64>) -> Option<f64> {
@@ -54,6 +56,9 @@ pub fn machine_section(m: &Machine) -> Section {
 
     if !m.numa_nodes.is_empty() {
         section.push(numa_table(m));
+        if tiered_memory(m) {
+            section.push(tiering_table(m));
+        }
     }
     if !m.hugepage_pools.is_empty() {
         section.push(hugepage_table(m));
@@ -297,25 +302,161 @@ fn tlb_table(m: &Machine) -> Table {
     t
 }
 
+/// Whether the machine has more than plain DRAM nodes with CPUs to show: more than one
+/// memory node, a node without CPUs, or a node of another kind.
+fn tiered_memory(m: &Machine) -> bool {
+    m.numa_nodes.iter().filter(|n| n.has_memory()).count() > 1
+        || m.numa_nodes
+            .iter()
+            .any(|n| !n.has_cpus() || n.kind != MemoryKind::Dram)
+}
+
+/// The firmware's figures for a node, CPU initiators first: "250/260 ns, 60.0/40.0 GB/s
+/// from 0" (read/write), a dash for a figure it does not give.
+fn hmat_cell(node: &NumaNode) -> String {
+    let Some(access) = node.hmat_cpu.as_ref().or(node.hmat.as_ref()) else {
+        return DASH.to_string();
+    };
+    let figure = |v: Option<u64>, f: &dyn Fn(u64) -> String| v.map_or(DASH.to_string(), f);
+    let ns = |v: u64| v.to_string();
+    let gbs = |v: u64| format::gbs(v as f64 / 1000.0);
+    let mut text = format!(
+        "{}/{} ns, {}/{} GB/s",
+        figure(access.read_latency_ns, &ns),
+        figure(access.write_latency_ns, &ns),
+        figure(access.read_bandwidth_mb_s, &gbs),
+        figure(access.write_bandwidth_mb_s, &gbs),
+    );
+    if !access.initiators.is_empty() {
+        let _ = write!(text, " from {}", cpu_list(&access.initiators));
+    }
+    text
+}
+
+/// The kernel's memory tiers: "tier 4: node 0 · tier 22: nodes 2-3".
+fn tiers_text(tiering: &MemoryTiering) -> String {
+    if tiering.tiers.is_empty() {
+        return "none (the kernel has no memory tiers)".to_string();
+    }
+    let tiers: Vec<String> = tiering
+        .tiers
+        .iter()
+        .map(|t| {
+            let noun = if t.nodes.len() == 1 { "node" } else { "nodes" };
+            format!("tier {}: {noun} {}", t.id, cpu_list(&t.nodes))
+        })
+        .collect();
+    tiers.join(" · ")
+}
+
+fn demotion_text(tiering: &MemoryTiering) -> &'static str {
+    match tiering.demotion_enabled {
+        Some(true) => "enabled",
+        Some(false) => "disabled",
+        None => "not available",
+    }
+}
+
+fn balancing_text(tiering: &MemoryTiering) -> String {
+    tiering
+        .numa_balancing
+        .map_or("not available".to_string(), |b| {
+            format!("{} ({})", b.label(), b.value())
+        })
+}
+
+/// "auto on; node 0 = 5, node 1 = 5, node 2 = 2", or that the kernel lacks it.
+fn interleave_text(tiering: &MemoryTiering) -> String {
+    let Some(wi) = &tiering.weighted_interleave else {
+        return "not in this kernel (Linux 6.9 and later have it)".to_string();
+    };
+    let mut parts = Vec::new();
+    if let Some(auto) = wi.auto {
+        parts.push(format!("auto {}", if auto { "on" } else { "off" }));
+    }
+    let weights: Vec<String> = wi
+        .weights
+        .iter()
+        .map(|(node, w)| format!("node {node} = {w}"))
+        .collect();
+    parts.push(if weights.is_empty() {
+        "no node weights".to_string()
+    } else {
+        format!("weights {}", weights.join(", "))
+    });
+    parts.join("; ")
+}
+
 fn numa_table(m: &Machine) -> Table {
-    let mut t = Table::new(vec![
+    let tiered = tiered_memory(m);
+    let hmat = m
+        .numa_nodes
+        .iter()
+        .any(|n| n.hmat.is_some() || n.hmat_cpu.is_some());
+    let mut columns = vec![
         Column::number("Node"),
         Column::text("CPUs"),
         Column::number("Memory"),
         Column::number("Free"),
         Column::text("Distances"),
-    ])
-    .titled("NUMA nodes");
+    ];
+    if tiered {
+        columns.push(
+            Column::text("Kind")
+                .titled("what the node's memory is, as sysfs tells (DRAM, CXL, HBM, PMEM as RAM)"),
+        );
+        columns.push(Column::number("Tier").titled("the kernel's memory tier (lower is faster)"));
+    }
+    if hmat {
+        columns.push(
+            Column::text("HMAT read/write")
+                .titled("the firmware's figures (ACPI HMAT): latency, bandwidth, from the initiator nodes named")
+                .priority(Priority::Low),
+        );
+    }
+    let mut t = Table::new(columns).titled("NUMA nodes");
     for node in &m.numa_nodes {
         let distances: Vec<String> = node.distances.iter().map(u32::to_string).collect();
-        t.row([
+        let mut row = vec![
             node.id.to_string(),
             cpu_list(&node.cpus),
             Bytes(node.memory_total_bytes).to_string(),
             Bytes(node.memory_free_bytes).to_string(),
             distances.join(" "),
-        ]);
+        ];
+        if tiered {
+            row.push(node.kind.label().to_string());
+            row.push(node.tier.map_or(DASH.to_string(), |t| t.to_string()));
+        }
+        if hmat {
+            row.push(hmat_cell(node));
+        }
+        t.row(row);
     }
+    if !tiered {
+        let tiering = &m.memory_tiering;
+        let interleave = match &tiering.weighted_interleave {
+            Some(_) => format!("weighted interleave {}", interleave_text(tiering)),
+            None => "no weighted interleave in this kernel".to_string(),
+        };
+        t.note(format!(
+            "Weighted interleave and memory tiers need more than one memory node; this machine has one ({}; demotion {}; NUMA balancing {}; {interleave}).",
+            tiers_text(tiering),
+            demotion_text(tiering),
+            balancing_text(tiering),
+        ));
+    }
+    t
+}
+
+/// The kernel's memory tiering on a machine with more than one memory node.
+fn tiering_table(m: &Machine) -> Table {
+    let tiering = &m.memory_tiering;
+    let mut t = Table::key_value().titled("Memory tiering");
+    t.pair("Memory tiers", tiers_text(tiering));
+    t.pair("Demotion", demotion_text(tiering));
+    t.pair("NUMA balancing", balancing_text(tiering));
+    t.pair("Weighted interleave", interleave_text(tiering));
     t
 }
 
@@ -537,5 +678,202 @@ mod tests {
             .unwrap()
             .get("memory_limit")
             .is_none());
+    }
+
+    /// Two sockets with a CXL expander each, as `topology::numa`'s synthetic tree has them.
+    fn two_sockets_two_cxl() -> Machine {
+        use crate::topology::tiers::{HmatAccess, MemoryTier, NumaBalancing, WeightedInterleave};
+        let gib = 1024 * MIB;
+        let hmat = |from: usize, lat: u64, bw: u64| HmatAccess {
+            initiators: vec![from],
+            read_latency_ns: Some(lat),
+            write_latency_ns: Some(lat + 5),
+            read_bandwidth_mb_s: Some(bw),
+            write_bandwidth_mb_s: Some(bw * 2 / 3),
+        };
+        let node = |id: usize, cpus: Vec<usize>, kind, tier, distances: Vec<u32>, h| NumaNode {
+            id,
+            cpus,
+            memory_total_bytes: 256 * gib,
+            memory_free_bytes: 200 * gib,
+            distances,
+            kind,
+            tier: Some(tier),
+            hmat: Some(h),
+            hmat_cpu: None,
+        };
+        Machine {
+            numa_nodes: vec![
+                node(
+                    0,
+                    (0..64).collect(),
+                    MemoryKind::Dram,
+                    4,
+                    vec![10, 21, 14, 24],
+                    hmat(0, 110, 300_000),
+                ),
+                node(
+                    1,
+                    (64..128).collect(),
+                    MemoryKind::Dram,
+                    4,
+                    vec![21, 10, 24, 14],
+                    hmat(1, 110, 300_000),
+                ),
+                node(
+                    2,
+                    vec![],
+                    MemoryKind::Cxl,
+                    22,
+                    vec![14, 24, 10, 26],
+                    hmat(0, 250, 60_000),
+                ),
+                node(
+                    3,
+                    vec![],
+                    MemoryKind::Cxl,
+                    22,
+                    vec![24, 14, 26, 10],
+                    hmat(1, 250, 60_000),
+                ),
+            ],
+            memory_tiering: MemoryTiering {
+                tiers: vec![
+                    MemoryTier {
+                        id: 4,
+                        nodes: vec![0, 1],
+                    },
+                    MemoryTier {
+                        id: 22,
+                        nodes: vec![2, 3],
+                    },
+                ],
+                demotion_enabled: Some(true),
+                numa_balancing: Some(NumaBalancing::MemoryTiering),
+                weighted_interleave: Some(WeightedInterleave {
+                    auto: Some(false),
+                    weights: vec![(0, 5), (1, 5), (2, 2), (3, 2)],
+                }),
+            },
+            ..sample_machine()
+        }
+    }
+
+    #[test]
+    fn memory_nodes_show_their_kind_tier_and_hmat_figures_and_the_tiering() {
+        let s = machine_section(&two_sockets_two_cxl());
+        let numa = s.table("NUMA nodes").expect("numa");
+        let headers: Vec<String> = numa.columns.iter().map(|c| c.header()).collect();
+        assert_eq!(
+            headers,
+            [
+                "Node",
+                "CPUs",
+                "Memory",
+                "Free",
+                "Distances",
+                "Kind",
+                "Tier",
+                "HMAT read/write"
+            ]
+        );
+        assert_eq!(numa.column_text(1), ["0-63", "64-127", DASH, DASH]);
+        assert_eq!(numa.column_text(5), ["DRAM", "DRAM", "CXL", "CXL"]);
+        assert_eq!(numa.column_text(6), ["4", "4", "22", "22"]);
+        assert_eq!(numa.column_text(7)[2], "250/255 ns, 60.0/40.0 GB/s from 0");
+        assert_eq!(
+            numa.column_text(7)[1],
+            "110/115 ns, 300.0/200.0 GB/s from 1"
+        );
+        assert!(numa.notes.is_empty());
+        let tiering = s.table("Memory tiering").expect("tiering");
+        for (key, want) in [
+            ("Memory tiers", "tier 4: nodes 0-1 · tier 22: nodes 2-3"),
+            ("Demotion", "enabled"),
+            ("NUMA balancing", "memory tiering (2)"),
+            (
+                "Weighted interleave",
+                "auto off; weights node 0 = 5, node 1 = 5, node 2 = 2, node 3 = 2",
+            ),
+        ] {
+            assert_eq!(tiering.row_of(key)[1], want, "{key}");
+        }
+        // An old kernel: no weighted interleave, no tiers, no HMAT column.
+        let mut old = two_sockets_two_cxl();
+        old.memory_tiering = MemoryTiering::default();
+        for node in &mut old.numa_nodes {
+            node.hmat = None;
+            node.tier = None;
+        }
+        let s = machine_section(&old);
+        let numa = s.table("NUMA nodes").unwrap();
+        assert_eq!(numa.columns.len(), 7);
+        assert_eq!(numa.column_text(6), [DASH; 4]);
+        let tiering = s.table("Memory tiering").unwrap();
+        assert_eq!(
+            tiering.row_of("Weighted interleave")[1],
+            "not in this kernel (Linux 6.9 and later have it)"
+        );
+        assert_eq!(
+            tiering.row_of("Memory tiers")[1],
+            "none (the kernel has no memory tiers)"
+        );
+        assert_eq!(tiering.row_of("Demotion")[1], "not available");
+        // What `info` prints for it (docs/info.md shows this rendering).
+        let text = crate::render::terminal::render_width(
+            &[machine_section(&two_sockets_two_cxl())],
+            false,
+            120,
+        );
+        let from = text.find("NUMA nodes").unwrap();
+        println!("{}", &text[from..]);
+    }
+
+    #[test]
+    fn one_memory_node_keeps_its_table_and_says_tiering_needs_more_in_one_line() {
+        use crate::topology::tiers::{MemoryTier, NumaBalancing, WeightedInterleave};
+        let mut m = sample_machine();
+        m.numa_nodes = vec![NumaNode {
+            id: 0,
+            cpus: vec![0, 1],
+            memory_total_bytes: 16 * 1024 * MIB,
+            memory_free_bytes: 8 * 1024 * MIB,
+            distances: vec![10],
+            tier: Some(4),
+            ..NumaNode::default()
+        }];
+        m.memory_tiering = MemoryTiering {
+            tiers: vec![MemoryTier {
+                id: 4,
+                nodes: vec![0],
+            }],
+            demotion_enabled: Some(false),
+            numa_balancing: Some(NumaBalancing::Disabled),
+            weighted_interleave: Some(WeightedInterleave {
+                auto: Some(true),
+                weights: vec![(0, 1)],
+            }),
+        };
+        let s = machine_section(&m);
+        let numa = s.table("NUMA nodes").unwrap();
+        assert_eq!(numa.columns.len(), 5);
+        assert!(s.table("Memory tiering").is_none());
+        assert_eq!(numa.notes.len(), 1);
+        assert_eq!(
+            numa.notes[0].to_plain(),
+            "Weighted interleave and memory tiers need more than one memory node; this machine \
+             has one (tier 4: node 0; demotion disabled; NUMA balancing off (0); weighted \
+             interleave auto on; weights node 0 = 1)."
+        );
+        m.memory_tiering = MemoryTiering::default();
+        let note = machine_section(&m).table("NUMA nodes").unwrap().notes[0].to_plain();
+        assert!(
+            note.contains("no weighted interleave in this kernel"),
+            "{note}"
+        );
+        assert_eq!(
+            s.plain_text().matches("more than one memory node").count(),
+            1
+        );
     }
 }

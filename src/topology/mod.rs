@@ -248,6 +248,18 @@ pub struct NumaNode {
     pub hmat_cpu: Option<tiers::HmatAccess>,
 }
 
+impl NumaNode {
+    /// Whether threads can run here (a row of the NUMA matrices).
+    pub fn has_cpus(&self) -> bool {
+        !self.cpus.is_empty()
+    }
+
+    /// Whether memory can be bound here (a column of the NUMA matrices).
+    pub fn has_memory(&self) -> bool {
+        self.memory_total_bytes > 0
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct HugePagePool {
     pub page_bytes: u64,
@@ -382,12 +394,27 @@ impl Machine {
     }
 }
 
-/// Contents of a small sysfs/procfs file, trimmed; None when it is missing or unreadable,
-/// which on VMs and in containers is normal rather than an error.
+/// The most a small sysfs/procfs file may hold: sysfs attributes are at most a page, and
+/// even a node's `meminfo` or an 8192-CPU list is far below this.
+const SMALL_FILE_LIMIT: u64 = 64 * 1024;
+
+/// Contents of a small sysfs/procfs file, trimmed; None when it is missing, unreadable, not
+/// UTF-8 or longer than `SMALL_FILE_LIMIT` (never read past it), which on VMs and in
+/// containers is normal rather than an error.
 fn read_trimmed(path: impl AsRef<std::path::Path>) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
+    read_small(path).map(|s| s.trim().to_string())
+}
+
+/// Contents of a small sysfs/procfs file, read no further than `SMALL_FILE_LIMIT`; None
+/// when it is missing, unreadable, not UTF-8 or longer than that.
+fn read_small(path: impl AsRef<std::path::Path>) -> Option<String> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path).ok()?;
+    let mut text = String::new();
+    file.take(SMALL_FILE_LIMIT + 1)
+        .read_to_string(&mut text)
+        .ok()?;
+    (text.len() as u64 <= SMALL_FILE_LIMIT).then_some(text)
 }
 
 /// Describes this machine from procfs, sysfs and CPUID. Only an unreadable /proc/meminfo is
@@ -413,12 +440,20 @@ pub fn detect() -> anyhow::Result<Machine> {
 
     let base_page_bytes = memory::base_page_bytes();
     let hugepage_pools = memory::hugepage_pools();
+    let memory_tiering = tiers::MemoryTiering::detect();
+    let numa_nodes = numa::detect_numa(numa::NumaContext {
+        online_cpus: &online,
+        mem_total: memory_total_bytes,
+        mem_free,
+        cpu_model: &identity.model,
+        tiers: &memory_tiering.tiers,
+    });
 
     Ok(Machine {
         caches: caches::detect_caches(&allowed, &online, &identity.vendor),
         tlbs: caches::detect_tlbs(&identity.vendor),
-        numa_nodes: numa::detect_numa(&online, memory_total_bytes, mem_free),
-        memory_tiering: tiers::MemoryTiering::default(),
+        numa_nodes,
+        memory_tiering,
         cpu_model: identity.model,
         cpu_vendor: identity.vendor,
         cpu_family: identity.family,

@@ -1,23 +1,23 @@
-//! NUMA nodes from /sys/devices/system/node: each node's CPUs, memory and distance row.
-//! Kernels built without NUMA, and containers that hide the node directory, get one
-//! synthetic node 0 holding every CPU and all memory, so callers never handle "no nodes".
+//! NUMA nodes from /sys/devices/system/node: each node's CPUs, memory, distance row, the
+//! firmware's HMAT access figures, its memory tier and what kind of memory it holds
+//! (`tiers`). Kernels built without NUMA, and containers that hide the node directory,
+//! get one synthetic node 0 holding every CPU and all memory, so callers never handle "no
+//! nodes". Everything is read under a sysfs root (`detect_numa_at`) so that tests can
+//! describe machines this one is not: two sockets with CXL, HBM, sub-NUMA clustering.
+
+use std::path::Path;
 
 use super::cpu::parse_cpu_list;
 use super::memory::parse_meminfo_field;
-use super::{read_trimmed, NumaNode};
-
-const NODE_SYSFS: &str = "/sys/devices/system/node";
+use super::tiers::{self, HmatAccess, MemoryTier, RegionTargets};
+use super::{read_small, read_trimmed, NumaNode};
 
 /// The distance the kernel assigns a node to itself.
 const LOCAL_DISTANCE: u32 = 10;
 
 /// Node number from a directory name such as "node3".
 fn parse_node_dir_name(name: &str) -> Option<usize> {
-    let digits = name.strip_prefix("node")?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    tiers::numbered(name, "node")
 }
 
 /// A distance row ("10 21 21"); words that are not numbers are skipped.
@@ -27,17 +27,35 @@ pub fn parse_distances(text: &str) -> Vec<u32> {
         .collect()
 }
 
-/// The machine's NUMA nodes, ordered by id. `online_cpus`, `mem_total` and `mem_free` only
-/// feed the synthetic single node used when sysfs has none.
-pub fn detect_numa(online_cpus: &[usize], mem_total: u64, mem_free: u64) -> Vec<NumaNode> {
-    let mut nodes: Vec<NumaNode> = std::fs::read_dir(NODE_SYSFS)
+/// What `detect_numa_at` needs besides the sysfs root: the online CPUs and /proc/meminfo's
+/// totals (only for the synthetic single node used when sysfs has none), the CPU model
+/// (for the HBM rule) and the kernel's memory tiers.
+#[derive(Debug, Clone, Copy)]
+pub struct NumaContext<'a> {
+    pub online_cpus: &'a [usize],
+    pub mem_total: u64,
+    pub mem_free: u64,
+    pub cpu_model: &'a str,
+    pub tiers: &'a [MemoryTier],
+}
+
+/// The machine's NUMA nodes, ordered by id (see `detect_numa_at`).
+pub fn detect_numa(context: NumaContext) -> Vec<NumaNode> {
+    detect_numa_at(Path::new("/sys"), context)
+}
+
+/// The NUMA nodes under the sysfs root `sys`, ordered by id, each with its HMAT access
+/// classes, tier and kind.
+pub fn detect_numa_at(sys: &Path, context: NumaContext) -> Vec<NumaNode> {
+    let root = sys.join("devices/system/node");
+    let mut nodes: Vec<NumaNode> = std::fs::read_dir(&root)
         .map(|entries| {
             entries
                 .flatten()
                 .filter_map(|entry| {
                     let id = parse_node_dir_name(entry.file_name().to_str()?)?;
                     let dir = entry.path();
-                    let meminfo = std::fs::read_to_string(dir.join("meminfo")).unwrap_or_default();
+                    let meminfo = read_small(dir.join("meminfo")).unwrap_or_default();
                     Some(NumaNode {
                         id,
                         cpus: read_trimmed(dir.join("cpulist"))
@@ -48,6 +66,8 @@ pub fn detect_numa(online_cpus: &[usize], mem_total: u64, mem_free: u64) -> Vec<
                         distances: read_trimmed(dir.join("distance"))
                             .map(|s| parse_distances(&s))
                             .unwrap_or_default(),
+                        hmat: HmatAccess::read_at(&dir, 0),
+                        hmat_cpu: HmatAccess::read_at(&dir, 1),
                         ..NumaNode::default()
                     })
                 })
@@ -57,16 +77,27 @@ pub fn detect_numa(online_cpus: &[usize], mem_total: u64, mem_free: u64) -> Vec<
     if nodes.is_empty() {
         nodes.push(NumaNode {
             id: 0,
-            cpus: online_cpus.to_vec(),
-            memory_total_bytes: mem_total,
-            memory_free_bytes: mem_free,
+            cpus: context.online_cpus.to_vec(),
+            memory_total_bytes: context.mem_total,
+            memory_free_bytes: context.mem_free,
             distances: vec![LOCAL_DISTANCE],
             ..NumaNode::default()
         });
     }
     nodes.sort_by_key(|n| n.id);
+    tiers::classify(&mut nodes, &RegionTargets::read_at(sys), context.cpu_model);
+    for node in &mut nodes {
+        node.tier = context
+            .tiers
+            .iter()
+            .find(|t| t.nodes.contains(&node.id))
+            .map(|t| t.id);
+    }
     nodes
 }
+
+#[cfg(test)]
+mod scenarios;
 
 #[cfg(test)]
 mod tests {
@@ -85,7 +116,13 @@ mod tests {
 
     #[test]
     fn numa_detection_always_yields_a_node() {
-        let nodes = detect_numa(&[0], 1 << 30, 1 << 29);
+        let nodes = detect_numa(NumaContext {
+            online_cpus: &[0],
+            mem_total: 1 << 30,
+            mem_free: 1 << 29,
+            cpu_model: "",
+            tiers: &[],
+        });
         assert!(!nodes.is_empty());
         assert!(nodes.windows(2).all(|w| w[0].id < w[1].id));
     }
