@@ -1,9 +1,13 @@
 //! What every experiment's parameters share: the measuring flags (`MeasureArgs`, clap) and
 //! their resolution against the machine (`MeasurePlan`), and the parse helpers each room's
-//! `params.rs` uses to turn its own flags into its validated configuration. Below the
-//! rooms: nothing here imports the command line, the plan or the commands.
+//! `params.rs` uses to turn its own flags into its validated configuration, among them
+//! the order threads take CPUs in and the default thread counts of a machine of many
+//! cores and nodes (`thread_cpus`, `thread_ladder`), and the DRAM working set of one of
+//! many threads (`dram_bytes`). Below the rooms: nothing here imports the command line,
+//! the plan or the commands.
 
 use clap::Args;
+use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
 pub use crate::flags::{invalid, parse_count, parse_duration, SaveArgs};
@@ -12,6 +16,7 @@ use crate::platform::arena::PagePolicy;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::memory::MemoryBound;
 use crate::topology::Machine;
+use crate::experiments::shared::sizing::{level_working_sets, round_to_granule, thread_share};
 use crate::units::{Bytes, KIB, MIB};
 
 /// The flags of an experiment's own subcommand, as the registry's generated
@@ -199,11 +204,32 @@ pub fn sweep_max(measure: &MeasurePlan, machine: &Machine) -> u64 {
     }
 }
 
-/// Thread counts from "1,2" or "all"; each from 1 to the CPUs this process may use.
+/// Thread counts from "1,2", "all" or "auto"; each from 1 to the CPUs this process may
+/// use. "auto" is 1 and all of them (see `thread_ladder` for the counts a machine of
+/// several NUMA nodes gets).
 pub fn parse_thread_counts(text: &str, available: usize) -> Result<Vec<usize>, UsageError> {
+    parse_thread_counts_or(text, available, &[1, available])
+}
+
+/// As `parse_thread_counts`, with "auto" meaning the counts `auto` (each at most
+/// `available`), e.g. the machine's `thread_ladder`.
+pub fn parse_thread_counts_or(
+    text: &str,
+    available: usize,
+    auto: &[usize],
+) -> Result<Vec<usize>, UsageError> {
     let expected = format!(
-        "thread counts from 1 to {available} or 'all', comma-separated (e.g. 1,{available})"
+        "thread counts from 1 to {available}, 'all' or 'auto', comma-separated (e.g. 1,{available})"
     );
+    if text.trim() == "auto" {
+        let mut counts: Vec<usize> = auto
+            .iter()
+            .map(|&n| n.clamp(1, available.max(1)))
+            .collect();
+        counts.sort_unstable();
+        counts.dedup();
+        return Ok(counts);
+    }
     let mut counts = parse_list(text, |part| match part {
         "all" => Ok(available),
         _ => part
@@ -250,33 +276,213 @@ pub fn parse_size(
     Ok(bytes)
 }
 
-/// CPUs in the order threads take them: the measuring CPU first, then CPUs on other cores
-/// (so two threads do not share a core while a core is free), then SMT siblings.
+/// CPUs in the order threads take them: the measuring CPU first, then one CPU of every
+/// other core, node by node (the measuring CPU's node first, then the others nearest first
+/// by SLIT distance, then by id), so that N threads fill whole nodes in turn and no two
+/// share a core while a core is free anywhere; then the SMT siblings, node by node. CPUs
+/// the topology places on no node come after the nodes' own. Linear in the CPUs.
 pub fn thread_cpus(machine: &Machine, first: usize) -> Vec<usize> {
-    let sibling_of = |a: usize, b: usize| {
-        machine
-            .smt_sibling_groups
-            .iter()
-            .any(|g| g.contains(&a) && g.contains(&b))
-    };
-    let mut order = vec![first];
-    let rest: Vec<usize> = machine
-        .allowed_cpus
+    ThreadOrder::of(machine, first).cpus
+}
+
+/// The most thread counts `thread_ladder` gives: each count is a table of every kernel at
+/// every level, so the table's time grows with the counts, not with the CPUs.
+pub const MAX_LADDER_COUNTS: usize = 8;
+
+/// The default thread counts ("auto"). On one NUMA node (or without NUMA information):
+/// 1 and every CPU, as ever. On several nodes with CPUs, a short ladder in whole nodes:
+/// 1, one node's cores, 2, 4, 8, … nodes' cores, every core, every CPU (with SMT
+/// siblings), at most `MAX_LADDER_COUNTS` of them (the middle rungs thinned evenly), so
+/// a 384-CPU machine of 16 nodes runs 7 counts, not 384. Counts are prefixes of
+/// `thread_cpus(machine, first)`: "2 nodes' cores" is exactly the cores of the first two
+/// nodes in that order.
+pub fn thread_ladder(machine: &Machine, first: usize) -> ThreadLadder {
+    let order = ThreadOrder::of(machine, first);
+    let all = order.cpus.len();
+    let cores: Vec<usize> = order.cores_per_node.iter().copied().filter(|&c| c > 0).collect();
+    if cores.len() < 2 {
+        let mut counts = vec![1, all.max(1)];
+        counts.dedup();
+        return ThreadLadder { counts, nodes: 1 };
+    }
+    let cumulative: Vec<usize> = cores
         .iter()
-        .copied()
-        .filter(|&c| c != first)
+        .scan(0, |sum, &c| {
+            *sum += c;
+            Some(*sum)
+        })
         .collect();
-    for &cpu in &rest {
-        if !order.iter().any(|&o| sibling_of(o, cpu)) {
-            order.push(cpu);
+    let mut counts = vec![1];
+    let mut nodes = 1;
+    while nodes < cores.len() {
+        counts.push(cumulative[nodes - 1]);
+        nodes *= 2;
+    }
+    counts.push(cumulative[cores.len() - 1]);
+    counts.push(all);
+    counts.sort_unstable();
+    counts.dedup();
+    ThreadLadder {
+        counts: thin(counts, MAX_LADDER_COUNTS),
+        nodes: cores.len(),
+    }
+}
+
+/// The default thread counts of a machine (`thread_ladder`), as a result records them when
+/// they ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadLadder {
+    pub counts: Vec<usize>,
+    /// NUMA nodes with CPUs this process may use; the counts step in whole nodes when
+    /// there are two or more.
+    pub nodes: usize,
+}
+
+impl ThreadLadder {
+    /// Whether the counts step in whole nodes (several nodes), not just 1 and all.
+    pub fn per_node(&self) -> bool {
+        self.nodes >= 2
+    }
+
+    /// "thread counts 1, 16, 32, 64, 128, 256 ran (the default on 8 NUMA nodes: one
+    /// thread, then whole nodes' cores in turn, every core, every CPU)".
+    pub fn describe(&self) -> String {
+        let counts: Vec<String> = self.counts.iter().map(usize::to_string).collect();
+        format!(
+            "thread counts {} ran (the default on {} NUMA nodes: one thread, then whole \
+             nodes' cores in turn, every core, every CPU; --threads picks others)",
+            counts.join(", "),
+            self.nodes
+        )
+    }
+}
+
+/// At most `max` (≥ 3) of the ascending `counts`: the first, the last two (every core,
+/// every CPU) and evenly spaced ones between.
+fn thin(counts: Vec<usize>, max: usize) -> Vec<usize> {
+    if counts.len() <= max {
+        return counts;
+    }
+    let n = counts.len();
+    let middle = &counts[1..n - 2];
+    let keep = max - 3;
+    let mut out = vec![counts[0]];
+    out.extend((0..keep).map(|k| middle[(k * (middle.len() - 1)) / (keep - 1).max(1)]));
+    out.extend_from_slice(&counts[n - 2..]);
+    out.dedup();
+    out
+}
+
+/// The order threads take CPUs in (`thread_cpus`) and how many cores of each node it
+/// takes before the first SMT sibling (nodes in that order; CPUs of no node not counted).
+struct ThreadOrder {
+    cpus: Vec<usize>,
+    cores_per_node: Vec<usize>,
+}
+
+impl ThreadOrder {
+    fn of(machine: &Machine, first: usize) -> ThreadOrder {
+        use std::collections::{HashMap, HashSet};
+        let allowed: HashSet<usize> = machine.allowed_cpus.iter().copied().collect();
+        // The nodes with CPUs this process may use: the first CPU's node, then the others
+        // nearest to it first.
+        let home = machine.numa_nodes.iter().position(|n| n.cpus.contains(&first));
+        let distance = |index: usize| -> u32 {
+            home.and_then(|h| machine.numa_nodes[h].distances.get(index).copied())
+                .unwrap_or(u32::MAX)
+        };
+        let mut nodes: Vec<usize> = (0..machine.numa_nodes.len()).collect();
+        nodes.sort_by_key(|&i| (Some(i) != home, distance(i), machine.numa_nodes[i].id));
+        let mut placed: HashSet<usize> = HashSet::new();
+        // (whether the group is a node, its CPUs in order); the measuring CPU leads.
+        let mut groups: Vec<(bool, Vec<usize>)> = Vec::new();
+        if home.is_none() {
+            groups.push((false, vec![first]));
+        }
+        for i in nodes {
+            let mut cpus: Vec<usize> = (machine.numa_nodes[i].cpus.iter().copied())
+                .filter(|c| allowed.contains(c) && *c != first && placed.insert(*c))
+                .collect();
+            cpus.sort_unstable();
+            if Some(i) == home {
+                cpus.insert(0, first);
+            }
+            if !cpus.is_empty() {
+                groups.push((true, cpus));
+            }
+        }
+        let rest: Vec<usize> = (machine.allowed_cpus.iter().copied())
+            .filter(|&c| c != first && !placed.contains(&c))
+            .collect();
+        groups.push((false, rest));
+
+        let core_of: HashMap<usize, usize> = (machine.smt_sibling_groups.iter().enumerate())
+            .flat_map(|(core, group)| group.iter().map(move |&cpu| (cpu, core)))
+            .collect();
+        let mut taken_cores = HashSet::new();
+        let mut chosen = HashSet::new();
+        let mut cpus = Vec::with_capacity(machine.allowed_cpus.len() + 1);
+        let mut cores_per_node = Vec::with_capacity(groups.len());
+        for (is_node, group) in &groups {
+            let before = cpus.len();
+            for &cpu in group {
+                let free = core_of.get(&cpu).is_none_or(|&core| taken_cores.insert(core));
+                if free && chosen.insert(cpu) {
+                    cpus.push(cpu);
+                }
+            }
+            if *is_node {
+                cores_per_node.push(cpus.len() - before);
+            }
+        }
+        for (_, group) in &groups {
+            cpus.extend(group.iter().copied().filter(|&cpu| chosen.insert(cpu)));
+        }
+        ThreadOrder {
+            cpus,
+            cores_per_node,
         }
     }
-    for &cpu in &rest {
-        if !order.contains(&cpu) {
-            order.push(cpu);
-        }
+}
+
+/// Threads up to which each keeps the one-thread DRAM working set; beyond, the DRAM
+/// working sets of all threads together stay at this many one-thread sets (2 GiB with a
+/// largest cache up to 32 MiB), down to `dram_floor` per thread. Without it, 384 threads
+/// each streaming four times the largest cache mapped 48 GiB or more, and one pass over
+/// it took longer than a whole trial.
+pub const DRAM_SETS: u64 = 16;
+
+/// The smallest DRAM working set of one of `threads` threads: four times its share of the
+/// largest cache (so the cache cannot serve it), at least 8 MiB, at most the one-thread set.
+pub fn dram_floor(machine: &Machine, threads: usize) -> u64 {
+    let single = dram_single(machine);
+    let share = (machine.data_caches().last())
+        .map_or(32 * MIB, |cache| thread_share(cache, threads));
+    round_to_granule((4 * share).max(8 * MIB)).min(single)
+}
+
+/// The DRAM working set of one thread alone (`level_working_sets`).
+fn dram_single(machine: &Machine) -> u64 {
+    level_working_sets(machine, 1)
+        .last()
+        .map_or(128 * MIB, |(_, bytes)| *bytes)
+}
+
+/// The DRAM working set of one of `threads` threads: the one-thread set up to `DRAM_SETS`
+/// threads, then shrinking so that all together stay at `DRAM_SETS` sets, never below
+/// `dram_floor`; and when all threads' sets would not fit the memory available now, the
+/// share that does (never below the floor, which `resolve` checked fits).
+pub fn dram_bytes(machine: &Machine, threads: usize) -> u64 {
+    let threads = threads.max(1) as u64;
+    let single = dram_single(machine);
+    let floor = dram_floor(machine, threads as usize);
+    let mut bytes = (single * DRAM_SETS / threads).clamp(floor, single);
+    let available = machine.available_memory().bytes;
+    if available > 0 {
+        let fits = (available / 10 * 9 / threads).saturating_sub(64 * KIB);
+        bytes = bytes.min(fits).max(floor);
     }
-    order
+    round_to_granule(bytes)
 }
 
 /// A working set that must fit in the memory available now (MemAvailable, or the

@@ -6,9 +6,11 @@ use clap::Args;
 use crate::error::UsageError;
 use crate::experiments::bandwidth::{sweep_working_sets, BandwidthConfig, Sizes};
 use crate::experiments::params::{
-    check_fits_memory, invalid, parse_list, parse_thread_counts, sweep_max, thread_cpus,
-    CommandArgs, MeasureArgs, MeasurePlan,
+    check_fits_memory, dram_floor, invalid, parse_list, parse_thread_counts_or, sweep_max, thread_cpus,
+    thread_ladder, CommandArgs, MeasureArgs, MeasurePlan,
 };
+use crate::experiments::shared::membind::parse_membind;
+use crate::platform::numa_policy;
 use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::topology::Machine;
 use crate::units::Bytes;
@@ -19,9 +21,16 @@ pub struct BandwidthArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
 
-    /// Thread counts, comma-separated, or 'all' for every CPU this process may use.
-    #[arg(long, value_name = "LIST", default_value = "1,all")]
+    /// Thread counts, comma-separated; 'all' for every CPU this process may use; 'auto':
+    /// 1 and all on one NUMA node, and on several a ladder in whole nodes (1, one node's
+    /// cores, 2, 4, … nodes' cores, every core, every CPU; at most 8 counts).
+    #[arg(long, value_name = "LIST", default_value = "auto")]
     pub threads: String,
+
+    /// Bind every thread's arrays to NUMA node NODE (any node with memory, also one
+    /// without CPUs, such as a CXL expander) instead of each thread's own node.
+    #[arg(long, value_name = "NODE")]
+    pub membind: Option<String>,
 
     /// Kernels, comma-separated, or 'all' (see the list in `memscope bandwidth --help`:
     /// read, write, write-nt, copy, copy-nt, triad, triad-nt, mix-3:1, mix-3:1-nt,
@@ -80,7 +89,17 @@ impl BandwidthConfig {
             }
         };
         let cpus = thread_cpus(machine, measure.cpu);
-        let thread_counts = parse_thread_counts(&args.threads, cpus.len())?;
+        let ladder = thread_ladder(machine, measure.cpu);
+        let thread_counts = parse_thread_counts_or(&args.threads, cpus.len(), &ladder.counts)?;
+        let ladder = (args.threads.trim() == "auto" && ladder.per_node()).then_some(ladder);
+        let membind = match &args.membind {
+            None => None,
+            Some(text) => Some(parse_membind(
+                text,
+                machine,
+                numa_policy::memory_nodes().as_deref(),
+            )?),
+        };
         let sizes = match &args.sizes {
             None => Sizes::Levels,
             Some(text) => Sizes::Custom(
@@ -101,6 +120,11 @@ impl BandwidthConfig {
                 }
                 check_fits_memory("--sizes (× threads)", Bytes(bytes * max_threads), machine)?;
             }
+        } else {
+            // The DRAM working sets shrink to fit memory, down to a floor: the floor of
+            // the most threads must fit.
+            let floor = dram_floor(machine, max_threads as usize);
+            check_fits_memory("--threads (× the DRAM working set)", Bytes(floor * max_threads), machine)?;
         }
         let sweep_kernels = if args.sweep {
             Some(parse_kernels("--sweep-kernels", &args.sweep_kernels)?)
@@ -111,7 +135,9 @@ impl BandwidthConfig {
             kernels: parse_kernels("--kernels", &args.kernels)?,
             isa,
             thread_counts,
+            ladder,
             cpus,
+            membind,
             sizes,
             sweep_kernels: Vec::new(),
             sweep_sizes: Vec::new(),

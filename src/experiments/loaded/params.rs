@@ -6,14 +6,16 @@ use clap::Args;
 use crate::error::UsageError;
 use crate::experiments::loaded::{LoadedConfig, DEFAULT_DELAYS, QUICK_DELAYS};
 use crate::experiments::params::{
-    invalid, parse_count, parse_list, parse_thread_counts, thread_cpus, CommandArgs, MeasureArgs,
-    MeasurePlan,
+    check_fits_memory, dram_bytes, dram_floor, invalid, parse_count, parse_list,
+    parse_thread_counts, thread_cpus, CommandArgs, MeasureArgs, MeasurePlan,
 };
+use crate::experiments::shared::membind::{parse_membind, MemoryBinding};
+use crate::platform::numa_policy;
 use crate::experiments::shared::page_local::DEFAULT_WINDOW_PAGES;
 use crate::kernels::injector::Mix;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
-use crate::units::MIB;
+use crate::units::Bytes;
 
 #[derive(Debug, Clone, Default, Args)]
 #[command(after_help = crate::examples::LOADED)]
@@ -35,6 +37,12 @@ pub struct LoadedArgs {
     /// Intel MLC's series 0,2,8,15,50,…,9000,20000; with --quick ten of them].
     #[arg(long, value_name = "LIST")]
     pub delays: Option<String>,
+
+    /// Bind the chase's and every injector's buffer to NUMA node NODE (any node with
+    /// memory, also one without CPUs, such as a CXL expander): that node's
+    /// latency-vs-bandwidth curve, measured from the CPUs of the run.
+    #[arg(long, value_name = "NODE")]
+    pub membind: Option<String>,
 }
 
 impl CommandArgs for LoadedArgs {
@@ -96,7 +104,23 @@ impl LoadedConfig {
                     })
             })?,
         };
-        let llc = machine.largest_cache_bytes().unwrap_or(32 * MIB);
+        let membind = match &args.membind {
+            None => None,
+            Some(text) => Some(MemoryBinding::to(
+                parse_membind(text, machine, numa_policy::memory_nodes().as_deref())?,
+                machine,
+            )),
+        };
+        // Each injector streams over a buffer well beyond its share of the largest cache
+        // (four times the cache, at least 128 MiB, with up to 16 injectors); with more, the
+        // buffers of all together stay near 16 of those, within memory (`dram_bytes`).
+        let injectors = thread_counts.last().copied().unwrap_or(1);
+        let injector_bytes = dram_bytes(machine, injectors);
+        check_fits_memory(
+            "--threads (× the injectors' buffers) with --max-size",
+            Bytes(measure.max_size.0 + injectors as u64 * dram_floor(machine, injectors)),
+            machine,
+        )?;
         // The page-local window of the latency ladder, so the idle ends agree.
         let window_pages = parse_count("--window-pages", DEFAULT_WINDOW_PAGES, 1, 1 << 20)?;
         Ok(LoadedConfig {
@@ -107,7 +131,8 @@ impl LoadedConfig {
             injector_cpus,
             chase_bytes: measure.max_size.0,
             window_bytes: window_pages * 4096,
-            injector_bytes: (4 * llc).max(128 * MIB),
+            injector_bytes,
+            membind,
             pages: measure.pages,
             repetitions: measure.repetitions,
             trial_ns: measure.trial_ns,
