@@ -515,10 +515,164 @@ pub fn defaults<A: clap::Args + clap::FromArgMatches>() -> A {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::topology::cgroup::{CgroupMemoryLimit, LimitSource};
+    use crate::topology::{CacheInfo, CacheKind, NumaNode};
     use crate::units::GIB;
+
+    /// A server numbered as Linux numbers them: `nodes` nodes of `cores` cores each, two
+    /// SMT threads per core (CPU c and c + all cores), two sockets of `nodes / 2` nodes
+    /// (SLIT 10 local, 12 same socket, 32 across), an L3 of 32 MiB per 8 cores, 64 GiB
+    /// per node.
+    pub(crate) fn server(nodes: usize, cores: usize) -> Machine {
+        let total = nodes * cores;
+        let socket = |n: usize| n / (nodes / 2).max(1);
+        let numa_nodes = (0..nodes)
+            .map(|n| NumaNode {
+                id: n,
+                cpus: (n * cores..(n + 1) * cores)
+                    .flat_map(|c| [c, c + total])
+                    .collect(),
+                memory_total_bytes: 64 * GIB,
+                distances: (0..nodes)
+                    .map(|m| match (m == n, socket(m) == socket(n)) {
+                        (true, _) => 10,
+                        (false, true) => 12,
+                        (false, false) => 32,
+                    })
+                    .collect(),
+                ..NumaNode::default()
+            })
+            .collect();
+        let l3_cpus: Vec<usize> = (0..8).flat_map(|c| [c, c + total]).collect();
+        Machine {
+            logical_cpus: 2 * total,
+            physical_cores: total,
+            threads_per_core: 2,
+            smt_sibling_groups: (0..total).map(|c| vec![c, c + total]).collect(),
+            allowed_cpus: (0..2 * total).collect(),
+            caches: vec![
+                CacheInfo::sample(1, CacheKind::Data, 48 * KIB, vec![0, total]),
+                CacheInfo::sample(2, CacheKind::Unified, 2 * MIB, vec![0, total]),
+                CacheInfo::sample(3, CacheKind::Unified, 32 * MIB, l3_cpus),
+            ],
+            numa_nodes,
+            memory_total_bytes: nodes as u64 * 64 * GIB,
+            memory_available_bytes: nodes as u64 * 60 * GIB,
+            ..Machine::default()
+        }
+    }
+
+    fn node_of(machine: &Machine, cpu: usize) -> usize {
+        (machine.numa_nodes.iter())
+            .find(|n| n.cpus.contains(&cpu))
+            .map(|n| n.id)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_default_counts_of_big_servers_are_a_short_ladder_of_whole_nodes() {
+        for (nodes, cores, want) in [
+            (8, 16, vec![1, 16, 32, 64, 128, 256]),
+            (16, 12, vec![1, 12, 24, 48, 96, 192, 384]),
+        ] {
+            let machine = server(nodes, cores);
+            let last = *machine.allowed_cpus.last().unwrap();
+            let ladder = thread_ladder(&machine, last);
+            assert_eq!(ladder.counts, want, "{nodes} nodes");
+            assert_eq!(ladder.nodes, nodes);
+            assert!(ladder.counts.len() <= MAX_LADDER_COUNTS);
+            assert!(ladder.describe().contains(&format!("on {nodes} NUMA nodes")));
+            assert_eq!(parse_thread_counts_or("auto", 2 * nodes * cores, &ladder.counts).unwrap(), want);
+        }
+        // 64 nodes would make 9 rungs: thinned to 8, keeping 1, every core and every CPU.
+        let ladder = thread_ladder(&server(64, 4), 0);
+        assert_eq!(ladder.counts.len(), MAX_LADDER_COUNTS, "{:?}", ladder.counts);
+        assert_eq!(ladder.counts[0], 1);
+        assert_eq!(ladder.counts[MAX_LADDER_COUNTS - 2..], [256, 512]);
+        assert!(ladder.counts.windows(2).all(|w| w[0] < w[1]), "{:?}", ladder.counts);
+        // One node, or no NUMA information: 1 and all, as before.
+        let one = server(1, 4);
+        assert_eq!(thread_ladder(&one, 7).counts, [1, 8]);
+        assert!(!thread_ladder(&one, 7).per_node());
+        let bare = Machine {
+            allowed_cpus: vec![0, 1],
+            ..Machine::default()
+        };
+        assert_eq!(thread_ladder(&bare, 1).counts, [1, 2]);
+        assert_eq!(parse_thread_counts("auto", 2).unwrap(), [1, 2]);
+    }
+
+    #[test]
+    fn threads_fill_whole_nodes_in_turn_and_take_no_sibling_before_a_free_core() {
+        for (nodes, cores) in [(8, 16), (16, 12)] {
+            let machine = server(nodes, cores);
+            let total = nodes * cores;
+            let first = 2 * total - 1; // the default CPU: the last, an SMT sibling
+            let order = thread_cpus(&machine, first);
+            // Every allowed CPU once, the measuring one first.
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, machine.allowed_cpus);
+            assert_eq!(order[0], first);
+            // The first `total` threads are one per core.
+            let core = |c: usize| c % total;
+            let mut cores_seen: Vec<usize> = order[..total].iter().map(|&c| core(c)).collect();
+            cores_seen.sort_unstable();
+            cores_seen.dedup();
+            assert_eq!(cores_seen.len(), total, "{nodes} nodes: a sibling before a free core");
+            // Each ladder count up to every core uses whole nodes: k nodes' cores are on k
+            // nodes, `cores` threads on each; the first is the measuring CPU's node, the
+            // second one of its socket.
+            let home = node_of(&machine, first);
+            for k in [1, 2, 4, nodes] {
+                let mut per_node = vec![0; nodes];
+                for &cpu in &order[..k * cores] {
+                    per_node[node_of(&machine, cpu)] += 1;
+                }
+                let used: Vec<usize> = per_node.iter().copied().filter(|&n| n > 0).collect();
+                assert_eq!(used, vec![cores; k], "{nodes} nodes, {k} node(s): {per_node:?}");
+                assert_eq!(per_node[home], cores);
+            }
+            let second = node_of(&machine, order[cores]);
+            assert_eq!(machine.numa_nodes[home].distances[second], 12);
+            // The siblings follow in the same node order.
+            assert_eq!(node_of(&machine, order[total]), home);
+        }
+        // Without NUMA nodes: the old order (first, other cores, siblings).
+        let bare = Machine {
+            allowed_cpus: (0..4).collect(),
+            smt_sibling_groups: vec![vec![0, 2], vec![1, 3]],
+            ..Machine::default()
+        };
+        assert_eq!(thread_cpus(&bare, 3), [3, 0, 1, 2]);
+        assert_eq!(thread_cpus(&bare, 9), [9, 0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn many_threads_share_a_bounded_dram_working_set() {
+        let machine = server(16, 12);
+        // One thread, and up to DRAM_SETS: the one-thread set (4 × 32 MiB).
+        assert_eq!(dram_bytes(&machine, 1), 128 * MIB);
+        assert_eq!(dram_bytes(&machine, DRAM_SETS as usize), 128 * MIB);
+        for threads in [32, 96, 192, 384] {
+            let each = dram_bytes(&machine, threads);
+            // Beyond its share of the L3 (32 MiB over at most 16 CPUs) four times over.
+            assert!(each >= 8 * MIB, "{threads}: {each}");
+            // All together: at most DRAM_SETS one-thread sets, or the floor per thread.
+            let total = each * threads as u64;
+            assert!(total <= (DRAM_SETS * 128 * MIB).max(threads as u64 * 8 * MIB), "{threads}: {total}");
+            assert!(total <= 4 * GIB, "{threads}: {total}");
+        }
+        // Little memory: the sets shrink to fit, not below the floor.
+        let tight = Machine {
+            memory_available_bytes: 2 * GIB,
+            ..machine
+        };
+        let each = dram_bytes(&tight, 96);
+        assert!(each * 96 <= 2 * GIB / 10 * 9 && each >= dram_floor(&tight, 96), "{each}");
+    }
 
     #[test]
     fn a_cpu_list_is_refused_as_a_list() {

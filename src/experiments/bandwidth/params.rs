@@ -183,3 +183,50 @@ fn parse_kernels(flag: &'static str, text: &str) -> Result<Vec<&'static KernelSp
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::params::tests::server;
+    use crate::experiments::params::{defaults, MAX_LADDER_COUNTS};
+    use crate::units::{GIB, MIB};
+
+    #[test]
+    fn a_384_cpu_server_runs_a_few_counts_within_a_bounded_footprint() {
+        for (nodes, cores) in [(8, 16), (16, 12)] {
+            let machine = server(nodes, cores);
+            let measure = MeasurePlan::resolve(&MeasureArgs::default(), &machine).unwrap();
+            let config =
+                BandwidthConfig::resolve(&defaults::<BandwidthArgs>(), &measure, &machine).unwrap();
+            assert!(config.thread_counts.len() <= MAX_LADDER_COUNTS);
+            assert_eq!(config.ladder.as_ref().unwrap().counts, config.thread_counts);
+            assert_eq!(*config.thread_counts.last().unwrap(), 2 * nodes * cores);
+            // The bound: every count maps at most 4 GiB in all (16 one-thread DRAM sets,
+            // or 8 MiB per thread beyond 256 threads, plus the arrays' padding), where 384
+            // threads of 128 MiB each mapped 48 GiB.
+            for (threads, bytes) in config.footprint(&machine) {
+                assert!(bytes <= 4 * GIB, "{threads} threads map {} MiB", bytes / MIB);
+            }
+            // Each count's points: every kernel at 4 levels, so the table's time is
+            // counts × kernels × levels trials, whatever the CPUs.
+            let page = 2 * MIB;
+            let most = <BandwidthConfig as crate::experiments::Experiment>::hugepages(
+                &config, &machine, page,
+            );
+            assert!(most * page <= 5 * GIB, "{most} huge pages");
+        }
+    }
+
+    #[test]
+    fn membind_names_the_nodes_that_would_do() {
+        let machine = crate::topology::Machine::default();
+        let measure = MeasurePlan::resolve(&MeasureArgs::default(), &machine).unwrap();
+        let args = BandwidthArgs {
+            membind: Some("4000".into()),
+            ..defaults::<BandwidthArgs>()
+        };
+        let e = BandwidthConfig::resolve(&args, &measure, &machine).unwrap_err();
+        assert!(matches!(e, UsageError::InvalidValue { flag: "--membind", .. }), "{e}");
+        assert!(e.to_string().contains("'4000'"), "{e}");
+    }
+}

@@ -140,3 +140,33 @@ impl LoadedConfig {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::params::defaults;
+    use crate::experiments::params::tests::server;
+    use crate::units::GIB;
+
+    #[test]
+    fn injectors_on_every_cpu_of_a_big_server_stay_within_memory() {
+        let machine = server(16, 12);
+        let measure = MeasurePlan::resolve(&MeasureArgs::default(), &machine).unwrap();
+        let config = LoadedConfig::resolve(&defaults::<LoadedArgs>(), &measure, &machine).unwrap();
+        assert_eq!(config.thread_counts, [383]);
+        assert_eq!(config.injector_cpus.len(), 383);
+        // 383 injectors of the one-thread 128 MiB would map 48 GiB: the bound is 4 GiB,
+        // each still four times its share of the L3.
+        let total = config.injector_bytes * 383;
+        assert!(total <= 4 * GIB, "{total}");
+        assert!(config.injector_bytes >= 8 << 20);
+        // One injector keeps the one-thread buffer.
+        let args = LoadedArgs {
+            threads: "1".into(),
+            ..defaults::<LoadedArgs>()
+        };
+        let one = LoadedConfig::resolve(&args, &measure, &machine).unwrap();
+        assert_eq!(one.injector_bytes, 128 << 20);
+        assert!(one.membind.is_none());
+    }
+}
