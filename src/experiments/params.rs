@@ -10,13 +10,13 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::shared::sizing::{level_working_sets, round_to_granule, thread_share};
 pub use crate::flags::{invalid, parse_count, parse_duration, SaveArgs};
 use crate::flags::{CsvArg, JsonArg};
 use crate::platform::arena::PagePolicy;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::memory::MemoryBound;
 use crate::topology::Machine;
-use crate::experiments::shared::sizing::{level_working_sets, round_to_granule, thread_share};
 use crate::units::{Bytes, KIB, MIB};
 
 /// The flags of an experiment's own subcommand, as the registry's generated
@@ -222,10 +222,7 @@ pub fn parse_thread_counts_or(
         "thread counts from 1 to {available}, 'all' or 'auto', comma-separated (e.g. 1,{available})"
     );
     if text.trim() == "auto" {
-        let mut counts: Vec<usize> = auto
-            .iter()
-            .map(|&n| n.clamp(1, available.max(1)))
-            .collect();
+        let mut counts: Vec<usize> = auto.iter().map(|&n| n.clamp(1, available.max(1))).collect();
         counts.sort_unstable();
         counts.dedup();
         return Ok(counts);
@@ -299,7 +296,12 @@ pub const MAX_LADDER_COUNTS: usize = 8;
 pub fn thread_ladder(machine: &Machine, first: usize) -> ThreadLadder {
     let order = ThreadOrder::of(machine, first);
     let all = order.cpus.len();
-    let cores: Vec<usize> = order.cores_per_node.iter().copied().filter(|&c| c > 0).collect();
+    let cores: Vec<usize> = order
+        .cores_per_node
+        .iter()
+        .copied()
+        .filter(|&c| c > 0)
+        .collect();
     if cores.len() < 2 {
         let mut counts = vec![1, all.max(1)];
         counts.dedup();
@@ -386,7 +388,10 @@ impl ThreadOrder {
         let allowed: HashSet<usize> = machine.allowed_cpus.iter().copied().collect();
         // The nodes with CPUs this process may use: the first CPU's node, then the others
         // nearest to it first.
-        let home = machine.numa_nodes.iter().position(|n| n.cpus.contains(&first));
+        let home = machine
+            .numa_nodes
+            .iter()
+            .position(|n| n.cpus.contains(&first));
         let distance = |index: usize| -> u32 {
             home.and_then(|h| machine.numa_nodes[h].distances.get(index).copied())
                 .unwrap_or(u32::MAX)
@@ -426,7 +431,9 @@ impl ThreadOrder {
         for (is_node, group) in &groups {
             let before = cpus.len();
             for &cpu in group {
-                let free = core_of.get(&cpu).is_none_or(|&core| taken_cores.insert(core));
+                let free = core_of
+                    .get(&cpu)
+                    .is_none_or(|&core| taken_cores.insert(core));
                 if free && chosen.insert(cpu) {
                     cpus.push(cpu);
                 }
@@ -456,8 +463,8 @@ pub const DRAM_SETS: u64 = 16;
 /// largest cache (so the cache cannot serve it), at least 8 MiB, at most the one-thread set.
 pub fn dram_floor(machine: &Machine, threads: usize) -> u64 {
     let single = dram_single(machine);
-    let share = (machine.data_caches().last())
-        .map_or(32 * MIB, |cache| thread_share(cache, threads));
+    let share =
+        (machine.data_caches().last()).map_or(32 * MIB, |cache| thread_share(cache, threads));
     round_to_granule((4 * share).max(8 * MIB)).min(single)
 }
 
@@ -583,15 +590,29 @@ pub(crate) mod tests {
             assert_eq!(ladder.counts, want, "{nodes} nodes");
             assert_eq!(ladder.nodes, nodes);
             assert!(ladder.counts.len() <= MAX_LADDER_COUNTS);
-            assert!(ladder.describe().contains(&format!("on {nodes} NUMA nodes")));
-            assert_eq!(parse_thread_counts_or("auto", 2 * nodes * cores, &ladder.counts).unwrap(), want);
+            assert!(ladder
+                .describe()
+                .contains(&format!("on {nodes} NUMA nodes")));
+            assert_eq!(
+                parse_thread_counts_or("auto", 2 * nodes * cores, &ladder.counts).unwrap(),
+                want
+            );
         }
         // 64 nodes would make 9 rungs: thinned to 8, keeping 1, every core and every CPU.
         let ladder = thread_ladder(&server(64, 4), 0);
-        assert_eq!(ladder.counts.len(), MAX_LADDER_COUNTS, "{:?}", ladder.counts);
+        assert_eq!(
+            ladder.counts.len(),
+            MAX_LADDER_COUNTS,
+            "{:?}",
+            ladder.counts
+        );
         assert_eq!(ladder.counts[0], 1);
         assert_eq!(ladder.counts[MAX_LADDER_COUNTS - 2..], [256, 512]);
-        assert!(ladder.counts.windows(2).all(|w| w[0] < w[1]), "{:?}", ladder.counts);
+        assert!(
+            ladder.counts.windows(2).all(|w| w[0] < w[1]),
+            "{:?}",
+            ladder.counts
+        );
         // One node, or no NUMA information: 1 and all, as before.
         let one = server(1, 4);
         assert_eq!(thread_ladder(&one, 7).counts, [1, 8]);
@@ -621,7 +642,11 @@ pub(crate) mod tests {
             let mut cores_seen: Vec<usize> = order[..total].iter().map(|&c| core(c)).collect();
             cores_seen.sort_unstable();
             cores_seen.dedup();
-            assert_eq!(cores_seen.len(), total, "{nodes} nodes: a sibling before a free core");
+            assert_eq!(
+                cores_seen.len(),
+                total,
+                "{nodes} nodes: a sibling before a free core"
+            );
             // Each ladder count up to every core uses whole nodes: k nodes' cores are on k
             // nodes, `cores` threads on each; the first is the measuring CPU's node, the
             // second one of its socket.
@@ -632,7 +657,11 @@ pub(crate) mod tests {
                     per_node[node_of(&machine, cpu)] += 1;
                 }
                 let used: Vec<usize> = per_node.iter().copied().filter(|&n| n > 0).collect();
-                assert_eq!(used, vec![cores; k], "{nodes} nodes, {k} node(s): {per_node:?}");
+                assert_eq!(
+                    used,
+                    vec![cores; k],
+                    "{nodes} nodes, {k} node(s): {per_node:?}"
+                );
                 assert_eq!(per_node[home], cores);
             }
             let second = node_of(&machine, order[cores]);
@@ -662,7 +691,10 @@ pub(crate) mod tests {
             assert!(each >= 8 * MIB, "{threads}: {each}");
             // All together: at most DRAM_SETS one-thread sets, or the floor per thread.
             let total = each * threads as u64;
-            assert!(total <= (DRAM_SETS * 128 * MIB).max(threads as u64 * 8 * MIB), "{threads}: {total}");
+            assert!(
+                total <= (DRAM_SETS * 128 * MIB).max(threads as u64 * 8 * MIB),
+                "{threads}: {total}"
+            );
             assert!(total <= 4 * GIB, "{threads}: {total}");
         }
         // Little memory: the sets shrink to fit, not below the floor.
@@ -671,7 +703,10 @@ pub(crate) mod tests {
             ..machine
         };
         let each = dram_bytes(&tight, 96);
-        assert!(each * 96 <= 2 * GIB / 10 * 9 && each >= dram_floor(&tight, 96), "{each}");
+        assert!(
+            each * 96 <= 2 * GIB / 10 * 9 && each >= dram_floor(&tight, 96),
+            "{each}"
+        );
     }
 
     #[test]

@@ -547,7 +547,11 @@ mod tests {
         assert_eq!(run.timings.len(), 1);
         assert_eq!(run.placement.len(), cpus.len());
         // Every page checked is on node 0 (unknown only where get_mempolicy is refused).
-        assert!(run.placement.iter().flatten().all(|&share| share == 1.0), "{:?}", run.placement);
+        assert!(
+            run.placement.iter().flatten().all(|&share| share == 1.0),
+            "{:?}",
+            run.placement
+        );
     }
 
     #[test]

@@ -530,8 +530,7 @@ pub fn measure(
         sweep,
         cpus: config.cpus.clone(),
         ladder: config.ladder.clone(),
-        membind: (config.membind)
-            .map(|node| MemoryBinding::to(node, machine).placed(placement)),
+        membind: (config.membind).map(|node| MemoryBinding::to(node, machine).placed(placement)),
     })
 }
 

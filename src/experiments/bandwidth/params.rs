@@ -6,12 +6,12 @@ use clap::Args;
 use crate::error::UsageError;
 use crate::experiments::bandwidth::{sweep_working_sets, BandwidthConfig, Sizes};
 use crate::experiments::params::{
-    check_fits_memory, dram_floor, invalid, parse_list, parse_thread_counts_or, sweep_max, thread_cpus,
-    thread_ladder, CommandArgs, MeasureArgs, MeasurePlan,
+    check_fits_memory, dram_floor, invalid, parse_list, parse_thread_counts_or, sweep_max,
+    thread_cpus, thread_ladder, CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::experiments::shared::membind::parse_membind;
-use crate::platform::numa_policy;
 use crate::kernels::stream::{self, Isa, KernelSpec};
+use crate::platform::numa_policy;
 use crate::topology::Machine;
 use crate::units::Bytes;
 
@@ -124,7 +124,11 @@ impl BandwidthConfig {
             // The DRAM working sets shrink to fit memory, down to a floor: the floor of
             // the most threads must fit.
             let floor = dram_floor(machine, max_threads as usize);
-            check_fits_memory("--threads (× the DRAM working set)", Bytes(floor * max_threads), machine)?;
+            check_fits_memory(
+                "--threads (× the DRAM working set)",
+                Bytes(floor * max_threads),
+                machine,
+            )?;
         }
         let sweep_kernels = if args.sweep {
             Some(parse_kernels("--sweep-kernels", &args.sweep_kernels)?)
@@ -205,7 +209,11 @@ mod tests {
             // or 8 MiB per thread beyond 256 threads, plus the arrays' padding), where 384
             // threads of 128 MiB each mapped 48 GiB.
             for (threads, bytes) in config.footprint(&machine) {
-                assert!(bytes <= 4 * GIB, "{threads} threads map {} MiB", bytes / MIB);
+                assert!(
+                    bytes <= 4 * GIB,
+                    "{threads} threads map {} MiB",
+                    bytes / MIB
+                );
             }
             // Each count's points: every kernel at 4 levels, so the table's time is
             // counts × kernels × levels trials, whatever the CPUs.
@@ -226,7 +234,16 @@ mod tests {
             ..defaults::<BandwidthArgs>()
         };
         let e = BandwidthConfig::resolve(&args, &measure, &machine).unwrap_err();
-        assert!(matches!(e, UsageError::InvalidValue { flag: "--membind", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                UsageError::InvalidValue {
+                    flag: "--membind",
+                    ..
+                }
+            ),
+            "{e}"
+        );
         assert!(e.to_string().contains("'4000'"), "{e}");
     }
 }

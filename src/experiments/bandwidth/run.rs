@@ -20,7 +20,11 @@ impl Experiment for BandwidthConfig {
     type Result = BandwidthResult;
 
     fn sampling(&self) -> Option<String> {
-        let counts = self.thread_counts.iter().map(usize::to_string).collect::<Vec<_>>();
+        let counts = self
+            .thread_counts
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>();
         let mut extra = String::new();
         if let Some(ladder) = &self.ladder {
             extra += &format!(

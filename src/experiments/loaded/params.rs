@@ -10,9 +10,9 @@ use crate::experiments::params::{
     parse_thread_counts, thread_cpus, CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::experiments::shared::membind::{parse_membind, MemoryBinding};
-use crate::platform::numa_policy;
 use crate::experiments::shared::page_local::DEFAULT_WINDOW_PAGES;
 use crate::kernels::injector::Mix;
+use crate::platform::numa_policy;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::Machine;
 use crate::units::Bytes;

@@ -162,7 +162,10 @@ mod tests {
     fn a_cpu_less_node_with_memory_is_a_binding_target() {
         let machine = two_sockets_two_cxl();
         assert_eq!(parse_membind("2", &machine, None).unwrap(), 2);
-        assert_eq!(parse_membind(" 0 ", &machine, Some(&[0, 1, 2, 3])).unwrap(), 0);
+        assert_eq!(
+            parse_membind(" 0 ", &machine, Some(&[0, 1, 2, 3])).unwrap(),
+            0
+        );
         let binding = MemoryBinding::to(3, &machine);
         assert_eq!((binding.kind, binding.cpu_less), (MemoryKind::Cxl, true));
         let placed = MemoryBinding {
@@ -208,7 +211,11 @@ mod tests {
         assert_eq!(placed(vec![Some(1.0), None]), None);
         assert_eq!(placed(vec![]), None);
         let partly = binding.placed([Some(0.5)]);
-        assert!(partly.describe().contains("only 50%"), "{}", partly.describe());
+        assert!(
+            partly.describe().contains("only 50%"),
+            "{}",
+            partly.describe()
+        );
         assert_eq!(
             MemoryBinding::to(0, &Machine::default()).describe(),
             "memory bound to node 0 (placement not verified: get_mempolicy unavailable)"
@@ -217,7 +224,8 @@ mod tests {
 
     #[test]
     fn a_buffer_bound_to_node_0_is_all_there() {
-        let arena = match Arena::new_on_node(crate::units::Bytes::mib(1), PagePolicy::Base, Some(0)) {
+        let arena = match Arena::new_on_node(crate::units::Bytes::mib(1), PagePolicy::Base, Some(0))
+        {
             Ok(arena) => arena,
             Err(error) => return eprintln!("skipped: {error}"),
         };
