@@ -1,11 +1,16 @@
 //! What every experiment's parameters share: the measuring flags (`MeasureArgs`, clap) and
 //! their resolution against the machine (`MeasurePlan`), and the parse helpers each room's
-//! `params.rs` uses to turn its own flags into its validated configuration. Below the
-//! rooms: nothing here imports the command line, the plan or the commands.
+//! `params.rs` uses to turn its own flags into its validated configuration, among them
+//! the order threads take CPUs in and the default thread counts of a machine of many
+//! cores and nodes (`thread_cpus`, `thread_ladder`), and the DRAM working set of one of
+//! many threads (`dram_bytes`). Below the rooms: nothing here imports the command line,
+//! the plan or the commands.
 
 use clap::Args;
+use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::shared::sizing::{level_working_sets, round_to_granule, thread_share};
 pub use crate::flags::{invalid, parse_count, parse_duration, SaveArgs};
 use crate::flags::{CsvArg, JsonArg};
 use crate::platform::arena::PagePolicy;
@@ -199,11 +204,29 @@ pub fn sweep_max(measure: &MeasurePlan, machine: &Machine) -> u64 {
     }
 }
 
-/// Thread counts from "1,2" or "all"; each from 1 to the CPUs this process may use.
+/// Thread counts from "1,2", "all" or "auto"; each from 1 to the CPUs this process may
+/// use. "auto" is 1 and all of them (see `thread_ladder` for the counts a machine of
+/// several NUMA nodes gets).
 pub fn parse_thread_counts(text: &str, available: usize) -> Result<Vec<usize>, UsageError> {
+    parse_thread_counts_or(text, available, &[1, available])
+}
+
+/// As `parse_thread_counts`, with "auto" meaning the counts `auto` (each at most
+/// `available`), e.g. the machine's `thread_ladder`.
+pub fn parse_thread_counts_or(
+    text: &str,
+    available: usize,
+    auto: &[usize],
+) -> Result<Vec<usize>, UsageError> {
     let expected = format!(
-        "thread counts from 1 to {available} or 'all', comma-separated (e.g. 1,{available})"
+        "thread counts from 1 to {available}, 'all' or 'auto', comma-separated (e.g. 1,{available})"
     );
+    if text.trim() == "auto" {
+        let mut counts: Vec<usize> = auto.iter().map(|&n| n.clamp(1, available.max(1))).collect();
+        counts.sort_unstable();
+        counts.dedup();
+        return Ok(counts);
+    }
     let mut counts = parse_list(text, |part| match part {
         "all" => Ok(available),
         _ => part
@@ -250,33 +273,223 @@ pub fn parse_size(
     Ok(bytes)
 }
 
-/// CPUs in the order threads take them: the measuring CPU first, then CPUs on other cores
-/// (so two threads do not share a core while a core is free), then SMT siblings.
+/// CPUs in the order threads take them: the measuring CPU first, then one CPU of every
+/// other core, node by node (the measuring CPU's node first, then the others nearest first
+/// by SLIT distance, then by id), so that N threads fill whole nodes in turn and no two
+/// share a core while a core is free anywhere; then the SMT siblings, node by node. CPUs
+/// the topology places on no node come after the nodes' own. Linear in the CPUs.
 pub fn thread_cpus(machine: &Machine, first: usize) -> Vec<usize> {
-    let sibling_of = |a: usize, b: usize| {
-        machine
-            .smt_sibling_groups
-            .iter()
-            .any(|g| g.contains(&a) && g.contains(&b))
-    };
-    let mut order = vec![first];
-    let rest: Vec<usize> = machine
-        .allowed_cpus
+    ThreadOrder::of(machine, first).cpus
+}
+
+/// The most thread counts `thread_ladder` gives: each count is a table of every kernel at
+/// every level, so the table's time grows with the counts, not with the CPUs.
+pub const MAX_LADDER_COUNTS: usize = 8;
+
+/// The default thread counts ("auto"). On one NUMA node (or without NUMA information):
+/// 1 and every CPU, as ever. On several nodes with CPUs, a short ladder in whole nodes:
+/// 1, one node's cores, 2, 4, 8, … nodes' cores, every core, every CPU (with SMT
+/// siblings), at most `MAX_LADDER_COUNTS` of them (the middle rungs thinned evenly), so
+/// a 384-CPU machine of 16 nodes runs 7 counts, not 384. Counts are prefixes of
+/// `thread_cpus(machine, first)`: "2 nodes' cores" is exactly the cores of the first two
+/// nodes in that order.
+pub fn thread_ladder(machine: &Machine, first: usize) -> ThreadLadder {
+    let order = ThreadOrder::of(machine, first);
+    let all = order.cpus.len();
+    let cores: Vec<usize> = order
+        .cores_per_node
         .iter()
         .copied()
-        .filter(|&c| c != first)
+        .filter(|&c| c > 0)
         .collect();
-    for &cpu in &rest {
-        if !order.iter().any(|&o| sibling_of(o, cpu)) {
-            order.push(cpu);
+    if cores.len() < 2 {
+        let mut counts = vec![1, all.max(1)];
+        counts.dedup();
+        return ThreadLadder { counts, nodes: 1 };
+    }
+    let cumulative: Vec<usize> = cores
+        .iter()
+        .scan(0, |sum, &c| {
+            *sum += c;
+            Some(*sum)
+        })
+        .collect();
+    let mut counts = vec![1];
+    let mut nodes = 1;
+    while nodes < cores.len() {
+        counts.push(cumulative[nodes - 1]);
+        nodes *= 2;
+    }
+    counts.push(cumulative[cores.len() - 1]);
+    counts.push(all);
+    counts.sort_unstable();
+    counts.dedup();
+    ThreadLadder {
+        counts: thin(counts, MAX_LADDER_COUNTS),
+        nodes: cores.len(),
+    }
+}
+
+/// The default thread counts of a machine (`thread_ladder`), as a result records them when
+/// they ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadLadder {
+    pub counts: Vec<usize>,
+    /// NUMA nodes with CPUs this process may use; the counts step in whole nodes when
+    /// there are two or more.
+    pub nodes: usize,
+}
+
+impl ThreadLadder {
+    /// Whether the counts step in whole nodes (several nodes), not just 1 and all.
+    pub fn per_node(&self) -> bool {
+        self.nodes >= 2
+    }
+
+    /// "thread counts 1, 16, 32, 64, 128, 256 ran (the default on 8 NUMA nodes: one
+    /// thread, then whole nodes' cores in turn, every core, every CPU)".
+    pub fn describe(&self) -> String {
+        let counts: Vec<String> = self.counts.iter().map(usize::to_string).collect();
+        format!(
+            "thread counts {} ran (the default on {} NUMA nodes: one thread, then whole \
+             nodes' cores in turn, every core, every CPU; --threads picks others)",
+            counts.join(", "),
+            self.nodes
+        )
+    }
+}
+
+/// At most `max` (≥ 3) of the ascending `counts`: the first, the last two (every core,
+/// every CPU) and evenly spaced ones between.
+fn thin(counts: Vec<usize>, max: usize) -> Vec<usize> {
+    if counts.len() <= max {
+        return counts;
+    }
+    let n = counts.len();
+    let middle = &counts[1..n - 2];
+    let keep = max - 3;
+    let mut out = vec![counts[0]];
+    out.extend((0..keep).map(|k| middle[(k * (middle.len() - 1)) / (keep - 1).max(1)]));
+    out.extend_from_slice(&counts[n - 2..]);
+    out.dedup();
+    out
+}
+
+/// The order threads take CPUs in (`thread_cpus`) and how many cores of each node it
+/// takes before the first SMT sibling (nodes in that order; CPUs of no node not counted).
+struct ThreadOrder {
+    cpus: Vec<usize>,
+    cores_per_node: Vec<usize>,
+}
+
+impl ThreadOrder {
+    fn of(machine: &Machine, first: usize) -> ThreadOrder {
+        use std::collections::{HashMap, HashSet};
+        let allowed: HashSet<usize> = machine.allowed_cpus.iter().copied().collect();
+        // The nodes with CPUs this process may use: the first CPU's node, then the others
+        // nearest to it first.
+        let home = machine
+            .numa_nodes
+            .iter()
+            .position(|n| n.cpus.contains(&first));
+        let distance = |index: usize| -> u32 {
+            home.and_then(|h| machine.numa_nodes[h].distances.get(index).copied())
+                .unwrap_or(u32::MAX)
+        };
+        let mut nodes: Vec<usize> = (0..machine.numa_nodes.len()).collect();
+        nodes.sort_by_key(|&i| (Some(i) != home, distance(i), machine.numa_nodes[i].id));
+        let mut placed: HashSet<usize> = HashSet::new();
+        // (whether the group is a node, its CPUs in order); the measuring CPU leads.
+        let mut groups: Vec<(bool, Vec<usize>)> = Vec::new();
+        if home.is_none() {
+            groups.push((false, vec![first]));
+        }
+        for i in nodes {
+            let mut cpus: Vec<usize> = (machine.numa_nodes[i].cpus.iter().copied())
+                .filter(|c| allowed.contains(c) && *c != first && placed.insert(*c))
+                .collect();
+            cpus.sort_unstable();
+            if Some(i) == home {
+                cpus.insert(0, first);
+            }
+            if !cpus.is_empty() {
+                groups.push((true, cpus));
+            }
+        }
+        let rest: Vec<usize> = (machine.allowed_cpus.iter().copied())
+            .filter(|&c| c != first && !placed.contains(&c))
+            .collect();
+        groups.push((false, rest));
+
+        let core_of: HashMap<usize, usize> = (machine.smt_sibling_groups.iter().enumerate())
+            .flat_map(|(core, group)| group.iter().map(move |&cpu| (cpu, core)))
+            .collect();
+        let mut taken_cores = HashSet::new();
+        let mut chosen = HashSet::new();
+        let mut cpus = Vec::with_capacity(machine.allowed_cpus.len() + 1);
+        let mut cores_per_node = Vec::with_capacity(groups.len());
+        for (is_node, group) in &groups {
+            let before = cpus.len();
+            for &cpu in group {
+                let free = core_of
+                    .get(&cpu)
+                    .is_none_or(|&core| taken_cores.insert(core));
+                if free && chosen.insert(cpu) {
+                    cpus.push(cpu);
+                }
+            }
+            if *is_node {
+                cores_per_node.push(cpus.len() - before);
+            }
+        }
+        for (_, group) in &groups {
+            cpus.extend(group.iter().copied().filter(|&cpu| chosen.insert(cpu)));
+        }
+        ThreadOrder {
+            cpus,
+            cores_per_node,
         }
     }
-    for &cpu in &rest {
-        if !order.contains(&cpu) {
-            order.push(cpu);
-        }
+}
+
+/// Threads up to which each keeps the one-thread DRAM working set; beyond, the DRAM
+/// working sets of all threads together stay at this many one-thread sets (2 GiB with a
+/// largest cache up to 32 MiB), down to `dram_floor` per thread. Without it, 384 threads
+/// each streaming four times the largest cache mapped 48 GiB or more, and one pass over
+/// it took longer than a whole trial.
+pub const DRAM_SETS: u64 = 16;
+
+/// The smallest DRAM working set of one of `threads` threads: four times its share of the
+/// largest cache (so the cache cannot serve it), at least 8 MiB, at most the one-thread set.
+pub fn dram_floor(machine: &Machine, threads: usize) -> u64 {
+    let single = dram_single(machine);
+    let share =
+        (machine.data_caches().last()).map_or(32 * MIB, |cache| thread_share(cache, threads));
+    round_to_granule((4 * share).max(8 * MIB)).min(single)
+}
+
+/// The DRAM working set of one thread alone (`level_working_sets`).
+fn dram_single(machine: &Machine) -> u64 {
+    level_working_sets(machine, 1)
+        .last()
+        .map_or(128 * MIB, |(_, bytes)| *bytes)
+}
+
+/// The DRAM working set of one of `threads` threads: the one-thread set up to `DRAM_SETS`
+/// threads, then shrinking so that all together stay at `DRAM_SETS` sets, never below
+/// `dram_floor`; and when all threads' sets would not fit the memory available now, the
+/// share that does (never below the floor, which `resolve` checked fits).
+pub fn dram_bytes(machine: &Machine, threads: usize) -> u64 {
+    let threads = threads.max(1) as u64;
+    let single = dram_single(machine);
+    let floor = dram_floor(machine, threads as usize);
+    let mut bytes = (single * DRAM_SETS / threads).clamp(floor, single);
+    let available = machine.available_memory().bytes;
+    if available > 0 {
+        let fits = (available / 10 * 9 / threads).saturating_sub(64 * KIB);
+        bytes = bytes.min(fits).max(floor);
     }
-    order
+    round_to_granule(bytes)
 }
 
 /// A working set that must fit in the memory available now (MemAvailable, or the
@@ -309,10 +522,192 @@ pub fn defaults<A: clap::Args + clap::FromArgMatches>() -> A {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::topology::cgroup::{CgroupMemoryLimit, LimitSource};
+    use crate::topology::{CacheInfo, CacheKind, NumaNode};
     use crate::units::GIB;
+
+    /// A server numbered as Linux numbers them: `nodes` nodes of `cores` cores each, two
+    /// SMT threads per core (CPU c and c + all cores), two sockets of `nodes / 2` nodes
+    /// (SLIT 10 local, 12 same socket, 32 across), an L3 of 32 MiB per 8 cores, 64 GiB
+    /// per node.
+    pub(crate) fn server(nodes: usize, cores: usize) -> Machine {
+        let total = nodes * cores;
+        let socket = |n: usize| n / (nodes / 2).max(1);
+        let numa_nodes = (0..nodes)
+            .map(|n| NumaNode {
+                id: n,
+                cpus: (n * cores..(n + 1) * cores)
+                    .flat_map(|c| [c, c + total])
+                    .collect(),
+                memory_total_bytes: 64 * GIB,
+                distances: (0..nodes)
+                    .map(|m| match (m == n, socket(m) == socket(n)) {
+                        (true, _) => 10,
+                        (false, true) => 12,
+                        (false, false) => 32,
+                    })
+                    .collect(),
+                ..NumaNode::default()
+            })
+            .collect();
+        let l3_cpus: Vec<usize> = (0..8).flat_map(|c| [c, c + total]).collect();
+        Machine {
+            logical_cpus: 2 * total,
+            physical_cores: total,
+            threads_per_core: 2,
+            smt_sibling_groups: (0..total).map(|c| vec![c, c + total]).collect(),
+            allowed_cpus: (0..2 * total).collect(),
+            caches: vec![
+                CacheInfo::sample(1, CacheKind::Data, 48 * KIB, vec![0, total]),
+                CacheInfo::sample(2, CacheKind::Unified, 2 * MIB, vec![0, total]),
+                CacheInfo::sample(3, CacheKind::Unified, 32 * MIB, l3_cpus),
+            ],
+            numa_nodes,
+            memory_total_bytes: nodes as u64 * 64 * GIB,
+            memory_available_bytes: nodes as u64 * 60 * GIB,
+            ..Machine::default()
+        }
+    }
+
+    fn node_of(machine: &Machine, cpu: usize) -> usize {
+        (machine.numa_nodes.iter())
+            .find(|n| n.cpus.contains(&cpu))
+            .map(|n| n.id)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_default_counts_of_big_servers_are_a_short_ladder_of_whole_nodes() {
+        for (nodes, cores, want) in [
+            (8, 16, vec![1, 16, 32, 64, 128, 256]),
+            (16, 12, vec![1, 12, 24, 48, 96, 192, 384]),
+        ] {
+            let machine = server(nodes, cores);
+            let last = *machine.allowed_cpus.last().unwrap();
+            let ladder = thread_ladder(&machine, last);
+            assert_eq!(ladder.counts, want, "{nodes} nodes");
+            assert_eq!(ladder.nodes, nodes);
+            assert!(ladder.counts.len() <= MAX_LADDER_COUNTS);
+            assert!(ladder
+                .describe()
+                .contains(&format!("on {nodes} NUMA nodes")));
+            assert_eq!(
+                parse_thread_counts_or("auto", 2 * nodes * cores, &ladder.counts).unwrap(),
+                want
+            );
+        }
+        // 64 nodes would make 9 rungs: thinned to 8, keeping 1, every core and every CPU.
+        let ladder = thread_ladder(&server(64, 4), 0);
+        assert_eq!(
+            ladder.counts.len(),
+            MAX_LADDER_COUNTS,
+            "{:?}",
+            ladder.counts
+        );
+        assert_eq!(ladder.counts[0], 1);
+        assert_eq!(ladder.counts[MAX_LADDER_COUNTS - 2..], [256, 512]);
+        assert!(
+            ladder.counts.windows(2).all(|w| w[0] < w[1]),
+            "{:?}",
+            ladder.counts
+        );
+        // One node, or no NUMA information: 1 and all, as before.
+        let one = server(1, 4);
+        assert_eq!(thread_ladder(&one, 7).counts, [1, 8]);
+        assert!(!thread_ladder(&one, 7).per_node());
+        let bare = Machine {
+            allowed_cpus: vec![0, 1],
+            ..Machine::default()
+        };
+        assert_eq!(thread_ladder(&bare, 1).counts, [1, 2]);
+        assert_eq!(parse_thread_counts("auto", 2).unwrap(), [1, 2]);
+    }
+
+    #[test]
+    fn threads_fill_whole_nodes_in_turn_and_take_no_sibling_before_a_free_core() {
+        for (nodes, cores) in [(8, 16), (16, 12)] {
+            let machine = server(nodes, cores);
+            let total = nodes * cores;
+            let first = 2 * total - 1; // the default CPU: the last, an SMT sibling
+            let order = thread_cpus(&machine, first);
+            // Every allowed CPU once, the measuring one first.
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, machine.allowed_cpus);
+            assert_eq!(order[0], first);
+            // The first `total` threads are one per core.
+            let core = |c: usize| c % total;
+            let mut cores_seen: Vec<usize> = order[..total].iter().map(|&c| core(c)).collect();
+            cores_seen.sort_unstable();
+            cores_seen.dedup();
+            assert_eq!(
+                cores_seen.len(),
+                total,
+                "{nodes} nodes: a sibling before a free core"
+            );
+            // Each ladder count up to every core uses whole nodes: k nodes' cores are on k
+            // nodes, `cores` threads on each; the first is the measuring CPU's node, the
+            // second one of its socket.
+            let home = node_of(&machine, first);
+            for k in [1, 2, 4, nodes] {
+                let mut per_node = vec![0; nodes];
+                for &cpu in &order[..k * cores] {
+                    per_node[node_of(&machine, cpu)] += 1;
+                }
+                let used: Vec<usize> = per_node.iter().copied().filter(|&n| n > 0).collect();
+                assert_eq!(
+                    used,
+                    vec![cores; k],
+                    "{nodes} nodes, {k} node(s): {per_node:?}"
+                );
+                assert_eq!(per_node[home], cores);
+            }
+            let second = node_of(&machine, order[cores]);
+            assert_eq!(machine.numa_nodes[home].distances[second], 12);
+            // The siblings follow in the same node order.
+            assert_eq!(node_of(&machine, order[total]), home);
+        }
+        // Without NUMA nodes: the old order (first, other cores, siblings).
+        let bare = Machine {
+            allowed_cpus: (0..4).collect(),
+            smt_sibling_groups: vec![vec![0, 2], vec![1, 3]],
+            ..Machine::default()
+        };
+        assert_eq!(thread_cpus(&bare, 3), [3, 0, 1, 2]);
+        assert_eq!(thread_cpus(&bare, 9), [9, 0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn many_threads_share_a_bounded_dram_working_set() {
+        let machine = server(16, 12);
+        // One thread, and up to DRAM_SETS: the one-thread set (4 × 32 MiB).
+        assert_eq!(dram_bytes(&machine, 1), 128 * MIB);
+        assert_eq!(dram_bytes(&machine, DRAM_SETS as usize), 128 * MIB);
+        for threads in [32, 96, 192, 384] {
+            let each = dram_bytes(&machine, threads);
+            // Beyond its share of the L3 (32 MiB over at most 16 CPUs) four times over.
+            assert!(each >= 8 * MIB, "{threads}: {each}");
+            // All together: at most DRAM_SETS one-thread sets, or the floor per thread.
+            let total = each * threads as u64;
+            assert!(
+                total <= (DRAM_SETS * 128 * MIB).max(threads as u64 * 8 * MIB),
+                "{threads}: {total}"
+            );
+            assert!(total <= 4 * GIB, "{threads}: {total}");
+        }
+        // Little memory: the sets shrink to fit, not below the floor.
+        let tight = Machine {
+            memory_available_bytes: 2 * GIB,
+            ..machine
+        };
+        let each = dram_bytes(&tight, 96);
+        assert!(
+            each * 96 <= 2 * GIB / 10 * 9 && each >= dram_floor(&tight, 96),
+            "{each}"
+        );
+    }
 
     #[test]
     fn a_cpu_list_is_refused_as_a_list() {

@@ -137,6 +137,8 @@ pub fn cpu_ticks(cpus: &[usize]) -> Option<CpuTicks> {
 }
 
 fn parse_cpu_ticks(stat: &str, cpus: &[usize]) -> CpuTicks {
+    // A set: /proc/stat of a 384-CPU server has 384 lines to match against 384 CPUs.
+    let cpus: HashSet<usize> = cpus.iter().copied().collect();
     let mut ticks = CpuTicks::default();
     for line in stat.lines() {
         let Some(rest) = line.strip_prefix("cpu") else {

@@ -16,6 +16,13 @@
 //! microseconds to wake (more under a hypervisor), which would skew the start of a
 //! millisecond trial across threads and understate the bandwidth of short trials.
 //!
+//! A team's arenas can be bound to one NUMA node (`run_jobs_on` with `Buffers::node`, for
+//! `--membind`): each worker then checks a sample of its pages landed there.
+//!
+//! Nothing here grows faster than the workers: the barrier is one counter, each trial's
+//! spans one slot per worker, so a team of hundreds of workers costs per trial what its
+//! slowest worker costs.
+//!
 //! Trial length adapts per job: the workers run doubling repetition counts together until
 //! one trial lasts a quarter of the target, then size every trial to the target.
 
@@ -196,6 +203,49 @@ pub fn run_jobs(
     jobs: &[&dyn TeamJob],
     on_job_done: &(dyn Fn(usize) + Sync),
 ) -> Result<Vec<JobTiming>, UsageError> {
+    let buffers = Buffers {
+        bytes: arena_bytes,
+        pages,
+        node: None,
+    };
+    run_jobs_on(cpus, buffers, timer, policy, jobs, on_job_done).map(|team| team.timings)
+}
+
+/// The arena every worker maps: its size, page policy and, with `Some(node)`, the NUMA
+/// node its pages are bound to (else they come from the worker's own node).
+#[derive(Debug, Clone, Copy)]
+pub struct Buffers {
+    pub bytes: Bytes,
+    pub pages: PagePolicy,
+    pub node: Option<usize>,
+}
+
+/// What `run_jobs_on` measured: one timing per job, and for arenas bound to a node, each
+/// worker's share of sampled pages found on it (None where it could not be asked).
+#[derive(Debug, Clone)]
+pub struct TeamRun {
+    pub timings: Vec<JobTiming>,
+    pub placement: Vec<Option<f64>>,
+}
+
+/// Pages sampled per worker arena to verify a binding.
+const PLACEMENT_SAMPLES: usize = 32;
+
+/// As `run_jobs`, each worker's arena made as `buffers` says; a bound arena's placement is
+/// checked on a sample of its pages by its worker once it is touched.
+pub fn run_jobs_on(
+    cpus: &[usize],
+    buffers: Buffers,
+    timer: &Timer,
+    policy: TrialPolicy,
+    jobs: &[&dyn TeamJob],
+    on_job_done: &(dyn Fn(usize) + Sync),
+) -> Result<TeamRun, UsageError> {
+    let Buffers {
+        bytes: arena_bytes,
+        pages,
+        node,
+    } = buffers;
     let workers = cpus.len().max(1);
     let clock = timer.across_cpus();
     let barrier = SpinBarrier::new(workers);
@@ -204,15 +254,22 @@ pub fn run_jobs(
     let spans = Spans::new(workers);
     let decision = AtomicUsize::new(1);
     let timings: Mutex<Vec<JobTiming>> = Mutex::new(Vec::with_capacity(jobs.len()));
+    let placement: Mutex<Vec<Option<f64>>> = Mutex::new(Vec::new());
 
     std::thread::scope(|scope| {
         for (worker, &cpu) in cpus.iter().enumerate() {
             let (barrier, failed, any_failed) = (&barrier, &failed, &any_failed);
             let (spans, decision, timings, clock) = (&spans, &decision, &timings, &clock);
+            let placement = &placement;
             scope.spawn(move || {
-                // Pin before mapping: the first touch decides where the pages live.
+                // Pin before mapping: the first touch decides where the pages live (unless
+                // they are bound to a node).
                 let arena = affinity::pin_or_explain(cpu, cpus)
-                    .and_then(|_| Arena::new(arena_bytes, pages));
+                    .and_then(|_| Arena::new_on_node(arena_bytes, pages, node));
+                if let (Ok(arena), Some(node)) = (&arena, node) {
+                    let share = arena.fraction_on_node(node, PLACEMENT_SAMPLES).ok();
+                    placement.lock().expect("placement").push(share);
+                }
                 let arena = match arena {
                     Ok(arena) => Some(arena),
                     Err(error) => {
@@ -304,7 +361,10 @@ pub fn run_jobs(
     if let Some(error) = failed.into_inner().expect("error slot") {
         return Err(error);
     }
-    Ok(timings.into_inner().expect("timings"))
+    Ok(TeamRun {
+        timings: timings.into_inner().expect("timings"),
+        placement: placement.into_inner().expect("placement"),
+    })
 }
 
 #[cfg(test)]
@@ -459,6 +519,39 @@ mod tests {
         // Every attempt was made, and every one is kept (none ran together).
         assert_eq!(timing.attempts, 5 * ATTEMPTS_PER_TRIAL);
         assert_eq!(timing.trials_ns.len(), timing.attempts);
+    }
+
+    #[test]
+    fn a_team_bound_to_node_0_checks_every_workers_pages() {
+        let cpus = affinity::allowed_cpus().unwrap();
+        let cpus: Vec<usize> = cpus.iter().copied().take(2).collect();
+        let run = run_jobs_on(
+            &cpus,
+            Buffers {
+                bytes: Bytes(1 << 20),
+                pages: PagePolicy::Base,
+                node: Some(0),
+            },
+            &Timer::monotonic(),
+            TrialPolicy {
+                trial_ns: 1e5,
+                trials: 1,
+            },
+            &[&Spin],
+            &|_| {},
+        );
+        let run = match run {
+            Ok(run) => run,
+            Err(error) => return eprintln!("skipped: node 0 cannot be bound here: {error}"),
+        };
+        assert_eq!(run.timings.len(), 1);
+        assert_eq!(run.placement.len(), cpus.len());
+        // Every page checked is on node 0 (unknown only where get_mempolicy is refused).
+        assert!(
+            run.placement.iter().flatten().all(|&share| share == 1.0),
+            "{:?}",
+            run.placement
+        );
     }
 
     #[test]

@@ -78,7 +78,17 @@ impl<'a> Session<'a> {
     /// that was not obtained is an error when none of a large buffer got huge pages, a
     /// warning when part of it did.
     pub fn allocate(&mut self, bytes: Bytes) -> Result<Arena, UsageError> {
-        let arena = Arena::new(bytes, self.pages)?;
+        self.allocate_on_node(bytes, None)
+    }
+
+    /// As `allocate`, with `Some(node)` the pages bound to that NUMA node
+    /// (`Arena::new_on_node`; `--membind`).
+    pub fn allocate_on_node(
+        &mut self,
+        bytes: Bytes,
+        node: Option<usize>,
+    ) -> Result<Arena, UsageError> {
+        let arena = Arena::new_on_node(bytes, self.pages, node)?;
         let obtained = arena.obtained();
         if self.pages == PagePolicy::Thp && obtained.huge_fraction < 0.9 {
             if obtained.huge_fraction == 0.0 && arena.len() >= 4 << 20 {

@@ -812,3 +812,30 @@ fn every_subcommand_help_ends_with_examples() {
         );
     }
 }
+
+#[test]
+fn membind_binds_bandwidth_and_loaded_buffers_and_refuses_a_node_without_memory() {
+    // A node that does not exist: a usage error naming the nodes that would do.
+    for command in ["bandwidth", "loaded"] {
+        memscope(&format!("{command} --quick --membind 4000"))
+            .assert()
+            .code(2)
+            .stderr(
+                predicate::str::contains("'4000' for --membind")
+                    .and(predicate::str::contains("a NUMA node with memory")),
+            );
+    }
+    // Node 0 exists everywhere NUMA does: the result records it and where pages landed.
+    let report = measured_json(
+        "bandwidth --quick --kernels read --threads 1 --sizes 64K --membind 0 --json -",
+    );
+    let binding = &report["experiments"]["bandwidth"]["membind"];
+    assert_eq!(binding["node"], 0, "{binding}");
+    if let Some(share) = binding["placement"].as_f64() {
+        assert_eq!(share, 1.0, "{binding}");
+    }
+    // Without the flag nothing is recorded (the output is as it was).
+    let report = measured_json("bandwidth --quick --kernels read --threads 1 --sizes 64K --json -");
+    assert!(report["experiments"]["bandwidth"].get("membind").is_none());
+    assert!(report["experiments"]["bandwidth"].get("ladder").is_none());
+}

@@ -8,6 +8,14 @@
 //! own arena, first-touched by itself; all threads start each trial together and a trial
 //! lasts from the first thread's start to the last one's end (its union interval). A row
 //! whose threads did not run together (overlap below 90% in every trial) is flagged.
+//!
+//! With `--membind NODE` every array (and the vector-width probe's) is bound to one NUMA
+//! node, CPU-less ones included, and each thread checks a sample of its pages landed
+//! there. On a machine of several nodes the default thread counts are a short ladder in
+//! whole nodes (`params::thread_ladder`), and past 16 threads each thread's DRAM working
+//! set shrinks so that all of them together stay near 16 one-thread sets
+//! (`params::dram_bytes`):
+//! the table's memory and time grow with the counts, not with the CPUs.
 
 pub mod charts;
 pub mod figures;
@@ -19,14 +27,16 @@ pub mod view;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::params::{dram_bytes, ThreadLadder};
 use crate::experiments::shared::level::Level;
+use crate::experiments::shared::membind::MemoryBinding;
 use crate::experiments::shared::sizing::{
     level_working_sets, round_to_granule, sweep_sizes, thread_share,
 };
 use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::cpu_time;
-use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
+use crate::platform::team::{run_jobs_on, Buffers, TeamJob, TrialPolicy};
 use crate::platform::timer::Timer;
 use crate::session::progress::Progress;
 use crate::stats::Summary;
@@ -47,6 +57,12 @@ pub struct BandwidthResult {
     pub sweep: Vec<BandwidthRow>,
     /// The CPUs the threads ran on, in the order they were used.
     pub cpus: Vec<usize>,
+    /// The default thread counts of a machine of several NUMA nodes, when they ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ladder: Option<ThreadLadder>,
+    /// `--membind`: the node every array was bound to, and where the pages were found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub membind: Option<MemoryBinding>,
 }
 
 /// A kernel of the registry (`stream::KERNELS`), written in reports by its name: a report
@@ -171,8 +187,12 @@ pub struct BandwidthConfig {
     /// The instruction set; None: probe for the fastest (`probe_isa`).
     pub isa: Option<Isa>,
     pub thread_counts: Vec<usize>,
+    /// The machine's default counts, when they ran and step in whole NUMA nodes.
+    pub ladder: Option<ThreadLadder>,
     /// CPUs in the order threads are placed (the measuring CPU of one-thread runs first).
     pub cpus: Vec<usize>,
+    /// `--membind`: the node every thread's arrays are bound to.
+    pub membind: Option<usize>,
     pub sizes: Sizes,
     /// Kernels and working sets of the size sweep (first thread count only); empty: none.
     pub sweep_kernels: Vec<&'static KernelSpec>,
@@ -183,20 +203,44 @@ pub struct BandwidthConfig {
 }
 
 impl BandwidthConfig {
-    /// The largest arena one thread maps: the largest working set plus the padding that
-    /// staggers a kernel's arrays (under 64 KiB).
-    fn largest_arena_bytes(&self, machine: &Machine) -> u64 {
+    /// The largest arena one of `threads` threads maps: the largest working set plus the
+    /// padding that staggers a kernel's arrays (under 64 KiB). The sweep runs at the first
+    /// count only.
+    fn largest_arena_bytes(&self, machine: &Machine, threads: usize) -> u64 {
         let levels = match &self.sizes {
-            Sizes::Levels => level_working_sets(machine, 1)
+            Sizes::Levels => columns(machine, threads)
                 .into_iter()
                 .map(|(_, b)| b)
                 .max()
                 .unwrap_or(0),
             Sizes::Custom(list) => list.iter().copied().max().unwrap_or(0),
         };
-        let sweep = self.sweep_sizes.iter().copied().max().unwrap_or(0);
+        let first = self.thread_counts.first() == Some(&threads);
+        let sweep = (self.sweep_sizes.iter().copied().max())
+            .filter(|_| first)
+            .unwrap_or(0);
         levels.max(sweep) + 64 * KIB
     }
+
+    /// Bytes all threads map together at each thread count (`threads` × the largest
+    /// arena): what the run needs in memory at its largest.
+    pub fn footprint(&self, machine: &Machine) -> Vec<(usize, u64)> {
+        (self.thread_counts.iter())
+            .map(|&t| (t, t as u64 * self.largest_arena_bytes(machine, t)))
+            .collect()
+    }
+}
+
+/// The table's working sets for one of `threads` threads: one inside each cache level
+/// (`level_working_sets`) and the DRAM one of `dram_bytes`.
+fn columns(machine: &Machine, threads: usize) -> Vec<(Level, u64)> {
+    let mut sets = level_working_sets(machine, threads);
+    if let Some(dram) = sets.last_mut() {
+        dram.1 = dram_bytes(machine, threads);
+    }
+    sets.into_iter()
+        .map(|(name, bytes)| (Level::from(name), bytes))
+        .collect()
 }
 
 /// Sizes from 4 KiB to `max` with `per_octave` points per doubling, rounded to granules.
@@ -336,6 +380,7 @@ pub fn probe_isa(
     timer: &Timer,
     machine: &Machine,
     pages: PagePolicy,
+    node: Option<usize>,
 ) -> Result<IsaChoice, UsageError> {
     let candidates: Vec<Isa> = [Isa::Avx512, Isa::Avx2, Isa::Sse2]
         .into_iter()
@@ -352,7 +397,7 @@ pub fn probe_isa(
         stream::find("read").expect("read kernel"),
         stream::find("copy").expect("copy kernel"),
     ];
-    let arena = Arena::new(Bytes((2 * array_stride(dram_bytes)) as u64), pages)?;
+    let arena = Arena::new_on_node(Bytes((2 * array_stride(dram_bytes)) as u64), pages, node)?;
     // Fill the inputs once (copy's two arrays cover read's one); every timing below starts
     // with an untimed pass of its own so caches and TLBs are in the state it measures.
     for array_bytes in [cache_bytes, dram_bytes] {
@@ -425,7 +470,7 @@ pub fn measure(
         Some(isa) => IsaChoice::fixed(isa, ChosenBy::Flag),
         None => {
             progress.start("choosing the vector width", 1);
-            let choice = probe_isa(timer, machine, config.pages)?;
+            let choice = probe_isa(timer, machine, config.pages, config.membind)?;
             progress.finish();
             choice
         }
@@ -444,12 +489,10 @@ pub fn measure(
     let core_ghz = machine.core_hz_estimate.map(|hz| hz / 1e9);
     let mut rows = Vec::new();
     let mut sweep = Vec::new();
+    let mut placement = Vec::new();
     for (t, &threads) in config.thread_counts.iter().enumerate() {
         let columns: Vec<(Level, u64)> = match &config.sizes {
-            Sizes::Levels => level_working_sets(machine, threads)
-                .into_iter()
-                .map(|(name, bytes)| (Level::from(name), bytes))
-                .collect(),
+            Sizes::Levels => columns(machine, threads),
             Sizes::Custom(sizes) => sizes.iter().map(|&s| (Level::Custom, s)).collect(),
         };
         let mut points: Vec<(&'static KernelSpec, Level, u64)> = Vec::new();
@@ -473,7 +516,9 @@ pub fn measure(
                 (kernel, level, bytes, isa)
             })
             .collect();
-        let measured = measure_points(config, &points, threads, timer, core_ghz, progress)?;
+        let (measured, shares) =
+            measure_points(config, &points, threads, timer, core_ghz, progress)?;
+        placement.extend(shares);
         let (table, swept) = measured.split_at(table_len);
         rows.extend_from_slice(table);
         sweep.extend_from_slice(swept);
@@ -484,6 +529,8 @@ pub fn measure(
         rows,
         sweep,
         cpus: config.cpus.clone(),
+        ladder: config.ladder.clone(),
+        membind: (config.membind).map(|node| MemoryBinding::to(node, machine).placed(placement)),
     })
 }
 
@@ -518,7 +565,7 @@ fn remeasure_rows(
         if points.is_empty() {
             continue;
         }
-        let again = measure_points(&quick, &points, threads, timer, core_ghz, progress)?;
+        let (again, _) = measure_points(&quick, &points, threads, timer, core_ghz, progress)?;
         pairs.extend(rows.into_iter().cloned().zip(again));
     }
     Ok(pairs)
@@ -531,7 +578,7 @@ fn measure_points(
     timer: &Timer,
     core_ghz: Option<f64>,
     progress: &Progress,
-) -> Result<Vec<BandwidthRow>, UsageError> {
+) -> Result<(Vec<BandwidthRow>, Vec<Option<f64>>), UsageError> {
     let jobs: Vec<KernelJob> = points
         .iter()
         .map(|&(kernel, _, bytes, isa)| KernelJob {
@@ -551,10 +598,13 @@ fn measure_points(
         &format!("bandwidth, {threads} thread(s)"),
         jobs.len() as u64,
     );
-    let timings = run_jobs(
+    let team = run_jobs_on(
         &cpus,
-        Bytes(arena_bytes as u64),
-        config.pages,
+        Buffers {
+            bytes: Bytes(arena_bytes as u64),
+            pages: config.pages,
+            node: config.membind,
+        },
         timer,
         TrialPolicy {
             trial_ns: config.trial_ns,
@@ -564,8 +614,9 @@ fn measure_points(
         &|_| progress.advance(),
     )?;
     progress.finish();
+    let timings = team.timings;
 
-    Ok(points
+    let rows = points
         .iter()
         .zip(&jobs)
         .zip(&timings)
@@ -597,7 +648,8 @@ fn measure_points(
                 few_trials: summary.count < config.repetitions,
             }
         })
-        .collect())
+        .collect();
+    Ok((rows, team.placement))
 }
 
 #[cfg(test)]
@@ -653,7 +705,9 @@ mod tests {
             kernels: vec![stream::find("read").unwrap()],
             isa: Some(Isa::best_available()),
             thread_counts: vec![1, 2],
+            ladder: None,
             cpus: vec![cpu, cpu],
+            membind: None,
             sizes: Sizes::Custom(vec![16 * KIB]),
             sweep_kernels: vec![],
             sweep_sizes: vec![],

@@ -6,10 +6,12 @@ use clap::Args;
 use crate::error::UsageError;
 use crate::experiments::bandwidth::{sweep_working_sets, BandwidthConfig, Sizes};
 use crate::experiments::params::{
-    check_fits_memory, invalid, parse_list, parse_thread_counts, sweep_max, thread_cpus,
-    CommandArgs, MeasureArgs, MeasurePlan,
+    check_fits_memory, dram_floor, invalid, parse_list, parse_thread_counts_or, sweep_max,
+    thread_cpus, thread_ladder, CommandArgs, MeasureArgs, MeasurePlan,
 };
+use crate::experiments::shared::membind::parse_membind;
 use crate::kernels::stream::{self, Isa, KernelSpec};
+use crate::platform::numa_policy;
 use crate::topology::Machine;
 use crate::units::Bytes;
 
@@ -19,9 +21,16 @@ pub struct BandwidthArgs {
     #[command(flatten)]
     pub measure: MeasureArgs,
 
-    /// Thread counts, comma-separated, or 'all' for every CPU this process may use.
-    #[arg(long, value_name = "LIST", default_value = "1,all")]
+    /// Thread counts, comma-separated; 'all' for every CPU this process may use; 'auto':
+    /// 1 and all on one NUMA node, and on several a ladder in whole nodes (1, one node's
+    /// cores, 2, 4, … nodes' cores, every core, every CPU; at most 8 counts).
+    #[arg(long, value_name = "LIST", default_value = "auto")]
     pub threads: String,
+
+    /// Bind every thread's arrays to NUMA node NODE (any node with memory, also one
+    /// without CPUs, such as a CXL expander) instead of each thread's own node.
+    #[arg(long, value_name = "NODE")]
+    pub membind: Option<String>,
 
     /// Kernels, comma-separated, or 'all' (see the list in `memscope bandwidth --help`:
     /// read, write, write-nt, copy, copy-nt, triad, triad-nt, mix-3:1, mix-3:1-nt,
@@ -80,7 +89,17 @@ impl BandwidthConfig {
             }
         };
         let cpus = thread_cpus(machine, measure.cpu);
-        let thread_counts = parse_thread_counts(&args.threads, cpus.len())?;
+        let ladder = thread_ladder(machine, measure.cpu);
+        let thread_counts = parse_thread_counts_or(&args.threads, cpus.len(), &ladder.counts)?;
+        let ladder = (args.threads.trim() == "auto" && ladder.per_node()).then_some(ladder);
+        let membind = match &args.membind {
+            None => None,
+            Some(text) => Some(parse_membind(
+                text,
+                machine,
+                numa_policy::memory_nodes().as_deref(),
+            )?),
+        };
         let sizes = match &args.sizes {
             None => Sizes::Levels,
             Some(text) => Sizes::Custom(
@@ -101,6 +120,15 @@ impl BandwidthConfig {
                 }
                 check_fits_memory("--sizes (× threads)", Bytes(bytes * max_threads), machine)?;
             }
+        } else {
+            // The DRAM working sets shrink to fit memory, down to a floor: the floor of
+            // the most threads must fit.
+            let floor = dram_floor(machine, max_threads as usize);
+            check_fits_memory(
+                "--threads (× the DRAM working set)",
+                Bytes(floor * max_threads),
+                machine,
+            )?;
         }
         let sweep_kernels = if args.sweep {
             Some(parse_kernels("--sweep-kernels", &args.sweep_kernels)?)
@@ -111,7 +139,9 @@ impl BandwidthConfig {
             kernels: parse_kernels("--kernels", &args.kernels)?,
             isa,
             thread_counts,
+            ladder,
             cpus,
+            membind,
             sizes,
             sweep_kernels: Vec::new(),
             sweep_sizes: Vec::new(),
@@ -156,4 +186,64 @@ fn parse_kernels(flag: &'static str, text: &str) -> Result<Vec<&'static KernelSp
             )
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::params::tests::server;
+    use crate::experiments::params::{defaults, MAX_LADDER_COUNTS};
+    use crate::units::{GIB, MIB};
+
+    #[test]
+    fn a_384_cpu_server_runs_a_few_counts_within_a_bounded_footprint() {
+        for (nodes, cores) in [(8, 16), (16, 12)] {
+            let machine = server(nodes, cores);
+            let measure = MeasurePlan::resolve(&MeasureArgs::default(), &machine).unwrap();
+            let config =
+                BandwidthConfig::resolve(&defaults::<BandwidthArgs>(), &measure, &machine).unwrap();
+            assert!(config.thread_counts.len() <= MAX_LADDER_COUNTS);
+            assert_eq!(config.ladder.as_ref().unwrap().counts, config.thread_counts);
+            assert_eq!(*config.thread_counts.last().unwrap(), 2 * nodes * cores);
+            // The bound: every count maps at most 4 GiB in all (16 one-thread DRAM sets,
+            // or 8 MiB per thread beyond 256 threads, plus the arrays' padding), where 384
+            // threads of 128 MiB each mapped 48 GiB.
+            for (threads, bytes) in config.footprint(&machine) {
+                assert!(
+                    bytes <= 4 * GIB,
+                    "{threads} threads map {} MiB",
+                    bytes / MIB
+                );
+            }
+            // Each count's points: every kernel at 4 levels, so the table's time is
+            // counts × kernels × levels trials, whatever the CPUs.
+            let page = 2 * MIB;
+            let most = <BandwidthConfig as crate::experiments::Experiment>::hugepages(
+                &config, &machine, page,
+            );
+            assert!(most * page <= 5 * GIB, "{most} huge pages");
+        }
+    }
+
+    #[test]
+    fn membind_names_the_nodes_that_would_do() {
+        let machine = crate::topology::Machine::default();
+        let measure = MeasurePlan::resolve(&MeasureArgs::default(), &machine).unwrap();
+        let args = BandwidthArgs {
+            membind: Some("4000".into()),
+            ..defaults::<BandwidthArgs>()
+        };
+        let e = BandwidthConfig::resolve(&args, &measure, &machine).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                UsageError::InvalidValue {
+                    flag: "--membind",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        assert!(e.to_string().contains("'4000'"), "{e}");
+    }
 }

@@ -20,6 +20,22 @@ impl Experiment for BandwidthConfig {
     type Result = BandwidthResult;
 
     fn sampling(&self) -> Option<String> {
+        let counts = self
+            .thread_counts
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>();
+        let mut extra = String::new();
+        if let Some(ladder) = &self.ladder {
+            extra += &format!(
+                "; thread counts {} (whole NUMA nodes of {} in turn)",
+                counts.join(", "),
+                ladder.nodes
+            );
+        }
+        if let Some(node) = self.membind {
+            extra += &format!("; every array bound to NUMA node {node}");
+        }
         Some(format!(
             "bandwidth: one untimed pass, then {} trials of ~{:.0} ms (repetitions doubled \
              until a trial lasts a quarter of that), all threads released together, each \
@@ -27,7 +43,7 @@ impl Experiment for BandwidthConfig {
              CPUs share; a trial whose threads overlapped less than {:.0}% (their CPU time \
              ÷ threads × the trial; one thread: its time on the CPU) is run again (up to {}× \
              the trials), and a row none of whose trials reach it is marked !; median and \
-             1.4826·MAD/median",
+             1.4826·MAD/median{extra}",
             self.repetitions,
             self.trial_ns / 1e6,
             MIN_OVERLAP * 100.0,
@@ -36,7 +52,11 @@ impl Experiment for BandwidthConfig {
     }
 
     fn hugepages(&self, machine: &Machine, page: u64) -> u64 {
-        self.most_threads() as u64 * pages_for(self.largest_arena_bytes(machine), page)
+        // Each count's team maps its arenas afresh: the most any count needs at once.
+        (self.thread_counts.iter())
+            .map(|&t| t as u64 * pages_for(self.largest_arena_bytes(machine, t), page))
+            .max()
+            .unwrap_or(0)
     }
 
     fn measure(&self, s: &mut Session, _earlier: &Results) -> anyhow::Result<BandwidthResult> {

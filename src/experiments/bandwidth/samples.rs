@@ -137,6 +137,8 @@ pub fn bandwidth(
         rows,
         sweep,
         cpus: vec![7, 0, 1, 2, 3, 4, 5, 6],
+        ladder: None,
+        membind: None,
     }
 }
 
@@ -148,5 +150,7 @@ pub fn empty() -> BandwidthResult {
         rows: vec![],
         sweep: vec![],
         cpus: vec![],
+        ladder: None,
+        membind: None,
     }
 }

@@ -128,6 +128,12 @@ fn intro(result: &BandwidthResult) -> Paragraph {
             )
         },
     ));
+    if let Some(ladder) = &result.ladder {
+        text = text.add(format!(" The {}.", ladder.describe()));
+    }
+    if let Some(binding) = &result.membind {
+        text = text.add(format!(" Every thread's arrays: {}.", binding.describe()));
+    }
     let portable = (choice.cache_isa, choice.dram_isa) == (Isa::Portable, Isa::Portable);
     if portable && rows().any(|r| r.nontemporal) {
         text = text.add(

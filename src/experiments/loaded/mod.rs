@@ -2,6 +2,10 @@
 //! threads on the other CPUs stream a traffic mix with a delay between lines; sweeping the
 //! delay from 0 (full load) to an idle level traces latency against bandwidth, as Intel
 //! MLC's --loaded_latency does. The knee is found from the curve.
+//!
+//! With `--membind NODE` the chase's and every injector's buffer are bound to one NUMA
+//! node (a CXL or HBM node without CPUs included), so that node's curve can sit beside
+//! local DRAM's; a sample of each buffer's pages is checked to be there.
 
 pub mod figures;
 #[cfg(test)]
@@ -15,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
 use crate::experiments::chase_timing::ChaseCursor;
+use crate::experiments::shared::membind::{share_on_node, MemoryBinding};
 use crate::kernels::chase::UNROLL;
 use crate::kernels::injector::{self, Mix, LINE};
 use crate::kernels::permutation::{build_chase, ChaseOrder};
@@ -51,6 +56,8 @@ pub struct LoadedConfig {
     /// Window of the page-local chase order, bytes.
     pub window_bytes: usize,
     pub injector_bytes: u64,
+    /// `--membind`: the node the chase's and the injectors' buffers are bound to.
+    pub membind: Option<MemoryBinding>,
     pub pages: PagePolicy,
     pub repetitions: usize,
     pub trial_ns: f64,
@@ -84,6 +91,10 @@ pub struct LoadedResult {
     pub injector_cpus: Vec<usize>,
     /// Bytes per line, for Little's law.
     pub line_bytes: u64,
+    /// `--membind`: the node the chase's and every injector's buffer were bound to, and
+    /// where their pages were found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub membind: Option<MemoryBinding>,
 }
 
 /// The knee of a latency-vs-bandwidth curve: the last point still at the idle level.
@@ -170,6 +181,8 @@ struct Control {
     steps: Vec<StepCounter>,
     /// Each injector's CPU-time clock, published before it counts itself ready.
     clocks: Mutex<Vec<Option<ThreadClock>>>,
+    /// With `--membind`, each injector's share of sampled pages on the node.
+    placement: Mutex<Vec<Option<f64>>>,
     ready: AtomicUsize,
     failed: Mutex<Option<UsageError>>,
 }
@@ -206,8 +219,13 @@ impl Control {
 
 /// An injector thread: pin, map and first-touch its own buffer, then follow the control.
 fn injector(worker: usize, cpu: usize, config: &LoadedConfig, control: &Control) {
+    let node = config.membind.as_ref().map(|b| b.node);
     let arena = affinity::pin_or_explain(cpu, &config.injector_cpus)
-        .and_then(|_| Arena::new(Bytes(config.injector_bytes), config.pages));
+        .and_then(|_| Arena::new_on_node(Bytes(config.injector_bytes), config.pages, node));
+    if let (Ok(arena), Some(node)) = (&arena, node) {
+        let share = share_on_node(arena, node);
+        control.placement.lock().expect("placement").push(share);
+    }
     let arena = match arena {
         Ok(arena) => Some(arena),
         Err(error) => {
@@ -368,6 +386,7 @@ pub fn measure(
         active: AtomicUsize::new(0),
         steps: (0..cpus.len()).map(|_| StepCounter::default()).collect(),
         clocks: Mutex::new(vec![None; cpus.len()]),
+        placement: Mutex::new(Vec::new()),
         ready: AtomicUsize::new(0),
         failed: Mutex::new(None),
     };
@@ -487,6 +506,11 @@ pub fn measure(
         latency_cpu: config.latency_cpu,
         injector_cpus: cpus.to_vec(),
         line_bytes: LINE as u64,
+        membind: config.membind.clone().map(|binding| {
+            let chase = share_on_node(arena, binding.node);
+            let injectors = control.placement.into_inner().expect("placement");
+            binding.placed(std::iter::once(chase).chain(injectors))
+        }),
     };
     Ok((result, warnings))
 }

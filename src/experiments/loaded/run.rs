@@ -17,12 +17,19 @@ impl Experiment for LoadedConfig {
              injector bandwidth from their step counts over the same trials; a trial during \
              which the chase was preempted or the injectors ran less than {:.0}% of the time \
              is taken again (up to {} times per point); median; idle latency measured before \
-             and after the curves",
+             and after the curves{}",
             SETTLE_NS / 1e6,
             self.repetitions,
             self.trial_ns / 1e6,
             MIN_OVERLAP * 100.0,
-            MAX_RETRIES
+            MAX_RETRIES,
+            match &self.membind {
+                Some(binding) => format!(
+                    "; the chase's and injectors' buffers bound to NUMA node {}",
+                    binding.node
+                ),
+                None => String::new(),
+            }
         ))
     }
 
@@ -32,7 +39,8 @@ impl Experiment for LoadedConfig {
     }
 
     fn measure(&self, s: &mut Session, _earlier: &Results) -> anyhow::Result<LoadedResult> {
-        let arena = s.allocate(Bytes(self.chase_bytes))?;
+        let node = self.membind.as_ref().map(|b| b.node);
+        let arena = s.allocate_on_node(Bytes(self.chase_bytes), node)?;
         let (result, found) = measure(self, &arena, s.timer, s.core_hz(), s.progress)?;
         s.warn(found);
         s.used_cpus(result.injector_cpus.iter().copied());

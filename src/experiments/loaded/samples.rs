@@ -46,6 +46,7 @@ pub fn loaded() -> LoadedResult {
         pct_of_peak: 63.2,
     };
     LoadedResult {
+        membind: None,
         idle_ns: 79.5,
         idle_cycles: 238.5,
         peak_gb_per_s: 66.0,

@@ -64,7 +64,7 @@ impl Present for LoadedResult {
 /// What was measured and how to read it.
 fn intro(r: &LoadedResult) -> Text {
     let injector_cpus = cpu_list(&r.injector_cpus);
-    Text::new()
+    let text = Text::new()
         .add(format!(
             "One thread on CPU {} chases pointers through {} in page-local order ({} pages \
              per window, so TLB misses stay out of the figure) while injector threads on CPUs \
@@ -87,7 +87,14 @@ fn intro(r: &LoadedResult) -> Text {
         .add(format!(
             " is Little's law, lines in flight = bandwidth × latency / {} B.",
             r.line_bytes
-        ))
+        ));
+    match &r.membind {
+        Some(binding) => text.add(format!(
+            " The chase's and the injectors' buffers: {}.",
+            binding.describe()
+        )),
+        None => text,
+    }
 }
 
 /// Idle latency, peak bandwidth and the reference curve's knee in one line.
