@@ -12,7 +12,7 @@ use crate::experiments::numa::{HmatCell, NumaResult};
 use crate::topology::tiers::MemoryKind;
 use crate::view::data_row::Raw;
 use crate::view::format::{self, DASH};
-use crate::view::{Cell, Column, DataTable, Paragraph, Section, Table, Text};
+use crate::view::{Cell, Column, DataTable, Overflow, Paragraph, Section, Table, Text};
 
 /// Whether the matrix has memory columns worth their own table: a node without CPUs, a
 /// kind other than DRAM, or a column whose node is not a row.
@@ -50,10 +50,11 @@ pub(super) fn columns_and_firmware(result: &NumaResult, axes: &Axes, s: &mut Sec
             Column::number("Tier"),
             Column::text("CPUs"),
             Column::text("Touched from"),
-            Column::number("Latency × local DRAM"),
-            Column::number("Bandwidth × local DRAM"),
+            Column::number("Latency / DRAM"),
+            Column::number("Bandwidth / DRAM"),
         ])
-        .titled("Memory nodes (the columns)");
+        .titled("Memory nodes (the columns)")
+        .overflow(Overflow::Wrap);
         for c in &result.memory {
             t.row(vec![
                 Cell::new(format!("node {}", c.node)),
@@ -66,8 +67,9 @@ pub(super) fn columns_and_firmware(result: &NumaResult, axes: &Axes, s: &mut Sec
             ]);
         }
         t.note(
-            "Tier: the kernel's memory tier (a lower id is faster). The ratios of a node \
-             without CPUs are against the local DRAM of the row it was touched from.",
+            "Tier: the kernel's memory tier (a lower id is faster). A node without CPUs has \
+             its latency and bandwidth over those of the local DRAM of the row it was touched \
+             from.",
         );
         s.push(t);
     }
@@ -100,20 +102,19 @@ pub(super) fn columns_and_firmware(result: &NumaResult, axes: &Axes, s: &mut Sec
     }
 }
 
-/// The cells with HMAT figures: measured latency and bandwidth beside the firmware's, and
-/// the SLIT distance.
+/// The cells with HMAT figures: measured latency and bandwidth beside the firmware's (the
+/// SLIT distance of each cell is in the distance table below).
 fn beside_firmware(result: &NumaResult, axes: &Axes) -> Table {
     let mut t = Table::new(vec![
-        Column::text("Threads on"),
-        Column::text("Memory on"),
+        Column::text("Threads → memory"),
         Column::quantity("Latency", "ns"),
         Column::quantity("HMAT", "ns"),
         Column::number("Read GB/s"),
         Column::number("HMAT read"),
         Column::number("HMAT write"),
-        Column::number("Distance"),
     ])
-    .titled("Measured beside the firmware's figures (ACPI HMAT)");
+    .titled("Measured beside the firmware's figures (ACPI HMAT)")
+    .overflow(Overflow::Wrap);
     for (i, row) in axes.rows.iter().enumerate() {
         for (j, column) in axes.columns.iter().enumerate() {
             let Some(firmware) = matrix_cell(&result.hmat, i, j).flatten() else {
@@ -121,14 +122,12 @@ fn beside_firmware(result: &NumaResult, axes: &Axes) -> Table {
             };
             let measured = |m: &[Vec<f64>]| matrix_cell(m, i, j).unwrap_or(f64::NAN);
             t.row(vec![
-                format!("node {row}"),
-                format!("node {column}"),
+                format!("{row} → {column}"),
                 format::ns(measured(&result.latency_ns)),
                 format::opt_count(firmware.read_latency_ns),
                 format::gbs(measured(&result.read_gb_per_s)),
                 gbs(firmware.read_bandwidth_mb_s),
                 gbs(firmware.write_bandwidth_mb_s),
-                format::opt_count(matrix_cell(&result.distances, i, j)),
             ]);
         }
     }

@@ -18,7 +18,8 @@ use crate::view::chart::Heatmap;
 use crate::view::data_row::Raw;
 use crate::view::format::{self, DASH};
 use crate::view::{
-    Block, Cell, Column, DataTable, Medium, Paragraph, Present, Section, Style, Table, Text,
+    Block, Cell, Column, DataTable, Medium, Overflow, Paragraph, Present, Section, Style, Table,
+    Text,
 };
 
 /// Row and column headers of the measured matrices.
@@ -121,7 +122,9 @@ fn node_table<T: Copy>(
             .iter()
             .map(|j| Column::number(format!("{column} {j}"))),
     );
-    let mut t = Table::new(columns).titled(title);
+    // Columns of like kind, none less important: a matrix too wide for the terminal (four
+    // memory nodes and more) is cut into several tables rather than losing a column.
+    let mut t = Table::new(columns).titled(title).overflow(Overflow::Wrap);
     for (i, from) in axes.rows.iter().enumerate() {
         let mut row = vec![Cell::new(format!("node {from}"))];
         row.extend(
@@ -622,11 +625,12 @@ The cell in detail
         let firmware = s
             .table("Measured beside the firmware's figures (ACPI HMAT)")
             .unwrap();
-        assert_eq!(firmware.column_text(1)[1], "node 2 (CXL)");
-        assert_eq!(firmware.column_text(2), ["112", "258", "113", "262"]);
-        assert_eq!(firmware.column_text(3), ["110", "250", "110", "250"]);
-        assert_eq!(firmware.column_text(5), ["120.0", "32.0", "120.0", "32.0"]);
-        assert_eq!(firmware.column_text(7), ["10", "14", "10", "14"]);
+        let cells = ["0 → 0", "0 → 2 (CXL)", "1 → 1", "1 → 3 (CXL)"];
+        assert_eq!(firmware.column_text(0), cells);
+        assert_eq!(firmware.column_text(1), ["112", "258", "113", "262"]);
+        assert_eq!(firmware.column_text(2), ["110", "250", "110", "250"]);
+        assert_eq!(firmware.column_text(4), ["120.0", "32.0", "120.0", "32.0"]);
+        assert_eq!(firmware.column_text(5), ["90.0", "24.0", "90.0", "24.0"]);
 
         let distances = s
             .table("Kernel's node distances (firmware's relative cost, 10 = local)")
