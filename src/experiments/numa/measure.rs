@@ -393,31 +393,33 @@ fn finish(machine: &Machine, matrix: &Matrix, cells: Cells) -> NumaResult {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::numa::plan::tests::{resolved, two_sockets_two_cxl};
+    use crate::experiments::numa::plan::tests::{
+        hbm_flat, resolved, sub_numa_clustering, two_sockets_two_cxl,
+    };
+    use crate::experiments::numa::plan::{ColumnNode, RowNode};
     use crate::experiments::numa::{HmatClass, NodeThreads};
     use crate::topology::tiers::MemoryKind;
     use crate::units::MIB;
 
-    /// Synthetic cells for `matrix`: latency 100 ns local, +50 remote DRAM, ×2.5 on a
-    /// CPU-less column behind the row and ×4 behind the other socket.
-    fn synthetic_cells(matrix: &Matrix) -> Cells {
-        let value = |row: usize, column: usize| match (row == column, column >= 2) {
-            (true, _) => (100.0, 40.0),
-            (false, false) => (150.0, 25.0),
-            (false, true) if column % 2 == row % 2 => (250.0, 16.0),
-            _ => (400.0, 8.0),
+    /// Synthetic cells for `matrix` on `machine`: latency 100 ns and 40 GB/s local, 150 ns
+    /// and 25 GB/s remote DRAM; a CPU-less column costs its distance from the row over 10
+    /// times the local latency, and gives 40 GB/s × 12 / that distance (HBM nearer than
+    /// CXL, and both nearer than across the sockets).
+    fn synthetic_cells(machine: &Machine, matrix: &Matrix) -> Cells {
+        let value = |row: &RowNode, column: &ColumnNode| {
+            let cpu_less = machine.numa_nodes[column.index].cpus.is_empty();
+            let distance = machine.numa_nodes[row.index].distances[column.index] as f64;
+            match (row.id == column.id, cpu_less) {
+                (true, _) => (100.0, 40.0),
+                (false, false) => (150.0, 25.0),
+                (false, true) => (10.0 * distance, 480.0 / distance),
+            }
         };
         let grid = |pick: &dyn Fn((f64, f64)) -> f64| -> Vec<Vec<f64>> {
             matrix
                 .rows
                 .iter()
-                .map(|r| {
-                    matrix
-                        .columns
-                        .iter()
-                        .map(|c| pick(value(r.id, c.id)))
-                        .collect()
-                })
+                .map(|r| matrix.columns.iter().map(|c| pick(value(r, c))).collect())
                 .collect()
         };
         let (n, m) = (matrix.rows.len(), matrix.columns.len());
@@ -439,7 +441,7 @@ mod tests {
     fn two_sockets_and_two_cxl_nodes_give_a_2_by_4_matrix_with_labels_and_hmat() {
         let machine = two_sockets_two_cxl();
         let matrix = resolved(&machine, vec![0, 1, 2, 3], NodeThreads::Count(1)).unwrap();
-        let result = finish(&machine, &matrix, synthetic_cells(&matrix));
+        let result = finish(&machine, &matrix, synthetic_cells(&machine, &matrix));
         assert_eq!(result.nodes, [0, 1, 2, 3]);
         assert_eq!(
             (result.rows.as_slice(), result.columns.as_slice()),
@@ -466,8 +468,8 @@ mod tests {
         assert_eq!(touched, [0, 1, 0, 1]);
         let cxl = &result.memory[3];
         assert_eq!((cxl.tier, cxl.cpu_less), (Some(22), true));
-        assert_eq!(cxl.latency_vs_local_dram, Some(2.5));
-        assert_eq!(cxl.bandwidth_vs_local_dram, Some(0.4));
+        assert_eq!(cxl.latency_vs_local_dram, Some(1.4));
+        assert_eq!(cxl.bandwidth_vs_local_dram, Some(480.0 / 14.0 / 40.0));
         assert_eq!(result.memory[0].latency_vs_local_dram, None);
 
         // HMAT: each socket is the initiator of its own DRAM and CXL node.
@@ -490,6 +492,43 @@ mod tests {
     }
 
     #[test]
+    fn hbm_columns_and_an_8_by_8_sub_numa_matrix() {
+        let machine = hbm_flat();
+        let matrix = resolved(&machine, vec![0, 1, 2, 3], NodeThreads::All).unwrap();
+        let result = finish(&machine, &matrix, synthetic_cells(&machine, &matrix));
+        assert_eq!((result.rows.len(), result.columns.len()), (2, 4));
+        let hbm = &result.memory[2];
+        assert_eq!(
+            (hbm.kind, hbm.cpu_less, hbm.touched_from),
+            (MemoryKind::Hbm, true, 0)
+        );
+        assert_eq!(hbm.latency_vs_local_dram, Some(1.3));
+        // The synthetic HBM column reads at 480 / 13 GB/s against local DRAM's 40.
+        assert!(hbm.bandwidth_vs_local_dram.is_some_and(|r| r > 0.9));
+        assert!(result.hmat.is_empty(), "no HMAT in this machine");
+        assert_eq!(result.remote_local_latency_ratio, Some(1.5));
+
+        let machine = sub_numa_clustering();
+        let matrix = resolved(&machine, (0..8).collect(), NodeThreads::Count(1)).unwrap();
+        let result = finish(&machine, &matrix, synthetic_cells(&machine, &matrix));
+        assert_eq!(result.rows, (0..8).collect::<Vec<_>>());
+        assert_eq!(result.columns, result.rows);
+        assert!(result.latency_ns.iter().all(|row| row.len() == 8));
+        assert_eq!(result.distances[0][3], 12);
+        assert_eq!(result.distances[0][4], 21);
+        assert!(result
+            .memory
+            .iter()
+            .all(|c| !c.cpu_less && c.kind == MemoryKind::Dram));
+        assert!(result
+            .memory
+            .iter()
+            .all(|c| c.latency_vs_local_dram.is_none()));
+        assert_eq!(result.remote_local_latency_ratio, Some(1.5));
+        assert_eq!(result.note, None);
+    }
+
+    #[test]
     fn one_node_keeps_its_square_result_and_writes_no_hmat() {
         let machine = crate::topology::Machine {
             numa_nodes: vec![crate::experiments::numa::plan::tests::node(
@@ -502,7 +541,7 @@ mod tests {
             ..crate::topology::Machine::default()
         };
         let matrix = resolved(&machine, vec![0], NodeThreads::Count(1)).unwrap();
-        let result = finish(&machine, &matrix, synthetic_cells(&matrix));
+        let result = finish(&machine, &matrix, synthetic_cells(&machine, &matrix));
         assert_eq!(
             (
                 result.nodes.clone(),

@@ -388,9 +388,9 @@ pub(super) mod tests {
         assert_eq!(matrix.columns[2].toucher, 0);
     }
 
-    #[test]
-    fn hbm_flat_mode_and_sub_numa_clustering() {
-        // Two sockets with DRAM, an HBM node behind each (Xeon Max in flat mode).
+    /// Two sockets with DRAM (nodes 0, 1) and an HBM node behind each (2, 3): a Xeon Max
+    /// in flat mode.
+    pub fn hbm_flat() -> Machine {
         let slit = [
             vec![10, 21, 13, 23],
             vec![21, 10, 23, 13],
@@ -409,14 +409,13 @@ pub(super) mod tests {
             .collect();
         nodes[2].kind = MemoryKind::Hbm;
         nodes[3].kind = MemoryKind::Hbm;
-        let hbm = machine(nodes, 8);
-        let matrix = resolved(&hbm, vec![0, 1, 2, 3], NodeThreads::All).unwrap();
-        assert_eq!(ids(&matrix), (vec![0, 1], vec![0, 1, 2, 3]));
-        assert_eq!(matrix.columns[3].toucher, 1);
-        assert_eq!(matrix.threads, 4);
+        machine(nodes, 8)
+    }
 
-        // Sub-NUMA clustering: 4 nodes per socket, every node with CPUs and memory: 8 × 8.
-        let snc: Vec<NumaNode> = (0..8)
+    /// Sub-NUMA clustering: two sockets of 4 nodes each, every node with CPUs and memory
+    /// (SLIT 10 local, 12 on the socket, 21 across).
+    pub fn sub_numa_clustering() -> Machine {
+        let nodes: Vec<NumaNode> = (0..8)
             .map(|id| {
                 let distances = (0..8)
                     .map(|other| match (id == other, id / 4 == other / 4) {
@@ -428,7 +427,17 @@ pub(super) mod tests {
                 node(id, (id * 4..id * 4 + 4).collect(), 32 * GIB, distances)
             })
             .collect();
-        let snc = machine(snc, 32);
+        machine(nodes, 32)
+    }
+
+    #[test]
+    fn hbm_flat_mode_and_sub_numa_clustering() {
+        let matrix = resolved(&hbm_flat(), vec![0, 1, 2, 3], NodeThreads::All).unwrap();
+        assert_eq!(ids(&matrix), (vec![0, 1], vec![0, 1, 2, 3]));
+        assert_eq!(matrix.columns[3].toucher, 1);
+        assert_eq!(matrix.threads, 4);
+
+        let snc = sub_numa_clustering();
         let matrix = resolved(&snc, (0..8).collect(), NodeThreads::Count(1)).unwrap();
         assert_eq!(ids(&matrix), ((0..8).collect(), (0..8).collect()));
         assert!(matrix
