@@ -1,7 +1,8 @@
 //! The comparable figures of numa (for compare, history and the Prometheus export): per
-//! pair of nodes the page-local and the random-chase latency and the read bandwidth, and
-//! the remote/local ratios. The result keeps one spread for the whole matrix, the widest
-//! of any cell: each cell takes it as an upper bound of its own.
+//! cell (threads' node, memory's node) the page-local and the random-chase latency and the
+//! read bandwidth, the remote/local ratios, and per column without CPUs (CXL, HBM) its
+//! latency and bandwidth over local DRAM. The result keeps one spread for the whole
+//! matrix, the widest of any cell: each cell takes it as an upper bound of its own.
 
 use super::NumaResult;
 use crate::view::figure::{Better, Figure, Figures};
@@ -12,8 +13,8 @@ impl Figures for NumaResult {
             matrix.get(i).and_then(|row| row.get(j)).copied()
         };
         let mut figures = Vec::new();
-        for (i, from) in self.nodes.iter().enumerate() {
-            for (j, to) in self.nodes.iter().enumerate() {
+        for (i, from) in self.row_nodes().iter().enumerate() {
+            for (j, to) in self.column_nodes().iter().enumerate() {
                 let key = format!("node.{from}.{to}");
                 let what = format!("node {from} → node {to}");
                 let labels = [("from_node", from.to_string()), ("to_node", to.to_string())];
@@ -91,6 +92,35 @@ impl Figures for NumaResult {
                 figures.push(Figure::new("numa", key, label, "×", ratio, better));
             }
         }
+        for column in self.memory.iter().filter(|c| c.cpu_less) {
+            let (node, kind) = (column.node, column.kind.label());
+            let far = [
+                (
+                    "latency_vs_local_dram",
+                    "latency",
+                    column.latency_vs_local_dram,
+                    Better::Lower,
+                ),
+                (
+                    "bandwidth_vs_local_dram",
+                    "read bandwidth",
+                    column.bandwidth_vs_local_dram,
+                    Better::Higher,
+                ),
+            ];
+            for (key, what, ratio, better) in far {
+                if let Some(ratio) = ratio {
+                    figures.push(Figure::new(
+                        "numa",
+                        format!("node.{node}.{key}"),
+                        format!("{kind} node {node} {what} / local DRAM"),
+                        "×",
+                        ratio,
+                        better,
+                    ));
+                }
+            }
+        }
         figures.retain(|f| f.value.is_finite());
         figures
     }
@@ -135,6 +165,23 @@ mod tests {
         assert_eq!((ratio.value, ratio.spread_pct), (1.56, None));
         let ratio = find(&figures, "numa.remote_local_bandwidth_ratio");
         assert_eq!((ratio.value, ratio.better), (0.60, Better::Higher));
+    }
+
+    #[test]
+    fn cxl_columns_give_their_cells_and_their_ratios_to_local_dram() {
+        let figures = samples::numa_cxl().figures();
+        // 2 rows × 4 columns × 3 figures, 2 remote/local ratios, 2 per CXL column.
+        assert_eq!(figures.len(), 2 * 4 * 3 + 2 + 2 * 2);
+        let far = find(&figures, "numa.node.1.3.latency_ns");
+        assert_eq!(
+            (far.value, far.label.as_str()),
+            (262.0, "node 1 → node 3 latency")
+        );
+        let ratio = find(&figures, "numa.node.2.latency_vs_local_dram");
+        assert_eq!((ratio.value, ratio.better), (2.30, Better::Lower));
+        assert_eq!(ratio.label, "CXL node 2 latency / local DRAM");
+        let ratio = find(&figures, "numa.node.3.bandwidth_vs_local_dram");
+        assert_eq!((ratio.value, ratio.better), (0.45, Better::Higher));
     }
 
     #[test]
