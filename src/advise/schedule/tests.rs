@@ -3,7 +3,8 @@
 //! verdict and section.
 
 use super::*;
-use crate::advise::CoRunnerCalibration;
+use crate::advise::facts::MachineFacts;
+use crate::advise::{ArmResult, CoRunnerCalibration};
 use crate::stats::summary::Summary;
 
 /// A co-runner calibration: the pirate alone per set, DRAM, the pirate beside the bandit.
@@ -44,6 +45,11 @@ fn record(block: usize, s: f64) -> RunRecord {
         huge_kib: 0.0,
         co_runner: Some((20.0, 0.0)),
     }
+}
+
+/// The findings of a stage's results, for a program with no profile.
+fn findings_of(r: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan) -> Vec<verdict::Finding> {
+    verdict::findings(r, facts, &ProgramProfile::default(), cpus, None, 5.0, &[]).0
 }
 
 #[test]
@@ -126,15 +132,7 @@ fn cat_and_mba_arms_are_read_against_the_program_alone_and_make_the_findings() {
     assert!(r[1..].iter().all(|a| a.co_runner.is_none()));
     assert_eq!(r[1].time.verdict, Verdict::Worse);
     let cpus = cpu_plan_of(None, false, PirateSite::Beside);
-    let (findings, _) = verdict::findings(
-        &r,
-        &facts,
-        &ProgramProfile::default(),
-        &cpus,
-        None,
-        5.0,
-        &[],
-    );
+    let findings = findings_of(&r, &facts, &cpus);
     let of = |resource| findings.iter().find(|f| f.resource == resource).unwrap();
     let cache = of(arms::Resource::Cache);
     assert_eq!(cache.sensitivity, verdict::Sensitivity::Sensitive);
@@ -548,15 +546,7 @@ fn huge_page_runs_whose_system_time_falls_in_two_groups_are_said_with_the_cheap_
     let facts = super::super::facts::from_topology(&machine);
     let r = results(1, &arms, &[alone, huge], 0, &facts, None);
     let cpus = cpu_plan_of(None, false, PirateSite::Nowhere);
-    let (findings, _) = verdict::findings(
-        &r,
-        &facts,
-        &ProgramProfile::default(),
-        &cpus,
-        None,
-        5.0,
-        &[],
-    );
+    let findings = findings_of(&r, &facts, &cpus);
     let tlb = findings
         .iter()
         .find(|f| f.resource == arms::Resource::Tlb)
@@ -587,15 +577,7 @@ fn the_placement_finding_takes_the_interleave_that_buys_most_and_says_how_to_app
     };
     let placement = |runs: Vec<Vec<RunRecord>>| {
         let r = results(1, &arms, &runs, 0, &facts, None);
-        let (findings, _) = verdict::findings(
-            &r,
-            &facts,
-            &ProgramProfile::default(),
-            &cpus,
-            None,
-            5.0,
-            &[],
-        );
+        let findings = findings_of(&r, &facts, &cpus);
         findings
             .into_iter()
             .find(|f| f.resource == arms::Resource::Placement)

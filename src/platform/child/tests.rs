@@ -78,15 +78,17 @@ fn output_goes_to_the_descriptors_given() {
         .run()
         .unwrap();
     assert!(finished.termination.success());
-    let read = |mut f: std::fs::File| {
-        use std::io::{Read, Seek};
-        let mut s = String::new();
-        f.rewind().unwrap();
-        f.read_to_string(&mut s).unwrap();
-        s
-    };
-    assert_eq!(read(out), "out\n");
-    assert_eq!(read(err), "err\n");
+    assert_eq!(read_back(out), "out\n");
+    assert_eq!(read_back(err), "err\n");
+}
+
+/// What was written to a captured output file.
+fn read_back(mut f: std::fs::File) -> String {
+    use std::io::{Read, Seek};
+    let mut s = String::new();
+    f.rewind().unwrap();
+    f.read_to_string(&mut s).unwrap();
+    s
 }
 
 /// What the command's own /proc/self/numa_maps says of its first mapping's policy.
@@ -105,12 +107,7 @@ fn child_policy(options: SpawnOptions) -> String {
         .run()
         .unwrap();
     assert!(finished.termination.success());
-    use std::io::{Read, Seek};
-    let mut text = String::new();
-    let mut out = out;
-    out.rewind().unwrap();
-    out.read_to_string(&mut text).unwrap();
-    text
+    read_back(out)
 }
 
 #[test]
