@@ -142,7 +142,7 @@ impl InterleaveConfig {
 }
 
 /// The node's CPUs this process may use, highest first (CPU 0 takes most interrupts).
-fn reading_cpus(machine: &Machine, node: usize) -> Vec<usize> {
+pub(super) fn reading_cpus(machine: &Machine, node: usize) -> Vec<usize> {
     let mut cpus: Vec<usize> = (machine.numa_nodes.iter())
         .find(|n| n.id == node)
         .map(|n| n.cpus.clone())
