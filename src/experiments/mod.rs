@@ -309,6 +309,7 @@ mod tests {
         ));
         e.mlp = Some(mlp::samples::mlp());
         e.tlb = Some(tlb::samples::tlb());
+        e.interleave = Some(crate::experiments::interleave::samples::interleave());
         round_trip(&serde_json::to_string(&report).unwrap());
     }
 

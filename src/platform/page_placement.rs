@@ -76,16 +76,17 @@ pub fn move_pages(pages: &[*const u8], nodes: Option<&[usize]>) -> io::Result<Ve
         }
     }
     let mut statuses = Vec::with_capacity(pages.len());
-    for (chunk, start) in pages.chunks(PAGES_PER_CALL).zip((0..).step_by(PAGES_PER_CALL)) {
-        let targets: Option<Vec<libc::c_int>> = match nodes {
-            Some(nodes) => Some(
-                nodes[start..start + chunk.len()]
-                    .iter()
-                    .map(|&n| libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX))
-                    .collect(),
-            ),
-            None => None,
-        };
+    for (chunk, start) in pages
+        .chunks(PAGES_PER_CALL)
+        .zip((0..).step_by(PAGES_PER_CALL))
+    {
+        // A node id beyond c_int cannot exist: the kernel refuses INT_MAX as one.
+        let targets: Option<Vec<libc::c_int>> = nodes.map(|nodes| {
+            nodes[start..start + chunk.len()]
+                .iter()
+                .map(|&n| libc::c_int::try_from(n).unwrap_or(libc::c_int::MAX))
+                .collect()
+        });
         let mut status = vec![libc::c_int::MIN; chunk.len()];
         // SAFETY: `chunk`, `targets` (when given) and `status` each hold `chunk.len()`
         // elements, which is the count passed; the kernel reads the first two and writes
@@ -96,9 +97,7 @@ pub fn move_pages(pages: &[*const u8], nodes: Option<&[usize]>) -> io::Result<Ve
                 0 as libc::c_long,
                 chunk.len() as libc::c_ulong,
                 chunk.as_ptr(),
-                targets
-                    .as_ref()
-                    .map_or(std::ptr::null(), |t| t.as_ptr()),
+                targets.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()),
                 status.as_mut_ptr(),
                 MPOL_MF_MOVE as libc::c_long,
             )
@@ -115,10 +114,7 @@ pub fn move_pages(pages: &[*const u8], nodes: Option<&[usize]>) -> io::Result<Ve
             };
             return Err(io::Error::new(
                 error.kind(),
-                format!(
-                    "move_pages of {} pages failed: {error}{hint}",
-                    chunk.len()
-                ),
+                format!("move_pages of {} pages failed: {error}{hint}", chunk.len()),
             ));
         }
         statuses.extend(status.into_iter().map(PageStatus::from_raw));
@@ -239,7 +235,10 @@ pub fn read_system_weights(dir: &Path) -> Option<SystemWeights> {
     let mut auto = None;
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(node) = name.strip_prefix("node").and_then(|n| n.parse::<usize>().ok()) {
+        if let Some(node) = name
+            .strip_prefix("node")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
             if let Some(weight) = read_small(&dir.join(&name)).and_then(|t| t.parse().ok()) {
                 weights.push((node, weight));
             }
@@ -304,9 +303,7 @@ mod tests {
             Err(error) if refused(&error) => return,
             Err(error) => panic!("{error}"),
         };
-        assert!(before
-            .iter()
-            .all(|s| *s == PageStatus::Error(libc::ENOENT)));
+        assert!(before.iter().all(|s| *s == PageStatus::Error(libc::ENOENT)));
         mapping.touch();
         let moved = move_pages(&pages, Some(&vec![0; pages.len()])).unwrap();
         assert_eq!(moved, vec![PageStatus::Node(0); 16]);
@@ -322,7 +319,10 @@ mod tests {
         mapping.touch();
         let pages = page_addresses(&mapping);
         let error = move_pages(&pages, Some(&[0])).unwrap_err();
-        assert!(error.to_string().contains("2 pages but 1 target"), "{error}");
+        assert!(
+            error.to_string().contains("2 pages but 1 target"),
+            "{error}"
+        );
         // A node that cannot exist: the call fails or the pages say why, but none moves.
         match move_pages(&pages, Some(&[4000, 4000])) {
             Ok(statuses) => assert!(statuses.iter().all(|s| s.node() != Some(4000))),
@@ -379,7 +379,11 @@ mod tests {
     #[test]
     fn this_system_weights_if_any_are_between_1_and_255() {
         if let Some(read) = read_system_weights(Path::new(WEIGHTS_DIR)) {
-            assert!(read.settings.weights.iter().all(|&(_, w)| (1..=255).contains(&w)));
+            assert!(read
+                .settings
+                .weights
+                .iter()
+                .all(|&(_, w)| (1..=255).contains(&w)));
         }
     }
 }

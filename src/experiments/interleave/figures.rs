@@ -12,7 +12,11 @@ impl Figures for InterleaveResult {
             let nodes: Vec<String> = mix.nodes.iter().map(ToString::to_string).collect();
             let key = format!("nodes.{}", nodes.join("-"));
             let what = format!("nodes {}", nodes.join(","));
-            for p in mix.points.iter().filter(|p| p.origin != PointOrigin::System) {
+            for p in mix
+                .points
+                .iter()
+                .filter(|p| p.origin != PointOrigin::System)
+            {
                 let ratio = format!("{}-{}", p.ratio.local, p.ratio.far);
                 figures.push(
                     Figure::new(
@@ -28,10 +32,7 @@ impl Figures for InterleaveResult {
                         "interleave_read_bandwidth_bytes_per_second",
                         "Read bandwidth of one node's threads with memory spread over nodes at \
                          a weight ratio local:far",
-                        &[
-                            ("nodes", nodes.join(",")),
-                            ("ratio", p.ratio.to_string()),
-                        ],
+                        &[("nodes", nodes.join(",")), ("ratio", p.ratio.to_string())],
                         1e9,
                     ),
                 );

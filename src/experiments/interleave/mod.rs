@@ -311,7 +311,11 @@ fn invalid_nodes(value: &str, flag: &'static str, expected: &str) -> UsageError 
 /// The firmware's read-bandwidth ratio local:far: the local node's own figure and the far
 /// node's as seen from the local node (its HMAT initiators include it). CPU initiators
 /// (access1) first, any initiator (access0) else.
-fn firmware_ratio(local: Option<&NumaNode>, far: Option<&NumaNode>, cpu_node: usize) -> Option<Ratio> {
+fn firmware_ratio(
+    local: Option<&NumaNode>,
+    far: Option<&NumaNode>,
+    cpu_node: usize,
+) -> Option<Ratio> {
     let access = |n: &NumaNode| -> Option<HmatAccess> {
         n.hmat_cpu
             .clone()
@@ -477,9 +481,8 @@ impl Bench<'_> {
                         Some(local),
                     )?;
                     // SAFETY: the arena holds at least array_bytes and nothing else uses it.
-                    let array = unsafe {
-                        std::slice::from_raw_parts_mut(arena.as_ptr(), self.array_bytes)
-                    };
+                    let array =
+                        unsafe { std::slice::from_raw_parts_mut(arena.as_ptr(), self.array_bytes) };
                     stream::fill_pattern(array, worker as u64 + 1);
                     Ok(arena)
                 })
@@ -503,7 +506,12 @@ impl Bench<'_> {
 
     /// Moves the pages whose node changes so `weights` deal them; returns the share of all
     /// pages on their intended node afterwards.
-    fn place(&self, placed: &mut Placed, nodes: &[usize], weights: &[u32]) -> Result<f64, UsageError> {
+    fn place(
+        &self,
+        placed: &mut Placed,
+        nodes: &[usize],
+        weights: &[u32],
+    ) -> Result<f64, UsageError> {
         let mut on_target = 0usize;
         let mut total = 0usize;
         for (arena, current) in placed.buffers.iter().zip(&mut placed.current) {
@@ -574,9 +582,8 @@ impl Bench<'_> {
                 .map(|worker| {
                     let arena = Arena::new(Bytes(self.array_bytes as u64), PagePolicy::Base)?;
                     // SAFETY: as in `buffers`.
-                    let array = unsafe {
-                        std::slice::from_raw_parts_mut(arena.as_ptr(), self.array_bytes)
-                    };
+                    let array =
+                        unsafe { std::slice::from_raw_parts_mut(arena.as_ptr(), self.array_bytes) };
                     stream::fill_pattern(array, worker as u64 + 1);
                     Ok(arena)
                 })
@@ -593,7 +600,10 @@ impl Bench<'_> {
                 .map_err(|e| UsageError::Unsupported(e.to_string()))?;
             for status in statuses {
                 total += 1;
-                if let Some(i) = status.node().and_then(|n| nodes.iter().position(|&m| m == n)) {
+                if let Some(i) = status
+                    .node()
+                    .and_then(|n| nodes.iter().position(|&m| m == n))
+                {
                     counts[i] += 1;
                 }
             }
@@ -677,14 +687,23 @@ pub fn measure(
             } else {
                 PointOrigin::Firmware
             };
-            points.push(measure_point(ratio, &ratio.weights(nodes.len()), origin, &mut placed)?);
+            points.push(measure_point(
+                ratio,
+                &ratio.weights(nodes.len()),
+                origin,
+                &mut placed,
+            )?);
         }
         if config.refine {
             let measured: Vec<(Ratio, f64)> =
                 points.iter().map(|p| (p.ratio, p.read_gb_per_s)).collect();
             for ratio in weights::refinements(&measured, far_nodes) {
-                let point =
-                    measure_point(ratio, &ratio.weights(nodes.len()), PointOrigin::Refined, &mut placed)?;
+                let point = measure_point(
+                    ratio,
+                    &ratio.weights(nodes.len()),
+                    PointOrigin::Refined,
+                    &mut placed,
+                )?;
                 points.push(point);
             }
         }
@@ -708,7 +727,9 @@ pub fn measure(
         drop(placed);
         let kernel_check = match system {
             Some(weights) => {
-                progress.message(&format!("the kernel's weighted interleave over nodes {label}"));
+                progress.message(&format!(
+                    "the kernel's weighted interleave over nodes {label}"
+                ));
                 let (shares, trials) = bench.kernel_policy(nodes)?;
                 progress.advance();
                 max_spread = max_spread.max(trials.summary.spread_pct());
@@ -902,7 +923,10 @@ mod tests {
         assert_eq!(mixes[0].firmware, Ratio::new(1, 4));
         // The HBM node cannot be where threads read from.
         let error = plan(&machine, 55, Some(&[1, 0])).unwrap_err();
-        assert!(error.contains("'1,0' for --nodes") && error.contains("node 1 has none"), "{error}");
+        assert!(
+            error.contains("'1,0' for --nodes") && error.contains("node 1 has none"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -951,9 +975,15 @@ mod tests {
     fn bad_nodes_are_named_with_what_was_expected() {
         let machine = two_sockets_two_cxl();
         let error = plan(&machine, 3, Some(&[0, 9])).unwrap_err();
-        assert!(error.contains("'9' for --nodes") && error.contains("0-3"), "{error}");
+        assert!(
+            error.contains("'9' for --nodes") && error.contains("0-3"),
+            "{error}"
+        );
         let error = plan(&machine, 3, Some(&[2, 2])).unwrap_err();
-        assert!(error.contains("'2' for --nodes") && error.contains("two or more"), "{error}");
+        assert!(
+            error.contains("'2' for --nodes") && error.contains("two or more"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -967,7 +997,10 @@ mod tests {
             auto_file: Some("auto".into()),
         };
         let text = kernel_state(KernelSupport::Available, Some(&system));
-        assert!(text.contains("node 0 = 3, node 2 = 1, auto = false"), "{text}");
+        assert!(
+            text.contains("node 0 = 3, node 2 = 1, auto = false"),
+            "{text}"
+        );
         let text = kernel_state(KernelSupport::Missing, None);
         assert!(text.contains("needs Linux 6.9+"), "{text}");
     }

@@ -177,12 +177,18 @@ mod tests {
         assert_eq!(parse_nodes("0, 2,0").unwrap(), vec![0, 2]);
         for bad in ["x", "0,,2", "-1"] {
             let error = parse_nodes(bad).unwrap_err().to_string();
-            assert!(error.contains("for --nodes") && error.contains("e.g. 0,2"), "{error}");
+            assert!(
+                error.contains("for --nodes") && error.contains("e.g. 0,2"),
+                "{error}"
+            );
         }
         assert_eq!(parse_threads("all", 8).unwrap(), 8);
         assert_eq!(parse_threads(" 3", 8).unwrap(), 3);
         let error = parse_threads("9", 8).unwrap_err().to_string();
-        assert!(error.contains("'9'") && error.contains("from 1 to 8"), "{error}");
+        assert!(
+            error.contains("'9'") && error.contains("from 1 to 8"),
+            "{error}"
+        );
         assert!(parse_threads("0", 8).is_err());
     }
 }

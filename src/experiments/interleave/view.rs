@@ -14,7 +14,9 @@ use crate::topology::Machine;
 use crate::units::Bytes;
 use crate::view::data_row::Raw;
 use crate::view::format::{self, DASH};
-use crate::view::{Block, Cell, Column, DataTable, Paragraph, Present, Section, Style, Table, Text};
+use crate::view::{
+    Block, Cell, Column, DataTable, Paragraph, Present, Section, Style, Table, Text,
+};
 
 impl Present for InterleaveResult {
     fn section(&self, _machine: &Machine) -> Section {
@@ -122,7 +124,10 @@ fn points_table(mix: &MixResult) -> Table {
             Cell::titled(
                 format!("!{gbs}"),
                 Style::Warn,
-                format!("the readers ran together {:.0} % of the time", p.overlap * 100.0),
+                format!(
+                    "the readers ran together {:.0} % of the time",
+                    p.overlap * 100.0
+                ),
             )
         } else if best == Some(p.ratio) && p.origin != PointOrigin::System {
             Cell::styled(gbs, Style::Strong)
@@ -135,7 +140,9 @@ fn points_table(mix: &MixResult) -> Table {
             bandwidth,
             Cell::new(format::spread(p.spread_pct)),
             Cell::new(change.map_or_else(|| DASH.to_string(), |c| format!("{c:+.1}"))),
-            Cell::new(format::percent(Some(p.placed.min(p.verified.unwrap_or(1.0))))),
+            Cell::new(format::percent(Some(
+                p.placed.min(p.verified.unwrap_or(1.0)),
+            ))),
             Cell::new(origin_text(p.origin)),
         ]);
     }
@@ -166,10 +173,7 @@ fn recommendation(mix: &MixResult) -> Text {
     let text = Text::new()
         .add("Best ratio ")
         .strong(rec.best.to_string())
-        .add(format!(
-            ": {} GB/s, ",
-            format::gbs(rec.best_gb_per_s)
-        ))
+        .add(format!(": {} GB/s, ", format::gbs(rec.best_gb_per_s)))
         .strong(format!("{:+.1} %", rec.gain_pct))
         .add(format!(
             " over local DRAM alone ({} GB/s)",
@@ -338,7 +342,9 @@ mod tests {
         }
         assert!(!text.contains("NaN") && !text.contains("inf"), "{text}");
         assert!(!text.contains("Check with the kernel"));
-        let remote = s.table("Read bandwidth by weight ratio, nodes 0-1").unwrap();
+        let remote = s
+            .table("Read bandwidth by weight ratio, nodes 0-1")
+            .unwrap();
         assert_eq!(remote.column_text(2)[2], DASH);
         assert_eq!(remote.column_text(4)[2], DASH);
     }
@@ -356,7 +362,11 @@ mod tests {
         );
         let rows: Vec<String> = data[0].rows.iter().map(|r| r.join(",")).collect();
         assert_eq!(rows.len(), 13);
-        assert!(rows[4].starts_with("0 2,3:1,given,0.75,290,"), "{}", rows[4]);
+        assert!(
+            rows[4].starts_with("0 2,3:1,given,0.75,290,"),
+            "{}",
+            rows[4]
+        );
         assert!(rows[4].ends_with(",true"), "{}", rows[4]);
     }
 }

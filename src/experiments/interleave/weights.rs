@@ -16,7 +16,8 @@ use crate::experiments::params::{invalid, parse_list};
 pub const MAX_WEIGHT: u32 = 255;
 
 /// The ratios measured by default: local DRAM alone, then ever more of the far node.
-pub const DEFAULT_RATIOS: [(u32, u32); 7] = [(1, 0), (8, 1), (4, 1), (3, 1), (2, 1), (1, 1), (1, 2)];
+pub const DEFAULT_RATIOS: [(u32, u32); 7] =
+    [(1, 0), (8, 1), (4, 1), (3, 1), (2, 1), (1, 1), (1, 2)];
 
 /// Largest term of a ratio made from a measured or quoted figure (the firmware's
 /// bandwidths, a point between two measured ratios): weights stay readable.
@@ -136,7 +137,10 @@ pub fn candidates(given: &[Ratio], firmware: Option<Ratio>, far_nodes: usize) ->
             all.push(ratio);
         }
     }
-    all[1..].sort_by(|a, b| b.local_share(far_nodes).total_cmp(&a.local_share(far_nodes)));
+    all[1..].sort_by(|a, b| {
+        b.local_share(far_nodes)
+            .total_cmp(&a.local_share(far_nodes))
+    });
     all
 }
 
@@ -149,14 +153,19 @@ pub fn refinements(measured: &[(Ratio, f64)], far_nodes: usize) -> Vec<Ratio> {
         .copied()
         .filter(|(_, bw)| bw.is_finite())
         .collect();
-    sorted.sort_by(|a, b| b.0.local_share(far_nodes).total_cmp(&a.0.local_share(far_nodes)));
-    let Some(best) = (0..sorted.len()).max_by(|&a, &b| sorted[a].1.total_cmp(&sorted[b].1))
-    else {
+    sorted.sort_by(|a, b| {
+        b.0.local_share(far_nodes)
+            .total_cmp(&a.0.local_share(far_nodes))
+    });
+    let Some(best) = (0..sorted.len()).max_by(|&a, &b| sorted[a].1.total_cmp(&sorted[b].1)) else {
         return Vec::new();
     };
     let share = |i: usize| sorted[i].0.local_share(far_nodes);
     let mut more = Vec::new();
-    let neighbours = [best.checked_sub(1), Some(best + 1).filter(|&i| i < sorted.len())];
+    let neighbours = [
+        best.checked_sub(1),
+        Some(best + 1).filter(|&i| i < sorted.len()),
+    ];
     for neighbour in neighbours.into_iter().flatten() {
         let middle = (share(best) + share(neighbour)) / 2.0;
         // The share with one far node that gives `middle` with `far_nodes` of them.
@@ -194,11 +203,10 @@ pub fn node_of_page(k: usize, weights: &[u32]) -> usize {
 /// How many of `pages` pages each node gets under `weights`.
 pub fn pages_per_node(pages: usize, weights: &[u32]) -> Vec<usize> {
     let total: usize = weights.iter().map(|&w| w as usize).sum();
-    let (rounds, rest) = if total == 0 {
-        (0, 0)
-    } else {
-        (pages / total, pages % total)
-    };
+    // No weight at all deals every page to the first node, as `node_of_page` does.
+    let (rounds, rest) = pages
+        .checked_div(total)
+        .map_or((0, 0), |rounds| (rounds, pages % total));
     let mut before = 0;
     let mut counts = Vec::with_capacity(weights.len());
     for (i, &w) in weights.iter().enumerate() {
@@ -263,7 +271,12 @@ pub fn recommend(points: &[Measured]) -> Option<Recommendation> {
 /// `nodes` (the local node first): the weights written to sysfs under `dir` (auto mode
 /// turned off first where the kernel has the file `auto_file`), then the numactl command.
 /// Printed for the user, never run: the weights are the whole system's.
-pub fn apply_lines(ratio: Ratio, nodes: &[usize], dir: &str, auto_file: Option<&str>) -> Vec<String> {
+pub fn apply_lines(
+    ratio: Ratio,
+    nodes: &[usize],
+    dir: &str,
+    auto_file: Option<&str>,
+) -> Vec<String> {
     let Some((&local, far)) = nodes.split_first() else {
         return Vec::new();
     };
@@ -316,7 +329,10 @@ mod tests {
                 "{bad}: {error}"
             );
         }
-        assert_eq!(parse_ratios("4:1, 8:2,1:1").unwrap(), vec![r(4, 1), r(1, 1)]);
+        assert_eq!(
+            parse_ratios("4:1, 8:2,1:1").unwrap(),
+            vec![r(4, 1), r(1, 1)]
+        );
         assert!(parse_ratios("4:1,x").is_err());
         assert_eq!(r(3, 1).to_string(), "3:1");
         assert_eq!(r(3, 1).weights(3), vec![3, 1, 1]);
@@ -365,7 +381,10 @@ mod tests {
         }
         // The best at an end has one neighbour.
         assert_eq!(refinements(&measured[..1], 1), vec![]);
-        assert_eq!(refinements(&[(r(1, 0), 100.0), (r(1, 1), 90.0)], 1), vec![r(3, 1)]);
+        assert_eq!(
+            refinements(&[(r(1, 0), 100.0), (r(1, 1), 90.0)], 1),
+            vec![r(3, 1)]
+        );
     }
 
     #[test]
@@ -417,7 +436,10 @@ mod tests {
 
         let local_best = [point(Ratio::LOCAL, 100.0, 1.0), point(r(1, 1), 60.0, 1.0)];
         let rec = recommend(&local_best).unwrap();
-        assert_eq!((rec.best, rec.gain_pct, rec.within_noise), (Ratio::LOCAL, 0.0, false));
+        assert_eq!(
+            (rec.best, rec.gain_pct, rec.within_noise),
+            (Ratio::LOCAL, 0.0, false)
+        );
         assert_eq!(recommend(&points[1..]), None, "no local point");
         assert_eq!(recommend(&[point(Ratio::LOCAL, f64::NAN, 0.0)]), None);
     }
