@@ -59,8 +59,8 @@ pub fn interleave() -> InterleaveResult {
         vec![MemoryKind::Dram, MemoryKind::Cxl],
         vec![
             point(1, 0, Baseline, 240.0, 1.0),
-            point(14, 3, Firmware, 276.0, 1.2),
             point(8, 1, Given, 262.0, 1.1),
+            point(14, 3, Firmware, 276.0, 1.2),
             point(4, 1, Given, 281.0, 1.0),
             point(3, 1, Given, 290.0, 1.3),
             point(5, 2, Refined, 286.0, 1.2),

@@ -307,10 +307,10 @@ mod tests {
             .unwrap();
         assert_eq!(
             cxl.column_text(0),
-            ["1:0", "14:3", "8:1", "4:1", "3:1", "5:2", "2:1", "1:1", "1:2"]
+            ["1:0", "8:1", "14:3", "4:1", "3:1", "5:2", "2:1", "1:1", "1:2"]
         );
         assert_eq!(cxl.column_text(4)[4], "+20.8");
-        assert_eq!(cxl.column_text(6)[1], "firmware's bandwidths");
+        assert_eq!(cxl.column_text(6)[2], "firmware's bandwidths");
         let text = s.plain_text();
         for words in [
             "Node 0 (DRAM) + node 2 (CXL)",
@@ -368,5 +368,19 @@ mod tests {
             rows[4]
         );
         assert!(rows[4].ends_with(",true"), "{}", rows[4]);
+    }
+}
+
+#[cfg(test)]
+mod rendering {
+    use super::*;
+    use crate::experiments::interleave::samples;
+
+    /// Prints the synthetic sample as the terminal shows it (docs/interleave.md's example).
+    #[test]
+    #[ignore = "prints the synthetic example: --ignored --nocapture"]
+    fn print_the_synthetic_example() {
+        let section = samples::interleave().section(&Machine::default());
+        println!("{}", crate::render::terminal::render_width(&[section], false, 100));
     }
 }
