@@ -616,15 +616,20 @@ impl Bench<'_> {
     }
 }
 
+/// "50 %, 50 %" for shares.
+fn percents(shares: &[f64]) -> String {
+    (shares.iter().map(|s| format!("{:.0} %", s * 100.0)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Measures every mix. Errors are the user's to fix (memory a node cannot give, a
 /// system that refuses the moves) or say the machine cannot do it.
 pub fn measure(
     config: &InterleaveConfig,
-    machine: &Machine,
     timer: &Timer,
     progress: &Progress,
 ) -> Result<InterleaveResult, UsageError> {
-    let _ = machine;
     let page = crate::topology::memory::base_page_bytes() as usize;
     let bench = Bench {
         config,
@@ -746,6 +751,17 @@ pub fn measure(
             }
             None => None,
         };
+        if let Some(check) = &kernel_check {
+            let off = (check.shares.iter().zip(&check.expected_shares))
+                .any(|(got, want)| (got - want).abs() > 0.02);
+            if off {
+                notes.push(format!(
+                    "nodes {label}: the kernel's weighted interleave put {} of the pages                      where the weights imply {}",
+                    percents(&check.shares),
+                    percents(&check.expected_shares)
+                ));
+            }
+        }
         points.sort_by(|a, b| b.local_share.total_cmp(&a.local_share));
         let measured: Vec<Measured> = (points.iter())
             .filter(|p| p.origin != PointOrigin::System)
@@ -1046,7 +1062,7 @@ mod tests {
             left_out: Vec::new(),
         };
         let timer = Timer::calibrate().0;
-        let result = match measure(&config, &machine, &timer, &Progress::hidden()) {
+        let result = match measure(&config, &timer, &Progress::hidden()) {
             Err(UsageError::Unsupported(why)) => return eprintln!("skipped: {why}"),
             other => other.unwrap(),
         };

@@ -33,7 +33,7 @@ impl Experiment for InterleaveConfig {
     }
 
     fn measure(&self, s: &mut Session, _earlier: &Results) -> anyhow::Result<InterleaveResult> {
-        let result = measure(self, s.machine, s.timer, s.progress)?;
+        let result = measure(self, s.timer, s.progress)?;
         s.used_cpus(self.cpus.iter().copied());
         s.warn(WarningKind::not_concurrent(
             "interleave ratio",

@@ -381,6 +381,9 @@ mod rendering {
     #[ignore = "prints the synthetic example: --ignored --nocapture"]
     fn print_the_synthetic_example() {
         let section = samples::interleave().section(&Machine::default());
-        println!("{}", crate::render::terminal::render_width(&[section], false, 100));
+        println!(
+            "{}",
+            crate::render::terminal::render_width(&[section], false, 100)
+        );
     }
 }
