@@ -96,6 +96,14 @@ EXAMPLES:
   # Every CPU of a node reading, the matrix as JSON
   memscope numa --threads all --json numa.json";
 
+/// `memscope interleave`.
+pub const INTERLEAVE: &str = "\
+EXAMPLES:
+  # The node of the measuring CPU against each other memory node, default ratios
+  memscope interleave
+  # DRAM node 0 with CXL node 2 only, chosen ratios, 8 reading threads
+  memscope interleave --nodes 0,2 --ratios 4:1,3:1,2:1 --threads 8";
+
 /// `memscope files`.
 pub const FILES: &str = "\
 EXAMPLES:

@@ -20,6 +20,8 @@ mod files;
 mod footprint;
 #[path = "integration/hostile_input.rs"]
 mod hostile_input;
+#[path = "integration/interleave.rs"]
+mod interleave;
 #[path = "integration/numa.rs"]
 mod numa;
 #[path = "integration/pages.rs"]

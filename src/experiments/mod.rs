@@ -25,6 +25,7 @@ pub mod bandwidth;
 pub mod chase_timing;
 pub mod drift;
 pub mod files;
+pub mod interleave;
 pub mod latency;
 pub mod loaded;
 pub mod miss_impact;
@@ -247,6 +248,11 @@ registry! {
     numa: numa::NumaConfig => numa::NumaResult, command
         /// Node × node matrix of latency and read bandwidth (threads on node i, memory on j).
         Numa(numa::params::NumaArgs);
+    interleave: interleave::InterleaveConfig => interleave::InterleaveResult, command
+        /// Read bandwidth with memory spread over a local and far nodes (CXL, HBM, another
+        /// socket) at several weight ratios; the best ratio, its gain, and the weighted
+        /// interleave lines that would apply it (printed, never run).
+        Interleave(interleave::params::InterleaveArgs);
     files: files::FilesConfig => files::FilesResult, command
         /// File reads by file size, warm (page cache, read and mmap) and cold (O_DIRECT),
         /// random 4 KiB read latency percentiles by io_uring queue depth, and a block-size
@@ -303,6 +309,7 @@ mod tests {
         ));
         e.mlp = Some(mlp::samples::mlp());
         e.tlb = Some(tlb::samples::tlb());
+        e.interleave = Some(crate::experiments::interleave::samples::interleave());
         round_trip(&serde_json::to_string(&report).unwrap());
     }
 

@@ -1,9 +1,11 @@
 //! What the measurements stand on: the clock (`timer`), thread pinning (`affinity`),
 //! memory buffers with an explicit page policy (`arena`), NUMA placement of their pages
-//! through mbind and get_mempolicy (`numa_policy`), teams of pinned threads that run
-//! trials together (`team`), whether a trial was preempted (`preemption`), and hugetlbfs
-//! pages reserved for a run and always given back (`hugepages`), a resctrl group that
-//! restricts a command's L3 ways or memory bandwidth (`resctrl`), a user's command
+//! through mbind and get_mempolicy (`numa_policy`), pages moved node by node with
+//! move_pages and the system's weighted interleave read only (`page_placement`), teams
+//! of pinned threads that run trials together (`team`), whether a trial was preempted
+//! (`preemption`), and hugetlbfs pages reserved for a run and always given back
+//! (`hugepages`), a resctrl group that restricts a command's L3 ways or memory
+//! bandwidth (`resctrl`), a user's command
 //! started paused so counters can be attached before its exec (`child`), the undo
 //! actions run when a signal stops the process (`cleanup`), scratch directories
 //! removed on every exit (`scratch`), the journal of those changes that lets the next
@@ -22,6 +24,7 @@ pub mod hugepages;
 pub mod journal;
 pub mod load;
 pub mod numa_policy;
+pub mod page_placement;
 pub mod preemption;
 pub mod resctrl;
 pub mod scratch;

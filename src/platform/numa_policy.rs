@@ -18,6 +18,9 @@ pub const MPOL_PREFERRED: i32 = 1;
 pub const MPOL_BIND: i32 = 2;
 pub const MPOL_INTERLEAVE: i32 = 3;
 pub const MPOL_LOCAL: i32 = 4;
+/// Linux 6.9+: interleave page by page in proportion to the system's per-node weights
+/// (`/sys/kernel/mm/mempolicy/weighted_interleave/nodeN`); EINVAL on older kernels.
+pub const MPOL_WEIGHTED_INTERLEAVE: i32 = 6;
 
 /// `mbind` flags: fail if pages already present are on other nodes (STRICT); move them
 /// (MOVE, only pages mapped by this process alone).
@@ -52,6 +55,9 @@ pub enum Mode {
     Interleave,
     /// On the node of the CPU that faults the page in.
     Local,
+    /// Round-robin over the nodes of the mask, `weight` pages of a node in a row, with the
+    /// system's weights (Linux 6.9+).
+    WeightedInterleave,
     /// A mode this module does not name (newer kernels have more).
     Other(i32),
 }
@@ -64,6 +70,7 @@ impl Mode {
             Mode::Bind => MPOL_BIND,
             Mode::Interleave => MPOL_INTERLEAVE,
             Mode::Local => MPOL_LOCAL,
+            Mode::WeightedInterleave => MPOL_WEIGHTED_INTERLEAVE,
             Mode::Other(raw) => raw,
         }
     }
@@ -75,6 +82,7 @@ impl Mode {
             MPOL_BIND => Mode::Bind,
             MPOL_INTERLEAVE => Mode::Interleave,
             MPOL_LOCAL => Mode::Local,
+            MPOL_WEIGHTED_INTERLEAVE => Mode::WeightedInterleave,
             other => Mode::Other(other),
         }
     }
@@ -88,6 +96,7 @@ impl fmt::Display for Mode {
             Mode::Bind => f.write_str("MPOL_BIND"),
             Mode::Interleave => f.write_str("MPOL_INTERLEAVE"),
             Mode::Local => f.write_str("MPOL_LOCAL"),
+            Mode::WeightedInterleave => f.write_str("MPOL_WEIGHTED_INTERLEAVE"),
             Mode::Other(raw) => write!(f, "mode {raw}"),
         }
     }
@@ -476,6 +485,7 @@ mod tests {
             Mode::Bind,
             Mode::Interleave,
             Mode::Local,
+            Mode::WeightedInterleave,
         ] {
             assert_eq!(Mode::from_raw(mode.raw()), mode);
         }
