@@ -97,7 +97,7 @@ pub fn detect_numa_at(sys: &Path, context: NumaContext) -> Vec<NumaNode> {
 }
 
 #[cfg(test)]
-mod scenarios;
+mod scenario_tests;
 
 #[cfg(test)]
 mod tests {
