@@ -70,6 +70,13 @@ pub fn json_of(bytes: &[u8]) -> Value {
     serde_json::from_slice(bytes).expect("one JSON document")
 }
 
+/// The JSON report a measuring command writes on stdout, run one timing-sensitive test
+/// at a time.
+pub fn measured_json(line: &str) -> Value {
+    let _one_at_a_time = exclusive();
+    json_of(&memscope_line(line).assert().success().get_output().stdout)
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
