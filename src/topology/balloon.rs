@@ -10,8 +10,9 @@
 //! system time a run when started 4 s after the previous run, 0.00–0.09 s in 4 of 5 runs
 //! started right after one; inside one advise, 0.00–0.04 s in 6 of 6 huge-page runs right
 //! after another huge-page run (its freed 2 MiB blocks still backed) and 0.40–0.56 s in
-//! 7 of 7 right after a run with base pages. Read from sysfs: a virtio device of id 5
-//! (balloon) whose feature bit 5 is set.
+//! 7 of 7 right after a run with base pages (in another series of pairs, 4 of 8 such runs
+//! paid: what a run with base pages leaves free varies). Read from sysfs: a virtio device
+//! of id 5 (balloon) whose feature bit 5 is set.
 
 use std::path::Path;
 

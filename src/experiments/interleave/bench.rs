@@ -127,27 +127,28 @@ impl Bench<'_> {
         })
     }
 
+    /// One buffer of base pages per reading thread, first touched (filled) by the calling
+    /// thread: bound to `node` when given, else placed by the thread's policy.
+    fn filled_buffers(&self, node: Option<usize>) -> Result<Vec<Arena>, UsageError> {
+        (0..self.config.cpus.len())
+            .map(|worker| {
+                let arena =
+                    Arena::new_on_node(Bytes(self.array_bytes as u64), PagePolicy::Base, node)?;
+                // SAFETY: the arena holds at least array_bytes and nothing else uses it.
+                let array =
+                    unsafe { std::slice::from_raw_parts_mut(arena.as_ptr(), self.array_bytes) };
+                stream::fill_pattern(array, worker as u64 + 1);
+                Ok(arena)
+            })
+            .collect()
+    }
+
     /// One buffer per thread, bound to the local node, touched on it, filled, then bound to
     /// all of the mix's nodes (which moves nothing) so pages moved there may stay.
     pub(super) fn buffers(&self, nodes: &[usize]) -> Result<Placed, UsageError> {
         let local = nodes[0];
         let cpu = self.config.cpus[0];
-        let buffers = on_cpu(cpu, &self.config.cpus, || {
-            (0..self.config.cpus.len())
-                .map(|worker| {
-                    let arena = Arena::new_on_node(
-                        Bytes(self.array_bytes as u64),
-                        PagePolicy::Base,
-                        Some(local),
-                    )?;
-                    // SAFETY: the arena holds at least array_bytes and nothing else uses it.
-                    let array =
-                        unsafe { std::slice::from_raw_parts_mut(arena.as_ptr(), self.array_bytes) };
-                    stream::fill_pattern(array, worker as u64 + 1);
-                    Ok(arena)
-                })
-                .collect::<Result<Vec<Arena>, UsageError>>()
-        })?;
+        let buffers = on_cpu(cpu, &self.config.cpus, || self.filled_buffers(Some(local)))?;
         for arena in &buffers {
             numa_policy::mbind(
                 arena.as_ptr(),
@@ -238,16 +239,7 @@ impl Bench<'_> {
             // The thread's policy: it ends with the thread, so nothing else inherits it.
             page_placement::set_mempolicy(Mode::WeightedInterleave, &mask)
                 .map_err(|e| UsageError::Unsupported(e.to_string()))?;
-            (0..self.config.cpus.len())
-                .map(|worker| {
-                    let arena = Arena::new(Bytes(self.array_bytes as u64), PagePolicy::Base)?;
-                    // SAFETY: as in `buffers`.
-                    let array =
-                        unsafe { std::slice::from_raw_parts_mut(arena.as_ptr(), self.array_bytes) };
-                    stream::fill_pattern(array, worker as u64 + 1);
-                    Ok(arena)
-                })
-                .collect::<Result<Vec<Arena>, UsageError>>()
+            self.filled_buffers(None)
         })?;
         let mut counts = vec![0usize; nodes.len()];
         let mut total = 0usize;

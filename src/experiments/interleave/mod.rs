@@ -494,31 +494,19 @@ pub fn measure(
                 .any(|(got, want)| (got - want).abs() > 0.02);
             if off {
                 notes.push(format!(
-                    "nodes {label}: the kernel's weighted interleave put {} of the pages                      where the weights imply {}",
+                    "nodes {label}: the kernel's weighted interleave put {} of the pages \
+                     where the weights imply {}",
                     percents(&check.shares),
                     percents(&check.expected_shares)
                 ));
             }
         }
         points.sort_by(|a, b| b.local_share.total_cmp(&a.local_share));
-        let measured: Vec<Measured> = (points.iter())
-            .filter(|p| p.origin != PointOrigin::System)
-            .map(|p| Measured {
-                ratio: p.ratio,
-                median: p.read_gb_per_s,
-                spread_pct: p.spread_pct,
-            })
-            .collect();
-        let recommendation = weights::recommend(&measured);
-        let apply = match &recommendation {
-            Some(rec) if !rec.within_noise => weights::apply_lines(
-                rec.best,
-                nodes,
-                page_placement::WEIGHTS_DIR,
-                config.system.as_ref().and_then(|s| s.auto_file.as_deref()),
-            ),
-            _ => Vec::new(),
-        };
+        let (recommendation, apply) = recommend(
+            &points,
+            nodes,
+            config.system.as_ref().and_then(|s| s.auto_file.as_deref()),
+        );
         for point in &points {
             if point.placed < 0.99 {
                 notes.push(format!(
@@ -576,6 +564,32 @@ pub fn measure(
         max_spread_pct: max_spread,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
     })
+}
+
+/// The recommendation from a mix's emulated ratios (the kernel's own check left out), and
+/// the lines that would apply it when its gain is beyond the noise.
+fn recommend(
+    points: &[RatioPoint],
+    nodes: &[usize],
+    auto_file: Option<&str>,
+) -> (Option<Recommendation>, Vec<String>) {
+    let measured: Vec<Measured> = points
+        .iter()
+        .filter(|p| p.origin != PointOrigin::System)
+        .map(|p| Measured {
+            ratio: p.ratio,
+            median: p.read_gb_per_s,
+            spread_pct: p.spread_pct,
+        })
+        .collect();
+    let recommendation = weights::recommend(&measured);
+    let apply = match &recommendation {
+        Some(rec) if !rec.within_noise => {
+            weights::apply_lines(rec.best, nodes, page_placement::WEIGHTS_DIR, auto_file)
+        }
+        _ => Vec::new(),
+    };
+    (recommendation, apply)
 }
 
 #[cfg(test)]

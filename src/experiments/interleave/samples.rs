@@ -2,7 +2,7 @@
 //! such): a socket's DRAM (node 0) mixed with a CXL expander (node 2), where 3:1 gains
 //! 21 %, and with the other socket's DRAM (node 1), where nothing beats local memory.
 
-use super::weights::{self, Measured, Ratio};
+use super::weights::Ratio;
 use super::{InterleaveResult, KernelCheck, KernelSupport, MixResult, PointOrigin, RatioPoint};
 use crate::kernels::stream::Isa;
 use crate::topology::tiers::{MemoryKind, WeightedInterleave};
@@ -27,19 +27,7 @@ fn point(local: u32, far: u32, origin: PointOrigin, gb_per_s: f64, spread_pct: f
 }
 
 fn mix(nodes: Vec<usize>, kinds: Vec<MemoryKind>, points: Vec<RatioPoint>) -> MixResult {
-    let measured: Vec<Measured> = (points.iter())
-        .filter(|p| p.origin != PointOrigin::System)
-        .map(|p| Measured {
-            ratio: p.ratio,
-            median: p.read_gb_per_s,
-            spread_pct: p.spread_pct,
-        })
-        .collect();
-    let recommendation = weights::recommend(&measured);
-    let apply = match &recommendation {
-        Some(r) if !r.within_noise => weights::apply_lines(r.best, &nodes, DIR, Some("auto")),
-        _ => Vec::new(),
-    };
+    let (recommendation, apply) = super::recommend(&points, &nodes, Some("auto"));
     MixResult {
         nodes,
         kinds,
