@@ -600,3 +600,42 @@ fn the_placement_finding_takes_the_interleave_that_buys_most_and_says_how_to_app
     assert!(f.summary.contains("evenly"), "{}", f.summary);
     assert!(f.apply.is_empty(), "{:?}", f.apply);
 }
+
+#[test]
+fn one_remedy_slower_while_another_looks_faster_does_not_rule_huge_pages_out() {
+    let arms = [
+        ArmSpec::new(ArmKind::Alone),
+        ArmSpec::new(ArmKind::HugeAll),
+        ArmSpec::new(ArmKind::MallocHugetlb),
+    ];
+    let of = |walls: [f64; 8]| -> Vec<RunRecord> {
+        walls
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| record(i, s))
+            .collect()
+    };
+    // Huge pages for everything look 3% faster within the noise; the malloc tunable is
+    // 20% slower, clearly.
+    let alone = of([0.90, 1.10, 0.92, 1.08, 0.95, 1.05, 0.97, 1.03]);
+    let huge = of([0.85, 1.09, 0.88, 1.05, 0.90, 1.02, 0.93, 1.00]);
+    let malloc = of([1.20, 1.21, 1.19, 1.22, 1.18, 1.20, 1.21, 1.19]);
+    let machine = Machine::sample();
+    let facts = super::super::facts::from_topology(&machine);
+    let r = results(1, &arms, &[alone, huge, malloc], 0, &facts, None);
+    assert_eq!(r[2].time.verdict, Verdict::Worse);
+    assert_ne!(r[1].time.verdict, Verdict::Better);
+    let cpus = cpu_plan_of(None, false, PirateSite::Nowhere);
+    let findings = findings_of(&r, &facts, &cpus);
+    let tlb = findings
+        .iter()
+        .find(|f| f.resource == arms::Resource::Tlb)
+        .unwrap();
+    assert_eq!(
+        tlb.arm.as_deref(),
+        Some("huge pages, all"),
+        "{}",
+        tlb.summary
+    );
+    assert_ne!(tlb.sensitivity, verdict::Sensitivity::Hurts);
+}

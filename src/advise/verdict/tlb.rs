@@ -34,11 +34,14 @@ pub fn tlb_finding(
         .iter()
         .filter(|a| a.time.verdict == Verdict::Better)
         .collect();
-    // The largest significant speed-up; else the largest significant slowdown (a remedy
-    // that costs more than it buys is worth knowing); else huge pages for everything.
+    // The largest significant speed-up; else, when no arm even estimates a speed-up, the
+    // largest significant slowdown (a remedy that costs more than it buys is worth
+    // knowing); else huge pages for everything. One remedy slower while another looks
+    // faster does not rule huge pages out.
+    let none_faster = candidates.iter().all(|a| speedup(a) <= 0.0);
     let slower: Vec<&&ArmResult> = candidates
         .iter()
-        .filter(|a| a.time.verdict == Verdict::Worse)
+        .filter(|a| none_faster && a.time.verdict == Verdict::Worse)
         .collect();
     let best = significant
         .iter()
