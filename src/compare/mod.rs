@@ -567,4 +567,69 @@ mod tests {
         assert_eq!(c.runs[1].label, "B");
         assert_eq!(run_letter(26), "R27");
     }
+
+    /// A fleet of `n` hosts of one model with a small deterministic scatter; the hosts in
+    /// `slow` are 40% slower at everything.
+    fn fleet(model: &str, n: usize, slow: &[usize]) -> Vec<Loaded> {
+        (0..n)
+            .map(|i| {
+                let scale = if slow.contains(&i) {
+                    1.4
+                } else {
+                    1.0 + 0.004 * ((i * 37 % 11) as f64 - 5.0) / 5.0
+                };
+                let mut run = loaded(&format!("{model}-node{i:03}"), scale);
+                run.report.machine.cpu_model = model.to_string();
+                run
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_cpu_models_are_fleets_apart_and_only_the_planted_host_is_named() {
+        let mut runs = fleet("Alpha", 12, &[5]);
+        runs.extend(fleet("Beta", 9, &[]));
+        let c = compare(&runs, true, Vec::new());
+        assert_eq!(c.groups.len(), 2);
+        assert!(c.groups.iter().all(Group::is_fleet));
+        let named = fleet_view::named_reports(&c);
+        let hosts: Vec<&str> = named
+            .iter()
+            .map(|(i, _)| c.runs[*i].host.as_str())
+            .collect();
+        assert_eq!(hosts, ["Alpha-node005"]);
+        // Named for the latencies it moved, as worse.
+        let (_, list) = &named[0];
+        assert!(
+            list.iter().all(|(_, o)| o.verdict == Verdict::Worse),
+            "{list:?}"
+        );
+        assert!(list.iter().any(|(row, _)| row.unit == "ns"));
+        // Beta's fleet is summarised over its own nine reports.
+        let beta = &c.groups[1];
+        let summarised = beta.rows.iter().find_map(|r| r.fleet.as_ref()).unwrap();
+        assert_eq!(summarised.reports, 9);
+        assert!(summarised.outliers.is_empty());
+    }
+
+    #[test]
+    fn a_fleet_s_terminal_output_does_not_grow_with_its_reports() {
+        let text = |n: usize| {
+            let runs = fleet("Alpha", n, &[3, n - 2]);
+            let c = compare(&runs, true, Vec::new());
+            let sections = view::sections(&c, &runs);
+            let mut text = crate::render::terminal::render(&sections, false);
+            text.push_str(&view::summary_line(&c).to_plain());
+            text
+        };
+        let (small, large) = (text(20), text(60));
+        assert_eq!(small.lines().count(), large.lines().count(), "{large}");
+        for host in ["Alpha-node003", "Alpha-node058"] {
+            assert!(large.contains(host), "{host} in {large}");
+        }
+        // Not a column or a row per report: an unremarkable host is not listed.
+        assert!(!large.contains("Alpha-node010"), "{large}");
+        assert!(large.contains("A fleet of 60 reports"), "{large}");
+        assert!(large.contains("2 report(s) named as outliers"), "{large}");
+    }
 }
