@@ -24,9 +24,9 @@ use crate::view::{Block, Cell, Column, Medium, Paragraph, Priority, Section, Sty
 /// Outliers named per figure in the terminal; the rest are counted ("+4 more").
 const NAMED_PER_FIGURE: usize = 3;
 /// Reports listed as named most often, and outliers' rows in the runs table.
-const LISTED_REPORTS: usize = 10;
+pub const LISTED_REPORTS: usize = 10;
 /// Outliers labelled on a figure's strip (the others are red points).
-const LABELLED_PER_STRIP: usize = 8;
+const LABELLED_PER_STRIP: usize = 5;
 /// Values listed per difference before "+N other values".
 const LISTED_VALUES: usize = 4;
 
@@ -309,9 +309,9 @@ pub fn strips(c: &Comparison, group: &Group, rows: &[&Row]) -> Block {
 }
 
 fn strip(c: &Comparison, group: &Group, row: &Row, f: &FleetFigure) -> crate::view::Chart {
-    // Each report at its value; its height only spreads the points so they can be seen
-    // (a fixed scatter by position, the same on every figure).
-    let height = |n: usize| 0.1 + 0.8 * ((n as f64 * 0.618_033_988_75) % 1.0);
+    // Each report at its value, one above the other in the order of the files, so that
+    // reports with the same value stay apart.
+    let height = |n: usize| (n + 1) as f64;
     let outlier_runs: HashMap<usize, &Outlier> = f.outliers.iter().map(|o| (o.run, o)).collect();
     let mut inside = Vec::new();
     let mut outside = Vec::new();
@@ -340,12 +340,12 @@ fn strip(c: &Comparison, group: &Group, row: &Row, f: &FleetFigure) -> crate::vi
         x = x.bytes();
     }
     let mut chart = LineChart::new(format!("{} — {} reports", row.label, f.reports))
-        .size(960.0, 220.0)
+        .size(960.0, 320.0)
         .x_axis(x)
         .y_axis(
-            Axis::linear("")
-                .range(0.0, 1.0)
-                .format(TickFormat::Custom(|_| String::new())),
+            Axis::linear("report (file order)")
+                .range(0.0, (group.runs.len() + 1) as f64)
+                .format(TickFormat::Integer),
         )
         .band(
             Band::new(

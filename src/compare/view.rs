@@ -222,12 +222,18 @@ fn runs_section(c: &Comparison) -> Section {
         }
         section.push(differences);
     }
-    let disturbed: Vec<String> = c
+    let mut disturbed: Vec<String> = c
         .runs
         .iter()
         .filter(|r| !r.disturbed.is_empty())
         .map(|r| format!("{} ({})", r.label, r.disturbed.join(", ")))
         .collect();
+    // A fleet's thousand reports are counted, the first few named.
+    if fleets && disturbed.len() > fleet_view::LISTED_REPORTS {
+        let more = disturbed.len() - fleet_view::LISTED_REPORTS;
+        disturbed.truncate(fleet_view::LISTED_REPORTS);
+        disturbed.push(format!("and {more} more of the {} reports", c.runs.len()));
+    }
     if !disturbed.is_empty() {
         section.push(Paragraph::note(format!(
             "* measured while other tasks or the hypervisor took a share of the machine: \
