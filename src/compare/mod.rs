@@ -8,9 +8,13 @@
 //! CPU model, each group compared within itself (a fleet of hosts of one model). `view`
 //! presents it; `load` reads the files.
 
+pub mod fleet;
+pub mod fleet_view;
 pub mod load;
 pub mod params;
 pub mod view;
+
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -70,6 +74,10 @@ pub struct Row {
     pub unit: String,
     pub better: Better,
     pub cells: Vec<Option<Cell>>,
+    /// The group's median, robust spread and outliers of the figure (`fleet::summarise`),
+    /// when at least `fleet::FLEET_MIN_RUNS` runs measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<fleet::FleetFigure>,
 }
 
 /// A run's value of a figure, against the group's first run.
@@ -108,15 +116,12 @@ pub struct Comparison {
 }
 
 impl Comparison {
-    /// Changes per verdict over every group: (better, worse, changed, same, not judged).
+    /// Changes per verdict over every group: (better, worse, changed, same, not judged). A
+    /// fleet's (`Group::is_fleet`) are its reports by the outlier rule (an outlier counts
+    /// by its direction, the others as the same), the other groups' against their first run.
     pub fn counts(&self) -> [usize; 5] {
         let mut counts = [0; 5];
-        let cells = self
-            .groups
-            .iter()
-            .flat_map(|g| &g.rows)
-            .flat_map(|r| &r.cells);
-        for verdict in cells.flatten().filter_map(|c| c.verdict) {
+        let mut count = |verdict: Verdict, n: usize| {
             let i = match verdict {
                 Verdict::Better => 0,
                 Verdict::Worse => 1,
@@ -124,9 +129,34 @@ impl Comparison {
                 Verdict::Same => 3,
                 Verdict::NotJudged => 4,
             };
-            counts[i] += 1;
+            counts[i] += n;
+        };
+        for group in &self.groups {
+            for row in &group.rows {
+                match (&row.fleet, group.is_fleet()) {
+                    (Some(fleet), true) => {
+                        for outlier in &fleet.outliers {
+                            count(outlier.verdict, 1);
+                        }
+                        count(Verdict::Same, fleet.reports - fleet.outliers.len());
+                    }
+                    (None, true) => count(Verdict::NotJudged, row.cells.iter().flatten().count()),
+                    (_, false) => {
+                        for verdict in row.cells.iter().flatten().filter_map(|c| c.verdict) {
+                            count(verdict, 1);
+                        }
+                    }
+                }
+            }
         }
         counts
+    }
+}
+
+impl Group {
+    /// More runs than a table has room for: shown as a fleet (median, spread, outliers).
+    pub fn is_fleet(&self) -> bool {
+        self.runs.len() > view::SIDE_BY_SIDE_MAX
     }
 }
 
@@ -151,16 +181,20 @@ impl CompareDocument {
 
 /// Compares the runs; `grouped` splits them by CPU model first.
 pub fn compare(runs: &[Loaded], grouped: bool, notes: Vec<String>) -> Comparison {
-    let hosts: Vec<&str> = runs.iter().map(|r| r.report.run.host.as_str()).collect();
-    let distinct_hosts = hosts
-        .iter()
-        .all(|h| *h != "unknown" && hosts.iter().filter(|o| *o == h).count() == 1);
+    // Sets, not pairwise searches: a fleet has a thousand reports.
+    let hosts: HashSet<&str> = runs.iter().map(|r| r.report.run.host.as_str()).collect();
+    let distinct_hosts = hosts.len() == runs.len() && !hosts.contains("unknown");
+    let stems: HashSet<&str> = runs.iter().map(|r| file_stem(&r.file)).collect();
+    let distinct_stems = stems.len() == runs.len();
     let infos: Vec<RunInfo> = runs
         .iter()
         .enumerate()
         .map(|(i, r)| RunInfo {
             label: if distinct_hosts {
                 r.report.run.host.clone()
+            } else if i >= 26 && distinct_stems {
+                // Past the letters, a fleet's reports go by their file names.
+                file_stem(&r.file).to_string()
             } else {
                 run_letter(i)
             },
@@ -200,7 +234,7 @@ pub fn compare(runs: &[Loaded], grouped: bool, notes: Vec<String>) -> Comparison
                     reports[0].machine.cpu_model.clone()
                 },
                 differences: differences(&reports),
-                rows: rows(&reports),
+                rows: rows(&reports, &indices),
                 runs: indices,
             }
         })
@@ -220,10 +254,10 @@ pub fn compare(runs: &[Loaded], grouped: bool, notes: Vec<String>) -> Comparison
     }
 }
 
-/// Whether the experiment of `section` (a section id: "miss-impact" is the experiment
-/// "miss_impact") ran while the machine was shared, by the report's own conditions.
-fn disturbed_in(report: &Report, section: &str) -> bool {
-    identity::section_disturbed(&identity::disturbed(report), section)
+/// "reports/r-7.json" → "r-7".
+fn file_stem(file: &str) -> &str {
+    let name = file.rsplit('/').next().unwrap_or(file);
+    name.strip_suffix(".json").unwrap_or(name)
 }
 
 /// "A" … "Z", then "R27" …
@@ -309,28 +343,47 @@ fn differences(reports: &[&Report]) -> Vec<Difference> {
         .collect()
 }
 
-/// Every figure of any run, in the order they first appear, judged against the first run.
-fn rows(reports: &[&Report]) -> Vec<Row> {
+/// Every figure of any run, in the order they first appear, judged against the first run,
+/// and over the group (`fleet::summarise`; `runs` are the reports' indices into
+/// `Comparison::runs`). Figures are looked up by key through one index, so the work grows
+/// with reports × figures, not with their square.
+fn rows(reports: &[&Report], runs: &[usize]) -> Vec<Row> {
     let figures: Vec<Vec<Figure>> = reports.iter().map(|r| r.figures()).collect();
+    let mut index: HashMap<&str, usize> = HashMap::new();
     let mut order: Vec<&Figure> = Vec::new();
     for f in figures.iter().flatten() {
-        if !order.iter().any(|o| o.key == f.key) {
+        if !index.contains_key(f.key.as_str()) {
+            index.insert(&f.key, order.len());
             order.push(f);
         }
     }
+    // table[row][run]: the run's figure of that key (its first, should a key repeat).
+    let mut table: Vec<Vec<Option<&Figure>>> = vec![vec![None; reports.len()]; order.len()];
+    for (i, run) in figures.iter().enumerate() {
+        for f in run {
+            let slot = &mut table[index[f.key.as_str()]][i];
+            if slot.is_none() {
+                *slot = Some(f);
+            }
+        }
+    }
+    // Which runs measured while the machine was shared, per section, asked once each.
+    let disturbed: Vec<Vec<String>> = reports.iter().map(|r| identity::disturbed(r)).collect();
+    let disturbed_in =
+        |i: usize, section: &str| identity::section_disturbed(&disturbed[i], section);
     order
         .into_iter()
-        .map(|first| {
-            let of_run = |run: &Vec<Figure>| run.iter().find(|f| f.key == first.key).cloned();
-            let baseline = of_run(&figures[0]);
-            let cells = figures
+        .zip(&table)
+        .map(|(first, of_runs)| {
+            let baseline = of_runs[0];
+            let cells = of_runs
                 .iter()
                 .enumerate()
-                .map(|(i, run)| {
-                    of_run(run).map(|f| {
-                        let against = baseline.as_ref().filter(|_| i > 0);
-                        let disturbed = disturbed_in(reports[i], &f.section)
-                            || (i > 0 && disturbed_in(reports[0], &f.section));
+                .map(|(i, f)| {
+                    f.map(|f| {
+                        let against = baseline.filter(|_| i > 0);
+                        let disturbed =
+                            disturbed_in(i, &f.section) || (i > 0 && disturbed_in(0, &f.section));
                         Cell {
                             disturbed,
                             value: f.value,
@@ -339,8 +392,17 @@ fn rows(reports: &[&Report]) -> Vec<Row> {
                             ratio: against
                                 .filter(|b| b.value != 0.0)
                                 .map(|b| f.value / b.value),
-                            verdict: against.map(|b| judge::judge(b, &f)),
+                            verdict: against.map(|b| judge::judge(b, f)),
                         }
+                    })
+                })
+                .collect();
+            let samples: Vec<Option<fleet::Sample>> = of_runs
+                .iter()
+                .map(|f| {
+                    f.map(|f| fleet::Sample {
+                        value: f.value,
+                        noise_pct: judge::noise_band_pct(f),
                     })
                 })
                 .collect();
@@ -351,6 +413,7 @@ fn rows(reports: &[&Report]) -> Vec<Row> {
                 unit: first.unit.clone(),
                 better: first.better,
                 cells,
+                fleet: fleet::summarise(&samples, runs, first.better),
             }
         })
         .collect()
@@ -503,5 +566,70 @@ mod tests {
         assert_eq!(c.runs[0].label, "A");
         assert_eq!(c.runs[1].label, "B");
         assert_eq!(run_letter(26), "R27");
+    }
+
+    /// A fleet of `n` hosts of one model with a small deterministic scatter; the hosts in
+    /// `slow` are 40% slower at everything.
+    fn fleet(model: &str, n: usize, slow: &[usize]) -> Vec<Loaded> {
+        (0..n)
+            .map(|i| {
+                let scale = if slow.contains(&i) {
+                    1.4
+                } else {
+                    1.0 + 0.004 * ((i * 37 % 11) as f64 - 5.0) / 5.0
+                };
+                let mut run = loaded(&format!("{model}-node{i:03}"), scale);
+                run.report.machine.cpu_model = model.to_string();
+                run
+            })
+            .collect()
+    }
+
+    #[test]
+    fn two_cpu_models_are_fleets_apart_and_only_the_planted_host_is_named() {
+        let mut runs = fleet("Alpha", 12, &[5]);
+        runs.extend(fleet("Beta", 9, &[]));
+        let c = compare(&runs, true, Vec::new());
+        assert_eq!(c.groups.len(), 2);
+        assert!(c.groups.iter().all(Group::is_fleet));
+        let named = fleet_view::named_reports(&c);
+        let hosts: Vec<&str> = named
+            .iter()
+            .map(|(i, _)| c.runs[*i].host.as_str())
+            .collect();
+        assert_eq!(hosts, ["Alpha-node005"]);
+        // Named for the latencies it moved, as worse.
+        let (_, list) = &named[0];
+        assert!(
+            list.iter().all(|(_, o)| o.verdict == Verdict::Worse),
+            "{list:?}"
+        );
+        assert!(list.iter().any(|(row, _)| row.unit == "ns"));
+        // Beta's fleet is summarised over its own nine reports.
+        let beta = &c.groups[1];
+        let summarised = beta.rows.iter().find_map(|r| r.fleet.as_ref()).unwrap();
+        assert_eq!(summarised.reports, 9);
+        assert!(summarised.outliers.is_empty());
+    }
+
+    #[test]
+    fn a_fleet_s_terminal_output_does_not_grow_with_its_reports() {
+        let text = |n: usize| {
+            let runs = fleet("Alpha", n, &[3, n - 2]);
+            let c = compare(&runs, true, Vec::new());
+            let sections = view::sections(&c, &runs);
+            let mut text = crate::render::terminal::render(&sections, false);
+            text.push_str(&view::summary_line(&c).to_plain());
+            text
+        };
+        let (small, large) = (text(20), text(60));
+        assert_eq!(small.lines().count(), large.lines().count(), "{large}");
+        for host in ["Alpha-node003", "Alpha-node058"] {
+            assert!(large.contains(host), "{host} in {large}");
+        }
+        // Not a column or a row per report: an unremarkable host is not listed.
+        assert!(!large.contains("Alpha-node010"), "{large}");
+        assert!(large.contains("A fleet of 60 reports"), "{large}");
+        assert!(large.contains("2 report(s) named as outliers"), "{large}");
     }
 }

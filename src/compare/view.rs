@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use super::{Comparison, Group, Loaded, Row};
+use super::{fleet_view, Comparison, Group, Loaded, Row};
 use crate::report::document;
 use crate::units::Bytes;
 use crate::view::data_row::Full;
@@ -25,10 +25,14 @@ pub const SIDE_BY_SIDE_MAX: usize = 6;
 /// The sections of a comparison; `runs` are the reports it was made from (for charts and
 /// the experiments' section titles).
 pub fn sections(comparison: &Comparison, runs: &[Loaded]) -> Vec<Section> {
-    let per_run: Vec<Vec<Section>> = runs
-        .iter()
-        .map(|r| document::result_sections(&r.report))
-        .collect();
+    // Each report's own sections, for the charts of the groups shown side by side and for
+    // the experiments' titles; a fleet's thousand reports are not drawn one by one.
+    let mut per_run: Vec<Option<Vec<Section>>> = (0..runs.len()).map(|_| None).collect();
+    for group in comparison.groups.iter().filter(|g| !g.is_fleet()) {
+        for &i in &group.runs {
+            per_run[i] = Some(document::result_sections(&runs[i].report));
+        }
+    }
     let mut sections = vec![runs_section(comparison)];
     // Experiment sections in the order their figures first appear.
     let mut ids: Vec<&str> = Vec::new();
@@ -38,7 +42,7 @@ pub fn sections(comparison: &Comparison, runs: &[Loaded]) -> Vec<Section> {
         }
     }
     for id in ids {
-        let Some(model) = per_run.iter().flatten().find(|s| s.id == id) else {
+        let Some(model) = section_model(&mut per_run, comparison, runs, id) else {
             continue;
         };
         let mut section = Section::new(model.id, model.nav.clone(), model.title.clone());
@@ -54,22 +58,60 @@ pub fn sections(comparison: &Comparison, runs: &[Loaded]) -> Vec<Section> {
                     group.runs.len()
                 )));
             }
-            if group.runs.len() > SIDE_BY_SIDE_MAX {
-                section.push(fleet_table(comparison, group, &rows));
+            if group.is_fleet() {
+                section.push(fleet_view::fleet_table(comparison, &rows));
+                section.push(fleet_view::strips(comparison, group, &rows));
             } else {
                 section.push(side_by_side(comparison, group, &rows));
+                if let Some(note) = fleet_view::side_by_side_outliers(comparison, &rows) {
+                    section.push(note);
+                }
                 charts(comparison, group, &per_run, id, &mut section);
             }
         }
         sections.push(section);
     }
+    sections.extend(fleet_view::outliers_section(comparison));
     sections
+}
+
+/// The section `id` of the first report that has it (its title and navigation label),
+/// drawing reports' sections only until one is found.
+fn section_model(
+    per_run: &mut [Option<Vec<Section>>],
+    comparison: &Comparison,
+    runs: &[Loaded],
+    id: &str,
+) -> Option<Section> {
+    let holders = comparison.groups.iter().flat_map(|g| {
+        g.rows
+            .iter()
+            .filter(|r| r.section == id)
+            .map(move |r| (g, r))
+    });
+    for (group, row) in holders {
+        for (cell, &i) in row.cells.iter().zip(&group.runs) {
+            if cell.is_none() {
+                continue;
+            }
+            let sections =
+                per_run[i].get_or_insert_with(|| document::result_sections(&runs[i].report));
+            if let Some(model) = sections.iter().find(|s| s.id == id) {
+                return Some(Section::new(
+                    model.id,
+                    model.nav.clone(),
+                    model.title.clone(),
+                ));
+            }
+        }
+    }
+    None
 }
 
 /// The headline cards of the HTML: how many figures changed, each way.
 pub fn headlines(comparison: &Comparison) -> Vec<Headline> {
     let [better, worse, changed, same, unjudged] = comparison.counts();
-    vec![
+    let mut cards = vec![
         Headline {
             label: "Worse".into(),
             value: worse.to_string(),
@@ -88,7 +130,17 @@ pub fn headlines(comparison: &Comparison) -> Vec<Headline> {
             detail: format!("{unjudged} not judged (no spread measured)"),
             ..Headline::default()
         },
-    ]
+    ];
+    if comparison.groups.iter().any(|g| g.is_fleet()) {
+        let named = fleet_view::named_reports(comparison);
+        cards.push(Headline {
+            label: "Outliers".into(),
+            value: named.len().to_string(),
+            detail: "reports outside their fleet for at least one figure".into(),
+            ..Headline::default()
+        });
+    }
+    cards
 }
 
 fn runs_section(c: &Comparison) -> Section {
@@ -102,7 +154,15 @@ fn runs_section(c: &Comparison) -> Section {
         Column::text("kernel"),
         Column::text("file"),
     ]);
-    for (i, run) in c.runs.iter().enumerate() {
+    // With fleets, their reports are a summary below and only their outliers are rows.
+    let fleets = c.groups.iter().any(|g| g.is_fleet());
+    let (listed, left_out) = if fleets {
+        fleet_view::listed_runs(c)
+    } else {
+        ((0..c.runs.len()).collect(), 0)
+    };
+    for i in listed {
+        let run = &c.runs[i];
         let stamp = crate::report::RunStamp {
             started: run.started.clone(),
             ..Default::default()
@@ -129,7 +189,15 @@ fn runs_section(c: &Comparison) -> Section {
             run.file.clone().into(),
         ]);
     }
+    if left_out > 0 {
+        table.note(format!(
+            "+{left_out} more reports named as outliers (see Reports named most often)"
+        ));
+    }
     section.push(table);
+    for block in fleet_view::fleet_summaries(c) {
+        section.push(block);
+    }
     for group in &c.groups {
         if group.differences.is_empty() {
             continue;
@@ -140,6 +208,10 @@ fn runs_section(c: &Comparison) -> Section {
              machine's memory.",
             what.join(", ")
         )));
+        if group.is_fleet() {
+            section.push(fleet_view::differences_table(c, group));
+            continue;
+        }
         let mut columns = vec![Column::text("")];
         columns.extend(group.runs.iter().map(|&i| Column::text(&c.runs[i].label)));
         let mut differences = Table::new(columns).titled("What differs");
@@ -150,12 +222,18 @@ fn runs_section(c: &Comparison) -> Section {
         }
         section.push(differences);
     }
-    let disturbed: Vec<String> = c
+    let mut disturbed: Vec<String> = c
         .runs
         .iter()
         .filter(|r| !r.disturbed.is_empty())
         .map(|r| format!("{} ({})", r.label, r.disturbed.join(", ")))
         .collect();
+    // A fleet's thousand reports are counted, the first few named.
+    if fleets && disturbed.len() > fleet_view::LISTED_REPORTS {
+        let more = disturbed.len() - fleet_view::LISTED_REPORTS;
+        disturbed.truncate(fleet_view::LISTED_REPORTS);
+        disturbed.push(format!("and {more} more of the {} reports", c.runs.len()));
+    }
     if !disturbed.is_empty() {
         section.push(Paragraph::note(format!(
             "* measured while other tasks or the hypervisor took a share of the machine: \
@@ -174,16 +252,33 @@ fn runs_section(c: &Comparison) -> Section {
         "How a change is called: {}.",
         c.rule
     )));
+    if c.groups
+        .iter()
+        .flat_map(|g| &g.rows)
+        .any(|r| r.fleet.is_some())
+    {
+        section.push(Paragraph::muted(format!(
+            "How an outlier is named: {}.",
+            super::fleet::rule_text()
+        )));
+    }
     for note in &c.notes {
         section.push(Paragraph::muted(note.clone()));
     }
     section.push(data_table(c));
+    if c.groups
+        .iter()
+        .flat_map(|g| &g.rows)
+        .any(|r| r.fleet.is_some())
+    {
+        section.push(fleet_view::data_table(c));
+    }
     section
 }
 
 /// A value with its unit's format: sizes in binary units, the rest with the digits that
 /// matter.
-fn value_text(value: f64, unit: &str) -> String {
+pub(super) fn value_text(value: f64, unit: &str) -> String {
     match unit {
         "bytes" if value.is_finite() && value >= 0.0 => Bytes(value.round() as u64).to_string(),
         _ => format::derived(value),
@@ -205,7 +300,7 @@ fn change_text(ratio: Option<f64>, verdict: Verdict) -> (String, Style) {
     }
 }
 
-fn unit_column(row: &Row) -> String {
+pub(super) fn unit_column(row: &Row) -> String {
     match (row.unit.as_str(), row.better) {
         ("", _) => String::new(),
         (unit, Better::Lower) => format!("{unit} ↓"),
@@ -266,74 +361,15 @@ fn side_by_side(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
     table
 }
 
-/// One row per figure for a large group: the first run's value, the group's median and
-/// range, and the runs beyond the noise of the first.
-fn fleet_table(c: &Comparison, group: &Group, rows: &[&Row]) -> Table {
-    // Too wide for the terminal, the range and the unit go first; the runs beyond the
-    // noise, what a fleet view is for, stay.
-    let mut table = Table::new(vec![
-        Column::text("figure"),
-        Column::text("unit").priority(Priority::Low),
-        Column::number(format!("{} (first)", c.runs[group.runs[0]].label)),
-        Column::number("median"),
-        Column::number("min").priority(Priority::Low),
-        Column::number("max").priority(Priority::Low),
-        Column::text("worse").priority(Priority::High),
-        Column::text("better").priority(Priority::High),
-    ]);
-    for row in rows {
-        let values: Vec<f64> = row.cells.iter().flatten().map(|c| c.value).collect();
-        let median = crate::stats::Summary::of(&values).map_or(f64::NAN, |s| s.median);
-        let (min, max) = values
-            .iter()
-            .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-                (lo.min(v), hi.max(v))
-            });
-        let runs_with = |wanted: Verdict| {
-            let labels: Vec<&str> = row
-                .cells
-                .iter()
-                .zip(&group.runs)
-                .filter(|(cell, _)| cell.as_ref().and_then(|c| c.verdict) == Some(wanted))
-                .map(|(_, &i)| c.runs[i].label.as_str())
-                .collect();
-            if labels.is_empty() {
-                format::DASH.to_string()
-            } else {
-                labels.join(", ")
-            }
-        };
-        table.row([
-            crate::view::Cell::new(row.label.clone()),
-            crate::view::Cell::new(unit_column(row)),
-            row.cells[0]
-                .as_ref()
-                .map_or_else(crate::view::Cell::dash, |c| {
-                    crate::view::Cell::new(value_text(c.value, &row.unit))
-                }),
-            crate::view::Cell::new(value_text(median, &row.unit)),
-            crate::view::Cell::new(value_text(min, &row.unit)),
-            crate::view::Cell::new(value_text(max, &row.unit)),
-            crate::view::Cell::styled(runs_with(Verdict::Worse), Style::Warn),
-            crate::view::Cell::new(runs_with(Verdict::Better)),
-        ]);
-    }
-    table.note(
-        "worse, better: the runs whose value lies beyond the noise of the first run's, \
-         in that direction",
-    );
-    table
-}
-
 /// The group's charts of section `id`, overlaid where they can be.
 fn charts(
     c: &Comparison,
     group: &Group,
-    per_run: &[Vec<Section>],
+    per_run: &[Option<Vec<Section>>],
     id: &str,
     section: &mut Section,
 ) {
-    let of_run = |i: usize| per_run[i].iter().find(|s| s.id == id);
+    let of_run = |i: usize| per_run[i].iter().flatten().find(|s| s.id == id);
     let mut titles: Vec<String> = Vec::new();
     for &i in &group.runs {
         for chart in of_run(i).map(overlay::charts).unwrap_or_default() {
@@ -427,8 +463,17 @@ fn data_table(c: &Comparison) -> crate::view::DataTable {
 /// The terminal's closing line: the counts of each verdict.
 pub fn summary_line(comparison: &Comparison) -> Text {
     let [better, worse, changed, same, unjudged] = comparison.counts();
-    Text::plain(format!(
+    let mut line = format!(
         "{worse} worse, {better} better, {changed} changed, {same} unchanged (~), {unjudged} \
          not judged"
-    ))
+    );
+    if comparison.groups.iter().any(|g| g.is_fleet()) {
+        let named = fleet_view::named_reports(comparison);
+        let figures: usize = named.iter().map(|(_, list)| list.len()).sum();
+        line.push_str(&format!(
+            "; {} report(s) named as outliers, {figures} time(s) in all",
+            named.len()
+        ));
+    }
+    Text::plain(line)
 }
