@@ -11,7 +11,14 @@ use crate::util::{exclusive, is_root, BINARY};
 
 /// The programs the script needs that a test must not install.
 const NEEDED: [&str; 8] = [
-    "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scontrol", "munged", "mungekey",
+    "slurmctld",
+    "slurmd",
+    "sbatch",
+    "squeue",
+    "sinfo",
+    "scontrol",
+    "munged",
+    "mungekey",
 ];
 
 /// Where `name` is on PATH, if anywhere.
@@ -31,7 +38,11 @@ fn fleet_slurm_names_the_planted_task_and_leaves_nothing_running() {
         eprintln!(
             "skipped: {} not installed (apt-get install slurm-wlm munge python3; \
              the test does not install packages)",
-            if on_path("python3") { missing.join(", ") } else { "python3".into() }
+            if on_path("python3") {
+                missing.join(", ")
+            } else {
+                "python3".into()
+            }
         );
         return;
     }
@@ -40,7 +51,14 @@ fn fleet_slurm_names_the_planted_task_and_leaves_nothing_running() {
     let _one_at_a_time = exclusive();
     let output = assert_cmd::Command::new("python3")
         .arg(&script)
-        .args(["--tasks", "3", "--quick", "--no-install", "--memscope", BINARY])
+        .args([
+            "--tasks",
+            "3",
+            "--quick",
+            "--no-install",
+            "--memscope",
+            BINARY,
+        ])
         .env_remove("MEMSCOPE_SAVE")
         .timeout(Duration::from_secs(600))
         .output()
@@ -53,5 +71,8 @@ fn fleet_slurm_names_the_planted_task_and_leaves_nothing_running() {
         output.status
     );
     assert!(stdout.contains("PASS: compare named"), "{stdout}");
-    assert!(stdout.contains("cleaned up: no daemon or job process left"), "{stdout}");
+    assert!(
+        stdout.contains("cleaned up: no daemon or job process left"),
+        "{stdout}"
+    );
 }
