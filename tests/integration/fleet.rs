@@ -71,7 +71,9 @@ fn fleet_slurm_runs_the_recipe_checks_the_planted_task_and_leaves_nothing_runnin
     // this machine's noise is a measurement: exit 0 (named) or 1 with the check's FAIL
     // line, never a failed step.
     assert!(
-        stdout.lines().any(|l| l.starts_with("reports: ") && l.ends_with("-2.json")),
+        stdout
+            .lines()
+            .any(|l| l.starts_with("reports: ") && l.ends_with("-2.json")),
         "{context}"
     );
     assert!(stdout.contains("Who compare named"), "{context}");
