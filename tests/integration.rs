@@ -16,6 +16,8 @@ mod compare;
 mod faults;
 #[path = "integration/files.rs"]
 mod files;
+#[path = "integration/fleet.rs"]
+mod fleet;
 #[path = "integration/footprint.rs"]
 mod footprint;
 #[path = "integration/hostile_input.rs"]
