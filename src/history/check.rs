@@ -190,22 +190,16 @@ pub fn check(
     window: usize,
 ) -> anyhow::Result<Vec<HostCheck>> {
     let runs = history.runs(host, None)?;
-    let mut hosts: Vec<&str> = Vec::new();
-    for r in &runs {
-        if !hosts.contains(&r.host.as_str()) {
-            hosts.push(&r.host);
-        }
-    }
     let mut checks = Vec::new();
-    for h in hosts {
-        let of_host: Vec<&RunRow> = runs.iter().filter(|r| r.host == h).collect();
-        let Some((&latest, before)) = of_host.split_last() else {
+    // Sorted by host, then date: each host's runs are one stretch, its latest last.
+    for of_host in runs.chunk_by(|a, b| a.host == b.host) {
+        let Some((latest, before)) = of_host.split_last() else {
             continue;
         };
+        let h = latest.host.as_str();
         let series: Vec<&RunRow> = before
             .iter()
             .filter(|r| r.identity == latest.identity)
-            .copied()
             .collect();
         let mut other_settings_what: Vec<String> = Vec::new();
         let mut other_settings = 0;

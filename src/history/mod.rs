@@ -108,6 +108,7 @@ impl Added {
 
 /// A run's facts worked out from its report (`identity`), as the layout-2 columns hold
 /// them.
+#[derive(Debug, Clone)]
 struct Facts {
     identity: String,
     settings: Vec<identity::Setting>,
@@ -379,76 +380,22 @@ impl History {
         Ok(())
     }
 
-    /// The run holding a report with this content key, if any.
-    fn holding(&self, content_key: &str) -> anyhow::Result<Option<i64>> {
-        Ok(self
-            .connection
-            .query_row(
-                "SELECT id FROM runs WHERE content_key = ?1 ORDER BY id LIMIT 1",
-                params![content_key],
-                |r| r.get(0),
-            )
-            .optional()?)
-    }
-
     /// Adds a report and its figures in one transaction, unless the database holds it
     /// already (the same `identity::content_key`).
     pub fn add(&mut self, report: &Report, source: &str) -> anyhow::Result<Added> {
-        let facts = Facts::of(report);
-        if let Some(id) = self.holding(&facts.content_key)? {
-            return Ok(Added::Held(id));
-        }
-        let json = serde_json::to_string(report).context("serialising the report")?;
-        let figures = report.figures();
+        let prepared = Prepared::of(report)?;
         let tx = self.connection.transaction()?;
-        tx.execute(
-            "INSERT INTO runs (host, cpu_model, kernel, command, started, started_unix,
-                               tool_version, schema_version, source, report, identity,
-                               settings, disturbed, drift, content_key)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
-            params![
-                report.run.host,
-                report.machine.cpu_model,
-                report.machine.kernel,
-                report.settings.command,
-                report.run.started,
-                report.run.started_unix as i64,
-                report.tool.version,
-                report.schema_version,
-                source,
-                json,
-                facts.identity,
-                serde_json::to_string(&facts.settings)?,
-                serde_json::to_string(&facts.disturbed)?,
-                facts.drift,
-                facts.content_key
-            ],
-        )?;
-        let id = tx.last_insert_rowid();
-        {
-            let mut insert = tx.prepare(
-                "INSERT OR REPLACE INTO figures
-                 (run_id, key, section, label, unit, better, value, spread_pct, step_pct,
-                  drift_pct)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
-            )?;
-            for f in figures.iter().filter(|f| f.value.is_finite()) {
-                insert.execute(params![
-                    id,
-                    f.key,
-                    f.section,
-                    f.label,
-                    f.unit,
-                    better_name(f.better),
-                    f.value,
-                    f.spread_pct,
-                    f.step_pct,
-                    f.drift_pct
-                ])?;
-            }
-        }
+        let added = insert(&tx, &prepared, source)?;
         tx.commit()?;
-        Ok(Added::New(id))
+        Ok(added)
+    }
+
+    /// A batch of additions in one transaction (one journal write and sync for all of
+    /// them, the statements prepared once): nothing of it is kept unless it is committed.
+    pub fn batch(&mut self) -> anyhow::Result<Batch<'_>> {
+        Ok(Batch {
+            tx: self.connection.transaction()?,
+        })
     }
 
     /// Runs, by host then date, optionally of one host, the newest `limit` per host.
@@ -503,10 +450,10 @@ impl History {
             }
         }
         if let Some(limit) = limit {
+            // Sorted by host: each host's runs are one stretch, its newest at the end.
             let mut kept = Vec::new();
-            for host in distinct(all.iter().map(|r| r.host.clone())) {
-                let of_host: Vec<RunRow> = all.iter().filter(|r| r.host == host).cloned().collect();
-                kept.extend(of_host.into_iter().rev().take(limit).rev());
+            for of_host in all.chunk_by(|a, b| a.host == b.host) {
+                kept.extend_from_slice(&of_host[of_host.len().saturating_sub(limit)..]);
             }
             all = kept;
         }
@@ -515,7 +462,7 @@ impl History {
 
     /// The figures of one run.
     pub fn figures(&self, run: i64) -> anyhow::Result<Vec<Figure>> {
-        let mut statement = self.connection.prepare(
+        let mut statement = self.connection.prepare_cached(
             "SELECT key, section, label, unit, better, value, spread_pct, step_pct, drift_pct
              FROM figures WHERE run_id = ?1 ORDER BY rowid",
         )?;
@@ -552,6 +499,125 @@ impl History {
         text.map(|t| serde_json::from_str(&t).context("reading a saved report"))
             .transpose()
     }
+}
+
+/// A report made ready for the database: the columns of its run row, its JSON text and
+/// its figures, without the report itself (a batch of a thousand imports holds these, a
+/// fraction of the parsed reports' memory).
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub host: String,
+    /// When it ran, as the listing writes it.
+    pub when: String,
+    cpu_model: String,
+    kernel: String,
+    command: String,
+    started: String,
+    started_unix: i64,
+    tool_version: String,
+    schema_version: u32,
+    json: String,
+    facts: Facts,
+    figures: Vec<Figure>,
+}
+
+impl Prepared {
+    pub fn of(report: &Report) -> anyhow::Result<Prepared> {
+        let figures = report
+            .figures()
+            .into_iter()
+            .filter(|f| f.value.is_finite())
+            // The export's names and help texts are not stored.
+            .map(|f| Figure { metric: None, ..f })
+            .collect();
+        Ok(Prepared {
+            host: report.run.host.clone(),
+            when: report.run.when(),
+            cpu_model: report.machine.cpu_model.clone(),
+            kernel: report.machine.kernel.clone(),
+            command: report.settings.command.clone(),
+            started: report.run.started.clone(),
+            started_unix: report.run.started_unix as i64,
+            tool_version: report.tool.version.clone(),
+            schema_version: report.schema_version,
+            json: serde_json::to_string(report).context("serialising the report")?,
+            facts: Facts::of(report),
+            figures,
+        })
+    }
+}
+
+/// Reports being added in one transaction (`History::batch`).
+pub struct Batch<'c> {
+    tx: rusqlite::Transaction<'c>,
+}
+
+impl Batch<'_> {
+    /// Adds a report unless the database, or an earlier report of the batch, holds it.
+    pub fn add(&self, prepared: &Prepared, source: &str) -> anyhow::Result<Added> {
+        insert(&self.tx, prepared, source)
+    }
+
+    /// Keeps what was added.
+    pub fn commit(self) -> anyhow::Result<()> {
+        Ok(self.tx.commit()?)
+    }
+}
+
+/// Inserts one prepared report and its figures inside the caller's transaction, unless
+/// the database holds a report with its content key (found by the key's index).
+fn insert(tx: &rusqlite::Transaction, p: &Prepared, source: &str) -> anyhow::Result<Added> {
+    let held: Option<i64> = tx
+        .prepare_cached("SELECT id FROM runs WHERE content_key = ?1 ORDER BY id LIMIT 1")?
+        .query_row(params![p.facts.content_key], |r| r.get(0))
+        .optional()?;
+    if let Some(id) = held {
+        return Ok(Added::Held(id));
+    }
+    tx.prepare_cached(
+        "INSERT INTO runs (host, cpu_model, kernel, command, started, started_unix,
+                           tool_version, schema_version, source, report, identity,
+                           settings, disturbed, drift, content_key)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+    )?
+    .execute(params![
+        p.host,
+        p.cpu_model,
+        p.kernel,
+        p.command,
+        p.started,
+        p.started_unix,
+        p.tool_version,
+        p.schema_version,
+        source,
+        p.json,
+        p.facts.identity,
+        serde_json::to_string(&p.facts.settings)?,
+        serde_json::to_string(&p.facts.disturbed)?,
+        p.facts.drift,
+        p.facts.content_key
+    ])?;
+    let id = tx.last_insert_rowid();
+    let mut figure = tx.prepare_cached(
+        "INSERT OR REPLACE INTO figures
+         (run_id, key, section, label, unit, better, value, spread_pct, step_pct, drift_pct)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+    )?;
+    for f in &p.figures {
+        figure.execute(params![
+            id,
+            f.key,
+            f.section,
+            f.label,
+            f.unit,
+            better_name(f.better),
+            f.value,
+            f.spread_pct,
+            f.step_pct,
+            f.drift_pct
+        ])?;
+    }
+    Ok(Added::New(id))
 }
 
 /// Resolves `path` by the output files' link rules and returns the path SQLite is to
@@ -689,19 +755,30 @@ pub fn run(plan: &params::HistoryPlan) -> anyhow::Result<Listing> {
     };
     let mut history = History::open(&plan.db, access)?;
     let mut text = String::new();
-    for (file, report) in &plan.add {
-        text.push_str(&match history.add(report, file)? {
-            Added::New(id) => format!(
-                " Added {file} ({}, {}) as run {id}\n",
-                report.run.host,
-                report.run.when()
-            ),
-            Added::Held(id) => format!(
-                " Skipped {file} ({}, {}): the database holds it already, as run {id}\n",
-                report.run.host,
-                report.run.when()
-            ),
-        });
+    if !plan.add.is_empty() {
+        // One transaction for every report of the command line.
+        let batch = history.batch()?;
+        for source in &plan.add {
+            match source {
+                params::AddSource::File(file, prepared) => {
+                    text.push_str(&match batch.add(prepared, file)? {
+                        Added::New(id) => format!(
+                            " Added {file} ({}, {}) as run {id}\n",
+                            prepared.host, prepared.when
+                        ),
+                        Added::Held(id) => format!(
+                            " Skipped {file} ({}, {}): the database holds it already, as run \
+                             {id}\n",
+                            prepared.host, prepared.when
+                        ),
+                    });
+                }
+                params::AddSource::Directory { dir, files } => {
+                    text.push_str(&add_directory(&batch, dir, files)?);
+                }
+            }
+        }
+        batch.commit()?;
     }
     let mut regression = false;
     let (section, json) = if plan.check {
@@ -713,10 +790,15 @@ pub fn run(plan: &params::HistoryPlan) -> anyhow::Result<Listing> {
         )
     } else {
         let runs = history.runs(plan.host.as_deref(), plan.last)?;
-        (
-            view::list_section(&runs, &history.path),
-            crate::render::json::to_bytes(&runs),
-        )
+        // After a directory's import, a fleet's runs are counted, not listed one by one.
+        let from_directory =
+            (plan.add.iter()).any(|a| matches!(a, params::AddSource::Directory { .. }));
+        let section = if from_directory && runs.len() > LISTED_AFTER_IMPORT {
+            view::count_section(&runs, &history.path)
+        } else {
+            view::list_section(&runs, &history.path)
+        };
+        (section, crate::render::json::to_bytes(&runs))
     };
     text.push_str(&crate::render::terminal::render(&[section], false));
     Ok(Listing {
@@ -724,6 +806,68 @@ pub fn run(plan: &params::HistoryPlan) -> anyhow::Result<Listing> {
         json,
         regression,
     })
+}
+
+/// After `--add DIR`, a listing of more runs than this is a count instead.
+const LISTED_AFTER_IMPORT: usize = 20;
+
+/// How many files passed over in a directory are named one by one.
+const PASSED_OVER_NAMED: usize = 5;
+
+/// Adds a directory's reports, read one at a time, and says in a few lines what was
+/// added, what the database held already and which files were not reports.
+fn add_directory(batch: &Batch, dir: &str, files: &[PathBuf]) -> anyhow::Result<String> {
+    let (mut new, mut held, mut passed_over) = (Vec::new(), Vec::new(), Vec::new());
+    for file in files {
+        match crate::report::read::read_report(file) {
+            Ok(report) => {
+                let prepared = Prepared::of(&report)?;
+                drop(report);
+                match batch.add(&prepared, &file.display().to_string())? {
+                    Added::New(id) => new.push(id),
+                    Added::Held(id) => held.push(id),
+                }
+            }
+            Err(error) => passed_over.push(error.to_string()),
+        }
+    }
+    let range = |ids: &[i64]| match (ids.iter().min(), ids.iter().max()) {
+        (Some(a), Some(b)) if a == b => format!("run {a}"),
+        (Some(a), Some(b)) => format!("runs {a}–{b}"),
+        _ => String::new(),
+    };
+    let mut text = format!(
+        " Added {} report(s) from {dir}{}\n",
+        new.len(),
+        if new.is_empty() {
+            String::new()
+        } else {
+            format!(" as {}", range(&new))
+        }
+    );
+    if !held.is_empty() {
+        text.push_str(&format!(
+            " Skipped {} report(s) from {dir}: the database holds them already ({})\n",
+            held.len(),
+            range(&held)
+        ));
+    }
+    if !passed_over.is_empty() {
+        text.push_str(&format!(
+            " Passed over {} file(s) of {dir} that are not memscope reports:\n",
+            passed_over.len()
+        ));
+        for reason in passed_over.iter().take(PASSED_OVER_NAMED) {
+            text.push_str(&format!("   {reason}\n"));
+        }
+        if passed_over.len() > PASSED_OVER_NAMED {
+            text.push_str(&format!(
+                "   … and {} more\n",
+                passed_over.len() - PASSED_OVER_NAMED
+            ));
+        }
+    }
+    Ok(text)
 }
 
 /// Saves a measuring command's report in the default database; returns where and the id.
@@ -748,17 +892,6 @@ fn parse_better(name: &str) -> Better {
         "higher" => Better::Higher,
         _ => Better::Neither,
     }
-}
-
-/// The distinct values in first-seen order.
-fn distinct(values: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for v in values {
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -30,8 +30,9 @@ pub struct HistoryArgs {
     #[arg(long)]
     pub check: bool,
 
-    /// Import these reports (from other hosts, or runs made without --save) first.
-    #[arg(long, value_name = "REPORT", num_args = 1..)]
+    /// Import these reports (from other hosts, or runs made without --save) first; a
+    /// directory's *.json reports are imported in name order, in one go.
+    #[arg(long, value_name = "REPORT|DIR", num_args = 1..)]
     pub add: Vec<String>,
 
     #[command(flatten)]
@@ -45,8 +46,19 @@ pub struct HistoryPlan {
     pub host: Option<String>,
     pub last: Option<usize>,
     pub check: bool,
-    /// Reports to import, already read.
-    pub add: Vec<(String, crate::report::Report)>,
+    /// Reports to import: files already read, directories listed.
+    pub add: Vec<AddSource>,
+}
+
+/// One `--add` argument.
+#[derive(Debug, Clone)]
+pub enum AddSource {
+    /// A report file, read and checked (a bad one is refused before anything is written).
+    File(String, Box<super::Prepared>),
+    /// A directory's `*.json` files, read one at a time while they are added (a thousand
+    /// reports are never all in memory at once); a file that is not a memscope report is
+    /// passed over with a note, as `compare DIR` does.
+    Directory { dir: String, files: Vec<PathBuf> },
 }
 
 impl HistoryArgs {
@@ -76,15 +88,39 @@ impl HistoryArgs {
             .transpose()?;
         let mut add = Vec::new();
         for file in &self.add {
-            let report =
-                crate::report::read::read_report(std::path::Path::new(file)).map_err(|e| {
+            let path = std::path::Path::new(file);
+            if path.is_dir() {
+                let files = crate::report::read::json_files(path).map_err(|e| {
                     UsageError::InvalidValue {
                         flag: "--add",
                         value: file.clone(),
-                        expected: format!("a memscope JSON report, but {e}"),
+                        expected: format!("a readable directory of reports ({e})"),
                     }
                 })?;
-            add.push((file.clone(), report));
+                if files.is_empty() {
+                    return Err(UsageError::InvalidValue {
+                        flag: "--add",
+                        value: file.clone(),
+                        expected: "a directory holding memscope reports (*.json), but it holds \
+                                   no *.json file"
+                            .into(),
+                    });
+                }
+                add.push(AddSource::Directory {
+                    dir: file.clone(),
+                    files,
+                });
+                continue;
+            }
+            let refused = |e: String| UsageError::InvalidValue {
+                flag: "--add",
+                value: file.clone(),
+                expected: format!("a memscope JSON report, but {e}"),
+            };
+            let report =
+                crate::report::read::read_report(path).map_err(|e| refused(e.to_string()))?;
+            let prepared = super::Prepared::of(&report).map_err(|e| refused(format!("{e:#}")))?;
+            add.push(AddSource::File(file.clone(), Box::new(prepared)));
         }
         Ok(HistoryPlan {
             db,

@@ -222,3 +222,123 @@ fn a_database_is_checked_for_saving_without_being_written() {
     let error = check_for_writing(dir.path()).unwrap_err().to_string();
     assert!(error.contains("expected a file path"), "{error}");
 }
+
+/// A plan that adds the directory `dir` (or only checks, with `check`).
+fn directory_plan(db: &Path, dir: Option<&Path>, check: bool) -> params::HistoryPlan {
+    params::HistoryPlan {
+        db: db.to_path_buf(),
+        host: None,
+        last: None,
+        check,
+        add: dir
+            .map(|d| params::AddSource::Directory {
+                dir: d.display().to_string(),
+                files: crate::report::read::json_files(d).unwrap(),
+            })
+            .into_iter()
+            .collect(),
+    }
+}
+
+#[test]
+fn a_directory_of_many_reports_is_added_in_one_go_and_every_host_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let fleet = dir.path().join("fleet");
+    std::fs::create_dir(&fleet).unwrap();
+    // 25 hosts with two runs each; the last host's latest run is 50% slower.
+    for i in 0..50u64 {
+        let host = format!("node{:04}", i % 25);
+        let scale = if i == 49 {
+            1.5
+        } else {
+            1.0 + (i % 5) as f64 * 0.002
+        };
+        let text = serde_json::to_string(&report(&host, 100 + i, scale)).unwrap();
+        std::fs::write(fleet.join(format!("r{i:03}.json")), text).unwrap();
+    }
+    std::fs::write(fleet.join("manifest.json"), r#"{"not": "a report"}"#).unwrap();
+    let db = dir.path().join("h.sqlite3");
+
+    let added = run(&directory_plan(&db, Some(&fleet), false)).unwrap();
+    assert!(
+        added.text.contains("Added 50 report(s) from"),
+        "{}",
+        added.text
+    );
+    assert!(
+        added.text.contains("Passed over 1 file(s)"),
+        "{}",
+        added.text
+    );
+    assert!(added.text.contains("manifest.json"), "{}", added.text);
+    // Fifty runs are counted, not listed.
+    assert!(
+        added.text.contains("50 run(s) of 25 host(s)") && !added.text.contains("node0003"),
+        "{}",
+        added.text
+    );
+    let h = History::open(&db, Access::Read).unwrap();
+    let runs = h.runs(None, None).unwrap();
+    assert_eq!(runs.len(), 50);
+    assert_eq!(h.runs(None, Some(1)).unwrap().len(), 25);
+    assert!(runs
+        .iter()
+        .all(|r| r.source.starts_with(fleet.to_str().unwrap())));
+    drop(h);
+
+    // Again: the database holds every one, and says so in one line.
+    let again = run(&directory_plan(&db, Some(&fleet), false)).unwrap();
+    assert!(
+        again.text.contains("Added 0 report(s)")
+            && again.text.contains("Skipped 50 report(s)")
+            && again.text.contains("runs 1–50"),
+        "{}",
+        again.text
+    );
+
+    let checked = run(&directory_plan(&db, None, true)).unwrap();
+    assert!(checked.regression);
+    let checks: Vec<check::HostCheck> = serde_json::from_slice(&checked.json).unwrap();
+    assert_eq!(checks.len(), 25);
+    assert!(checks.iter().all(|c| c.earlier_runs.len() == 1));
+    let regressed: Vec<&str> = (checks.iter())
+        .filter(|c| c.regressions().count() > 0)
+        .map(|c| c.host.as_str())
+        .collect();
+    assert_eq!(regressed, ["node0024"]);
+    // The terminal shows the host that moved, and counts the 24 quiet ones in one line.
+    assert!(
+        checked.text.contains("node0024: run 50"),
+        "{}",
+        checked.text
+    );
+    assert!(!checked.text.contains("node0003: run"), "{}", checked.text);
+    assert!(
+        checked
+            .text
+            .contains("24 host(s) with every figure within the noise"),
+        "{}",
+        checked.text
+    );
+}
+
+#[test]
+fn a_batch_not_committed_adds_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("h.sqlite3");
+    let mut h = History::open(&db, Access::Write).unwrap();
+    {
+        let batch = h.batch().unwrap();
+        let prepared = Prepared::of(&report("a", 1, 1.0)).unwrap();
+        assert!(matches!(
+            batch.add(&prepared, "x.json").unwrap(),
+            Added::New(_)
+        ));
+        // The same report again within the batch is held already.
+        assert!(matches!(
+            batch.add(&prepared, "y.json").unwrap(),
+            Added::Held(_)
+        ));
+    }
+    assert!(h.runs(None, None).unwrap().is_empty());
+}

@@ -55,6 +55,19 @@ pub fn list_section(runs: &[RunRow], db: &Path) -> Section {
     section
 }
 
+/// The runs counted rather than listed (after a fleet's import), saying how to list them.
+pub fn count_section(runs: &[RunRow], db: &Path) -> Section {
+    let mut section = Section::new("history", "History", "Saved runs");
+    let hosts = runs.chunk_by(|a, b| a.host == b.host).count();
+    section.push(Paragraph::note(format!(
+        "{} run(s) of {hosts} host(s) in {}: `memscope history --last 1` lists each host's \
+         newest, `--host HOST` one host's runs, `--check` checks each host's latest.",
+        runs.len(),
+        db.display()
+    )));
+    section
+}
+
 fn value_text(value: f64, unit: &str) -> String {
     match unit {
         "bytes" if value.is_finite() && value >= 0.0 => Bytes(value.round() as u64).to_string(),
@@ -69,7 +82,20 @@ pub fn check_section(checks: &[HostCheck]) -> Section {
         "Check",
         "Latest run of each host against its history",
     );
+    // With many hosts (a fleet), those with nothing to show are counted, not listed.
+    let many = checks.len() > FEW_HOSTS;
+    let nothing_to_check: Vec<&str> = (checks.iter())
+        .filter(|c| many && c.figures.is_empty())
+        .map(|c| c.host.as_str())
+        .collect();
+    let quiet: Vec<&str> = (checks.iter())
+        .filter(|c| many && is_quiet(c))
+        .map(|c| c.host.as_str())
+        .collect();
     for c in checks {
+        if many && (c.figures.is_empty() || is_quiet(c)) {
+            continue;
+        }
         section.push(Block::Heading(format!(
             "{}: run {} ({}, {}) against {} earlier run(s)",
             c.host,
@@ -196,5 +222,45 @@ pub fn check_section(checks: &[HostCheck]) -> Section {
             ))
         });
     }
+    if !quiet.is_empty() {
+        section.push(Paragraph::note(format!(
+            "{} host(s) with every figure within the noise of their earlier runs: {}.",
+            quiet.len(),
+            some_of(&quiet)
+        )));
+    }
+    if !nothing_to_check.is_empty() {
+        section.push(Paragraph::note(format!(
+            "{} host(s) with nothing to check against (no earlier run of the same series and \
+             settings sharing a figure): {}.",
+            nothing_to_check.len(),
+            some_of(&nothing_to_check)
+        )));
+    }
     section
+}
+
+/// Beyond this many hosts, the check lists only those with something to show.
+const FEW_HOSTS: usize = 10;
+
+/// A host whose check shows nothing but "no regression": every figure within the noise
+/// (or not judged), no earlier run passed over, the latest run settled.
+fn is_quiet(c: &HostCheck) -> bool {
+    !c.figures.is_empty()
+        && c.other_settings == 0
+        && c.latest.disturbed.is_empty()
+        && !c.latest.drift
+        && c.figures
+            .iter()
+            .all(|f| !f.verdict.is_change() && f.left_out == 0 && !f.reference_unsettled)
+}
+
+/// The first few names, and how many more.
+fn some_of(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    let mut text = names[..names.len().min(SHOWN)].join(", ");
+    if names.len() > SHOWN {
+        text.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    text
 }

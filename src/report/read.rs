@@ -4,6 +4,8 @@
 //! report of a schema too new or too old, a report whose fields do not fit the schema it
 //! claims. The file itself is read through `platform::user_file`: a regular file only
 //! (a device or FIFO is refused at once), at most `MAX_REPORT_BYTES` counted as read.
+//! A directory of reports (`history --add DIR`) is its regular `*.json` files in name
+//! order (`json_files`).
 
 use std::path::{Path, PathBuf};
 
@@ -37,10 +39,37 @@ pub enum ReadError {
     },
 }
 
+/// What is read of a file before the report itself: which tool wrote it, of what schema.
+/// The other fields are skipped without being built.
+#[derive(serde::Deserialize)]
+struct Header {
+    #[serde(default)]
+    tool: Option<serde_json::Value>,
+    #[serde(default)]
+    schema_version: Option<serde_json::Value>,
+}
+
 /// Reads and checks one report file.
 pub fn read_report(path: &Path) -> Result<Report, ReadError> {
     let bytes = crate::platform::user_file::read_capped(path, MAX_REPORT_BYTES)?;
     parse_report(path, &bytes)
+}
+
+/// The regular `*.json` files of `dir`, sorted by name: what `history --add DIR` reads
+/// (`compare DIR` lists a directory the same way). Links and other file types are left
+/// out here; each file is opened through `read_report` all the same, which refuses
+/// anything but a regular file.
+pub fn json_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_file() && path.extension().is_some_and(|e| e == "json") {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// Checks and parses the bytes of a report named `path`.
@@ -49,15 +78,24 @@ pub fn parse_report(path: &Path, bytes: &[u8]) -> Result<Report, ReadError> {
         path: path.to_path_buf(),
         reason,
     };
-    let value: serde_json::Value =
-        serde_json::from_slice(bytes).map_err(|e| not_a_report(format!("it is not JSON ({e})")))?;
-    let Some(object) = value.as_object() else {
+    // The header first (the rest skipped, nothing built), so that a file of another tool
+    // or schema is named for what it is; then the report straight from the bytes, without
+    // a `Value` tree in between: a fleet's thousand reports read in half the time.
+    let header: Header = serde_json::from_slice(bytes).map_err(|e| {
+        not_a_report(if e.is_data() {
+            "its JSON is not an object with schema_version, tool and machine".into()
+        } else {
+            format!("it is not JSON ({e})")
+        })
+    })?;
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(not_a_report(
             "its JSON is not an object with schema_version, tool and machine".into(),
         ));
-    };
-    let tool = object
-        .get("tool")
+    }
+    let tool = header
+        .tool
+        .as_ref()
         .and_then(|t| t.get("name"))
         .and_then(|n| n.as_str());
     if tool != Some("memscope") {
@@ -66,8 +104,9 @@ pub fn parse_report(path: &Path, bytes: &[u8]) -> Result<Report, ReadError> {
             None => "it has no tool.name \"memscope\"".into(),
         }));
     }
-    let version = object
-        .get("schema_version")
+    let version = header
+        .schema_version
+        .as_ref()
         .and_then(|v| v.as_u64())
         .ok_or_else(|| not_a_report("it has no whole-number schema_version".into()))?;
     if version > SCHEMA_VERSION as u64 || version < OLDEST_READABLE_SCHEMA as u64 {
@@ -82,12 +121,23 @@ pub fn parse_report(path: &Path, bytes: &[u8]) -> Result<Report, ReadError> {
             },
         });
     }
-    let mut report: Report =
-        serde_path_to_error::deserialize(value).map_err(|e| ReadError::Invalid {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let mut report: Report = serde_path_to_error::deserialize(&mut deserializer).map_err(|e| {
+        // The reader's position ("at line 1 column 80") is left out: the field's path
+        // says where.
+        let inner = e.inner();
+        let message = inner.to_string();
+        let suffix = format!(" at line {} column {}", inner.line(), inner.column());
+        ReadError::Invalid {
             path: path.to_path_buf(),
             version,
-            reason: format!("at {}: {}", e.path(), e.inner()),
-        })?;
+            reason: format!(
+                "at {}: {}",
+                e.path(),
+                message.strip_suffix(&suffix).unwrap_or(&message)
+            ),
+        }
+    })?;
     if report.run.host.is_empty() {
         // Schema 1 recorded neither host nor time.
         report.run.host = "unknown".to_string();
@@ -144,6 +194,23 @@ mod tests {
         let old = parse(&value.to_string()).unwrap();
         assert_eq!(old.run.host, "unknown");
         assert_eq!(old.run.when(), "date unknown");
+    }
+
+    #[test]
+    fn a_directory_is_its_regular_json_files_in_name_order() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b.json", "a.json", "notes.txt", "c.JSON"] {
+            std::fs::write(dir.path().join(name), "{}").unwrap();
+        }
+        std::fs::create_dir(dir.path().join("d.json")).unwrap();
+        std::os::unix::fs::symlink("a.json", dir.path().join("link.json")).unwrap();
+        let names: Vec<String> = json_files(dir.path())
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, ["a.json", "b.json"]);
+        assert!(json_files(&dir.path().join("missing")).is_err());
     }
 
     #[test]
