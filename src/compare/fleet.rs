@@ -16,8 +16,28 @@ use crate::view::figure::Better;
 use crate::view::judge::{self, Verdict};
 
 /// A report is an outlier beyond this many robust spreads from the fleet's median: the
-/// usual cutoff of the modified z-score (Iglewicz & Hoaglin, 1993).
+/// usual cutoff of the modified z-score (Iglewicz & Hoaglin, 1993); more in a large
+/// fleet (`cutoff`).
 pub const OUTLIER_K: f64 = 3.5;
+
+/// Chance outliers allowed per figure: the cutoff grows with the reports so that, were
+/// every host alike with normal scatter, a figure would name one by chance in this many
+/// fleets at most (at 1,000 hosts and 170 figures, 3.5 spreads alone would name dozens).
+const CHANCE_PER_FIGURE: f64 = 0.01;
+
+/// The cutoff in robust spreads for a figure over `reports` values: `OUTLIER_K`, or the
+/// normal quantile that leaves `CHANCE_PER_FIGURE` / `reports` in the two tails together,
+/// whichever is larger (3.5 up to about 20 reports, 3.7 at 40, 4.4 at 1,000).
+pub fn cutoff(reports: usize) -> f64 {
+    use statrs::distribution::{ContinuousCDF, Normal};
+    let tail = CHANCE_PER_FIGURE / reports.max(1) as f64 / 2.0;
+    let z = Normal::standard().inverse_cdf(1.0 - tail);
+    if z.is_finite() {
+        z.max(OUTLIER_K)
+    } else {
+        OUTLIER_K
+    }
+}
 
 /// The fewest reports with a value for which a figure's fleet is summarised: with fewer,
 /// a median and a MAD say nothing a side-by-side table does not.
@@ -58,8 +78,15 @@ pub struct FleetFigure {
     pub spread: f64,
     /// The floor applied (the reports' MAD was below `judge::FLOOR_PCT` of the median).
     pub floored: bool,
+    /// The robust spreads beyond which a report is named (`cutoff`).
+    #[serde(default = "default_cutoff")]
+    pub cutoff: f64,
     /// The reports named, farthest first.
     pub outliers: Vec<Outlier>,
+}
+
+fn default_cutoff() -> f64 {
+    OUTLIER_K
 }
 
 impl FleetFigure {
@@ -73,7 +100,8 @@ impl FleetFigure {
 pub fn rule_text() -> String {
     format!(
         "a report is an outlier for a figure when its value lies more than {OUTLIER_K} robust \
-         spreads from the fleet's median (spread: 1.4826 × the median absolute deviation over \
+         spreads (more in a large fleet, so that chance names one in a hundred figures at \
+         most: 4.4 at 1,000 reports) from the fleet's median (spread: 1.4826 × the median absolute deviation over \
          the reports of one CPU model, at least {}% of the median) and outside the noise its \
          own trials measured ({} × its spread, a grid step or its drift, at least {}%)",
         judge::FLOOR_PCT,
@@ -107,13 +135,14 @@ pub fn summarise(
     let floor = median.abs() * judge::FLOOR_PCT / 100.0;
     let floored = mad_spread < floor;
     let spread = mad_spread.max(floor);
+    let k = cutoff(values.len());
     let mut outliers: Vec<Outlier> = samples
         .iter()
         .zip(runs)
         .filter_map(|(sample, &run)| {
             let s = sample.filter(|s| s.value.is_finite())?;
             let difference = s.value - median;
-            let beyond_fleet = difference.abs() > OUTLIER_K * spread;
+            let beyond_fleet = difference.abs() > k * spread;
             let own_band = s
                 .noise_pct
                 .unwrap_or(judge::FLOOR_PCT)
@@ -139,6 +168,7 @@ pub fn summarise(
         mad_spread,
         spread,
         floored,
+        cutoff: k,
         outliers,
     })
 }
@@ -258,5 +288,32 @@ mod tests {
             sample(2.0, 1.0),
         ];
         assert_eq!(summarise(&two, &indices(4), Better::Lower), None);
+    }
+
+    #[test]
+    fn the_cutoff_grows_with_the_fleet_so_chance_names_few() {
+        assert_eq!(cutoff(7), OUTLIER_K);
+        assert_eq!(cutoff(20), OUTLIER_K);
+        assert!((3.6..3.7).contains(&cutoff(40)));
+        let large = cutoff(1000);
+        assert!((4.3..4.5).contains(&large), "{large}");
+        assert!(cutoff(10_000) > large);
+        // 1,000 values spread evenly over ±4 sigma by their normal quantiles: the 3.5
+        // cutoff would name the extreme few, the fleet's cutoff none.
+        use statrs::distribution::{ContinuousCDF, Normal};
+        let normal = Normal::standard();
+        let samples: Vec<Option<Sample>> = (0..1000)
+            .map(|i| {
+                let z = normal.inverse_cdf((i as f64 + 0.5) / 1000.0);
+                Some(Sample {
+                    value: 100.0 + 2.0 * z,
+                    noise_pct: None,
+                })
+            })
+            .collect();
+        let runs: Vec<usize> = (0..1000).collect();
+        let f = summarise(&samples, &runs, Better::Lower).unwrap();
+        assert!(f.outliers.is_empty(), "{:?}", f.outliers);
+        assert_eq!(f.cutoff, large);
     }
 }

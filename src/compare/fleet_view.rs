@@ -227,8 +227,8 @@ pub fn fleet_table(c: &Comparison, rows: &[&Row]) -> Table {
     }
     table.note(format!(
         "median and spread (1.4826 × MAD, ±% of the median; ^ at the {}% floor) over the \
-         reports; outliers: beyond {} spreads and their own noise, farthest first (the rule \
-         is under the runs)",
+         reports; outliers: beyond {} spreads (more in a large fleet) and their own noise, \
+         farthest first (the rule is under the runs)",
         crate::view::judge::FLOOR_PCT,
         fleet::OUTLIER_K
     ));
@@ -326,7 +326,7 @@ fn strip(c: &Comparison, group: &Group, row: &Row, f: &FleetFigure) -> crate::vi
             inside.push(point);
         }
     }
-    let reach = fleet::OUTLIER_K * f.spread;
+    let reach = f.cutoff * f.spread;
     let (lo, hi) = inside
         .iter()
         .chain(&outside)
@@ -351,7 +351,7 @@ fn strip(c: &Comparison, group: &Group, row: &Row, f: &FleetFigure) -> crate::vi
             Band::new(
                 f.median - reach,
                 f.median + reach,
-                format!("median ± {} spreads", fleet::OUTLIER_K),
+                format!("median ± {:.1} spreads", f.cutoff),
             )
             .color(crate::view::chart::PALETTE[2]),
         )
