@@ -20,17 +20,20 @@ use crate::view::judge::{self, Verdict};
 /// fleet (`cutoff`).
 pub const OUTLIER_K: f64 = 3.5;
 
-/// Chance outliers allowed per figure: the cutoff grows with the reports so that, were
-/// every host alike with normal scatter, a figure would name one by chance in this many
-/// fleets at most (at 1,000 hosts and 170 figures, 3.5 spreads alone would name dozens).
-const CHANCE_PER_FIGURE: f64 = 0.01;
+/// Chance outliers allowed per fleet: the cutoff grows with the reports and the figures
+/// judged so that, were every host alike with normal scatter, chance would name one in
+/// this share of fleets at most (at 1,000 hosts and 170 figures, 3.5 spreads alone would
+/// name dozens).
+const CHANCE_PER_FLEET: f64 = 0.05;
 
-/// The cutoff in robust spreads for a figure over `reports` values: `OUTLIER_K`, or the
-/// normal quantile that leaves `CHANCE_PER_FIGURE` / `reports` in the two tails together,
-/// whichever is larger (3.5 up to about 20 reports, 3.7 at 40, 4.4 at 1,000).
-pub fn cutoff(reports: usize) -> f64 {
+/// The cutoff in robust spreads for a figure over `reports` values in a fleet judged on
+/// `figures` figures: `OUTLIER_K`, or the normal quantile that leaves `CHANCE_PER_FLEET`
+/// / (reports × figures) in the two tails together, whichever is larger (3.5 up to about
+/// 100 reports × figures; 3.8 at 8 reports × 30 figures, 5.1 at 1,000 × 170).
+pub fn cutoff(reports: usize, figures: usize) -> f64 {
     use statrs::distribution::{ContinuousCDF, Normal};
-    let tail = CHANCE_PER_FIGURE / reports.max(1) as f64 / 2.0;
+    let tests = (reports.max(1) * figures.max(1)) as f64;
+    let tail = CHANCE_PER_FLEET / tests / 2.0;
     let z = Normal::standard().inverse_cdf(1.0 - tail);
     if z.is_finite() {
         z.max(OUTLIER_K)
@@ -100,8 +103,8 @@ impl FleetFigure {
 pub fn rule_text() -> String {
     format!(
         "a report is an outlier for a figure when its value lies more than {OUTLIER_K} robust \
-         spreads (more in a large fleet, so that chance names one in a hundred figures at \
-         most: 4.4 at 1,000 reports) from the fleet's median (spread: 1.4826 × the median absolute deviation over \
+         spreads (more in a large fleet, so that chance names a host in one fleet of twenty \
+         at most: 5.1 at 1,000 reports of 170 figures) from the fleet's median (spread: 1.4826 × the median absolute deviation over \
          the reports of one CPU model, at least {}% of the median) and outside the noise its \
          own trials measured ({} × its spread, a grid step or its drift, at least {}%)",
         judge::FLOOR_PCT,
@@ -117,6 +120,7 @@ pub fn summarise(
     samples: &[Option<Sample>],
     runs: &[usize],
     better: Better,
+    figures: usize,
 ) -> Option<FleetFigure> {
     let mut values: Vec<f64> = samples
         .iter()
@@ -135,7 +139,7 @@ pub fn summarise(
     let floor = median.abs() * judge::FLOOR_PCT / 100.0;
     let floored = mad_spread < floor;
     let spread = mad_spread.max(floor);
-    let k = cutoff(values.len());
+    let k = cutoff(values.len(), figures);
     let mut outliers: Vec<Outlier> = samples
         .iter()
         .zip(runs)
@@ -207,7 +211,7 @@ mod tests {
             .collect();
         samples[7] = sample(130.0, 1.0);
         samples[31] = sample(80.0, 1.0);
-        let f = summarise(&samples, &indices(50), Better::Lower).unwrap();
+        let f = summarise(&samples, &indices(50), Better::Lower, 1).unwrap();
         assert_eq!(f.reports, 50);
         assert_eq!(named(&f), [7, 31]);
         // Farthest first, direction by the figure's.
@@ -217,9 +221,9 @@ mod tests {
         assert!((f.median - 100.0).abs() < 2.0, "{}", f.median);
         assert!(!f.floored);
         // The same fleet of a figure where higher is better: the directions swap.
-        let g = summarise(&samples, &indices(50), Better::Higher).unwrap();
+        let g = summarise(&samples, &indices(50), Better::Higher, 1).unwrap();
         assert_eq!(g.outliers[0].verdict, Verdict::Better);
-        let h = summarise(&samples, &indices(50), Better::Neither).unwrap();
+        let h = summarise(&samples, &indices(50), Better::Neither, 1).unwrap();
         assert!(h.outliers.iter().all(|o| o.verdict == Verdict::Changed));
     }
 
@@ -230,7 +234,7 @@ mod tests {
         samples[3] = sample(65.28, 0.0);
         // 10% away: named.
         samples[9] = sample(70.4, 0.0);
-        let f = summarise(&samples, &indices(20), Better::Neither).unwrap();
+        let f = summarise(&samples, &indices(20), Better::Neither, 1).unwrap();
         assert_eq!(f.mad_spread, 0.0);
         assert!(f.floored);
         assert!((f.spread - 0.64).abs() < 1e-9, "{}", f.spread);
@@ -240,7 +244,7 @@ mod tests {
         // nothing panics or turns NaN.
         let mut zeros: Vec<Option<Sample>> = (0..10).map(|_| sample(0.0, 0.0)).collect();
         zeros[4] = sample(1.0, 0.0);
-        let z = summarise(&zeros, &indices(10), Better::Lower).unwrap();
+        let z = summarise(&zeros, &indices(10), Better::Lower, 1).unwrap();
         assert_eq!(named(&z), [4]);
         assert_eq!(z.outliers[0].distance, f64::INFINITY);
         assert_eq!(z.outliers[0].deviation_pct, None);
@@ -254,11 +258,11 @@ mod tests {
             .collect();
         // 40% away from the fleet, but its own trials scattered by ±60%.
         samples[5] = sample(70.0, 60.0);
-        let f = summarise(&samples, &indices(7), Better::Higher).unwrap();
+        let f = summarise(&samples, &indices(7), Better::Higher, 1).unwrap();
         assert!(f.outliers.is_empty(), "{:?}", f.outliers);
         // The same value measured tightly is named.
         samples[5] = sample(70.0, 0.5);
-        let f = summarise(&samples, &indices(7), Better::Higher).unwrap();
+        let f = summarise(&samples, &indices(7), Better::Higher, 1).unwrap();
         assert_eq!(named(&f), [5]);
     }
 
@@ -276,7 +280,7 @@ mod tests {
         });
         // The runs are global indices: they come back as given.
         let runs: Vec<usize> = (100..112).collect();
-        let f = summarise(&samples, &runs, Better::Lower).unwrap();
+        let f = summarise(&samples, &runs, Better::Lower, 1).unwrap();
         assert_eq!(f.reports, 9);
         assert!(f.median.is_finite());
         assert_eq!(named(&f), [106]);
@@ -287,17 +291,17 @@ mod tests {
             sample(f64::NAN, 1.0),
             sample(2.0, 1.0),
         ];
-        assert_eq!(summarise(&two, &indices(4), Better::Lower), None);
+        assert_eq!(summarise(&two, &indices(4), Better::Lower, 1), None);
     }
 
     #[test]
     fn the_cutoff_grows_with_the_fleet_so_chance_names_few() {
-        assert_eq!(cutoff(7), OUTLIER_K);
-        assert_eq!(cutoff(20), OUTLIER_K);
-        assert!((3.6..3.7).contains(&cutoff(40)));
-        let large = cutoff(1000);
-        assert!((4.3..4.5).contains(&large), "{large}");
-        assert!(cutoff(10_000) > large);
+        assert_eq!(cutoff(7, 1), OUTLIER_K);
+        assert_eq!(cutoff(40, 1), OUTLIER_K);
+        assert!((3.7..3.9).contains(&cutoff(8, 30)), "{}", cutoff(8, 30));
+        let large = cutoff(1000, 170);
+        assert!((5.0..5.2).contains(&large), "{large}");
+        assert!(cutoff(10_000, 170) > large);
         // 1,000 values spread evenly over ±4 sigma by their normal quantiles: the 3.5
         // cutoff would name the extreme few, the fleet's cutoff none.
         use statrs::distribution::{ContinuousCDF, Normal};
@@ -312,8 +316,9 @@ mod tests {
             })
             .collect();
         let runs: Vec<usize> = (0..1000).collect();
-        let f = summarise(&samples, &runs, Better::Lower).unwrap();
+        let f = summarise(&samples, &runs, Better::Lower, 1).unwrap();
         assert!(f.outliers.is_empty(), "{:?}", f.outliers);
-        assert_eq!(f.cutoff, large);
+        assert_eq!(f.cutoff, cutoff(1000, 1));
+        assert!(f.cutoff > OUTLIER_K);
     }
 }

@@ -369,6 +369,7 @@ fn rows(reports: &[&Report], runs: &[usize]) -> Vec<Row> {
     }
     // Which runs measured while the machine was shared, per section, asked once each.
     let disturbed: Vec<Vec<String>> = reports.iter().map(|r| identity::disturbed(r)).collect();
+    let figure_count = order.len();
     let disturbed_in =
         |i: usize, section: &str| identity::section_disturbed(&disturbed[i], section);
     order
@@ -413,7 +414,7 @@ fn rows(reports: &[&Report], runs: &[usize]) -> Vec<Row> {
                 unit: first.unit.clone(),
                 better: first.better,
                 cells,
-                fleet: fleet::summarise(&samples, runs, first.better),
+                fleet: fleet::summarise(&samples, runs, first.better, figure_count),
             }
         })
         .collect()
