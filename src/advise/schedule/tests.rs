@@ -52,6 +52,19 @@ fn findings_of(r: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan) -> Vec<ver
     verdict::findings(r, facts, &ProgramProfile::default(), cpus, None, 5.0, &[]).0
 }
 
+/// The finding of one resource.
+fn finding_of(
+    r: &[ArmResult],
+    facts: &MachineFacts,
+    cpus: &CpuPlan,
+    resource: arms::Resource,
+) -> verdict::Finding {
+    findings_of(r, facts, cpus)
+        .into_iter()
+        .find(|f| f.resource == resource)
+        .unwrap()
+}
+
 #[test]
 fn a_pirate_that_slows_towards_dram_holds_less_of_its_set() {
     assert_eq!(held_share(10.0, 10.0, 100.0), Some(1.0));
@@ -546,11 +559,7 @@ fn huge_page_runs_whose_system_time_falls_in_two_groups_are_said_with_the_cheap_
     let facts = super::super::facts::from_topology(&machine);
     let r = results(1, &arms, &[alone, huge], 0, &facts, None);
     let cpus = cpu_plan_of(None, false, PirateSite::Nowhere);
-    let findings = findings_of(&r, &facts, &cpus);
-    let tlb = findings
-        .iter()
-        .find(|f| f.resource == arms::Resource::Tlb)
-        .unwrap();
+    let tlb = finding_of(&r, &facts, &cpus, arms::Resource::Tlb);
     assert!(
         tlb.summary.contains("two groups: 6 run(s)"),
         "{}",
@@ -577,11 +586,7 @@ fn the_placement_finding_takes_the_interleave_that_buys_most_and_says_how_to_app
     };
     let placement = |runs: Vec<Vec<RunRecord>>| {
         let r = results(1, &arms, &runs, 0, &facts, None);
-        let findings = findings_of(&r, &facts, &cpus);
-        findings
-            .into_iter()
-            .find(|f| f.resource == arms::Resource::Placement)
-            .unwrap()
+        finding_of(&r, &facts, &cpus, arms::Resource::Placement)
     };
     // Weighted interleave buys 25%, even interleave 10%: the weighted one is the answer.
     let f = placement(vec![times(1.0), times(0.9), times(0.75)]);
@@ -626,11 +631,7 @@ fn one_remedy_slower_while_another_looks_faster_does_not_rule_huge_pages_out() {
     assert_eq!(r[2].time.verdict, Verdict::Worse);
     assert_ne!(r[1].time.verdict, Verdict::Better);
     let cpus = cpu_plan_of(None, false, PirateSite::Nowhere);
-    let findings = findings_of(&r, &facts, &cpus);
-    let tlb = findings
-        .iter()
-        .find(|f| f.resource == arms::Resource::Tlb)
-        .unwrap();
+    let tlb = finding_of(&r, &facts, &cpus, arms::Resource::Tlb);
     assert_eq!(
         tlb.arm.as_deref(),
         Some("huge pages, all"),

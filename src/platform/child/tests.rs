@@ -60,26 +60,31 @@ fn elapsed_and_cpu_times_are_measured() {
     assert!(busy.max_rss_kib > 0, "{busy:?}");
 }
 
-#[test]
-fn output_goes_to_the_descriptors_given() {
+/// Runs `words` to success with `options`, its stdout and stderr captured; returns them.
+fn captured(words: &[&str], options: SpawnOptions) -> (String, String) {
     let out = tempfile::tempfile().unwrap();
     let err = tempfile::tempfile().unwrap();
     let options = SpawnOptions {
         stdout: Some(out.as_raw_fd()),
         stderr: Some(err.as_raw_fd()),
-        ..SpawnOptions::default()
+        ..options
     };
-    let command: Vec<OsString> = ["sh", "-c", "echo out; echo err >&2"]
-        .iter()
-        .map(OsString::from)
-        .collect();
+    let command: Vec<OsString> = words.iter().map(OsString::from).collect();
     let finished = spawn_paused_with(&command, &options)
         .unwrap()
         .run()
         .unwrap();
     assert!(finished.termination.success());
-    assert_eq!(read_back(out), "out\n");
-    assert_eq!(read_back(err), "err\n");
+    (read_back(out), read_back(err))
+}
+
+#[test]
+fn output_goes_to_the_descriptors_given() {
+    let (out, err) = captured(
+        &["sh", "-c", "echo out; echo err >&2"],
+        SpawnOptions::default(),
+    );
+    assert_eq!((out.as_str(), err.as_str()), ("out\n", "err\n"));
 }
 
 /// What was written to a captured output file.
@@ -93,21 +98,7 @@ fn read_back(mut f: std::fs::File) -> String {
 
 /// What the command's own /proc/self/numa_maps says of its first mapping's policy.
 fn child_policy(options: SpawnOptions) -> String {
-    let out = tempfile::tempfile().unwrap();
-    let options = SpawnOptions {
-        stdout: Some(out.as_raw_fd()),
-        ..options
-    };
-    let command: Vec<OsString> = ["head", "-n", "1", "/proc/self/numa_maps"]
-        .iter()
-        .map(OsString::from)
-        .collect();
-    let finished = spawn_paused_with(&command, &options)
-        .unwrap()
-        .run()
-        .unwrap();
-    assert!(finished.termination.success());
-    read_back(out)
+    captured(&["head", "-n", "1", "/proc/self/numa_maps"], options).0
 }
 
 #[test]
