@@ -6,8 +6,8 @@
 
 use super::{weights, InterleaveConfig};
 use crate::error::UsageError;
+use crate::experiments::shared::node_reading::on_cpu;
 use crate::kernels::stream::{self, Isa, KernelSpec};
-use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::numa_policy::{self, Mode, NodeMask};
 use crate::platform::page_placement::{self, PageStatus};
@@ -18,33 +18,6 @@ use crate::units::Bytes;
 
 /// Pages per buffer asked where they are after a ratio's trials.
 const VERIFY_SAMPLES: usize = 256;
-
-/// Runs `work` on a scoped thread pinned to `cpu` and returns what it returns.
-pub(super) fn on_cpu<T: Send>(
-    cpu: usize,
-    allowed: &[usize],
-    work: impl FnOnce() -> Result<T, UsageError> + Send,
-) -> Result<T, UsageError> {
-    std::thread::scope(|scope| {
-        let worker = scope.spawn(|| {
-            affinity::pin_or_explain(cpu, allowed)?;
-            work()
-        });
-        worker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
-}
-
-/// The read kernel's instruction set: AVX2 where the CPU has it (as `numa`), else the
-/// widest available.
-pub(super) fn read_isa() -> Isa {
-    if Isa::Avx2.is_available() {
-        Isa::Avx2
-    } else {
-        Isa::best_available()
-    }
-}
 
 /// Worker `w` reads its own buffer `buffers[w]`; the team's own arenas are not used.
 struct ReadJob<'a> {
@@ -148,7 +121,9 @@ impl Bench<'_> {
     pub(super) fn buffers(&self, nodes: &[usize]) -> Result<Placed, UsageError> {
         let local = nodes[0];
         let cpu = self.config.cpus[0];
-        let buffers = on_cpu(cpu, &self.config.cpus, || self.filled_buffers(Some(local)))?;
+        let buffers = on_cpu(Some(cpu), &self.config.cpus, || {
+            self.filled_buffers(Some(local))
+        })?;
         for arena in &buffers {
             numa_policy::mbind(
                 arena.as_ptr(),
@@ -235,7 +210,7 @@ impl Bench<'_> {
     /// read bandwidth.
     pub(super) fn kernel_policy(&self, nodes: &[usize]) -> Result<(Vec<f64>, Trials), UsageError> {
         let mask = NodeMask::from_nodes(nodes);
-        let buffers = on_cpu(self.config.cpus[0], &self.config.cpus, || {
+        let buffers = on_cpu(Some(self.config.cpus[0]), &self.config.cpus, || {
             // The thread's policy: it ends with the thread, so nothing else inherits it.
             page_placement::set_mempolicy(Mode::WeightedInterleave, &mask)
                 .map_err(|e| UsageError::Unsupported(e.to_string()))?;

@@ -31,6 +31,7 @@ pub mod weights;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
+use crate::experiments::shared::node_reading::read_isa;
 use crate::experiments::shared::sizing::round_to_granule;
 use crate::kernels::stream::{self, Isa};
 use crate::platform::page_placement::{self, SystemWeights};
@@ -39,7 +40,7 @@ use crate::session::progress::Progress;
 use crate::topology::cpu::format_cpu_list;
 use crate::topology::tiers::{HmatAccess, MemoryKind, WeightedInterleave};
 use crate::topology::{Machine, NumaNode};
-use bench::{read_isa, Bench, Placed};
+use bench::{Bench, Placed};
 use weights::{Measured, Ratio, Recommendation};
 
 /// `experiments.interleave` of the report.

@@ -7,11 +7,11 @@ use super::summary::{hmat_cell, memory_column, note, remote_local_ratio};
 use super::{NumaConfig, NumaResult};
 use crate::error::UsageError;
 use crate::experiments::chase_timing::ChaseCursor;
+use crate::experiments::shared::node_reading::{on_cpu, read_isa};
 use crate::experiments::shared::sizing::round_to_granule;
 use crate::kernels::chase::UNROLL;
 use crate::kernels::permutation::{build_chase, ChaseOrder};
 use crate::kernels::stream::{self, Isa, KernelSpec};
-use crate::platform::affinity;
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::numa_policy;
 use crate::platform::team::{run_jobs, TeamJob, TrialPolicy};
@@ -27,37 +27,6 @@ const LINE: usize = 64;
 const WINDOW_PAGES: usize = 64;
 /// Pages sampled per buffer to verify a cell's placement.
 const PLACEMENT_SAMPLES: usize = 32;
-
-/// Runs `work` on a scoped thread pinned to `cpu` (unpinned with None) and returns what it
-/// returns; a panic in it is resumed here.
-fn on_cpu<T: Send>(
-    cpu: Option<usize>,
-    allowed: &[usize],
-    work: impl FnOnce() -> Result<T, UsageError> + Send,
-) -> Result<T, UsageError> {
-    std::thread::scope(|scope| {
-        let worker = scope.spawn(|| {
-            if let Some(cpu) = cpu {
-                affinity::pin_or_explain(cpu, allowed)?;
-            }
-            work()
-        });
-        worker
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-    })
-}
-
-/// The read kernel's instruction set: AVX2 when the CPU has it, beyond the caches 256-bit
-/// loads are as fast as any, and 512-bit streams reach DRAM 10–20 % slower on Zen 4
-/// (docs/DESIGN.md, Bandwidth); else the widest available.
-fn read_isa() -> Isa {
-    if Isa::Avx2.is_available() {
-        Isa::Avx2
-    } else {
-        Isa::best_available()
-    }
-}
 
 /// One array per reading thread, mapped, bound to `node` (when given), touched and filled.
 /// Call it on a CPU of the node, so the page tables are there too.
@@ -559,7 +528,7 @@ mod tests {
     #[test]
     fn this_machine_gives_a_full_matrix_with_pages_where_they_belong() {
         let mut machine = crate::topology::detect().expect("machine");
-        machine.allowed_cpus = affinity::allowed_cpus().expect("affinity");
+        machine.allowed_cpus = crate::platform::affinity::allowed_cpus().expect("affinity");
         let timer = Timer::calibrate().0;
         let config = NumaConfig {
             latency_bytes: 8 * MIB,
