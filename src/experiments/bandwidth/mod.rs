@@ -382,9 +382,10 @@ pub fn probe_isa(
     pages: PagePolicy,
     node: Option<usize>,
 ) -> Result<IsaChoice, UsageError> {
-    let candidates: Vec<Isa> = [Isa::Avx512, Isa::Avx2, Isa::Sse2]
+    // The SIMD sets this CPU runs (x86's three or aarch64's SVE and NEON), widest first.
+    let candidates: Vec<Isa> = Isa::ALL
         .into_iter()
-        .filter(|isa| isa.is_available())
+        .filter(|&isa| isa != Isa::Portable && isa.is_available())
         .collect();
     if candidates.len() <= 1 {
         let isa = candidates.first().copied().unwrap_or(Isa::Portable);
@@ -663,8 +664,8 @@ mod tests {
             assert_eq!(serde_json::to_string(&isa).unwrap(), json);
             assert_eq!(serde_json::from_str::<Isa>(&json).unwrap(), isa);
         }
-        let err = serde_json::from_str::<Isa>("\"neon\"").unwrap_err();
-        assert!(err.to_string().contains("neon"), "{err}");
+        let err = serde_json::from_str::<Isa>("\"altivec\"").unwrap_err();
+        assert!(err.to_string().contains("altivec"), "{err}");
     }
     use crate::topology::{CacheInfo, CacheKind};
 
