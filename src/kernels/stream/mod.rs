@@ -151,8 +151,8 @@ pub enum Op {
     Read,
     /// Store [`WRITE_PATTERN`] (nothing read).
     Write,
-    /// Store zeros (nothing read): on aarch64 with `DC ZVA`, which zeroes a whole block
-    /// without reading it, where the CPU allows it (see `neon::ZeroBlocks`).
+    /// Store zeros (nothing read): with NEON and SVE by `DC ZVA`, which zeroes a whole
+    /// block without reading it, where the CPU allows it (see `neon::zero_with_zva`).
     Zero,
     /// `out = in`.
     Copy,
@@ -231,7 +231,7 @@ pub static KERNELS: &[KernelSpec] = &[
     spec("mix-2:1-nt", "c = a + b with streaming stores.", 2, true, Op::Sum),
     spec("mix-1:1", "One read, one write: b = a + 1.", 1, false, Op::Increment),
     spec("mix-1:1-nt", "b = a + 1 with streaming stores.", 1, true, Op::Increment),
-    spec("write-zero", "Store zeros (on Arm DC ZVA where allowed).", 0, false, Op::Zero),
+    spec("write-zero", "Store zeros (NEON, SVE: DC ZVA where allowed).", 0, false, Op::Zero),
 ];
 
 pub fn find(name: &str) -> Option<&'static KernelSpec> {

@@ -5,10 +5,10 @@
 //! per array (four pairs, eight Q registers), which [`super::GRANULE`] divides.
 //!
 //! `write-zero` zeroes whole blocks with `DC ZVA` where `DCZID_EL0` allows it (Linux
-//! allows it at EL0): the block is allocated in the cache and zeroed without being read,
-//! the store equivalent of x86's streaming stores without their bypass of the caches.
-//! Where the array's ends are not on a block boundary, or `DC ZVA` is prohibited, zeros
-//! are stored with `STP`.
+//! allows it at EL0): the block is zeroed in the cache without first being read from
+//! memory, so like a streaming store it saves the read-for-ownership, but the line stays
+//! cached. The partial blocks at the array's ends, or the whole array where `DC ZVA` is
+//! prohibited, are stored with `STP` of a zero register.
 
 use core::arch::aarch64::{uint64x2_t, vdupq_n_u64, vgetq_lane_u64};
 use core::arch::asm;
@@ -20,56 +20,36 @@ const STEP: usize = 128;
 const _: () = assert!(super::GRANULE.is_multiple_of(STEP) && super::ALIGN.is_multiple_of(16));
 
 /// The four pair loads of one iteration of `{$array}` into the eight Q registers named.
+#[rustfmt::skip] // one instruction a line
 macro_rules! load8 {
     ($array:literal, $r0:literal, $r1:literal, $r2:literal, $r3:literal,
      $r4:literal, $r5:literal, $r6:literal, $r7:literal) => {
         concat!(
-            "ldp q",
-            $r0,
-            ", q",
-            $r1,
-            ", [{",
-            $array,
-            "}]\n",
-            "ldp q",
-            $r2,
-            ", q",
-            $r3,
-            ", [{",
-            $array,
-            "}, #32]\n",
-            "ldp q",
-            $r4,
-            ", q",
-            $r5,
-            ", [{",
-            $array,
-            "}, #64]\n",
-            "ldp q",
-            $r6,
-            ", q",
-            $r7,
-            ", [{",
-            $array,
-            "}, #96]\n",
+            "ldp q", $r0, ", q", $r1, ", [{", $array, "}]\n",
+            "ldp q", $r2, ", q", $r3, ", [{", $array, "}, #32]\n",
+            "ldp q", $r4, ", q", $r5, ", [{", $array, "}, #64]\n",
+            "ldp q", $r6, ", q", $r7, ", [{", $array, "}, #96]\n",
         )
     };
 }
 
-/// `v$dst0..7 = v$dst0..7 <op> v$src0..7`, on 64-bit lanes (`$op` "add" or "fadd").
+/// `v$dst0..7 = v$dst0..7 <op> v$src0..7`, on 64-bit lanes (`$op` "add" or "fadd"): the
+/// digit strings are prefixes, so `lanes8!("add", "", "1")` adds v10..v17 to v0..v7.
+#[rustfmt::skip] // one instruction a line
 macro_rules! lanes8 {
     ($op:literal, $dst:literal, $src:literal) => {
         concat!(
-            $op, " v", $dst, "0.2d, v", $dst, "0.2d, v", $src, "0.2d\n", $op, " v", $dst,
-            "1.2d, v", $dst, "1.2d, v", $src, "1.2d\n", $op, " v", $dst, "2.2d, v", $dst,
-            "2.2d, v", $src, "2.2d\n", $op, " v", $dst, "3.2d, v", $dst, "3.2d, v", $src, "3.2d\n",
-            $op, " v", $dst, "4.2d, v", $dst, "4.2d, v", $src, "4.2d\n", $op, " v", $dst,
-            "5.2d, v", $dst, "5.2d, v", $src, "5.2d\n", $op, " v", $dst, "6.2d, v", $dst,
-            "6.2d, v", $src, "6.2d\n", $op, " v", $dst, "7.2d, v", $dst, "7.2d, v", $src, "7.2d\n",
+            $op, " v", $dst, "0.2d, v", $dst, "0.2d, v", $src, "0.2d\n",
+            $op, " v", $dst, "1.2d, v", $dst, "1.2d, v", $src, "1.2d\n",
+            $op, " v", $dst, "2.2d, v", $dst, "2.2d, v", $src, "2.2d\n",
+            $op, " v", $dst, "3.2d, v", $dst, "3.2d, v", $src, "3.2d\n",
+            $op, " v", $dst, "4.2d, v", $dst, "4.2d, v", $src, "4.2d\n",
+            $op, " v", $dst, "5.2d, v", $dst, "5.2d, v", $src, "5.2d\n",
+            $op, " v", $dst, "6.2d, v", $dst, "6.2d, v", $src, "6.2d\n",
+            $op, " v", $dst, "7.2d, v", $dst, "7.2d, v", $src, "7.2d\n",
         )
     };
 }
-// (`lanes8!("add", "", "1")` names v0..v7 and v10..v17: the digit strings are prefixes.)
 
 /// One pass of a storing kernel: `$setup` once, then per iteration `$compute` leaves the
 /// two lines to store in v0..v7 and `$st` ("stp" or "stnp") stores them; every pointer
@@ -111,14 +91,12 @@ macro_rules! store_loop {
 
 /// One pass of `op` with store instruction `$st`: the inputs go to v0..v7, v10..v17 and
 /// v20..v27, the result to v0..v7; constants sit in v31.
+#[rustfmt::skip] // each kernel's registers and template together
 macro_rules! store_pass {
     ($st:literal, $op:expr, $reads:expr, $out:expr, $bytes:expr, $a:expr, $b:expr, $c:expr) => {
         match $op {
             Op::Write => store_loop!(
-                $st,
-                $out,
-                $bytes,
-                [],
+                $st, $out, $bytes, [],
                 concat!(
                     "dup v0.2d, {pattern}\n",
                     "mov v1.16b, v0.16b\nmov v2.16b, v0.16b\nmov v3.16b, v0.16b\n",
@@ -129,18 +107,10 @@ macro_rules! store_pass {
                 pattern = WRITE_PATTERN
             ),
             Op::Copy => store_loop!(
-                $st,
-                $out,
-                $bytes,
-                [a = $a],
-                "",
-                load8!("a", 0, 1, 2, 3, 4, 5, 6, 7)
+                $st, $out, $bytes, [a = $a], "", load8!("a", 0, 1, 2, 3, 4, 5, 6, 7)
             ),
             Op::Increment => store_loop!(
-                $st,
-                $out,
-                $bytes,
-                [a = $a],
+                $st, $out, $bytes, [a = $a],
                 "dup v31.2d, {one}",
                 concat!(
                     load8!("a", 0, 1, 2, 3, 4, 5, 6, 7),
@@ -152,11 +122,7 @@ macro_rules! store_pass {
                 one = 1u64
             ),
             Op::Sum if $reads == 2 => store_loop!(
-                $st,
-                $out,
-                $bytes,
-                [a = $a, b = $b],
-                "",
+                $st, $out, $bytes, [a = $a, b = $b], "",
                 concat!(
                     load8!("a", 0, 1, 2, 3, 4, 5, 6, 7),
                     load8!("b", 10, 11, 12, 13, 14, 15, 16, 17),
@@ -164,11 +130,7 @@ macro_rules! store_pass {
                 )
             ),
             Op::Sum => store_loop!(
-                $st,
-                $out,
-                $bytes,
-                [a = $a, b = $b, c = $c],
-                "",
+                $st, $out, $bytes, [a = $a, b = $b, c = $c], "",
                 concat!(
                     load8!("a", 0, 1, 2, 3, 4, 5, 6, 7),
                     load8!("b", 10, 11, 12, 13, 14, 15, 16, 17),
@@ -179,10 +141,7 @@ macro_rules! store_pass {
             ),
             // Multiply then add, not FMA, as on x86 and in STREAM's C code.
             Op::Triad => store_loop!(
-                $st,
-                $out,
-                $bytes,
-                [a = $a, b = $b],
+                $st, $out, $bytes, [a = $a, b = $b],
                 "dup v31.2d, {scalar}",
                 concat!(
                     load8!("a", 0, 1, 2, 3, 4, 5, 6, 7),
@@ -200,6 +159,7 @@ macro_rules! store_pass {
         }
     };
 }
+
 /// Runs `kernel` over `bytes` bytes of each array, `passes` times.
 ///
 /// # Safety

@@ -39,35 +39,17 @@ unsafe fn rdvl() -> usize {
 /// The loads, arithmetic and store of vector `$k` (0..3) of an iteration under predicate
 /// `$p`: inputs in z$k, z1$k and z2$k (prefix strings, so vector 2 uses z2, z12, z22),
 /// the result in z$k; constants in z28 (zero), z29 (pattern) and z30 (scalar).
+#[rustfmt::skip] // the instructions as they read
 macro_rules! load {
     ($reg:literal, $array:literal, $p:literal, $k:literal) => {
-        concat!(
-            "ld1d z",
-            $reg,
-            $k,
-            ".d, ",
-            $p,
-            "/z, [{",
-            $array,
-            "}, #",
-            $k,
-            ", mul vl]\n"
-        )
+        concat!("ld1d z", $reg, $k, ".d, ", $p, "/z, [{", $array, "}, #", $k, ", mul vl]\n")
     };
 }
 
+#[rustfmt::skip]
 macro_rules! store {
     ($st:literal, $reg:literal, $p:literal, $k:literal) => {
-        concat!(
-            $st,
-            " z",
-            $reg,
-            ".d, ",
-            $p,
-            ", [{out}, #",
-            $k,
-            ", mul vl]\n"
-        )
+        concat!($st, " z", $reg, ".d, ", $p, ", [{out}, #", $k, ", mul vl]\n")
     };
 }
 
@@ -89,80 +71,52 @@ macro_rules! copy_slot {
     };
 }
 
+#[rustfmt::skip]
 macro_rules! increment_slot {
     ($st:literal, $p:literal, $k:literal) => {
         concat!(
             load!("", "a", $p, $k),
-            "add z",
-            $k,
-            ".d, z",
-            $k,
-            ".d, #1\n",
+            "add z", $k, ".d, z", $k, ".d, #1\n",
             store!($st, $k, $p, $k),
         )
     };
 }
 
+#[rustfmt::skip]
 macro_rules! sum2_slot {
     ($st:literal, $p:literal, $k:literal) => {
         concat!(
             load!("", "a", $p, $k),
             load!("1", "b", $p, $k),
-            "add z",
-            $k,
-            ".d, z",
-            $k,
-            ".d, z1",
-            $k,
-            ".d\n",
+            "add z", $k, ".d, z", $k, ".d, z1", $k, ".d\n",
             store!($st, $k, $p, $k),
         )
     };
 }
 
+#[rustfmt::skip]
 macro_rules! sum3_slot {
     ($st:literal, $p:literal, $k:literal) => {
         concat!(
             load!("", "a", $p, $k),
             load!("1", "b", $p, $k),
             load!("2", "c", $p, $k),
-            "add z",
-            $k,
-            ".d, z",
-            $k,
-            ".d, z1",
-            $k,
-            ".d\n",
-            "add z",
-            $k,
-            ".d, z",
-            $k,
-            ".d, z2",
-            $k,
-            ".d\n",
+            "add z", $k, ".d, z", $k, ".d, z1", $k, ".d\n",
+            "add z", $k, ".d, z", $k, ".d, z2", $k, ".d\n",
             store!($st, $k, $p, $k),
         )
     };
 }
 
 // Multiply then add, not FMA, as on x86 and in STREAM's C code.
+#[rustfmt::skip]
 macro_rules! triad_slot {
     ($st:literal, $p:literal, $k:literal) => {
         concat!(
             load!("", "a", $p, $k),
             load!("1", "b", $p, $k),
-            "fmul z1",
-            $k,
-            ".d, z1",
-            $k,
-            ".d, z30.d\n",
-            "fadd z",
-            $k,
-            ".d, z",
-            $k,
-            ".d, z1",
-            $k,
-            ".d\n",
+            "fmul z1", $k, ".d, z1", $k, ".d, z30.d\n",
+            "fadd z", $k, ".d, z", $k, ".d, z1", $k, ".d\n",
             store!($st, $k, $p, $k),
         )
     };
