@@ -323,6 +323,17 @@ pub unsafe fn run(
     }
 }
 
+/// The block `write-zero` zeroes at a time with `isa`: `DC ZVA`'s block on aarch64 with
+/// NEON or SVE, where `DCZID_EL0` allows the instruction; None where zeros are stored.
+pub fn zero_block(isa: Isa) -> Option<usize> {
+    #[cfg(target_arch = "aarch64")]
+    if matches!(isa, Isa::Neon | Isa::Sve) {
+        return neon::zva_block();
+    }
+    let _ = isa;
+    None
+}
+
 /// Ends a pass: an empty `asm!` that may read and write any memory, so the compiler cannot
 /// keep values across it, merge the stores of successive passes or hoist loads out of the
 /// pass loop. It emits no instruction.

@@ -297,6 +297,12 @@ fn isa_names_round_trip_and_junk_is_rejected() {
     }
     #[cfg(not(target_arch = "aarch64"))]
     assert!(!Isa::Neon.is_available() && !Isa::Sve.is_available());
+    // DC ZVA only with NEON and SVE, and there exactly where DCZID_EL0 allows it.
+    assert_eq!(zero_block(Isa::Portable), None);
+    #[cfg(target_arch = "aarch64")]
+    assert_eq!(zero_block(Isa::Neon), super::neon::zva_block());
+    #[cfg(not(target_arch = "aarch64"))]
+    assert!(Isa::ALL.into_iter().all(|isa| zero_block(isa).is_none()));
 }
 
 #[test]
