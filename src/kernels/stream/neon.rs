@@ -245,7 +245,7 @@ unsafe fn read(a: *const u8, bytes: usize, passes: usize) -> u64 {
 ///
 /// # Safety
 /// `out` valid for `bytes` bytes, 64-byte aligned; `bytes` a multiple of 64.
-unsafe fn zero_lines(out: *mut u8, bytes: usize) {
+pub(super) unsafe fn zero_lines(out: *mut u8, bytes: usize) {
     if bytes == 0 {
         return;
     }

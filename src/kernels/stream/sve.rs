@@ -213,7 +213,7 @@ pub(super) unsafe fn run(
         match (kernel.op, kernel.nontemporal) {
             (Op::Zero, _) => match zva {
                 Some(block) => neon::zero_with_zva(out, bytes, block),
-                None => store_loop!("st1d", zero_slot, out, bytes, []),
+                None => store_zeros(out, bytes),
             },
             (op, false) => store_pass!("st1d", op, kernel.read_streams, out, bytes, a, b, c),
             (op, true) => {
@@ -227,6 +227,15 @@ pub(super) unsafe fn run(
         pass_barrier();
     }
     0
+}
+
+/// Stores zeros over `[out, out + bytes)` with `ST1D` (where `DC ZVA` is prohibited).
+///
+/// # Safety
+/// `out` valid for `bytes` bytes; the CPU has SVE.
+#[target_feature(enable = "sve")]
+pub(super) unsafe fn store_zeros(out: *mut u8, bytes: usize) {
+    store_loop!("st1d", zero_slot, out, bytes, []);
 }
 
 /// Four 64-bit-lane sums (z10..z13) over the array, `passes` times; their total.

@@ -178,6 +178,33 @@ fn every_kernel_computes_its_result_with_every_available_isa() {
     }
 }
 
+/// The stores `write-zero` falls back on where `DC ZVA` is prohibited (never under Linux,
+/// so the kernel tests above do not reach them): every byte zeroed, nothing else.
+#[cfg(target_arch = "aarch64")]
+#[test]
+fn zero_stores_without_dc_zva_zero_exactly_the_array() {
+    for bytes in [64, GRANULE, 3 * GRANULE + 64] {
+        for shift in [0, ALIGN, 7 * ALIGN] {
+            type Zeroer = unsafe fn(*mut u8, usize);
+            let zeroers: [(&str, Zeroer); 2] = [
+                ("neon", super::neon::zero_lines),
+                ("sve", super::sve::store_zeros),
+            ];
+            for (isa, zero) in zeroers {
+                if isa == "sve" && !Isa::Sve.is_available() {
+                    continue;
+                }
+                let mut array = Guarded::new(bytes, shift, 7);
+                // SAFETY: the array holds `bytes` bytes, 64-byte aligned; SVE checked.
+                unsafe { zero(array.ptr(), bytes) };
+                let context = format!("{isa}: {bytes} B {shift} B past a page");
+                assert!(array.guards_intact(), "{context}");
+                assert!(array.words().iter().all(|&w| w == 0), "{context}");
+            }
+        }
+    }
+}
+
 #[test]
 fn triad_is_exact_on_the_fill_pattern() {
     let mut arrays: Vec<Array> = (0..3).map(|i| Array::new(GRANULE, ALIGN, i)).collect();
