@@ -170,7 +170,53 @@ unsafe fn step(at: *mut u8, mix: Mix) -> u64 {
     _mm_cvtsi128_si64(value) as u64
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+/// One step of the mix at `at` (the step's first line), with NEON: Q-register loads and
+/// stores, and `STNP` (the non-temporal store pair) for `write-nt`.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+unsafe fn step(at: *mut u8, mix: Mix) -> u64 {
+    use core::arch::aarch64::*;
+    let read_line = |p: *const u8| -> uint64x2_t {
+        let v = p as *const u64;
+        let a = veorq_u64(vld1q_u64(v), vld1q_u64(v.add(2)));
+        let b = veorq_u64(vld1q_u64(v.add(4)), vld1q_u64(v.add(6)));
+        veorq_u64(a, b)
+    };
+    let pattern = vdupq_n_u64(0x5a5a_5a5a_5a5a_5a5a);
+    let write_line = |p: *mut u8| {
+        let v = p as *mut u64;
+        for i in 0..4 {
+            vst1q_u64(v.add(2 * i), pattern);
+        }
+    };
+    let value = match mix {
+        Mix::Read => read_line(at),
+        Mix::TwoToOne => {
+            let v = veorq_u64(read_line(at), read_line(at.add(LINE)));
+            write_line(at.add(2 * LINE));
+            v
+        }
+        Mix::OneToOne => {
+            let v = read_line(at);
+            write_line(at.add(LINE));
+            v
+        }
+        Mix::WriteNt => {
+            // SAFETY: the line at `at` is inside the buffer (the caller's contract).
+            core::arch::asm!(
+                "stnp {v:q}, {v:q}, [{p}]",
+                "stnp {v:q}, {v:q}, [{p}, #32]",
+                p = in(reg) at,
+                v = in(vreg) pattern,
+                options(nostack, preserves_flags),
+            );
+            pattern
+        }
+    };
+    vgetq_lane_u64::<0>(value)
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 #[inline(always)]
 unsafe fn step(at: *mut u8, mix: Mix) -> u64 {
     let words = LINE / 8;
@@ -211,7 +257,13 @@ fn finish_stores(mix: Mix) {
         // SAFETY: sfence has no operands and is available on every x86_64 CPU.
         unsafe { core::arch::x86_64::_mm_sfence() };
     }
-    #[cfg(not(target_arch = "x86_64"))]
+    #[cfg(target_arch = "aarch64")]
+    if mix == Mix::WriteNt {
+        // SAFETY: a barrier has no operands. STNP stores may be reordered with later
+        // accesses: order them before the work is reported done, as sfence does on x86.
+        unsafe { core::arch::asm!("dmb ishst", options(nostack, preserves_flags)) };
+    }
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     let _ = mix;
 }
 

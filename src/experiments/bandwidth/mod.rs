@@ -63,6 +63,10 @@ pub struct BandwidthResult {
     /// `--membind`: the node every array was bound to, and where the pages were found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub membind: Option<MemoryBinding>,
+    /// `write-zero` zeroed whole blocks of this many bytes with `DC ZVA` (aarch64, NEON
+    /// or SVE, where the CPU allows it); None: it stored zeros, or did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zero_block_bytes: Option<u64>,
 }
 
 /// A kernel of the registry (`stream::KERNELS`), written in reports by its name: a report
@@ -382,9 +386,10 @@ pub fn probe_isa(
     pages: PagePolicy,
     node: Option<usize>,
 ) -> Result<IsaChoice, UsageError> {
-    let candidates: Vec<Isa> = [Isa::Avx512, Isa::Avx2, Isa::Sse2]
+    // The SIMD sets this CPU runs (x86's three or aarch64's SVE and NEON), widest first.
+    let candidates: Vec<Isa> = Isa::ALL
         .into_iter()
-        .filter(|isa| isa.is_available())
+        .filter(|&isa| isa != Isa::Portable && isa.is_available())
         .collect();
     if candidates.len() <= 1 {
         let isa = candidates.first().copied().unwrap_or(Isa::Portable);
@@ -523,6 +528,10 @@ pub fn measure(
         rows.extend_from_slice(table);
         sweep.extend_from_slice(swept);
     }
+    let zero_block_bytes = (rows.iter())
+        .filter(|r| r.kernel.0.op == stream::Op::Zero)
+        .find_map(|r| stream::zero_block(r.isa))
+        .map(|bytes| bytes as u64);
     Ok(BandwidthResult {
         isa: isa_choice.summary(),
         isa_choice,
@@ -531,6 +540,7 @@ pub fn measure(
         cpus: config.cpus.clone(),
         ladder: config.ladder.clone(),
         membind: (config.membind).map(|node| MemoryBinding::to(node, machine).placed(placement)),
+        zero_block_bytes,
     })
 }
 
@@ -663,8 +673,8 @@ mod tests {
             assert_eq!(serde_json::to_string(&isa).unwrap(), json);
             assert_eq!(serde_json::from_str::<Isa>(&json).unwrap(), isa);
         }
-        let err = serde_json::from_str::<Isa>("\"neon\"").unwrap_err();
-        assert!(err.to_string().contains("neon"), "{err}");
+        let err = serde_json::from_str::<Isa>("\"altivec\"").unwrap_err();
+        assert!(err.to_string().contains("altivec"), "{err}");
     }
     use crate::topology::{CacheInfo, CacheKind};
 

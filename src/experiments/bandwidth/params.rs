@@ -34,11 +34,12 @@ pub struct BandwidthArgs {
 
     /// Kernels, comma-separated, or 'all' (see the list in `memscope bandwidth --help`:
     /// read, write, write-nt, copy, copy-nt, triad, triad-nt, mix-3:1, mix-3:1-nt,
-    /// mix-2:1, mix-2:1-nt, mix-1:1, mix-1:1-nt).
+    /// mix-2:1, mix-2:1-nt, mix-1:1, mix-1:1-nt, write-zero).
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub kernels: String,
 
-    /// Vector instructions: avx512, avx2, sse2 or portable [default: the widest available].
+    /// Vector instructions: avx512, avx2, sse2 (x86-64), sve, neon (aarch64) or portable
+    /// [default: the widest available].
     #[arg(long, value_name = "ISA")]
     pub isa: Option<String>,
 

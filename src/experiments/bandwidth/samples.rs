@@ -139,6 +139,7 @@ pub fn bandwidth(
         cpus: vec![7, 0, 1, 2, 3, 4, 5, 6],
         ladder: None,
         membind: None,
+        zero_block_bytes: None,
     }
 }
 
@@ -152,5 +153,6 @@ pub fn empty() -> BandwidthResult {
         cpus: vec![],
         ladder: None,
         membind: None,
+        zero_block_bytes: None,
     }
 }

@@ -141,6 +141,12 @@ fn intro(result: &BandwidthResult) -> Paragraph {
              stores.",
         );
     }
+    if let Some(block) = result.zero_block_bytes {
+        text = text.add(format!(
+            " write-zero zeroes whole {block}-byte blocks with DC ZVA (no read of the line), \
+             the partial ones at its array's ends with stores."
+        ));
+    }
     Paragraph::note(text)
 }
 
@@ -434,6 +440,26 @@ mod tests {
         assert!(s.headlines[0]
             .detail
             .starts_with("peak (read in L1d); DRAM"));
+    }
+
+    #[test]
+    fn dc_zva_is_named_only_where_write_zero_used_it() {
+        let plain = |s: &Section| -> String {
+            (s.all_blocks().into_iter())
+                .filter_map(|b| match b {
+                    Block::Paragraph(p) => Some(p.text.to_plain()),
+                    _ => None,
+                })
+                .collect()
+        };
+        let mut result = samples::bandwidth(&[1], &KERNELS[..1], &[], 0);
+        assert!(!plain(&section(&result)).contains("DC ZVA"));
+        result.zero_block_bytes = Some(64);
+        let text = plain(&section(&result));
+        assert!(
+            text.contains("write-zero zeroes whole 64-byte blocks with DC ZVA"),
+            "{text}"
+        );
     }
 
     #[test]
