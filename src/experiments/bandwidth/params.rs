@@ -34,7 +34,8 @@ pub struct BandwidthArgs {
 
     /// Kernels, comma-separated, or 'all' (see the list in `memscope bandwidth --help`:
     /// read, write, write-nt, copy, copy-nt, triad, triad-nt, mix-3:1, mix-3:1-nt,
-    /// mix-2:1, mix-2:1-nt, mix-1:1, mix-1:1-nt, write-zero).
+    /// mix-2:1, mix-2:1-nt, mix-1:1, mix-1:1-nt, write-zero; 'all' runs write-zero only on
+    /// aarch64, where it zeroes with DC ZVA).
     #[arg(long, value_name = "LIST", default_value = "all")]
     pub kernels: String,
 
@@ -176,7 +177,7 @@ impl BandwidthConfig {
 /// Kernel names, comma-separated, or 'all'.
 fn parse_kernels(flag: &'static str, text: &str) -> Result<Vec<&'static KernelSpec>, UsageError> {
     if text.trim() == "all" {
-        return Ok(stream::KERNELS.iter().collect());
+        return Ok(stream::all_kernels().collect());
     }
     parse_list(text, |name| {
         stream::find(name).ok_or_else(|| {
