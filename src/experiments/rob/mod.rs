@@ -102,8 +102,13 @@ pub fn supported() -> bool {
 }
 
 /// Why `rob` does not run elsewhere.
-const UNSUPPORTED: &str = "rob generates x86-64 machine code at run time and runs only \
-                               on x86_64; this build is for another architecture";
+const UNSUPPORTED: &str = if cfg!(target_arch = "aarch64") {
+    "rob generates x86-64 machine code at run time and runs only on x86_64; this build is \
+     for aarch64, where the other experiments run"
+} else {
+    "rob generates x86-64 machine code at run time and runs only on x86_64; this build is \
+     for another architecture"
+};
 
 /// A step in a time-per-iteration curve.
 #[derive(Debug, Clone, Copy, PartialEq)]
