@@ -545,6 +545,17 @@ mod tests {
     }
 
     #[test]
+    fn the_counter_is_named_by_the_architecture_the_report_was_made_on() {
+        let mut machine = Machine {
+            architecture: "aarch64".into(),
+            ..Machine::default()
+        };
+        assert_eq!(machine.counter_name(), "CNTVCT");
+        machine.architecture = "x86_64".into();
+        assert_eq!(machine.counter_name(), "TSC");
+    }
+
+    #[test]
     fn detect_describes_this_machine() {
         let machine = detect().expect("detect() on a Linux host");
         assert!(machine.logical_cpus >= 1);
