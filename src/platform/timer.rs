@@ -1,10 +1,15 @@
-//! Timing: the TSC on x86_64 (`lfence; rdtsc` … `rdtscp; lfence`), calibrated against
-//! CLOCK_MONOTONIC, with `clock_gettime` as the portable fallback; and an estimate of the
-//! *core* clock from a chain of dependent one-cycle adds.
+//! Timing: the CPU's fixed-rate counter, calibrated against CLOCK_MONOTONIC, with
+//! `clock_gettime` as the portable fallback; and an estimate of the *core* clock from a
+//! chain of dependent one-cycle adds. The counter is the TSC on x86_64 (`lfence; rdtsc;
+//! lfence` … `rdtscp; lfence`) and the generic timer's virtual count CNTVCT_EL0 on aarch64
+//! (`isb; mrs cntvct_el0; isb` at both ends, its nominal rate in CNTFRQ_EL0).
 //!
-//! The TSC ticks at a fixed rate that is neither the current core clock (turbo, power
+//! Both counters tick at a fixed rate that is neither the current core clock (turbo, power
 //! saving) nor, under a hypervisor, necessarily related to it; latencies are therefore
-//! reported in nanoseconds (from the TSC) and in core cycles (ns × estimated core clock).
+//! reported in nanoseconds (from the counter) and in core cycles (ns × estimated core
+//! clock). The generic timer ticks far slower than a TSC (25 MHz to 1 GHz against a few
+//! GHz), so one reading resolves 1 to 40 ns; every timed trial spans many thousands of
+//! ticks, as it must for `clock_gettime` too (which reads the same counter on arm64).
 
 use std::time::{Duration, Instant};
 
@@ -16,22 +21,84 @@ pub struct Timer {
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Source {
-    /// Invariant TSC with its measured rate in ticks per nanosecond.
-    Tsc { ticks_per_ns: f64 },
+    /// The CPU's fixed-rate counter with its measured rate in ticks per nanosecond.
+    Counter { kind: Counter, ticks_per_ns: f64 },
     /// `Instant` (clock_gettime(CLOCK_MONOTONIC)), ticks are nanoseconds.
     Monotonic { epoch: Instant },
 }
 
+/// Which fixed-rate counter: one per architecture, so a build only ever makes its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    /// x86's invariant time-stamp counter.
+    Tsc,
+    /// aarch64's generic timer (CNTVCT_EL0), with the rate CNTFRQ_EL0 states (0 when the
+    /// firmware left it unset).
+    Cntvct { nominal_hz: u64 },
+}
+
+impl Counter {
+    /// The name the kernel gives this counter as its clocksource.
+    fn kernel_clocksource(self) -> &'static str {
+        match self {
+            Counter::Tsc => "tsc",
+            Counter::Cntvct { .. } => "arch_sys_counter",
+        }
+    }
+
+    /// The counter's short name in sentences: "TSC", "CNTVCT".
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Counter::Tsc => "TSC",
+            Counter::Cntvct { .. } => "CNTVCT",
+        }
+    }
+
+    /// The name in settings and output: "tsc" (as reports have always said), or
+    /// "cntvct (generic timer, 25 MHz)" with the nominal rate, and the measured one when
+    /// the two differ by more than 1 %.
+    fn name(self, measured_hz: f64) -> String {
+        match self {
+            Counter::Tsc => "tsc".to_string(),
+            Counter::Cntvct { nominal_hz } => {
+                let mhz = |hz: f64| (hz / 1e4).round() / 100.0;
+                if nominal_hz == 0 {
+                    format!(
+                        "cntvct (generic timer, CNTFRQ_EL0 unset, measured {} MHz)",
+                        mhz(measured_hz)
+                    )
+                } else if (measured_hz / nominal_hz as f64 - 1.0).abs() > 0.01 {
+                    format!(
+                        "cntvct (generic timer, {} MHz, measured {} MHz)",
+                        mhz(nominal_hz as f64),
+                        mhz(measured_hz)
+                    )
+                } else {
+                    format!("cntvct (generic timer, {} MHz)", mhz(nominal_hz as f64))
+                }
+            }
+        }
+    }
+}
+
 impl Timer {
-    /// Calibrates the TSC when the CPU has an invariant one; otherwise falls back to the
-    /// monotonic clock and says why.
+    /// Calibrates the fixed-rate counter when the CPU has a usable one; otherwise falls
+    /// back to the monotonic clock and says why.
     pub fn calibrate() -> (Timer, Option<String>) {
-        match tsc::unusable_reason() {
+        match counter::unusable_reason() {
             None => {
-                let hz = tsc::calibrate_hz();
+                let hz = counter::calibrate_hz();
+                if !(hz.is_finite() && hz > 0.0) {
+                    let reason = format!(
+                        "the {} did not advance while calibrating",
+                        counter::kind().short_name()
+                    );
+                    return (Timer::monotonic(), Some(reason));
+                }
                 (
                     Timer {
-                        source: Source::Tsc {
+                        source: Source::Counter {
+                            kind: counter::kind(),
                             ticks_per_ns: hz / 1e9,
                         },
                     },
@@ -42,7 +109,7 @@ impl Timer {
         }
     }
 
-    /// The portable clock, for tests and for machines without a usable TSC.
+    /// The portable clock, for tests and for machines without a usable counter.
     pub fn monotonic() -> Timer {
         Timer {
             source: Source::Monotonic {
@@ -55,7 +122,7 @@ impl Timer {
     #[inline(always)]
     pub fn start(&self) -> u64 {
         match self.source {
-            Source::Tsc { .. } => tsc::read_start(),
+            Source::Counter { .. } => counter::read_start(),
             Source::Monotonic { epoch } => epoch.elapsed().as_nanos() as u64,
         }
     }
@@ -64,42 +131,56 @@ impl Timer {
     #[inline(always)]
     pub fn stop(&self) -> u64 {
         match self.source {
-            Source::Tsc { .. } => tsc::read_stop(),
+            Source::Counter { .. } => counter::read_stop(),
             Source::Monotonic { epoch } => epoch.elapsed().as_nanos() as u64,
         }
     }
 
     pub fn ticks_to_ns(&self, ticks: u64) -> f64 {
         match self.source {
-            Source::Tsc { ticks_per_ns } => ticks as f64 / ticks_per_ns,
+            Source::Counter { ticks_per_ns, .. } => ticks as f64 / ticks_per_ns,
             Source::Monotonic { .. } => ticks as f64,
         }
     }
 
-    /// TSC rate in Hz, when the TSC is the clock.
+    /// The fixed-rate counter's measured rate in Hz (the TSC's, or CNTVCT's on aarch64),
+    /// when a counter is the clock.
     pub fn tsc_hz(&self) -> Option<f64> {
         match self.source {
-            Source::Tsc { ticks_per_ns } => Some(ticks_per_ns * 1e9),
+            Source::Counter { ticks_per_ns, .. } => Some(ticks_per_ns * 1e9),
             Source::Monotonic { .. } => None,
         }
     }
 
-    /// "tsc" or "clock_gettime(CLOCK_MONOTONIC)".
-    pub fn name(&self) -> &'static str {
+    /// The counter this clock reads, when it is one.
+    pub fn counter(&self) -> Option<Counter> {
         match self.source {
-            Source::Tsc { .. } => "tsc",
-            Source::Monotonic { .. } => "clock_gettime(CLOCK_MONOTONIC)",
+            Source::Counter { kind, .. } => Some(kind),
+            Source::Monotonic { .. } => None,
+        }
+    }
+
+    /// "tsc", "cntvct (generic timer, 25 MHz)" or "clock_gettime(CLOCK_MONOTONIC)".
+    pub fn name(&self) -> String {
+        match self.source {
+            Source::Counter { kind, ticks_per_ns } => kind.name(ticks_per_ns * 1e9),
+            Source::Monotonic { .. } => "clock_gettime(CLOCK_MONOTONIC)".to_string(),
         }
     }
 
     /// The clock for intervals that start on one CPU and end on another (the union of a
-    /// team's trial): the TSC only where the kernel keeps time with it (clocksource "tsc",
-    /// which the kernel checks is synchronised across CPUs and drops when it is not), else
+    /// team's trial): the counter only where the kernel keeps time with it (clocksource
+    /// "tsc", which the kernel checks is synchronised across CPUs and drops when it is
+    /// not; "arch_sys_counter", one system counter every CPU reads), else
     /// CLOCK_MONOTONIC, which every CPU shares.
     pub fn across_cpus(&self) -> Timer {
         match self.source {
-            Source::Tsc { .. } if kernel_clocksource().as_deref() == Some("tsc") => *self,
-            Source::Tsc { .. } => Timer::monotonic(),
+            Source::Counter { kind, .. }
+                if kernel_clocksource().as_deref() == Some(kind.kernel_clocksource()) =>
+            {
+                *self
+            }
+            Source::Counter { .. } => Timer::monotonic(),
             Source::Monotonic { .. } => *self,
         }
     }
@@ -109,12 +190,14 @@ impl Timer {
         let clock = self.across_cpus();
         let source = kernel_clocksource().unwrap_or_else(|| "unknown".to_string());
         match (clock.source, self.source) {
-            (Source::Tsc { .. }, _) => {
-                "tsc (the kernel's clocksource, kept in step across CPUs)".to_string()
-            }
-            (Source::Monotonic { .. }, Source::Tsc { .. }) => format!(
+            (Source::Counter { .. }, _) => format!(
+                "{} (the kernel's clocksource, kept in step across CPUs)",
+                clock.name()
+            ),
+            (Source::Monotonic { .. }, Source::Counter { kind, .. }) => format!(
                 "clock_gettime(CLOCK_MONOTONIC) (the kernel's clocksource is {source}, so \
-                 TSC readings of different CPUs are not known to agree)"
+                 {} readings of different CPUs are not known to agree)",
+                kind.short_name()
             ),
             (Source::Monotonic { .. }, Source::Monotonic { .. }) => {
                 "clock_gettime(CLOCK_MONOTONIC)".to_string()
@@ -156,10 +239,39 @@ pub fn kernel_clocksource() -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// Which module reads this architecture's counter.
+#[cfg(target_arch = "x86_64")]
+use tsc as counter;
+
+#[cfg(target_arch = "aarch64")]
+use cntvct as counter;
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+use no_counter as counter;
+
+/// A counter's ticks per second against CLOCK_MONOTONIC: the median of five 20 ms windows.
+fn calibrate_hz(read_start: fn() -> u64, read_stop: fn() -> u64) -> f64 {
+    let mut rates: Vec<f64> = (0..5)
+        .map(|_| {
+            let (i0, t0) = (Instant::now(), read_start());
+            while i0.elapsed() < Duration::from_millis(20) {
+                std::hint::spin_loop();
+            }
+            let (t1, i1) = (read_stop(), Instant::now());
+            t1.saturating_sub(t0) as f64 / (i1 - i0).as_secs_f64()
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    rates[rates.len() / 2]
+}
+
 #[cfg(target_arch = "x86_64")]
 mod tsc {
     use core::arch::x86_64::{__cpuid, __rdtscp, _mm_lfence, _rdtsc};
-    use std::time::{Duration, Instant};
+
+    pub fn kind() -> super::Counter {
+        super::Counter::Tsc
+    }
 
     /// None when the TSC is invariant (constant rate, keeps ticking in sleep states), else why not.
     pub fn unusable_reason() -> Option<String> {
@@ -208,36 +320,92 @@ mod tsc {
         }
     }
 
-    /// Ticks per second against CLOCK_MONOTONIC: the median of five 20 ms windows.
+    /// Ticks per second against CLOCK_MONOTONIC.
     pub fn calibrate_hz() -> f64 {
-        let mut rates: Vec<f64> = (0..5)
-            .map(|_| {
-                let (i0, t0) = (Instant::now(), read_start());
-                while i0.elapsed() < Duration::from_millis(20) {
-                    std::hint::spin_loop();
-                }
-                let (t1, i1) = (read_stop(), Instant::now());
-                (t1 - t0) as f64 / (i1 - i0).as_secs_f64()
-            })
-            .collect();
-        rates.sort_by(f64::total_cmp);
-        rates[rates.len() / 2]
+        super::calibrate_hz(read_start, read_stop)
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-mod tsc {
+#[cfg(target_arch = "aarch64")]
+mod cntvct {
+    use core::arch::asm;
+
+    pub fn kind() -> super::Counter {
+        super::Counter::Cntvct {
+            nominal_hz: frequency(),
+        }
+    }
+
+    /// CNTFRQ_EL0: the counter's rate as the firmware programmed it (0 when it did not).
+    fn frequency() -> u64 {
+        let hz: u64;
+        // SAFETY: reads a system register Linux makes readable at EL0; no memory effects.
+        unsafe {
+            asm!("mrs {hz}, cntfrq_el0", hz = out(reg) hz, options(nomem, nostack, preserves_flags))
+        };
+        hz
+    }
+
+    /// None: the generic timer is architectural (Armv8-A), runs at a fixed rate and Linux
+    /// lets EL0 read its virtual count (CNTKCTL_EL1.EL0VCTEN; the vDSO's clock_gettime
+    /// reads it too).
     pub fn unusable_reason() -> Option<String> {
-        Some(format!("no TSC on {}", std::env::consts::ARCH))
+        None
+    }
+
+    #[inline(always)]
+    pub fn read_start() -> u64 {
+        let t: u64;
+        // SAFETY: `isb` and reading CNTVCT_EL0 have no memory effects. The first `isb`
+        // makes earlier instructions complete before the read (which may otherwise happen
+        // speculatively, early), the second keeps the timed region from starting before
+        // it, as `lfence; rdtsc; lfence` does on x86. Not `nomem`: the asm also keeps the
+        // compiler from moving the region's loads and stores across it.
+        unsafe {
+            asm!("isb", "mrs {t}, cntvct_el0", "isb", t = out(reg) t, options(nostack, preserves_flags))
+        };
+        t
+    }
+
+    #[inline(always)]
+    pub fn read_stop() -> u64 {
+        let t: u64;
+        // SAFETY: as in `read_start`: the region's instructions complete before the read
+        // (`rdtscp` on x86), later ones start after it (the `lfence` after `rdtscp`).
+        unsafe {
+            asm!("isb", "mrs {t}, cntvct_el0", "isb", t = out(reg) t, options(nostack, preserves_flags))
+        };
+        t
+    }
+
+    /// Ticks per second against CLOCK_MONOTONIC (which Linux keeps with this counter, so
+    /// it agrees with CNTFRQ_EL0 unless firmware stated a wrong rate and the device tree
+    /// corrected it).
+    pub fn calibrate_hz() -> f64 {
+        super::calibrate_hz(read_start, read_stop)
+    }
+}
+
+/// Architectures without a counter memscope reads: CLOCK_MONOTONIC is the clock.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod no_counter {
+    pub fn kind() -> super::Counter {
+        super::Counter::Tsc
+    }
+    pub fn unusable_reason() -> Option<String> {
+        Some(format!(
+            "memscope reads no fixed-rate counter on {}",
+            std::env::consts::ARCH
+        ))
     }
     pub fn read_start() -> u64 {
-        unreachable!("the TSC source is only built on x86_64")
+        0
     }
     pub fn read_stop() -> u64 {
-        unreachable!("the TSC source is only built on x86_64")
+        0
     }
     pub fn calibrate_hz() -> f64 {
-        unreachable!("the TSC source is only built on x86_64")
+        0.0
     }
 }
 
@@ -312,14 +480,17 @@ mod tests {
     fn the_cross_cpu_clock_is_the_tsc_only_with_the_kernels_blessing() {
         let (timer, _) = Timer::calibrate();
         let across = timer.across_cpus();
-        if across.name() == "tsc" {
-            assert_eq!(kernel_clocksource().as_deref(), Some("tsc"));
+        if let Some(counter) = across.counter() {
+            assert_eq!(
+                kernel_clocksource().as_deref(),
+                Some(counter.kernel_clocksource())
+            );
         }
         assert_eq!(
             Timer::monotonic().across_cpus().name(),
             Timer::monotonic().name()
         );
-        assert!(timer.across_cpus_description().starts_with(across.name()));
+        assert!(timer.across_cpus_description().starts_with(&across.name()));
     }
 
     #[test]
@@ -328,6 +499,56 @@ mod tests {
         if let Some(hz) = timer.estimate_core_hz() {
             // From embedded cores to the fastest desktop parts (a trial can only be slowed).
             assert!(hz > 2e8 && hz < 1e10, "{hz} Hz");
+        }
+    }
+
+    #[test]
+    fn counter_names_say_which_counter_and_its_rate() {
+        let cntvct = |nominal_hz| Counter::Cntvct { nominal_hz };
+        assert_eq!(Counter::Tsc.name(2.6e9), "tsc");
+        assert_eq!(
+            cntvct(25_000_000).name(25.01e6),
+            "cntvct (generic timer, 25 MHz)"
+        );
+        assert_eq!(
+            cntvct(1_000_000_000).name(0.999e9),
+            "cntvct (generic timer, 1000 MHz)"
+        );
+        // A firmware that states the wrong rate is shown with what was measured.
+        assert_eq!(
+            cntvct(100_000_000).name(62.5e6),
+            "cntvct (generic timer, 100 MHz, measured 62.5 MHz)"
+        );
+        assert_eq!(
+            cntvct(0).name(121.875e6),
+            "cntvct (generic timer, CNTFRQ_EL0 unset, measured 121.88 MHz)"
+        );
+        assert_eq!(Counter::Tsc.kernel_clocksource(), "tsc");
+        assert_eq!(cntvct(1).kernel_clocksource(), "arch_sys_counter");
+        assert_eq!(cntvct(1).short_name(), "CNTVCT");
+    }
+
+    #[test]
+    fn the_counter_of_this_architecture_is_the_clock_and_never_runs_backwards() {
+        let (timer, problem) = Timer::calibrate();
+        let name = timer.name();
+        if cfg!(target_arch = "aarch64") {
+            // The generic timer is architectural: every aarch64 Linux has it.
+            assert!(problem.is_none(), "{problem:?}");
+            assert!(name.starts_with("cntvct (generic timer, "), "{name}");
+            assert!(matches!(timer.counter(), Some(Counter::Cntvct { .. })));
+        } else if cfg!(target_arch = "x86_64") {
+            assert!(name == "tsc" || problem.is_some(), "{name} {problem:?}");
+        }
+        if let Some(hz) = timer.tsc_hz() {
+            assert!(hz.is_finite() && hz > 0.0, "{hz}");
+        }
+        let mut last = timer.start();
+        for _ in 0..1000 {
+            let now = timer.stop();
+            assert!(now >= last, "{now} after {last}");
+            last = timer.start();
+            assert!(last >= now, "{last} after {now}");
         }
     }
 }

@@ -176,7 +176,7 @@ pub struct Settings {
     /// Target duration of one timed trial, milliseconds.
     pub trial_ms: f64,
     pub max_size_bytes: u64,
-    /// "tsc" or "clock_gettime(CLOCK_MONOTONIC)".
+    /// "tsc", "cntvct (generic timer, 25 MHz)" (aarch64) or "clock_gettime(CLOCK_MONOTONIC)".
     pub timer: String,
     /// The clock of multi-thread trials, whose start and end are read on different CPUs:
     /// the TSC where the kernel keeps time with it, else CLOCK_MONOTONIC, and why.

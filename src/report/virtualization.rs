@@ -30,16 +30,17 @@ pub fn notes(m: &Machine) -> Vec<String> {
             crate::units::Bytes(llc.size_bytes)
         ));
     }
+    let counter = m.counter_name();
     match (m.tsc_hz, m.core_hz_estimate) {
         (Some(tsc), Some(core)) => notes.push(format!(
-            "the TSC ticks at {} but the core runs at about {} (measured): memscope times with \
-             the TSC and converts to cycles with the measured core clock",
+            "the {counter} ticks at {} but the core runs at about {} (measured): memscope \
+             times with the {counter} and converts to cycles with the measured core clock",
             format_hz(tsc),
             format_hz(core)
         )),
-        _ => notes.push(
-            "TSC ticks are not core cycles; cycle figures use the measured core clock".to_string(),
-        ),
+        _ => notes.push(format!(
+            "{counter} ticks are not core cycles; cycle figures use the measured core clock"
+        )),
     }
     notes.push(
         "vCPUs may be descheduled by the host (steal time) and another guest may share a \

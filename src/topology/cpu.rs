@@ -5,8 +5,9 @@
 //! cpu-list syntax, which `--cpu` validation reuses.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
-use super::{read_trimmed, CpuFreq};
+use super::{arm, read_trimmed, CpuFreq};
 
 /// Root of the per-CPU sysfs tree.
 pub(crate) const CPU_SYSFS: &str = "/sys/devices/system/cpu";
@@ -87,8 +88,18 @@ pub struct CpuIdentity {
 }
 
 /// Identity from CPUID where available, otherwise from `/proc/cpuinfo` (its text is passed in
-/// so one read serves every caller).
+/// so one read serves every caller) and, on Arm, MIDR_EL1 (`arm`).
 pub fn identity(cpuinfo: &str) -> CpuIdentity {
+    identity_from(cpuinfo, Path::new(CPU_SYSFS), cpuid)
+}
+
+/// `identity` with the per-CPU sysfs root and the CPUID query given, so that tests can
+/// describe an Arm server on any machine.
+fn identity_from(
+    cpuinfo: &str,
+    sys_cpu: &Path,
+    cpuid: impl Fn(u32, u32) -> Option<CpuidRegs>,
+) -> CpuIdentity {
     let mut id = CpuIdentity::default();
     if let Some(leaf0) = cpuid(0, 0) {
         id.vendor = regs_to_string(&[leaf0.ebx, leaf0.edx, leaf0.ecx]);
@@ -106,8 +117,20 @@ pub fn identity(cpuinfo: &str) -> CpuIdentity {
             id.model = regs_to_string(&brand);
         }
     }
+    if id.vendor.is_empty() || id.model.is_empty() {
+        // arm64 kernels print no model name: the core is named from its MIDR_EL1.
+        let midr_el1 = read_trimmed(sys_cpu.join("cpu0/regs/identification/midr_el1"));
+        if let Some(midr) = arm::identify(cpuinfo, midr_el1.as_deref()) {
+            if id.vendor.is_empty() {
+                id.vendor = midr.vendor();
+            }
+            if id.model.is_empty() {
+                id.model = midr.model();
+            }
+        }
+    }
     if id.vendor.is_empty() {
-        id.vendor = cpuinfo_vendor(cpuinfo).unwrap_or_else(|| "unknown".to_string());
+        id.vendor = cpuinfo_field(cpuinfo, "vendor_id").unwrap_or_else(|| "unknown".to_string());
     }
     if id.model.is_empty() {
         id.model = ["model name", "Processor", "cpu model", "cpu", "uarch"]
@@ -168,31 +191,6 @@ pub fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
         let (k, v) = line.split_once(':')?;
         (k.trim() == key).then(|| v.trim().to_string())
     })
-}
-
-/// Vendor from /proc/cpuinfo: x86 prints `vendor_id`; arm64 only a JEDEC implementer code.
-fn cpuinfo_vendor(cpuinfo: &str) -> Option<String> {
-    if let Some(v) = cpuinfo_field(cpuinfo, "vendor_id") {
-        return Some(v);
-    }
-    let code = cpuinfo_field(cpuinfo, "CPU implementer")?;
-    let code = u32::from_str_radix(code.trim_start_matches("0x"), 16).ok()?;
-    let name = match code {
-        0x41 => "ARM",
-        0x42 => "Broadcom",
-        0x43 => "Cavium",
-        0x46 => "Fujitsu",
-        0x48 => "HiSilicon",
-        0x4e => "NVIDIA",
-        0x50 => "APM",
-        0x51 => "Qualcomm",
-        0x53 => "Samsung",
-        0x61 => "Apple",
-        0x6d => "Microsoft",
-        0xc0 => "Ampere",
-        _ => return Some(format!("implementer {code:#x}")),
-    };
-    Some(name.to_string())
 }
 
 /// Friendly name for the 12-byte vendor signature of CPUID leaf 0x40000000. Unknown
@@ -561,8 +559,42 @@ mod tests {
             cpuinfo_field(text, "model name").as_deref(),
             Some("AMD EPYC")
         );
-        assert_eq!(cpuinfo_vendor(text).as_deref(), Some("AuthenticAMD"));
-        let arm = "processor\t: 0\nCPU implementer\t: 0x41\n";
-        assert_eq!(cpuinfo_vendor(arm).as_deref(), Some("ARM"));
+        let no_cpuid = |_: u32, _: u32| None;
+        let nowhere = Path::new("/nonexistent");
+        let id = identity_from(text, nowhere, no_cpuid);
+        assert_eq!(
+            (id.vendor.as_str(), id.model.as_str()),
+            ("AuthenticAMD", "AMD EPYC")
+        );
+    }
+
+    #[test]
+    fn an_arm_server_is_named_from_midr_el1_or_cpuinfo() {
+        use crate::platform::fake_files::put;
+        let graviton2 = "processor\t: 0\nBogoMIPS\t: 243.75\nFeatures\t: fp asimd\n\
+                         CPU implementer\t: 0x41\nCPU architecture: 8\nCPU variant\t: 0x3\n\
+                         CPU part\t: 0xd0c\nCPU revision\t: 1\n";
+        let no_cpuid = |_: u32, _: u32| None;
+        let sys = tempfile::tempdir().unwrap();
+        let id = identity_from(graviton2, sys.path(), no_cpuid);
+        assert_eq!(id.vendor, "ARM");
+        assert_eq!(id.model, "Arm Neoverse N1 r3p1 (MIDR_EL1 0x413fd0c1)");
+        assert_eq!(
+            (id.family, id.model_number, id.stepping),
+            (None, None, None)
+        );
+        // Where the kernel shows the register itself, it is what names the core.
+        put(
+            sys.path(),
+            "cpu0/regs/identification/midr_el1",
+            "0x00000000c00fac30",
+        );
+        let id = identity_from(graviton2, sys.path(), no_cpuid);
+        assert_eq!(id.vendor, "Ampere");
+        assert_eq!(id.model, "AmpereOne r0p0 (MIDR_EL1 0xc00fac30)");
+        // Nothing to go by: said so, not guessed.
+        let id = identity_from("processor\t: 0\n", Path::new("/nonexistent"), no_cpuid);
+        assert_eq!(id.vendor, "unknown");
+        assert!(id.model.starts_with("unknown "), "{}", id.model);
     }
 }

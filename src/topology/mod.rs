@@ -5,11 +5,13 @@
 //!
 //! Everything here is *reported*, not measured: experiments compare what they measure
 //! against it. Sources are sysfs and procfs first (they reflect what the kernel actually
-//! enabled), CPUID second (x86_64 only) as a cross-check and for what sysfs lacks (TLBs).
+//! enabled), CPUID second (x86_64 only) as a cross-check and for what sysfs lacks (TLBs);
+//! on Arm the core is named from MIDR_EL1 (`arm`).
 //! The clock fields are filled in by `platform::timer` after calibration.
 
 use serde::{Deserialize, Serialize};
 
+pub mod arm;
 pub mod balloon;
 pub mod caches;
 pub mod cgroup;
@@ -24,7 +26,9 @@ pub mod tiers;
 /// The `machine` object of the report (see docs/DESIGN.md, "Output contract").
 #[derive(Debug, Clone, Serialize, Deserialize, Default)]
 pub struct Machine {
-    /// Marketing name, e.g. "AMD EPYC 9R14 96-Core Processor" (CPUID brand string or /proc/cpuinfo).
+    /// Marketing name, e.g. "AMD EPYC 9R14 96-Core Processor" (CPUID brand string or
+    /// /proc/cpuinfo), or on Arm the core named from MIDR_EL1, e.g. "Arm Neoverse N1 r3p1
+    /// (MIDR_EL1 0x413fd0c1)".
     pub cpu_model: String,
     /// "AuthenticAMD", "GenuineIntel", or the architecture's vendor.
     pub cpu_vendor: String,
@@ -69,7 +73,8 @@ pub struct Machine {
     pub kernel: String,
     /// Current clock source (/sys/devices/system/clocksource), e.g. "tsc", "kvm-clock".
     pub clocksource: Option<String>,
-    /// Calibrated TSC rate, Hz (x86_64 only).
+    /// Calibrated rate of the fixed-rate counter memscope times with, Hz: the TSC on
+    /// x86_64, the generic timer (CNTVCT_EL0) on aarch64.
     pub tsc_hz: Option<f64>,
     /// Core clock estimated from a chain of dependent 1-cycle adds, Hz.
     pub core_hz_estimate: Option<f64>,
@@ -330,6 +335,16 @@ pub struct CpuFreq {
 }
 
 impl Machine {
+    /// The fixed-rate counter's name in output: "TSC", or "CNTVCT" (the generic timer) for
+    /// a report made on aarch64.
+    pub fn counter_name(&self) -> &'static str {
+        if self.architecture == "aarch64" {
+            "CNTVCT"
+        } else {
+            "TSC"
+        }
+    }
+
     /// The cache line size the OS reports (64 when it reports none).
     pub fn line_bytes(&self) -> u64 {
         self.caches
@@ -527,6 +542,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("sysfs"), "{err}");
+    }
+
+    #[test]
+    fn the_counter_is_named_by_the_architecture_the_report_was_made_on() {
+        let mut machine = Machine {
+            architecture: "aarch64".into(),
+            ..Machine::default()
+        };
+        assert_eq!(machine.counter_name(), "CNTVCT");
+        machine.architecture = "x86_64".into();
+        assert_eq!(machine.counter_name(), "TSC");
     }
 
     #[test]

@@ -102,8 +102,13 @@ pub fn supported() -> bool {
 }
 
 /// Why `rob` does not run elsewhere.
-const UNSUPPORTED: &str = "rob generates x86-64 machine code at run time and runs only \
-                               on x86_64; this build is for another architecture";
+const UNSUPPORTED: &str = if cfg!(target_arch = "aarch64") {
+    "rob generates x86-64 machine code at run time and runs only on x86_64; this build is \
+     for aarch64, where the other experiments run"
+} else {
+    "rob generates x86-64 machine code at run time and runs only on x86_64; this build is \
+     for another architecture"
+};
 
 /// A step in a time-per-iteration curve.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -117,6 +122,7 @@ pub struct Cliff {
 
 /// The upper level must be at least this many times the lower one to count as a cliff
 /// (the ideal is 2: one miss latency per iteration below, two above).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const CLIFF_RATIO: f64 = 1.3;
 
 /// Finds the step of a curve that is flat at one level and rises to a higher one.
@@ -132,6 +138,7 @@ const CLIFF_RATIO: f64 = 1.3;
 /// `high` is the median of the cliff point and the three after it (the level just past
 /// the step). None when the last points are below 1.3 × low (no step within the sweep)
 /// or the curve has fewer than four points. `ks` must be ascending.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn find_cliff(ks: &[u32], ns: &[f64]) -> Option<Cliff> {
     let n = ks.len().min(ns.len());
     if n < 4 {
@@ -171,6 +178,7 @@ fn entries_at(filler: Filler, cliff_k: u32) -> u32 {
 /// Register-file entries held by committed architectural registers, which the window can
 /// never use: 16 general-purpose registers; 32 vector registers with AVX-512 (16 without).
 /// Queues and the reorder buffer hold in-flight instructions only.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn architectural_entries(filler: Filler) -> u32 {
     match filler {
         Filler::Add => 16,
@@ -181,7 +189,9 @@ fn architectural_entries(filler: Filler) -> u32 {
 }
 
 /// Serialised-grid misses per block in a full and in a quick run.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const SERIALIZED_MISSES: [u32; 8] = [1, 2, 4, 8, 12, 16, 24, 32];
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const SERIALIZED_MISSES_QUICK: [u32; 5] = [1, 2, 8, 16, 24];
 
 /// Misses in flight from the serialised grid at K = 0: the largest N × t(1) / t(N). By
@@ -190,6 +200,7 @@ const SERIALIZED_MISSES_QUICK: [u32; 5] = [1, 2, 8, 16, 24];
 /// buffers (or the memory behind them) are saturated; with at most 32 misses per block it
 /// is a lower bound when it still grows at N = 32. The timer's fixed cost inside t(1)
 /// and t(N) makes it a slight underestimate too. `points` are (N, ns) at K = 0.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 fn serialized_mlp(points: &[(u32, f64)]) -> Option<f64> {
     let t1 = points.iter().find(|(n, _)| *n == 1)?.1;
     points

@@ -245,7 +245,8 @@ pub fn spe_present() -> bool {
     !spe::sysfs::find_pmus(Path::new(EVENT_SOURCES)).is_empty()
 }
 
-/// `availability`, counting Arm SPE in.
+/// `availability`, counting Arm SPE in. On Arm, SPE is the precise source: without it
+/// the reason is that no SPE PMU is listed (`spe_absent`), not the x86 events' absence.
 pub fn precise_availability() -> Result<String, String> {
     availability().or_else(|why| {
         if spe_present() {
@@ -254,8 +255,20 @@ pub fn precise_availability() -> Result<String, String> {
                 data address, latency and TLB walk)"
                     .to_string(),
             )
+        } else if cfg!(target_arch = "aarch64") || Vendor::detect() == Vendor::Arm {
+            Err(spe_absent(Path::new(EVENT_SOURCES)))
         } else {
             Err(why)
         }
     })
+}
+
+/// Why an Arm machine has no precise source: no `arm_spe*` PMU under `event_sources`.
+pub fn spe_absent(event_sources: &Path) -> String {
+    format!(
+        "no Arm SPE PMU: the kernel lists no arm_spe_* device under {} (the Statistical \
+         Profiling Extension of Neoverse N1, V1, V2 and later cores, on bare metal or passed \
+         through to a guest, with the arm_spe_pmu driver, would enable it)",
+        event_sources.display()
+    )
 }

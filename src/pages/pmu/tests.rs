@@ -419,3 +419,22 @@ fn open_on_this_machine_fails_clearly_or_samples() {
         Err(reason) => eprintln!("availability: {reason}"),
     }
 }
+
+#[test]
+fn an_arm_machine_says_whether_it_has_an_spe_pmu() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A Neoverse guest: the core PMU is listed, SPE is not passed through.
+    write(root, "armv8_pmuv3_0/type", "8");
+    assert!(spe::sysfs::find_pmus(root).is_empty());
+    let why = spe_absent(root);
+    assert!(why.starts_with("no Arm SPE PMU: "), "{why}");
+    assert!(why.contains("arm_spe_*"), "{why}");
+    assert!(why.contains(&root.display().to_string()), "{why}");
+    assert_eq!(why.lines().count(), 1, "{why}");
+    // Bare metal with the driver loaded.
+    write(root, "arm_spe_0/type", "9");
+    let pmus = spe::sysfs::find_pmus(root);
+    assert_eq!(pmus.len(), 1);
+    assert_eq!((pmus[0].name.as_str(), pmus[0].pmu_type), ("arm_spe_0", 9));
+}

@@ -91,9 +91,10 @@ pub fn machine_summary(m: &Machine) -> Section {
             )),
     )));
     section.push(Paragraph::note(format!(
-        "caches {} · THP {} · TSC {} · core clock {} (measured)",
+        "caches {} · THP {} · {} {} · core clock {} (measured)",
         caches.join(", "),
         m.thp.enabled,
+        m.counter_name(),
         valid_hz(m.tsc_hz).map_or("not used".into(), format_hz),
         valid_hz(m.core_hz_estimate).map_or("not estimated".into(), format_hz),
     )));
@@ -178,7 +179,7 @@ fn identity_table(m: &Machine) -> Table {
     }
     t.pair("Clock source", m.clocksource.as_deref().unwrap_or(DASH));
     t.pair(
-        "TSC",
+        m.counter_name(),
         valid_hz(m.tsc_hz).map_or("not used".into(), format_hz),
     );
     t.pair(
