@@ -109,14 +109,21 @@ fn named(tasks: &[String]) -> String {
     }
 }
 
+/// The fixed-rate counter this build times with, as warnings name it.
+const COUNTER: &str = if cfg!(target_arch = "aarch64") {
+    "CNTVCT"
+} else {
+    "TSC"
+};
+
 impl fmt::Display for WarningKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             WarningKind::Hypervisor(vendor) => write!(
                 f,
                 "running under a hypervisor ({vendor}): TLB misses cost a nested page walk, the \
-                 last-level cache may be shared with other tenants, and TSC ticks are not core \
-                 cycles; 'memscope tlb' measures what a TLB miss and a page walk cost here"
+                 last-level cache may be shared with other tenants, and {COUNTER} ticks are not \
+                 core cycles; 'memscope tlb' measures what a TLB miss and a page walk cost here"
             ),
             WarningKind::ThpPartial { fraction } => write!(
                 f,
@@ -189,7 +196,8 @@ impl fmt::Display for WarningKind {
             ),
             WarningKind::NoTsc(reason) => write!(
                 f,
-                "TSC unavailable ({reason}); timing with clock_gettime, whose overhead is larger"
+                "{COUNTER} unavailable ({reason}); timing with clock_gettime, whose overhead is \
+                 larger"
             ),
             WarningKind::LevelMismatch(what) => write!(f, "{what}"),
             WarningKind::SweepTooShort { max, needed } => write!(

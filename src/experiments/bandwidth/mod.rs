@@ -367,10 +367,19 @@ impl IsaChoice {
 
     /// "avx2", or "avx512 in caches, avx2 beyond" when they differ.
     pub fn summary(&self) -> String {
+        // SVE's width is the CPU's, not the instruction set's: say it.
+        let named = |isa: Isa| match isa {
+            Isa::Sve => format!("sve ({}-bit vectors)", 8 * isa.vector_bytes()),
+            _ => isa.to_string(),
+        };
         if self.cache_isa == self.dram_isa {
-            self.cache_isa.to_string()
+            named(self.cache_isa)
         } else {
-            format!("{} in caches, {} beyond", self.cache_isa, self.dram_isa)
+            format!(
+                "{} in caches, {} beyond",
+                named(self.cache_isa),
+                named(self.dram_isa)
+            )
         }
     }
 }
