@@ -72,6 +72,20 @@ pub struct AdviseResult {
     pub time_limit_s: f64,
     pub stop: Stop,
     pub notes: Vec<String>,
+    /// Memory readied before each run (a VM whose host takes free memory back).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_memory: Option<ReadiedMemory>,
+}
+
+/// What advise readied before each run on a VM whose balloon hands free memory back to the
+/// host (`trial::ReadyMemory`), and what that took: the host backing the blocks again,
+/// about what a program started cold pays for its huge pages there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadiedMemory {
+    pub bytes: u64,
+    pub runs: usize,
+    pub median_s: f64,
+    pub max_s: f64,
 }
 
 impl AdviseResult {

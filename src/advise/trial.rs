@@ -5,19 +5,24 @@
 //! before the paused child is released and its pid moved in, removed after the run),
 //! its huge-page memory sampled over the run (time-weighted), and what the co-runner did
 //! meanwhile. `Partitioning` says whether resctrl can be used here, and which arms.
+//! On a VM whose balloon hands free memory back to the host, memory is readied before
+//! each run (`ReadyMemory`), so that every run finds its huge pages backed.
 
 use std::ffi::OsString;
 use std::io::{self, Read, Seek};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::arms::{self, ArmKind, ArmSpec};
 use super::RunRecord;
 use crate::kernels::corunner::{CoRunner, Load};
 use crate::pages::preload::{Preload, PreloadMode};
+use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::child::{self, InterleaveMode, SpawnError, SpawnOptions};
 use crate::platform::resctrl::{self, Limit, Resctrl, ResctrlGroup};
+use crate::units::Bytes;
 
 /// What every run shares.
 pub struct Setup<'a> {
@@ -33,6 +38,47 @@ pub struct Setup<'a> {
     pub show_output: bool,
     /// resctrl, for the L3 CAT and MBA arms.
     pub partitioning: Option<&'a Partitioning>,
+    /// Memory readied before each run, where the host takes free memory back.
+    pub ready: Option<&'a ReadyMemory>,
+}
+
+/// Memory touched in transparent huge pages and freed right before each run, on a VM
+/// whose balloon hands free 2 MiB blocks back to the host about two seconds after they
+/// are freed (`topology::balloon`). The program then faults its huge pages into blocks
+/// the host still backs, as a program does that starts right after another; without
+/// this, whether a run's huge pages cost a host fault each depends on what ran before it
+/// and how long ago, and a huge-page arm's runs fall in two regimes whose mix decides its
+/// median. What readying took is kept: it is about what a program started cold pays.
+pub struct ReadyMemory {
+    pub bytes: u64,
+    /// Seconds each readying took, in run order.
+    pub took_s: Mutex<Vec<f64>>,
+}
+
+impl ReadyMemory {
+    pub fn new(bytes: u64) -> ReadyMemory {
+        ReadyMemory {
+            bytes,
+            took_s: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Maps, touches and unmaps `bytes` in transparent huge pages; best effort (memory
+    /// that cannot be had is no reason to stop advising).
+    pub(super) fn ready(&self) {
+        let started = Instant::now();
+        if let Ok(arena) = Arena::new(Bytes(self.bytes), PagePolicy::Thp) {
+            drop(arena);
+            if let Ok(mut took) = self.took_s.lock() {
+                took.push(started.elapsed().as_secs_f64());
+            }
+        }
+    }
+
+    /// The times readying took so far.
+    pub fn took(&self) -> Vec<f64> {
+        self.took_s.lock().map(|t| t.clone()).unwrap_or_default()
+    }
 }
 
 /// The co-runner threads: one on the co-runner's CPU (beside the program), one on the
@@ -151,6 +197,10 @@ pub fn run(
         ),
         None => None,
     };
+    // Last before the program, so that nothing else takes the blocks just freed.
+    if let Some(ready) = setup.ready {
+        ready.ready();
+    }
     let paused = child::spawn_paused_with(setup.command, &options)?;
     // Moved in before its exec, so that all it runs (threads, children) stays in it.
     if let Some(g) = &group {
@@ -416,6 +466,7 @@ mod tests {
             hot_ranges: &[],
             show_output: false,
             partitioning: None,
+            ready: None,
         };
         assert_eq!(load_of(&ArmSpec::new(ArmKind::Alone)), Load::Idle);
         assert_eq!(
