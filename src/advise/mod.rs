@@ -78,12 +78,16 @@ pub struct AdviseResult {
 }
 
 /// What advise readied before each run on a VM whose balloon hands free memory back to the
-/// host (`trial::ReadyMemory`), and what that took: the host backing the blocks again,
-/// about what a program started cold pays for its huge pages there.
+/// host (`trial::ReadyMemory`), and what that took: the first time, the host backing the
+/// blocks again (about what a program started cold pays for its huge pages there); later,
+/// right after a run, mostly the kernel zeroing them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadiedMemory {
     pub bytes: u64,
     pub runs: usize,
+    /// The first readying: the memory had been free for a while, as before a cold start.
+    pub first_s: f64,
+    /// The others mostly follow a run whose memory the host still backs.
     pub median_s: f64,
     pub max_s: f64,
 }

@@ -198,8 +198,8 @@ pub fn run(
         notes.push("only one CPU is available to memscope: no bandwidth bandit runs".to_string());
     }
 
-    // Where the host takes free memory back, every run from here on finds its memory
-    // readied (see ReadyMemory): a quarter more than the first run's peak.
+    // Where the host takes free memory back, every huge-page run from here on finds its
+    // memory readied (see ReadyMemory): a quarter more than the first run's peak.
     let ready = (facts.free_page_reporting && machine.thp.enabled != ThpMode::Never)
         .then(|| ReadyMemory::new(ready_bytes(first.record.max_rss_kib)));
     setup.ready = ready.as_ref();
@@ -425,13 +425,16 @@ pub fn run(
     if let Some(r) = &ready_memory {
         notes.push(format!(
             "this VM's balloon hands free memory back to the host (virtio free page \
-             reporting): before each run advise touched and freed {} MiB in huge pages, so \
-             that every run found its memory backed, as a run right after another does; that \
-             took {:.2} s a run (median of {}, at most {:.2} s), about the system time a \
-             program started cold pays here for its huge pages",
+             reporting): before each run with huge pages advise touched and freed {} MiB in \
+             huge pages, so that every such run found its memory backed, as a run right \
+             after another huge-page run does. The \
+             first readying, after the memory had been free a while, took {:.2} s: about the \
+             system time a program started cold pays here for its huge pages; the {} others \
+             {:.2} s (median, at most {:.2} s)",
             r.bytes >> 20,
+            r.first_s,
+            r.runs.saturating_sub(1),
             r.median_s,
-            r.runs,
             r.max_s
         ));
     }
@@ -481,6 +484,7 @@ impl ReadiedMemory {
         Some(ReadiedMemory {
             bytes: ready.bytes,
             runs: summary.count,
+            first_s: took[0],
             median_s: summary.median,
             max_s: summary.max,
         })

@@ -6,7 +6,8 @@
 //! its huge-page memory sampled over the run (time-weighted), and what the co-runner did
 //! meanwhile. `Partitioning` says whether resctrl can be used here, and which arms.
 //! On a VM whose balloon hands free memory back to the host, memory is readied before
-//! each run (`ReadyMemory`), so that every run finds its huge pages backed.
+//! each run of a huge-page arm (`ReadyMemory`), so that every such run finds its huge
+//! pages backed.
 
 use std::ffi::OsString;
 use std::io::{self, Read, Seek};
@@ -42,7 +43,8 @@ pub struct Setup<'a> {
     pub ready: Option<&'a ReadyMemory>,
 }
 
-/// Memory touched in transparent huge pages and freed right before each run, on a VM
+/// Memory touched in transparent huge pages and freed right before each run of a
+/// huge-page arm, on a VM
 /// whose balloon hands free 2 MiB blocks back to the host about two seconds after they
 /// are freed (`topology::balloon`). The program then faults its huge pages into blocks
 /// the host still backs, as a program does that starts right after another; without
@@ -197,8 +199,13 @@ pub fn run(
         ),
         None => None,
     };
-    // Last before the program, so that nothing else takes the blocks just freed.
-    if let Some(ready) = setup.ready {
+    // Last before the program, so that nothing else takes the blocks just freed. Only the
+    // huge-page arms: a run with base pages takes its memory from what was never handed
+    // back, whatever ran before it, and readying would only cost the budget time.
+    if let Some(ready) = setup
+        .ready
+        .filter(|_| arm.kind.resource() == arms::Resource::Tlb)
+    {
         ready.ready();
     }
     let paused = child::spawn_paused_with(setup.command, &options)?;
