@@ -65,6 +65,12 @@ impl ArmKind {
         }
     }
 
+    /// Its runs ask for huge pages (the TLB remedies): their system time and readied
+    /// memory depend on how the kernel (and a VM's host) backs them.
+    pub fn asks_huge_pages(self) -> bool {
+        self.resource() == Resource::Tlb
+    }
+
     /// The arm its runs are compared with: the pirate and the bandit against a busy
     /// neighbour that touches no memory, the pirate in turns against a compute thread in
     /// turns, the rest against the program alone.

@@ -2,7 +2,6 @@
 //! the arms whose co-runner takes turns with the program on its CPU (both sides by the
 //! arm's timing); when a stage's arms are resolved; and the pirate's sets it holds alone.
 
-use super::arms::Resource;
 use super::arms::{ArmKind, ArmSpec, Timing};
 use super::checks::co_runner_check;
 use super::facts::MachineFacts;
@@ -103,7 +102,7 @@ pub fn results(
                 max_rss_kib: summary(&|r| r.max_rss_kib as f64),
                 huge_kib: summary(&|r| r.huge_kib).map(|s| s.median),
                 co_runner: co_runner_check(arm, &ok, facts, calibration),
-                system_groups: (arm.kind.resource() == Resource::Tlb && !is_reference)
+                system_groups: (arm.kind.asks_huge_pages() && !is_reference)
                     .then(|| system_time_groups(&runs[i], &base, normal))
                     .flatten(),
                 failed_runs: runs[i].len() - ok.len(),

@@ -202,10 +202,7 @@ pub fn run(
     // Last before the program, so that nothing else takes the blocks just freed. Only the
     // huge-page arms: a run with base pages takes its memory from what was never handed
     // back, whatever ran before it, and readying would only cost the budget time.
-    if let Some(ready) = setup
-        .ready
-        .filter(|_| arm.kind.resource() == arms::Resource::Tlb)
-    {
+    if let Some(ready) = setup.ready.filter(|_| arm.kind.asks_huge_pages()) {
         ready.ready();
     }
     let paused = child::spawn_paused_with(setup.command, &options)?;

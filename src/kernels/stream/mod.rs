@@ -344,6 +344,17 @@ pub fn zero_block(isa: Isa) -> Option<usize> {
     None
 }
 
+/// The arrays of a kernel call by role: the written one (the last), and the first three
+/// read ones, a missing one standing in as the first (the kernel does not read it).
+#[cfg(target_arch = "aarch64")]
+fn operands(arrays: &[*mut u8]) -> (*mut u8, *const u8, *const u8, *const u8) {
+    let out = arrays[arrays.len() - 1];
+    let a = arrays[0] as *const u8;
+    let b = arrays.get(1).map_or(a, |&p| p as *const u8);
+    let c = arrays.get(2).map_or(a, |&p| p as *const u8);
+    (out, a, b, c)
+}
+
 /// Ends a pass: an empty `asm!` that may read and write any memory, so the compiler cannot
 /// keep values across it, merge the stores of successive passes or hoist loads out of the
 /// pass loop. It emits no instruction.

@@ -13,7 +13,7 @@
 use core::arch::aarch64::{uint64x2_t, vdupq_n_u64, vgetq_lane_u64};
 use core::arch::asm;
 
-use super::{pass_barrier, KernelSpec, Op, TRIAD_SCALAR, WRITE_PATTERN};
+use super::{operands, pass_barrier, KernelSpec, Op, TRIAD_SCALAR, WRITE_PATTERN};
 
 /// Bytes per array and loop iteration: two cache lines (the `#128` of the loops).
 const STEP: usize = 128;
@@ -174,10 +174,7 @@ pub(super) unsafe fn run(
     if bytes == 0 {
         return 0;
     }
-    let out = arrays[arrays.len() - 1];
-    let a = arrays[0] as *const u8;
-    let b = arrays.get(1).map_or(a, |&p| p as *const u8);
-    let c = arrays.get(2).map_or(a, |&p| p as *const u8);
+    let (out, a, b, c) = operands(arrays);
     if kernel.op == Op::Read {
         return read(a, bytes, passes);
     }

@@ -12,7 +12,7 @@
 
 use core::arch::asm;
 
-use super::{neon, pass_barrier, KernelSpec, Op, TRIAD_SCALAR, WRITE_PATTERN};
+use super::{neon, operands, pass_barrier, KernelSpec, Op, TRIAD_SCALAR, WRITE_PATTERN};
 
 /// The longest SVE vector, 2048 bits: four of them (an iteration) fit a granule, so the
 /// predicated remainder loop only runs for lengths that are not a power of two.
@@ -201,10 +201,7 @@ pub(super) unsafe fn run(
     bytes: usize,
     passes: usize,
 ) -> u64 {
-    let out = arrays[arrays.len() - 1];
-    let a = arrays[0] as *const u8;
-    let b = arrays.get(1).map_or(a, |&p| p as *const u8);
-    let c = arrays.get(2).map_or(a, |&p| p as *const u8);
+    let (out, a, b, c) = operands(arrays);
     if kernel.op == Op::Read {
         return read(a, bytes, passes);
     }
