@@ -22,13 +22,14 @@ pub enum ArmKind {
     Compute,
     /// A cache pirate holding part of the shared cache.
     Pirate,
-    /// A compute-only thread on the program's own CPU, taking turns with it: the control
-    /// of the pirate in turns (what sharing the CPU costs the program's CPU time).
+    /// A compute-only thread on the program's own CPU in short bursts (0.5 ms of every
+    /// 2 ms): the control of the pirate in turns (what being interrupted costs the
+    /// program's CPU time).
     ComputeInTurns,
-    /// A cache pirate on the program's own CPU, taking turns with it: where no other CPU
-    /// shares the program's last-level cache (or there is no other CPU), at each of the
-    /// program's turns the pirate has just walked its set, and the program refills what it
-    /// lost. Read by the program's CPU time, not its wall time (which the turns double).
+    /// A cache pirate on the program's own CPU in short bursts: where no other CPU shares
+    /// the program's last-level cache (or there is no other CPU), every 2 ms it sweeps its
+    /// set, and the program refills what it lost at each of its turns. Read by the
+    /// program's CPU time, not its wall time (which the bursts lengthen).
     PirateInTurns,
     /// A bandwidth bandit taking part of the DRAM bandwidth with little cache.
     Bandit,
@@ -222,8 +223,8 @@ impl ArmSpec {
         }
     }
 
-    /// A pirate walking `bytes` in turns with the program on its CPU, given as a share of
-    /// the program's LLC share.
+    /// A pirate sweeping `bytes` in bursts on the program's CPU, given as a share of the
+    /// program's LLC share.
     pub fn pirate_in_turns(bytes: u64, share: f64) -> ArmSpec {
         ArmSpec {
             kind: ArmKind::PirateInTurns,

@@ -1,8 +1,8 @@
 //! The co-runner's checks read for one arm: the medians of what it did over the arm's
 //! runs, the share of its set the pirate kept (from its speed between alone and at DRAM
-//! latency) and so the cache it left the program, and the bandwidth the bandit left. A
-//! pirate in turns is timed over its own CPU time; at each of the program's turns it has
-//! just walked its set, so the program starts its turn with the rest of the share.
+//! latency) and so the cache it left the program, and the bandwidth the bandit left. The
+//! pirate in turns sweeps its whole set in every burst (its ns per line is what a sweep
+//! took), so the program starts each of its turns with the rest of the share.
 
 use super::arms::{ArmKind, ArmSpec};
 use super::facts::MachineFacts;
@@ -32,7 +32,13 @@ pub fn co_runner_check(
         bandwidth_left_bytes_per_s: None,
     };
     match arm.kind {
-        ArmKind::Pirate | ArmKind::PirateInTurns => {
+        ArmKind::PirateInTurns => {
+            // Each burst sweeps the whole set, whatever the program took back meanwhile.
+            if let Some(share) = facts.llc_share_bytes() {
+                check.cache_left_bytes = Some((share as f64 - arm.level.unwrap_or(0.0)).max(0.0));
+            }
+        }
+        ArmKind::Pirate => {
             let size = arm.level.unwrap_or(0.0);
             let alone = calibration.and_then(|c| {
                 c.pirate_alone_ns
@@ -44,14 +50,7 @@ pub fn co_runner_check(
             if let (Some(alone), Some(dram)) = (alone, dram) {
                 let held = held_share(ns, alone, dram);
                 check.held_share = held;
-                // In turns the pirate has the CPU to itself while it walks: it ends its
-                // turn holding what it walked.
-                let taken = if arm.kind == ArmKind::PirateInTurns {
-                    held.map(|_| 1.0)
-                } else {
-                    held
-                };
-                if let (Some(h), Some(share)) = (taken, facts.llc_share_bytes()) {
+                if let (Some(h), Some(share)) = (held, facts.llc_share_bytes()) {
                     check.cache_left_bytes = Some((share as f64 - h * size).max(0.0));
                 }
             }

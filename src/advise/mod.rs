@@ -222,7 +222,8 @@ pub struct ArmResult {
 /// What the co-runner did while the program ran, and what that left the program.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CoRunnerCheck {
-    /// Pirate: ns per step of one of its chains (≈ its access latency).
+    /// Pirate: ns per step of one of its chains (≈ its access latency); pirate in turns: ns
+    /// of its CPU time per line swept.
     pub ns_per_step: f64,
     /// Bandit: bytes read per second.
     pub bytes_per_s: f64,

@@ -9,7 +9,7 @@
 use super::facts::{FactsSource, MachineFacts};
 use super::results::held_levels;
 use super::{CoRunnerCalibration, CpuPlan, PirateSite};
-use crate::kernels::corunner::{CoRunner, CoRunnerSetup, SharingCheck};
+use crate::kernels::corunner::{CoRunner, CoRunnerSetup, SharingCheck, BURST_BUSY, BURST_PERIOD};
 use crate::topology::Machine;
 use crate::units::Bytes;
 
@@ -206,9 +206,11 @@ fn site_note(site: PirateSite, cpus: &CpuPlan, check: Option<SharingCheck>) -> O
     }
     let program = cpus.program.first().copied().unwrap_or_default();
     let instead = format!(
-        "the cache pirate takes turns with the program on CPU {program} instead (at each of \
-         the program's turns it has just walked its set), and the cache arms are read by the \
-         program's CPU time"
+        "the cache pirate takes turns with the program on CPU {program} instead (every {} ms \
+         it interrupts the program for {} ms and sweeps its set), and the cache arms are read \
+         by the program's CPU time",
+        BURST_PERIOD.as_millis(),
+        BURST_BUSY.as_secs_f64() * 1e3
     );
     let why = match (cpus.co_runner, check) {
         (None, _) => "only one CPU is available to memscope".to_string(),

@@ -27,6 +27,7 @@ use super::{RunRecord, Stop};
 use crate::counters::{topdown, Probe};
 use crate::counting::{default_groups, Counting};
 use crate::error::UsageError;
+use crate::kernels::corunner::BURST_PERIOD;
 use crate::pages::preload::{Preload, PreloadMode};
 use crate::pages::record::{self, RecordPlan};
 use crate::pages::sources::SourceChoice;
@@ -398,6 +399,15 @@ pub fn run(
         .flatten()
     {
         c.set(crate::kernels::corunner::Load::Idle);
+    }
+    if let Some(t) = co_runners.in_turns.filter(|t| !t.bursts_realtime()) {
+        notes.push(format!(
+            "the co-runner in turns on CPU {} could not take real-time priority (SCHED_FIFO \
+             needs root or CAP_SYS_NICE): the scheduler placed its bursts, so some of the \
+             program's turns were longer than {} ms",
+            t.cpu(),
+            BURST_PERIOD.as_millis()
+        ));
     }
     progress.finish();
     let alone: Vec<&RunRecord> = arms

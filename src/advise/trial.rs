@@ -119,8 +119,13 @@ pub struct Trial {
 /// The co-runner's load in an arm.
 pub fn load_of(arm: &ArmSpec) -> Load {
     match arm.kind {
-        ArmKind::Compute | ArmKind::ComputeInTurns => Load::Compute,
-        ArmKind::Pirate | ArmKind::PirateInTurns => Load::Pirate {
+        ArmKind::Compute => Load::Compute,
+        ArmKind::Pirate => Load::Pirate {
+            bytes: arm.level.unwrap_or(0.0) as u64,
+        },
+        // On the program's CPU the turns are memscope's: short bursts at a fixed period.
+        ArmKind::ComputeInTurns => Load::ComputeBursts,
+        ArmKind::PirateInTurns => Load::PirateBursts {
             bytes: arm.level.unwrap_or(0.0) as u64,
         },
         ArmKind::Bandit => Load::Bandit {
@@ -482,11 +487,11 @@ mod tests {
         assert!(env_of(&ArmSpec::new(ArmKind::Compute), &setup).is_empty());
         assert_eq!(
             load_of(&ArmSpec::pirate_in_turns(1 << 20, 0.5)),
-            Load::Pirate { bytes: 1 << 20 }
+            Load::PirateBursts { bytes: 1 << 20 }
         );
         assert_eq!(
             load_of(&ArmSpec::new(ArmKind::ComputeInTurns)),
-            Load::Compute
+            Load::ComputeBursts
         );
     }
 

@@ -344,12 +344,13 @@ fn in_turns_remedy(pirates: &[&ArmResult], llc_name: &str) -> String {
         .collect::<Vec<_>>()
         .join(", ");
     format!(
-        "its speed depends on the data it keeps in the caches: a pirate taking turns with it \
-         on its CPU costs it this much CPU time, by the set the pirate walks: {curve}. How \
-         much {llc_name} it needs is not read off in turns (it refills its data at every \
-         turn); where another CPU shares its {llc_name}, advise measures that. Shrink the \
-         working set (blocking, smaller types), and keep other work off its CPU and its \
-         {llc_name}"
+        "its speed depends on the data it keeps in the caches: a pirate interrupting it on \
+         its CPU every {} ms to sweep a set costs it this much CPU time, by the set swept: \
+         {curve}. How much {llc_name} it needs is not read off in turns (it refills its data \
+         at every turn); where another CPU shares its {llc_name}, advise measures that. \
+         Shrink the working set (blocking, smaller types), and keep other work off its CPU \
+         and its {llc_name}",
+        crate::kernels::corunner::BURST_PERIOD.as_millis()
     )
 }
 

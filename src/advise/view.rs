@@ -582,7 +582,13 @@ fn co_runner_text(a: &ArmResult) -> String {
     };
     match a.kind {
         ArmKind::Pirate | ArmKind::PirateInTurns => {
-            let mut text = format!("{:.1} ns/step", c.ns_per_step);
+            // Beside: ns per step of one chain of its walk; in turns: ns per line swept.
+            let unit = if a.kind == ArmKind::Pirate {
+                "ns/step"
+            } else {
+                "ns/line swept"
+            };
+            let mut text = format!("{:.1} {unit}", c.ns_per_step);
             if let Some(h) = c.held_share {
                 text.push_str(&format!(", held {:.0}%", h * 100.0));
             }

@@ -14,6 +14,16 @@
 //!   and the bandit consumes DRAM bandwidth while occupying little cache. It can be paced to
 //!   a target rate: after each chunk of lines it waits until the time that chunk was due.
 //!
+//! - **In bursts** (for a co-runner on the program's own CPU): every `BURST_PERIOD` the
+//!   thread wakes, runs for `BURST_BUSY` and sleeps again, at real-time priority where it
+//!   may (so the program is interrupted on time, whatever the scheduler's slices). The
+//!   pirate in bursts sweeps its set line by line (as fast as the prefetchers allow, so a
+//!   set of the LLC share's size is swept well within the burst): the program starts each
+//!   turn without the data the set displaced. The compute bursts are its control: the same
+//!   interruptions, no memory touched. Left to the scheduler, turns last several
+//!   milliseconds, long enough for other tenants of a VM's host to take the program's data
+//!   while a compute thread runs, and the control then loses as much as the pirate arm.
+//!
 //! The thread and its buffers are made once (`CoRunner::start`); `set` switches the load
 //! and returns once it has warmed up. The hot loops take no lock: they publish their step
 //! count and their own clock through atomics (a sequence lock) every chunk, and poll a
@@ -24,7 +34,7 @@
 //! over its thread's CPU time, so one that takes turns with another thread on its CPU is
 //! timed only while it runs.
 
-use std::sync::atomic::{fence, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -61,6 +71,10 @@ const BANDIT_WARM_UP: Duration = Duration::from_millis(20);
 const MAX_LAG_NS: u64 = 10_000_000;
 /// Huge-page share of the bandit's buffer above which `bandit_huge` says yes.
 const HUGE_ENOUGH: f64 = 0.9;
+/// A co-runner in bursts wakes this often...
+pub const BURST_PERIOD: Duration = Duration::from_millis(2);
+/// ...and runs this long (a pirate at least one whole sweep of its set).
+pub const BURST_BUSY: Duration = Duration::from_micros(500);
 
 /// What the co-runner does.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -77,6 +91,12 @@ pub enum Load {
     /// `bytes_per_s` (None: flat out) by pacing between chunks. A rate that is not a
     /// positive number is `Idle`.
     Bandit { bytes_per_s: Option<f64> },
+    /// In bursts (see the module's doc): every `BURST_PERIOD`, `BURST_BUSY` of the compute
+    /// chain, then asleep.
+    ComputeBursts,
+    /// In bursts: every `BURST_PERIOD`, sweeps of its first `bytes` (at least one whole
+    /// sweep, for at least `BURST_BUSY`), then asleep. 0 bytes is `Idle`.
+    PirateBursts { bytes: u64 },
 }
 
 /// Where the co-runner runs and the buffers it allocates once.
@@ -99,7 +119,7 @@ pub struct LoadStats {
     pub steps: u64,
     /// Pirate: ns per step of one chain (≈ its access latency) over the thread's own CPU
     /// time, so a pirate that shares its CPU (runs in turns) is timed only while it runs;
-    /// 0 otherwise.
+    /// pirate in bursts: ns of its CPU time per line swept; 0 otherwise.
     pub ns_per_step: f64,
     /// The share of the interval the thread was on its CPU (its CPU time over the
     /// interval; NaN where the thread's CPU clock cannot be read).
@@ -124,6 +144,10 @@ enum Work {
     Bandit {
         bytes_per_s: Option<f64>,
     },
+    ComputeBursts,
+    PirateBursts {
+        bytes: usize,
+    },
     Stop,
 }
 
@@ -145,6 +169,8 @@ struct Shared {
     /// The worker's clock (ns since `epoch`) when it last published `steps`.
     ns: AtomicU64,
     epoch: Instant,
+    /// The worker got real-time priority for its last bursts.
+    bursts_realtime: AtomicBool,
 }
 
 impl Shared {
@@ -265,6 +291,7 @@ impl CoRunner {
             steps: AtomicU64::new(0),
             ns: AtomicU64::new(0),
             epoch: Instant::now(),
+            bursts_realtime: AtomicBool::new(false),
         });
         let (sender, receiver) = std::sync::mpsc::channel();
         let worker_shared = Arc::clone(&shared);
@@ -350,8 +377,26 @@ impl CoRunner {
                 Some(rate) if rate.is_nan() || rate <= 0.0 => Work::Idle,
                 _ => Work::Bandit { bytes_per_s },
             },
+            Load::ComputeBursts => Work::ComputeBursts,
+            Load::PirateBursts { bytes } => {
+                let lines = bytes.min(self.setup.pirate_max_bytes) as usize / LINE;
+                if lines == 0 {
+                    Work::Idle
+                } else {
+                    Work::PirateBursts {
+                        bytes: lines * LINE,
+                    }
+                }
+            }
         };
         self.command(work);
+    }
+
+    /// Whether its bursts ran at real-time priority (SCHED_FIFO), so that they interrupt
+    /// the program on time; false where the policy was refused (no CAP_SYS_NICE) and the
+    /// scheduler placed them.
+    pub fn bursts_realtime(&self) -> bool {
+        self.shared.bursts_realtime.load(Ordering::Relaxed)
     }
 
     /// Sends `work`, waits until the worker has warmed up for it, and resets the stats.
@@ -418,10 +463,14 @@ impl CoRunner {
                     let ran = cpu_seconds.filter(|c| *c > 0.0).unwrap_or(worker_seconds);
                     stats.ns_per_step = ran * 1e9 * CHAINS as f64 / done as f64;
                 }
+                Work::PirateBursts { .. } => {
+                    let ran = cpu_seconds.filter(|c| *c > 0.0).unwrap_or(worker_seconds);
+                    stats.ns_per_step = ran * 1e9 / done as f64;
+                }
                 Work::Bandit { .. } => {
                     stats.bytes_per_s = (done * LINE as u64) as f64 / worker_seconds;
                 }
-                Work::Idle | Work::Compute | Work::Stop => {}
+                Work::Idle | Work::Compute | Work::ComputeBursts | Work::Stop => {}
             }
         }
         *mark = Mark {
@@ -512,7 +561,122 @@ fn run(shared: &Shared, mut buffers: Buffers) {
             Work::Bandit { bytes_per_s } => {
                 bandit(shared, generation, &buffers.bandit, bytes_per_s, &mut steps)
             }
+            Work::ComputeBursts => bursts(shared, generation, None, &mut steps),
+            Work::PirateBursts { bytes } => match buffers.pirate.as_ref() {
+                Some(arena) => bursts(
+                    shared,
+                    generation,
+                    Some((arena.as_ptr() as *const u8, bytes)),
+                    &mut steps,
+                ),
+                None => shared.mark_ready(generation),
+            },
         }
+    }
+}
+
+/// The calling thread's scheduling policy set to SCHED_FIFO (lowest real-time priority)
+/// or back to SCHED_OTHER; whether the kernel took it.
+fn set_realtime(on: bool) -> bool {
+    let param = libc::sched_param {
+        sched_priority: i32::from(on),
+    };
+    let policy = if on {
+        libc::SCHED_FIFO
+    } else {
+        libc::SCHED_OTHER
+    };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    unsafe { libc::sched_setscheduler(0, policy, &param) == 0 }
+}
+
+/// Sleeps until `deadline` ns on the CLOCK_MONOTONIC clock (absolute, so that the period
+/// does not drift with the burst's length).
+fn sleep_until(deadline_ns: u64) {
+    let at = libc::timespec {
+        tv_sec: (deadline_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (deadline_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: `at` is a valid timespec; no remaining time is asked for with TIMER_ABSTIME.
+    while unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &at,
+            std::ptr::null_mut(),
+        )
+    } == libc::EINTR
+    {}
+}
+
+/// CLOCK_MONOTONIC now, ns.
+fn monotonic_ns() -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+}
+
+/// Runs in bursts until the generation changes (see the module's doc): each period,
+/// `BURST_BUSY` of sweeps over `sweep` (address, bytes) or, without one, of the compute
+/// chain; then asleep until the next period. Ready after the first burst.
+fn bursts(shared: &Shared, generation: u64, sweep: Option<(*const u8, usize)>, steps: &mut u64) {
+    let realtime = set_realtime(true);
+    shared.bursts_realtime.store(realtime, Ordering::Relaxed);
+    let period = BURST_PERIOD.as_nanos() as u64;
+    let busy = BURST_BUSY.as_nanos() as u64;
+    let mut next = monotonic_ns();
+    let mut ready = false;
+    let mut x = std::hint::black_box(0x9e37_79b9_7f4a_7c15u64);
+    while !shared.changed(generation) {
+        let until = monotonic_ns() + busy;
+        match sweep {
+            Some((base, bytes)) => loop {
+                let mut sum = 0u64;
+                for line in 0..bytes / LINE {
+                    // SAFETY: line × 64 < bytes ≤ the pirate arena's length; the arena
+                    // stays mapped while the worker runs and no other thread writes it.
+                    sum ^= unsafe { std::ptr::read_volatile(base.add(line * LINE) as *const u64) };
+                }
+                std::hint::black_box(sum);
+                *steps += (bytes / LINE) as u64;
+                if monotonic_ns() >= until || shared.changed(generation) {
+                    break;
+                }
+            },
+            None => {
+                while monotonic_ns() < until {
+                    for _ in 0..COMPUTE_CHUNK {
+                        x ^= x >> 29;
+                        x = x.wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                    }
+                    x = std::hint::black_box(x);
+                    *steps += COMPUTE_CHUNK;
+                }
+            }
+        }
+        shared.publish(*steps);
+        if !ready {
+            ready = true;
+            shared.mark_ready(generation);
+        }
+        // The next period's start; one that has already passed (a burst longer than the
+        // period, or the thread kept off its CPU) starts the schedule again from now.
+        next += period;
+        let now = monotonic_ns();
+        if next <= now {
+            next = now + period;
+        }
+        sleep_until(next);
+    }
+    if realtime {
+        set_realtime(false);
+    }
+    if !ready {
+        shared.mark_ready(generation);
     }
 }
 

@@ -144,3 +144,36 @@ fn two_co_runners_on_one_cpu_take_turns_and_are_timed_while_they_run() {
     std::thread::sleep(Duration::from_millis(20));
     assert_eq!(first.take_stats().steps + second.take_stats().steps, 0);
 }
+
+#[test]
+fn bursts_run_a_part_of_each_period_and_the_pirate_sweeps_its_whole_set() {
+    let (_one, co) = runner(MIB, 2 * MIB);
+    co.set(Load::PirateBursts { bytes: 256 * 1024 });
+    std::thread::sleep(Duration::from_millis(60));
+    let pirate = co.take_stats();
+    let lines = 256 * 1024 / LINE as u64;
+    assert!(pirate.steps >= lines, "{pirate:?}");
+    assert_eq!(pirate.steps % lines, 0, "whole sweeps only: {pirate:?}");
+    assert!(pirate.ns_per_step > 0.0, "{pirate:?}");
+    // Asleep between bursts: well under the whole CPU even on a busy machine.
+    if pirate.cpu_share.is_finite() {
+        assert!(pirate.cpu_share < 0.9, "{pirate:?}");
+    }
+    co.set(Load::ComputeBursts);
+    std::thread::sleep(Duration::from_millis(60));
+    let compute = co.take_stats();
+    assert!(compute.steps > 0, "{compute:?}");
+    assert_eq!(compute.ns_per_step, 0.0);
+    if compute.cpu_share.is_finite() {
+        assert!(compute.cpu_share < 0.9, "{compute:?}");
+    }
+    // No set: idle.
+    co.set(Load::PirateBursts { bytes: 0 });
+    std::thread::sleep(Duration::from_millis(10));
+    assert_eq!(co.take_stats().steps, 0);
+    // Real-time priority where the process may take it, and back afterwards: the
+    // worker's later loads run under the normal policy (a walk at SCHED_FIFO would
+    // starve the program's CPU).
+    co.set(Load::Compute);
+    drop(co);
+}
