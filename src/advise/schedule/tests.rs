@@ -672,3 +672,64 @@ fn readying_memory_records_what_it_took_where_huge_pages_can_be_had() {
         assert!(took.is_empty());
     }
 }
+
+#[test]
+fn a_bandit_that_takes_cache_does_not_make_a_cache_sensitive_program_bandwidth_bound() {
+    let arms = [
+        ArmSpec::new(ArmKind::Alone),
+        ArmSpec::new(ArmKind::Compute),
+        ArmSpec::pirate(8 << 20, 0.5),
+        ArmSpec::new(ArmKind::Bandit),
+    ];
+    let jitter = |i: usize| 0.001 * i as f64;
+    let arm_runs = |s: f64| (0..8).map(|i| record(i + 1, s + jitter(i))).collect();
+    let mut facts = super::super::facts::from_topology(&Machine::sample());
+    facts.llc_bytes = Some(32 << 20);
+    facts.llc_cpus = vec![0, 1];
+    let cpus = cpu_plan_of(Some(1), true, PirateSite::Beside);
+    let bandwidth = |pirate_s: f64, beside_bandit_ns: f64| {
+        let runs = vec![
+            arm_runs(1.0),
+            arm_runs(1.0),
+            arm_runs(pirate_s),
+            arm_runs(1.5),
+        ];
+        let calibration = calibrated(vec![(8 << 20, 12.0)], 150.0, beside_bandit_ns);
+        let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
+        let (findings, _) = verdict::findings(
+            &r,
+            &facts,
+            &ProgramProfile::default(),
+            &cpus,
+            Some(&calibration),
+            5.0,
+            &[],
+        );
+        findings
+            .into_iter()
+            .find(|f| f.resource == arms::Resource::Bandwidth)
+            .unwrap()
+    };
+    // The bandit slowed the pirate's cached set 2×, and the pirate slows the program:
+    // the bandit arm's +50% may be the cache it took.
+    let told_apart = bandwidth(2.0, 25.0);
+    assert_eq!(told_apart.sensitivity, verdict::Sensitivity::Unresolved);
+    assert!(
+        told_apart.summary.contains("not told apart"),
+        "{}",
+        told_apart.summary
+    );
+    // A bandit that leaves the cache alone, or a program the pirate does not move: the
+    // bandit arm stands.
+    assert_eq!(
+        bandwidth(2.0, 12.5).sensitivity,
+        verdict::Sensitivity::Sensitive
+    );
+    let streaming = bandwidth(1.0, 25.0);
+    assert_eq!(streaming.sensitivity, verdict::Sensitivity::Sensitive);
+    assert!(
+        streaming.summary.contains("takes cache too"),
+        "{}",
+        streaming.summary
+    );
+}
