@@ -393,7 +393,7 @@ fn bandwidth_finding(
     };
     let mut f = measured(Resource::Bandwidth, top, effect);
     let took = top.co_runner.map(|c| c.bytes_per_s).unwrap_or(f64::NAN);
-    let evicts = evicts_cache(calibration);
+    let evicts = takes_cache(calibration, cpus);
     let peak = facts.dram_bytes_per_s;
     let took_text = match peak {
         Some(p) if took.is_finite() => format!(
@@ -406,7 +406,7 @@ fn bandwidth_finding(
         _ => "a bandit".to_string(),
     };
     f.summary = format!("beside {took_text}: {}", effect_text(&f));
-    if let Some(factor) = evicts {
+    if let Some(how) = evicts {
         if cache.sensitivity == Sensitivity::Sensitive
             && matches!(
                 f.sensitivity,
@@ -417,13 +417,12 @@ fn bandwidth_finding(
             f.sensitivity = Sensitivity::Unresolved;
             f.summary.push_str(&format!(
                 "; not told apart from its cache sensitivity: the bandit takes cache too here \
-                 (it made the pirate's smallest set {factor:.1}× slower to walk)"
+                 ({how})"
             ));
         } else {
             f.summary.push_str(&format!(
-                "; the bandit takes cache too here (it made the pirate's smallest set \
-                 {factor:.1}× slower to walk), so for a program that is also cache-sensitive \
-                 part of this is cache"
+                "; the bandit takes cache too here ({how}), so for a program that is also \
+                 cache-sensitive part of this is cache"
             ));
         }
     }
@@ -443,16 +442,26 @@ fn bandwidth_finding(
     f
 }
 
-/// How many times slower the pirate's smallest set walks beside a flat-out bandit than
-/// alone, when clearly slower (1.5×): the bandit takes cache from (or slows the cache
-/// hits of) a neighbour whose data is cached. Measured directly, so it holds even where
-/// the sharing check found no shared cache (its walker evicts far more slowly than the
-/// streaming bandit).
-fn evicts_cache(calibration: Option<&CoRunnerCalibration>) -> Option<f64> {
-    let c = calibration?;
-    let alone = c.pirate_alone_ns.first()?.1;
-    let factor = c.pirate_beside_bandit_ns / alone;
-    (factor.is_finite() && factor > 1.5).then_some(factor)
+/// Whether the streaming bandit takes cache from the program, and how that is known: the
+/// pirate's smallest set walked clearly slower (1.5×) beside it than alone (measured
+/// directly, so it counts even where the sharing check found no shared cache), or the
+/// sharing check put the pirate beside the program (one shared cache: a stream through
+/// it evicts a program that touches its data more slowly than the pirate, which the
+/// pirate's fast walk does not show).
+fn takes_cache(calibration: Option<&CoRunnerCalibration>, cpus: &CpuPlan) -> Option<String> {
+    let factor = calibration.and_then(|c| {
+        let alone = c.pirate_alone_ns.first()?.1;
+        Some(c.pirate_beside_bandit_ns / alone)
+    });
+    match factor {
+        Some(f) if f.is_finite() && f > 1.5 => Some(format!(
+            "it made the pirate's smallest set {f:.1}× slower to walk"
+        )),
+        _ if cpus.pirate == PirateSite::Beside => {
+            Some("it streams through the last-level cache it shares with the program".into())
+        }
+        _ => None,
+    }
 }
 
 /// Cache capacity from resctrl's L3 CAT arms (used instead of the pirate where they
@@ -711,7 +720,21 @@ mod tests {
                 beside_ns: 16.5,
             }),
         };
-        assert!(evicts_cache(Some(&with(25.0))).is_some());
-        assert_eq!(evicts_cache(Some(&with(14.0))), None);
+        let apart = CpuPlan {
+            program: vec![0],
+            co_runner: Some(1),
+            shares_llc: true,
+            smt_sibling: false,
+            memory_nodes: 1,
+            pirate: PirateSite::InTurns,
+        };
+        assert!(takes_cache(Some(&with(25.0)), &apart).is_some());
+        assert_eq!(takes_cache(Some(&with(14.0)), &apart), None);
+        // One shared cache (the pirate beside): the stream evicts a slower program.
+        let shared = CpuPlan {
+            pirate: PirateSite::Beside,
+            ..apart
+        };
+        assert!(takes_cache(Some(&with(14.0)), &shared).is_some());
     }
 }
