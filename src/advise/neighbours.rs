@@ -144,8 +144,16 @@ pub fn start(
     if let (Some(cal), Some(c)) = (calibration.as_mut(), check) {
         cal.sharing = Some(c);
     }
-    let site = pirate_site(cpus, beside.is_some(), in_turns.is_some(), &levels, check);
-    notes.extend(site_note(site, cpus, check));
+    let hypervisor = machine.hypervisor.as_deref();
+    let site = pirate_site(
+        cpus,
+        beside.is_some(),
+        in_turns.is_some(),
+        &levels,
+        check,
+        hypervisor.is_some(),
+    );
+    notes.extend(site_note(site, cpus, check, hypervisor));
     let in_turns = in_turns.filter(|_| site == PirateSite::InTurns);
 
     if let Some(cal) = &calibration {
@@ -180,16 +188,23 @@ pub fn start(
 
 /// Beside the program where the co-runner's CPU shares its LLC (by the OS, and by the
 /// check when it ran), else in turns on the program's CPU where that co-runner started,
-/// else nowhere. No set the pirate holds alone: nowhere.
+/// else nowhere. Under a hypervisor in turns wherever it can: the host places and moves
+/// vCPUs during a run, so a check that found one shared cache holds only for a while
+/// (seen: the check found it shared, then the pirate held 47% of its set beside the
+/// program and the cache demo's runs spread over −24 … +56%). No set the pirate holds
+/// alone: nowhere.
 pub fn pirate_site(
     cpus: &CpuPlan,
     beside: bool,
     in_turns: bool,
     levels: &[(u64, f64)],
     check: Option<SharingCheck>,
+    hypervisor: bool,
 ) -> PirateSite {
     if levels.is_empty() {
         PirateSite::Nowhere
+    } else if hypervisor && in_turns {
+        PirateSite::InTurns
     } else if beside && cpus.shares_llc && check.and_then(|c| c.shared()) != Some(false) {
         PirateSite::Beside
     } else if in_turns {
@@ -200,7 +215,12 @@ pub fn pirate_site(
 }
 
 /// Why the pirate runs in turns, when it does.
-fn site_note(site: PirateSite, cpus: &CpuPlan, check: Option<SharingCheck>) -> Option<String> {
+fn site_note(
+    site: PirateSite,
+    cpus: &CpuPlan,
+    check: Option<SharingCheck>,
+    hypervisor: Option<&str>,
+) -> Option<String> {
     if site != PirateSite::InTurns {
         return None;
     }
@@ -214,6 +234,17 @@ fn site_note(site: PirateSite, cpus: &CpuPlan, check: Option<SharingCheck>) -> O
     );
     let why = match (cpus.co_runner, check) {
         (None, _) => "only one CPU is available to memscope".to_string(),
+        (Some(co), c) if hypervisor.is_some() => format!(
+            "under a hypervisor ({}) the host places and moves the vCPUs while the program \
+             runs, so a pirate on CPU {co} shares the program's last-level cache only for a \
+             while{}",
+            hypervisor.unwrap_or_default(),
+            match c.and_then(|c| c.shared()) {
+                Some(true) => " (the sharing check found it shared now)",
+                Some(false) => " (the sharing check found it not shared now)",
+                None => "",
+            }
+        ),
         (Some(co), Some(c)) if cpus.shares_llc => format!(
             "the co-runner's CPU {co} does not share the program's last-level cache now: its \
              pirate walked {} at {:.1} ns alone and at {:.1} ns while CPU {program} walked {}, \

@@ -445,7 +445,7 @@ fn bandwidth_finding(
 /// Whether the streaming bandit takes cache from the program, and how that is known: the
 /// pirate's smallest set walked clearly slower (1.5×) beside it than alone (measured
 /// directly, so it counts even where the sharing check found no shared cache), or the
-/// sharing check put the pirate beside the program (one shared cache: a stream through
+/// sharing check found one shared cache (the pirate beside the program; a stream through
 /// it evicts a program that touches its data more slowly than the pirate, which the
 /// pirate's fast walk does not show).
 fn takes_cache(calibration: Option<&CoRunnerCalibration>, cpus: &CpuPlan) -> Option<String> {
@@ -457,7 +457,9 @@ fn takes_cache(calibration: Option<&CoRunnerCalibration>, cpus: &CpuPlan) -> Opt
         Some(f) if f.is_finite() && f > 1.5 => Some(format!(
             "it made the pirate's smallest set {f:.1}× slower to walk"
         )),
-        _ if cpus.pirate == PirateSite::Beside => {
+        _ if cpus.pirate == PirateSite::Beside
+            || calibration.and_then(|c| c.sharing?.shared()) == Some(true) =>
+        {
             Some("it streams through the last-level cache it shares with the program".into())
         }
         _ => None,

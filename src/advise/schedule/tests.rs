@@ -425,7 +425,7 @@ fn a_pirate_in_turns_is_read_by_cpu_time_against_a_compute_thread_in_turns() {
 }
 
 #[test]
-fn the_pirate_runs_beside_only_where_the_check_finds_a_shared_cache() {
+fn the_pirate_runs_beside_only_where_the_check_finds_a_shared_cache_and_not_on_a_vm() {
     use crate::kernels::corunner::SharingCheck;
     let cpus = |shares_llc| cpu_plan_of(Some(1), shares_llc, PirateSite::Nowhere);
     let check = |beside_ns| SharingCheck {
@@ -438,33 +438,43 @@ fn the_pirate_runs_beside_only_where_the_check_finds_a_shared_cache() {
     let site = neighbours::pirate_site;
     // Shared: the other CPU's walk evicted the pirate's set.
     assert_eq!(
-        site(&cpus(true), true, true, &levels, Some(check(60.0))),
+        site(&cpus(true), true, true, &levels, Some(check(60.0)), false),
         PirateSite::Beside
     );
     // The OS says shared, the check says not: in turns.
     assert_eq!(
-        site(&cpus(true), true, true, &levels, Some(check(12.5))),
+        site(&cpus(true), true, true, &levels, Some(check(12.5)), false),
         PirateSite::InTurns
     );
     // No check (no co-runner in turns): the OS is believed.
     assert_eq!(
-        site(&cpus(true), true, false, &levels, None),
+        site(&cpus(true), true, false, &levels, None, false),
         PirateSite::Beside
     );
     assert_eq!(
-        site(&cpus(false), true, true, &levels, None),
+        site(&cpus(false), true, true, &levels, None, false),
         PirateSite::InTurns
     );
     // One CPU: in turns; no set held: nowhere.
     assert_eq!(
-        site(&cpus(false), false, true, &levels, None),
+        site(&cpus(false), false, true, &levels, None, false),
         PirateSite::InTurns
     );
     assert_eq!(
-        site(&cpus(true), true, true, &[], Some(check(60.0))),
+        site(&cpus(true), true, true, &[], Some(check(60.0)), false),
         PirateSite::Nowhere
     );
     assert_eq!(check(f64::NAN).shared(), None);
+    // Under a hypervisor in turns, even where the check found one shared cache (the host
+    // moves vCPUs during a run); beside only without a co-runner in turns.
+    assert_eq!(
+        site(&cpus(true), true, true, &levels, Some(check(60.0)), true),
+        PirateSite::InTurns
+    );
+    assert_eq!(
+        site(&cpus(true), true, false, &levels, None, true),
+        PirateSite::Beside
+    );
 }
 
 #[test]
