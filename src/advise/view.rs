@@ -111,14 +111,24 @@ impl AdviseResult {
                 .findings
                 .iter()
                 .filter(|f| {
-                    f.resource != Resource::Control && f.sensitivity == Sensitivity::NotSensitive
+                    f.resource != Resource::Control
+                        && matches!(
+                            f.sensitivity,
+                            Sensitivity::NotSensitive | Sensitivity::Slightly
+                        )
                 })
                 .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
                 .collect();
             let moved = if cost_text.is_empty() {
-                "no resource taken away or remedy applied moved it beyond its noise"
+                format!(
+                    "no resource taken away or remedy applied moved it by {:.0}% or more",
+                    self.effect_pct
+                )
             } else {
-                "no resource taken away moved it beyond its noise, and no remedy sped it up"
+                format!(
+                    "no resource taken away moved it by {:.0}% or more, and no remedy sped it up",
+                    self.effect_pct
+                )
             };
             return format!(
                 "Not memory-bound here: {moved} ({}).{cost_text}",

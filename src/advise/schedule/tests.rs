@@ -697,7 +697,8 @@ fn a_bandit_that_takes_cache_does_not_make_a_cache_sensitive_program_bandwidth_b
     facts.llc_bytes = Some(32 << 20);
     facts.llc_cpus = vec![0, 1];
     let bandwidth = |pirate_s: f64, beside_bandit_ns: f64, site: PirateSite| {
-        let cpus = cpu_plan_of(Some(1), true, site);
+        // The OS says the co-runner shares the LLC only where the pirate ran beside.
+        let cpus = cpu_plan_of(Some(1), site == PirateSite::Beside, site);
         let runs = vec![
             arm_runs(1.0),
             arm_runs(1.0),
