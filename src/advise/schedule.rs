@@ -400,7 +400,10 @@ pub fn run(
     {
         c.set(crate::kernels::corunner::Load::Idle);
     }
-    if let Some(t) = co_runners.in_turns.filter(|t| !t.bursts_realtime()) {
+    if let Some(t) = co_runners
+        .in_turns
+        .filter(|t| t.bursts_realtime() == Some(false))
+    {
         notes.push(format!(
             "the co-runner in turns on CPU {} could not take real-time priority (SCHED_FIFO \
              needs root or CAP_SYS_NICE): the scheduler placed its bursts, so some of the \

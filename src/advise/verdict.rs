@@ -391,7 +391,6 @@ fn bandwidth_finding(
     };
     let mut f = measured(Resource::Bandwidth, top, effect);
     let took = top.co_runner.map(|c| c.bytes_per_s).unwrap_or(f64::NAN);
-    let evicts = takes_cache(calibration, cpus);
     let peak = facts.dram_bytes_per_s;
     let took_text = match peak {
         Some(p) if took.is_finite() => format!(
@@ -404,25 +403,24 @@ fn bandwidth_finding(
         _ => "a bandit".to_string(),
     };
     f.summary = format!("beside {took_text}: {}", effect_text(&f));
-    if let Some(how) = evicts {
-        if cache.sensitivity == Sensitivity::Sensitive
-            && matches!(
-                f.sensitivity,
-                Sensitivity::Sensitive | Sensitivity::Slightly
-            )
-        {
-            // Its slowdown beside the bandit may be the cache the bandit took.
+    let moved = matches!(
+        f.sensitivity,
+        Sensitivity::Sensitive | Sensitivity::Slightly
+    );
+    match takes_cache(calibration, cpus).filter(|_| moved) {
+        // Its slowdown beside the bandit may be the cache the bandit took.
+        Some(how) if cache.sensitivity == Sensitivity::Sensitive => {
             f.sensitivity = Sensitivity::Unresolved;
             f.summary.push_str(&format!(
                 "; not told apart from its cache sensitivity: the bandit takes cache too here \
                  ({how})"
             ));
-        } else {
-            f.summary.push_str(&format!(
-                "; the bandit takes cache too here ({how}), so for a program that is also \
-                 cache-sensitive part of this is cache"
-            ));
         }
+        Some(how) => f.summary.push_str(&format!(
+            "; the bandit takes cache too here ({how}), so for a program that is also \
+             cache-sensitive part of this is cache"
+        )),
+        None => {}
     }
     if f.sensitivity == Sensitivity::Sensitive {
         f.remedy = Some(

@@ -39,7 +39,7 @@
 //! over its thread's CPU time, so one that takes turns with another thread on its CPU is
 //! timed only while it runs.
 
-use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -56,7 +56,7 @@ const LINE: usize = 64;
 /// Independent chains the pirate interleaves: enough to walk several times faster than one
 /// chain, few enough that each stays a latency measurement.
 const CHAINS: usize = 4;
-/// The page the bandit's set restriction relies on.
+/// The smallest bandit buffer (one huge page).
 const HUGE_PAGE: usize = 2 * MIB as usize;
 /// Pirate steps per chain between two publications (and looks at the generation).
 const PIRATE_CHUNK: u64 = 256;
@@ -77,6 +77,10 @@ const HUGE_ENOUGH: f64 = 0.9;
 pub const BURST_PERIOD: Duration = Duration::from_millis(2);
 /// ...and runs this long (a pirate at least one whole sweep of its set).
 pub const BURST_BUSY: Duration = Duration::from_micros(500);
+/// `Shared::bursts_policy`'s values.
+const BURSTS_NOT_RUN: u8 = 0;
+const BURSTS_REALTIME: u8 = 1;
+const BURSTS_SCHEDULED: u8 = 2;
 
 /// What the co-runner does.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -171,8 +175,9 @@ struct Shared {
     /// The worker's clock (ns since `epoch`) when it last published `steps`.
     ns: AtomicU64,
     epoch: Instant,
-    /// The worker got real-time priority for its last bursts.
-    bursts_realtime: AtomicBool,
+    /// Whether the worker got real-time priority for its last bursts: `BURSTS_NOT_RUN`,
+    /// `BURSTS_REALTIME` or `BURSTS_SCHEDULED`.
+    bursts_policy: AtomicU8,
 }
 
 impl Shared {
@@ -293,7 +298,7 @@ impl CoRunner {
             steps: AtomicU64::new(0),
             ns: AtomicU64::new(0),
             epoch: Instant::now(),
-            bursts_realtime: AtomicBool::new(false),
+            bursts_policy: AtomicU8::new(BURSTS_NOT_RUN),
         });
         let (sender, receiver) = std::sync::mpsc::channel();
         let worker_shared = Arc::clone(&shared);
@@ -365,40 +370,37 @@ impl CoRunner {
         let work = match load {
             Load::Idle => Work::Idle,
             Load::Compute => Work::Compute,
-            Load::Pirate { bytes } => {
-                let lines = bytes.min(self.setup.pirate_max_bytes) as usize / LINE;
-                if lines == 0 {
-                    Work::Idle
-                } else {
-                    Work::Pirate {
-                        bytes: lines * LINE,
-                    }
-                }
-            }
+            Load::Pirate { bytes } => self
+                .pirate_bytes(bytes)
+                .map_or(Work::Idle, |bytes| Work::Pirate { bytes }),
             Load::Bandit { bytes_per_s } => match bytes_per_s {
                 Some(rate) if rate.is_nan() || rate <= 0.0 => Work::Idle,
                 _ => Work::Bandit { bytes_per_s },
             },
             Load::ComputeBursts => Work::ComputeBursts,
-            Load::PirateBursts { bytes } => {
-                let lines = bytes.min(self.setup.pirate_max_bytes) as usize / LINE;
-                if lines == 0 {
-                    Work::Idle
-                } else {
-                    Work::PirateBursts {
-                        bytes: lines * LINE,
-                    }
-                }
-            }
+            Load::PirateBursts { bytes } => self
+                .pirate_bytes(bytes)
+                .map_or(Work::Idle, |bytes| Work::PirateBursts { bytes }),
         };
         self.command(work);
     }
 
-    /// Whether its bursts ran at real-time priority (SCHED_FIFO), so that they interrupt
-    /// the program on time; false where the policy was refused (no CAP_SYS_NICE) and the
-    /// scheduler placed them.
-    pub fn bursts_realtime(&self) -> bool {
-        self.shared.bursts_realtime.load(Ordering::Relaxed)
+    /// A pirate set of `bytes`, capped at the pirate buffer and cut to whole lines; None
+    /// when no line is left.
+    fn pirate_bytes(&self, bytes: u64) -> Option<usize> {
+        let lines = bytes.min(self.setup.pirate_max_bytes) as usize / LINE;
+        (lines > 0).then_some(lines * LINE)
+    }
+
+    /// Whether its last bursts ran at real-time priority (SCHED_FIFO), so that they
+    /// interrupted the program on time; false where the policy was refused (no
+    /// CAP_SYS_NICE) and the scheduler placed them; None before any bursts ran.
+    pub fn bursts_realtime(&self) -> Option<bool> {
+        match self.shared.bursts_policy.load(Ordering::Relaxed) {
+            BURSTS_REALTIME => Some(true),
+            BURSTS_SCHEDULED => Some(false),
+            _ => None,
+        }
     }
 
     /// Sends `work`, waits until the worker has warmed up for it, and resets the stats.

@@ -49,7 +49,26 @@ fn record(block: usize, s: f64) -> RunRecord {
 
 /// The findings of a stage's results, for a program with no profile.
 fn findings_of(r: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan) -> Vec<verdict::Finding> {
-    verdict::findings(r, facts, &ProgramProfile::default(), cpus, None, 5.0, &[]).0
+    findings_with(r, facts, cpus, None)
+}
+
+/// As `findings_of`, with the co-runner's calibration.
+fn findings_with(
+    r: &[ArmResult],
+    facts: &MachineFacts,
+    cpus: &CpuPlan,
+    calibration: Option<&CoRunnerCalibration>,
+) -> Vec<verdict::Finding> {
+    verdict::findings(
+        r,
+        facts,
+        &ProgramProfile::default(),
+        cpus,
+        calibration,
+        5.0,
+        &[],
+    )
+    .0
 }
 
 /// The finding of one resource.
@@ -406,15 +425,7 @@ fn a_pirate_in_turns_is_read_by_cpu_time_against_a_compute_thread_in_turns() {
     assert!(resolved(&arms, &runs, 0, 5.0));
     assert_eq!(times(&runs[1], 0, arms::Timing::Wall)[0], 2.0);
     let cpus = cpu_plan_of(Some(1), true, PirateSite::InTurns);
-    let (findings, _) = verdict::findings(
-        &r,
-        &facts,
-        &ProgramProfile::default(),
-        &cpus,
-        Some(&calibration),
-        5.0,
-        &[],
-    );
+    let findings = findings_with(&r, &facts, &cpus, Some(&calibration));
     let cache = findings
         .iter()
         .find(|f| f.resource == arms::Resource::Cache)
@@ -707,15 +718,7 @@ fn a_bandit_that_takes_cache_does_not_make_a_cache_sensitive_program_bandwidth_b
         ];
         let calibration = calibrated(vec![(8 << 20, 12.0)], 150.0, beside_bandit_ns);
         let r = results(1, &arms, &runs, 0, &facts, Some(&calibration));
-        let (findings, _) = verdict::findings(
-            &r,
-            &facts,
-            &ProgramProfile::default(),
-            &cpus,
-            Some(&calibration),
-            5.0,
-            &[],
-        );
+        let findings = findings_with(&r, &facts, &cpus, Some(&calibration));
         findings
             .into_iter()
             .find(|f| f.resource == arms::Resource::Bandwidth)

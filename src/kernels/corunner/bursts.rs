@@ -5,6 +5,7 @@
 use std::sync::atomic::Ordering;
 
 use super::{clock_ns, Shared, BURST_BUSY, BURST_PERIOD, COMPUTE_CHUNK, LINE};
+use super::{BURSTS_REALTIME, BURSTS_SCHEDULED};
 
 /// The calling thread's scheduling policy set to SCHED_FIFO (lowest real-time priority)
 /// or back to SCHED_OTHER; whether the kernel took it.
@@ -55,7 +56,12 @@ pub(super) fn bursts(
     steps: &mut u64,
 ) {
     let realtime = set_realtime(true);
-    shared.bursts_realtime.store(realtime, Ordering::Relaxed);
+    let policy = if realtime {
+        BURSTS_REALTIME
+    } else {
+        BURSTS_SCHEDULED
+    };
+    shared.bursts_policy.store(policy, Ordering::Relaxed);
     let period = BURST_PERIOD.as_nanos() as u64;
     let busy = BURST_BUSY.as_nanos() as u64;
     let mut next = monotonic_ns();
