@@ -72,6 +72,9 @@ pub struct AdviseResult {
     pub time_limit_s: f64,
     pub stop: Stop,
     pub notes: Vec<String>,
+    /// What the runs left running, and the runs stopped at the time limit.
+    #[serde(default)]
+    pub process_tree: crate::platform::child::ProcessTree,
     /// Memory readied before each run (a VM whose host takes free memory back).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_memory: Option<ReadiedMemory>,
@@ -258,6 +261,9 @@ pub struct RunRecord {
     /// The co-runner's ns per step and bytes per second over the run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub co_runner: Option<(f64, f64)>,
+    /// Still running at the time limit: stopped (its block is not counted).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stopped: bool,
 }
 
 fn wall() -> Timing {

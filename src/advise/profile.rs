@@ -186,6 +186,7 @@ mod tests {
             termination: Termination::Exited(0),
             huge_kib: 0.0,
             co_runner: None,
+            stopped: false,
         };
         let runs = [run(1.0), run(2.0), run(3.0)];
         let mut profile = ProgramProfile::default();

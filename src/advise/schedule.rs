@@ -31,7 +31,7 @@ use crate::kernels::corunner::BURST_PERIOD;
 use crate::pages::preload::{Preload, PreloadMode};
 use crate::pages::record::{self, RecordPlan};
 use crate::pages::sources::SourceChoice;
-use crate::platform::child::{SpawnOptions, Termination};
+use crate::platform::child::{ProcessTree, SpawnOptions, Termination, STOP_GRACE};
 use crate::platform::cleanup;
 use crate::session::progress::Progress;
 use crate::stats::change::Verdict;
@@ -86,6 +86,7 @@ pub fn run(
     let mba_arms = partitioning
         .as_ref()
         .map_or_else(Vec::new, |p| p.mba_arms());
+    let process_tree = std::cell::RefCell::new(ProcessTree::default());
     let mut setup = Setup {
         command: &plan.command,
         program_cpus: &cpus.program,
@@ -96,6 +97,8 @@ pub fn run(
         show_output: plan.show_output,
         partitioning: partitioning.as_ref(),
         ready: None,
+        deadline: Some(deadline),
+        process_tree: &process_tree,
     };
 
     // The first run: does the program start, how does it end, how long does it take.
@@ -109,6 +112,16 @@ pub fn run(
     )?;
     progress.advance();
     let normal_status = first.record.termination.shell_status();
+    if first.record.stopped {
+        return Err(UsageError::CannotProceed(format!(
+            "the program's first run was still running at the time limit ({}) and was \
+             stopped with its descendants (SIGTERM, then SIGKILL after {} s): give a larger \
+             --time-limit, or a command that ends",
+            humantime::format_duration(plan.time_limit),
+            STOP_GRACE.as_secs()
+        ))
+        .into());
+    }
     if interrupted(first.record.termination) {
         return Err(
             UsageError::CannotProceed("interrupted (Ctrl-C) in the first run".into()).into(),
@@ -478,6 +491,7 @@ pub fn run(
         time_limit_s: plan.time_limit.as_secs_f64(),
         stop,
         notes,
+        process_tree: process_tree.into_inner(),
         ready_memory,
     })
 }
@@ -649,6 +663,7 @@ impl StageContext<'_, '_> {
             self.shuffler.shuffle(&mut sequence);
             for a in sequence {
                 match trial::run(self.setup, &arms[a], self.co_runners, 0, *self.order) {
+                    Ok(t) if t.record.stopped => return Stop::TimeLimit,
                     Ok(t)
                         if !interrupted(t.record.termination)
                             && !cleanup::interrupt_requested() => {}
@@ -687,30 +702,32 @@ impl StageContext<'_, '_> {
             let started = Instant::now();
             let mut sequence: Vec<usize> = (0..arms.len()).collect();
             self.shuffler.shuffle(&mut sequence);
-            let mut stopped = false;
+            let mut stopped = None;
             for a in sequence {
                 self.progress
                     .message(&format!("block {block}, {}", arms[a].label));
                 match trial::run(self.setup, &arms[a], self.co_runners, block, *self.order) {
+                    Ok(t) if t.record.stopped => stopped = Some(Stop::TimeLimit),
                     Ok(t) => {
-                        stopped |=
-                            interrupted(t.record.termination) || cleanup::interrupt_requested();
+                        if interrupted(t.record.termination) || cleanup::interrupt_requested() {
+                            stopped = Some(Stop::Interrupted);
+                        }
                         runs[a].push(t.record);
                     }
-                    Err(_) => stopped = true,
+                    Err(_) => stopped = Some(Stop::Interrupted),
                 }
                 *self.order += 1;
                 self.progress.advance();
-                if stopped {
+                if stopped.is_some() {
                     break;
                 }
             }
-            if stopped {
-                // The interrupted block is dropped whole: its arms ran unequally often.
+            if let Some(stop) = stopped {
+                // The block is dropped whole: its arms ran unequally often.
                 for r in runs.iter_mut() {
                     r.retain(|run| run.block != block);
                 }
-                break Stop::Interrupted;
+                break stop;
             }
             longest = longest.max(started.elapsed().as_secs_f64());
             block_s = longest;

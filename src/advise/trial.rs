@@ -21,7 +21,7 @@ use super::RunRecord;
 use crate::kernels::corunner::{CoRunner, Load};
 use crate::pages::preload::{Preload, PreloadMode};
 use crate::platform::arena::{Arena, PagePolicy};
-use crate::platform::child::{self, InterleaveMode, SpawnError, SpawnOptions};
+use crate::platform::child::{self, InterleaveMode, ProcessTree, SpawnError, SpawnOptions};
 use crate::platform::resctrl::{self, Limit, Resctrl, ResctrlGroup};
 use crate::units::Bytes;
 
@@ -41,6 +41,10 @@ pub struct Setup<'a> {
     pub partitioning: Option<&'a Partitioning>,
     /// Memory readied before each run, where the host takes free memory back.
     pub ready: Option<&'a ReadyMemory>,
+    /// When a run still going is stopped (the time limit).
+    pub deadline: Option<Instant>,
+    /// What the runs left running.
+    pub process_tree: &'a std::cell::RefCell<ProcessTree>,
 }
 
 /// Memory touched in transparent huge pages and freed right before each run of a
@@ -195,6 +199,11 @@ pub fn run(
         },
         // As in the recorded run: the hot regions' addresses hold from run to run.
         no_aslr: true,
+        inherit: setup
+            .preload
+            .filter(|_| matches!(arm.kind, ArmKind::HugeAll | ArmKind::HugeTop))
+            .map(Preload::inherit),
+        ..SpawnOptions::default()
     };
     // The group before the child: a failure leaves no program run outside it.
     let group = match setup.partitioning.and_then(|p| p.limit(arm)) {
@@ -221,11 +230,12 @@ pub fn run(
     let done = AtomicBool::new(false);
     let (finished, huge_kib) = std::thread::scope(|scope| {
         let sampler = scope.spawn(|| huge_over_time(pid, &done));
-        let finished = running.wait();
+        let finished = running.wait_until(setup.deadline);
         done.store(true, Ordering::Release);
         (finished, sampler.join().unwrap_or(0.0))
     });
     let finished = finished?;
+    setup.process_tree.borrow_mut().add(&finished);
     drop(group);
     let co = co_runner.map(|c| {
         let s = c.take_stats();
@@ -248,6 +258,7 @@ pub fn run(
             termination: finished.termination,
             huge_kib,
             co_runner: co.filter(|_| arm.kind.uses_co_runner()),
+            stopped: finished.stopped,
         },
         stderr_tail,
     })
@@ -476,6 +487,8 @@ mod tests {
             show_output: false,
             partitioning: None,
             ready: None,
+            deadline: None,
+            process_tree: &Default::default(),
         };
         assert_eq!(load_of(&ArmSpec::new(ArmKind::Alone)), Load::Idle);
         assert_eq!(

@@ -64,6 +64,9 @@ impl AdviseResult {
         for note in &self.notes {
             section.push(Paragraph::warning(note.as_str()));
         }
+        for note in format::process_tree_notes(&self.process_tree) {
+            section.push(Paragraph::warning(note));
+        }
         section.push(DataTable::of(
             "advise.arms",
             self.arms.iter().map(ArmRow::of),

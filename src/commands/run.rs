@@ -57,7 +57,7 @@ fn profile_sweep_kernels() -> Vec<&'static KernelSpec> {
 
 /// Makes the missing `--out` directory, the last part of the path only (its parent must
 /// exist), as mkdir does. Safe where other users can write: the parent is opened once
-/// (following links: the user named it), the directory made with mkdirat relative to that
+/// (a link in its path only by the link rule: `platform::fs`), the directory made with mkdirat relative to that
 /// handle, then opened with O_NOFOLLOW and checked to be a directory of ours, so a name
 /// someone planted meanwhile (a symlink to elsewhere) is refused, never written through.
 fn create_out_dir(dir: &std::path::Path) -> Result<(), String> {
@@ -73,29 +73,14 @@ fn create_out_dir(dir: &std::path::Path) -> Result<(), String> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => std::path::Path::new("."),
     };
-    let c_path = |p: &[u8]| CString::new(p).map_err(|_| "the path holds a NUL byte".to_string());
-    let parent_c = c_path(parent.as_os_str().as_bytes())?;
-    let name_c = c_path(name.as_bytes())?;
-    // SAFETY: open reads a NUL-terminated path; the descriptor is owned right after.
-    let raw = unsafe {
-        libc::open(
-            parent_c.as_ptr(),
-            libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
-        )
-    };
-    if raw < 0 {
-        let error = std::io::Error::last_os_error();
-        return Err(match error.raw_os_error() {
-            Some(libc::ENOENT) => format!(
-                "its parent '{}' does not exist (only the last part is created)",
-                parent.display()
-            ),
-            Some(libc::ENOTDIR) => format!("'{}' is not a directory", parent.display()),
-            _ => format!("cannot open its parent '{}' ({error})", parent.display()),
-        });
-    }
-    // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
-    let parent_fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let name_c = CString::new(name.as_bytes()).map_err(|_| "the path holds a NUL byte")?;
+    let parent_fd = crate::platform::fs::open_dir_path(parent).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "its parent '{}' does not exist (only the last part is created)",
+            parent.display()
+        ),
+        _ => format!("its parent '{}' cannot be used: {error}", parent.display()),
+    })?;
     // SAFETY: mkdirat reads a NUL-terminated name relative to a descriptor we own.
     if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), name_c.as_ptr(), 0o777) } != 0 {
         let error = std::io::Error::last_os_error();

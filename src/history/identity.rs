@@ -287,6 +287,7 @@ pub(crate) mod tests {
             termination: crate::platform::child::Termination::Exited(0),
             line_bytes: 64,
             notes: Vec::new(),
+            process_tree: Default::default(),
         }
     }
 

@@ -15,7 +15,7 @@ use super::record::{self, PagesRecord, RecordError, RecordPlan, Top};
 use super::regions::{ranges_of, Region};
 use super::sources::SourceKind;
 use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
-use crate::platform::child::{self, SpawnOptions, Termination};
+use crate::platform::child::{self, ProcessTree, SpawnOptions, Termination};
 use crate::session::progress::Progress;
 use crate::stats::design::Shuffler;
 use crate::stats::rank_tests::signed_rank;
@@ -221,6 +221,9 @@ pub struct PagesApply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtlb_not_counted: Option<String>,
     pub notes: Vec<String>,
+    /// What the runs left running.
+    #[serde(default)]
+    pub process_tree: ProcessTree,
 }
 
 impl PagesApply {
@@ -267,6 +270,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     // Lines only: the program's own output shares the terminal, where a bar would tear.
     let progress = Progress::lines_when_not_terminal();
     let mut notes = Vec::new();
+    let mut process_tree = ProcessTree::default();
     let (record, regions_from) = match &plan.from {
         Some(record) => {
             let path = plan.from_path.clone().unwrap_or_default();
@@ -377,6 +381,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             let capture = Capture::new(plan.record.capture).map_err(RecordError::Capture)?;
             let options = capture.options(SpawnOptions {
                 env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
+                inherit: Some(preload.inherit()),
                 no_aslr: true,
                 ..SpawnOptions::default()
             });
@@ -407,6 +412,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 }
                 std::thread::sleep(Duration::from_millis(2));
             };
+            process_tree.add(&finished);
             let mean_inside = time_weighted_mean(&looks, finished.elapsed.as_secs_f64());
             progress.advance();
             let dtlb = match counters.map(|c| c.read()) {
@@ -597,6 +603,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         share_of_huge_memory_pct,
         dtlb_not_counted,
         notes,
+        process_tree,
     })
 }
 

@@ -232,6 +232,7 @@ mod tests {
             share_of_huge_memory_pct: None,
             dtlb_not_counted: None,
             notes: vec![],
+            process_tree: Default::default(),
         }
     }
 

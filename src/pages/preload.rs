@@ -1,11 +1,15 @@
 //! The preload library (src/pages/preload.c, built by build.rs) as memscope hands it to a
 //! program: written into an anonymous memory file (memfd) that lives exactly as long as
-//! memscope, so nothing is left on disk even when memscope is killed, and named in the
-//! program's `LD_PRELOAD` as `/proc/<memscope's pid>/fd/<fd>`.
+//! memscope, so nothing is left on disk even when memscope is killed. The program
+//! inherits the memfd at a fixed high descriptor number and `LD_PRELOAD` names it as
+//! `/proc/self/fd/<number>`: a path that resolves inside the very process loading it, so
+//! no other process's /proc entry (whose pid could be reused) and nothing another user
+//! can create is ever named. A descendant that closed the descriptor gets the loader's
+//! "cannot be preloaded" warning, and none outlives its run (`platform::child`).
 
 use std::ffi::OsString;
 use std::io::{self, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// The library's bytes, built for this target by build.rs.
 const LIBRARY: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/libmemscope_pages_preload.so"));
@@ -32,6 +36,8 @@ pub struct PreloadMode {
 /// The library in a memfd; dropping it closes the file, which the kernel then frees.
 pub struct Preload {
     file: OwnedFd,
+    /// The descriptor number the program inherits it as.
+    number: RawFd,
 }
 
 impl Preload {
@@ -46,13 +52,32 @@ impl Preload {
         let file = unsafe { OwnedFd::from_raw_fd(fd) };
         let mut writer = std::fs::File::from(file.try_clone()?);
         writer.write_all(LIBRARY)?;
-        Ok(Preload { file })
+        // High, where a program's own files rarely land: the last below the descriptor
+        // limit (and 1024).
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit fills the struct it is given.
+        unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+        let top = limit.rlim_cur.clamp(64, 1024) as RawFd - 1;
+        let number = if top == file.as_raw_fd() {
+            top - 1
+        } else {
+            top
+        };
+        Ok(Preload { file, number })
     }
 
-    /// The path a program's dynamic loader opens (through memscope's descriptor table, so
-    /// the program and everything it starts can load it while memscope runs).
+    /// The descriptor a program must inherit and the number it must have there
+    /// (`SpawnOptions::inherit`).
+    pub fn inherit(&self) -> (RawFd, RawFd) {
+        (self.file.as_raw_fd(), self.number)
+    }
+
+    /// The path a program's dynamic loader opens: its own inherited descriptor.
     pub fn path(&self) -> String {
-        format!("/proc/{}/fd/{}", std::process::id(), self.file.as_raw_fd())
+        format!("/proc/self/fd/{}", self.number)
     }
 
     /// The environment a run needs: `LD_PRELOAD` (ahead of one the user already set) and
@@ -116,7 +141,8 @@ mod tests {
     #[test]
     fn the_memfd_path_reads_back_the_library() {
         let preload = Preload::create().unwrap();
-        let bytes = std::fs::read(preload.path()).unwrap();
+        assert!(preload.path().starts_with("/proc/self/fd/"));
+        let bytes = std::fs::read(format!("/proc/self/fd/{}", preload.inherit().0)).unwrap();
         assert_eq!(bytes.len(), LIBRARY.len());
         let env = preload.env(&PreloadMode {
             huge: Some(vec![(0x200000, 0x600000)]),

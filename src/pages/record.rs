@@ -220,6 +220,7 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
     let capture = Capture::new(plan.capture).map_err(RecordError::Capture)?;
     let options = capture.options(SpawnOptions {
         env: preload.env(&mode),
+        inherit: Some(preload.inherit()),
         no_aslr: true,
         ..SpawnOptions::default()
     });

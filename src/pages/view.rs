@@ -370,6 +370,9 @@ fn apply_section(a: &PagesApply) -> Section {
     for note in &a.notes {
         section.push(Paragraph::warning(note.as_str()));
     }
+    for note in crate::view::format::process_tree_notes(&a.process_tree) {
+        section.push(Paragraph::warning(note));
+    }
     section.push(runs_data(a));
     section
 }

@@ -9,25 +9,24 @@
 //! program" is an error the parent reports, not an exit status it has to guess from.
 //! The child calls only async-signal-safe functions between fork and exec.
 //!
-//! The command dies with memscope. Right after the fork the child asks the kernel for
-//! SIGKILL when its parent dies (`PR_SET_PDEATHSIG`) and then compares `getppid()` with
-//! the pid memscope had before the fork: if they differ, memscope died before the request
-//! took hold and the child exits at once, so a SIGKILL of memscope at any moment leaves no
-//! command running. The death signal fires when the *thread* that forked ends, so a
-//! command must be spawned, released and waited for on a thread that lives as long as the
-//! command is wanted: `stat`, `pages record`/`apply` and `sweep` (through `stat`) all do it
-//! on the main thread, which lives until memscope exits. The request is kept across the
-//! exec (it is dropped only for a set-user-ID or file-capability program), and is not
-//! inherited by the command's own children.
+//! The command dies with memscope, and so does everything it starts (`tree`: a PID
+//! namespace per run as root, memscope as subreaper otherwise). Right after the fork the
+//! command asks the kernel for SIGKILL when its parent dies (`PR_SET_PDEATHSIG`) and,
+//! outside a namespace, compares `getppid()` with the pid memscope had before the fork:
+//! if they differ, memscope died before the request took hold and the child exits at
+//! once. The death signal fires when the *thread* that forked ends, so a command must be
+//! spawned, released and waited for on a thread that lives as long as the command is
+//! wanted (`stat`, `pages`, `sweep` and `advise` do it on the main thread). When the
+//! command ends, the descendants it left are killed and counted (`Finished::leftovers`).
 //!
 //! On SIGTERM or SIGHUP, memscope's signal thread (`platform::cleanup`) runs an action
 //! registered while a command runs (unregistered once it is reaped, which is done so that
-//! the pid cannot be reused under the action): it SIGKILLs the command, and the command's
-//! process group too if the command made one of its own, before memscope exits. Commands
-//! stay in memscope's process group, as a shell's `time` leaves them: a terminal's Ctrl-C
-//! (SIGINT) or Ctrl-\ (SIGQUIT) reaches the command directly, while memscope ignores both
-//! until the command is reaped and then reports what was counted, as `time` and `perf
-//! stat` do. `kill -- -PGID` reaches both at once.
+//! the pid cannot be reused under the action): it SIGKILLs the command and its tree
+//! before memscope exits. Commands stay in memscope's process group, as a shell's `time`
+//! leaves them: a terminal's Ctrl-C (SIGINT) or Ctrl-\ (SIGQUIT) reaches the command
+//! directly, while memscope ignores both until the command is reaped and then reports
+//! what was counted, as `time` and `perf stat` do. A deadline (`RunningChild::wait_until`)
+//! stops the whole tree: SIGTERM, then SIGKILL after `STOP_GRACE`.
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
@@ -38,6 +37,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::cleanup;
+
+mod tree;
+pub use tree::{containment, Containment, NO_NAMESPACE_ENV};
+
+/// How long a command stopped at its deadline has between SIGTERM and SIGKILL.
+pub const STOP_GRACE: Duration = Duration::from_secs(2);
 
 /// Why a command could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -109,6 +114,33 @@ pub struct Finished {
     /// Page faults served without I/O (`ru_minflt`) and with it (`ru_majflt`).
     pub minor_faults: u64,
     pub major_faults: u64,
+    /// Descendants still running when the command ended, killed then.
+    pub leftovers: u32,
+    /// Stopped at its deadline (`RunningChild::wait_until`).
+    pub stopped: bool,
+}
+
+/// How a command's runs kept their process trees and what each run left running, as
+/// results keep it (`view::format::process_tree_notes` words it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ProcessTree {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<Containment>,
+    /// Descendants still running at each run's end (killed then), in run order.
+    #[serde(default)]
+    pub leftovers: Vec<u32>,
+    /// Runs stopped at their deadline.
+    #[serde(default)]
+    pub stopped: u32,
+}
+
+impl ProcessTree {
+    /// Adds a finished run.
+    pub fn add(&mut self, finished: &Finished) {
+        self.containment = Some(containment());
+        self.leftovers.push(finished.leftovers);
+        self.stopped += u32::from(finished.stopped);
+    }
 }
 
 /// A forked child blocked before its exec. Dropping it without `release` kills it.
@@ -117,6 +149,49 @@ pub struct PausedChild {
     program: String,
     go: Option<OwnedFd>,
     exec_error: OwnedFd,
+    tree: Tree,
+}
+
+/// What keeps the command's descendants (see `tree`).
+struct Tree {
+    /// The init of the run's namespace.
+    init: Option<tree::Init>,
+    /// The mark its descendants carry, in subreaper mode.
+    mark: Option<String>,
+}
+
+impl Tree {
+    /// Kills what the command left (the whole namespace, or the marked orphans): how many.
+    fn end(&mut self) -> u32 {
+        match (&mut self.init, &self.mark) {
+            (Some(init), _) => init.end().unwrap_or(0),
+            (None, Some(mark)) => tree::kill_marked(mark, libc::SIGKILL),
+            (None, None) => 0,
+        }
+    }
+
+    /// Sends `signal` to every process of the tree but the command; SIGKILL also ends the
+    /// namespace's init. `program` is the command's pid while unreaped (0 after).
+    fn signal(&mut self, program: libc::pid_t, signal: libc::c_int) {
+        match &mut self.init {
+            Some(init) => init.signal(signal),
+            None => {
+                if program > 0 {
+                    for pid in crate::topology::process::process_tree(program as u32)
+                        .into_iter()
+                        .skip(1)
+                    {
+                        // SAFETY: kill has no memory-safety preconditions; these are the
+                        // command's descendants as just read.
+                        unsafe { libc::kill(pid as libc::pid_t, signal) };
+                    }
+                }
+                if let Some(mark) = &self.mark {
+                    tree::kill_marked(mark, signal);
+                }
+            }
+        }
+    }
 }
 
 /// How the child is set up between the fork and the exec, beyond memscope's own
@@ -128,6 +203,8 @@ pub struct SpawnOptions {
     /// Address-space randomization off (personality ADDR_NO_RANDOMIZE), so the command's
     /// mappings land at the same addresses from run to run.
     pub no_aslr: bool,
+    /// A descriptor that becomes the command's standard input; memscope's when `None`.
+    pub stdin: Option<RawFd>,
     /// A descriptor that becomes the command's standard output (e.g. a file that
     /// captures it); memscope's own stdout when `None`. It must stay open until release.
     pub stdout: Option<RawFd>,
@@ -140,6 +217,9 @@ pub struct SpawnOptions {
     /// child before its exec, as `numactl --interleave` does), as `interleave_mode` says.
     pub interleave_nodes: Option<Vec<usize>>,
     pub interleave_mode: InterleaveMode,
+    /// A descriptor the command inherits, as the number given (`(descriptor, number)`):
+    /// the preload library, named `/proc/self/fd/NUMBER` in the command's environment.
+    pub inherit: Option<(RawFd, RawFd)>,
 }
 
 /// How `SpawnOptions::interleave_nodes` spreads the command's pages.
@@ -170,16 +250,22 @@ struct ExecPlan {
     /// The whole environment when options change it; `None` keeps memscope's.
     envp: Option<Vec<CString>>,
     no_aslr: bool,
+    stdin: Option<RawFd>,
     stdout: Option<RawFd>,
     stderr: Option<RawFd>,
     /// The node mask of `SpawnOptions::interleave_nodes`, one bit per node, and the
     /// MPOL_* mode to set it with.
     interleave: Option<Vec<libc::c_ulong>>,
     interleave_mode: libc::c_int,
+    inherit: Option<(RawFd, RawFd)>,
 }
 
 impl ExecPlan {
-    fn new(command: &[OsString], options: &SpawnOptions) -> Result<ExecPlan, SpawnError> {
+    fn new(
+        command: &[OsString],
+        options: &SpawnOptions,
+        mark: Option<&str>,
+    ) -> Result<ExecPlan, SpawnError> {
         let program = command.first().ok_or(SpawnError::Empty)?;
         let cstring = |s: &OsStr| {
             CString::new(s.as_bytes()).map_err(|_| SpawnError::NulByte(s.to_string_lossy().into()))
@@ -210,13 +296,17 @@ impl ExecPlan {
                 })
                 .collect::<Result<Vec<_>, _>>()?
         };
-        let envp = if options.env.is_empty() {
+        let mut env = options.env.clone();
+        if let Some(mark) = mark {
+            env.push((tree::MARKER.into(), mark.into()));
+        }
+        let envp = if env.is_empty() {
             None
         } else {
-            let replaced: Vec<&OsString> = options.env.iter().map(|(k, _)| k).collect();
+            let replaced: Vec<&OsString> = env.iter().map(|(k, _)| k).collect();
             let mut envp = std::env::vars_os()
                 .filter(|(k, _)| !replaced.contains(&k))
-                .chain(options.env.iter().cloned())
+                .chain(env.iter().cloned())
                 .map(|(k, v)| {
                     let mut entry = k;
                     entry.push("=");
@@ -232,12 +322,21 @@ impl ExecPlan {
             argv,
             envp,
             no_aslr: options.no_aslr,
+            stdin: options.stdin,
             stdout: options.stdout,
             stderr: options.stderr,
             interleave: options.interleave_nodes.as_deref().map(node_mask),
             interleave_mode: options.interleave_mode.raw(),
+            inherit: options.inherit,
         })
     }
+}
+
+/// A mark for one run's descendants in subreaper mode: this process and a count.
+fn next_mark() -> String {
+    static RUNS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{run}", std::process::id())
 }
 
 /// A node mask for set_mempolicy: bit n of word n / 64 for each node n.
@@ -272,7 +371,8 @@ pub fn spawn_paused_with(
     command: &[OsString],
     options: &SpawnOptions,
 ) -> Result<PausedChild, SpawnError> {
-    let plan = ExecPlan::new(command, options)?;
+    let mark = (containment() == Containment::Subreaper).then(next_mark);
+    let plan = ExecPlan::new(command, options, mark.as_deref())?;
     let (go_read, go_write) = pipe().map_err(SpawnError::Fork)?;
     let (err_read, err_write) = pipe().map_err(SpawnError::Fork)?;
     let mut argv: Vec<*const libc::c_char> = plan.argv.iter().map(|a| a.as_ptr()).collect();
@@ -289,13 +389,16 @@ pub fn spawn_paused_with(
     // Every signal blocked across the fork, so no handler of memscope's (signal-hook's,
     // which writes to memscope's self-pipe) runs in the child before it resets them.
     let blocked = BlockedSignals::new();
+    // As root the run's namespace and its init first: the command is forked into it.
+    let entered = match containment() {
+        Containment::Namespace => Some(tree::enter().map_err(SpawnError::Fork)?),
+        Containment::Subreaper => None,
+    };
     // SAFETY: the child runs only async-signal-safe calls (prctl, getppid, sigaction,
     // sigprocmask, read, write, dup2, set_mempolicy, personality, execv(e), _exit) on memory prepared
     // before the fork, then execs or exits.
     let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(SpawnError::Fork(io::Error::last_os_error()));
-    }
+    let fork_error = io::Error::last_os_error();
     if pid == 0 {
         // SAFETY: see above; the descriptors and strings stay valid in the child.
         unsafe {
@@ -309,12 +412,29 @@ pub fn spawn_paused_with(
                     go: go_read.as_raw_fd(),
                     exec_error: err_write.as_raw_fd(),
                 },
-                parent,
+                // Outside the namespace the parent's pid reads 0; its init dies with memscope.
+                entered.is_none().then_some(parent),
                 &blocked.old,
             )
         }
     }
+    let (init, left) = match entered.map(tree::Entered::leave) {
+        Some((init, left)) => (Some(init), left),
+        None => (None, Ok(())),
+    };
     drop(blocked);
+    if let Err(error) = left {
+        // The init is killed, and the command with its namespace: reap it first.
+        if pid > 0 {
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        }
+        return Err(SpawnError::Fork(error));
+    }
+    let tree = Tree { init, mark };
+    if pid < 0 {
+        return Err(SpawnError::Fork(fork_error));
+    }
     drop(go_read);
     drop(err_write);
     let paused = PausedChild {
@@ -322,42 +442,13 @@ pub fn spawn_paused_with(
         program: command[0].to_string_lossy().into_owned(),
         go: Some(go_write),
         exec_error: err_read,
+        tree,
     };
     if let Some(cpus) = &options.cpus {
         // Dropping `paused` on the error kills the child that never ran.
         crate::platform::affinity::set_thread_cpus(pid, cpus).map_err(SpawnError::Fork)?;
     }
     Ok(paused)
-}
-
-/// Makes a `std::process::Command` die with memscope the same way (for children that
-/// need no counters, e.g. a shell build line): the parent-death SIGKILL asked for in the
-/// child before its exec, and an exit if memscope is gone already. As with
-/// `spawn_paused`, the thread that spawns must live as long as the child is wanted.
-pub fn die_with_parent(command: &mut std::process::Command) -> &mut std::process::Command {
-    use std::os::unix::process::CommandExt;
-    // SAFETY: getpid has no preconditions and cannot fail.
-    let parent = unsafe { libc::getpid() };
-    // SAFETY: the closure runs in the child between fork and exec and calls only prctl
-    // and getppid, both async-signal-safe; it allocates nothing.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(125);
-            }
-            Ok(())
-        })
-    }
 }
 
 /// The child's ends of the two pipes.
@@ -376,7 +467,7 @@ unsafe fn child_after_fork(
     argv: &[*const libc::c_char],
     envp: Option<&[*const libc::c_char]>,
     pipes: Pipes,
-    parent: libc::pid_t,
+    parent: Option<libc::pid_t>,
     old_mask: &libc::sigset_t,
 ) -> ! {
     let Pipes { go, exec_error } = pipes;
@@ -389,7 +480,7 @@ unsafe fn child_after_fork(
         0,
         0,
     ) != 0
-        || libc::getppid() != parent
+        || parent.is_some_and(|p| libc::getppid() != p)
     {
         libc::_exit(125);
     }
@@ -416,7 +507,11 @@ unsafe fn child_after_fork(
             libc::_exit(125);
         }
     }
-    for (fd, target) in [(plan.stdout, 1), (plan.stderr, 2)] {
+    // dup2 leaves the copy open across the exec (no close-on-exec flag).
+    let inherit = plan
+        .inherit
+        .map_or((None, -1), |(fd, number)| (Some(fd), number));
+    for (fd, target) in [(plan.stdin, 0), (plan.stdout, 1), (plan.stderr, 2), inherit] {
         if let Some(fd) = fd {
             if libc::dup2(fd, target) < 0 {
                 libc::_exit(125);
@@ -487,7 +582,14 @@ impl PausedChild {
         let installed = cleanup::install().is_ok();
         let ignored = IgnoredSignals::new();
         let pid = std::mem::replace(&mut self.pid, 0);
-        let alive = Arc::new(Mutex::new(pid));
+        let tree = std::mem::replace(
+            &mut self.tree,
+            Tree {
+                init: None,
+                mark: None,
+            },
+        );
+        let alive = Arc::new(Mutex::new(Alive { program: pid, tree }));
         // Registered before the exec, so there is no moment when the command runs and a
         // signal would leave it.
         let token = installed.then(|| {
@@ -523,21 +625,32 @@ impl PausedChild {
     }
 }
 
-/// The signal path's action for a running command: SIGKILL it, and its process group if
-/// it made one of its own. `alive` holds its pid until it is reaped (0 after), and is
-/// locked while it is reaped, so the pid named here is never another process's.
-fn kill_unreaped(alive: &Mutex<libc::pid_t>) {
-    let pid = *alive.lock().unwrap_or_else(PoisonError::into_inner);
-    if pid <= 0 {
-        return;
-    }
-    // SAFETY: getpgid and kill have no memory-safety preconditions; the pid is our
-    // unreaped child's (a zombie at worst), so it names no other process.
-    unsafe {
-        if libc::getpgid(pid) == pid {
-            libc::kill(-pid, libc::SIGKILL);
+/// What the signal path's action may kill: the command's pid until it is reaped (0
+/// after), and its tree. Locked while the command is reaped, so the pid named is never
+/// another process's.
+struct Alive {
+    program: libc::pid_t,
+    tree: Tree,
+}
+
+/// The signal path's action for a running command: SIGKILL it, its process group if it
+/// made one of its own, and its whole tree.
+fn kill_unreaped(alive: &Mutex<Alive>) {
+    let mut alive = alive.lock().unwrap_or_else(PoisonError::into_inner);
+    let pid = alive.program;
+    if pid > 0 {
+        // SAFETY: getpgid and kill have no memory-safety preconditions; the pid is our
+        // unreaped child's (a zombie at worst), so it names no other process.
+        unsafe {
+            if libc::getpgid(pid) == pid {
+                libc::kill(-pid, libc::SIGKILL);
+            }
         }
-        libc::kill(pid, libc::SIGKILL);
+    }
+    alive.tree.signal(pid, libc::SIGKILL);
+    if pid > 0 {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
     }
 }
 
@@ -546,8 +659,8 @@ fn kill_unreaped(alive: &Mutex<libc::pid_t>) {
 pub struct RunningChild {
     pid: libc::pid_t,
     start: Instant,
-    /// The pid while unreaped, for the signal path's action (see `kill_unreaped`).
-    alive: Arc<Mutex<libc::pid_t>>,
+    /// The pid while unreaped and the tree, for the signal path's action.
+    alive: Arc<Mutex<Alive>>,
     token: Option<cleanup::Token>,
     _ignored: IgnoredSignals,
 }
@@ -563,6 +676,72 @@ impl RunningChild {
             if let Some(finished) = self.reap(0)? {
                 return Ok(finished);
             }
+        }
+    }
+
+    /// Waits for the command to end, or stops its whole tree at `deadline`: SIGTERM,
+    /// then SIGKILL after `STOP_GRACE` (`Finished::stopped` says so).
+    pub fn wait_until(&mut self, deadline: Option<Instant>) -> Result<Finished, SpawnError> {
+        let Some(deadline) = deadline else {
+            return self.wait();
+        };
+        let mut stopped = false;
+        for (signal, until) in [
+            (libc::SIGTERM, deadline),
+            (libc::SIGKILL, deadline.max(Instant::now()) + STOP_GRACE),
+        ] {
+            if self.ends_by(until) {
+                break;
+            }
+            stopped = true;
+            self.signal_tree(signal);
+        }
+        let mut finished = self.wait()?;
+        finished.stopped = stopped;
+        Ok(finished)
+    }
+
+    /// Sends `signal` to the command and to every process of its tree.
+    fn signal_tree(&self, signal: libc::c_int) {
+        let mut alive = self.alive.lock().unwrap_or_else(PoisonError::into_inner);
+        let program = alive.program;
+        // A namespace's init passes SIGTERM on and kills everything on SIGUSR1, the
+        // command included, while staying to report and be reaped.
+        let to_tree = if signal == libc::SIGKILL && alive.tree.init.is_some() {
+            libc::SIGUSR1
+        } else {
+            signal
+        };
+        alive.tree.signal(program, to_tree);
+        if program > 0 {
+            // SAFETY: our unreaped child: the pid names no other process.
+            unsafe { libc::kill(program, signal) };
+        }
+    }
+
+    /// Whether the command has ended (not reaped) by `until`.
+    fn ends_by(&self, until: Instant) -> bool {
+        loop {
+            // SAFETY: an all-zero siginfo is a valid value for waitid to overwrite.
+            let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+            // SAFETY: asking about our own child without reaping it.
+            let r = unsafe {
+                libc::waitid(
+                    libc::P_PID,
+                    self.pid as libc::id_t,
+                    &mut info,
+                    libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+                )
+            };
+            // SAFETY: waitid filled `info` (si_pid stays 0 while the child runs).
+            if r != 0 || unsafe { info.si_pid() } != 0 {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return false;
+            }
+            std::thread::sleep((until - now).min(Duration::from_millis(20)));
         }
     }
 
@@ -617,12 +796,13 @@ impl RunningChild {
             }
             return Err(SpawnError::Fork(e));
         }
-        *alive = 0;
+        let elapsed = self.start.elapsed();
+        alive.program = 0;
+        let leftovers = alive.tree.end();
         drop(alive);
         if let Some(token) = self.token.take() {
             cleanup::unregister(token);
         }
-        let elapsed = self.start.elapsed();
         self.pid = 0;
         let termination = if libc::WIFSIGNALED(status) {
             Termination::Signaled(libc::WTERMSIG(status))
@@ -640,6 +820,8 @@ impl RunningChild {
             max_rss_kib: usage.ru_maxrss.max(0) as u64,
             minor_faults: usage.ru_minflt.max(0) as u64,
             major_faults: usage.ru_majflt.max(0) as u64,
+            leftovers,
+            stopped: false,
         }))
     }
 }
@@ -666,6 +848,7 @@ impl Drop for PausedChild {
             // SAFETY: waiting for our own child.
             unsafe { libc::waitpid(self.pid, &mut status, 0) };
         }
+        self.tree.end();
     }
 }
 

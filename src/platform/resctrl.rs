@@ -22,14 +22,14 @@ use std::ffi::{CStr, CString};
 use std::fmt;
 use std::fs::File;
 use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cleanup;
+use super::fs::{cvt, open_at, open_dir_path, stat_at, stat_fd};
 use super::journal::{self, Change, Entry, Outcome, Record};
-use super::scratch::{cvt, open_at, stat_at, stat_fd};
 
 mod group;
 #[cfg(test)]
@@ -225,8 +225,7 @@ impl Resctrl {
             path: path.to_path_buf(),
             why,
         };
-        let root = open_path(path, libc::O_RDONLY | libc::O_DIRECTORY)
-            .map_err(|e| not_resctrl(e.to_string()))?;
+        let root = open_dir_path(path).map_err(|e| not_resctrl(e.to_string()))?;
         check_fs(root.as_raw_fd(), fs).map_err(not_resctrl)?;
         let mut resctrl = Resctrl {
             root,
@@ -462,16 +461,6 @@ fn read_capped(path: &Path) -> io::Result<String> {
 fn cstring(name: &str) -> io::Result<CString> {
     CString::new(name)
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, format!("'{name}' holds a NUL")))
-}
-
-/// Opens the resctrl root (a path from mountinfo or the journal, written by root only).
-fn open_path(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL in the path"))?;
-    // SAFETY: `c` is NUL-terminated; the descriptor returned is ours.
-    let fd = cvt(unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) })?;
-    // SAFETY: a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// Synthetic resctrl trees for tests (here and in the modules that use resctrl).

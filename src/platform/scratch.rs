@@ -10,14 +10,18 @@
 //! SIGKILL stopped it; each removal empties the directory through its descriptor and
 //! removes its name only while that name is still the same directory.
 
-use std::ffi::{CStr, CString, OsStr};
+use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Component, Path, PathBuf};
 
 use super::cleanup;
+pub use super::fs::random_name;
+use super::fs::{
+    component, component_os, cvt, invalid_name, mkdir_at, open_at, open_dir_at, open_dir_path,
+    stat_at, stat_fd, unlink_at,
+};
 use super::journal::{self, Change, Entry, Outcome, Record};
 
 /// Every scratch directory's name starts with this (then the user's prefix goes on).
@@ -144,9 +148,9 @@ impl ScratchDir {
     pub fn create_in(parent: &Path, prefix: &str) -> io::Result<ScratchDir> {
         debug_assert!(prefix.starts_with(NAME_START) && !prefix.contains('/'));
         let parent_path = std::path::absolute(parent)?;
-        // The parent as the user named it (a symlink to a directory is fine: the user
-        // chose it); everything after is relative to this descriptor.
-        let parent_fd = open_path(&parent_path, libc::O_PATH | libc::O_DIRECTORY)?;
+        // Links in the parent's path only by the link rule; everything after is relative
+        // to this descriptor.
+        let parent_fd = open_dir_path(&parent_path)?;
         let mut tries = 0;
         let (name, path, record) = loop {
             let name = format!("{prefix}{}", random_name(SUFFIX_LEN));
@@ -423,134 +427,6 @@ fn list(fd: RawFd) -> io::Result<Vec<CString>> {
     result.map(|()| names)
 }
 
-/// `name` as one path component: not empty, no '/', not "." or "..", no NUL.
-fn component(name: &str) -> io::Result<CString> {
-    component_os(OsStr::new(name))
-}
-
-fn component_os(name: &OsStr) -> io::Result<CString> {
-    let bytes = name.as_bytes();
-    if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
-        return Err(invalid_name(name));
-    }
-    CString::new(bytes).map_err(|_| invalid_name(name))
-}
-
-fn invalid_name(name: &OsStr) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidInput,
-        format!(
-            "'{}' is not a name inside a directory (plain names, no '..')",
-            name.to_string_lossy()
-        ),
-    )
-}
-
-pub(crate) fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
-    if ret < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(ret)
-    }
-}
-
-/// `openat(dir, name, flags | O_NOFOLLOW | O_CLOEXEC, mode)`.
-pub(crate) fn open_at(
-    dir: RawFd,
-    name: &CStr,
-    flags: libc::c_int,
-    mode: libc::mode_t,
-) -> io::Result<OwnedFd> {
-    let flags = flags | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    loop {
-        // SAFETY: `name` is NUL-terminated; the descriptor returned is ours.
-        let fd = unsafe { libc::openat(dir, name.as_ptr(), flags, libc::c_uint::from(mode)) };
-        if fd >= 0 {
-            // SAFETY: a fresh descriptor nobody else owns.
-            return Ok(unsafe { OwnedFd::from_raw_fd(fd) });
-        }
-        let error = io::Error::last_os_error();
-        if error.kind() != io::ErrorKind::Interrupted {
-            return Err(error);
-        }
-    }
-}
-
-/// A directory `name` in `dir`, opened for listing without following a symlink.
-fn open_dir_at(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
-    open_at(dir, name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-}
-
-/// Opens an absolute path (following symlinks: the caller's own choice of directory).
-fn open_path(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
-    let c =
-        CString::new(path.as_os_str().as_bytes()).map_err(|_| invalid_name(path.as_os_str()))?;
-    // SAFETY: `c` is NUL-terminated; the descriptor returned is ours.
-    let fd = cvt(unsafe { libc::open(c.as_ptr(), flags | libc::O_CLOEXEC) })?;
-    // SAFETY: a fresh descriptor nobody else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn mkdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
-    // SAFETY: `name` is NUL-terminated.
-    cvt(unsafe { libc::mkdirat(dir, name.as_ptr(), 0o700) }).map(|_| ())
-}
-
-fn unlink_at(dir: RawFd, name: &CStr, flags: libc::c_int) -> io::Result<()> {
-    // SAFETY: `name` is NUL-terminated.
-    cvt(unsafe { libc::unlinkat(dir, name.as_ptr(), flags) }).map(|_| ())
-}
-
-pub(crate) fn stat_fd(fd: RawFd) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero stat is a valid value for fstat to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `st` is a valid stat buffer.
-    cvt(unsafe { libc::fstat(fd, &mut st) })?;
-    Ok(st)
-}
-
-/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`: what the name itself is.
-pub(crate) fn stat_at(dir: RawFd, name: &CStr) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero stat is a valid value for fstatat to overwrite.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: `name` is NUL-terminated and `st` is a valid stat buffer.
-    cvt(unsafe { libc::fstatat(dir, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) })?;
-    Ok(st)
-}
-
-/// `len` random letters and digits from getrandom, else from the clock, pid and a
-/// counter: names nobody can guess ahead (a name taken already is retried by the
-/// exclusive create that uses it). Shared with the output files' temporary names.
-pub fn random_name(len: usize) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let mut bytes = vec![0u8; len];
-    // SAFETY: getrandom writes at most `bytes.len()` bytes into the buffer it is given.
-    let got = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if usize::try_from(got).ok() != Some(bytes.len()) {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos() as u64);
-        let mut state = nanos
-            ^ (u64::from(std::process::id()) << 32)
-            ^ COUNTER
-                .fetch_add(1, Ordering::Relaxed)
-                .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-            | 1;
-        for byte in &mut bytes {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            *byte = state as u8;
-        }
-    }
-    bytes
-        .iter()
-        .map(|&b| ALPHABET[usize::from(b) % ALPHABET.len()] as char)
-        .collect()
-}
-
 /// Removes a scratch directory a killed memscope left, when it still looks like one: an
 /// absolute path named PREFIX + the random letters, PREFIX starting with "memscope-", a
 /// real directory (not a symlink) owned by this user. The parent is opened once and the
@@ -576,7 +452,7 @@ pub fn restore_stale(entry: &Entry) -> Outcome {
     let failed = |error: io::Error| {
         Outcome::Failed(format!("could not look at {} ({error})", path.display()))
     };
-    let parent_fd = match open_path(parent, libc::O_PATH | libc::O_DIRECTORY) {
+    let parent_fd = match open_dir_path(parent) {
         Ok(fd) => fd,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Outcome::Clean,
         Err(error) => return failed(error),

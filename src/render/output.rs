@@ -3,14 +3,14 @@
 //! root in directories other users can write to, so a path is never written through a
 //! link someone else could have planted:
 //!
-//! - The directory part of the path is opened once (following links in it, as the user
-//!   gave it) and everything after happens relative to that handle.
+//! - The directory part of the path is opened once, a component at a time, and
+//!   everything after happens relative to that handle.
 //! - A final name that is a symbolic link is refused (exit 2) unless the link belongs to
 //!   this user or to root *and* its directory is not world-writable; an accepted link is
 //!   read through an `O_PATH` handle on the link itself (so the text judged is the text
 //!   followed) and its target is judged the same way, hop by hop. A link to nothing is
-//!   refused, as `cp` does. Residual: the directory parts of a link's text are followed
-//!   like the directory part the user gave.
+//!   refused, as `cp` does. The directory parts (of the path given and of a link's text)
+//!   are opened one component at a time by the same rule (`platform::fs::open_dir`).
 //! - A regular file (or one to create) is written atomically: a temporary file with an
 //!   unpredictable name `.NAME.memscope-RANDOM.tmp` created with `O_CREAT|O_EXCL|
 //!   O_NOFOLLOW` in the target's directory, written, synced and `renameat` over the name,
@@ -38,6 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::UsageError;
+use crate::platform::fs::{self, MAX_LINKS};
 use crate::platform::journal::{self, Change, Entry, Outcome, Record};
 use crate::platform::{cleanup, scratch};
 
@@ -146,9 +147,6 @@ pub fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 // ------------------------------------------------------------------------------------
 // Resolving a path by the link rules.
 
-/// How many links one path may lead through.
-const MAX_LINKS: usize = 8;
-
 /// How long a FIFO without a reader is waited for before the write is refused.
 pub const PIPE_WAIT: Duration = Duration::from_secs(10);
 
@@ -225,17 +223,18 @@ impl Resolved {
 /// the caller to put after the path.
 pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
     let (dir_part, mut name) = split(path.as_os_str().as_bytes())?;
-    let mut dir = open_dir(None, &dir_part).map_err(|error| {
-        let shown = String::from_utf8_lossy(dir_part.as_bytes());
-        match error.raw_os_error() {
-            Some(libc::ENOENT) => format!("directory '{shown}' does not exist"),
-            Some(libc::ENOTDIR) => format!("'{shown}' is not a directory"),
-            _ => format!("cannot open the directory '{shown}' ({error})"),
-        }
-    })?;
+    let mut hops = 0;
+    let mut dir =
+        fs::open_dir(libc::AT_FDCWD, dir_part.as_bytes(), &mut hops).map_err(|error| {
+            let shown = String::from_utf8_lossy(dir_part.as_bytes());
+            match error.kind() {
+                io::ErrorKind::NotFound => format!("directory '{shown}' does not exist"),
+                _ => format!("its directory cannot be used: {error}"),
+            }
+        })?;
     // The link last followed, for messages.
     let mut via: Option<String> = None;
-    for _ in 0..=MAX_LINKS {
+    while hops <= MAX_LINKS {
         let handle = match open_at(Some(&dir), &name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
             Ok(handle) => handle,
             Err(error) if error.raw_os_error() == Some(libc::ENOENT) => {
@@ -258,7 +257,7 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
             libc::S_IFLNK => {
                 let dir_meta = fstat(&dir)
                     .map_err(|error| format!("cannot look at its directory ({error})"))?;
-                judge_link(&meta, &dir_meta)?;
+                fs::judge_link(&meta, &dir_meta)?;
                 if on_procfs(&dir) {
                     return Ok(Resolved {
                         dir,
@@ -270,16 +269,17 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
                         },
                     });
                 }
-                let text = read_link(&handle)
+                let text = fs::read_link(&handle)
                     .map_err(|error| format!("cannot read the symbolic link ({error})"))?;
                 let shown = String::from_utf8_lossy(text.as_bytes()).into_owned();
                 let (target_dir, target_name) = split(text.as_bytes())
                     .map_err(|why| format!("it is a symbolic link to '{shown}', and {why}"))?;
                 // A relative link is read from the directory holding it; openat ignores
                 // the handle for an absolute one.
-                dir = open_dir(Some(&dir), &target_dir).map_err(|error| {
-                    format!("it is a symbolic link to '{shown}', whose directory cannot be opened ({error})")
-                })?;
+                hops += 1;
+                dir = fs::open_dir(dir.as_raw_fd(), target_dir.as_bytes(), &mut hops).map_err(
+                    |error| format!("it is a symbolic link to '{shown}', whose directory cannot be used: {error}"),
+                )?;
                 name = target_name;
                 via = Some(shown);
             }
@@ -314,32 +314,6 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
     Err(format!(
         "it leads through more than {MAX_LINKS} symbolic links"
     ))
-}
-
-/// The link rule: a link is followed only when this user or root made it (root's links
-/// are the system's, like /dev/stderr; nobody else can make one owned by root), and
-/// never in a world-writable directory (/tmp and the like), where the name could be
-/// anyone's a moment later. This is stricter than the kernel's protected_symlinks, which
-/// also trusts a link of the directory's owner: for root writing into a user's directory,
-/// that owner is the other user.
-fn judge_link(link: &libc::stat, dir: &libc::stat) -> Result<(), String> {
-    let euid = journal::effective_uid();
-    if dir.st_mode & libc::S_IWOTH != 0 {
-        return Err(format!(
-            "it is a symbolic link in a directory anyone can write to (mode {:o}); memscope \
-             never follows a link there: give the path of the file itself",
-            dir.st_mode & 0o7777
-        ));
-    }
-    if link.st_uid != euid && link.st_uid != 0 {
-        return Err(format!(
-            "it is a symbolic link owned by uid {}, not by this user (uid {euid}) or root; \
-             memscope does not write through another user's link: give the path of the file \
-             itself, or remove the link",
-            link.st_uid
-        ));
-    }
-    Ok(())
 }
 
 /// `DIR/NAME` → (DIR, NAME); `NAME` → (".", NAME); `/NAME` → ("/", NAME). The name must
@@ -387,10 +361,6 @@ fn open_at(
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn open_dir(dir: Option<&OwnedFd>, path: &CStr) -> io::Result<OwnedFd> {
-    open_at(dir, path, libc::O_RDONLY | libc::O_DIRECTORY, 0)
-}
-
 fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
     // SAFETY: an all-zero stat is a valid value of the plain C struct.
     let mut meta: libc::stat = unsafe { std::mem::zeroed() };
@@ -431,28 +401,6 @@ fn on_procfs(dir: &OwnedFd) -> bool {
     #[allow(clippy::useless_conversion)]
     let kind = i64::from(fs.f_type);
     ok && kind == PROC_SUPER_MAGIC
-}
-
-/// The text of the link `handle` (an `O_PATH|O_NOFOLLOW` descriptor of the link itself),
-/// so it is the very link that was judged.
-fn read_link(handle: &OwnedFd) -> io::Result<CString> {
-    let mut buffer = vec![0u8; libc::PATH_MAX as usize + 1];
-    // SAFETY: readlinkat writes at most `buffer.len()` bytes into the buffer; the empty
-    // path with an O_PATH descriptor names the link itself.
-    let n = unsafe {
-        libc::readlinkat(
-            handle.as_raw_fd(),
-            c"".as_ptr(),
-            buffer.as_mut_ptr().cast(),
-            buffer.len(),
-        )
-    };
-    let n = usize::try_from(n).map_err(|_| io::Error::last_os_error())?;
-    if n >= buffer.len() {
-        return Err(io::Error::other("the link's text is longer than PATH_MAX"));
-    }
-    buffer.truncate(n);
-    CString::new(buffer).map_err(io::Error::other)
 }
 
 /// The directory's absolute path from its /proc/self/fd link: no symbolic link in it.

@@ -171,6 +171,7 @@ mod tests {
             termination: Termination::Exited(0),
             line_bytes: 64,
             notes: Vec::new(),
+            process_tree: Default::default(),
         }
     }
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::counters::{Event, Probe, Reading};
 use crate::counting::{Counting, DerivedFigure, EventStat, RunRecord};
-use crate::platform::child::{SpawnError, SpawnOptions, Termination};
+use crate::platform::child::{ProcessTree, SpawnError, SpawnOptions, Termination};
 use crate::stats::summary::Summary;
 
 /// What `memscope stat` runs.
@@ -45,6 +45,9 @@ pub struct StatResult {
     pub line_bytes: u64,
     /// The full explanation of each distinct refusal, and other remarks.
     pub notes: Vec<String>,
+    /// What the runs left running.
+    #[serde(default)]
+    pub process_tree: ProcessTree,
 }
 
 impl StatResult {
@@ -61,6 +64,7 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
     let mut runs = Vec::new();
     let mut readings_per_run: Vec<Vec<Reading>> = Vec::new();
     let mut notes = Vec::new();
+    let mut process_tree = ProcessTree::default();
     for index in 0..plan.repeat {
         let counted = counting.run(&plan.command, &SpawnOptions::default(), probe)?;
         if let Some(e) = &counted.read_error {
@@ -70,6 +74,7 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
             ));
         }
         let finished = counted.finished;
+        process_tree.add(&finished);
         runs.push(counted.record());
         readings_per_run.push(counted.readings);
         if !finished.termination.success() {
@@ -106,6 +111,7 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
         derived,
         line_bytes,
         notes,
+        process_tree,
     })
 }
 

@@ -47,8 +47,13 @@ impl Present for StatResult {
             format::grouped(self.system_s.median, 4),
             self.termination
         )));
-        for note in &self.notes {
-            section.push(Paragraph::note(note.as_str()));
+        for note in self
+            .notes
+            .iter()
+            .cloned()
+            .chain(format::process_tree_notes(&self.process_tree))
+        {
+            section.push(Paragraph::note(note));
         }
         section.push(stat_data(self));
         section
@@ -307,6 +312,7 @@ mod tests {
             termination: Termination::Exited(0),
             line_bytes: 64,
             notes: vec!["not supported: no hardware PMU: the kernel lists none".into()],
+            process_tree: Default::default(),
         }
     }
 

@@ -128,6 +128,7 @@ pub(super) mod tests {
             runs: vec![],
             cells,
             notes: vec![],
+            process_tree: Default::default(),
         }
     }
 

@@ -198,6 +198,9 @@ pub struct SweepResult {
     /// One per benchmark × variant, benchmark-major.
     pub cells: Vec<Cell>,
     pub notes: Vec<String>,
+    /// What the runs left running.
+    #[serde(default)]
+    pub process_tree: crate::platform::child::ProcessTree,
 }
 
 impl SweepResult {

@@ -14,7 +14,7 @@ use super::variants::{tail, Built};
 use super::{Better, Measure, Schedule, Stop, SweepError, SweepPlan, SweepResult, SweepRun};
 use crate::counters::{Probe, Reading};
 use crate::counting::{self, Counting};
-use crate::platform::child::Termination;
+use crate::platform::child::{ProcessTree, Termination};
 use crate::session::progress::Progress;
 use crate::stats::design::Shuffler;
 use crate::topology::Machine;
@@ -56,6 +56,7 @@ pub fn measure(
         checked: vec![false; nb * nv],
         matched: vec![vec![false; plan.metrics.len()]; nb],
         progress: Progress::for_stderr(),
+        process_tree: ProcessTree::default(),
     };
     let mut notes = Vec::new();
     for w in 0..plan.warmup {
@@ -106,6 +107,7 @@ pub fn measure(
         runs: state.runs,
         cells,
         notes,
+        process_tree: state.process_tree,
     };
     Ok(analysis::with_notes(result))
 }
@@ -149,6 +151,7 @@ struct State<'a> {
     /// Per benchmark and metric: found in some run's output.
     matched: Vec<Vec<bool>>,
     progress: Progress,
+    process_tree: ProcessTree,
 }
 
 impl State<'_> {
@@ -193,6 +196,7 @@ impl State<'_> {
                 self.matched[benchmark][i] |= v.is_some();
             }
             let finished = outcome.counted.finished;
+            self.process_tree.add(&finished);
             self.runs.push(SweepRun {
                 block,
                 order,

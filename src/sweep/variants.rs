@@ -11,8 +11,8 @@
 //! `binary::footprint` so its per-thread footprint sits beside its figures, and the
 //! objects whose size differs between the variants are named (`footprint`).
 
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use super::params::same_path;
@@ -203,24 +203,21 @@ fn run_build(line: &str, assignment: &Assignment, work: &WorkDir) -> Result<(), 
             tail("build output", &output, 40)
         ))
     };
-    let out = log.try_clone().map_err(cannot)?;
-    let err = log.try_clone().map_err(cannot)?;
-    // The build line dies with memscope (PR_SET_PDEATHSIG), like the benchmarks.
-    let status = child::die_with_parent(&mut Command::new("sh"))
-        .arg("-c")
-        .arg(line)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .status()
+    let null = std::fs::File::open("/dev/null").map_err(cannot)?;
+    // The build line and all it starts end with it and with memscope, like the benchmarks.
+    let options = child::SpawnOptions {
+        stdin: Some(null.as_raw_fd()),
+        stdout: Some(log.as_raw_fd()),
+        stderr: Some(log.as_raw_fd()),
+        ..child::SpawnOptions::default()
+    };
+    let command = ["sh", "-c", line].map(std::ffi::OsString::from);
+    let finished = child::spawn_paused_with(&command, &options)
+        .and_then(|paused| paused.run())
         .map_err(|e| failed(format!("cannot run sh: {e}")))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(failed(match status.code() {
-            Some(code) => format!("exit status {code}"),
-            None => "killed by a signal".to_string(),
-        }))
+    match finished.termination {
+        child::Termination::Exited(0) => Ok(()),
+        other => Err(failed(other.to_string())),
     }
 }
 

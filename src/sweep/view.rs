@@ -55,6 +55,9 @@ impl SweepResult {
         for note in &self.notes {
             section.push(Paragraph::warning(note.as_str()));
         }
+        for note in format::process_tree_notes(&self.process_tree) {
+            section.push(Paragraph::warning(note));
+        }
         section.push(self.runs_data());
         section.push(self.cells_data());
         section

@@ -3,6 +3,7 @@
 //! marks shared by several rooms (noisy spreads, threads that did not run together).
 
 use super::{Cell, Paragraph, Style, Text};
+use crate::platform::child::{Containment, ProcessTree};
 use crate::platform::cpu_time::{self, MIN_OVERLAP};
 use crate::topology::cpu::format_cpu_list;
 use crate::units::Bytes;
@@ -310,4 +311,45 @@ mod tests {
         assert_eq!(k_subset(&ks, &[37], 5), vec![0, 25, 37, 38, 50, 75, 100]);
         assert_eq!(k_subset(&[1, 2, 3], &[2], 5), vec![1, 2, 3]);
     }
+}
+
+/// What a command's runs left running, in words: "still running and killed then: 2
+/// descendants at the end of run 3 …"; and, where the tree was kept without a PID
+/// namespace, what is not guaranteed then.
+pub fn process_tree_notes(tree: &ProcessTree) -> Vec<String> {
+    let mut notes = Vec::new();
+    let runs: Vec<String> = tree
+        .leftovers
+        .iter()
+        .enumerate()
+        .filter(|(_, &n)| n > 0)
+        .map(|(i, &n)| {
+            let n = count_of(n as usize, "descendant");
+            format!("{n} at the end of run {}", i + 1)
+        })
+        .collect();
+    if !runs.is_empty() {
+        notes.push(format!(
+            "still running and killed then: {}. A program meant to leave a daemon behind \
+             must be profiled without it (start the daemon yourself, outside memscope)",
+            runs.join(", ")
+        ));
+    }
+    if tree.stopped > 0 {
+        notes.push(format!(
+            "{} still going at the time limit: stopped with all it started (SIGTERM, then \
+             SIGKILL after {} s); not counted",
+            count_of(tree.stopped as usize, "run"),
+            crate::platform::child::STOP_GRACE.as_secs()
+        ));
+    }
+    if tree.containment == Some(Containment::Subreaper) {
+        notes.push(
+            "not root (no PID namespace): descendants the program leaves are killed at the \
+             end of each run while memscope runs, but not after a SIGKILL of memscope, and \
+             not one that clears its environment"
+                .to_string(),
+        );
+    }
+    notes
 }

@@ -44,6 +44,7 @@ fn record(block: usize, s: f64) -> RunRecord {
         termination: Termination::Exited(0),
         huge_kib: 0.0,
         co_runner: Some((20.0, 0.0)),
+        stopped: false,
     }
 }
 
@@ -240,6 +241,7 @@ fn synthetic_result_with(bases: [f64; 4]) -> AdviseResult {
         time_limit_s: 180.0,
         stop: Stop::Resolved,
         notes: Vec::new(),
+        process_tree: Default::default(),
         ready_memory: None,
     }
 }

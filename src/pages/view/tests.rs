@@ -157,6 +157,7 @@ fn apply_shows_the_arms_the_trade_off_and_the_regions() {
         share_of_huge_memory_pct: Some(0.6),
         dtlb_not_counted: Some("no hardware PMU".into()),
         notes: vec![],
+        process_tree: Default::default(),
     };
     let significant = {
         let mut a = apply.clone();

@@ -1,11 +1,9 @@
 //! Tests of `platform::child`.
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
 use std::process::{Command, Stdio};
 
 use super::*;
-use crate::platform::journal::start_time;
 
 /// Set in the helper process of `the_command_dies_with_memscope`.
 const HELPER_ENV: &str = "MEMSCOPE_CHILD_DEATH_HELPER";
@@ -134,65 +132,123 @@ fn a_child_that_is_never_released_is_reaped() {
     assert_eq!(r, -1, "the child should already have been reaped");
 }
 
-/// Whether process `pid`, started at `started`, still runs (a zombie does not).
-fn runs(pid: u32, started: u64) -> bool {
-    start_time(Path::new("/proc"), pid) == Some(started)
+/// The processes whose command line is exactly `words`.
+fn processes_running(words: &[&str]) -> Vec<u32> {
+    let wanted: Vec<u8> = words
+        .iter()
+        .flat_map(|w| [w.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
+        .collect()
+}
+
+/// A shell line that leaves a detached `sleep DURATION` behind (a new session, two forks,
+/// SIGTERM ignored), then sleeps `then` seconds itself.
+fn leaves_a_daemon(duration: &str, then: u32) -> String {
+    format!("setsid sh -c 'trap \"\" TERM; sleep {duration} & exit 0'; sleep {then}")
+}
+
+/// Waits up to 10 s for no process to run `words`; whether none does.
+fn all_gone(words: &[&str]) -> bool {
+    let since = Instant::now();
+    while !processes_running(words).is_empty() && since.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    processes_running(words).is_empty()
 }
 
 #[test]
-fn the_command_dies_with_memscope() {
-    // A std Command with die_with_parent dies by the death signal alone: no signal
-    // thread kills it on SIGTERM.
-    for (signal, how) in [
-        (libc::SIGKILL, "paused"),
-        (libc::SIGTERM, "paused"),
-        (libc::SIGKILL, "std"),
-    ] {
-        // A helper process (this test binary) stands for memscope: it runs `sleep`
-        // through spawn_paused (or die_with_parent), says its pid, and waits to be
-        // killed.
-        let mut helper = Command::new(std::env::current_exe().unwrap())
+fn what_a_command_leaves_running_is_killed_and_counted_at_its_end() {
+    let daemon = ["sleep", "59.001"];
+    let command: Vec<OsString> = ["sh", "-c", &leaves_a_daemon(daemon[1], 0)]
+        .iter()
+        .map(OsString::from)
+        .collect();
+    let finished = spawn_paused(&command).unwrap().run().unwrap();
+    assert!(all_gone(&daemon), "the daemon outlived its run");
+    assert_eq!(finished.leftovers, 1, "{finished:?}");
+    let mut tree = ProcessTree::default();
+    tree.add(&finished);
+    assert_eq!(tree.leftovers, vec![1]);
+}
+
+#[test]
+fn a_command_still_going_at_its_deadline_is_stopped_with_its_tree() {
+    let daemon = ["sleep", "59.002"];
+    let line = format!("trap '' TERM; {}", leaves_a_daemon(daemon[1], 30));
+    let command: Vec<OsString> = ["sh", "-c", &line].iter().map(OsString::from).collect();
+    let mut running = spawn_paused(&command).unwrap().release().unwrap();
+    let started = Instant::now();
+    let finished = running
+        .wait_until(Some(started + Duration::from_millis(300)))
+        .unwrap();
+    assert!(finished.stopped);
+    // It ignored SIGTERM: SIGKILL after the grace period.
+    assert_eq!(finished.termination, Termination::Signaled(libc::SIGKILL));
+    assert!(started.elapsed() < STOP_GRACE + Duration::from_secs(5));
+    assert!(all_gone(&daemon), "the daemon outlived the stop");
+    // A command that ends in time is not stopped.
+    let quick: Vec<OsString> = ["true"].iter().map(OsString::from).collect();
+    let mut running = spawn_paused(&quick).unwrap().release().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    assert!(!running.wait_until(Some(deadline)).unwrap().stopped);
+}
+
+#[test]
+fn the_command_and_what_it_started_die_with_memscope() {
+    // A helper process (this test binary) stands for memscope: it runs a shell that
+    // leaves a detached daemon, and waits to be killed. SIGKILL is survived only without
+    // a PID namespace (what a non-root memscope says it cannot promise).
+    let mut cases = vec![
+        (libc::SIGTERM, false),
+        (libc::SIGHUP, false),
+        (libc::SIGTERM, true),
+    ];
+    if containment() == Containment::Namespace {
+        cases.push((libc::SIGKILL, false));
+    }
+    for (n, (signal, subreaper)) in cases.into_iter().enumerate() {
+        let daemon = format!("59.1{n}");
+        let mut helper = Command::new(std::env::current_exe().unwrap());
+        helper
             .args([HELPER_TEST, "--exact", "--ignored", "--nocapture"])
-            .env(HELPER_ENV, how)
+            .env(HELPER_ENV, &daemon)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+            .stderr(Stdio::null());
+        if subreaper {
+            helper.env(NO_NAMESPACE_ENV, "1");
+        }
+        let mut helper = helper.spawn().unwrap();
         let stdout = BufReader::new(helper.stdout.take().unwrap());
-        let line = stdout
-            .lines()
-            .map_while(Result::ok)
-            .find(|l| l.starts_with("sleep pid "));
-        let Some(pid) = line.and_then(|l| l["sleep pid ".len()..].trim().parse::<u32>().ok())
-        else {
-            let _ = helper.kill();
-            let _ = helper.wait();
-            panic!("the helper did not start its command");
-        };
-        let started = start_time(Path::new("/proc"), pid).expect("the command runs");
+        let ready = stdout.lines().map_while(Result::ok).any(|l| l == "running");
+        let words = ["sleep", daemon.as_str()];
+        let since = Instant::now();
+        while processes_running(&words).is_empty() && since.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(
+            ready && !processes_running(&words).is_empty(),
+            "the daemon did not start"
+        );
         // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
         assert_eq!(unsafe { libc::kill(helper.id() as libc::pid_t, signal) }, 0);
         let status = helper.wait().unwrap();
-        let killed = Instant::now();
-        while runs(pid, started) && killed.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let still = runs(pid, started);
-        if still {
-            // SAFETY: as above; the pid still names the command (same start time).
+        let gone = all_gone(&words);
+        for pid in processes_running(&words) {
+            // SAFETY: as above; a leftover of this test, named by its unique command line.
             unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
         }
         assert!(
-            !still,
-            "signal {signal}: the command outlived memscope ({status:?})"
+            gone,
+            "signal {signal} (subreaper {subreaper}): the daemon outlived memscope ({status:?})"
         );
-        eprintln!(
-            "signal {signal}: the command was gone {:?} after memscope ({status:?})",
-            killed.elapsed()
-        );
-        if signal == libc::SIGTERM {
-            // The signal thread killed the command, then exited as a shell reports it.
+        if signal != libc::SIGKILL {
+            // The signal thread killed the tree, then exited as a shell reports it.
             assert_eq!(
                 std::os::unix::process::ExitStatusExt::into_raw(status) >> 8,
                 128 + signal
@@ -201,23 +257,17 @@ fn the_command_dies_with_memscope() {
     }
 }
 
-/// The helper of `the_command_dies_with_memscope`.
+/// The helper of `the_command_and_what_it_started_die_with_memscope`.
 #[test]
-#[ignore = "the helper process of the_command_dies_with_memscope"]
+#[ignore = "the helper process of the_command_and_what_it_started_die_with_memscope"]
 fn death_helper_runs_a_command_and_waits() {
-    let Some(how) = std::env::var_os(HELPER_ENV) else {
+    let Some(daemon) = std::env::var_os(HELPER_ENV) else {
         return;
     };
-    if how == "std" {
-        let mut sleep = Command::new("sleep");
-        let mut child = die_with_parent(sleep.arg("60")).spawn().unwrap();
-        println!("sleep pid {}", child.id());
-        let _ = child.wait();
-        return;
-    }
-    let command = [OsString::from("sleep"), OsString::from("60")];
+    let line = leaves_a_daemon(&daemon.to_string_lossy(), 60);
+    let command: Vec<OsString> = ["sh", "-c", &line].iter().map(OsString::from).collect();
     let mut running = spawn_paused(&command).unwrap().release().unwrap();
-    println!("sleep pid {}", running.pid());
+    println!("running");
     // Killed by the test long before the command ends; waiting keeps this thread (the
     // one that forked) alive, as memscope's main thread is.
     let _ = running.wait();

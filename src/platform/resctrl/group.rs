@@ -291,7 +291,7 @@ pub fn restore_stale(entry: &Entry, fs: Fs) -> Outcome {
             path.display()
         ));
     };
-    let root = match open_path(parent, libc::O_RDONLY | libc::O_DIRECTORY) {
+    let root = match open_dir_path(parent) {
         Ok(fd) => fd,
         // resctrl unmounted since: its groups went with it.
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Outcome::Clean,
