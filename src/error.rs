@@ -36,6 +36,16 @@ pub enum UsageError {
         available: AvailableMemory,
     },
 
+    /// A buffer memscope itself would map (the backstop for every command that allocates).
+    #[error(
+        "memscope would map a buffer of {requested}, more than nine tenths of the memory \
+         available now ({available}): give a smaller size, or more memory"
+    )]
+    BufferExceedsMemory {
+        requested: Bytes,
+        available: AvailableMemory,
+    },
+
     #[error("{flag} {requested} is too small: expected at least {minimum}")]
     SizeTooSmall {
         flag: &'static str,

@@ -10,6 +10,7 @@ use super::facts::{FactsSource, MachineFacts};
 use super::results::held_levels;
 use super::{CoRunnerCalibration, CpuPlan, PirateSite};
 use crate::kernels::corunner::{CoRunner, CoRunnerSetup, SharingCheck, BURST_BUSY, BURST_PERIOD};
+use crate::topology::memory::AvailableMemory;
 use crate::topology::Machine;
 use crate::units::Bytes;
 
@@ -26,11 +27,14 @@ pub struct Neighbours {
     pub notes: Vec<String>,
 }
 
-/// What the co-runners are needed for.
-#[derive(Debug, Clone, Copy)]
+/// What the co-runners are needed for, and the memory they may take.
+#[derive(Debug, Clone)]
 pub struct Wanted {
     pub cache: bool,
     pub bandwidth: bool,
+    /// What may be allocated now less what the program needs beside it (a cgroup's
+    /// limit counts both), and what bounds it.
+    pub room: AvailableMemory,
 }
 
 /// Starts the co-runners the wanted experiments need, calibrates them and decides where
@@ -43,12 +47,23 @@ pub fn start(
     wanted: Wanted,
 ) -> Neighbours {
     let mut notes = Vec::new();
+    let mut wanted = wanted;
     let top = pirate_sizes.last().copied().unwrap_or(0);
+    // Far beyond the LLC, so the bandit (and the DRAM probe) stream from DRAM; no more
+    // than half the room.
+    let llc = facts.llc_bytes.unwrap_or(0);
+    let bandit_buffer = (4 * llc).max(256 << 20).min(wanted.room.bytes / 2);
+    let needs = 2 * llc.max(16 << 20) + 3 * top;
+    if (wanted.cache || wanted.bandwidth) && needs > wanted.room.bytes {
+        notes.push(format!(
+            "no cache pirate or bandwidth bandit: they need about {}, and the memory left \
+             beside the program is {}",
+            Bytes(needs),
+            wanted.room
+        ));
+        (wanted.cache, wanted.bandwidth) = (false, false);
+    }
     let wants_pirate = wanted.cache && top > 0;
-    // Far beyond the LLC, so the bandit (and the DRAM probe) stream from DRAM.
-    let bandit_buffer = (4 * facts.llc_bytes.unwrap_or(0))
-        .max(256 << 20)
-        .min(machine.memory_available_bytes / 4);
     let beside = match cpus.co_runner {
         Some(cpu) if wanted.cache || wanted.bandwidth => {
             match CoRunner::start(CoRunnerSetup {

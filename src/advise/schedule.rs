@@ -36,6 +36,7 @@ use crate::platform::cleanup;
 use crate::session::progress::Progress;
 use crate::stats::change::Verdict;
 use crate::stats::design::Shuffler;
+use crate::topology::memory::{AvailableMemory, MemoryBound};
 use crate::topology::{Machine, ThpMode};
 
 /// Blocks a stage runs at least (the rank test needs a few runs a side), and at most.
@@ -197,6 +198,7 @@ pub fn run(
         Wanted {
             cache: wants(Resource::Cache) && cat_arms.is_empty(),
             bandwidth: wants(Resource::Bandwidth),
+            room: room_beside(first.record.max_rss_kib),
         },
     );
     progress.advance();
@@ -214,8 +216,10 @@ pub fn run(
 
     // Where the host takes free memory back, every huge-page run from here on finds its
     // memory readied (see ReadyMemory): a quarter more than the first run's peak.
-    let ready = (facts.free_page_reporting && machine.thp.enabled != ThpMode::Never)
-        .then(|| ReadyMemory::new(ready_bytes(first.record.max_rss_kib)));
+    let ready = (facts.free_page_reporting && machine.thp.enabled != ThpMode::Never).then(|| {
+        let room = room_beside(first.record.max_rss_kib).bytes;
+        ReadyMemory::new(ready_bytes(first.record.max_rss_kib).min(room / 2))
+    });
     setup.ready = ready.as_ref();
 
     // Stage 1: each resource's strongest arm.
@@ -734,6 +738,18 @@ impl StageContext<'_, '_> {
         };
         stop
     }
+}
+
+/// The memory memscope may take now and leave the program half again its peak resident
+/// memory (`peak_kib`), with what bounds it.
+/// Unknown (no MemAvailable, no limit): no bound.
+fn room_beside(peak_kib: u64) -> AvailableMemory {
+    let mut room = Machine::available_memory_now();
+    room.bytes = match (room.bytes, &room.bound) {
+        (0, MemoryBound::MemAvailable) => u64::MAX,
+        (bytes, _) => bytes.saturating_sub(peak_kib * 1024 * 3 / 2),
+    };
+    room
 }
 
 /// A block starts only where the time left holds the longest block so far this many

@@ -223,8 +223,9 @@ impl History {
     pub fn open(path: &Path, access: Access) -> anyhow::Result<History> {
         if access == Access::Write {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("creating the directory {}", dir.display()))?;
+                crate::platform::fs::create_dirs(dir).map_err(|e| {
+                    refused(path, format!("its directory cannot be made or used: {e}"))
+                })?;
             }
         }
         let real = locate(path, access)?;

@@ -47,12 +47,32 @@ impl RefsSampler {
         }
     }
 
-    /// One interval's end for every process of the tree: adds the touched translations of
-    /// each mapping (after its first interval) and clears the bits for the next one.
+    /// One interval's end for every process of the tree (the root first): adds the
+    /// touched translations of each mapping (after its first interval) and clears the
+    /// bits for the next one. Each process is held by its /proc directory and checked to
+    /// be the tree's (its parent in the tree, started after the root), so a pid reused
+    /// by another process meanwhile never gets its bits cleared.
     pub fn collect(&mut self, tree: &[u32], map: &mut RegionMap) -> io::Result<()> {
-        for &pid in tree {
-            let Ok(mappings) = procfs::smaps(pid) else {
+        let root_start = tree.first().and_then(|&root| {
+            let dir = procfs::ProcessDir::open(root).ok()?;
+            dir.parent_and_start().ok().map(|(_, start)| start)
+        });
+        for (i, &pid) in tree.iter().enumerate() {
+            let Ok(dir) = procfs::ProcessDir::open(pid) else {
                 continue; // it exited meanwhile
+            };
+            let ours = match (dir.parent_and_start(), root_start) {
+                (Ok((parent, start)), Some(root)) => {
+                    i == 0 || (start >= root && tree[..i].contains(&parent))
+                }
+                _ => false,
+            };
+            let Some(mappings) = ours
+                .then(|| dir.read(c"smaps").ok())
+                .flatten()
+                .map(|text| crate::topology::smaps::parse_smaps(&text))
+            else {
+                continue;
             };
             if mappings.is_empty() {
                 continue; // a zombie: no address space left
@@ -83,7 +103,7 @@ impl RefsSampler {
                     });
                 }
             }
-            match procfs::clear_referenced(pid) {
+            match dir.clear_referenced() {
                 Ok(()) => {
                     if !self.cleared.contains(&pid) {
                         self.cleared.push(pid);

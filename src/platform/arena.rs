@@ -140,10 +140,26 @@ impl Arena {
         if let Some(node) = node {
             check_node(node, len, policy)?;
         }
+        if matches!(policy, PagePolicy::Base | PagePolicy::Thp) {
+            // Never past a cgroup's or the address space's limit: the kernel would kill
+            // memscope (or the program beside it) without a word.
+            let available = crate::topology::Machine::available_memory_now();
+            if available.bytes > 0 && len as u64 > available.bytes / 10 * 9 {
+                return Err(UsageError::BufferExceedsMemory {
+                    requested: Bytes(len as u64),
+                    available,
+                });
+            }
+        }
         let mut arena = match policy {
             PagePolicy::Base | PagePolicy::Thp => Self::map_anonymous(len, policy)?,
             PagePolicy::Huge2M | PagePolicy::Huge1G => Self::map_hugetlb(len, policy)?,
         };
+        // Not in a child memscope forks (a program before its exec, a run's namespace
+        // init): no copy-on-write of the buffers while they are written, and the
+        // program's peak resident memory does not count them.
+        // SAFETY: advice on the whole of our own mapping.
+        unsafe { libc::madvise(arena.map_start.cast(), arena.map_len, libc::MADV_DONTFORK) };
         if let Some(node) = node {
             // Before the touch: a policy only decides where pages are faulted in. On error
             // the arena is dropped, which unmaps it.

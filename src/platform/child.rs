@@ -798,6 +798,10 @@ impl RunningChild {
         }
         let elapsed = self.start.elapsed();
         alive.program = 0;
+        // Killed by the signal path: memscope is exiting with 128 + the signal.
+        drop(alive);
+        cleanup::wait_if_exiting();
+        let mut alive = self.alive.lock().unwrap_or_else(PoisonError::into_inner);
         let leftovers = alive.tree.end();
         drop(alive);
         if let Some(token) = self.token.take() {

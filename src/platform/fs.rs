@@ -66,6 +66,34 @@ pub fn open_dir(at: RawFd, path: &[u8], hops: &mut usize) -> io::Result<OwnedFd>
     open_at(dir.as_raw_fd(), c".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
 }
 
+/// Opens the directory `path` as `open_dir` does, first making (mode 0700) each missing
+/// component of it, as `mkdir -p`: never through a link the link rule refuses.
+pub fn create_dirs(path: &Path) -> io::Result<OwnedFd> {
+    let bytes = path.as_os_str().as_bytes();
+    let mut prefix = if bytes.starts_with(b"/") {
+        b"/".to_vec()
+    } else {
+        Vec::new()
+    };
+    for part in bytes.split(|&b| b == b'/').filter(|p| !p.is_empty()) {
+        let parent = open_dir(
+            libc::AT_FDCWD,
+            if prefix.is_empty() { b"." } else { &prefix },
+            &mut 0,
+        )?;
+        let name = CString::new(part).map_err(|_| invalid_name(path.as_os_str()))?;
+        match mkdir_at(parent.as_raw_fd(), &name) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            _ => {}
+        }
+        if !prefix.is_empty() && !prefix.ends_with(b"/") {
+            prefix.push(b'/');
+        }
+        prefix.extend_from_slice(part);
+    }
+    open_dir_path(path)
+}
+
 /// `open_dir` of a whole path from the working directory.
 pub fn open_dir_path(path: &Path) -> io::Result<OwnedFd> {
     open_dir(libc::AT_FDCWD, path.as_os_str().as_bytes(), &mut 0)

@@ -238,6 +238,11 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
         let handle = match open_at(Some(&dir), &name, libc::O_PATH | libc::O_NOFOLLOW, 0) {
             Ok(handle) => handle,
             Err(error) if error.raw_os_error() == Some(libc::ENOENT) => {
+                if let Some(fs) = kernel_filesystem(&dir) {
+                    return Err(format!(
+                        "its directory is on {fs}, not a place for a report"
+                    ));
+                }
                 return match via {
                     None => Ok(Resolved {
                         dir,
@@ -284,11 +289,14 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
                 via = Some(shown);
             }
             libc::S_IFREG => {
+                if let Some(fs) = kernel_filesystem(&dir) {
+                    return Err(format!("it is a file of {fs}, not a place for a report"));
+                }
                 return Ok(Resolved {
                     dir,
                     name,
                     found: Found::Regular,
-                })
+                });
             }
             libc::S_IFDIR => {
                 return Err(match via {
@@ -299,6 +307,7 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
                 })
             }
             _ => {
+                special_allowed(&meta)?;
                 return Ok(Resolved {
                     dir,
                     name,
@@ -307,7 +316,7 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
                         dev: meta.st_dev,
                         ino: meta.st_ino,
                     },
-                })
+                });
             }
         }
     }
@@ -389,6 +398,58 @@ fn lstat_at(dir: &OwnedFd, name: &CStr) -> io::Result<libc::stat> {
         Ok(meta)
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+/// The kernel's own file systems, where a file is an interface, never a report:
+/// (statfs f_type, name).
+const KERNEL_FILESYSTEMS: [(i64, &str); 9] = [
+    (PROC_SUPER_MAGIC, "procfs"),
+    (0x6265_6572, "sysfs"),
+    (0x0027_e0eb, "cgroupfs"),
+    (0x6367_7270, "cgroup2"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x7363_6673, "securityfs"),
+    (0xcafe_4a11, "bpffs"),
+    (0x6e73_6673, "nsfs"),
+];
+
+/// Which kernel file system `dir` is on, if one (see `KERNEL_FILESYSTEMS`).
+fn kernel_filesystem(dir: &OwnedFd) -> Option<&'static str> {
+    // SAFETY: an all-zero statfs is a valid value of the plain C struct.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: fstatfs fills the struct it is given from a descriptor `dir` owns.
+    if unsafe { libc::fstatfs(dir.as_raw_fd(), &mut fs) } != 0 {
+        return None;
+    }
+    // f_type is i64 here, a 32-bit integer on other targets.
+    #[allow(clippy::useless_conversion)]
+    let kind = i64::from(fs.f_type);
+    KERNEL_FILESYSTEMS
+        .iter()
+        .find(|(magic, _)| *magic == kind)
+        .map(|(_, name)| *name)
+}
+
+/// A device written in place must be one that takes a report: /dev/null, /dev/zero or
+/// a terminal (a pipe or socket always is); /dev/full, /dev/mem, a disk are refused
+/// before anything is measured.
+fn special_allowed(meta: &libc::stat) -> Result<(), String> {
+    let (major, minor) = (libc::major(meta.st_rdev), libc::minor(meta.st_rdev));
+    match meta.st_mode & libc::S_IFMT {
+        libc::S_IFCHR if (major, minor) == (1, 3) || (major, minor) == (1, 5) => Ok(()),
+        // Virtual consoles and serial lines, /dev/tty and /dev/console, pseudo-terminals.
+        libc::S_IFCHR if matches!(major, 4 | 5 | 136..=143) => Ok(()),
+        libc::S_IFCHR => Err(format!(
+            "it is the character device {major}:{minor}; memscope writes a report to a file, \
+             a pipe, /dev/null or a terminal"
+        )),
+        libc::S_IFBLK => Err(format!(
+            "it is the block device {major}:{minor}; memscope writes a report to a file, a \
+             pipe, /dev/null or a terminal"
+        )),
+        _ => Ok(()),
     }
 }
 

@@ -86,7 +86,7 @@ struct Out {
 impl Out {
     /// One section: its title underlined, then its blocks.
     fn section(self, s: &Section) -> String {
-        let title = fit::wrap(&s.title, self.width);
+        let title = fit::wrap(&escaped(&s.title), self.width);
         let rule = title.iter().map(|l| width(l)).max().unwrap_or(0);
         let mut out = format!("\n{}\n{}\n", title.join("\n"), "═".repeat(rule));
         self.blocks(&mut out, &s.blocks);
@@ -94,7 +94,7 @@ impl Out {
     }
 
     fn heading(self, title: &str) -> String {
-        format!("\n{}\n", fit::wrap(title, self.width).join("\n"))
+        format!("\n{}\n", fit::wrap(&escaped(title), self.width).join("\n"))
     }
 
     fn blocks(self, out: &mut String, list: &[Block]) {
@@ -125,7 +125,7 @@ impl Out {
     /// Prose as lines indented by one space and wrapped to the width (a line break in the
     /// text starts a new line).
     fn prose(self, text: &Text) -> String {
-        text.to_plain()
+        escaped(&text.to_plain())
             .lines()
             .flat_map(|line| fit::wrap(line, self.width.saturating_sub(1)))
             .map(|line| format!(" {line}\n"))
@@ -228,7 +228,7 @@ impl Out {
             }
             for (i, line) in lines.iter().enumerate() {
                 let key = if i == 0 { k.as_str() } else { "" };
-                out.push_str(format!(" {key:<key_width$}  {line}").trim_end());
+                out.push_str(format!(" {}  {line}", pad(key, key_width, false)).trim_end());
                 out.push('\n');
             }
         }
@@ -238,7 +238,31 @@ impl Out {
 
 /// A cell's text on one line.
 fn cell_text(text: &Text) -> String {
-    text.to_plain().replace('\n', " ")
+    escaped(&text.to_plain().replace('\n', " "))
+}
+
+/// The text with every control character but the line break shown escaped (`\u{1b}`):
+/// a report's host name or CPU model is data, and must not move the cursor, retitle the
+/// terminal or clear the screen.
+fn escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' => "\n".to_string(),
+            c if c.is_control() => c.escape_unicode().to_string(),
+            c => c.to_string(),
+        })
+        .collect()
+}
+
+/// `text` padded with spaces to `width` characters, on the left when `right`: as
+/// `format!("{text:>width$}")`, which panics past 65,535.
+fn pad(text: &str, width: usize, right: bool) -> String {
+    let fill = " ".repeat(width.saturating_sub(text.chars().count()));
+    if right {
+        fill + text
+    } else {
+        text.to_string() + &fill
+    }
 }
 
 /// What the last column shown does with text wider than the room left for it.
@@ -312,13 +336,7 @@ impl<'a> Grid<'a> {
         // (`format!` pads to a width in characters, as `width` counts them.)
         let line = |cells: &[String], header: bool| -> String {
             let padded: Vec<String> = (cells.iter().zip(&widths).enumerate())
-                .map(|(k, (cell, &w))| {
-                    if !header && right(k) {
-                        format!("{cell:>w$}")
-                    } else {
-                        format!("{cell:<w$}")
-                    }
-                })
+                .map(|(k, (cell, &w))| pad(cell, w, !header && right(k)))
                 .collect();
             format!(" {}", padded.join("  ")).trim_end().to_string() + "\n"
         };
@@ -340,7 +358,9 @@ impl<'a> Grid<'a> {
                     let room = max.saturating_sub(first_width + 3).max(MIN_WIDTH);
                     for (k, piece) in fit::wrap(text, room).iter().enumerate() {
                         let first = if k == 0 { first.as_str() } else { "" };
-                        out.push_str(format!(" {first:<first_width$}  {piece}").trim_end());
+                        out.push_str(
+                            format!(" {}  {piece}", pad(first, first_width, false)).trim_end(),
+                        );
                         out.push('\n');
                     }
                 }

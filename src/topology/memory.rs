@@ -51,6 +51,25 @@ pub enum MemoryBound {
     MemAvailable,
     /// A cgroup's limit minus what is charged to it.
     Cgroup(CgroupMemoryLimit),
+    /// The address-space limit (`ulimit -v`, RLIMIT_AS) minus this process's VmSize.
+    AddressSpace { limit_bytes: u64, in_use_bytes: u64 },
+}
+
+/// The address-space limit (RLIMIT_AS) and this process's size against it, when one is set.
+pub fn address_space_limit() -> Option<(u64, u64)> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) } != 0
+        || limit.rlim_cur == libc::RLIM_INFINITY
+    {
+        return None;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let in_use = parse_meminfo_field(&status, "VmSize")?;
+    Some((limit.rlim_cur, in_use))
 }
 
 impl std::fmt::Display for AvailableMemory {
@@ -61,6 +80,16 @@ impl std::fmt::Display for AvailableMemory {
                 write!(f, "{}, MemAvailable of /proc/meminfo", Bytes(self.bytes))
             }
             MemoryBound::Cgroup(limit) => write!(f, "{}, {}", Bytes(self.bytes), limit.describe()),
+            MemoryBound::AddressSpace {
+                limit_bytes,
+                in_use_bytes,
+            } => write!(
+                f,
+                "{}, the address-space limit (ulimit -v) {} minus {} in use",
+                Bytes(self.bytes),
+                Bytes(*limit_bytes),
+                Bytes(*in_use_bytes)
+            ),
         }
     }
 }

@@ -379,21 +379,17 @@ impl Machine {
         }
     }
 
-    /// The memory this process may allocate now: MemAvailable, or the headroom of its
-    /// cgroup's limit when that is smaller, and which of the two it is.
+    /// The memory this process may allocate: MemAvailable, or the headroom of its
+    /// cgroup's limit or of its address-space limit (`ulimit -v`, read now) when that is
+    /// smaller, and which it is.
     pub fn available_memory(&self) -> memory::AvailableMemory {
-        match &self.memory_limit {
-            Some(limit) if limit.headroom_bytes() < self.memory_available_bytes => {
-                memory::AvailableMemory {
-                    bytes: limit.headroom_bytes(),
-                    bound: memory::MemoryBound::Cgroup(limit.clone()),
-                }
-            }
-            _ => memory::AvailableMemory {
-                bytes: self.memory_available_bytes,
-                bound: memory::MemoryBound::MemAvailable,
-            },
-        }
+        tightest(self.memory_available_bytes, self.memory_limit.clone())
+    }
+
+    /// The same, every figure read now (before a buffer is mapped).
+    pub fn available_memory_now() -> memory::AvailableMemory {
+        let available = memory::read_meminfo_field("MemAvailable").unwrap_or(0);
+        tightest(available, cgroup::detect())
     }
 
     /// Data-holding caches (L1d, L2, L3 …) ordered by level.
@@ -407,6 +403,33 @@ impl Machine {
     pub fn largest_cache_bytes(&self) -> Option<u64> {
         self.data_caches().iter().map(|c| c.size_bytes).max()
     }
+}
+
+/// The least of MemAvailable (0: unknown), a cgroup's headroom and the address-space
+/// limit's, with what it is.
+fn tightest(available: u64, cgroup: Option<cgroup::CgroupMemoryLimit>) -> memory::AvailableMemory {
+    use memory::{AvailableMemory, MemoryBound};
+    let mut best = AvailableMemory {
+        bytes: available,
+        bound: MemoryBound::MemAvailable,
+    };
+    let mut consider = |bytes: u64, bound: MemoryBound| {
+        let unknown = best.bytes == 0 && best.bound == MemoryBound::MemAvailable;
+        if unknown || bytes < best.bytes {
+            best = AvailableMemory { bytes, bound };
+        }
+    };
+    if let Some(limit) = cgroup {
+        consider(limit.headroom_bytes(), MemoryBound::Cgroup(limit));
+    }
+    if let Some((limit_bytes, in_use_bytes)) = memory::address_space_limit() {
+        let bound = MemoryBound::AddressSpace {
+            limit_bytes,
+            in_use_bytes,
+        };
+        consider(limit_bytes.saturating_sub(in_use_bytes), bound);
+    }
+    best
 }
 
 /// The most a small sysfs/procfs file may hold: sysfs attributes are at most a page, and

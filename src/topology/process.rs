@@ -13,9 +13,49 @@ pub fn smaps(pid: u32) -> io::Result<Vec<Mapping>> {
     std::fs::read_to_string(format!("/proc/{pid}/smaps")).map(|t| parse_smaps(&t))
 }
 
-/// Clears the accessed bits of every page of the process (`echo 1 > clear_refs`).
-pub(crate) fn clear_referenced(pid: u32) -> io::Result<()> {
-    std::fs::write(format!("/proc/{pid}/clear_refs"), "1")
+/// A process's /proc directory held open: what is read and written through it reaches
+/// that very process, or fails once it is gone, even when its pid is reused meanwhile.
+pub(crate) struct ProcessDir(std::os::fd::OwnedFd);
+
+impl ProcessDir {
+    pub(crate) fn open(pid: u32) -> io::Result<ProcessDir> {
+        let path = format!("/proc/{pid}");
+        Ok(ProcessDir(std::fs::File::open(path)?.into()))
+    }
+
+    fn file(&self, name: &std::ffi::CStr, flags: libc::c_int) -> io::Result<std::fs::File> {
+        use std::os::fd::AsRawFd;
+        let fd = crate::platform::fs::open_at(self.0.as_raw_fd(), name, flags, 0)?;
+        Ok(std::fs::File::from(fd))
+    }
+
+    pub(crate) fn read(&self, name: &std::ffi::CStr) -> io::Result<String> {
+        io::read_to_string(self.file(name, libc::O_RDONLY)?)
+    }
+
+    /// The process's parent and start time (fields 4 and 22 of stat).
+    pub(crate) fn parent_and_start(&self) -> io::Result<(u32, u64)> {
+        let stat = self.read(c"stat")?;
+        // The command name (field 2) may hold spaces and parentheses: fields after it.
+        let after: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, r)| r)
+            .split_whitespace()
+            .collect();
+        match (
+            after.get(1).and_then(|p| p.parse().ok()),
+            after.get(19).and_then(|s| s.parse().ok()),
+        ) {
+            (Some(parent), Some(start)) => Ok((parent, start)),
+            _ => Err(io::Error::other("an unreadable /proc/PID/stat")),
+        }
+    }
+
+    /// Clears the accessed bits of every page of the process (`echo 1 > clear_refs`).
+    pub(crate) fn clear_referenced(&self) -> io::Result<()> {
+        use std::io::Write;
+        self.file(c"clear_refs", libc::O_WRONLY)?.write_all(b"1")
+    }
 }
 
 /// The process and every process it started that is still running, parents first.
