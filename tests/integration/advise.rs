@@ -142,8 +142,15 @@ fn ctrl_c_reports_what_was_measured_and_exits_130() {
     let children = format!("/proc/{0}/task/{0}/children", child.id());
     let program = (0..200)
         .find_map(|_| {
+            // The program, not the init of its run's PID namespace (a fork of memscope).
             let pids = std::fs::read_to_string(&children).unwrap_or_default();
-            let pid = pids.split_whitespace().next().map(str::to_string);
+            let pid = pids
+                .split_whitespace()
+                .find(|p| {
+                    std::fs::read_to_string(format!("/proc/{p}/comm"))
+                        .is_ok_and(|c| c.trim() == "sleep")
+                })
+                .map(str::to_string);
             if pid.is_none() {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
