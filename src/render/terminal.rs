@@ -290,7 +290,7 @@ enum GridRow {
 
 impl<'a> Grid<'a> {
     fn of(table: &'a Table) -> Grid<'a> {
-        let header: Vec<String> = table.columns.iter().map(|c| c.header()).collect();
+        let header: Vec<String> = table.columns.iter().map(|c| escaped(&c.header())).collect();
         let rows: Vec<GridRow> = (table.rows.iter())
             .map(|r| match r {
                 Row::Cells(cells) => {
