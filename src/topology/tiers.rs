@@ -294,14 +294,6 @@ impl MemoryTiering {
     pub fn detect() -> MemoryTiering {
         MemoryTiering::read_at(Path::new("/sys"), Path::new("/proc"))
     }
-
-    /// The tier holding `node`, if any.
-    pub fn tier_of(&self, node: usize) -> Option<u32> {
-        self.tiers
-            .iter()
-            .find(|t| t.nodes.contains(&node))
-            .map(|t| t.id)
-    }
 }
 
 /// The nodes sysfs names as targets of device memory: CXL regions and NVDIMM regions.
@@ -606,8 +598,15 @@ mod tests {
             tiers,
             ..MemoryTiering::default()
         };
-        assert_eq!(tiering.tier_of(3), Some(22));
-        assert_eq!(tiering.tier_of(5), None);
+        let tier_of = |node| {
+            tiering
+                .tiers
+                .iter()
+                .find(|t| t.nodes.contains(&node))
+                .map(|t| t.id)
+        };
+        assert_eq!(tier_of(3), Some(22));
+        assert_eq!(tier_of(5), None);
     }
 
     #[test]

@@ -232,7 +232,7 @@ pub fn plan_mixes(
     };
     let Some(chosen) = chosen else {
         let node_of = |cpu: usize| machine.numa_nodes.iter().find(|n| n.cpus.contains(&cpu));
-        let cpu_node = (cpu.map_or_else(|| home_node(machine, &memory), |c| node_of(c)))
+        let cpu_node = (cpu.map_or_else(|| home_node(machine, &memory), node_of))
             .map(|n| n.id)
             .filter(|id| memory.contains(id))
             .ok_or_else(|| {

@@ -200,27 +200,6 @@ pub fn node_of_page(k: usize, weights: &[u32]) -> usize {
     0
 }
 
-/// How many of `pages` pages each node gets under `weights`.
-pub fn pages_per_node(pages: usize, weights: &[u32]) -> Vec<usize> {
-    let total: usize = weights.iter().map(|&w| w as usize).sum();
-    // No weight at all deals every page to the first node, as `node_of_page` does.
-    let (rounds, rest) = pages
-        .checked_div(total)
-        .map_or((0, 0), |rounds| (rounds, pages % total));
-    let mut before = 0;
-    let mut counts = Vec::with_capacity(weights.len());
-    for (i, &w) in weights.iter().enumerate() {
-        let w = w as usize;
-        let mut count = rounds * w + rest.saturating_sub(before).min(w);
-        if total == 0 && i == 0 {
-            count = pages;
-        }
-        counts.push(count);
-        before += w;
-    }
-    counts
-}
-
 /// One measured point, as the recommendation reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
@@ -323,6 +302,27 @@ pub fn apply_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How many of `pages` pages each node gets under `weights`.
+    fn pages_per_node(pages: usize, weights: &[u32]) -> Vec<usize> {
+        let total: usize = weights.iter().map(|&w| w as usize).sum();
+        // No weight at all deals every page to the first node, as `node_of_page` does.
+        let (rounds, rest) = pages
+            .checked_div(total)
+            .map_or((0, 0), |rounds| (rounds, pages % total));
+        let mut before = 0;
+        let mut counts = Vec::with_capacity(weights.len());
+        for (i, &w) in weights.iter().enumerate() {
+            let w = w as usize;
+            let mut count = rounds * w + rest.saturating_sub(before).min(w);
+            if total == 0 && i == 0 {
+                count = pages;
+            }
+            counts.push(count);
+            before += w;
+        }
+        counts
+    }
 
     fn r(local: u32, far: u32) -> Ratio {
         Ratio::new(local, far).unwrap()
