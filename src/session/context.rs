@@ -26,7 +26,7 @@ pub struct Session<'a> {
     pub pages_obtained: Option<PagesObtained>,
     /// What else ran on the machine during each experiment.
     pub conditions: Conditions,
-    /// The largest buffer an experiment that sizes its own used (numa's chase or readers).
+    /// The largest working set an experiment that sizes its own buffers chased (numa).
     pub working_set: u64,
 }
 
