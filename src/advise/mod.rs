@@ -222,6 +222,20 @@ pub struct ArmResult {
     pub failed_runs: usize,
 }
 
+impl ArmResult {
+    /// The change (%) the words give: the ratio's estimate, as its interval and the verdict
+    /// are, unless it points the other way from the medians' (few runs), then theirs.
+    pub fn change_pct(&self) -> Option<f64> {
+        match (
+            self.ratio.map(|r| (r.ratio - 1.0) * 100.0),
+            self.time.change_pct,
+        ) {
+            (Some(estimate), Some(medians)) if estimate * medians < 0.0 => Some(medians),
+            (estimate, medians) => estimate.or(medians),
+        }
+    }
+}
+
 /// What the co-runner did while the program ran, and what that left the program.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CoRunnerCheck {

@@ -150,7 +150,7 @@ fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
         resource,
         sensitivity,
         arm: Some(arm.label.clone()),
-        change_pct: arm.ratio.map(|r| (r.ratio - 1.0) * 100.0).or(change),
+        change_pct: arm.change_pct(),
         interval_pct: arm
             .ratio
             .map(|r| ((r.low - 1.0) * 100.0, (r.high - 1.0) * 100.0)),

@@ -383,12 +383,7 @@ impl AdviseResult {
                     )
                 })
                 .unwrap_or_default();
-            // The change is the ratio's estimate, as its interval and the verdict are.
-            let estimate = a
-                .ratio
-                .map(|r| (r.ratio - 1.0) * 100.0)
-                .or(a.time.change_pct);
-            let change = match (estimate, a.time.verdict) {
+            let change = match (a.change_pct(), a.time.verdict) {
                 (Some(c), crate::stats::change::Verdict::NoChange) => format!("{c:+.1}% ~"),
                 (Some(c), _) => format!("{c:+.1}%"),
                 (None, _) => String::new(),

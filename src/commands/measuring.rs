@@ -268,6 +268,7 @@ fn measure(
     warnings.extend(session.warnings);
     settings.cpus = session.cpus;
     settings.pages_obtained = session.pages_obtained;
+    settings.max_size_bytes = settings.max_size_bytes.max(session.working_set);
 
     if let Some(d) = &report_drift_words(m, &drift) {
         settings.sampling.push_str(d);

@@ -61,13 +61,6 @@ impl Context {
         }
     }
 
-    /// A context with the machine already known (tests).
-    pub fn with_machine(machine: Machine) -> Context {
-        let context = Context::new();
-        let _ = context.machine.set(machine);
-        context
-    }
-
     /// The machine's topology, detected the first time it is asked for.
     pub fn machine(&self) -> anyhow::Result<&Machine> {
         if let Some(machine) = self.machine.get() {

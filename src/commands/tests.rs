@@ -199,7 +199,8 @@ fn a_plan_runs_by_its_room_and_returns_its_document() {
     let json = dir.path().join("info.json");
     let json = json.to_str().expect("a UTF-8 path");
     let cli = Cli::try_parse_from(["memscope", "info", "--json", json]).expect("accepted");
-    let context = Context::with_machine(Machine::sample());
+    let context = Context::new();
+    let _ = context.machine.set(Machine::sample());
     let plan = plan(&cli, &context).expect("info plans");
     let (document, code) = plan.run(context).expect("info runs");
     assert_eq!(code, ExitCode::SUCCESS);

@@ -51,11 +51,6 @@ pub fn dense_offsets(lines: usize) -> Vec<usize> {
     (0..lines).map(|i| i * LINE_BYTES).collect()
 }
 
-/// Bytes of buffer `sparse_offsets(pages, page_bytes, _)` needs.
-pub fn sparse_bytes(pages: usize, page_bytes: usize) -> usize {
-    pages * page_bytes
-}
-
 /// Links the probes at `offsets` into one random cycle (seeded) and returns the address of
 /// the first probe, where a chase starts. Each probe holds the address of the next.
 ///
@@ -76,6 +71,11 @@ pub unsafe fn link(buffer: *mut u8, offsets: &[usize], seed: u64) -> *const usiz
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Bytes of buffer `sparse_offsets(pages, page_bytes, _)` needs.
+    fn sparse_bytes(pages: usize, page_bytes: usize) -> usize {
+        pages * page_bytes
+    }
     use crate::kernels::chase::{chase, UNROLL};
     use std::collections::HashSet;
 

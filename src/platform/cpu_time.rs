@@ -34,10 +34,6 @@ impl ThreadClock {
         self.0
     }
 
-    pub fn from_id(id: libc::clockid_t) -> ThreadClock {
-        ThreadClock(id)
-    }
-
     /// The thread's CPU time so far, ns (None once the thread has exited).
     pub fn now_ns(self) -> Option<u64> {
         read(self.0)
@@ -221,6 +217,6 @@ mod tests {
         std::hint::black_box((0..2_000_000u64).fold(0u64, |a, b| a ^ b.wrapping_mul(31)));
         assert!(thread_cpu_ns().unwrap() > before);
         assert!(clock.now_ns().unwrap() > other_before);
-        assert_eq!(ThreadClock::from_id(clock.id()), clock);
+        assert_eq!(ThreadClock(clock.id()), clock);
     }
 }

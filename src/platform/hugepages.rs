@@ -302,21 +302,6 @@ impl HugepageReservation {
         self.pages_needed
     }
 
-    /// Whether this reservation grew the pool.
-    pub fn changed_pool(&self) -> bool {
-        self.grew
-    }
-
-    /// The pool's persistent size before the reservation.
-    pub fn previous_pool(&self) -> u64 {
-        self.previous
-    }
-
-    /// The pool's persistent size while the reservation lives.
-    pub fn reserved_pool(&self) -> u64 {
-        self.reserved
-    }
-
     /// One line for the report when the pool was changed, e.g. "hugetlbfs pool of 2 MiB
     /// pages grown from 0 to 4 for this run and set back afterwards".
     pub fn summary(&self) -> Option<String> {

@@ -38,10 +38,6 @@ const MPOL_MODE_FLAGS: i32 = (1 << 15) | (1 << 14) | (1 << 13);
 
 const NODE_SYSFS: &str = "/sys/devices/system/node";
 
-/// Nodes a mask is sized for when sysfs does not say how many nodes are possible: the
-/// largest MAX_NUMNODES of common kernel configurations (NODES_SHIFT = 10).
-const FALLBACK_POSSIBLE_NODES: usize = 1024;
-
 /// A memory policy mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -353,38 +349,6 @@ pub fn node_of_page(addr: *const u8) -> io::Result<usize> {
     })
 }
 
-/// The memory policy of the mapping that holds `addr` (MPOL_DEFAULT with no nodes when
-/// none was set).
-pub fn policy_of(addr: *const u8) -> io::Result<Policy> {
-    // The kernel refuses a mask shorter than the number of possible nodes.
-    let mut nodes = NodeMask::with_capacity(possible_nodes().unwrap_or(FALLBACK_POSSIBLE_NODES));
-    let mut mode: libc::c_int = 0;
-    // SAFETY: the kernel writes `maxnode - 1` bits into the mask, which holds that many,
-    // and one int into `mode`.
-    let ret = unsafe {
-        libc::syscall(
-            libc::SYS_get_mempolicy,
-            &mut mode as *mut libc::c_int,
-            nodes.words.as_mut_ptr(),
-            nodes.maxnode(),
-            addr as libc::c_ulong,
-            MPOL_F_ADDR,
-        )
-    };
-    if ret != 0 {
-        let error = io::Error::last_os_error();
-        let hint = explain(&error, &NodeMask::default());
-        return Err(io::Error::new(
-            error.kind(),
-            format!("get_mempolicy(MPOL_F_ADDR) for {addr:p} failed: {error}{hint}"),
-        ));
-    }
-    Ok(Policy {
-        mode: Mode::from_raw(mode),
-        nodes,
-    })
-}
-
 /// The fraction of `samples` pages, spread evenly over `[start, start + len)`, that live
 /// on `node`. The pages must have been touched.
 pub fn fraction_on_node(
@@ -435,15 +399,52 @@ pub fn memory_nodes() -> Option<Vec<usize>> {
     }
 }
 
-/// How many node ids the kernel may use (the highest possible node + 1).
-fn possible_nodes() -> Option<usize> {
-    let text = std::fs::read_to_string(format!("{NODE_SYSFS}/possible")).ok()?;
-    parse_cpu_list(&text).ok()?.last().map(|&n| n + 1)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nodes a mask is sized for when sysfs does not say how many nodes are possible: the
+    /// largest MAX_NUMNODES of common kernel configurations (NODES_SHIFT = 10).
+    const FALLBACK_POSSIBLE_NODES: usize = 1024;
+
+    /// How many node ids the kernel may use (the highest possible node + 1).
+    fn possible_nodes() -> Option<usize> {
+        let text = std::fs::read_to_string(format!("{NODE_SYSFS}/possible")).ok()?;
+        parse_cpu_list(&text).ok()?.last().map(|&n| n + 1)
+    }
+
+    /// The memory policy of the mapping that holds `addr` (MPOL_DEFAULT with no nodes when
+    /// none was set).
+    fn policy_of(addr: *const u8) -> io::Result<Policy> {
+        // The kernel refuses a mask shorter than the number of possible nodes.
+        let mut nodes =
+            NodeMask::with_capacity(possible_nodes().unwrap_or(FALLBACK_POSSIBLE_NODES));
+        let mut mode: libc::c_int = 0;
+        // SAFETY: the kernel writes `maxnode - 1` bits into the mask, which holds that many,
+        // and one int into `mode`.
+        let ret = unsafe {
+            libc::syscall(
+                libc::SYS_get_mempolicy,
+                &mut mode as *mut libc::c_int,
+                nodes.words.as_mut_ptr(),
+                nodes.maxnode(),
+                addr as libc::c_ulong,
+                MPOL_F_ADDR,
+            )
+        };
+        if ret != 0 {
+            let error = io::Error::last_os_error();
+            let hint = explain(&error, &NodeMask::default());
+            return Err(io::Error::new(
+                error.kind(),
+                format!("get_mempolicy(MPOL_F_ADDR) for {addr:p} failed: {error}{hint}"),
+            ));
+        }
+        Ok(Policy {
+            mode: Mode::from_raw(mode),
+            nodes,
+        })
+    }
     use crate::platform::arena::UntouchedMapping;
 
     /// True (after saying why) when the policy calls are unavailable here: a container

@@ -14,14 +14,19 @@ pub fn notes(m: &Machine) -> Vec<String> {
         "memscope runs as a guest of {vendor}: the caches, TLBs and memory it measures are the \
          host's, shared with whatever else the host runs"
     )];
-    notes.push(
+    notes.push(if vendor.contains("TCG") {
+        "QEMU TCG emulates the CPU in software: no TLB miss walks a host's page tables in \
+         hardware, remote and far nodes cost what local memory does, and every timing is the \
+         emulator's, not a machine's caches', TLBs' or memory's"
+            .to_string()
+    } else {
         "a TLB miss costs a nested (two-dimensional) page walk: each level of the guest's page \
          table is itself translated through the host's, so page walks cost several times \
          what they cost on bare metal. 'latency' shows it as the gap between page-local and \
          random DRAM latency, and 'tlb' measures it per TLB level; huge pages in the guest \
          (and on the host) shrink it"
-            .to_string(),
-    );
+            .to_string()
+    });
     if let Some(llc) = m.data_caches().last() {
         notes.push(format!(
             "the {} ({}) is shared with the host's other cores and tenants: the capacity one \

@@ -26,6 +26,8 @@ pub struct Session<'a> {
     pub pages_obtained: Option<PagesObtained>,
     /// What else ran on the machine during each experiment.
     pub conditions: Conditions,
+    /// The largest working set an experiment that sizes its own buffers chased (numa).
+    pub working_set: u64,
 }
 
 impl<'a> Session<'a> {
@@ -45,6 +47,7 @@ impl<'a> Session<'a> {
             cpus: vec![cpu],
             pages_obtained: None,
             conditions: Conditions::start(cpu, &machine.allowed_cpus),
+            working_set: 0,
         }
     }
 

@@ -119,6 +119,9 @@ const COUNTER: &str = if cfg!(target_arch = "aarch64") {
 impl fmt::Display for WarningKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            WarningKind::Hypervisor(v) if v.contains("TCG") => {
+                write!(f, "emulated by {v}: its timings are no machine's")
+            }
             WarningKind::Hypervisor(vendor) => write!(
                 f,
                 "running under a hypervisor ({vendor}): TLB misses cost a nested page walk, the \
@@ -140,9 +143,7 @@ impl fmt::Display for WarningKind {
                  caches or memory. Their medians are shown; they take no part in finding \
                  plateaus. Consider more --repetitions or a quieter machine"
             ),
-            WarningKind::NoPmu(reason) => {
-                write!(f, "hardware performance counters unavailable: {reason}")
-            }
+            WarningKind::NoPmu(r) => write!(f, "hardware performance counters unavailable: {r}"),
             WarningKind::SystemBusy {
                 running,
                 cpus,

@@ -15,11 +15,6 @@ pub struct MannWhitney {
     pub p: f64,
 }
 
-/// Two-sided Mann–Whitney U p-value (see `mann_whitney_u`).
-pub fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
-    mann_whitney_u(a, b).map(|t| t.p)
-}
-
 /// The two-sided Mann–Whitney U test: exact (the null distribution of U counted) for
 /// small samples without ties, statrs' normal approximation with tie and continuity
 /// correction otherwise. (statrs 0.19's own exact path returns p = 1 for two samples that
@@ -151,6 +146,11 @@ fn rank_sum_distribution(n: usize) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Two-sided Mann–Whitney U p-value (see `mann_whitney_u`).
+    fn mann_whitney(a: &[f64], b: &[f64]) -> Option<f64> {
+        mann_whitney_u(a, b).map(|t| t.p)
+    }
 
     #[test]
     fn exact_mann_whitney_matches_the_u_distribution() {

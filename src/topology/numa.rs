@@ -85,14 +85,12 @@ pub fn detect_numa_at(sys: &Path, context: NumaContext) -> Vec<NumaNode> {
         });
     }
     nodes.sort_by_key(|n| n.id);
-    tiers::classify(&mut nodes, &RegionTargets::read_at(sys), context.cpu_model);
     for node in &mut nodes {
-        node.tier = context
-            .tiers
-            .iter()
+        node.tier = (context.tiers.iter())
             .find(|t| t.nodes.contains(&node.id))
             .map(|t| t.id);
     }
+    tiers::classify(&mut nodes, &RegionTargets::read_at(sys), context.cpu_model);
     nodes
 }
 

@@ -13,11 +13,14 @@
 //!   (`/sys/bus/nd/devices/regionN/target_node`) or of a dax device under one (a device path
 //!   through `ndbusN`);
 //! - **DRAM** when it has CPUs;
-//! - **HBM** when it has no CPUs and its HMAT read bandwidth is above that of every node
-//!   with CPUs nearest to it by SLIT distance, or, when the firmware gives no bandwidth to
-//!   compare, when the CPU is an Intel Xeon "Max" (whose CPU-less nodes are its HBM);
-//! - **unknown** for any other CPU-less node (e.g. memory the firmware hands over as
-//!   "soft reserved", `hmem` dax devices, which may well be CXL: sysfs does not say).
+//! - **HBM** (HBM-like) when it has no CPUs and its HMAT read bandwidth is above that of
+//!   every node with CPUs nearest to it by SLIT distance, else when the kernel put it in
+//!   a faster memory tier than every node with CPUs, or, with neither to compare, when the
+//!   CPU is an Intel Xeon "Max" (whose CPU-less nodes are its HBM);
+//! - **far memory** when it has no CPUs and the HMAT says it reads slower, else when the
+//!   kernel put it in a slower tier than every node with CPUs (CXL, hmem, PMEM sysfs did
+//!   not name as such);
+//! - **unknown** for any other CPU-less node (no HMAT, one tier for all: sysfs does not say).
 //!
 //! Every file is read bounded and anything unreadable or malformed reads as absent: a
 //! kernel without HMAT, tiers or weighted interleave yields None or empty, never an error.
@@ -46,18 +49,22 @@ pub enum MemoryKind {
     Hbm,
     /// Persistent memory onlined as RAM (an NVDIMM region's target node).
     PmemAsRam,
-    /// A CPU-less node whose kind sysfs does not tell (e.g. in a slower tier).
+    /// A CPU-less node slower than DRAM per the HMAT or the kernel's tiers, of no kind
+    /// sysfs names.
+    Far,
+    /// A CPU-less node whose kind sysfs does not tell (no HMAT, no tier apart).
     Unknown,
 }
 
 impl MemoryKind {
-    /// "DRAM", "CXL", "HBM", "PMEM as RAM", "unknown".
+    /// "DRAM", "CXL", "HBM-like", "PMEM as RAM", "far memory", "unknown".
     pub fn label(self) -> &'static str {
         match self {
             MemoryKind::Dram => "DRAM",
             MemoryKind::Cxl => "CXL",
-            MemoryKind::Hbm => "HBM",
+            MemoryKind::Hbm => "HBM-like",
             MemoryKind::PmemAsRam => "PMEM as RAM",
+            MemoryKind::Far => "far memory",
             MemoryKind::Unknown => "unknown",
         }
     }
@@ -287,14 +294,6 @@ impl MemoryTiering {
     pub fn detect() -> MemoryTiering {
         MemoryTiering::read_at(Path::new("/sys"), Path::new("/proc"))
     }
-
-    /// The tier holding `node`, if any.
-    pub fn tier_of(&self, node: usize) -> Option<u32> {
-        self.tiers
-            .iter()
-            .find(|t| t.nodes.contains(&node))
-            .map(|t| t.id)
-    }
 }
 
 /// The nodes sysfs names as targets of device memory: CXL regions and NVDIMM regions.
@@ -428,9 +427,16 @@ fn hmat_says_faster(node: &NumaNode, nodes: &[NumaNode]) -> Option<bool> {
 }
 
 /// Sets every node's kind by the rule in the module doc. `nodes` are the online nodes in id
-/// order (their HMAT figures already read).
+/// order (their HMAT figures and tiers already read).
 pub fn classify(nodes: &mut [NumaNode], targets: &RegionTargets, cpu_model: &str) {
     let xeon_max = is_xeon_max(cpu_model);
+    let cpu_tiers: Vec<u32> = (nodes.iter().filter(|n| n.has_cpus()))
+        .filter_map(|n| n.tier)
+        .collect();
+    let tier_says_faster = |node: &NumaNode| match node.tier.filter(|_| !cpu_tiers.is_empty()) {
+        Some(t) if cpu_tiers.iter().all(|&d| t != d) => Some(cpu_tiers.iter().all(|&d| t < d)),
+        _ => None,
+    };
     let kinds: Vec<MemoryKind> = nodes
         .iter()
         .map(|node| {
@@ -441,10 +447,11 @@ pub fn classify(nodes: &mut [NumaNode], targets: &RegionTargets, cpu_model: &str
             } else if !node.cpus.is_empty() {
                 MemoryKind::Dram
             } else {
-                match hmat_says_faster(node, nodes) {
+                match hmat_says_faster(node, nodes).or_else(|| tier_says_faster(node)) {
                     Some(true) => MemoryKind::Hbm,
+                    Some(false) => MemoryKind::Far,
                     None if xeon_max => MemoryKind::Hbm,
-                    _ => MemoryKind::Unknown,
+                    None => MemoryKind::Unknown,
                 }
             }
         })
@@ -591,8 +598,15 @@ mod tests {
             tiers,
             ..MemoryTiering::default()
         };
-        assert_eq!(tiering.tier_of(3), Some(22));
-        assert_eq!(tiering.tier_of(5), None);
+        let tier_of = |node| {
+            tiering
+                .tiers
+                .iter()
+                .find(|t| t.nodes.contains(&node))
+                .map(|t| t.id)
+        };
+        assert_eq!(tier_of(3), Some(22));
+        assert_eq!(tier_of(5), None);
     }
 
     #[test]

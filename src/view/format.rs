@@ -249,11 +249,6 @@ pub fn raw(value: f64) -> String {
     }
 }
 
-/// A CSV optional value: empty when absent.
-pub fn raw_opt<T: ToString>(value: Option<T>) -> String {
-    value.map(|v| v.to_string()).unwrap_or_default()
-}
-
 /// The command as a shell would need it typed: words with spaces or shell characters
 /// in single quotes, the whole in double quotes when it has several words.
 pub fn shell_quoted(argv: &[String]) -> String {

@@ -4,7 +4,7 @@
 //! reading team (`read`), and the buffers the kernel's own weighted interleave places
 //! (`kernel_policy`).
 
-use super::{weights, InterleaveConfig};
+use super::{weights, InterleaveConfig, KernelCheck, PointOrigin, RatioPoint};
 use crate::error::UsageError;
 use crate::experiments::shared::node_reading::on_cpu;
 use crate::kernels::stream::{self, Isa, KernelSpec};
@@ -66,6 +66,31 @@ pub(super) struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// One ratio: the pages moved where `weights` deal them, read, and verified after.
+    pub(super) fn point(
+        &self,
+        placed: &mut Placed,
+        nodes: &[usize],
+        (ratio, weights): (weights::Ratio, &[u32]),
+        origin: PointOrigin,
+    ) -> Result<RatioPoint, UsageError> {
+        let share = self.place(placed, nodes, weights)?;
+        let trials = self.read(&placed.buffers)?;
+        let total: u32 = weights.iter().sum();
+        Ok(RatioPoint {
+            ratio,
+            origin,
+            local_share: f64::from(weights[0]) / f64::from(total.max(1)),
+            read_gb_per_s: trials.summary.median,
+            spread_pct: trials.summary.spread_pct(),
+            min_gb_per_s: trials.summary.min,
+            max_gb_per_s: trials.summary.max,
+            overlap: trials.overlap,
+            placed: share,
+            verified: self.verify(placed, nodes, weights),
+        })
+    }
+
     /// Reads `buffers` with the configured CPUs, together, for the configured trials.
     pub(super) fn read(&self, buffers: &[Arena]) -> Result<Trials, UsageError> {
         let job = ReadJob {
@@ -205,10 +230,15 @@ impl Bench<'_> {
         (asked > 0).then(|| matched as f64 / asked as f64)
     }
 
-    /// The kernel's own policy with the system's weights: buffers faulted in on a thread
+    /// The kernel's own policy with the system's `weights`: buffers faulted in on a thread
     /// of the local node under MPOL_WEIGHTED_INTERLEAVE, where each page went, and their
-    /// read bandwidth.
-    pub(super) fn kernel_policy(&self, nodes: &[usize]) -> Result<(Vec<f64>, Trials), UsageError> {
+    /// read bandwidth beside the emulation's at the same weights.
+    pub(super) fn kernel_policy(
+        &self,
+        nodes: &[usize],
+        weights: Vec<u32>,
+        emulated: Option<f64>,
+    ) -> Result<KernelCheck, UsageError> {
         let mask = NodeMask::from_nodes(nodes);
         let buffers = on_cpu(Some(self.config.cpus[0]), &self.config.cpus, || {
             // The thread's policy: it ends with the thread, so nothing else inherits it.
@@ -235,10 +265,18 @@ impl Bench<'_> {
                 }
             }
         }
-        let shares = (counts.iter())
-            .map(|&c| c as f64 / total.max(1) as f64)
-            .collect();
         let trials = self.read(&buffers)?;
-        Ok((shares, trials))
+        let sum: f64 = weights.iter().map(|&w| f64::from(w)).sum();
+        Ok(KernelCheck {
+            expected_shares: weights.iter().map(|&w| f64::from(w) / sum).collect(),
+            weights,
+            shares: (counts.iter())
+                .map(|&c| c as f64 / total.max(1) as f64)
+                .collect(),
+            read_gb_per_s: trials.summary.median,
+            spread_pct: trials.summary.spread_pct(),
+            difference_pct: emulated.map(|e| (trials.summary.median / e - 1.0) * 100.0),
+            emulated_gb_per_s: emulated,
+        })
     }
 }

@@ -111,7 +111,7 @@ impl InterleaveConfig {
         let why_not = kernel_state(kernel, system.as_ref());
         let (cpu_node, mixes, left_out) = plan_mixes(
             machine,
-            measure.cpu,
+            args.measure.cpu.is_some().then_some(measure.cpu),
             chosen.as_deref(),
             with_memory.as_deref(),
             &why_not,

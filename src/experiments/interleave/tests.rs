@@ -49,7 +49,30 @@ fn plan(
     cpu: usize,
     chosen: Option<&[usize]>,
 ) -> Result<(usize, Vec<Mix>, Vec<String>), String> {
-    plan_mixes(machine, cpu, chosen, None, "KERNEL STATE.").map_err(|e| e.to_string())
+    plan_mixes(machine, Some(cpu), chosen, None, "KERNEL STATE.").map_err(|e| e.to_string())
+}
+
+#[test]
+fn without_cpu_the_reading_node_is_the_one_far_memory_hangs_off() {
+    // Far memory behind socket 0 (its HMAT initiator): read from node 0, not from the
+    // last CPU's socket.
+    let mut machine = two_sockets_two_cxl();
+    machine.numa_nodes.pop();
+    let home = |m: &Machine| plan_mixes(m, None, None, None, "").map(|p| p.0);
+    assert_eq!(home(&machine).unwrap(), 0);
+    // Node 1 has CPUs and no memory (the last CPU is there): still node 0, not an error.
+    machine.numa_nodes[1].memory_total_bytes = 0;
+    assert_eq!(home(&machine).unwrap(), 0);
+    // Nothing CPU-less: the last node with CPUs and memory, as the last CPU's was.
+    let plain = Machine {
+        numa_nodes: vec![
+            node(0, vec![0], MemoryKind::Dram),
+            node(1, vec![1], MemoryKind::Dram),
+        ],
+        allowed_cpus: vec![0, 1],
+        ..Machine::default()
+    };
+    assert_eq!(home(&plain).unwrap(), 1);
 }
 
 #[test]
@@ -129,7 +152,7 @@ fn one_memory_node_is_not_applicable_and_says_why() {
         allowed_cpus: vec![0, 1],
         ..Machine::default()
     };
-    let error = plan_mixes(&machine, 1, None, None, "KERNEL STATE.").unwrap_err();
+    let error = plan_mixes(&machine, Some(1), None, None, "KERNEL STATE.").unwrap_err();
     assert!(matches!(error, UsageError::Unsupported(_)));
     let text = error.to_string();
     for words in [
@@ -142,7 +165,7 @@ fn one_memory_node_is_not_applicable_and_says_why() {
     }
     // Two nodes, but this process may use the memory of one only.
     let machine = two_sockets_two_cxl();
-    let error = plan_mixes(&machine, 1, None, Some(&[0]), "").unwrap_err();
+    let error = plan_mixes(&machine, Some(1), None, Some(&[0]), "").unwrap_err();
     assert!(error.to_string().contains("has one (node 0)"), "{error}");
 }
 
@@ -154,7 +177,7 @@ fn bad_nodes_are_named_with_what_was_expected() {
         error.contains("'9' for --nodes") && error.contains("0-3"),
         "{error}"
     );
-    let error = plan(&machine, 3, Some(&[2, 2])).unwrap_err();
+    let error = plan(&machine, 3, Some(&[2])).unwrap_err();
     assert!(
         error.contains("'2' for --nodes") && error.contains("two or more"),
         "{error}"

@@ -200,27 +200,6 @@ pub fn node_of_page(k: usize, weights: &[u32]) -> usize {
     0
 }
 
-/// How many of `pages` pages each node gets under `weights`.
-pub fn pages_per_node(pages: usize, weights: &[u32]) -> Vec<usize> {
-    let total: usize = weights.iter().map(|&w| w as usize).sum();
-    // No weight at all deals every page to the first node, as `node_of_page` does.
-    let (rounds, rest) = pages
-        .checked_div(total)
-        .map_or((0, 0), |rounds| (rounds, pages % total));
-    let mut before = 0;
-    let mut counts = Vec::with_capacity(weights.len());
-    for (i, &w) in weights.iter().enumerate() {
-        let w = w as usize;
-        let mut count = rounds * w + rest.saturating_sub(before).min(w);
-        if total == 0 && i == 0 {
-            count = pages;
-        }
-        counts.push(count);
-        before += w;
-    }
-    counts
-}
-
 /// One measured point, as the recommendation reads it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Measured {
@@ -239,15 +218,19 @@ pub struct Recommendation {
     pub best_gb_per_s: f64,
     /// Local memory alone (1:0).
     pub local_gb_per_s: f64,
-    /// (best / local − 1) × 100.
+    /// (best / local − 1) × 100: the median over the confirmation's pairs where it ran.
     pub gain_pct: f64,
-    /// Twice the larger spread of the two: a gain below it is within noise.
+    /// Twice the larger spread of the two, or local alone's drift between its
+    /// measurements where larger: a gain below it is within noise.
     pub noise_pct: f64,
     pub within_noise: bool,
 }
 
 /// The best ratio and its gain over local memory alone; None without a local point.
-pub fn recommend(points: &[Measured]) -> Option<Recommendation> {
+/// `pairs` are (local, best) medians measured in turn after the first pass: the gain
+/// counts only where every pair gains more than the noise, which also takes in how far
+/// local alone drifted between its measurements (so one lucky trial recommends nothing).
+pub fn recommend(points: &[Measured], pairs: &[(f64, f64)]) -> Option<Recommendation> {
     let local = points
         .iter()
         .find(|p| p.ratio == Ratio::LOCAL && p.median.is_finite())?;
@@ -255,15 +238,23 @@ pub fn recommend(points: &[Measured]) -> Option<Recommendation> {
         .iter()
         .filter(|p| p.median.is_finite())
         .max_by(|a, b| a.median.total_cmp(&b.median))?;
-    let gain_pct = (best.median / local.median - 1.0) * 100.0;
-    let noise_pct = 2.0 * best.spread_pct.max(local.spread_pct);
+    let gains: Vec<f64> = (pairs.iter()).map(|(l, b)| (b / l - 1.0) * 100.0).collect();
+    let locals = pairs.iter().map(|p| p.0).chain([local.median]);
+    let drift = locals.clone().fold(f64::MIN, f64::max) - locals.fold(f64::MAX, f64::min);
+    let noise_pct = (2.0 * best.spread_pct.max(local.spread_pct)).max(drift / local.median * 100.0);
+    let gain_pct = match gains.len() {
+        0 => (best.median / local.median - 1.0) * 100.0,
+        _ => crate::stats::summary::median(&gains),
+    };
     Some(Recommendation {
         best: best.ratio,
         best_gb_per_s: best.median,
         local_gb_per_s: local.median,
         gain_pct,
         noise_pct,
-        within_noise: best.ratio != Ratio::LOCAL && gain_pct <= noise_pct,
+        within_noise: best.ratio == Ratio::LOCAL
+            || gains.is_empty()
+            || gains.iter().any(|&g| g <= noise_pct),
     })
 }
 
@@ -302,7 +293,7 @@ pub fn apply_lines(
     let mut all = nodes.to_vec();
     all.sort_unstable();
     lines.push(format!(
-        "numactl --cpunodebind={local} --weighted-interleave={} COMMAND",
+        "numactl --cpunodebind={local} --weighted-interleave={} COMMAND   # numactl 2.0.19+",
         crate::topology::cpu::format_cpu_list(&all)
     ));
     lines
@@ -311,6 +302,27 @@ pub fn apply_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How many of `pages` pages each node gets under `weights`.
+    fn pages_per_node(pages: usize, weights: &[u32]) -> Vec<usize> {
+        let total: usize = weights.iter().map(|&w| w as usize).sum();
+        // No weight at all deals every page to the first node, as `node_of_page` does.
+        let (rounds, rest) = pages
+            .checked_div(total)
+            .map_or((0, 0), |rounds| (rounds, pages % total));
+        let mut before = 0;
+        let mut counts = Vec::with_capacity(weights.len());
+        for (i, &w) in weights.iter().enumerate() {
+            let w = w as usize;
+            let mut count = rounds * w + rest.saturating_sub(before).min(w);
+            if total == 0 && i == 0 {
+                count = pages;
+            }
+            counts.push(count);
+            before += w;
+        }
+        counts
+    }
 
     fn r(local: u32, far: u32) -> Ratio {
         Ratio::new(local, far).unwrap()
@@ -423,25 +435,32 @@ mod tests {
             point(r(2, 1), 125.0, 2.0),
             point(r(1, 1), 90.0, 1.0),
         ];
-        let rec = recommend(&points).unwrap();
+        // Every pair gains beyond the noise: recommended, at the pairs' median gain.
+        let pairs = [(100.0, 124.0), (101.0, 126.0), (99.0, 125.0)];
+        let rec = recommend(&points, &pairs).unwrap();
         assert_eq!(rec.best, r(2, 1));
-        assert!((rec.gain_pct - 25.0).abs() < 1e-9);
+        assert!((rec.gain_pct - 24.75).abs() < 0.01, "{}", rec.gain_pct);
         assert_eq!(rec.noise_pct, 4.0);
         assert!(!rec.within_noise);
+        // Without a confirmation, or with a pair inside local alone's drift: nothing.
+        assert!(recommend(&points, &[]).unwrap().within_noise);
+        let drifting = [(100.0, 124.0), (80.0, 84.0), (100.0, 125.0)];
+        let rec = recommend(&points, &drifting).unwrap();
+        assert!(rec.within_noise && rec.noise_pct >= 20.0, "{rec:?}");
 
         let close = [point(Ratio::LOCAL, 100.0, 3.0), point(r(8, 1), 104.0, 1.0)];
-        let rec = recommend(&close).unwrap();
+        let rec = recommend(&close, &[(100.0, 104.0)]).unwrap();
         assert_eq!(rec.best, r(8, 1));
         assert!(rec.within_noise, "4 % is within twice a 3 % spread");
 
         let local_best = [point(Ratio::LOCAL, 100.0, 1.0), point(r(1, 1), 60.0, 1.0)];
-        let rec = recommend(&local_best).unwrap();
+        let rec = recommend(&local_best, &[]).unwrap();
         assert_eq!(
             (rec.best, rec.gain_pct, rec.within_noise),
-            (Ratio::LOCAL, 0.0, false)
+            (Ratio::LOCAL, 0.0, true)
         );
-        assert_eq!(recommend(&points[1..]), None, "no local point");
-        assert_eq!(recommend(&[point(Ratio::LOCAL, f64::NAN, 0.0)]), None);
+        assert_eq!(recommend(&points[1..], &[]), None, "no local point");
+        assert_eq!(recommend(&[point(Ratio::LOCAL, f64::NAN, 0.0)], &[]), None);
     }
 
     #[test]
@@ -454,7 +473,8 @@ mod tests {
                 format!("echo false > {dir}/auto"),
                 format!("echo 3 > {dir}/node0"),
                 format!("echo 1 > {dir}/node2"),
-                "numactl --cpunodebind=0 --weighted-interleave=0,2 COMMAND".to_string(),
+                "numactl --cpunodebind=0 --weighted-interleave=0,2 COMMAND   # numactl 2.0.19+"
+                    .to_string(),
             ]
         );
         // No auto file (6.9 to 6.15); the local node need not be the lowest.
@@ -463,7 +483,7 @@ mod tests {
         assert_eq!(lines[2], format!("echo 2 > {dir}/node3"));
         assert_eq!(
             lines[3],
-            "numactl --cpunodebind=1 --weighted-interleave=0-1,3 COMMAND"
+            "numactl --cpunodebind=1 --weighted-interleave=0-1,3 COMMAND   # numactl 2.0.19+"
         );
         let local = apply_lines(Ratio::LOCAL, &[0, 2], dir, Some("auto"));
         assert_eq!(local.len(), 1);

@@ -36,6 +36,7 @@ impl Experiment for NumaConfig {
 
     fn measure(&self, s: &mut Session, _earlier: &Results) -> anyhow::Result<NumaResult> {
         let result = measure(self, s.machine, s.timer, s.progress)?;
+        s.working_set = s.working_set.max(result.latency_bytes);
         s.warn(WarningKind::not_concurrent(
             "NUMA cell",
             result.read_overlap.iter().flatten().copied(),

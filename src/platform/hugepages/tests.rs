@@ -271,11 +271,11 @@ fn the_first_run_to_end_leaves_the_pool_to_the_second_and_the_last_sets_it_back(
     let _serial = serial();
     let two = Two::new(0, 0);
     let a = two.reserve(&two.a, 4);
-    assert!(a.changed_pool());
+    assert!(a.grew);
     assert_eq!(two.nr(), 4);
     two.set_free(0);
     let b = two.reserve(&two.b, 2);
-    assert_eq!((b.previous_pool(), b.reserved_pool(), two.nr()), (4, 6, 6));
+    assert_eq!((b.previous, b.reserved, two.nr()), (4, 6, 6));
     assert_eq!(two.entries(), vec![(100, 0, vec![4]), (200, 4, vec![6])]);
     // A ends while B runs: the pool stays, and B's entry now holds A's base.
     drop(a);
@@ -296,7 +296,7 @@ fn a_run_that_found_its_pages_in_the_pool_is_a_user_of_it_too() {
         // B's pages are there (A has not mapped its own yet): nothing grows, but B is
         // journaled as a user.
         let b = two.reserve(&two.b, 2);
-        assert!(!b.changed_pool() && b.summary().is_none());
+        assert!(!b.grew && b.summary().is_none());
         assert_eq!(two.entries(), vec![(100, 0, vec![4]), (200, 4, vec![])]);
         if a_ends_first {
             drop(a);
@@ -478,7 +478,7 @@ fn a_pool_that_is_big_enough_is_left_alone() {
     let _serial = serial();
     let dir = fake_pool(8, 8);
     let reservation = HugepageReservation::ensure_in(dir.path(), PAGE_2M, 8).unwrap();
-    assert!(!reservation.changed_pool());
+    assert!(!reservation.grew);
     assert_eq!(reservation.summary(), None);
     drop(reservation);
     assert_eq!(read_nr(dir.path()), 8);
@@ -560,26 +560,26 @@ fn reservations_of_one_pool_set_it_back_when_the_last_one_ends() {
     match journaled(dir).as_slice() {
         [Change::HugepagePool { previous, set, .. }] => {
             assert_eq!(*previous, snapshot.persistent);
-            assert!(set.contains(&first.reserved_pool()), "{set:?}");
+            assert!(set.contains(&first.reserved), "{set:?}");
         }
         other => panic!("{other:?}"),
     }
     let second = HugepageReservation::ensure(PAGE_2M, need_two_more()).unwrap();
-    assert_eq!(first.previous_pool(), snapshot.persistent);
-    assert_eq!(second.previous_pool(), first.reserved_pool());
-    assert!(second.reserved_pool() >= snapshot.persistent + 4);
+    assert_eq!(first.previous, snapshot.persistent);
+    assert_eq!(second.previous, first.reserved);
+    assert!(second.reserved >= snapshot.persistent + 4);
     // One entry for the pool, holding both sizes set.
     match journaled(dir).as_slice() {
         [Change::HugepagePool { previous, set, .. }] => {
             assert_eq!(*previous, snapshot.persistent);
-            assert!(set.contains(&first.reserved_pool()), "{set:?}");
-            assert!(set.contains(&second.reserved_pool()), "{set:?}");
+            assert!(set.contains(&first.reserved), "{set:?}");
+            assert!(set.contains(&second.reserved), "{set:?}");
         }
         other => panic!("{other:?}"),
     }
     // Dropped out of order: the first one's end must not undo the second's pages.
     drop(first);
-    assert_eq!(read_nr(dir), second.reserved_pool());
+    assert_eq!(read_nr(dir), second.reserved);
     assert_eq!(journaled(dir).len(), 1);
     drop(second);
     snapshot.assert_restored();
@@ -705,7 +705,7 @@ fn signal_child_reserves_and_waits() {
     let reservation = HugepageReservation::ensure(PAGE_2M, needed).unwrap();
     let _buffer = Arena::new(Bytes(4 * PAGE_2M), PagePolicy::Huge2M).unwrap();
     let mut stdout = io::stdout().lock();
-    writeln!(stdout, "{CHILD_READY} {}", reservation.reserved_pool()).unwrap();
+    writeln!(stdout, "{CHILD_READY} {}", reservation.reserved).unwrap();
     stdout.flush().unwrap();
     drop(stdout);
     // The parent signals long before this ends; if it does not, its test fails.

@@ -111,7 +111,7 @@ pub(super) fn numa_table(m: &Machine) -> Table {
     if tiered {
         columns.push(
             Column::text("Kind")
-                .titled("what the node's memory is, as sysfs tells (DRAM, CXL, HBM, PMEM as RAM)"),
+                .titled("what the node's memory is, as sysfs tells (DRAM, CXL, PMEM as RAM), else for a CPU-less node HBM-like or far memory: faster or slower than DRAM per the HMAT or the kernel's tiers"),
         );
         columns.push(Column::number("Tier").titled("the kernel's memory tier (lower is faster)"));
     }

@@ -288,7 +288,23 @@ fn hbm_in_flat_mode() {
     slow.hmat(0, 0, &[0], (100, 100, 250_000, 200_000));
     slow.hmat(1, 0, &[0], (200, 200, 50_000, 40_000));
     let (nodes, _) = slow.detect("Intel(R) Xeon(R) CPU Max 9480");
-    assert_eq!(kinds(&nodes), [MemoryKind::Dram, MemoryKind::Unknown]);
+    assert_eq!(kinds(&nodes), [MemoryKind::Dram, MemoryKind::Far]);
+
+    // Without HMAT the kernel's tiers tell: a slower tier is far memory, a faster one
+    // HBM-like, one tier for all says nothing.
+    for (tiers, kind) in [
+        ([(4, "0"), (22, "1")], MemoryKind::Far),
+        ([(4, "0"), (1, "1")], MemoryKind::Hbm),
+        ([(4, "0-1"), (9, "")], MemoryKind::Unknown),
+    ] {
+        let t = Tree::new();
+        t.node(0, "0-55", 256, "10 13");
+        t.node(1, "", 64, "13 10");
+        for (id, nodes) in tiers {
+            t.tier(id, nodes);
+        }
+        assert_eq!(kinds(&t.detect("").0), [MemoryKind::Dram, kind]);
+    }
 }
 
 #[test]

@@ -93,7 +93,7 @@ pub(super) fn columns_and_firmware(result: &NumaResult, axes: &Axes, s: &mut Sec
     if !far.is_empty() {
         s.push(Paragraph::callout(
             Text::new()
-                .strong("Far memory / local DRAM")
+                .strong("CPU-less memory / local DRAM")
                 .add(format!(" (from the nearest CPU node): {}", far.join("; "))),
         ));
     }

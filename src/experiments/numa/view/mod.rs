@@ -687,7 +687,7 @@ The cell in detail
         let latency = s.table("Idle latency, page-local chase (ns)").unwrap();
         assert_eq!(
             latency.headers().join("|"),
-            "Threads on|Memory on node 2 (HBM)"
+            "Threads on|Memory on node 2 (HBM-like)"
         );
         assert_eq!(s.charts().len(), 0, "one cell: tables, not heatmaps");
         assert!(s
@@ -695,7 +695,7 @@ The cell in detail
             .is_none());
         let text = s.plain_text();
         assert!(
-            !text.contains("Far memory") && !text.contains("Remote / local"),
+            !text.contains("CPU-less memory") && !text.contains("Remote / local"),
             "{text}"
         );
         assert!(text.contains("The cell in detail"), "{text}");

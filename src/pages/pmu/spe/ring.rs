@@ -127,24 +127,6 @@ impl Ring {
         Ok(ring)
     }
 
-    /// A ring in anonymous memory laid out as the kernel lays out a real one, for tests.
-    #[cfg(test)]
-    pub fn anonymous(page: usize, data_pages: usize, aux_pages: usize) -> Ring {
-        let base_len = (1 + data_pages) * page;
-        let aux_len = aux_pages * page;
-        let ring = Ring {
-            page,
-            base: map(-1, base_len, 0).expect("anonymous ring"),
-            base_len,
-            aux: map(-1, aux_len, 0).expect("anonymous aux"),
-            aux_len,
-        };
-        ring.word(DATA_OFFSET).store(page as u64, Ordering::Relaxed);
-        ring.word(DATA_SIZE)
-            .store((data_pages * page) as u64, Ordering::Relaxed);
-        ring
-    }
-
     fn word(&self, offset: usize) -> &AtomicU64 {
         debug_assert!(offset.is_multiple_of(8) && offset + 8 <= 4096);
         // SAFETY: the header page is mapped, page aligned and at least 4 KiB long, the
@@ -258,33 +240,6 @@ impl Ring {
             }
         }
     }
-
-    /// Test access to the header fields the kernel writes.
-    #[cfg(test)]
-    pub fn kernel_writes(&self, offset: usize, value: u64) {
-        self.word(offset).store(value, Ordering::Release);
-    }
-
-    /// Test access to the data and AUX areas, as the kernel writes them.
-    #[cfg(test)]
-    pub fn kernel_writes_bytes(&self, aux: bool, pos: usize, bytes: &[u8]) {
-        let (base, size) = if aux {
-            (self.aux, self.aux_len)
-        } else {
-            let (offset, size) = self.data_area();
-            // SAFETY: inside the mapping.
-            (unsafe { self.base.add(offset) }, size)
-        };
-        for (i, b) in bytes.iter().enumerate() {
-            // SAFETY: the index is reduced modulo the mapped area's size.
-            unsafe { *base.add((pos + i) % size) = *b };
-        }
-    }
-
-    #[cfg(test)]
-    pub fn header(&self, offset: usize) -> u64 {
-        self.word(offset).load(Ordering::Acquire)
-    }
 }
 
 impl Drop for Ring {
@@ -293,5 +248,53 @@ impl Drop for Ring {
             unmap(self.aux, self.aux_len);
         }
         unmap(self.base, self.base_len);
+    }
+}
+
+#[cfg(test)]
+mod test_support {
+    use super::*;
+
+    impl Ring {
+        /// A ring in anonymous memory laid out as the kernel lays out a real one, for tests.
+        pub fn anonymous(page: usize, data_pages: usize, aux_pages: usize) -> Ring {
+            let base_len = (1 + data_pages) * page;
+            let aux_len = aux_pages * page;
+            let ring = Ring {
+                page,
+                base: map(-1, base_len, 0).expect("anonymous ring"),
+                base_len,
+                aux: map(-1, aux_len, 0).expect("anonymous aux"),
+                aux_len,
+            };
+            ring.word(DATA_OFFSET).store(page as u64, Ordering::Relaxed);
+            ring.word(DATA_SIZE)
+                .store((data_pages * page) as u64, Ordering::Relaxed);
+            ring
+        }
+
+        /// Test access to the header fields the kernel writes.
+        pub fn kernel_writes(&self, offset: usize, value: u64) {
+            self.word(offset).store(value, Ordering::Release);
+        }
+
+        /// Test access to the data and AUX areas, as the kernel writes them.
+        pub fn kernel_writes_bytes(&self, aux: bool, pos: usize, bytes: &[u8]) {
+            let (base, size) = if aux {
+                (self.aux, self.aux_len)
+            } else {
+                let (offset, size) = self.data_area();
+                // SAFETY: inside the mapping.
+                (unsafe { self.base.add(offset) }, size)
+            };
+            for (i, b) in bytes.iter().enumerate() {
+                // SAFETY: the index is reduced modulo the mapped area's size.
+                unsafe { *base.add((pos + i) % size) = *b };
+            }
+        }
+
+        pub fn header(&self, offset: usize) -> u64 {
+            self.word(offset).load(Ordering::Acquire)
+        }
     }
 }
