@@ -269,45 +269,6 @@ pub fn shell_quoted(argv: &[String]) -> String {
     format!("\"{}\"", words.join(" "))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn figures_keep_the_digits_that_matter_and_dash_the_invalid() {
-        assert_eq!(ns(1.234), "1.23");
-        assert_eq!(ns(45.67), "45.7");
-        assert_eq!(ns(123.4), "123");
-        assert_eq!(ns(f64::NAN), DASH);
-        assert_eq!(cycles(0.0), DASH);
-        assert_eq!(thousands(-1234567.0), "-1,234,567");
-        assert_eq!(grouped(5979.1649, 2), "5,979.16");
-        assert_eq!(grouped(33.83, 2), "33.83");
-        assert_eq!(grouped(-1234567.891, 1), "-1,234,567.9");
-        assert_eq!(grouped(999.999, 2), "1,000.00");
-        assert_eq!(grouped(-0.001, 2), "0.00");
-        assert_eq!(grouped(1355.0, 0), "1,355");
-        assert_eq!(grouped(f64::NAN, 2), DASH);
-        assert_eq!(derived(0.4123), "0.412");
-        assert_eq!(duration(4.21e6), "4.21 ms");
-        assert_eq!(count_of(1, "thread"), "1 thread");
-        assert_eq!(raw(f64::INFINITY), "");
-        assert_eq!(raw(1.234567), "1.2346");
-        assert_eq!(distinct([2, 1, 2, 3]), vec![2, 1, 3]);
-        assert!(noisy(10.1) && !noisy(10.0) && !noisy(f64::NAN));
-        assert_eq!((or_dash(" "), or_dash("x")), (DASH, "x"));
-        assert_eq!(cpu_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
-        assert_eq!(cpu_list(&[]), DASH);
-    }
-
-    #[test]
-    fn k_subset_keeps_the_ends_and_both_sides_of_cliffs() {
-        let ks: Vec<u32> = (0..=100).collect();
-        assert_eq!(k_subset(&ks, &[37], 5), vec![0, 25, 37, 38, 50, 75, 100]);
-        assert_eq!(k_subset(&[1, 2, 3], &[2], 5), vec![1, 2, 3]);
-    }
-}
-
 /// What a command's runs left running, in words: "still running and killed then: 2
 /// descendants at the end of run 3 …"; and, where the tree was kept without a PID
 /// namespace, what is not guaranteed then.
@@ -347,4 +308,43 @@ pub fn process_tree_notes(tree: &ProcessTree) -> Vec<String> {
         );
     }
     notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_keep_the_digits_that_matter_and_dash_the_invalid() {
+        assert_eq!(ns(1.234), "1.23");
+        assert_eq!(ns(45.67), "45.7");
+        assert_eq!(ns(123.4), "123");
+        assert_eq!(ns(f64::NAN), DASH);
+        assert_eq!(cycles(0.0), DASH);
+        assert_eq!(thousands(-1234567.0), "-1,234,567");
+        assert_eq!(grouped(5979.1649, 2), "5,979.16");
+        assert_eq!(grouped(33.83, 2), "33.83");
+        assert_eq!(grouped(-1234567.891, 1), "-1,234,567.9");
+        assert_eq!(grouped(999.999, 2), "1,000.00");
+        assert_eq!(grouped(-0.001, 2), "0.00");
+        assert_eq!(grouped(1355.0, 0), "1,355");
+        assert_eq!(grouped(f64::NAN, 2), DASH);
+        assert_eq!(derived(0.4123), "0.412");
+        assert_eq!(duration(4.21e6), "4.21 ms");
+        assert_eq!(count_of(1, "thread"), "1 thread");
+        assert_eq!(raw(f64::INFINITY), "");
+        assert_eq!(raw(1.234567), "1.2346");
+        assert_eq!(distinct([2, 1, 2, 3]), vec![2, 1, 3]);
+        assert!(noisy(10.1) && !noisy(10.0) && !noisy(f64::NAN));
+        assert_eq!((or_dash(" "), or_dash("x")), (DASH, "x"));
+        assert_eq!(cpu_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
+        assert_eq!(cpu_list(&[]), DASH);
+    }
+
+    #[test]
+    fn k_subset_keeps_the_ends_and_both_sides_of_cliffs() {
+        let ks: Vec<u32> = (0..=100).collect();
+        assert_eq!(k_subset(&ks, &[37], 5), vec![0, 25, 37, 38, 50, 75, 100]);
+        assert_eq!(k_subset(&[1, 2, 3], &[2], 5), vec![1, 2, 3]);
+    }
 }
