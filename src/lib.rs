@@ -29,6 +29,9 @@
 //!   static data against the caches (its flags and sections; the analysis is
 //!   `binary`'s); `sweep`: build or runtime knobs swept over
 //!   interleaved runs, with confidence intervals and rank tests;
+//! - `trials`: the trial engine every command that runs a user's program again and
+//!   again uses (randomized blocks, interrupted blocks dropped, the time limit, the
+//!   output tail);
 //! - `advise`: what holds a user's program back in memory (a cache pirate, a bandwidth
 //!   bandit and huge pages, run interleaved with the program), and the remedies measured;
 //! - `report`: the serde model (JSON is the model itself), which sections each output
@@ -63,5 +66,6 @@ pub mod stat;
 pub mod stats;
 pub mod sweep;
 pub mod topology;
+pub mod trials;
 pub mod units;
 pub mod view;

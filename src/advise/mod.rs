@@ -39,6 +39,7 @@ use crate::kernels::corunner::SharingCheck;
 use crate::platform::child::Termination;
 use crate::stats::change::{MeasureStat, RatioInterval};
 use crate::stats::summary::Summary;
+pub use crate::trials::Stop;
 pub use arms::{ArmKind, Resource, Timing};
 pub use facts::{FactsSource, MachineFacts};
 pub use plan::{AdviseArgs, AdvisePlan};
@@ -66,6 +67,9 @@ pub struct AdviseResult {
     /// The exit status every run of the program is expected to end with (its first run's).
     pub normal_status: i32,
     pub blocks: usize,
+    /// The looks planned at each arm: its 5% error is split over them.
+    #[serde(default = "one")]
+    pub looks: usize,
     /// The smallest change the verdict calls a sensitivity, percent (`--effect`).
     pub effect_pct: f64,
     pub elapsed_s: f64,
@@ -96,25 +100,29 @@ pub struct ReadiedMemory {
 }
 
 impl AdviseResult {
-    /// memscope's exit status: 130 when interrupted (what was measured is reported), the
-    /// program's when its runs failed, else 0.
+    /// memscope's exit status: 130 when interrupted (what was measured is reported); the
+    /// status of a run that ended otherwise than the program's normal one, when any did
+    /// (1 when that was a death by a signal); else 0.
     pub fn exit_status(&self) -> u8 {
         if self.stop == Stop::Interrupted {
             return 130;
         }
-        let failed = self
+        match self.failed_runs().1 {
+            Some(t) => t.shell_status().clamp(1, 255) as u8,
+            None => 0,
+        }
+    }
+
+    /// How many runs ended otherwise than the program's normal status, and the first.
+    pub fn failed_runs(&self) -> (usize, Option<Termination>) {
+        let failed: Vec<Termination> = self
             .arms
             .iter()
-            .filter(|a| a.kind == ArmKind::Alone)
             .flat_map(|a| &a.runs)
             .map(|r| r.termination)
-            .find(|t| t.shell_status() != self.normal_status);
-        match failed {
-            Some(t) if self.arms.iter().all(|a| a.time.summary.is_none()) => {
-                t.shell_status().clamp(1, 255) as u8
-            }
-            _ => 0,
-        }
+            .filter(|t| t.shell_status() != self.normal_status)
+            .collect();
+        (failed.len(), failed.first().copied())
     }
 
     /// The arm of a kind (the first, for kinds measured at several levels).
@@ -199,9 +207,17 @@ pub struct ArmResult {
     pub runs: Vec<RunRecord>,
     /// Time (by `timing`), seconds, against the reference's runs of the same stage.
     pub time: MeasureStat,
-    /// Run time / the reference's (Hodges–Lehmann, 95% interval).
+    /// Run time / the reference's (Hodges–Lehmann of the blocks' log ratios, with the
+    /// signed-rank interval at the looks' level: 95% over all of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<RatioInterval>,
+    /// The paired reading the ratio comes from (pairs, level, the test's p).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<crate::stats::paired::PairedChange>,
+    /// Still open at the end: about how many seconds more runs would take to decide it
+    /// against ±effect, from the spread so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_s: Option<Summary>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -280,20 +296,10 @@ pub struct RunRecord {
     pub stopped: bool,
 }
 
-fn wall() -> Timing {
-    Timing::Wall
+fn one() -> usize {
+    1
 }
 
-/// Why the measuring stopped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Stop {
-    /// Every arm was resolved (significant, or known to within the effect looked for).
-    Resolved,
-    /// The blocks asked for (--runs) ran.
-    Fixed,
-    /// The time limit was reached.
-    TimeLimit,
-    /// Ctrl-C: what was measured is reported.
-    Interrupted,
+fn wall() -> Timing {
+    Timing::Wall
 }

@@ -1,83 +1,140 @@
-//! Each arm's runs read against its reference arm's: by wall time, or by CPU time for
-//! the arms whose co-runner takes turns with the program on its CPU (both sides by the
-//! arm's timing); when a stage's arms are resolved; and the pirate's sets it holds alone.
+//! Each arm's runs read against its reference arm's, paired by block (the runs of one
+//! block ran side by side, so the machine's drift between blocks cancels): by wall time,
+//! or by CPU time for the arms whose co-runner takes turns with the program on its CPU
+//! (both sides by the arm's timing); whether an arm is decided against ±effect; and the
+//! pirate's sets it holds alone.
 
 use super::arms::{ArmKind, ArmSpec, Timing};
 use super::checks::co_runner_check;
 use super::facts::MachineFacts;
 use super::{ArmResult, CoRunnerCalibration, RunRecord};
-use crate::stats::change::{compare, ratio_interval, Better, RatioInterval};
+use crate::stats::change::{ratio_interval, MeasureStat, RatioInterval, Verdict};
+use crate::stats::interval::median_interval;
+use crate::stats::paired::{Decision, Looks, PairedChange};
 use crate::stats::summary::Summary;
 use serde::{Deserialize, Serialize};
 
-/// A significant change is resolved at this p (stricter than the 0.05 of the verdict,
-/// so that a stage does not stop on a lucky early p).
-const RESOLVED_P: f64 = 0.01;
 /// The pirate's sets, as shares of the program's share of the last-level cache (its size
 /// over the CPUs sharing it). The largest one the pirate holds alone (its calibration)
 /// screens: a pirate walking more than it can hold loses its set to the program and to
 /// itself, and takes less, not more.
 pub const PIRATE_SHARES: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
 
-/// Every arm other than the baseline and the controls is resolved: significant at
-/// `RESOLVED_P`, or its ratio known to within ±effect/2 of 1 (no sensitivity that large).
-pub fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_pct: f64) -> bool {
-    arms.iter().enumerate().all(|(i, arm)| {
-        if arm.kind == ArmKind::Alone {
-            return true;
-        }
-        let reference = arms
-            .iter()
-            .position(|a| a.kind == arm.kind.reference() && a.level.is_none());
-        let Some(r) = reference else {
-            return true;
-        };
-        let own = times(&runs[i], normal, arm.kind.timing());
-        let base = times(&runs[r], normal, arm.kind.timing());
-        let stat = compare(&own, &base, Better::Lower, false);
-        if stat.p.is_some_and(|p| p < RESOLVED_P) {
-            return true;
-        }
-        ratio_interval(&own, &base, 0.95).is_some_and(|ri| ri.high - ri.low < effect_pct / 100.0)
-    })
+/// The arm an arm is read against among `arms`: its kind's reference (the compute
+/// neighbour or compute in turns, once that control runs), else the program alone.
+pub fn reference_of(arms: &[ArmSpec], i: usize) -> Option<usize> {
+    let find = |kind: ArmKind| {
+        arms.iter()
+            .position(|a| a.kind == kind && a.level.is_none())
+    };
+    let alone = find(ArmKind::Alone);
+    if Some(i) == alone {
+        return None;
+    }
+    find(arms[i].kind.reference()).filter(|&r| r != i).or(alone)
 }
 
 /// The times of the runs that ended normally: wall, or CPU (user + system).
 pub fn times(runs: &[RunRecord], normal: i32, timing: Timing) -> Vec<f64> {
     runs.iter()
         .filter(|r| r.termination.shell_status() == normal)
-        .map(|r| match timing {
-            Timing::Wall => r.elapsed_s,
-            Timing::Cpu => r.user_s + r.system_s,
-        })
+        .map(|r| time_of(r, timing))
         .collect()
 }
 
-/// Each arm of a stage against its reference, both timed by the arm's timing.
+fn time_of(r: &RunRecord, timing: Timing) -> f64 {
+    match timing {
+        Timing::Wall => r.elapsed_s,
+        Timing::Cpu => r.user_s + r.system_s,
+    }
+}
+
+/// `own` against `reference` over the blocks where both ended normally, by `timing`.
+pub fn paired(
+    own: &[RunRecord],
+    reference: &[RunRecord],
+    normal: i32,
+    timing: Timing,
+    looks: Looks,
+) -> Option<PairedChange> {
+    let ok = |r: &&RunRecord| r.termination.shell_status() == normal;
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for r in own.iter().filter(ok) {
+        if let Some(base) = reference.iter().filter(ok).find(|x| x.block == r.block) {
+            a.push(time_of(r, timing));
+            b.push(time_of(base, timing));
+        }
+    }
+    PairedChange::of(&a, &b, looks)
+}
+
+/// Every arm but the program alone is decided against ±`effect_pct` (its paired interval
+/// wholly within or beyond it).
+pub fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_pct: f64) -> bool {
+    (0..arms.len()).all(|i| match reference_of(arms, i) {
+        None => true,
+        Some(r) => paired(
+            &runs[i],
+            &runs[r],
+            normal,
+            arms[i].kind.timing(),
+            Looks { count: 1 },
+        )
+        .is_some_and(|c| c.decision(effect_pct) != Decision::Open),
+    })
+}
+
+/// The time statistic of an arm: its own median and interval, and the paired change
+/// against its reference (its p and significance).
+fn time_stat(own: &[f64], change: Option<&PairedChange>, is_reference: bool) -> MeasureStat {
+    let summary = Summary::of(own);
+    let verdict = match (summary, change) {
+        (None, _) => Verdict::NoData,
+        _ if is_reference => Verdict::Baseline,
+        (_, None) => Verdict::NoData,
+        (_, Some(c)) if c.interval.is_none() => Verdict::TooFewRuns,
+        (_, Some(c)) if c.significant() && c.ratio > 1.0 => Verdict::Worse,
+        (_, Some(c)) if c.significant() && c.ratio < 1.0 => Verdict::Better,
+        _ => Verdict::NoChange,
+    };
+    MeasureStat {
+        summary,
+        interval: median_interval(own, crate::stats::change::LEVEL),
+        change_pct: change.map(PairedChange::change_pct),
+        u: None,
+        p: change.and_then(|c| c.p),
+        verdict,
+    }
+}
+
+/// Each arm against its reference (`reference_of`), both timed by the arm's timing, read
+/// with the looks planned; the seconds more runs would take to decide an open arm.
 pub fn results(
-    stage: usize,
     arms: &[ArmSpec],
     runs: &[Vec<RunRecord>],
     normal: i32,
     facts: &MachineFacts,
     calibration: Option<&CoRunnerCalibration>,
+    (looks, effect_pct): (Looks, f64),
 ) -> Vec<ArmResult> {
     arms.iter()
         .enumerate()
         .map(|(i, arm)| {
-            let reference_kind = arm.kind.reference();
-            let reference = arms
-                .iter()
-                .position(|a| a.kind == reference_kind && a.level.is_none())
-                .unwrap_or(0);
+            let reference = reference_of(arms, i);
             let ok: Vec<&RunRecord> = runs[i]
                 .iter()
                 .filter(|r| r.termination.shell_status() == normal)
                 .collect();
             let timing = arm.kind.timing();
             let own = times(&runs[i], normal, timing);
-            let base = times(&runs[reference], normal, timing);
-            let is_reference = i == reference;
+            let base = reference.map_or_else(Vec::new, |r| times(&runs[r], normal, timing));
+            let change = reference.and_then(|r| paired(&runs[i], &runs[r], normal, timing, looks));
+            let median = |v: &[f64]| Summary::of(v).map_or(0.0, |s| s.median);
+            let more_s = change.as_ref().and_then(|c| {
+                let open = c.decision(effect_pct) == Decision::Open;
+                let wanted = c.pairs_to_decide(effect_pct).filter(|_| open)?;
+                Some((wanted - c.pairs) as f64 * (median(&own) + median(&base)))
+            });
             let summary = |f: &dyn Fn(&RunRecord) -> f64| {
                 Summary::of(&ok.iter().map(|r| f(r)).collect::<Vec<_>>())
             };
@@ -85,24 +142,27 @@ pub fn results(
                 kind: arm.kind,
                 label: arm.label.clone(),
                 resource: arm.kind.resource(),
-                stage,
+                stage: 1,
                 level: arm.level,
                 timing,
-                reference: if is_reference {
-                    arm.kind
-                } else {
-                    reference_kind
-                },
-                time: compare(&own, &base, Better::Lower, is_reference),
-                ratio: (!is_reference)
-                    .then(|| ratio_interval(&own, &base, 0.95))
-                    .flatten(),
+                reference: reference.map_or(arm.kind, |r| arms[r].kind),
+                time: time_stat(&own, change.as_ref(), reference.is_none()),
+                ratio: change.and_then(|c| {
+                    let (low, high) = c.interval?;
+                    Some(RatioInterval {
+                        ratio: c.ratio,
+                        low,
+                        high,
+                    })
+                }),
+                paired: change,
+                more_s,
                 user_s: summary(&|r| r.user_s),
                 system_s: summary(&|r| r.system_s),
                 max_rss_kib: summary(&|r| r.max_rss_kib as f64),
                 huge_kib: summary(&|r| r.huge_kib).map(|s| s.median),
                 co_runner: co_runner_check(arm, &ok, facts, calibration),
-                system_groups: (arm.kind.asks_huge_pages() && !is_reference)
+                system_groups: (arm.kind.asks_huge_pages() && reference.is_some())
                     .then(|| system_time_groups(&runs[i], &base, normal))
                     .flatten(),
                 failed_runs: runs[i].len() - ok.len(),

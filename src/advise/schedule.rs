@@ -1,12 +1,12 @@
 //! The order of `advise`'s work: the machine's facts, the CPUs, a first run (the
 //! program's normal exit status and its time), the profile (a recorded run, the binary's
-//! footprint, counters where there is a PMU), the co-runner's calibration, then two
-//! stages of interleaved blocks: the screening stage (each resource's strongest arm
-//! beside the baseline and the controls, after a warm-up block that is not counted) and
-//! the curves of the resources the screening found sensitive. A stage runs blocks (every
-//! arm once, in a shuffled order) until each arm is resolved — significant at p < 0.01,
-//! or its ratio interval narrower than the effect — or its share of the time limit is
-//! spent; at least 6 blocks (fewer only to fit the time limit), or exactly `--runs`.
+//! footprint, counters where there is a PMU), the co-runner's calibration, then the
+//! sequential design on the trial engine (`trials`): the screening arms (the program
+//! alone and each resource's strongest arm) in shuffled blocks; after each block, an arm
+//! at a planned look whose paired interval lies wholly within or beyond ±effect is
+//! decided and leaves the blocks; a control joins where an arm it controls slows the
+//! program, and a resource's curve where its screening arm is decided beyond the effect.
+//! The measuring ends when nothing is open, at the time limit, or after `--runs` blocks.
 
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
@@ -18,8 +18,8 @@ use super::facts::MachineFacts;
 use super::neighbours::{self, Wanted};
 use super::profile::{self, ProgramProfile};
 #[cfg(test)]
-use super::results::{held_levels, system_time_modes, times};
-use super::results::{resolved, results, PIRATE_SHARES};
+use super::results::{held_levels, resolved, system_time_modes, times};
+use super::results::{paired, reference_of, results, PIRATE_SHARES};
 use super::trial::{self, CoRunners, ReadyMemory, Setup};
 use super::verdict;
 use super::{AdvisePlan, AdviseResult, CpuPlan, PirateSite, ReadiedMemory};
@@ -31,17 +31,14 @@ use crate::kernels::corunner::BURST_PERIOD;
 use crate::pages::preload::{Preload, PreloadMode};
 use crate::pages::record::{self, RecordPlan};
 use crate::pages::sources::SourceChoice;
-use crate::platform::child::{ProcessTree, SpawnOptions, Termination, STOP_GRACE};
+use crate::platform::child::{ProcessTree, SpawnOptions, STOP_GRACE};
 use crate::platform::cleanup;
 use crate::session::progress::Progress;
-use crate::stats::change::Verdict;
-use crate::stats::design::Shuffler;
+use crate::stats::paired::{Decision, Looks, PairedChange};
 use crate::topology::memory::{AvailableMemory, MemoryBound};
 use crate::topology::{Machine, ThpMode};
+use crate::trials::{interrupted, Blocks, Design, Ended, Next};
 
-/// Blocks a stage runs at least (the rank test needs a few runs a side), and at most.
-const MIN_BLOCKS: usize = 6;
-const MAX_BLOCKS: usize = 30;
 /// The bandit's rates, as shares of its flat-out rate.
 const BANDIT_SHARES: [f64; 2] = [0.25, 0.5];
 
@@ -222,72 +219,23 @@ pub fn run(
     });
     setup.ready = ready.as_ref();
 
-    // Stage 1: each resource's strongest arm.
+    // The screening arms, then the measuring: blocks of the arms still open.
     let with_co = co_runners.beside.is_some();
-    let thp = machine.thp.enabled != ThpMode::Never;
-    let mut stage1 = vec![ArmSpec::new(ArmKind::Alone)];
-    if with_co {
-        stage1.push(ArmSpec::new(ArmKind::Compute));
-        stage1.push(ArmSpec::new(ArmKind::AllCpus));
-        if wants(Resource::Bandwidth) {
-            stage1.push(ArmSpec::new(ArmKind::Bandit));
-        }
-    }
-    // Beside the program the pirate screens with its largest set. In turns half the
-    // share is enough (at each turn the program refills what the pirate walked), and a
-    // larger set makes a cache-bound program's runs many times longer.
-    let in_turns_screen = pirate_levels.get(1).or(pirate_levels.first()).copied();
-    match cpus.pirate {
-        PirateSite::Beside if with_co => {
-            if let Some(&(top, share)) = pirate_levels.last() {
-                stage1.push(ArmSpec::pirate(top, share));
-            }
-        }
-        PirateSite::InTurns => {
-            if let Some((size, share)) = in_turns_screen {
-                stage1.push(ArmSpec::new(ArmKind::ComputeInTurns));
-                stage1.push(ArmSpec::pirate_in_turns(size, share));
-            }
-        }
-        _ => {}
-    }
-    // resctrl's arms need no co-runner: their strongest level screens.
-    if wants(Resource::Cache) {
-        stage1.extend(cat_arms.first().cloned());
-    }
-    if wants(Resource::Bandwidth) {
-        stage1.extend(mba_arms.first().cloned());
-    }
-    let thp = thp && wants(Resource::Tlb);
-    if thp && preload.is_some() {
-        stage1.push(ArmSpec::new(ArmKind::HugeAll));
-    } else if machine.thp.enabled == ThpMode::Never {
-        notes.push(
-            "transparent huge pages are off (never): the huge-page arms are not measured".into(),
-        );
-    }
-    let glibc = arms::glibc_version();
-    if thp && glibc.is_some_and(|v| v >= (2, 35)) {
-        stage1.push(ArmSpec::new(ArmKind::MallocHugetlb));
-    }
-    if memory_nodes.len() > 1 && wants(Resource::Placement) {
-        stage1.push(ArmSpec::new(ArmKind::Interleave));
-        // In the ratio of the system's weights, where the kernel has them (Linux 6.9+):
-        // what a machine with CXL or HBM beside its DRAM would be set up with.
-        if machine.memory_tiering.weighted_interleave.is_some() {
-            stage1.push(ArmSpec::new(ArmKind::WeightedInterleave));
-        } else {
-            notes.push(
-                "this kernel has no weighted interleave (Linux 6.9+): only even \
-                 interleaving is measured"
-                    .into(),
-            );
-        }
-    } else if wants(Resource::Placement) {
-        notes.push(
-            "one NUMA node with memory: placement (local vs interleaved) is not measured".into(),
-        );
-    }
+    let screen = ScreenSite {
+        with_co,
+        pirate: cpus.pirate,
+        pirate_levels: &pirate_levels,
+        cat_arms: &cat_arms,
+        mba_arms: &mba_arms,
+        thp: machine.thp.enabled,
+        preload: preload.is_some(),
+        glibc: arms::glibc_version(),
+        memory_nodes: memory_nodes.len(),
+        weighted_interleave: machine.memory_tiering.weighted_interleave.is_some(),
+        parallel: first.record.user_s + first.record.system_s > 1.2 * one_run,
+    };
+    let (screening, screen_notes) = screening_arms(&screen, &wants);
+    notes.extend(screen_notes);
     if with_co && !cpus.smt_sibling {
         notes.push(
             "the co-runner's CPU is no SMT sibling of the program's: a busy sibling is not \
@@ -295,121 +243,41 @@ pub fn run(
                 .to_string(),
         );
     }
-
-    let mut order = 1;
-    let mut shuffler = Shuffler::from_clock();
-    let remaining = deadline.saturating_duration_since(Instant::now());
-    // The screening gets 55% of what is left when curves may follow.
-    let curves_may_follow = with_co
-        || cpus.pirate == PirateSite::InTurns
-        || !hot_ranges.is_empty()
-        || partitioning.is_some();
-    let stage1_budget = remaining.mul_f64(if curves_may_follow { 0.55 } else { 1.0 });
-    let mut ctx = StageContext {
-        setup: &setup,
-        co_runners,
-        progress: &progress,
-        shuffler: &mut shuffler,
-        order: &mut order,
-        plan,
-        one_run,
-        normal_status,
+    let follow = FollowUps {
+        pirate_levels: &pirate_levels,
+        bandit_max: calibration
+            .as_ref()
+            .map(|c| c.bandit_max_bytes_per_s)
+            .filter(|m| *m > 0.0),
+        cat_arms: &cat_arms,
+        mba_arms: &mba_arms,
+        hot_ranges: !hot_ranges.is_empty(),
+        malloc_hugetlb: machine.thp.enabled != ThpMode::Never
+            && arms::glibc_version().is_some_and(|v| v >= (2, 35)),
+        effect_pct: plan.effect_pct,
     };
-    let mut runs1 = vec![Vec::new(); stage1.len()];
-    let stop1 = ctx.measure(1, &stage1, Instant::now() + stage1_budget, &mut runs1);
+    let measured = measure(
+        &setup,
+        co_runners,
+        &progress,
+        plan,
+        (screening.clone(), &follow),
+        (one_run, normal_status),
+        deadline,
+    );
+    notes.extend(measured.error.clone());
+    let stop = measured.stop;
+    let blocks = measured.blocks;
     let mut arms = results(
-        1,
-        &stage1,
-        &runs1,
+        &measured.arms,
+        &measured.runs,
         normal_status,
         &facts,
         calibration.as_ref(),
+        (measured.looks, plan.effect_pct),
     );
-    let mut stop = stop1;
-
-    // Stage 2: the curves of what the screening found.
-    // A co-runner that slows it, a remedy that speeds it up.
-    let sensitive = |kind: ArmKind| {
-        let wanted = if kind.uses_co_runner() {
-            Verdict::Worse
-        } else {
-            Verdict::Better
-        };
-        arms.iter()
-            .any(|a| a.kind == kind && a.time.verdict == wanted)
-    };
-    let mut stage2 = Vec::new();
-    if sensitive(ArmKind::Pirate) {
-        for &(size, share) in pirate_levels.iter().rev().skip(1) {
-            stage2.push(ArmSpec::pirate(size, share));
-        }
-    }
-    let in_turns_curve = sensitive(ArmKind::PirateInTurns);
-    if in_turns_curve {
-        for &(size, share) in pirate_levels.iter().rev() {
-            if Some((size, share)) != in_turns_screen {
-                stage2.push(ArmSpec::pirate_in_turns(size, share));
-            }
-        }
-    }
-    if sensitive(ArmKind::Bandit) {
-        if let Some(max) = calibration
-            .as_ref()
-            .map(|c| c.bandit_max_bytes_per_s)
-            .filter(|m| *m > 0.0)
-        {
-            for share in BANDIT_SHARES {
-                stage2.push(ArmSpec::bandit(max * share, share));
-            }
-        }
-    }
-    if sensitive(ArmKind::CatWays) {
-        stage2.extend(cat_arms.iter().skip(1).cloned());
-    }
-    if sensitive(ArmKind::MbaThrottle) {
-        stage2.extend(mba_arms.iter().skip(1).cloned());
-    }
-    if (sensitive(ArmKind::HugeAll) || sensitive(ArmKind::MallocHugetlb)) && !hot_ranges.is_empty()
-    {
-        stage2.push(ArmSpec::new(ArmKind::HugeTop));
-    }
-    // No curves to measure: the screening goes on with the rest of the time.
-    if stage2.is_empty() && stop == Stop::TimeLimit && plan.runs.is_none() {
-        stop = ctx.measure(1, &stage1, deadline, &mut runs1);
-        arms = results(
-            1,
-            &stage1,
-            &runs1,
-            normal_status,
-            &facts,
-            calibration.as_ref(),
-        );
-    }
-    let mut blocks = runs1.iter().flatten().map(|r| r.block).max().unwrap_or(0);
-    if !stage2.is_empty() && stop != Stop::Interrupted {
-        let needs_compute = stage2
-            .iter()
-            .any(|a| a.kind.uses_co_runner() && !a.kind.in_turns());
-        let needs_turns = stage2.iter().any(|a| a.kind.in_turns());
-        stage2.insert(0, ArmSpec::new(ArmKind::Alone));
-        if needs_compute {
-            stage2.insert(1, ArmSpec::new(ArmKind::Compute));
-        }
-        if needs_turns {
-            stage2.insert(1, ArmSpec::new(ArmKind::ComputeInTurns));
-        }
-        let mut runs2 = vec![Vec::new(); stage2.len()];
-        let stop2 = ctx.measure(2, &stage2, deadline, &mut runs2);
-        arms.extend(results(
-            2,
-            &stage2,
-            &runs2,
-            normal_status,
-            &facts,
-            calibration.as_ref(),
-        ));
-        blocks += runs2.iter().flatten().map(|r| r.block).max().unwrap_or(0);
-        stop = worse_stop(stop, stop2);
+    for a in arms.iter_mut().skip(screening.len()) {
+        a.stage = 2;
     }
     for c in [co_runners.beside, co_runners.in_turns]
         .into_iter()
@@ -473,7 +341,7 @@ pub fn run(
         stop,
         plan.time_limit,
         one_run,
-        stage1.len(),
+        screening.len(),
     ));
     Ok(AdviseResult {
         command: plan
@@ -490,6 +358,7 @@ pub fn run(
         not_memory_bound,
         normal_status,
         blocks,
+        looks: measured.looks.count,
         effect_pct: plan.effect_pct,
         elapsed_s: started.elapsed().as_secs_f64(),
         time_limit_s: plan.time_limit.as_secs_f64(),
@@ -614,130 +483,377 @@ fn count(profile: &mut ProgramProfile, command: &[OsString], cpus: &[usize], mac
     }
 }
 
-/// What one stage needs.
-struct StageContext<'a, 'b> {
-    setup: &'a Setup<'a>,
-    co_runners: CoRunners<'a>,
-    progress: &'a Progress,
-    shuffler: &'b mut Shuffler,
-    order: &'b mut usize,
-    plan: &'a AdvisePlan,
-    one_run: f64,
-    normal_status: i32,
+/// What the screening can run here.
+struct ScreenSite<'a> {
+    with_co: bool,
+    pirate: PirateSite,
+    /// The pirate's sets it holds, with their shares, smallest first.
+    pirate_levels: &'a [(u64, f64)],
+    cat_arms: &'a [ArmSpec],
+    mba_arms: &'a [ArmSpec],
+    thp: ThpMode,
+    preload: bool,
+    glibc: Option<(u32, u32)>,
+    memory_nodes: usize,
+    weighted_interleave: bool,
+    /// The first run kept more than one CPU busy.
+    parallel: bool,
 }
 
-impl StageContext<'_, '_> {
-    /// Runs blocks of `arms` until they are resolved, the blocks asked for have run, or
-    /// `until`, adding each arm's runs to `runs` (one list per arm; a stage given runs
-    /// already goes on from its last block).
-    fn measure(
-        &mut self,
-        stage: usize,
-        arms: &[ArmSpec],
-        until: Instant,
-        runs: &mut [Vec<RunRecord>],
-    ) -> Stop {
-        let going_on = runs.iter().any(|r| !r.is_empty());
-        // A block's time, until one has run: a run in turns takes twice its wall time and
-        // more (what the pirate costs it); then the longest block seen.
-        let mut block_s = self.one_run
-            * arms
-                .iter()
-                .map(|a| if a.kind.in_turns() { 3.0 } else { 1.0 })
-                .sum::<f64>();
-        let mut longest: f64 = 0.0;
-        // The blocks that fit the stage's time, for the progress bar's length.
-        let fit = until
-            .saturating_duration_since(Instant::now())
-            .as_secs_f64()
-            / block_s;
-        let planned = self
-            .plan
-            .runs
-            .unwrap_or_else(|| (fit as usize).clamp(MIN_BLOCKS, MAX_BLOCKS));
-        self.progress.start(
-            &format!("advise: stage {stage}, {} arms", arms.len()),
-            (planned * arms.len()) as u64,
+/// The screening: the program alone and, per resource asked for, its strongest arm (the
+/// controls join later, where an arm they control shows an effect); with the notes on
+/// what cannot be measured here.
+fn screening_arms(
+    site: &ScreenSite,
+    wants: &dyn Fn(Resource) -> bool,
+) -> (Vec<ArmSpec>, Vec<String>) {
+    let mut arms = vec![ArmSpec::new(ArmKind::Alone)];
+    let mut notes = Vec::new();
+    // A program that keeps several CPUs busy loses one to the co-runner: measured.
+    if site.with_co && site.parallel {
+        arms.push(ArmSpec::new(ArmKind::AllCpus));
+    }
+    if wants(Resource::Cache) {
+        match site.pirate {
+            PirateSite::Beside if site.with_co => {
+                arms.extend(
+                    site.pirate_levels
+                        .last()
+                        .map(|&(b, s)| ArmSpec::pirate(b, s)),
+                );
+            }
+            // In turns half the share is enough (at each turn the program refills what
+            // the pirate walked), and a larger set makes a cache-bound program's runs
+            // many times longer.
+            PirateSite::InTurns => arms.extend(
+                in_turns_screen(site.pirate_levels).map(|(b, s)| ArmSpec::pirate_in_turns(b, s)),
+            ),
+            _ => {}
+        }
+        arms.extend(site.cat_arms.first().cloned());
+    }
+    if wants(Resource::Bandwidth) {
+        if site.with_co {
+            arms.push(ArmSpec::new(ArmKind::Bandit));
+        }
+        arms.extend(site.mba_arms.first().cloned());
+    }
+    let thp = site.thp != ThpMode::Never && wants(Resource::Tlb);
+    if thp && site.preload {
+        arms.push(ArmSpec::new(ArmKind::HugeAll));
+    } else if site.thp == ThpMode::Never {
+        notes.push(
+            "transparent huge pages are off (never): the huge-page arms are not measured".into(),
         );
-        // The screening starts with a warm-up block, not counted: a first run in an arm
-        // pays what later ones do not (huge pages compacted, files cached).
-        if stage == 1 && !going_on {
-            self.progress.message("warm-up block");
-            let mut sequence: Vec<usize> = (0..arms.len()).collect();
-            self.shuffler.shuffle(&mut sequence);
-            for a in sequence {
-                match trial::run(self.setup, &arms[a], self.co_runners, 0, *self.order) {
-                    Ok(t) if t.record.stopped => return Stop::TimeLimit,
-                    Ok(t)
-                        if !interrupted(t.record.termination)
-                            && !cleanup::interrupt_requested() => {}
-                    _ => return Stop::Interrupted,
+    }
+    // glibc's THP malloc without huge pages from memscope's library: where one runs
+    // without the other (its remedy, when huge pages everywhere buy something, follows).
+    if thp && !site.preload && site.glibc.is_some_and(|v| v >= (2, 35)) {
+        arms.push(ArmSpec::new(ArmKind::MallocHugetlb));
+    }
+    if site.memory_nodes > 1 && wants(Resource::Placement) {
+        arms.push(ArmSpec::new(ArmKind::Interleave));
+        // In the ratio of the system's weights, where the kernel has them (Linux 6.9+):
+        // what a machine with CXL or HBM beside its DRAM would be set up with.
+        if site.weighted_interleave {
+            arms.push(ArmSpec::new(ArmKind::WeightedInterleave));
+        } else {
+            notes.push(
+                "this kernel has no weighted interleave (Linux 6.9+): only even \
+                 interleaving is measured"
+                    .into(),
+            );
+        }
+    } else if wants(Resource::Placement) {
+        notes.push(
+            "one NUMA node with memory: placement (local vs interleaved) is not measured".into(),
+        );
+    }
+    (arms, notes)
+}
+
+/// The set the pirate in turns screens with: the half share, else the smallest it holds.
+fn in_turns_screen(levels: &[(u64, f64)]) -> Option<(u64, f64)> {
+    levels.get(1).or(levels.first()).copied()
+}
+
+/// What the arms found may call for.
+struct FollowUps<'a> {
+    pirate_levels: &'a [(u64, f64)],
+    bandit_max: Option<f64>,
+    cat_arms: &'a [ArmSpec],
+    mba_arms: &'a [ArmSpec],
+    hot_ranges: bool,
+    /// glibc's THP malloc can be tried (glibc 2.35 or later).
+    malloc_hugetlb: bool,
+    effect_pct: f64,
+}
+
+/// The arms to add after a look: a control where an arm it controls slows the program by
+/// half the effect or more (read against the program alone so far); a resource's curve
+/// where its screening arm is decided beyond the effect against its reference; the hot
+/// regions' huge pages where huge pages everywhere decided a gain.
+fn follow_ups(
+    arms: &[ArmSpec],
+    changes: &[Option<PairedChange>],
+    decided: &[bool],
+    f: &FollowUps,
+) -> Vec<ArmSpec> {
+    let mut add: Vec<ArmSpec> = Vec::new();
+    let push = |arm: ArmSpec, add: &mut Vec<ArmSpec>| {
+        if !arms.iter().chain(add.iter()).any(|a| a.same(&arm)) {
+            add.push(arm);
+        }
+    };
+    for (i, arm) in arms.iter().enumerate() {
+        let Some(c) = &changes[i] else { continue };
+        let reference = reference_of(arms, i).map(|r| arms[r].kind);
+        let slows = c.pairs >= 3 && c.change_pct() >= f.effect_pct / 2.0;
+        let control = arm.kind.reference();
+        if slows && control != ArmKind::Alone && reference == Some(ArmKind::Alone) {
+            push(ArmSpec::new(control), &mut add);
+        }
+        let beyond = decided[i] && c.decision(f.effect_pct) == Decision::Beyond;
+        let (slower, faster) = (beyond && c.ratio > 1.0, beyond && c.ratio < 1.0);
+        match arm.kind {
+            ArmKind::Pirate if slower && reference == Some(ArmKind::Compute) => {
+                for &(b, s) in f.pirate_levels.iter().rev() {
+                    push(ArmSpec::pirate(b, s), &mut add);
                 }
-                *self.order += 1;
+            }
+            ArmKind::PirateInTurns if slower && reference == Some(ArmKind::ComputeInTurns) => {
+                for &(b, s) in f.pirate_levels.iter().rev() {
+                    push(ArmSpec::pirate_in_turns(b, s), &mut add);
+                }
+            }
+            ArmKind::Bandit if slower && reference == Some(ArmKind::Compute) => {
+                for share in BANDIT_SHARES {
+                    if let Some(max) = f.bandit_max {
+                        push(ArmSpec::bandit(max * share, share), &mut add);
+                    }
+                }
+            }
+            ArmKind::CatWays if slower => {
+                for a in f.cat_arms {
+                    push(a.clone(), &mut add);
+                }
+            }
+            ArmKind::MbaThrottle if slower => {
+                for a in f.mba_arms {
+                    push(a.clone(), &mut add);
+                }
+            }
+            // The remedies a user can apply, where huge pages everywhere buy something.
+            ArmKind::HugeAll | ArmKind::MallocHugetlb if faster => {
+                if f.hot_ranges {
+                    push(ArmSpec::new(ArmKind::HugeTop), &mut add);
+                }
+                if f.malloc_hugetlb {
+                    push(ArmSpec::new(ArmKind::MallocHugetlb), &mut add);
+                }
+            }
+            _ => {}
+        }
+    }
+    add
+}
+
+/// Whether an arm is decided: its paired interval at a planned look lies wholly within or
+/// beyond ±effect — against its control where it has one (within ±effect against the
+/// program alone is enough: its control can only take from the slowdown).
+fn decides(
+    arms: &[ArmSpec],
+    changes: &[Option<PairedChange>],
+    i: usize,
+    looks: Looks,
+    effect: f64,
+) -> bool {
+    let Some(change) = &changes[i] else {
+        return false;
+    };
+    if arms[i].kind == ArmKind::PirateInTurns && swamped(arms, changes, effect) {
+        return true;
+    }
+    let decision = change.decision(effect);
+    let controlled = arms[i].kind.reference() == ArmKind::Alone
+        || reference_of(arms, i).is_some_and(|r| arms[r].kind == arms[i].kind.reference());
+    looks.at(change.pairs)
+        && match decision {
+            Decision::Open => false,
+            Decision::Within => true,
+            Decision::Beyond => controlled,
+        }
+}
+
+/// Being interrupted alone (the compute thread in turns, against the program alone) costs
+/// the program the effect looked for or more, in three pairs or more: the pirate in turns
+/// cannot be told from its control here, and is not run on.
+pub fn swamped(arms: &[ArmSpec], changes: &[Option<PairedChange>], effect: f64) -> bool {
+    arms.iter().zip(changes).any(|(a, c)| {
+        a.kind == ArmKind::ComputeInTurns
+            && c.as_ref()
+                .is_some_and(|c| c.pairs >= 3 && c.change_pct() >= effect)
+    })
+}
+
+/// The arms the next block runs: the program alone and every arm still open with its
+/// reference; none when nothing is open. The compute controls are run only as references.
+fn open_arms(arms: &[ArmSpec], decided: &[bool]) -> Vec<usize> {
+    let mut run = Vec::new();
+    for (i, arm) in arms.iter().enumerate() {
+        let control = matches!(
+            arm.kind,
+            ArmKind::Alone | ArmKind::Compute | ArmKind::ComputeInTurns
+        );
+        if control || decided[i] {
+            continue;
+        }
+        for j in [Some(i), reference_of(arms, i)].into_iter().flatten() {
+            if !run.contains(&j) {
+                run.push(j);
             }
         }
-        let mut block = runs.iter().flatten().map(|r| r.block).max().unwrap_or(0);
-        let stop = loop {
-            if let Some(fixed) = self.plan.runs {
-                if block >= fixed {
-                    break Stop::Fixed;
-                }
-            } else if block >= MIN_BLOCKS
-                && resolved(arms, runs, self.normal_status, self.plan.effect_pct)
-            {
-                break Stop::Resolved;
-            } else if block >= MAX_BLOCKS {
-                break Stop::TimeLimit;
-            }
-            let left = until
-                .saturating_duration_since(Instant::now())
-                .as_secs_f64();
-            // The time limit holds, except that the screening runs at least two blocks
-            // (a verdict needs them); the curves and a screening going on stop at once.
-            // A block may run longer than the longest so far (a cache-bound program's
-            // runs beside the pirate vary severalfold on a shared host): a margin.
-            if left < block_s * BLOCK_MARGIN && (block >= 2 || stage > 1 || going_on) {
-                break Stop::TimeLimit;
-            }
-            if cleanup::interrupt_requested() {
-                break Stop::Interrupted;
-            }
-            block += 1;
-            let started = Instant::now();
-            let mut sequence: Vec<usize> = (0..arms.len()).collect();
-            self.shuffler.shuffle(&mut sequence);
-            let mut stopped = None;
-            for a in sequence {
-                self.progress
-                    .message(&format!("block {block}, {}", arms[a].label));
-                match trial::run(self.setup, &arms[a], self.co_runners, block, *self.order) {
-                    Ok(t) if t.record.stopped => stopped = Some(Stop::TimeLimit),
-                    Ok(t) => {
-                        if interrupted(t.record.termination) || cleanup::interrupt_requested() {
-                            stopped = Some(Stop::Interrupted);
-                        }
-                        runs[a].push(t.record);
-                    }
-                    Err(_) => stopped = Some(Stop::Interrupted),
-                }
-                *self.order += 1;
-                self.progress.advance();
-                if stopped.is_some() {
-                    break;
-                }
-            }
-            if let Some(stop) = stopped {
-                // The block is dropped whole: its arms ran unequally often.
-                for r in runs.iter_mut() {
-                    r.retain(|run| run.block != block);
-                }
-                break stop;
-            }
-            longest = longest.max(started.elapsed().as_secs_f64());
-            block_s = longest;
-        };
-        stop
     }
+    if let (false, Some(alone)) = (
+        run.is_empty(),
+        arms.iter().position(|a| a.kind == ArmKind::Alone),
+    ) {
+        if !run.contains(&alone) {
+            run.push(alone);
+        }
+    }
+    run
+}
+
+/// What the measuring ran.
+struct Measured {
+    arms: Vec<ArmSpec>,
+    /// Each arm's measured runs.
+    runs: Vec<Vec<RunRecord>>,
+    looks: Looks,
+    blocks: usize,
+    stop: Stop,
+    /// A run that could not be started, said once.
+    error: Option<String>,
+}
+
+/// The most blocks the measuring runs.
+const MAX_BLOCKS: usize = 40;
+
+/// The sequential design: a warm-up of the huge-page arms (not counted), then blocks of
+/// the arms still open until none is, the blocks asked for (`--runs`) ran, or the time
+/// limit; after each block the arms at a planned look are decided or left open, and the
+/// follow-ups they call for join.
+fn measure(
+    setup: &Setup,
+    co_runners: CoRunners,
+    progress: &Progress,
+    plan: &AdvisePlan,
+    (screening, follow): (Vec<ArmSpec>, &FollowUps),
+    (one_run, normal): (f64, i32),
+    deadline: Instant,
+) -> Measured {
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .as_secs_f64();
+    // The looks are planned before any run, from the blocks of the screening that fit
+    // (arms decided early leave room for more blocks; those are read at the last look).
+    let fit = ((left / (screening.len() as f64 * one_run)) as usize).min(MAX_BLOCKS);
+    let looks = Looks::planned(fit, plan.runs.is_some());
+    let design = Design {
+        fixed: plan.runs,
+        max_blocks: MAX_BLOCKS,
+        until: deadline,
+        min_blocks: 2,
+    };
+    let arms = std::cell::RefCell::new(screening);
+    let mut decided: Vec<bool> = Vec::new();
+    let mut blocks: Blocks<RunRecord> = Blocks::new(arms.borrow().len());
+    let mut error = None;
+    progress.start(
+        &format!(
+            "advise: {} arms, then those still open",
+            arms.borrow().len()
+        ),
+        (fit.min(12) * arms.borrow().len()) as u64,
+    );
+    let mut run = |arm: usize, block: usize, order: usize| {
+        let spec = arms.borrow()[arm].clone();
+        progress.message(&match block {
+            0 => format!("warm-up, {}", spec.label),
+            _ => format!("block {block}, {}", spec.label),
+        });
+        trial::run(setup, &spec, co_runners, block, order).map(|t| {
+            let ended = Ended::of(t.record.termination, t.record.stopped);
+            (t.record, ended)
+        })
+    };
+    // A first run in a huge-page arm pays what later ones do not (huge pages compacted).
+    let warm: Vec<usize> = (0..arms.borrow().len())
+        .filter(|&i| arms.borrow()[i].kind.asks_huge_pages())
+        .collect();
+    let warmed = blocks.block(0, &warm, progress, &mut run);
+    let stop = match warmed {
+        Ok(Some(stop)) => stop,
+        Ok(None) => {
+            let guess = |arm: usize| {
+                let turns = arms.borrow().get(arm).is_some_and(|a| a.kind.in_turns());
+                Duration::from_secs_f64(one_run * if turns { 3.0 } else { 1.0 })
+            };
+            let rule = |b: &Blocks<RunRecord>| {
+                let mut arms = arms.borrow_mut();
+                if plan.runs.is_some() {
+                    return Ok(Next::Run((0..arms.len()).collect()));
+                }
+                let runs = runs_of(b, arms.len());
+                let changes: Vec<Option<PairedChange>> = (0..arms.len())
+                    .map(|i| {
+                        let r = reference_of(&arms, i)?;
+                        paired(&runs[i], &runs[r], normal, arms[i].kind.timing(), looks)
+                    })
+                    .collect();
+                decided.resize(arms.len(), false);
+                for i in 0..arms.len() {
+                    decided[i] |= decides(&arms, &changes, i, looks, plan.effect_pct);
+                }
+                let added = follow_ups(&arms, &changes, &decided, follow);
+                arms.extend(added);
+                decided.resize(arms.len(), false);
+                Ok(Next::Run(open_arms(&arms, &decided)))
+            };
+            match blocks.run(&design, progress, guess, rule, &mut run) {
+                Ok(stop) => stop,
+                Err(e) => {
+                    error = Some(format!(
+                        "a run could not be started, so the measuring stopped: {e}"
+                    ));
+                    Stop::Interrupted
+                }
+            }
+        }
+        Err(e) => {
+            error = Some(format!(
+                "a run could not be started, so the measuring stopped: {e}"
+            ));
+            Stop::Interrupted
+        }
+    };
+    let arms = arms.into_inner();
+    Measured {
+        runs: runs_of(&blocks, arms.len()),
+        arms,
+        looks,
+        blocks: blocks.blocks,
+        stop,
+        error,
+    }
+}
+
+/// Each arm's measured runs.
+fn runs_of(blocks: &Blocks<RunRecord>, arms: usize) -> Vec<Vec<RunRecord>> {
+    (0..arms)
+        .map(|a| blocks.of_arm(a).map(|t| t.run.clone()).collect())
+        .collect()
 }
 
 /// The memory memscope may take now and leave the program half again its peak resident
@@ -750,29 +866,6 @@ fn room_beside(peak_kib: u64) -> AvailableMemory {
         (bytes, _) => bytes.saturating_sub(peak_kib * 1024 * 3 / 2),
     };
     room
-}
-
-/// A block starts only where the time left holds the longest block so far this many
-/// times over.
-const BLOCK_MARGIN: f64 = 1.25;
-
-fn interrupted(termination: Termination) -> bool {
-    matches!(termination, Termination::Signaled(s) if s == libc::SIGINT || s == libc::SIGQUIT)
-}
-
-/// The stop that says most: an interruption, else the time limit, else the others.
-fn worse_stop(a: Stop, b: Stop) -> Stop {
-    let rank = |s: Stop| match s {
-        Stop::Interrupted => 3,
-        Stop::TimeLimit => 2,
-        Stop::Fixed => 1,
-        Stop::Resolved => 0,
-    };
-    if rank(b) > rank(a) {
-        b
-    } else {
-        a
-    }
 }
 
 #[cfg(test)]

@@ -75,6 +75,10 @@ pub struct Finding {
     pub apply: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<String>,
+    /// Unresolved at the end: about how many seconds more runs would take to decide it
+    /// against ±effect (from the spread so far).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub more_s: Option<f64>,
 }
 
 impl Finding {
@@ -90,6 +94,7 @@ impl Finding {
             remedy: None,
             apply: Vec::new(),
             cost: None,
+            more_s: None,
         }
     }
 
@@ -159,6 +164,9 @@ fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
         remedy: None,
         apply: Vec::new(),
         cost: None,
+        more_s: (sensitivity == Sensitivity::Unresolved)
+            .then_some(arm.more_s)
+            .flatten(),
     }
 }
 
@@ -201,7 +209,7 @@ pub fn findings(
     effect_pct: f64,
     command: &[OsString],
 ) -> (Vec<Finding>, bool) {
-    let shell = format::shell_quoted(
+    let shell = format::shell_words(
         &command
             .iter()
             .map(|w| w.to_string_lossy().into_owned())
@@ -266,6 +274,26 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
         };
         return Finding::not_measured(Resource::Cache, why);
     };
+    // In turns, the control alone may cost what the pirate would show: not a verdict.
+    let control = arms
+        .iter()
+        .find(|a| a.kind == ArmKind::ComputeInTurns)
+        .and_then(|a| {
+            a.paired
+                .filter(|p| p.pairs >= 3 && p.change_pct() >= effect)
+        });
+    if let (true, Some(c)) = (in_turns, control) {
+        return Finding::not_measured(
+            Resource::Cache,
+            format!(
+                "unmeasurable here: a thread that touches no memory taking turns with it on \
+                 its CPU changes its CPU time by {:+.1}% by itself, as much as a pirate in \
+                 turns could show (on a machine where another CPU shares its last-level \
+                 cache, the pirate runs beside it instead)",
+                c.change_pct()
+            ),
+        );
+    }
     let mut f = measured(Resource::Cache, top, effect);
     let llc_name = facts.llc_name.clone().unwrap_or_else(|| "LLC".into());
     let llc = facts.llc_share_bytes().unwrap_or(0);
@@ -393,6 +421,13 @@ fn bandwidth_finding(
     let took = top.co_runner.map(|c| c.bytes_per_s).unwrap_or(f64::NAN);
     let peak = facts.dram_bytes_per_s;
     let took_text = match peak {
+        // A peak below what the bandit read is a stale or foreign figure: not a share.
+        Some(p) if took.is_finite() && took > p => format!(
+            "a bandit reading {:.1} GB/s (more than the {:.1} GB/s peak the machine figures \
+             give: they are not this machine's now)",
+            took / 1e9,
+            p / 1e9
+        ),
         Some(p) if took.is_finite() => format!(
             "a bandit reading {:.1} GB/s ({:.0}% of the {:.1} GB/s peak)",
             took / 1e9,
@@ -642,7 +677,7 @@ fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Find
 /// unresolved estimate is noise, not a reason to warn.
 pub fn cpus_note(arms: &[ArmResult], effect: f64) -> Option<String> {
     let all = arms.iter().find(|a| a.kind == ArmKind::AllCpus)?;
-    let change = (all.ratio?.ratio - 1.0) * 100.0;
+    let change = all.time.change_pct?;
     let alone = arms.iter().find(|a| a.kind == ArmKind::Alone)?;
     let cpu = alone.user_s.as_ref()?.median + alone.system_s.as_ref()?.median;
     let parallel = alone

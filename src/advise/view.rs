@@ -23,6 +23,15 @@ impl AdviseResult {
         );
         section.headlines = self.headlines();
         section.push(Paragraph::note(self.answer()));
+        if let (n, Some(first)) = self.failed_runs() {
+            let all: usize = self.arms.iter().map(|a| a.runs.len()).sum();
+            section.push(Paragraph::warning(format!(
+                "{n} of {all} runs failed: they ended with {first} (or otherwise), not with the \
+                 exit status {} of the program's first run; they are not counted, and memscope \
+                 exits with their status",
+                self.normal_status
+            )));
+        }
         section.push(self.verdict_table());
         // What to do, per finding with a remedy: in prose, so no terminal width drops it.
         for f in self
@@ -182,22 +191,27 @@ impl AdviseResult {
                 self.effect_pct
             );
         }
-        let unresolved: Vec<String> = self
+        // Still open: which way each leans, and what more time would tell.
+        let leaning: Vec<String> = self
             .findings
             .iter()
             .filter(|f| f.resource != Resource::Control && f.sensitivity == Sensitivity::Unresolved)
-            .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
+            .filter(|f| f.change_pct.is_some() && f.p.is_none_or(|p| p >= 0.05))
+            .map(|f| {
+                format!(
+                    "{} {}{}",
+                    f.resource.name(),
+                    effect_text(f),
+                    more_text(f, self.effect_pct)
+                )
+            })
             .collect();
+        if leaning.is_empty() {
+            return format!("Nothing taken away slowed it.{cost_text}");
+        }
         format!(
-            "No verdict yet: nothing {} significantly, but the runs vary too much to rule out \
-             an effect of {:.0}% ({}); a longer --time-limit runs more blocks.{cost_text}",
-            if cost_text.is_empty() {
-                "moved it"
-            } else {
-                "taken away slowed it"
-            },
-            self.effect_pct,
-            unresolved.join("; ")
+            "Not decided within the time limit; the evidence leans: {}.{cost_text}",
+            leaning.join("; ")
         )
     }
 
@@ -538,18 +552,24 @@ impl AdviseResult {
 
     fn method(&self) -> String {
         let stop = match self.stop {
-            super::Stop::Resolved => "every arm was resolved",
+            super::Stop::Resolved => "every arm was decided",
             super::Stop::Fixed => "the blocks asked for (--runs) ran",
             super::Stop::TimeLimit => "the time limit was reached",
+            super::Stop::MaxBlocks => "the most blocks the design runs ran",
             super::Stop::Interrupted => "interrupted (Ctrl-C)",
         };
+        let looks = self.looks.max(1);
         format!(
             "{} measured block(s) in {} s of a {} s limit; stopped because {stop}. Each block \
-             runs every arm of its stage once in a shuffled order, the program on CPU(s) {}{}. \
-             Change: median time against the reference arm's (alone; the pirate and the bandit \
-             against the compute neighbour, so a busy CPU beside it is not counted{}); 95% CI: \
-             Hodges–Lehmann interval of the ratio; p: two-sided Mann–Whitney U; ~ = not \
-             significant (p ≥ 0.05).",
+             runs the program alone and every arm still open once, in a shuffled order, the \
+             program on CPU(s) {}{}; an arm leaves the blocks once its interval lies wholly \
+             within or beyond ±{}%. Change: each arm's time against its reference's in the \
+             same block (alone; the pirate and the bandit against the compute neighbour once \
+             they slow it, so a busy CPU beside it is not counted{}), the Hodges–Lehmann \
+             estimate of the blocks' ratios; 95% CI and p: the Wilcoxon signed-rank test and \
+             its interval, with the 5% error spread over the {looks} looks planned \
+             (each at {:.1}%, p multiplied by {looks}), so that the interval of whichever look \
+             decides an arm covers 95%; ~ = not significant.",
             self.blocks,
             format::rounded(self.elapsed_s, 10.0),
             format::rounded(self.time_limit_s, 10.0),
@@ -558,13 +578,38 @@ impl AdviseResult {
                 .co_runner
                 .map(|c| format!(", the co-runner on CPU {c}"))
                 .unwrap_or_default(),
+            format::rounded(self.effect_pct, 10.0),
             if self.cpus.pirate == super::PirateSite::InTurns {
                 "; the arms in turns by the program's CPU time, the pirate in turns against \
                  the compute thread in turns"
             } else {
                 ""
-            }
+            },
+            100.0 - crate::stats::paired::ALPHA * 100.0 / looks as f64
         )
+    }
+}
+
+/// ", ≈ 4 more minutes would tell ±5%" for a finding still open.
+fn more_text(f: &Finding, effect_pct: f64) -> String {
+    match f.more_s {
+        Some(s) if s < 3600.0 => format!(
+            ", ≈ {} more would tell ±{}%",
+            if s < 90.0 {
+                format!("{} s", format::rounded(s, 10.0))
+            } else {
+                format!("{:.0} minutes", (s / 60.0).ceil())
+            },
+            format::rounded(effect_pct, 10.0)
+        ),
+        Some(_) => format!(
+            ", more than an hour more would tell ±{}%",
+            format::rounded(effect_pct, 10.0)
+        ),
+        None => format!(
+            ", on the edge of ±{}%: no run count would tell",
+            format::rounded(effect_pct, 10.0)
+        ),
     }
 }
 

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::capture::{Capture, TAIL_LINES};
 use super::preload::{Preload, PreloadMode};
 use super::record::{self, PagesRecord, RecordError, RecordPlan, Top};
 use super::regions::{ranges_of, Region};
@@ -17,10 +16,11 @@ use super::sources::SourceKind;
 use crate::counters::{CounterGroup, Event, Probe, Scaled, Target};
 use crate::platform::child::{self, ProcessTree, SpawnOptions, Termination};
 use crate::session::progress::Progress;
-use crate::stats::design::Shuffler;
 use crate::stats::rank_tests::signed_rank;
 use crate::stats::summary::Summary;
 use crate::topology::process as procfs;
+use crate::trials::capture::{Capture, TAIL_LINES};
+use crate::trials::{Blocks, Design, Ended, Next, Stop};
 use crate::view::format;
 
 /// What `pages apply` runs.
@@ -352,155 +352,122 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         .map(|n| Event::parse(n).expect("built-in event names parse"))
         .collect()];
 
-    let mut runs: Vec<(Arm, ArmRun)> = Vec::new();
     let mut ok_status = plan.ok_status;
     let mut failure_shown = false;
     let mut dtlb_refusal = None;
-    let mut order = 0;
-    let mut shuffler = Shuffler::from_clock();
-    // Block 0 warms up (each arm once, untimed): the program's files are cached and the
-    // kernel has handed out huge pages once before the timed blocks.
-    let mut stopped = false;
     progress.start(
         "pages apply: runs",
         ((plan.repeat + 1) * Arm::ALL.len()) as u64,
     );
-    'blocks: for block in 0..=plan.repeat {
-        let mut arms = Arm::ALL;
-        shuffler.shuffle(&mut arms);
-        if block == 0 {
-            // The 4 KiB run first: its exit status is the program's normal one when the
-            // user gave none.
-            arms.sort_by_key(|&a| a != Arm::Baseline);
+    let run = |arm: usize, block: usize, order: usize| -> Result<(ArmRun, Ended), RecordError> {
+        let arm = Arm::ALL[arm];
+        progress.message(&match block {
+            0 => format!("warm-up, {}", arm.label(top)),
+            _ => format!("block {block}, {}", arm.label(top)),
+        });
+        let capture = Capture::new(plan.record.capture).map_err(RecordError::Capture)?;
+        let options = capture.options(SpawnOptions {
+            env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
+            inherit: Some(preload.inherit()),
+            no_aslr: true,
+            ..SpawnOptions::default()
+        });
+        let (finished, sampled, dtlb, refusal) = run_sampled(
+            &plan.record.command,
+            &options,
+            &ranges,
+            &probe,
+            &dtlb_groups,
+        )?;
+        process_tree.add(&finished);
+        if let Some(why) = refusal {
+            dtlb_refusal.get_or_insert(why);
         }
-        for arm in arms {
-            progress.message(&match block {
-                0 => format!("warm-up, {}", arm.label(top)),
-                _ => format!("block {block}, {}", arm.label(top)),
-            });
-            let capture = Capture::new(plan.record.capture).map_err(RecordError::Capture)?;
-            let options = capture.options(SpawnOptions {
-                env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
-                inherit: Some(preload.inherit()),
-                no_aslr: true,
-                ..SpawnOptions::default()
-            });
-            let paused = child::spawn_paused_with(&plan.record.command, &options)?;
-            let counters = probe.has_hardware_pmu().then(|| {
-                CounterGroup::open_groups(
-                    &dtlb_groups,
-                    Target::ChildBeforeExec(paused.pid()),
-                    &probe,
-                )
-            });
-            let mut running = paused.release()?;
-            let root = running.pid() as u32;
-            let started = Instant::now();
-            let mut peak = (0.0f64, 0.0f64);
-            // (seconds since the start, huge-page KiB inside the chosen regions).
-            let mut looks: Vec<(f64, f64)> = Vec::new();
-            let mut next_look = started + Duration::from_millis(50);
-            let finished = loop {
-                if let Some(f) = running.try_wait()? {
-                    break f;
-                }
-                if Instant::now() >= next_look {
-                    let (all, inside) = huge_memory(root, &ranges);
-                    looks.push((started.elapsed().as_secs_f64(), inside));
-                    peak = (peak.0.max(all), peak.1.max(inside));
-                    next_look = Instant::now() + Duration::from_millis(250);
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            };
-            process_tree.add(&finished);
-            let mean_inside = time_weighted_mean(&looks, finished.elapsed.as_secs_f64());
-            progress.advance();
-            let dtlb = match counters.map(|c| c.read()) {
-                Some(Ok(readings)) => readings
-                    .iter()
-                    .map(|r| match &r.result {
-                        Ok(count) => match count.scaled {
-                            Scaled::Counted { value, .. } => Some(value as f64),
-                            Scaled::NotCounted => None,
-                        },
-                        Err(u) => {
-                            dtlb_refusal.get_or_insert_with(|| u.reason.to_string());
-                            None
-                        }
-                    })
-                    .collect(),
-                Some(Err(e)) => {
-                    dtlb_refusal.get_or_insert_with(|| e.to_string());
-                    Vec::new()
-                }
-                None => Vec::new(),
-            };
-            if block == 0 {
-                if interrupted(finished.termination) {
-                    notes.push("interrupted (Ctrl-C) during the warm-up".to_string());
-                    stopped = true;
-                    break 'blocks;
-                }
-                if ok_status.is_none() {
-                    ok_status = OkStatus::of_first_run(finished.termination);
-                }
-                // A run the timed blocks would count as failed: stop before making them.
-                if !ok_status.is_some_and(|ok| ok.accepts(finished.termination)) {
-                    return Err(RecordError::WarmUp {
-                        arm: arm.label(top),
-                        termination: finished.termination,
-                        accepted: ok_status
-                            .map_or("an exit, not a death by a signal".to_string(), |ok| {
-                                ok.to_string()
-                            }),
-                        stderr_tail: capture.stderr_tail(TAIL_LINES),
-                    });
-                }
-                continue;
+        let ended = Ended::of(finished.termination, finished.stopped);
+        if block == 0 && ended == Ended::Done {
+            if ok_status.is_none() {
+                ok_status = OkStatus::of_first_run(finished.termination);
             }
-            let ok = ok_status.unwrap_or_default();
-            if !ok.accepts(finished.termination)
-                && !interrupted(finished.termination)
-                && !failure_shown
-            {
-                failure_shown = true;
-                notes.push(format!(
-                    "the '{}' run of block {block} ended with {}, not {ok}: it is a failed run, \
-                     never averaged in{}",
-                    arm.label(top),
-                    finished.termination,
-                    capture
-                        .stderr_tail(TAIL_LINES)
-                        .map_or(String::new(), |t| format!("; {t}"))
-                ));
-            }
-            runs.push((
-                arm,
-                ArmRun {
-                    order,
-                    block,
-                    elapsed_s: finished.elapsed.as_secs_f64(),
-                    user_s: finished.user.as_secs_f64(),
-                    system_s: finished.system.as_secs_f64(),
+            // A run the timed blocks would count as failed: stop before making them.
+            if !ok_status.is_some_and(|ok| ok.accepts(finished.termination)) {
+                return Err(RecordError::WarmUp {
+                    arm: arm.label(top),
                     termination: finished.termination,
-                    huge_kb: peak.0,
-                    huge_in_regions_kb: peak.1,
-                    huge_in_regions_mean_kb: mean_inside,
-                    dtlb,
-                },
-            ));
-            order += 1;
-            if runs.last().is_some_and(|(_, r)| interrupted(r.termination)) {
-                notes.push(format!(
-                    "interrupted (Ctrl-C) in block {block} of {}: the blocks after it were \
-                     not run",
-                    plan.repeat
-                ));
-                stopped = true;
-                break 'blocks;
+                    accepted: ok_status
+                        .map_or("an exit, not a death by a signal".to_string(), |ok| {
+                            ok.to_string()
+                        }),
+                    stderr_tail: capture.stderr_tail(TAIL_LINES),
+                });
             }
         }
+        let ok = ok_status.unwrap_or_default();
+        if block > 0 && ended == Ended::Done && !ok.accepts(finished.termination) && !failure_shown
+        {
+            failure_shown = true;
+            notes.push(format!(
+                "the '{}' run of block {block} ended with {}, not {ok}: it is a failed run, \
+                 never averaged in{}",
+                arm.label(top),
+                finished.termination,
+                capture
+                    .stderr_tail(TAIL_LINES)
+                    .map_or(String::new(), |t| format!("; {t}"))
+            ));
+        }
+        let run = ArmRun {
+            order,
+            block,
+            elapsed_s: finished.elapsed.as_secs_f64(),
+            user_s: finished.user.as_secs_f64(),
+            system_s: finished.system.as_secs_f64(),
+            termination: finished.termination,
+            huge_kb: sampled.peak_all_kb,
+            huge_in_regions_kb: sampled.peak_inside_kb,
+            huge_in_regions_mean_kb: sampled.mean_inside_kb,
+            dtlb,
+        };
+        Ok((run, ended))
+    };
+    let mut run = run;
+    // Block 0 warms up (each arm once, untimed): the program's files are cached and the
+    // kernel has handed out huge pages once before the timed blocks. The 4 KiB run
+    // first: its exit status is the program's normal one when the user gave none.
+    let mut blocks: Blocks<ArmRun> = Blocks::new(Arm::ALL.len());
+    let mut stop = blocks.block(0, &[0], &progress, &mut run)?;
+    if stop.is_none() {
+        stop = blocks.block(0, &[1, 2], &progress, &mut run)?;
     }
+    let stop = match stop {
+        Some(_) => {
+            notes.push("interrupted (Ctrl-C) during the warm-up".to_string());
+            Stop::Interrupted
+        }
+        None => blocks.run(
+            &Design {
+                fixed: Some(plan.repeat),
+                max_blocks: plan.repeat,
+                until: Instant::now(),
+                min_blocks: plan.repeat,
+            },
+            &progress,
+            |_| Duration::ZERO,
+            |_| Ok(Next::Run(vec![0, 1, 2])),
+            &mut run,
+        )?,
+    };
+    if stop == Stop::Interrupted && !notes.iter().any(|n| n.contains("during the warm-up")) {
+        notes.push(format!(
+            "interrupted (Ctrl-C) after {} of {} blocks: the blocks after it were not run",
+            blocks.blocks, plan.repeat
+        ));
+    }
+    let runs: Vec<(Arm, ArmRun)> = blocks
+        .trials
+        .into_iter()
+        .filter(|t| t.block > 0)
+        .map(|t| (Arm::ALL[t.arm], t.run))
+        .collect();
     let ok_status = ok_status.unwrap_or_default();
     notes.extend(ok_status_note(plan.ok_status.is_none(), ok_status, &runs));
     let arms = summarize(&runs, top, ok_status);
@@ -524,8 +491,8 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         adaptive: false,
         ..plan.record.clone()
     };
-    let after =
-        (!stopped).then(|| record::record(&after_plan, &mode_of(Arm::Top, &ranges, plan.hugetlb)));
+    let after = (stop != Stop::Interrupted)
+        .then(|| record::record(&after_plan, &mode_of(Arm::Top, &ranges, plan.hugetlb)));
     let record_after = match after {
         None => None,
         Some(Ok(r)) => Some(r),
@@ -609,8 +576,75 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
 
 /// Whether the command was stopped by Ctrl-C or Ctrl-\ (memscope ignores both while it
 /// runs, so the user meant the whole comparison).
-fn interrupted(termination: Termination) -> bool {
-    matches!(termination, Termination::Signaled(s) if s == libc::SIGINT || s == libc::SIGQUIT)
+/// The huge-page memory a run had: its peak over all its mappings and inside the chosen
+/// regions, and inside them averaged over its time (KiB).
+struct Sampled {
+    peak_all_kb: f64,
+    peak_inside_kb: f64,
+    mean_inside_kb: f64,
+}
+
+/// Runs the command once with `options`, sampling its huge-page memory (smaps) every
+/// 250 ms and counting its dTLB events where a PMU counts them (else why not).
+#[allow(clippy::type_complexity)]
+fn run_sampled(
+    command: &[OsString],
+    options: &SpawnOptions,
+    ranges: &[(u64, u64)],
+    probe: &Probe,
+    dtlb_groups: &[Vec<Event>],
+) -> Result<(child::Finished, Sampled, Vec<Option<f64>>, Option<String>), RecordError> {
+    let paused = child::spawn_paused_with(command, options)?;
+    let counters = probe.has_hardware_pmu().then(|| {
+        CounterGroup::open_groups(dtlb_groups, Target::ChildBeforeExec(paused.pid()), probe)
+    });
+    let mut running = paused.release()?;
+    let root = running.pid() as u32;
+    let started = Instant::now();
+    let mut peak = (0.0f64, 0.0f64);
+    // (seconds since the start, huge-page KiB inside the chosen regions).
+    let mut looks: Vec<(f64, f64)> = Vec::new();
+    let mut next_look = started + Duration::from_millis(50);
+    let finished = loop {
+        if let Some(f) = running.try_wait()? {
+            break f;
+        }
+        if Instant::now() >= next_look {
+            let (all, inside) = huge_memory(root, ranges);
+            looks.push((started.elapsed().as_secs_f64(), inside));
+            peak = (peak.0.max(all), peak.1.max(inside));
+            next_look = Instant::now() + Duration::from_millis(250);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let mean_inside_kb = time_weighted_mean(&looks, finished.elapsed.as_secs_f64());
+    let mut refusal = None;
+    let dtlb = match counters.map(|c| c.read()) {
+        Some(Ok(readings)) => readings
+            .iter()
+            .map(|r| match &r.result {
+                Ok(count) => match count.scaled {
+                    Scaled::Counted { value, .. } => Some(value as f64),
+                    Scaled::NotCounted => None,
+                },
+                Err(u) => {
+                    refusal.get_or_insert_with(|| u.reason.to_string());
+                    None
+                }
+            })
+            .collect(),
+        Some(Err(e)) => {
+            refusal = Some(e.to_string());
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
+    let sampled = Sampled {
+        peak_all_kb: peak.0,
+        peak_inside_kb: peak.1,
+        mean_inside_kb,
+    };
+    Ok((finished, sampled, dtlb, refusal))
 }
 
 fn huge_missing_note(hugetlb: bool) -> String {

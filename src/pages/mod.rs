@@ -3,7 +3,6 @@
 
 pub mod access;
 pub mod apply;
-pub mod capture;
 pub mod damon;
 pub mod figures;
 pub mod params;

@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use super::capture::Capture;
 use super::preload::{Preload, PreloadMode};
 use super::regions::{Region, RegionMap, REGION_BYTES};
 use super::sources::{self, Signal, SourceChoice, SourceKind};
 use crate::platform::child::{self, SpawnError, SpawnOptions, Termination};
 use crate::topology::process as procfs;
+use crate::trials::capture::Capture;
 
 /// What `pages record` runs.
 #[derive(Debug, Clone)]

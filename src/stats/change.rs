@@ -128,9 +128,10 @@ pub struct RatioInterval {
 }
 
 /// The ratio of `own` to `base` and its interval at `level` (e.g. 0.95): the order
-/// statistics of the m·n pairwise log ratios that the Mann–Whitney test ranks (the normal
-/// approximation of U gives which ones), so the interval excludes 1 about when the test
-/// calls the change significant. `None` with fewer than 2 positive values a side.
+/// statistics of the m·n pairwise log ratios that the Mann–Whitney test ranks, at the
+/// test's critical value (exact for up to 40 runs in all, else its normal
+/// approximation), so the interval excludes 1 when the test calls the change significant.
+/// `None` with fewer than 2 positive values a side, or too few for an interval at `level`.
 pub fn ratio_interval(own: &[f64], base: &[f64], level: f64) -> Option<RatioInterval> {
     let positive = |v: &[f64]| -> Vec<f64> {
         v.iter()
@@ -147,15 +148,8 @@ pub fn ratio_interval(own: &[f64], base: &[f64], level: f64) -> Option<RatioInte
         .flat_map(|a| base.iter().map(move |b| a - b))
         .collect();
     logs.sort_by(f64::total_cmp);
-    let (m, n) = (own.len() as f64, base.len() as f64);
     let pairs = logs.len();
-    let z = statrs::distribution::ContinuousCDF::inverse_cdf(
-        &statrs::distribution::Normal::standard(),
-        0.5 + level / 2.0,
-    );
-    let reach = m * n / 2.0 - z * (m * n * (m + n + 1.0) / 12.0).sqrt();
-    // Order statistics k+1 and m·n−k (1-based); too few pairs for the level: the extremes.
-    let k = (reach.floor().max(0.0) as usize).min((pairs - 1) / 2);
+    let k = lower_rank(own.len(), base.len(), level)?;
     let median = if pairs % 2 == 1 {
         logs[pairs / 2]
     } else {
@@ -166,6 +160,34 @@ pub fn ratio_interval(own: &[f64], base: &[f64], level: f64) -> Option<RatioInte
         low: logs[k].exp(),
         high: logs[pairs - 1 - k].exp(),
     })
+}
+
+/// The 0-based index of the interval's lower end among the m·n sorted pairwise
+/// differences: the test's critical value, the largest u with P(U ≤ u) ≤ (1 − level)/2;
+/// `None` when even u = 0 is more likely.
+fn lower_rank(m: usize, n: usize, level: f64) -> Option<usize> {
+    let tail = (1.0 - level) / 2.0;
+    if m + n <= 40 {
+        let counts = super::rank_tests::u_distribution(m, n);
+        let total: f64 = counts.iter().sum();
+        let mut below = 0.0;
+        counts
+            .iter()
+            .take_while(|c| {
+                below += *c;
+                below / total <= tail
+            })
+            .count()
+            .checked_sub(1)
+    } else {
+        let (m, n) = (m as f64, n as f64);
+        let z = statrs::distribution::ContinuousCDF::inverse_cdf(
+            &statrs::distribution::Normal::standard(),
+            1.0 - tail,
+        );
+        let reach = m * n / 2.0 - z * (m * n * (m + n + 1.0) / 12.0).sqrt();
+        (reach >= 0.0).then(|| reach.floor() as usize)
+    }
 }
 
 #[cfg(test)]
@@ -234,8 +256,18 @@ mod tests {
         assert!(same.low < 1.0 && same.high > 1.0, "{same:?}");
         assert!(ratio_interval(&[1.0], &base, 0.95).is_none());
         assert!(ratio_interval(&[0.0, -1.0, f64::NAN], &base, 0.95).is_none());
-        // Two a side: the interval is the whole range of the four ratios.
-        let tiny = ratio_interval(&[2.0, 4.0], &[1.0, 2.0], 0.95).unwrap();
-        assert_eq!((tiny.low, tiny.high), (1.0, 4.0));
+        // Two a side: no 95% interval exists (the U test cannot reach p < 0.05).
+        assert!(ratio_interval(&[2.0, 4.0], &[1.0, 2.0], 0.95).is_none());
+        // 7 a side: the exact critical value (U ≤ 8) puts the ends at the 9th and 41st of
+        // the 49 ratios.
+        let a: Vec<f64> = (0..7).map(|i| 1.0 + f64::from(i) * 0.1).collect();
+        let b: Vec<f64> = (0..7).map(|i| 1.05 + f64::from(i) * 0.1).collect();
+        let r = ratio_interval(&a, &b, 0.95).unwrap();
+        let mut logs: Vec<f64> = a
+            .iter()
+            .flat_map(|x| b.iter().map(move |y| (x / y).ln()))
+            .collect();
+        logs.sort_by(f64::total_cmp);
+        assert!((r.low - logs[8].exp()).abs() < 1e-12 && (r.high - logs[40].exp()).abs() < 1e-12);
     }
 }

@@ -63,7 +63,7 @@ pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
 
 /// How many orderings of n1 + n2 distinct values give each U (0 ..= n1·n2): the
 /// recurrence f(n1, n2, u) = f(n1 − 1, n2, u − n2) + f(n1, n2 − 1, u).
-fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
+pub(crate) fn u_distribution(n1: usize, n2: usize) -> Vec<f64> {
     // table[j] = distribution for (i, j) as i grows.
     let mut table: Vec<Vec<f64>> = (0..=n2).map(|_| vec![1.0]).collect();
     for i in 1..=n1 {
@@ -132,7 +132,7 @@ pub fn signed_rank(differences: &[f64]) -> Option<f64> {
 }
 
 /// How many subsets of the ranks 1..=n sum to each total (0 ..= n(n+1)/2).
-fn rank_sum_distribution(n: usize) -> Vec<f64> {
+pub(crate) fn rank_sum_distribution(n: usize) -> Vec<f64> {
     let mut counts = vec![0.0; n * (n + 1) / 2 + 1];
     counts[0] = 1.0;
     for rank in 1..=n {

@@ -159,21 +159,8 @@ impl SweepRun {
     }
 }
 
-/// Why the measured blocks stopped.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Stop {
-    /// `--runs N` blocks ran.
-    Fixed,
-    /// Every cell's 95% interval reached ±effect/2.
-    Resolved,
-    /// The time limit would have been passed by another block.
-    TimeLimit,
-    /// The most blocks the adaptive schedule runs.
-    MaxBlocks,
-    /// Ctrl-C during a run: the blocks completed before it are reported.
-    Interrupted,
-}
+/// Why the blocks stopped (the trial engine's).
+pub use crate::trials::Stop;
 
 /// The result of `memscope sweep`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

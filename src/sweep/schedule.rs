@@ -1,23 +1,23 @@
-//! What runs when: warm-up blocks, then measured blocks, each running every benchmark ×
-//! variant once in a shuffled order (`stats::design`), so the machine's drift falls on
-//! every variant alike. The first run of each benchmark × variant must succeed and the
-//! metrics must be found in the output, else the sweep stops with the command's output
-//! (it is the user's to fix). With the adaptive default, blocks continue while a
-//! median's interval is wider than ±effect/2, within the time limit. Ctrl-C in a run
-//! ends the sweep with the blocks completed before it.
+//! What runs when, on the trial engine (`trials`): warm-up blocks, then measured blocks,
+//! each running every benchmark × variant once in a shuffled order, so the machine's
+//! drift falls on every variant alike. The first run of each benchmark × variant must
+//! succeed and the metrics must be found in the output, else the sweep stops with the
+//! command's output (it is the user's to fix). With the adaptive default, blocks continue
+//! while a median's interval is wider than ±effect/2, within the time limit. Ctrl-C in a
+//! run ends the sweep with the blocks completed before it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::analysis::{self, Cell};
 use super::runner::{self, Outcome, Prepared};
 use super::variants::{tail, Built};
-use super::{Better, Measure, Schedule, Stop, SweepError, SweepPlan, SweepResult, SweepRun};
+use super::{Better, Measure, Schedule, SweepError, SweepPlan, SweepResult, SweepRun};
 use crate::counters::{Probe, Reading};
 use crate::counting::{self, Counting};
-use crate::platform::child::{ProcessTree, Termination};
+use crate::platform::child::ProcessTree;
 use crate::session::progress::Progress;
-use crate::stats::design::Shuffler;
 use crate::topology::Machine;
+use crate::trials::{Blocks, Design, Ended, Next};
 
 /// The fewest measured blocks the adaptive schedule runs: a 95% interval of a median
 /// needs 6 runs.
@@ -45,52 +45,90 @@ pub fn measure(
         })
         .collect::<Result<_, _>>()?;
     let measures = measures(plan);
-    let mut state = State {
+    let runner = std::cell::RefCell::new(Runner {
         plan,
         probe,
         counting: &counting,
         prepared: &prepared,
-        shuffler: Shuffler::from_clock(),
-        runs: Vec::new(),
-        readings: Vec::new(),
         checked: vec![false; nb * nv],
         matched: vec![vec![false; plan.metrics.len()]; nb],
-        progress: Progress::for_stderr(),
         process_tree: ProcessTree::default(),
-    };
+    });
+    let progress = Progress::for_stderr();
+    let pairs: Vec<usize> = (0..nb * nv).collect();
+    let mut blocks: Blocks<Ran> = Blocks::new(pairs.len());
     let mut notes = Vec::new();
     for w in 0..plan.warmup {
         built.check_in_place()?;
-        if state.block(0, &format!("warm-up {}/{}", w + 1, plan.warmup))? {
+        progress.start(
+            &format!("warm-up {}/{}", w + 1, plan.warmup),
+            pairs.len() as u64,
+        );
+        if blocks
+            .block(0, &pairs, &progress, &mut |p, _, _| {
+                runner.borrow_mut().run(p)
+            })?
+            .is_some()
+        {
             return Err(SweepError("interrupted (Ctrl-C) during the warm-up".into()));
         }
     }
     if plan.warmup > 0 {
-        notes.extend(state.check_metrics()?);
+        notes.extend(runner.borrow().check_metrics(&blocks)?);
     }
     let started = Instant::now();
-    let mut block = 0;
-    let stop = loop {
-        let label = match plan.schedule {
-            Schedule::Fixed(n) => format!("block {}/{n}", block + 1),
-            Schedule::Adaptive { .. } => format!("block {}", block + 1),
-        };
-        built.check_in_place()?;
-        if state.block(block + 1, &label)? {
-            state.drop_block(block + 1);
-            break Stop::Interrupted;
-        }
-        block += 1;
-        if block == 1 && plan.warmup == 0 {
-            notes.extend(state.check_metrics()?);
-        }
-        if let Some(stop) = next_step(plan, &state, &measures, block, started) {
-            break stop;
-        }
+    let design = match plan.schedule {
+        Schedule::Fixed(n) => Design {
+            fixed: Some(n),
+            max_blocks: n,
+            until: started,
+            min_blocks: n,
+        },
+        Schedule::Adaptive {
+            min_blocks,
+            max_blocks,
+            time_limit,
+        } => Design {
+            fixed: None,
+            max_blocks,
+            until: started + time_limit,
+            min_blocks: min_blocks.min(FEWEST_BLOCKS),
+        },
     };
-    state.progress.finish();
+    let mut checked_metrics = plan.warmup > 0;
+    let stop = blocks.run(
+        &design,
+        &progress,
+        |_| Duration::ZERO,
+        |b| {
+            built.check_in_place()?;
+            if !checked_metrics && b.blocks == 1 {
+                checked_metrics = true;
+                notes.extend(runner.borrow().check_metrics(b)?);
+            }
+            progress.start(
+                &match plan.schedule {
+                    Schedule::Fixed(n) => format!("block {}/{n}", b.blocks + 1),
+                    Schedule::Adaptive { .. } => format!("block {}", b.blocks + 1),
+                },
+                pairs.len() as u64,
+            );
+            Ok(match settled(plan, b, &measures) {
+                true => Next::Run(Vec::new()),
+                false => Next::Run(pairs.clone()),
+            })
+        },
+        |p, _, _| runner.borrow_mut().run(p),
+    )?;
+    if !checked_metrics && blocks.blocks >= 1 {
+        notes.extend(runner.borrow().check_metrics(&blocks)?);
+    }
+    progress.finish();
     let measured_s = started.elapsed().as_secs_f64();
-    let cells = cells(plan, &state, &measures, line_bytes, &mut notes);
+    let (runs, readings) = sweep_runs(blocks, nv);
+    let cells = cells(
+        plan, &runs, &readings, &counting, &measures, line_bytes, &mut notes,
+    );
     let result = SweepResult {
         parameters: plan.parameters.clone(),
         variants: built.variants.iter().map(|v| v.info.clone()).collect(),
@@ -100,16 +138,43 @@ pub fn measure(
         measures,
         events: counting.events.iter().map(|e| e.name.clone()).collect(),
         warmup_blocks: plan.warmup,
-        blocks: block,
+        blocks: runs.iter().map(|r| r.block).max().unwrap_or(0),
         stop,
         effect_pct: plan.effect_pct,
         measured_s,
-        runs: state.runs,
+        runs,
         cells,
         notes,
-        process_tree: state.process_tree,
+        process_tree: runner.into_inner().process_tree,
     };
     Ok(analysis::with_notes(result))
+}
+
+/// One run as the engine keeps it: what `SweepRun` holds but its place, and the counters'
+/// readings (for refusal reasons and multiplexing).
+struct Ran {
+    run: SweepRun,
+    readings: Vec<Reading>,
+}
+
+/// The engine's runs as the sweep keeps them: each with its block and its position in
+/// it, and the readings beside them in the same order.
+fn sweep_runs(blocks: Blocks<Ran>, nv: usize) -> (Vec<SweepRun>, Vec<Vec<Reading>>) {
+    let mut position = std::collections::HashMap::new();
+    blocks
+        .trials
+        .into_iter()
+        .map(|t| {
+            let at = position.entry(t.block).or_insert(0usize);
+            let mut run = t.run.run;
+            run.block = t.block;
+            run.order = *at;
+            run.benchmark = t.arm / nv;
+            run.variant = t.arm % nv;
+            *at += 1;
+            (run, t.run.readings)
+        })
+        .unzip()
 }
 
 /// The wall time, then each metric.
@@ -137,83 +202,71 @@ fn measures(plan: &SweepPlan) -> Vec<Measure> {
     measures
 }
 
-struct State<'a> {
+/// What runs one benchmark × variant and checks its first runs.
+struct Runner<'a> {
     plan: &'a SweepPlan,
     probe: &'a Probe,
     counting: &'a Counting,
     prepared: &'a [Vec<Prepared>],
-    shuffler: Shuffler,
-    runs: Vec<SweepRun>,
-    /// The counters' readings of each run (for refusal reasons and multiplexing).
-    readings: Vec<Vec<Reading>>,
     /// Per benchmark × variant: its first run succeeded.
     checked: Vec<bool>,
     /// Per benchmark and metric: found in some run's output.
     matched: Vec<Vec<bool>>,
-    progress: Progress,
     process_tree: ProcessTree,
 }
 
-impl State<'_> {
-    /// Runs one block; true when a run was interrupted (Ctrl-C).
-    fn block(&mut self, block: usize, label: &str) -> Result<bool, SweepError> {
+impl Runner<'_> {
+    /// Runs benchmark × variant `pair` once.
+    fn run(&mut self, pair: usize) -> Result<(Ran, Ended), SweepError> {
         let nv = self.plan.variants.len();
-        let pairs = self.plan.benchmarks.len() * nv;
-        self.progress.start(label, pairs as u64);
-        for (order, pair) in self.shuffler.block(pairs).into_iter().enumerate() {
-            let (benchmark, variant) = (pair / nv, pair % nv);
-            let what = || {
-                format!(
-                    "benchmark '{}' on variant {}",
-                    self.plan.benchmarks[benchmark].name,
-                    self.plan.variants[variant].label()
-                )
-            };
-            self.progress.message(&what());
-            let outcome = runner::run_once(
-                &self.prepared[benchmark][variant],
-                self.counting,
-                self.probe,
+        let (benchmark, variant) = (pair / nv, pair % nv);
+        let what = || {
+            format!(
+                "benchmark '{}' on variant {}",
+                self.plan.benchmarks[benchmark].name,
+                self.plan.variants[variant].label()
             )
-            .map_err(|e| e.into_sweep_error(&format!("{} cannot run", what())))?;
-            let termination = outcome.counted.finished.termination;
-            if interrupted(termination) {
-                return Ok(true);
+        };
+        let outcome = runner::run_once(
+            &self.prepared[benchmark][variant],
+            self.counting,
+            self.probe,
+        )
+        .map_err(|e| e.into_sweep_error(&format!("{} cannot run", what())))?;
+        let finished = outcome.counted.finished;
+        let termination = finished.termination;
+        let ended = Ended::of(termination, finished.stopped);
+        if ended == Ended::Done && !self.checked[pair] {
+            if !termination.success() {
+                return Err(self.failure(benchmark, variant, &outcome, &what()));
             }
-            if !self.checked[pair] {
-                if !termination.success() {
-                    return Err(self.failure(benchmark, variant, &outcome, &what()));
-                }
-                self.checked[pair] = true;
-            }
-            let metrics: Vec<Option<f64>> = self
-                .plan
-                .metrics
-                .iter()
-                .map(|m| runner::read_metric(m, &outcome.stdout, &outcome.stderr))
-                .collect();
-            for (i, v) in metrics.iter().enumerate() {
-                self.matched[benchmark][i] |= v.is_some();
-            }
-            let finished = outcome.counted.finished;
-            self.process_tree.add(&finished);
-            self.runs.push(SweepRun {
-                block,
-                order,
-                benchmark,
-                variant,
-                elapsed_s: finished.elapsed.as_secs_f64(),
-                user_s: finished.user.as_secs_f64(),
-                system_s: finished.system.as_secs_f64(),
-                max_rss_kib: finished.max_rss_kib,
-                termination,
-                metrics,
-                counts: outcome.counted.counts,
-            });
-            self.readings.push(outcome.counted.readings);
-            self.progress.advance();
+            self.checked[pair] = true;
         }
-        Ok(false)
+        let metrics: Vec<Option<f64>> = self
+            .plan
+            .metrics
+            .iter()
+            .map(|m| runner::read_metric(m, &outcome.stdout, &outcome.stderr))
+            .collect();
+        for (i, v) in metrics.iter().enumerate() {
+            self.matched[benchmark][i] |= v.is_some();
+        }
+        self.process_tree.add(&finished);
+        let run = SweepRun {
+            block: 0,
+            order: 0,
+            benchmark,
+            variant,
+            elapsed_s: finished.elapsed.as_secs_f64(),
+            user_s: finished.user.as_secs_f64(),
+            system_s: finished.system.as_secs_f64(),
+            max_rss_kib: finished.max_rss_kib,
+            termination,
+            metrics,
+            counts: outcome.counted.counts,
+        };
+        let readings = outcome.counted.readings;
+        Ok((Ran { run, readings }, ended))
     }
 
     /// A benchmark's first run failed: its status and output.
@@ -241,16 +294,16 @@ impl State<'_> {
 
     /// After the first round: a metric found in no benchmark's output is an error; one
     /// missing from some benchmarks is a note.
-    fn check_metrics(&self) -> Result<Vec<String>, SweepError> {
+    fn check_metrics(&self, blocks: &Blocks<Ran>) -> Result<Vec<String>, SweepError> {
         let mut notes = Vec::new();
         for (i, metric) in self.plan.metrics.iter().enumerate() {
             let found: Vec<bool> = self.matched.iter().map(|m| m[i]).collect();
             if !found.iter().any(|f| *f) {
-                let sample = self
-                    .runs
+                let nv = self.plan.variants.len();
+                let sample = blocks
+                    .trials
                     .first()
-                    .map(|r| r.benchmark)
-                    .map(|b| self.plan.benchmarks[b].name.clone())
+                    .map(|t| self.plan.benchmarks[t.arm / nv].name.clone())
                     .unwrap_or_default();
                 return Err(SweepError(format!(
                     "invalid value '{}={}' for --metric: expected a regular expression that \
@@ -271,61 +324,33 @@ impl State<'_> {
         }
         Ok(notes)
     }
-
-    /// Removes the runs of an interrupted block.
-    fn drop_block(&mut self, block: usize) {
-        let keep: Vec<bool> = self.runs.iter().map(|r| r.block != block).collect();
-        let mut i = 0;
-        self.readings.retain(|_| {
-            i += 1;
-            keep[i - 1]
-        });
-        self.runs.retain(|r| r.block != block);
-    }
 }
 
-fn interrupted(termination: Termination) -> bool {
-    matches!(termination, Termination::Signaled(s) if s == libc::SIGINT || s == libc::SIGQUIT)
-}
-
-/// Whether the measured blocks stop after `blocks` of them, and why.
-fn next_step(
-    plan: &SweepPlan,
-    state: &State,
-    measures: &[Measure],
-    blocks: usize,
-    started: Instant,
-) -> Option<Stop> {
-    let (min_blocks, max_blocks, limit) = match plan.schedule {
-        Schedule::Fixed(n) => return (blocks >= n).then_some(Stop::Fixed),
-        Schedule::Adaptive {
-            min_blocks,
-            max_blocks,
-            time_limit,
-        } => (min_blocks, max_blocks, time_limit.as_secs_f64()),
+/// Whether the adaptive schedule has what it needs after the blocks so far: at least its
+/// fewest blocks, and every cell settled — its median known to ±effect/2, or already
+/// differing significantly from the baseline by more than the effect looked for (more
+/// runs would only sharpen a figure whose verdict is clear).
+fn settled(plan: &SweepPlan, blocks: &Blocks<Ran>, measures: &[Measure]) -> bool {
+    let min_blocks = match plan.schedule {
+        Schedule::Fixed(_) => return false,
+        Schedule::Adaptive { min_blocks, .. } => min_blocks,
     };
-    let elapsed = started.elapsed().as_secs_f64();
-    let per_block = elapsed / blocks as f64;
-    // Fewer than the minimum only when the minimum would not fit the time, never below 6.
-    let fitting = ((limit / per_block.max(1e-9)).floor() as usize).max(FEWEST_BLOCKS);
-    if blocks < min_blocks.min(fitting) {
-        return None;
-    }
-    if blocks >= max_blocks {
-        return Some(Stop::MaxBlocks);
+    if blocks.blocks < min_blocks.max(1) {
+        return false;
     }
     let m = analysis::primary(measures);
     let nv = plan.variants.len();
-    // A cell is settled when its median is known to ±effect/2, or when it already
-    // differs significantly from the baseline by more than the effect looked for (more
-    // runs would only sharpen a figure whose verdict is clear).
-    let all_resolved = (0..plan.benchmarks.len() * nv).all(|pair| {
+    let cell =
+        |pair: usize| -> Vec<SweepRun> { blocks.of_arm(pair).map(|t| t.run.run.clone()).collect() };
+    (0..plan.benchmarks.len() * nv).all(|pair| {
         let (benchmark, variant) = (pair / nv, pair % nv);
-        let own = analysis::values(&analysis::cell_runs(&state.runs, benchmark, variant), m);
-        let base = analysis::values(
-            &analysis::cell_runs(&state.runs, benchmark, plan.baseline),
-            m,
-        );
+        let own_runs = cell(pair);
+        let base_runs = cell(benchmark * nv + plan.baseline);
+        let ok = |runs: &[SweepRun]| -> Vec<f64> {
+            let ok: Vec<&SweepRun> = runs.iter().filter(|r| r.termination.success()).collect();
+            analysis::values(&ok, m)
+        };
+        let (own, base) = (ok(&own_runs), ok(&base_runs));
         let alone = analysis::compare(&own, &[], Better::Lower, true);
         let against = analysis::compare(&own, &base, Better::Lower, variant == plan.baseline);
         let clear = matches!(
@@ -338,17 +363,15 @@ fn next_step(
         alone.verdict == analysis::Verdict::NoData
             || analysis::resolved(&alone, plan.effect_pct / 2.0)
             || clear
-    });
-    if all_resolved {
-        return Some(Stop::Resolved);
-    }
-    (elapsed + per_block > limit).then_some(Stop::TimeLimit)
+    })
 }
 
 /// Every benchmark × variant's statistics and counters.
 fn cells(
     plan: &SweepPlan,
-    state: &State,
+    runs: &[SweepRun],
+    readings: &[Vec<Reading>],
+    counting: &Counting,
     measures: &[Measure],
     line_bytes: u64,
     notes: &mut Vec<String>,
@@ -356,29 +379,27 @@ fn cells(
     let nv = plan.variants.len();
     let mut cells = Vec::new();
     for benchmark in 0..plan.benchmarks.len() {
-        let base = analysis::cell_runs(&state.runs, benchmark, plan.baseline);
+        let base = analysis::cell_runs(runs, benchmark, plan.baseline);
         for variant in 0..nv {
             // The measured runs of this cell, by index (the readings are kept beside the
             // runs, in the same order).
-            let mine: Vec<usize> = (0..state.runs.len())
+            let mine: Vec<usize> = (0..runs.len())
                 .filter(|&i| {
-                    let r = &state.runs[i];
+                    let r = &runs[i];
                     r.block > 0 && r.benchmark == benchmark && r.variant == variant
                 })
                 .collect();
             let (own_indices, failed): (Vec<usize>, Vec<usize>) = mine
                 .into_iter()
-                .partition(|&i| state.runs[i].termination.success());
-            let own: Vec<&SweepRun> = own_indices.iter().map(|&i| &state.runs[i]).collect();
+                .partition(|&i| runs[i].termination.success());
+            let own: Vec<&SweepRun> = own_indices.iter().map(|&i| &runs[i]).collect();
             let failures = crate::view::format::distinct(
-                failed
-                    .iter()
-                    .map(|&i| state.runs[i].termination.to_string()),
+                failed.iter().map(|&i| runs[i].termination.to_string()),
             );
             let stat_runs: Vec<counting::RunRecord> = own_indices
                 .iter()
                 .map(|&i| {
-                    let r = &state.runs[i];
+                    let r = &runs[i];
                     counting::RunRecord {
                         elapsed_s: r.elapsed_s,
                         user_s: r.user_s,
@@ -388,12 +409,10 @@ fn cells(
                     }
                 })
                 .collect();
-            let readings: Vec<Vec<Reading>> = own_indices
-                .iter()
-                .map(|&i| state.readings[i].clone())
-                .collect();
+            let readings: Vec<Vec<Reading>> =
+                own_indices.iter().map(|&i| readings[i].clone()).collect();
             let (events, derived, counter_notes) =
-                state.counting.summarize(&stat_runs, &readings, line_bytes);
+                counting.summarize(&stat_runs, &readings, line_bytes);
             // Refusals are named once per figure in the resources table; the other notes
             // (multiplexing, user-only counting) are kept.
             for note in counter_notes {

@@ -249,6 +249,13 @@ pub fn raw(value: f64) -> String {
     }
 }
 
+/// The command as words a shell reads back as exactly these (each quoted where it needs
+/// it), to paste after `VAR=value` or `memscope … --`; a word with a NUL byte (no shell
+/// can pass one) as it is.
+pub fn shell_words(argv: &[String]) -> String {
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+}
+
 /// The command as a shell would need it typed: words with spaces or shell characters
 /// in single quotes, the whole in double quotes when it has several words.
 pub fn shell_quoted(argv: &[String]) -> String {
@@ -339,6 +346,26 @@ mod tests {
         assert_eq!((or_dash(" "), or_dash("x")), (DASH, "x"));
         assert_eq!(cpu_list(&[3, 0, 1, 2, 7, 9, 10]), "0-3,7,9-10");
         assert_eq!(cpu_list(&[]), DASH);
+    }
+
+    #[test]
+    fn shell_words_paste_into_a_shell_as_the_same_words() {
+        let argv: Vec<String> = ["printf", "%s|", "a b", "it's", "$HOME", "*", "x\"y"]
+            .iter()
+            .map(|w| w.to_string())
+            .collect();
+        let line = format!(
+            "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {}",
+            shell_words(&argv)
+        );
+        let out = std::process::Command::new("sh")
+            .args(["-c", &line])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "a b|it's|$HOME|*|x\"y|"
+        );
     }
 
     #[test]

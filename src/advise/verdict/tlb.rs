@@ -98,7 +98,7 @@ pub fn tlb_finding(
         ));
         return f;
     }
-    if best.time.verdict == Verdict::Worse {
+    if best.time.verdict == Verdict::Worse && huge > 0.0 {
         f.remedy = Some("huge pages slow it down here: leave them off".to_string());
         return f;
     }
@@ -134,16 +134,26 @@ pub fn tlb_finding(
         _ => {
             f.remedy = Some(
                 "huge pages under its anonymous memory buy it: madvise(MADV_HUGEPAGE) its large \
-                 allocations, set THP to always, or apply them without a rebuild"
+                 allocations, or set THP to always"
                     .to_string(),
             );
-            f.apply.push(format!(
-                "memscope pages apply --top {} -- {shell}",
-                crate::advise::profile::HOT_REGIONS
-            ));
-            f.apply.push(format!(
-                "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}   # malloc'd memory only"
-            ));
+            // The other remedies' lines only where their own arm measured a gain.
+            let gained = |kind: ArmKind| {
+                candidates
+                    .iter()
+                    .any(|a| a.kind == kind && a.time.verdict == Verdict::Better)
+            };
+            if gained(ArmKind::HugeTop) {
+                f.apply.push(format!(
+                    "memscope pages apply --top {} -- {shell}",
+                    profile.hot_regions.len()
+                ));
+            }
+            if gained(ArmKind::MallocHugetlb) {
+                f.apply.push(format!(
+                    "GLIBC_TUNABLES=glibc.malloc.hugetlb=1 {shell}   # malloc'd memory only"
+                ));
+            }
         }
     }
     f

@@ -1,6 +1,6 @@
-//! The program's own output during `pages apply`: captured in two anonymous temporary
-//! files (no name on disk another user could swap) so that it stays out of memscope's
-//! tables, and only its tail read back (bounded) to show why a run failed.
+//! A run's own output: captured in two anonymous temporary files (no name on disk
+//! another user could swap) so that it stays out of memscope's tables, and only its tail
+//! read back (bounded): to show why a run failed, and for the figures a sweep reads.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -9,7 +9,7 @@ use std::os::fd::AsRawFd;
 use crate::platform::child::SpawnOptions;
 
 /// At most this much of a captured stream is read back: only its tail is shown.
-const TAIL_BYTES: u64 = 64 << 10;
+pub const TAIL_BYTES: u64 = 1 << 20;
 
 /// Lines of the program's standard error shown with a failed run.
 pub const TAIL_LINES: usize = 20;
@@ -48,6 +48,15 @@ impl Capture {
     pub fn stderr_tail(&self, lines: usize) -> Option<String> {
         let (_, err) = self.files.as_ref()?;
         Some(tail("the program's standard error", &read_tail(err), lines))
+    }
+
+    /// The end of what the run wrote (standard output, standard error), at most
+    /// `TAIL_BYTES` of each; empty when it was not captured.
+    pub fn texts(&self) -> (String, String) {
+        match &self.files {
+            Some((out, err)) => (read_tail(out), read_tail(err)),
+            None => (String::new(), String::new()),
+        }
     }
 }
 
