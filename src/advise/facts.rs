@@ -113,30 +113,56 @@ pub fn from_topology(machine: &Machine) -> MachineFacts {
     }
 }
 
-/// Fills the measured figures from a report's (or a saved run's) figures; false when it
-/// has none of them.
-pub fn take_figures(facts: &mut MachineFacts, figures: &[Figure]) -> bool {
-    let value = |key: &str| {
-        figures
-            .iter()
-            .find(|f| f.key == key)
-            .map(|f| f.value)
-            .filter(|v| v.is_finite() && *v > 0.0)
-    };
+/// What a figure may be on any machine, for it to be taken: (key part, least, most).
+const PLAUSIBLE: [(&str, f64, f64); 3] = [
+    ("latency", 0.1, 100_000.0),   // ns
+    ("random_ns", 0.1, 100_000.0), // ns
+    ("gb_per_s", 0.001, 100_000.0),
+];
+
+/// Fills the measured figures from a report's (or a saved run's) figures: `Ok(false)`
+/// when it has none of them; an error naming a figure no machine could have (a NaN, a
+/// latency of 1.7e308 ns), and then nothing is taken.
+pub fn take_figures(facts: &mut MachineFacts, figures: &[Figure]) -> Result<bool, String> {
+    let value = |key: &str| figures.iter().find(|f| f.key == key).map(|f| f.value);
     let llc_key = facts
         .llc_name
         .as_ref()
         .map(|name| format!("latency.level.{name}.latency_ns"));
-    facts.llc_ns = llc_key.and_then(|k| value(&k));
-    facts.dram_ns = value("latency.dram.random_ns");
-    facts.dram_bytes_per_s = figures
+    let llc_ns = llc_key.as_deref().and_then(value);
+    let dram_ns = value("latency.dram.random_ns");
+    let dram_gbs = figures
         .iter()
         .filter(|f| f.key.starts_with("bandwidth.read.") && f.key.contains(".DRAM."))
         .map(|f| f.value)
-        .filter(|v| v.is_finite())
-        .max_by(f64::total_cmp)
-        .map(|gbs| gbs * 1e9);
-    facts.llc_ns.is_some() || facts.dram_ns.is_some() || facts.dram_bytes_per_s.is_some()
+        .reduce(|a, b| {
+            if b.total_cmp(&a).is_gt() || a.is_nan() {
+                b
+            } else {
+                a
+            }
+        });
+    for (key, v) in [
+        (llc_key.as_deref().unwrap_or("latency"), llc_ns),
+        ("latency.dram.random_ns", dram_ns),
+        ("bandwidth.read.…DRAM….gb_per_s", dram_gbs),
+    ] {
+        let Some(v) = v else { continue };
+        let (_, least, most) = PLAUSIBLE
+            .iter()
+            .find(|(part, _, _)| key.contains(part))
+            .copied()
+            .unwrap_or(("", 0.0, f64::MAX));
+        if !(v.is_finite() && (least..=most).contains(&v)) {
+            return Err(format!(
+                "its figure {key} = {v} is no machine's (expected {least} to {most})"
+            ));
+        }
+    }
+    facts.llc_ns = llc_ns;
+    facts.dram_ns = dram_ns;
+    facts.dram_bytes_per_s = dram_gbs.map(|gbs| gbs * 1e9);
+    Ok(facts.llc_ns.is_some() || facts.dram_ns.is_some() || facts.dram_bytes_per_s.is_some())
 }
 
 #[cfg(test)]
@@ -168,11 +194,18 @@ mod tests {
             fig("read.1r0w.2t.DRAM.gb_per_s", "bandwidth", 30.0),
             fig("write.0r1w.2t.DRAM.gb_per_s", "bandwidth", 90.0),
         ];
-        assert!(take_figures(&mut facts, &figures));
+        assert_eq!(take_figures(&mut facts, &figures), Ok(true));
         assert_eq!(facts.llc_ns, Some(12.0));
         assert_eq!(facts.dram_ns, Some(100.0));
         assert_eq!(facts.dram_bytes_per_s, Some(30e9));
-        assert!(!take_figures(&mut from_topology(&machine), &[]));
+        assert_eq!(take_figures(&mut from_topology(&machine), &[]), Ok(false));
+        // Impossible figures are refused, and nothing is taken.
+        let mut fresh = from_topology(&machine);
+        let bad = vec![fig("dram.random_ns", "latency", 1.7e308)];
+        assert!(take_figures(&mut fresh, &bad)
+            .unwrap_err()
+            .contains("1.7e308"));
+        assert_eq!(fresh.dram_ns, None);
         let share = facts.llc_share_bytes().unwrap();
         assert_eq!(
             share,

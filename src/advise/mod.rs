@@ -79,24 +79,6 @@ pub struct AdviseResult {
     /// What the runs left running, and the runs stopped at the time limit.
     #[serde(default)]
     pub process_tree: crate::platform::child::ProcessTree,
-    /// Memory readied before each run (a VM whose host takes free memory back).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ready_memory: Option<ReadiedMemory>,
-}
-
-/// What advise readied before each run on a VM whose balloon hands free memory back to the
-/// host (`trial::ReadyMemory`), and what that took: the first time, the host backing the
-/// blocks again (about what a program started cold pays for its huge pages there); later,
-/// right after a run, mostly the kernel zeroing them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReadiedMemory {
-    pub bytes: u64,
-    pub runs: usize,
-    /// The first readying: the memory had been free for a while, as before a cold start.
-    pub first_s: f64,
-    /// The others mostly follow a run whose memory the host still backs.
-    pub median_s: f64,
-    pub max_s: f64,
 }
 
 impl AdviseResult {

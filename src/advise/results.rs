@@ -69,7 +69,8 @@ pub fn paired(
 }
 
 /// Every arm but the program alone is decided against ±`effect_pct` (its paired interval
-/// wholly within or beyond it).
+/// wholly within or beyond it), at one look.
+#[cfg(test)]
 pub fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_pct: f64) -> bool {
     (0..arms.len()).all(|i| match reference_of(arms, i) {
         None => true,

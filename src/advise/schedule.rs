@@ -20,9 +20,9 @@ use super::profile::{self, ProgramProfile};
 #[cfg(test)]
 use super::results::{held_levels, resolved, system_time_modes, times};
 use super::results::{paired, reference_of, results, PIRATE_SHARES};
-use super::trial::{self, CoRunners, ReadyMemory, Setup};
+use super::trial::{self, CoRunners, Setup};
 use super::verdict;
-use super::{AdvisePlan, AdviseResult, CpuPlan, PirateSite, ReadiedMemory};
+use super::{AdvisePlan, AdviseResult, CpuPlan, PirateSite};
 use super::{RunRecord, Stop};
 use crate::counters::{topdown, Probe};
 use crate::counting::{default_groups, Counting};
@@ -50,6 +50,18 @@ pub fn run(
 ) -> anyhow::Result<AdviseResult> {
     let started = Instant::now();
     let deadline = started + plan.time_limit;
+    // Two advise runs at once would each take the other's co-runner for the program's.
+    let _alone = crate::platform::exclusive::Exclusive::take("advise").map_err(|pid| {
+        UsageError::CannotProceed(format!(
+            "another memscope advise is running on this machine{}: its co-runners would \
+             disturb this one's runs and this one's its; run one at a time",
+            if pid > 0 {
+                format!(" (pid {pid})")
+            } else {
+                String::new()
+            }
+        ))
+    })?;
     // Ctrl-C ends the measuring and reports what it has (a second one exits at once).
     let _deferred = cleanup::defer_interrupt();
     let progress = if plan.show_output {
@@ -94,7 +106,6 @@ pub fn run(
         hot_ranges: &[],
         show_output: plan.show_output,
         partitioning: partitioning.as_ref(),
-        ready: None,
         deadline: Some(deadline),
         process_tree: &process_tree,
     };
@@ -109,62 +120,12 @@ pub fn run(
         0,
     )?;
     progress.advance();
-    let normal_status = first.record.termination.shell_status();
-    if first.record.stopped {
-        return Err(UsageError::CannotProceed(format!(
-            "the program's first run was still running at the time limit ({}) and was \
-             stopped with its descendants (SIGTERM, then SIGKILL after {} s): give a larger \
-             --time-limit, or a command that ends",
-            humantime::format_duration(plan.time_limit),
-            STOP_GRACE.as_secs()
-        ))
-        .into());
-    }
-    if interrupted(first.record.termination) {
-        return Err(
-            UsageError::CannotProceed("interrupted (Ctrl-C) in the first run".into()).into(),
-        );
-    }
-    if normal_status != 0 {
-        notes.push(format!(
-            "the program ended with status {normal_status} in its first run: taken as its \
-             normal status (a run that ends otherwise is a failed run)"
-        ));
-    }
+    let normal_status = first_run_status(&first.record, plan.time_limit, &mut notes)?;
     let one_run = first.record.elapsed_s.max(1e-3);
 
     // The profile.
-    let mut profile = ProgramProfile::default();
     progress.start("advise: recording the program's accesses", 1);
-    let record_plan = RecordPlan {
-        top: record::Top::Count(profile::HOT_REGIONS),
-        source: SourceChoice::Auto,
-        interval: Duration::from_millis(100),
-        adaptive: true,
-        capture: !plan.show_output,
-        command: plan.command.clone(),
-    };
-    let no_huge = PreloadMode {
-        split: true,
-        no_huge: false,
-        huge: None,
-        hugetlb: false,
-    };
-    let hot_ranges: Vec<(u64, u64)> = match record::record(&record_plan, &no_huge) {
-        Ok(rec) => {
-            profile::add_record(&mut profile, &rec);
-            rec.regions
-                .iter()
-                .filter(|r| r.anonymous && r.value > 0.0)
-                .take(profile::HOT_REGIONS)
-                .map(|r| (r.start, r.start + rec.region_bytes))
-                .collect()
-        }
-        Err(e) => {
-            profile.record = format!("not recorded: {e}");
-            Vec::new()
-        }
-    };
+    let (mut profile, hot_ranges) = record_profile(plan);
     progress.advance();
     setup.hot_ranges = &hot_ranges;
     if let Some(program) = plan.command.first() {
@@ -210,14 +171,6 @@ pub fn run(
     if cpus.co_runner.is_none() && wants(Resource::Bandwidth) {
         notes.push("only one CPU is available to memscope: no bandwidth bandit runs".to_string());
     }
-
-    // Where the host takes free memory back, every huge-page run from here on finds its
-    // memory readied (see ReadyMemory): a quarter more than the first run's peak.
-    let ready = (facts.free_page_reporting && machine.thp.enabled != ThpMode::Never).then(|| {
-        let room = room_beside(first.record.max_rss_kib).bytes;
-        ReadyMemory::new(ready_bytes(first.record.max_rss_kib).min(room / 2))
-    });
-    setup.ready = ready.as_ref();
 
     // The screening arms, then the measuring: blocks of the arms still open.
     let with_co = co_runners.beside.is_some();
@@ -279,24 +232,7 @@ pub fn run(
     for a in arms.iter_mut().skip(screening.len()) {
         a.stage = 2;
     }
-    for c in [co_runners.beside, co_runners.in_turns]
-        .into_iter()
-        .flatten()
-    {
-        c.set(crate::kernels::corunner::Load::Idle);
-    }
-    if let Some(t) = co_runners
-        .in_turns
-        .filter(|t| t.bursts_realtime() == Some(false))
-    {
-        notes.push(format!(
-            "the co-runner in turns on CPU {} could not take real-time priority (SCHED_FIFO \
-             needs root or CAP_SYS_NICE): the scheduler placed its bursts, so some of the \
-             program's turns were longer than {} ms",
-            t.cpu(),
-            BURST_PERIOD.as_millis()
-        ));
-    }
+    notes.extend(idle(co_runners));
     progress.finish();
     let alone: Vec<&RunRecord> = arms
         .iter()
@@ -318,23 +254,6 @@ pub fn run(
         if f.resource != Resource::Control && !wants(f.resource) {
             *f = verdict::Finding::not_measured(f.resource, "not asked for (--only)");
         }
-    }
-    let ready_memory = ready.as_ref().and_then(ReadiedMemory::of);
-    if let Some(r) = &ready_memory {
-        notes.push(format!(
-            "this VM's balloon hands free memory back to the host (virtio free page \
-             reporting): before each run with huge pages advise touched and freed {} MiB in \
-             huge pages, so that every such run found its memory backed, as a run right \
-             after another huge-page run does. The \
-             first readying, after the memory had been free a while, took {:.2} s: about the \
-             system time a program started cold pays here for its huge pages; the {} others \
-             {:.2} s (median, at most {:.2} s)",
-            r.bytes >> 20,
-            r.first_s,
-            r.runs.saturating_sub(1),
-            r.median_s,
-            r.max_s
-        ));
     }
     notes.extend(verdict::cpus_note(&arms, plan.effect_pct));
     notes.extend(verdict::budget_note(
@@ -365,30 +284,94 @@ pub fn run(
         stop,
         notes,
         process_tree: process_tree.into_inner(),
-        ready_memory,
     })
 }
 
-/// What readying memory before each run costs: a quarter more than the program's peak
-/// resident memory, in whole 2 MiB blocks, at least 64 MiB.
-fn ready_bytes(max_rss_kib: u64) -> u64 {
-    const BLOCK: u64 = 2 << 20;
-    let wanted = (max_rss_kib * 1024).saturating_mul(5) / 4;
-    wanted.max(64 << 20).div_ceil(BLOCK) * BLOCK
+/// The co-runners idle after the measuring; what the one in turns could not have, said.
+fn idle(co_runners: CoRunners) -> Option<String> {
+    for c in [co_runners.beside, co_runners.in_turns]
+        .into_iter()
+        .flatten()
+    {
+        c.set(crate::kernels::corunner::Load::Idle);
+    }
+    let t = co_runners
+        .in_turns
+        .filter(|t| t.bursts_realtime() == Some(false))?;
+    Some(format!(
+        "the co-runner in turns on CPU {} could not take real-time priority (SCHED_FIFO \
+         needs root or CAP_SYS_NICE): the scheduler placed its bursts, so some of the \
+         program's turns were longer than {} ms",
+        t.cpu(),
+        BURST_PERIOD.as_millis()
+    ))
 }
 
-impl ReadiedMemory {
-    fn of(ready: &ReadyMemory) -> Option<ReadiedMemory> {
-        let took = ready.took();
-        let summary = crate::stats::summary::Summary::of(&took)?;
-        Some(ReadiedMemory {
-            bytes: ready.bytes,
-            runs: summary.count,
-            first_s: took[0],
-            median_s: summary.median,
-            max_s: summary.max,
-        })
+/// The first run's end as the normal status of every run; an error where it was stopped
+/// at the time limit or interrupted (nothing to measure against).
+fn first_run_status(
+    first: &RunRecord,
+    limit: Duration,
+    notes: &mut Vec<String>,
+) -> Result<i32, UsageError> {
+    if first.stopped {
+        return Err(UsageError::CannotProceed(format!(
+            "the program's first run was still running at the time limit ({}) and was \
+             stopped with its descendants (SIGTERM, then SIGKILL after {} s): give a larger \
+             --time-limit, or a command that ends",
+            humantime::format_duration(limit),
+            STOP_GRACE.as_secs()
+        )));
     }
+    if interrupted(first.termination) {
+        return Err(UsageError::CannotProceed(
+            "interrupted (Ctrl-C) in the first run".into(),
+        ));
+    }
+    let normal = first.termination.shell_status();
+    if normal != 0 {
+        notes.push(format!(
+            "the program ended with status {normal} in its first run: taken as its normal \
+             status (a run that ends otherwise is a failed run)"
+        ));
+    }
+    Ok(normal)
+}
+
+/// One recorded run: the program's anonymous memory and hot regions (their address
+/// ranges, for the huge pages of the hot regions), or why not.
+fn record_profile(plan: &AdvisePlan) -> (ProgramProfile, Vec<(u64, u64)>) {
+    let mut profile = ProgramProfile::default();
+    let record_plan = RecordPlan {
+        top: record::Top::Count(profile::HOT_REGIONS),
+        source: SourceChoice::Auto,
+        interval: Duration::from_millis(100),
+        adaptive: true,
+        capture: !plan.show_output,
+        command: plan.command.clone(),
+    };
+    let no_huge = PreloadMode {
+        split: true,
+        no_huge: false,
+        huge: None,
+        hugetlb: false,
+    };
+    let hot_ranges = match record::record(&record_plan, &no_huge) {
+        Ok(rec) => {
+            profile::add_record(&mut profile, &rec);
+            rec.regions
+                .iter()
+                .filter(|r| r.anonymous && r.value > 0.0)
+                .take(profile::HOT_REGIONS)
+                .map(|r| (r.start, r.start + rec.region_bytes))
+                .collect()
+        }
+        Err(e) => {
+            profile.record = format!("not recorded: {e}");
+            Vec::new()
+        }
+    };
+    (profile, hot_ranges)
 }
 
 /// The program's CPUs and the co-runner's.
@@ -671,9 +654,6 @@ fn decides(
     let Some(change) = &changes[i] else {
         return false;
     };
-    if arms[i].kind == ArmKind::PirateInTurns && swamped(arms, changes, effect) {
-        return true;
-    }
     let decision = change.decision(effect);
     let controlled = arms[i].kind.reference() == ArmKind::Alone
         || reference_of(arms, i).is_some_and(|r| arms[r].kind == arms[i].kind.reference());
@@ -683,17 +663,6 @@ fn decides(
             Decision::Within => true,
             Decision::Beyond => controlled,
         }
-}
-
-/// Being interrupted alone (the compute thread in turns, against the program alone) costs
-/// the program the effect looked for or more, in three pairs or more: the pirate in turns
-/// cannot be told from its control here, and is not run on.
-pub fn swamped(arms: &[ArmSpec], changes: &[Option<PairedChange>], effect: f64) -> bool {
-    arms.iter().zip(changes).any(|(a, c)| {
-        a.kind == ArmKind::ComputeInTurns
-            && c.as_ref()
-                .is_some_and(|c| c.pairs >= 3 && c.change_pct() >= effect)
-    })
 }
 
 /// The arms the next block runs: the program alone and every arm still open with its

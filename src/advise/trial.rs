@@ -5,25 +5,21 @@
 //! before the paused child is released and its pid moved in, removed after the run),
 //! its huge-page memory sampled over the run (time-weighted), and what the co-runner did
 //! meanwhile. `Partitioning` says whether resctrl can be used here, and which arms.
-//! On a VM whose balloon hands free memory back to the host, memory is readied before
-//! each run of a huge-page arm (`ReadyMemory`), so that every such run finds its huge
-//! pages backed.
+//! A huge-page arm's runs start as a user's would, with no memory readied for them: the
+//! gain they show is the one a plain run gets.
 
 use std::ffi::OsString;
-use std::io::{self, Read, Seek};
-use std::os::fd::AsRawFd;
+use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use super::arms::{self, ArmKind, ArmSpec};
 use super::RunRecord;
 use crate::kernels::corunner::{CoRunner, Load};
 use crate::pages::preload::{Preload, PreloadMode};
-use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::child::{self, InterleaveMode, ProcessTree, SpawnError, SpawnOptions};
 use crate::platform::resctrl::{self, Limit, Resctrl, ResctrlGroup};
-use crate::units::Bytes;
+use crate::trials::capture::Capture;
 
 /// What every run shares.
 pub struct Setup<'a> {
@@ -39,52 +35,10 @@ pub struct Setup<'a> {
     pub show_output: bool,
     /// resctrl, for the L3 CAT and MBA arms.
     pub partitioning: Option<&'a Partitioning>,
-    /// Memory readied before each run, where the host takes free memory back.
-    pub ready: Option<&'a ReadyMemory>,
     /// When a run still going is stopped (the time limit).
     pub deadline: Option<Instant>,
     /// What the runs left running.
     pub process_tree: &'a std::cell::RefCell<ProcessTree>,
-}
-
-/// Memory touched in transparent huge pages and freed right before each run of a
-/// huge-page arm, on a VM
-/// whose balloon hands free 2 MiB blocks back to the host about two seconds after they
-/// are freed (`topology::balloon`). The program then faults its huge pages into blocks
-/// the host still backs, as a program does that starts right after another; without
-/// this, whether a run's huge pages cost a host fault each depends on what ran before it
-/// and how long ago, and a huge-page arm's runs fall in two regimes whose mix decides its
-/// median. What readying took is kept: it is about what a program started cold pays.
-pub struct ReadyMemory {
-    pub bytes: u64,
-    /// Seconds each readying took, in run order.
-    pub took_s: Mutex<Vec<f64>>,
-}
-
-impl ReadyMemory {
-    pub fn new(bytes: u64) -> ReadyMemory {
-        ReadyMemory {
-            bytes,
-            took_s: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// Maps, touches and unmaps `bytes` in transparent huge pages; best effort (memory
-    /// that cannot be had is no reason to stop advising).
-    pub(super) fn ready(&self) {
-        let started = Instant::now();
-        if let Ok(arena) = Arena::new(Bytes(self.bytes), PagePolicy::Thp) {
-            drop(arena);
-            if let Ok(mut took) = self.took_s.lock() {
-                took.push(started.elapsed().as_secs_f64());
-            }
-        }
-    }
-
-    /// The times readying took so far.
-    pub fn took(&self) -> Vec<f64> {
-        self.took_s.lock().map(|t| t.clone()).unwrap_or_default()
-    }
 }
 
 /// The co-runner threads: one on the co-runner's CPU (beside the program), one on the
@@ -114,10 +68,9 @@ impl<'a> CoRunners<'a> {
     }
 }
 
-/// A run, with the end of what it wrote on stderr (for a failure's message).
+/// A run.
 pub struct Trial {
     pub record: RunRecord,
-    pub stderr_tail: String,
 }
 
 /// The co-runner's load in an arm.
@@ -174,21 +127,14 @@ pub fn run(
     order: usize,
 ) -> Result<Trial, SpawnError> {
     let co_runner = co_runners.set_for(arm);
-    let capture = || tempfile::tempfile().map_err(SpawnError::Fork);
-    let files = if setup.show_output {
-        None
-    } else {
-        Some((capture()?, capture()?))
-    };
+    let capture = Capture::new(!setup.show_output).map_err(SpawnError::Fork)?;
     let cpus = if arm.kind == ArmKind::AllCpus {
         setup.all_cpus
     } else {
         setup.program_cpus
     };
-    let options = SpawnOptions {
+    let options = capture.options(SpawnOptions {
         env: env_of(arm, setup),
-        stdout: files.as_ref().map(|f| f.0.as_raw_fd()),
-        stderr: files.as_ref().map(|f| f.1.as_raw_fd()),
         cpus: Some(cpus.to_vec()),
         interleave_nodes: matches!(arm.kind, ArmKind::Interleave | ArmKind::WeightedInterleave)
             .then(|| setup.memory_nodes.to_vec()),
@@ -204,7 +150,7 @@ pub fn run(
             .filter(|_| matches!(arm.kind, ArmKind::HugeAll | ArmKind::HugeTop))
             .map(Preload::inherit),
         ..SpawnOptions::default()
-    };
+    });
     // The group before the child: a failure leaves no program run outside it.
     let group = match setup.partitioning.and_then(|p| p.limit(arm)) {
         Some((p, limit)) => Some(
@@ -213,12 +159,6 @@ pub fn run(
         ),
         None => None,
     };
-    // Last before the program, so that nothing else takes the blocks just freed. Only the
-    // huge-page arms: a run with base pages takes its memory from what was never handed
-    // back, whatever ran before it, and readying would only cost the budget time.
-    if let Some(ready) = setup.ready.filter(|_| arm.kind.asks_huge_pages()) {
-        ready.ready();
-    }
     let paused = child::spawn_paused_with(setup.command, &options)?;
     // Moved in before its exec, so that all it runs (threads, children) stays in it.
     if let Some(g) = &group {
@@ -241,10 +181,6 @@ pub fn run(
         let s = c.take_stats();
         (s.ns_per_step, s.bytes_per_s)
     });
-    let stderr_tail = match files {
-        Some((_, mut err)) => tail(&mut err),
-        None => String::new(),
-    };
     Ok(Trial {
         record: RunRecord {
             block,
@@ -260,7 +196,6 @@ pub fn run(
             co_runner: co.filter(|_| arm.kind.uses_co_runner()),
             stopped: finished.stopped,
         },
-        stderr_tail,
     })
 }
 
@@ -451,17 +386,6 @@ fn parse_anon_huge(text: &str) -> Option<f64> {
         .and_then(|n| n.parse().ok())
 }
 
-/// The last lines of a captured file (at most 40 lines, 4 KiB).
-fn tail(file: &mut std::fs::File) -> String {
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let _ = file.seek(std::io::SeekFrom::Start(len.saturating_sub(4096)));
-    let mut bytes = Vec::new();
-    let _ = file.take(4096).read_to_end(&mut bytes);
-    let text = String::from_utf8_lossy(&bytes);
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(40)..].join("\n")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -486,7 +410,6 @@ mod tests {
             hot_ranges: &[],
             show_output: false,
             partitioning: None,
-            ready: None,
             deadline: None,
             process_tree: &Default::default(),
         };

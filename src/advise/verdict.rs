@@ -274,7 +274,9 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
         };
         return Finding::not_measured(Resource::Cache, why);
     };
-    // In turns, the control alone may cost what the pirate would show: not a verdict.
+    let mut f = measured(Resource::Cache, top, effect);
+    // In turns, the control alone may cost what the pirate would show: then only a clear
+    // slowdown beyond the control is a verdict, and no slowdown is none.
     let control = arms
         .iter()
         .find(|a| a.kind == ArmKind::ComputeInTurns)
@@ -282,19 +284,19 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
             a.paired
                 .filter(|p| p.pairs >= 3 && p.change_pct() >= effect)
         });
-    if let (true, Some(c)) = (in_turns, control) {
+    if let (true, Some(c), false) = (in_turns, control, f.sensitivity == Sensitivity::Sensitive) {
         return Finding::not_measured(
             Resource::Cache,
             format!(
                 "unmeasurable here: a thread that touches no memory taking turns with it on \
-                 its CPU changes its CPU time by {:+.1}% by itself, as much as a pirate in \
-                 turns could show (on a machine where another CPU shares its last-level \
-                 cache, the pirate runs beside it instead)",
-                c.change_pct()
+                 its CPU changes its CPU time by {:+.1}% by itself, and the pirate in turns \
+                 was not told apart from it ({}; on a machine where another CPU shares its \
+                 last-level cache, the pirate runs beside it instead)",
+                c.change_pct(),
+                effect_text(&f)
             ),
         );
     }
-    let mut f = measured(Resource::Cache, top, effect);
     let llc_name = facts.llc_name.clone().unwrap_or_else(|| "LLC".into());
     let llc = facts.llc_share_bytes().unwrap_or(0);
     let left = top.co_runner.and_then(|c| c.cache_left_bytes);

@@ -198,12 +198,18 @@ impl AdviseResult {
             .filter(|f| f.resource != Resource::Control && f.sensitivity == Sensitivity::Unresolved)
             .filter(|f| f.change_pct.is_some() && f.p.is_none_or(|p| p >= 0.05))
             .map(|f| {
-                format!(
-                    "{} {}{}",
-                    f.resource.name(),
-                    effect_text(f),
+                // An estimate the other way from a sensitivity is no lean towards one.
+                let against = match f.resource {
+                    Resource::Cache | Resource::Bandwidth => f.change_pct.is_some_and(|c| c < 0.0),
+                    Resource::Tlb => f.change_pct.is_some_and(|c| c > 0.0),
+                    _ => false,
+                };
+                let more = if against {
+                    " (no lean towards a sensitivity)".to_string()
+                } else {
                     more_text(f, self.effect_pct)
-                )
+                };
+                format!("{} {}{more}", f.resource.name(), effect_text(f))
             })
             .collect();
         if leaning.is_empty() {
@@ -239,10 +245,15 @@ impl AdviseResult {
         ])
         .titled("Verdict, most important first (+: slower than the reference, −: faster)");
         for f in &self.findings {
+            // Still open: how much longer would decide it.
+            let more = match f.sensitivity {
+                Sensitivity::Unresolved if f.change_pct.is_some() => more_text(f, self.effect_pct),
+                _ => String::new(),
+            };
             table.row([
                 f.resource.name().to_string(),
                 f.sensitivity.word().to_string(),
-                f.summary.clone(),
+                format!("{}{more}", f.summary),
             ]);
         }
         table

@@ -48,8 +48,8 @@ impl Command for Advise {
         let code = ExitCode::from(result.exit_status());
         let mut report = Report::new(machine, Settings::default());
         report.settings.sampling = format!(
-            "{} measured block(s) in two stages; each block runs every arm of its stage once, \
-             in a shuffled order",
+            "{} measured block(s); each block runs the program alone and every arm still \
+             open once, in a shuffled order",
             result.blocks
         );
         report.advise = Some(result);
@@ -74,13 +74,26 @@ fn find_facts(machine: &Machine, from: Option<&Path>, host: &str) -> anyhow::Res
             value: path.display().to_string(),
             expected: format!("a memscope JSON report ({e})"),
         })?;
-        facts::take_figures(&mut facts, &report.figures());
+        facts::take_figures(&mut facts, &report.figures()).map_err(|why| {
+            crate::error::UsageError::InvalidValue {
+                flag: "--from",
+                value: path.display().to_string(),
+                expected: format!("a memscope JSON report of a real machine: {why}"),
+            }
+        })?;
         facts.source = FactsSource::Report(path.display().to_string());
         return Ok(facts);
     }
+    // The working directory's report only when it is the caller's (or root's) and of this
+    // host: another user's file there could steer the co-runners' sizes.
     let local = PathBuf::from("memscope-report.json");
-    if let Ok(report) = read_report(&local) {
-        if report.run.host == host && facts::take_figures(&mut facts, &report.figures()) {
+    let ours = std::fs::symlink_metadata(&local).is_ok_and(|m| {
+        use std::os::unix::fs::MetadataExt;
+        m.file_type().is_file()
+            && (m.uid() == crate::platform::journal::effective_uid() || m.uid() == 0)
+    });
+    if let (true, Ok(report)) = (ours, read_report(&local)) {
+        if report.run.host == host && facts::take_figures(&mut facts, &report.figures()) == Ok(true) {
             facts.source = FactsSource::Report(local.display().to_string());
             return Ok(facts);
         }
@@ -102,7 +115,7 @@ fn from_history(facts: &mut MachineFacts, host: &str) -> Option<String> {
     let runs = db.runs(Some(host), None).ok()?;
     for run in runs.iter().rev() {
         let figures = db.figures(run.id).ok()?;
-        if facts::take_figures(facts, &figures) {
+        if facts::take_figures(facts, &figures) == Ok(true) {
             return Some(format!("{}, {}", run.started, run.command));
         }
     }

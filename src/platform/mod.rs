@@ -9,7 +9,8 @@
 //! started paused so counters can be attached before its exec (`child`), the undo
 //! actions run when a signal stops the process (`cleanup`), scratch directories
 //! removed on every exit (`scratch`), file-system calls relative to directory handles
-//! that follow a symbolic link only by the link rule (`fs`), the journal of those changes that lets the next
+//! that follow a symbolic link only by the link rule (`fs`), one run of a kind at a time
+//! on a machine (`exclusive`), the journal of those changes that lets the next
 //! start undo what a SIGKILL left (`journal`), the competition for the CPUs: other
 //! runnable tasks and steal time (`load`), and the files a user names for memscope to
 //! read, only regular ones, read to a cap or mapped (`user_file`).
@@ -19,6 +20,7 @@ pub mod arena;
 pub mod child;
 pub mod cleanup;
 pub mod cpu_time;
+pub mod exclusive;
 #[cfg(test)]
 pub mod fake_files;
 pub mod fs;

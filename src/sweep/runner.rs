@@ -6,8 +6,6 @@
 //! decides what runs when (`schedule`).
 
 use std::ffi::OsString;
-use std::io::{Read, Seek};
-use std::os::fd::AsRawFd;
 
 use super::template;
 use super::variants::BuiltVariant;
@@ -15,6 +13,7 @@ use super::{Benchmark, MetricSpec, SweepError, SweepPlan};
 use crate::counters::Probe;
 use crate::counting::{CountedRun, Counting};
 use crate::platform::child::{SpawnError, SpawnOptions};
+use crate::trials::capture::Capture;
 
 /// A benchmark ready to run on one variant.
 pub struct Prepared {
@@ -91,32 +90,26 @@ pub struct Outcome {
     pub stderr: String,
 }
 
-/// Runs the prepared command once with its output captured.
+/// Runs the prepared command once with its output captured (the last
+/// `capture::TAIL_BYTES` of each stream are read back).
 pub(super) fn run_once(
     prepared: &Prepared,
     counting: &Counting,
     probe: &Probe,
 ) -> Result<Outcome, RunError> {
-    let capture = || tempfile::tempfile().map_err(RunError::Capture);
-    let (mut out, mut err) = (capture()?, capture()?);
-    let options = SpawnOptions {
+    let capture = Capture::new(true).map_err(RunError::Capture)?;
+    let options = capture.options(SpawnOptions {
         env: prepared.options_env.clone(),
-        stdout: Some(out.as_raw_fd()),
-        stderr: Some(err.as_raw_fd()),
         ..SpawnOptions::default()
-    };
+    });
     let counted = counting
         .run(&prepared.command, &options, probe)
         .map_err(RunError::Spawn)?;
-    let read = |f: &mut std::fs::File| {
-        let mut bytes = Vec::new();
-        let _ = f.rewind().and_then(|_| f.read_to_end(&mut bytes));
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
+    let (stdout, stderr) = capture.texts();
     Ok(Outcome {
         counted,
-        stdout: read(&mut out),
-        stderr: read(&mut err),
+        stdout,
+        stderr,
     })
 }
 

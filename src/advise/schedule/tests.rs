@@ -248,7 +248,6 @@ fn synthetic_result_with(bases: [f64; 4]) -> AdviseResult {
         stop: Stop::Resolved,
         notes: Vec::new(),
         process_tree: Default::default(),
-        ready_memory: None,
     }
 }
 
@@ -669,37 +668,6 @@ fn one_remedy_slower_while_another_looks_faster_does_not_rule_huge_pages_out() {
         tlb.summary
     );
     assert_ne!(tlb.sensitivity, verdict::Sensitivity::Hurts);
-}
-
-#[test]
-fn memory_is_readied_a_quarter_beyond_the_peak_in_whole_blocks() {
-    const MIB: u64 = 1 << 20;
-    // 240 MiB peak: 300 MiB, a whole number of 2 MiB blocks.
-    assert_eq!(ready_bytes(240 * 1024), 300 * MIB);
-    assert_eq!(ready_bytes(241 * 1024) % (2 * MIB), 0);
-    assert!(ready_bytes(241 * 1024) >= 241 * MIB * 5 / 4);
-    // A small program still readies 64 MiB; an empty record too.
-    assert_eq!(ready_bytes(1024), 64 * MIB);
-    assert_eq!(ready_bytes(0), 64 * MIB);
-}
-
-#[test]
-fn readying_memory_records_what_it_took_where_huge_pages_can_be_had() {
-    let ready = ReadyMemory::new(4 << 20);
-    assert_eq!(ReadiedMemory::of(&ready), None, "nothing readied yet");
-    ready.ready();
-    ready.ready();
-    let took = ready.took();
-    // Where THP is off (never) the arena is refused and nothing is recorded.
-    let thp = crate::topology::memory::thp_enabled_mode();
-    if thp.offers_huge_pages() {
-        assert_eq!(took.len(), 2);
-        let r = ReadiedMemory::of(&ready).unwrap();
-        assert_eq!((r.bytes, r.runs), (4 << 20, 2));
-        assert!(r.median_s >= 0.0 && r.max_s >= r.median_s && r.max_s >= r.first_s);
-    } else {
-        assert!(took.is_empty());
-    }
 }
 
 #[test]
