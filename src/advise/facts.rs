@@ -155,7 +155,7 @@ pub fn take_figures(facts: &mut MachineFacts, figures: &[Figure]) -> Result<bool
             .unwrap_or(("", 0.0, f64::MAX));
         if !(v.is_finite() && (least..=most).contains(&v)) {
             return Err(format!(
-                "its figure {key} = {v} is no machine's (expected {least} to {most})"
+                "its figure {key} = {v:e} is no machine's (expected {least} to {most})"
             ));
         }
     }

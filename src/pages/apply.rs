@@ -462,11 +462,13 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             blocks.blocks, plan.repeat
         ));
     }
+    // The timed runs, numbered in their order (the warm-up's not counted).
     let runs: Vec<(Arm, ArmRun)> = blocks
         .trials
         .into_iter()
         .filter(|t| t.block > 0)
-        .map(|t| (Arm::ALL[t.arm], t.run))
+        .enumerate()
+        .map(|(order, t)| (Arm::ALL[t.arm], ArmRun { order, ..t.run }))
         .collect();
     let ok_status = ok_status.unwrap_or_default();
     notes.extend(ok_status_note(plan.ok_status.is_none(), ok_status, &runs));

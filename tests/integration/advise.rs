@@ -1,7 +1,7 @@
 //! `memscope advise` through the real binary, on the demonstration program built with it:
 //! a TLB-bound mode gains from huge pages (by design, on any machine with transparent
 //! huge pages), every output is written, a program that cannot start is named, bad
-//! input is exit 2. Nothing here asserts a speed beyond the planted one; the other modes'
+//! input is exit 2, a second advise beside a first is refused. Nothing here asserts a speed beyond the planted one; the other modes'
 //! classifications are measured by scripts/advise-benchmark.
 
 use serde_json::Value;
@@ -99,6 +99,7 @@ fn a_tlb_bound_program_gains_from_huge_pages_and_every_output_is_written() {
 
 #[test]
 fn a_program_that_cannot_start_and_bad_flags_are_named() {
+    let _one = exclusive();
     let out = memscope(&["advise", "--", "memscope-no-such-program"])
         .assert()
         .code(127)
@@ -139,6 +140,18 @@ fn ctrl_c_reports_what_was_measured_and_exits_130() {
     // Wait for a run of a measured block (after the first run, the recorded run and the
     // warm-up block, about 2 s), then interrupt that program.
     std::thread::sleep(std::time::Duration::from_secs(4));
+    // A second advise meanwhile is refused, naming the first.
+    let second = memscope(&["advise", "--", "true"])
+        .assert()
+        .code(2)
+        .get_output()
+        .clone();
+    let said = text(&second.stderr);
+    assert!(
+        said.contains("another memscope advise is running")
+            && said.contains(&child.id().to_string()),
+        "{said}"
+    );
     let children = format!("/proc/{0}/task/{0}/children", child.id());
     let program = (0..200)
         .find_map(|_| {
