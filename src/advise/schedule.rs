@@ -782,8 +782,8 @@ fn measure(
                     })
                     .collect();
                 decided.resize(arms.len(), false);
-                for i in 0..arms.len() {
-                    decided[i] |= decides(&arms, &changes, i, looks, plan.effect_pct);
+                for (i, d) in decided.iter_mut().enumerate() {
+                    *d |= decides(&arms, &changes, i, looks, plan.effect_pct);
                 }
                 let added = follow_ups(&arms, &changes, &decided, follow);
                 arms.extend(added);

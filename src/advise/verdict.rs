@@ -425,8 +425,8 @@ fn bandwidth_finding(
     let took_text = match peak {
         // A peak below what the bandit read is a stale or foreign figure: not a share.
         Some(p) if took.is_finite() && took > p => format!(
-            "a bandit reading {:.1} GB/s (more than the {:.1} GB/s peak the machine figures \
-             give: they are not this machine's now)",
+            "a bandit reading {:.1} GB/s (above the {:.1} GB/s peak of the machine figures, \
+             which understate this machine now)",
             took / 1e9,
             p / 1e9
         ),
