@@ -224,8 +224,13 @@ fn the_command_and_what_it_started_die_with_memscope() {
             helper.env(NO_NAMESPACE_ENV, "1");
         }
         let mut helper = helper.spawn().unwrap();
-        let stdout = BufReader::new(helper.stdout.take().unwrap());
-        let ready = stdout.lines().map_while(Result::ok).any(|l| l == "running");
+        // The pipe stays open until the helper is reaped: what it writes after "running"
+        // (the harness's result, when its wait returns first) must not meet EPIPE.
+        let mut stdout = BufReader::new(helper.stdout.take().unwrap()).lines();
+        let ready = stdout
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l == "running");
         let words = ["sleep", daemon.as_str()];
         let since = Instant::now();
         while processes_running(&words).is_empty() && since.elapsed() < Duration::from_secs(10) {
@@ -238,6 +243,7 @@ fn the_command_and_what_it_started_die_with_memscope() {
         // SAFETY: kill has no memory-safety preconditions; the pid is our child's.
         assert_eq!(unsafe { libc::kill(helper.id() as libc::pid_t, signal) }, 0);
         let status = helper.wait().unwrap();
+        drop(stdout);
         let gone = all_gone(&words);
         for pid in processes_running(&words) {
             // SAFETY: as above; a leftover of this test, named by its unique command line.
@@ -271,4 +277,9 @@ fn death_helper_runs_a_command_and_waits() {
     // Killed by the test long before the command ends; waiting keeps this thread (the
     // one that forked) alive, as memscope's main thread is.
     let _ = running.wait();
+    // The signal thread ends this process (as memscope's ends memscope); the test must
+    // not end first and exit 0 while the tree is being killed.
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
