@@ -15,13 +15,14 @@
 //! a report, the history, or measured now), `arms` (what each arm changes), `trial` (one
 //! run of the program in an arm), `checks` (the co-runner's checks read per arm),
 //! `neighbours` (the co-runners, their calibration, and where the pirate runs),
-//! `schedule` (the stages, blocks and the adaptive stop), `results` (each arm against
+//! `schedule` (the order of the work), `design` (the sequential design: which arms run, when one is decided), `results` (each arm against
 //! its reference),
 //! `profile` (the program's own figures), `verdict` (sensitivities and remedies), `view`
 //! and `figures` (every output, and what compare reads).
 
 pub mod arms;
 pub mod checks;
+pub mod design;
 pub mod facts;
 pub mod figures;
 pub mod neighbours;

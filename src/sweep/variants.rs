@@ -196,7 +196,7 @@ fn run_build(line: &str, assignment: &Assignment, work: &WorkDir) -> Result<(), 
     let log = work.0.create_file(LOG).map_err(cannot)?;
     let failed = |why: String| {
         // Read back through the descriptor the build wrote to, not by path.
-        let output = read_log(&log);
+        let output = crate::trials::capture::read_tail(&log);
         SweepError(format!(
             "the build of variant {} failed ({why}); build line: {line}{}",
             assignment.label(),
@@ -221,39 +221,9 @@ fn run_build(line: &str, assignment: &Assignment, work: &WorkDir) -> Result<(), 
     }
 }
 
-/// The build's output, from its log's start (at most the last MiB: only its tail is shown).
-fn read_log(log: &std::fs::File) -> String {
-    use std::io::{Read, Seek, SeekFrom};
-    const MAX: u64 = 1 << 20;
-    let mut log = log;
-    let len = log.metadata().map_or(0, |m| m.len());
-    let mut bytes = Vec::new();
-    let _ = log
-        .seek(SeekFrom::Start(len.saturating_sub(MAX)))
-        .and_then(|_| log.take(MAX).read_to_end(&mut bytes));
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
-/// The last `lines` lines of `output`, indented under a heading (empty when there is none).
+/// The last `lines` lines of `output` on a line of its own, indented under a heading.
 pub fn tail(what: &str, output: &str, lines: usize) -> String {
-    let all: Vec<&str> = output.lines().collect();
-    if all.is_empty() {
-        return format!("\n  (no {what})");
-    }
-    let start = all.len().saturating_sub(lines);
-    let mut text = format!(
-        "\n  {what}{}:",
-        if start > 0 {
-            format!(" (last {lines} of {} lines)", all.len())
-        } else {
-            String::new()
-        }
-    );
-    for line in &all[start..] {
-        text.push_str("\n    ");
-        text.push_str(line);
-    }
-    text
+    format!("\n  {}", crate::trials::capture::tail(what, output, lines))
 }
 
 /// Where a kept path goes inside the variant's directory: its path relative to the

@@ -61,7 +61,7 @@ impl Capture {
 }
 
 /// The last `TAIL_BYTES` of a file (from its start when shorter).
-fn read_tail(file: &File) -> String {
+pub fn read_tail(file: &File) -> String {
     let mut file = file;
     let len = file.metadata().map_or(0, |m| m.len());
     let mut bytes = Vec::new();
@@ -75,11 +75,11 @@ fn read_tail(file: &File) -> String {
 pub fn tail(what: &str, output: &str, lines: usize) -> String {
     let all: Vec<&str> = output.lines().collect();
     if all.is_empty() {
-        return format!("(no output on {what})");
+        return format!("(no {what})");
     }
     let start = all.len().saturating_sub(lines);
     let mut text = if start > 0 {
-        format!("{what} (last {lines} lines):")
+        format!("{what} (last {lines} of {} lines):", all.len())
     } else {
         format!("{what}:")
     };
@@ -104,10 +104,10 @@ mod tests {
             writeln!(w, "line {i}").unwrap();
         }
         let text = capture.stderr_tail(3).unwrap();
-        assert!(text.starts_with("the program's standard error (last 3 lines):"));
+        assert!(text.starts_with("the program's standard error (last 3 of 30 lines):"));
         assert!(text.ends_with("\n    line 29"), "{text}");
         assert!(!text.contains("line 26"));
         assert!(Capture::new(false).unwrap().stderr_tail(3).is_none());
-        assert!(tail("x", "", 3).contains("no output"));
+        assert_eq!(tail("output", "", 3), "(no output)");
     }
 }

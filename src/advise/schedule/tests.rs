@@ -7,7 +7,9 @@ use crate::advise::facts::MachineFacts;
 use crate::advise::{ArmResult, CoRunnerCalibration};
 use crate::platform::child::Termination;
 use crate::stats::change::Verdict;
+use crate::stats::paired::Looks;
 use crate::stats::summary::Summary;
+use crate::trials::Stop;
 
 /// One look, a 5% effect.
 const ONE: (Looks, f64) = (Looks { count: 1 }, 5.0);
