@@ -104,13 +104,15 @@ pub fn sattolo_cycle(n: usize, rng: &mut SplitMix64) -> Vec<u32> {
 }
 
 /// The order of visits of a random cycle, starting at 0: `sequence[k]` is the k-th slot.
+/// Every ordering of the other slots after 0 is one cyclic permutation read from 0, so a
+/// Fisher–Yates shuffle of 1..n gives the same uniform cycle as Sattolo's algorithm
+/// followed by a walk along it, without that walk's n dependent cache misses.
 fn random_sequence(n: usize, rng: &mut SplitMix64) -> Vec<u32> {
-    let next = sattolo_cycle(n, rng);
-    let mut sequence = Vec::with_capacity(n);
-    let mut slot = 0u32;
-    for _ in 0..n {
-        sequence.push(slot);
-        slot = next[slot as usize];
+    assert!(n <= u32::MAX as usize, "at most 2^32 slots");
+    let mut sequence: Vec<u32> = (0..n as u32).collect();
+    for i in (2..n).rev() {
+        let j = 1 + rng.below(i); // 1..=i: slot 0 stays first
+        sequence.swap(i, j);
     }
     sequence
 }
@@ -158,6 +160,20 @@ pub unsafe fn link(buffer: *mut u8, slot_bytes: usize, sequence: &[u32]) -> *con
     buffer.add(sequence[0] as usize * slot_bytes) as *const usize
 }
 
+/// Writes a chase along a cyclic permutation: slot `i` points to slot `next[i]`, written
+/// in address order (one sequential pass over the buffer, where writing in visiting order
+/// would miss the cache at every store of a DRAM-sized chase). Returns slot 0's address.
+///
+/// # Safety
+/// As for [`link`], with `next` a single cycle through 0..slots.
+pub unsafe fn link_cycle(buffer: *mut u8, slot_bytes: usize, next: &[u32]) -> *const usize {
+    for (i, &to) in next.iter().enumerate() {
+        let from = buffer.add(i * slot_bytes) as *mut usize;
+        from.write(buffer.add(to as usize * slot_bytes) as usize);
+    }
+    buffer as *const usize
+}
+
 /// Builds a chase of `slots` slots of `slot_bytes` in `buffer` in the given order.
 ///
 /// # Safety
@@ -170,8 +186,13 @@ pub unsafe fn build_chase(
     seed: u64,
 ) -> *const usize {
     let mut rng = SplitMix64::new(seed);
-    let sequence = visit_order(slots, slot_bytes, order, &mut rng);
-    link(buffer, slot_bytes, &sequence)
+    match order {
+        ChaseOrder::Random => link_cycle(buffer, slot_bytes, &sattolo_cycle(slots, &mut rng)),
+        ChaseOrder::PageLocal { .. } => {
+            let sequence = visit_order(slots, slot_bytes, order, &mut rng);
+            link(buffer, slot_bytes, &sequence)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -132,14 +132,23 @@ pub fn measure(
     let counter = config
         .counters
         .then(|| AccessCounter::open(&machine.cpu_vendor, machine.cpu_family, &Probe::detect()));
-    let sweep_in = |order: ChaseOrder| {
+    let sweep_in = |order: ChaseOrder, sizes: &[u64]| {
         let counter = counter.as_ref();
-        sweep(config, order, arena, timer, &to_cycles, counter, progress)
+        sweep(
+            config, sizes, order, arena, timer, &to_cycles, counter, progress,
+        )
     };
 
-    let points = sweep_in(config.order);
-    let random_points = (config.random_curve && config.order != ChaseOrder::Random)
-        .then(|| sweep_in(ChaseOrder::Random));
+    let points = sweep_in(config.order, &config.sizes);
+    // Up to one page-local window the two orders are the same order (a random cycle
+    // through the whole set): the random curve measures only the sizes beyond it.
+    let random_points = (config.random_curve && config.order != ChaseOrder::Random).then(|| {
+        let window = config.page_local_window_bytes as u64;
+        let same = config.sizes.partition_point(|&bytes| bytes <= window);
+        let mut curve = points[..same].to_vec();
+        curve.extend(sweep_in(ChaseOrder::Random, &config.sizes[same..]));
+        curve
+    });
 
     let unstable_in = |curve: &[LatencyPoint]| -> Vec<String> {
         curve
@@ -191,6 +200,7 @@ pub fn measure(
                 order,
                 config.repetitions,
                 None,
+                &mut None,
             );
             progress.finish();
             Summary::of(&trials).expect("trials").median
@@ -252,7 +262,16 @@ fn remeasure_levels(
         // Another offset and seed than every pass of the sweep.
         let layout = Layout::new(config, arena, middle.bytes, config.passes + 1, index);
         let trials = config.repetitions.clamp(1, 5);
-        let (samples, _) = chase_samples(config, arena, timer, &layout, config.order, trials, None);
+        let (samples, _) = chase_samples(
+            config,
+            arena,
+            timer,
+            &layout,
+            config.order,
+            trials,
+            None,
+            &mut None,
+        );
         if let Some(now) = Summary::of(&samples) {
             again.push((level.name.to_string(), middle.ns, now.median));
         }
@@ -281,8 +300,11 @@ fn remeasure_bytes(result: &LatencyResult) -> u64 {
 /// another offset of the arena, so no single set of physical pages (and its cache-set
 /// conflicts) decides a point. Points whose trials still disagree get one more pass.
 /// With a `counter`, each point's misses are counted after its trials in the last pass.
+/// `sizes` are `config.sizes` or their tail.
+#[allow(clippy::too_many_arguments)]
 fn sweep(
     config: &LatencyConfig,
+    sizes: &[u64],
     order: ChaseOrder,
     arena: &Arena,
     timer: &Timer,
@@ -294,37 +316,56 @@ fn sweep(
     let per_pass = config.repetitions.div_ceil(passes).max(1);
     progress.start(
         &format!("latency, {order} chase"),
-        (passes * config.sizes.len()) as u64,
+        (passes * sizes.len()) as u64,
     );
-    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); config.sizes.len()];
-    let mut counts: Vec<Option<AccessCounts>> = vec![None; config.sizes.len()];
+    let mut samples: Vec<Vec<f64>> = vec![Vec::new(); sizes.len()];
+    let mut counts: Vec<Option<AccessCounts>> = vec![None; sizes.len()];
+    let mut iterations: Vec<Option<usize>> = vec![None; sizes.len()];
+    // Seeds and offsets follow a size's place in the whole sweep.
+    let first = config.sizes.len() - sizes.len();
     for pass in 0..passes {
-        for (i, &bytes) in config.sizes.iter().enumerate() {
+        for (i, &bytes) in sizes.iter().enumerate() {
             progress.message(&format!("pass {}/{passes}, {}", pass + 1, Bytes(bytes)));
-            let layout = Layout::new(config, arena, bytes, pass, i);
+            let layout = Layout::new(config, arena, bytes, pass, first + i);
             let counter = counter.filter(|_| pass + 1 == passes);
-            let (trials, counted) =
-                chase_samples(config, arena, timer, &layout, order, per_pass, counter);
+            let (trials, counted) = chase_samples(
+                config,
+                arena,
+                timer,
+                &layout,
+                order,
+                per_pass,
+                counter,
+                &mut iterations[i],
+            );
             samples[i].extend(trials);
             counts[i] = counted.or(counts[i].take());
             progress.advance();
         }
     }
-    for (i, &bytes) in config.sizes.iter().enumerate() {
+    for (i, &bytes) in sizes.iter().enumerate() {
         let spread = Summary::of(&samples[i]).map_or(0.0, |s| s.spread_pct());
         if spread > UNSTABLE_SPREAD_PCT {
             progress.message(&format!(
                 "re-measuring {} (spread {spread:.0}%)",
                 Bytes(bytes)
             ));
-            let layout = Layout::new(config, arena, bytes, passes, i);
-            let (more, _) = chase_samples(config, arena, timer, &layout, order, per_pass, None);
+            let layout = Layout::new(config, arena, bytes, passes, first + i);
+            let (more, _) = chase_samples(
+                config,
+                arena,
+                timer,
+                &layout,
+                order,
+                per_pass,
+                None,
+                &mut iterations[i],
+            );
             samples[i].extend(more);
         }
     }
     progress.finish();
-    config
-        .sizes
+    sizes
         .iter()
         .zip(&samples)
         .zip(counts)
@@ -367,7 +408,8 @@ impl Layout {
     }
 }
 
-/// Builds a chase for `layout` and returns `repetitions` trials in ns per load and, with
+/// Builds a chase for `layout` and returns `repetitions` trials in ns per load (each of
+/// `iterations`, found here when not yet known) and, with
 /// a `counter`, the misses per load of one more (untimed) trial's worth of the chase. The
 /// chain continues across trials, so a trial never re-walks the lines the previous one
 /// brought into the cache.
@@ -379,6 +421,7 @@ fn chase_samples(
     order: ChaseOrder,
     repetitions: usize,
     counter: Option<&AccessCounter>,
+    iterations: &mut Option<usize>,
 ) -> (Vec<f64>, Option<AccessCounts>) {
     let slot = config.stride_bytes;
     let slots = (layout.bytes as usize / slot).max(1);
@@ -399,7 +442,12 @@ fn chase_samples(
     };
     // A warm-up lap brings the working set into whatever level holds it.
     cursor.warm_up_lap(slots, timer, config.trial_ns);
-    let trials = cursor.trials(timer, config.trial_ns, repetitions);
+    // A trial's length is found once per size; the other passes reuse it.
+    let iterations =
+        *iterations.get_or_insert_with(|| cursor.iterations_for(timer, config.trial_ns));
+    let trials: Vec<f64> = (0..repetitions)
+        .map(|_| cursor.trial(timer, iterations))
+        .collect();
     let counted = counter.map(|counter| {
         let median = Summary::of(&trials).map_or(f64::NAN, |s| s.median);
         cursor.counted(counter, config.trial_ns, median)
