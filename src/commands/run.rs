@@ -136,10 +136,19 @@ fn profile(args: &RunArgs, machine: &Machine) -> Result<MeasuringPlan, UsageErro
     let mut quick = measure.clone();
     quick.repetitions = quick.repetitions.min(5);
     quick.trial_ns = 1e6;
-    let bandwidth = BandwidthConfig::resolve(&defaults::<BandwidthArgs>(), &quick, machine)?
+    let mut bandwidth = BandwidthConfig::resolve(&defaults::<BandwidthArgs>(), &quick, machine)?
         .with_sweep(profile_sweep_kernels(), &quick, machine);
-    let stride = StrideConfig::resolve(&defaults::<StrideArgs>(), &quick, machine)?
+    if measure.quick {
+        // A rough answer: the STREAM-like kernels, without the read:write mixes that
+        // fill in between them, three trials each.
+        (bandwidth.kernels).retain(|k| !matches!(k.op, Op::Sum | Op::Increment));
+        bandwidth.repetitions = bandwidth.repetitions.min(3);
+    }
+    let mut stride = StrideConfig::resolve(&defaults::<StrideArgs>(), &quick, machine)?
         .one_size_per_level(&quick, machine);
+    if measure.quick {
+        stride = stride.quick();
+    }
     // A quick loaded-latency curve (read mix, every injector), when there is a CPU
     // to inject from (`LoadedConfig::resolve` refuses a machine with one CPU: the
     // profile skips it instead).
@@ -212,10 +221,22 @@ mod tests {
         let mut quick = measure.clone();
         quick.repetitions = quick.repetitions.min(5);
         quick.trial_ns = 1e6;
-        let bandwidth = BandwidthConfig::resolve(&bandwidth_args, &quick, machine).unwrap();
-        let stride = StrideConfig::resolve(&defaults::<StrideArgs>(), &quick, machine)
+        let mut bandwidth_plan = quick.clone();
+        if measure.quick {
+            let names: Vec<&str> = (stream::all_kernels().map(|k| k.name))
+                .filter(|name| !name.starts_with("mix"))
+                .collect();
+            bandwidth_args.kernels = names.join(",");
+            bandwidth_plan.repetitions = bandwidth_plan.repetitions.min(3);
+        }
+        let bandwidth =
+            BandwidthConfig::resolve(&bandwidth_args, &bandwidth_plan, machine).unwrap();
+        let mut stride = StrideConfig::resolve(&defaults::<StrideArgs>(), &quick, machine)
             .unwrap()
             .one_size_per_level(&quick, machine);
+        if measure.quick {
+            stride = stride.quick();
+        }
         let loaded = (thread_cpus(machine, measure.cpu).len() > 1).then(|| {
             let mut loaded_args = defaults::<LoadedArgs>();
             loaded_args.mix = Some("read".into());

@@ -103,16 +103,28 @@ pub fn sattolo_cycle(n: usize, rng: &mut SplitMix64) -> Vec<u32> {
     next
 }
 
+/// Fills `index` with 0..len in a uniformly random order (Fisher–Yates).
+pub fn shuffle_indices(index: &mut [u32], rng: &mut SplitMix64) {
+    assert!(index.len() <= u32::MAX as usize, "at most 2^32 slots");
+    for (i, slot) in index.iter_mut().enumerate() {
+        *slot = i as u32;
+    }
+    for i in (1..index.len()).rev() {
+        index.swap(i, rng.below(i + 1));
+    }
+}
+
 /// The order of visits of a random cycle, starting at 0: `sequence[k]` is the k-th slot.
 /// Every ordering of the other slots after 0 is one cyclic permutation read from 0, so a
-/// Fisher–Yates shuffle of 1..n gives the same uniform cycle as Sattolo's algorithm
-/// followed by a walk along it, without that walk's n dependent cache misses.
+/// shuffle of 1..n gives the same uniform cycle as Sattolo's algorithm followed by a walk
+/// along it, without that walk's n dependent cache misses.
 fn random_sequence(n: usize, rng: &mut SplitMix64) -> Vec<u32> {
-    assert!(n <= u32::MAX as usize, "at most 2^32 slots");
-    let mut sequence: Vec<u32> = (0..n as u32).collect();
-    for i in (2..n).rev() {
-        let j = 1 + rng.below(i); // 1..=i: slot 0 stays first
-        sequence.swap(i, j);
+    let mut sequence = vec![0u32; n];
+    if n > 1 {
+        shuffle_indices(&mut sequence[1..], rng);
+        for s in &mut sequence[1..] {
+            *s += 1;
+        }
     }
     sequence
 }

@@ -114,6 +114,12 @@ pub struct TrialPolicy {
     pub trials: usize,
 }
 
+/// Trials that ran together after which a job may stop early when they agree.
+pub const SETTLED_TRIALS: usize = 5;
+
+/// How closely those trials must agree (highest ÷ lowest − 1), percent.
+const SETTLED_RANGE_PCT: f64 = 2.0;
+
 /// Trials of one job as worker 0 collects them: every attempt, and which to keep.
 #[derive(Default)]
 struct TrialLog {
@@ -126,10 +132,25 @@ impl TrialLog {
         self.overlaps.iter().filter(|&&o| o >= MIN_OVERLAP).count()
     }
 
-    /// Done when enough trials ran together, or the attempts are spent.
+    /// Done when enough trials ran together, or the attempts are spent, or (sequentially)
+    /// `SETTLED_TRIALS` trials that ran together agree within `SETTLED_RANGE_PCT`: more of
+    /// them would move the median by less than their own range.
     fn done(&self, policy: TrialPolicy) -> bool {
-        self.concurrent_count() >= policy.trials
+        let together = self.concurrent_count();
+        together >= policy.trials
             || self.union_ns.len() >= policy.trials * ATTEMPTS_PER_TRIAL
+            || (together >= SETTLED_TRIALS && self.settled())
+    }
+
+    /// The trials that ran together span at most `SETTLED_RANGE_PCT` of their fastest.
+    fn settled(&self) -> bool {
+        let together = (self.union_ns.iter().zip(&self.overlaps))
+            .filter(|(_, &o)| o >= MIN_OVERLAP)
+            .map(|(&ns, _)| ns);
+        let (low, high) = together.fold((f64::INFINITY, 0.0f64), |(lo, hi), ns| {
+            (lo.min(ns), hi.max(ns))
+        });
+        low > 0.0 && (high / low - 1.0) * 100.0 <= SETTLED_RANGE_PCT
     }
 
     /// The trials that ran together; every attempt when none did.

@@ -36,7 +36,7 @@ use crate::experiments::shared::sizing::{
 use crate::kernels::stream::{self, Isa, KernelSpec, GRANULE};
 use crate::platform::arena::{Arena, PagePolicy};
 use crate::platform::cpu_time;
-use crate::platform::team::{run_jobs_on, Buffers, TeamJob, TrialPolicy};
+use crate::platform::team::{run_jobs_on, Buffers, TeamJob, TrialPolicy, SETTLED_TRIALS};
 use crate::platform::timer::Timer;
 use crate::session::progress::Progress;
 use crate::stats::Summary;
@@ -157,8 +157,9 @@ pub struct BandwidthRow {
     /// was recorded.
     #[serde(default)]
     pub planned_trials: usize,
-    /// Fewer trials kept than planned (threads that ran together in too few attempts):
-    /// the median rests on thin evidence and its spread says little (none from one trial).
+    /// Fewer trials kept than a row needs (threads that ran together in too few attempts;
+    /// a row whose first `SETTLED_TRIALS` agree stops there and is not thin): the median
+    /// rests on thin evidence and its spread says little (none from one trial).
     #[serde(default)]
     pub few_trials: bool,
 }
@@ -664,7 +665,8 @@ fn measure_points(
                 concurrent: concurrency.concurrent,
                 attempts: timing.attempts,
                 planned_trials: config.repetitions,
-                few_trials: summary.count < config.repetitions,
+                // A job may stop at SETTLED_TRIALS agreeing trials: fewer is thin.
+                few_trials: summary.count < config.repetitions.min(SETTLED_TRIALS),
             }
         })
         .collect();

@@ -58,6 +58,9 @@ pub struct FilesConfig {
     pub trial_ns: f64,
 }
 
+/// The most reads one pass of the block-size sweep makes.
+pub(crate) const BLOCK_SWEEP_CALLS: u64 = 512;
+
 /// How cold reads were made to miss the page cache.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -311,7 +314,10 @@ fn read_files(
     let mut blocks = Vec::new();
     for &block in &config.blocks {
         progress.message(&crate::units::Bytes(block).to_string());
-        let figure = cold_read(config, largest, sweep_bytes, block, cold_method)
+        // A pass of BLOCK_SWEEP_CALLS reads at most: at 4 KiB a full sweep's thousands of
+        // device round trips add time, not evidence.
+        let bytes = sweep_bytes.min(block.saturating_mul(BLOCK_SWEEP_CALLS));
+        let figure = cold_read(config, largest, bytes, block, cold_method)
             .map_err(|e| fail("block sweep", e))?;
         blocks.push(BlockRow {
             block,

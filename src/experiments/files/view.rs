@@ -233,9 +233,11 @@ impl FilesResult {
             Column::number("spread"),
         ])
         .titled(format!(
-            "Cold sequential reads of {} of the {} file, by block size",
+            "Cold sequential reads of up to {} of the {} file (at most {} reads a pass), by \
+             block size",
             Bytes(self.sweep_bytes),
-            Bytes(self.largest_bytes)
+            Bytes(self.largest_bytes),
+            super::BLOCK_SWEEP_CALLS
         ));
         for b in &self.blocks {
             table.row([

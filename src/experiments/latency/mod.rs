@@ -132,21 +132,26 @@ pub fn measure(
     let counter = config
         .counters
         .then(|| AccessCounter::open(&machine.cpu_vendor, machine.cpu_family, &Probe::detect()));
-    let sweep_in = |order: ChaseOrder, sizes: &[u64]| {
+    let sweep_in = |order: ChaseOrder, sizes: &[u64], passes: usize| {
         let counter = counter.as_ref();
-        sweep(
-            config, sizes, order, arena, timer, &to_cycles, counter, progress,
-        )
+        let part = SweepPart {
+            sizes,
+            passes,
+            order,
+        };
+        sweep(config, part, arena, timer, &to_cycles, counter, progress)
     };
 
-    let points = sweep_in(config.order, &config.sizes);
+    let points = sweep_in(config.order, &config.sizes, config.passes);
     // Up to one page-local window the two orders are the same order (a random cycle
-    // through the whole set): the random curve measures only the sizes beyond it.
+    // through the whole set): the random curve measures only the sizes beyond it, in one
+    // pass fewer (it finds no level; its gap to the levels' curve is its figure).
     let random_points = (config.random_curve && config.order != ChaseOrder::Random).then(|| {
         let window = config.page_local_window_bytes as u64;
         let same = config.sizes.partition_point(|&bytes| bytes <= window);
         let mut curve = points[..same].to_vec();
-        curve.extend(sweep_in(ChaseOrder::Random, &config.sizes[same..]));
+        let passes = config.passes.saturating_sub(1).max(1);
+        curve.extend(sweep_in(ChaseOrder::Random, &config.sizes[same..], passes));
         curve
     });
 
@@ -191,13 +196,12 @@ pub fn measure(
                 return random.last().expect("non-empty").ns;
             }
             progress.start(&format!("DRAM latency ({order} chase)"), 1);
-            let layout = Layout::new(config, arena, largest, 0, config.sizes.len());
+            let layout = Layout::new(config, arena, largest, 0, config.sizes.len()).order(order);
             let (trials, _) = chase_samples(
                 config,
                 arena,
                 timer,
                 &layout,
-                order,
                 config.repetitions,
                 None,
                 &mut None,
@@ -234,9 +238,12 @@ pub fn measure(
     )
 }
 
-/// The drift pass: each level's middle point chased again in the sweep's order, with a
-/// fresh layout and at most five trials, against its value in the sweep (the level's
-/// figure is the median of such points). Returns (level name, point before, now).
+/// The drift pass: each level's middle point chased again exactly as the sweep chased it
+/// (the same layouts: each pass's offset in the arena and seed, the same trials per
+/// layout, the trials' median) against its value in the sweep (the level's figure is the
+/// median of such points). A fresh layout would put the chase on other physical pages,
+/// whose cache-set conflicts differ, and read a level's edge (or a shared cache's
+/// contested share) as drift. Returns (level name, point before, now).
 fn remeasure_levels(
     config: &LatencyConfig,
     arena: &Arena,
@@ -244,6 +251,8 @@ fn remeasure_levels(
     result: &LatencyResult,
 ) -> Vec<(String, f64, f64)> {
     let mut again = Vec::new();
+    let passes = config.passes.max(1);
+    let per_pass = config.repetitions.div_ceil(passes).max(1);
     for level in &result.levels {
         let plateau: Vec<&LatencyPoint> = (result.points.iter())
             .filter(|p| (level.first_bytes..=level.last_bytes).contains(&p.bytes) && !p.unstable)
@@ -259,19 +268,21 @@ fn remeasure_levels(
             .iter()
             .position(|&b| b == middle.bytes)
             .unwrap_or(0);
-        // Another offset and seed than every pass of the sweep.
-        let layout = Layout::new(config, arena, middle.bytes, config.passes + 1, index);
-        let trials = config.repetitions.clamp(1, 5);
-        let (samples, _) = chase_samples(
-            config,
-            arena,
-            timer,
-            &layout,
-            config.order,
-            trials,
-            None,
-            &mut None,
-        );
+        let mut iterations = None;
+        let mut samples = Vec::new();
+        for pass in 0..passes {
+            let layout = Layout::new(config, arena, middle.bytes, pass, index);
+            let (trials, _) = chase_samples(
+                config,
+                arena,
+                timer,
+                &layout,
+                per_pass,
+                None,
+                &mut iterations,
+            );
+            samples.extend(trials);
+        }
         if let Some(now) = Summary::of(&samples) {
             again.push((level.name.to_string(), middle.ns, now.median));
         }
@@ -300,20 +311,22 @@ fn remeasure_bytes(result: &LatencyResult) -> u64 {
 /// another offset of the arena, so no single set of physical pages (and its cache-set
 /// conflicts) decides a point. Points whose trials still disagree get one more pass.
 /// With a `counter`, each point's misses are counted after its trials in the last pass.
-/// `sizes` are `config.sizes` or their tail.
-#[allow(clippy::too_many_arguments)]
 fn sweep(
     config: &LatencyConfig,
-    sizes: &[u64],
-    order: ChaseOrder,
+    part: SweepPart,
     arena: &Arena,
     timer: &Timer,
     to_cycles: &impl Fn(f64) -> f64,
     counter: Option<&AccessCounter>,
     progress: &Progress,
 ) -> Vec<LatencyPoint> {
-    let passes = config.passes.max(1);
-    let per_pass = config.repetitions.div_ceil(passes).max(1);
+    let SweepPart {
+        sizes,
+        passes,
+        order,
+    } = part;
+    let passes = passes.max(1);
+    let per_pass = config.repetitions.div_ceil(config.passes.max(1)).max(1);
     progress.start(
         &format!("latency, {order} chase"),
         (passes * sizes.len()) as u64,
@@ -326,14 +339,13 @@ fn sweep(
     for pass in 0..passes {
         for (i, &bytes) in sizes.iter().enumerate() {
             progress.message(&format!("pass {}/{passes}, {}", pass + 1, Bytes(bytes)));
-            let layout = Layout::new(config, arena, bytes, pass, first + i);
+            let layout = Layout::new(config, arena, bytes, pass, first + i).order(order);
             let counter = counter.filter(|_| pass + 1 == passes);
             let (trials, counted) = chase_samples(
                 config,
                 arena,
                 timer,
                 &layout,
-                order,
                 per_pass,
                 counter,
                 &mut iterations[i],
@@ -350,13 +362,12 @@ fn sweep(
                 "re-measuring {} (spread {spread:.0}%)",
                 Bytes(bytes)
             ));
-            let layout = Layout::new(config, arena, bytes, passes, first + i);
+            let layout = Layout::new(config, arena, bytes, passes, first + i).order(order);
             let (more, _) = chase_samples(
                 config,
                 arena,
                 timer,
                 &layout,
-                order,
                 per_pass,
                 None,
                 &mut iterations[i],
@@ -384,12 +395,26 @@ fn sweep(
         .collect()
 }
 
+/// What one `sweep` measures: `config.sizes` or their tail, in `passes` passes of the
+/// trials per pass `config.passes` gives (fewer passes, fewer trials), in one order.
+struct SweepPart<'a> {
+    sizes: &'a [u64],
+    passes: usize,
+    order: ChaseOrder,
+}
+
+/// How far each pass moves a chase in the arena: a huge page and 9 small pages, so both the
+/// huge page and the small-page colour change.
+pub(crate) const LAYOUT_STEP: u64 = (2 << 20) + 9 * 4096;
+
 /// Where and how one measurement lays out its chase.
 struct Layout {
     /// Byte offset of the chase in the arena (page aligned).
     offset: usize,
     bytes: u64,
     seed: u64,
+    /// The chase order laid out (the sweep's, unless `order` says another).
+    order: ChaseOrder,
 }
 
 impl Layout {
@@ -398,13 +423,18 @@ impl Layout {
     /// small-page colour).
     fn new(config: &LatencyConfig, arena: &Arena, bytes: u64, pass: usize, index: usize) -> Layout {
         let room = arena.len().saturating_sub(bytes as usize);
-        let step = (2 << 20) + 9 * 4096;
-        let offset = (pass * step) % (room + 1) / 4096 * 4096;
+        let offset = (pass * LAYOUT_STEP as usize) % (room + 1) / 4096 * 4096;
         Layout {
             offset,
             bytes,
             seed: config.seed ^ ((pass as u64) << 32) ^ index as u64,
+            order: config.order,
         }
+    }
+
+    /// The same place and seed in another chase order.
+    fn order(self, order: ChaseOrder) -> Layout {
+        Layout { order, ..self }
     }
 }
 
@@ -418,7 +448,6 @@ fn chase_samples(
     arena: &Arena,
     timer: &Timer,
     layout: &Layout,
-    order: ChaseOrder,
     repetitions: usize,
     counter: Option<&AccessCounter>,
     iterations: &mut Option<usize>,
@@ -436,7 +465,7 @@ fn chase_samples(
             arena.as_ptr().add(layout.offset),
             slots,
             slot,
-            order,
+            layout.order,
             layout.seed,
         ))
     };

@@ -2,7 +2,7 @@
 //! measurement through the session.
 
 use super::{
-    figures, measure, remeasure_bytes, remeasure_levels, LatencyConfig, LatencyResult,
+    figures, measure, remeasure_bytes, remeasure_levels, LatencyConfig, LatencyResult, LAYOUT_STEP,
     UNSTABLE_SPREAD_PCT,
 };
 use crate::experiments::{pages_for, Experiment, Results};
@@ -51,8 +51,11 @@ impl Experiment for LatencyConfig {
         if bytes == 0 {
             return Ok(Vec::new());
         }
-        // Room to lay the chase out at another offset than the sweep's.
-        let arena = s.allocate(Bytes((bytes + (4 << 20)).min(self.arena_bytes)))?;
+        // Room for every pass's offset as the sweep had it (its arena had room to move
+        // them without wrapping, except at the largest sizes), so each layout sits on
+        // the cache sets it sat on in the sweep.
+        let room = (self.passes as u64 + 1) * LAYOUT_STEP;
+        let arena = s.allocate(Bytes((bytes + room).min(self.arena_bytes)))?;
         s.progress.start("drift pass: latency levels", 1);
         let again = remeasure_levels(self, &arena, s.timer, result);
         s.progress.finish();

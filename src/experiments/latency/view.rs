@@ -151,10 +151,21 @@ fn dram_paragraph(result: &LatencyResult) -> Option<Paragraph> {
         ))
         .strong(format!("{} ns", ns(d.page_local_ns)))
         .add(format!(
-            " ({} cycles, {} pages per window). TLB misses and page walks add ",
+            " ({} cycles, {} pages per window). ",
             cycles(d.page_local_cycles),
             d.page_local_window_pages
-        ))
+        ));
+    // Random no slower than page-local (a sweep that stops inside a cache, or noise):
+    // no cost to name, never a negative one.
+    if d.tlb_penalty_ns.is_nan() || d.tlb_penalty_ns <= 0.0 {
+        let text = text.add(
+            "The random chase is no slower here: TLB misses and page walks add nothing \
+             measurable at this working set",
+        );
+        return Some(Paragraph::callout(text.add(".")));
+    }
+    text = text
+        .add("TLB misses and page walks add ")
         .strong(format!("{} ns", ns(d.tlb_penalty_ns)))
         .add(" per access");
     if let Some(tlb) = d.tlb_measured_ns {
@@ -455,6 +466,20 @@ mod tests {
         assert_eq!(sweep.headers()[9], "TLB cost ns");
         let last = sweep.row_of("256 MiB");
         assert_eq!(last[7..12], ["114", "285", "19.0", "1.0", ""]);
+    }
+
+    #[test]
+    fn a_random_chase_no_slower_names_no_tlb_cost() {
+        let mut result = samples::latency();
+        let dram = result.dram.as_mut().unwrap();
+        dram.random_ns = dram.page_local_ns - 8.49;
+        dram.tlb_penalty_ns = -8.49;
+        let text = section(&result).plain_text();
+        assert!(
+            text.contains("The random chase is no slower here"),
+            "{text}"
+        );
+        assert!(!text.contains("-8.49") && !text.contains("−8.49"), "{text}");
     }
 
     #[test]

@@ -35,7 +35,7 @@ use std::hint::black_box;
 
 use crate::counters::{AccessCounter, AccessCounts, Probe};
 use crate::experiments::shared::sizing::sweep_sizes;
-use crate::kernels::permutation::{sattolo_cycle, SplitMix64};
+use crate::kernels::permutation::{shuffle_indices, SplitMix64};
 use crate::kernels::strided::{
     indexed_sum, saxpy_indexed, saxpy_strided, saxpy_strided_offsets, strided_sum,
     strided_sum_offsets,
@@ -114,6 +114,20 @@ impl StrideConfig {
             seed: 0x5712_1de5,
             counters: false,
         }
+    }
+
+    /// `run --quick`'s form: the reads (no SAXPY) at every other odd stride up to 31
+    /// elements (1, 3, 7, 11 … 31: a row of each kind of stride) and the line strides,
+    /// three trials a row.
+    pub fn quick(mut self) -> StrideConfig {
+        self.saxpy = false;
+        let line = LINE_ELEMENTS as u64 * ELEMENT_BYTES;
+        self.strides_bytes.retain(|&b| {
+            let elements = b / ELEMENT_BYTES;
+            b % line == 0 || elements == 1 || elements % 4 == 3
+        });
+        self.repetitions = self.repetitions.min(3);
+        self
     }
 
     /// Bytes the caller must allocate in one arena (x, y and the index array for the largest size).
@@ -264,12 +278,14 @@ pub fn measure(
             .collect();
         if config.random {
             // One random order of all the elements, built before any timing and shared by
-            // both kernels. Sattolo's permutation read as a sequence of indices visits
-            // every element once, in an order the prefetchers cannot follow.
+            // both kernels, in place in the arena (its pages, not a heap copy's): a
+            // shuffled sequence of indices visits every element once, in an order the
+            // prefetchers cannot follow.
             let mut order_rng = SplitMix64::new(config.seed ^ ((size_index as u64) << 32));
-            let order = sattolo_cycle(elements, &mut order_rng);
-            // SAFETY: the index region holds max_elements ≥ elements u32s.
-            unsafe { std::ptr::copy_nonoverlapping(order.as_ptr(), arrays.index, elements) };
+            // SAFETY: the index region holds max_elements ≥ elements u32s, and nothing
+            // else points into it while the slice lives.
+            let index = unsafe { std::slice::from_raw_parts_mut(arrays.index, elements) };
+            shuffle_indices(index, &mut order_rng);
             orders.push((Order::Random, None));
         }
         // All the reads of a size run back to back, then all the SAXPYs: a kernel's rows
@@ -643,8 +659,9 @@ fn samples(config: &StrideConfig, timer: &Timer, walk: &mut Walk) -> (Vec<f64>, 
         }
     };
     let visits_per_unit = walk.elements as f64 / walk.units_per_pass() as f64;
-    let units = ((config.trial_ns / (ns_per_visit * visits_per_unit)).round() as usize).max(1);
-    let trials = (0..config.repetitions.max(1))
+    let unit_ns = ns_per_visit * visits_per_unit;
+    let units = ((config.trial_ns / unit_ns).round() as usize).max(1);
+    let trials = (0..trial_count(config, units as f64 * unit_ns))
         .map(|_| {
             let (ns, visits) = timed(timer, walk, units);
             ns / visits.max(1) as f64
@@ -652,6 +669,19 @@ fn samples(config: &StrideConfig, timer: &Timer, walk: &mut Walk) -> (Vec<f64>, 
         .collect();
     (trials, units)
 }
+
+/// Trials for a row whose trial lasts `trial_ns` (more than asked when one unit is longer):
+/// as many as asked, but no more than the asked trials' time in all, and at least
+/// `MIN_LONG_TRIALS` — a trial of many sweeps through DRAM already averages over far more
+/// time than a short one, so fewer of them carry as much.
+fn trial_count(config: &StrideConfig, trial_ns: f64) -> usize {
+    let asked = config.repetitions.max(1);
+    let fit = (asked as f64 * config.trial_ns / trial_ns).ceil() as usize;
+    fit.clamp(asked.min(MIN_LONG_TRIALS), asked)
+}
+
+/// The fewest trials of a row whose units outlast the asked trial.
+const MIN_LONG_TRIALS: usize = 3;
 
 #[cfg(test)]
 mod tests {
