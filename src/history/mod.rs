@@ -481,6 +481,7 @@ impl History {
                 spread_pct: r.get(6)?,
                 step_pct: r.get(7)?,
                 drift_pct: r.get(8)?,
+                scatter_pct: None,
                 metric: None,
             })
         })?;

@@ -57,6 +57,12 @@ pub struct Figure {
     /// end of the run, percent (the largest over the passes); None without a pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift_pct: Option<f64>,
+    /// How far figures of its kind moved by themselves within this run: the drift pass's
+    /// scatter over its section's re-measured figures (the whole run's where the section
+    /// has too few), percent. Two runs of one machine differ at least this much, which
+    /// no figure's own trials can know; None without a drift pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scatter_pct: Option<f64>,
     pub better: Better,
     /// Set on the headline figures that the Prometheus export writes.
     pub metric: Option<Metric>,
@@ -81,6 +87,7 @@ impl Figure {
             spread_pct: None,
             step_pct: None,
             drift_pct: None,
+            scatter_pct: None,
             better,
             metric: None,
         }

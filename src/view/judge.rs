@@ -3,8 +3,10 @@
 //! the latest run against its host's earlier ones). A run's band around a figure is the widest of
 //! `NOISE_SIGMAS` × its own spread (from its trials), one step of the grid the figure was
 //! read off, how far it drifted between the run's measurement and the drift pass at its
-//! end, and `FLOOR_PCT` (what page placement and the clock move between two runs of an
-//! unchanged machine). A figure with neither spread nor step in either run is shown but
+//! end, how far the run's re-measured figures of its kind drifted (`Figure::scatter_pct`:
+//! a shared host moves figures between runs far beyond their trials' spread), and
+//! `FLOOR_PCT` (what page placement and the clock move between two runs of an unchanged
+//! machine). A figure with neither spread nor step in either run is shown but
 //! not judged.
 
 use serde::{Deserialize, Serialize};
@@ -59,6 +61,7 @@ pub fn noise_band_pct(f: &Figure) -> Option<f64> {
             (NOISE_SIGMAS * spread.unwrap_or(0.0))
                 .max(step.unwrap_or(0.0))
                 .max(drift.unwrap_or(0.0))
+                .max(f.scatter_pct.unwrap_or(0.0))
                 .max(FLOOR_PCT),
         ),
     }

@@ -17,6 +17,12 @@ use crate::session::context::Session;
 use crate::view::figure::{Figure, Remeasured};
 use crate::view::glance::Drift;
 
+/// The share of a kind's re-measured figures whose drift its scatter covers.
+const SCATTER_QUANTILE: f64 = 0.9;
+
+/// The fewest drifts a scatter is read from (else the whole run's is used).
+const SCATTER_FIGURES: usize = 3;
+
 /// What `--until-stable` asks for.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StableTarget {
@@ -101,13 +107,33 @@ impl DriftResult {
             .collect()
     }
 
-    /// Puts each figure's drift beside it.
+    /// Puts each figure's drift beside it, and on every figure the scatter of its kind:
+    /// how far its section's re-measured figures moved (`scatter_pct`).
     pub fn annotate(&self, figures: &mut [Figure]) {
+        let everything = self.scatter_pct(|_| true);
         for f in figures {
             if let Some(d) = self.figures.iter().find(|d| d.key == f.key) {
                 f.drift_pct = d.drift_pct.is_finite().then_some(d.drift_pct);
             }
+            let section = |d: &DriftFigure| d.key.split('.').next() == Some(f.section.as_str());
+            f.scatter_pct = self.scatter_pct(section).or(everything);
         }
+    }
+
+    /// The `SCATTER_QUANTILE` of the drifts of the figures `which` picks, when at least
+    /// `SCATTER_FIGURES` of them have one: between a figure's measurement and its repeat
+    /// a few seconds later, the machine moved its figures of this kind this much.
+    fn scatter_pct(&self, which: impl Fn(&DriftFigure) -> bool) -> Option<f64> {
+        let mut drifts: Vec<f64> = (self.figures.iter())
+            .filter(|d| which(d) && d.drift_pct.is_finite())
+            .map(|d| d.drift_pct)
+            .collect();
+        if drifts.len() < SCATTER_FIGURES {
+            return None;
+        }
+        drifts.sort_by(f64::total_cmp);
+        let rank = (SCATTER_QUANTILE * (drifts.len() - 1) as f64).round() as usize;
+        Some(drifts[rank])
     }
 }
 
@@ -292,5 +318,39 @@ mod tests {
             ..d.figures[0].clone()
         };
         assert!(nothing.signed_pct().is_nan());
+    }
+
+    #[test]
+    fn every_figure_carries_the_scatter_of_its_kind() {
+        let passes = vec![vec![
+            again("latency.level.L1d.latency_ns", 1.0, 1.05),
+            again("latency.level.L2.latency_ns", 4.0, 4.4),
+            again("latency.level.L3.latency_ns", 10.0, 12.0),
+            again("bandwidth.read.1t", 100.0, 101.0),
+        ]];
+        let d = DriftResult {
+            passes: 1,
+            elapsed_s: 0.1,
+            figures: summarise(&passes, &[]),
+            until_stable: None,
+        };
+        let figure =
+            |section: &str, key: &str| Figure::new(section, key, key, "ns", 1.0, Better::Lower);
+        let mut figures = vec![
+            figure("latency", "level.L2.latency_ns"),
+            figure("stride", "read.64"),
+        ];
+        d.annotate(&mut figures);
+        // Latency's own three drifts (5, 10, 20%): their 90th percentile.
+        assert!((figures[0].scatter_pct.unwrap() - 20.0).abs() < 1e-9);
+        assert!((figures[0].drift_pct.unwrap() - 10.0).abs() < 1e-9);
+        // No stride figure was re-measured: the whole run's (1, 5, 10, 20%).
+        assert!((figures[1].scatter_pct.unwrap() - 20.0).abs() < 1e-9);
+        assert_eq!(figures[1].drift_pct, None);
+        // And the band holds it.
+        let band = crate::view::judge::noise_band_pct(&figures[1]);
+        assert_eq!(band, None, "a figure without spread or step is not judged");
+        let judged = figures[0].clone().spread(1.0);
+        assert!(crate::view::judge::noise_band_pct(&judged).unwrap() >= 20.0);
     }
 }
