@@ -132,7 +132,7 @@ fn profile(args: &RunArgs, machine: &Machine) -> Result<MeasuringPlan, UsageErro
     let html = or_in_dir(args.html.file(), "memscope-report.html");
     let latency = LatencyConfig::resolve(&defaults::<LatencyArgs>(), &measure, machine)?;
     // The quick versions of the other experiments: the bandwidth table with a read and
-    // copy sweep, and the stride matrix at one size per level.
+    // copy sweep, and the stride matrix at one size per level (a row of each kind of stride).
     let mut quick = measure.clone();
     quick.repetitions = quick.repetitions.min(5);
     quick.trial_ns = 1e6;
@@ -144,11 +144,9 @@ fn profile(args: &RunArgs, machine: &Machine) -> Result<MeasuringPlan, UsageErro
         (bandwidth.kernels).retain(|k| !matches!(k.op, Op::Sum | Op::Increment));
         bandwidth.repetitions = bandwidth.repetitions.min(3);
     }
-    let mut stride = StrideConfig::resolve(&defaults::<StrideArgs>(), &quick, machine)?
-        .one_size_per_level(&quick, machine);
-    if measure.quick {
-        stride = stride.quick();
-    }
+    let stride = StrideConfig::resolve(&defaults::<StrideArgs>(), &quick, machine)?
+        .one_size_per_level(&quick, machine)
+        .for_profile(measure.quick);
     // A quick loaded-latency curve (read mix, every injector), when there is a CPU
     // to inject from (`LoadedConfig::resolve` refuses a machine with one CPU: the
     // profile skips it instead).
@@ -231,12 +229,10 @@ mod tests {
         }
         let bandwidth =
             BandwidthConfig::resolve(&bandwidth_args, &bandwidth_plan, machine).unwrap();
-        let mut stride = StrideConfig::resolve(&defaults::<StrideArgs>(), &quick, machine)
+        let stride = StrideConfig::resolve(&defaults::<StrideArgs>(), &quick, machine)
             .unwrap()
-            .one_size_per_level(&quick, machine);
-        if measure.quick {
-            stride = stride.quick();
-        }
+            .one_size_per_level(&quick, machine)
+            .for_profile(measure.quick);
         let loaded = (thread_cpus(machine, measure.cpu).len() > 1).then(|| {
             let mut loaded_args = defaults::<LoadedArgs>();
             loaded_args.mix = Some("read".into());

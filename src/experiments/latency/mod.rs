@@ -490,6 +490,33 @@ const DRAM_CLASS_RATIO: f64 = 1.4;
 /// Surplus plateaus (more than the OS reports caches) merge only when closer than this.
 const SURPLUS_MERGE_RATIO: f64 = 2.0;
 
+/// Points past the last plateau this many times slower than it belong to another level.
+const TAIL_RATIO: f64 = 2.0;
+
+/// The sweep's tail as one more plateau, when the points past the last plateau are all at
+/// least `TAIL_RATIO` times slower than it but too noisy to form one (a shared host's DRAM
+/// read 118–172 ns from point to point, every point flagged unstable): the median of every
+/// point from the first such one to the end. Without it the last cache would be named DRAM.
+fn noisy_tail(ns: &[f64], last: Option<&Plateau>) -> Option<Plateau> {
+    let last = last?;
+    let first = (last.last + 1..ns.len()).find(|&i| ns[i] >= TAIL_RATIO * last.value)?;
+    let tail = &ns[first..];
+    let slower = tail
+        .iter()
+        .filter(|&&v| v >= TAIL_RATIO * last.value)
+        .count();
+    // Three points at least, nearly all of them slower (a stray fast one is noise).
+    if tail.len() < 3 || slower * 10 < tail.len() * 9 {
+        return None;
+    }
+    Some(Plateau {
+        first,
+        last: ns.len() - 1,
+        value: crate::stats::summary::median(tail),
+        points: tail.len(),
+    })
+}
+
 /// Finds plateaus in the curve and names them after the OS-reported caches.
 ///
 /// The slowest plateau is DRAM when the sweep reaches well past the largest cache (with
@@ -542,6 +569,11 @@ fn find_levels(
             max: Bytes(max_bytes).to_string(),
             needed: Bytes(4 * llc.unwrap_or(0)).to_string(),
         });
+    }
+    if reaches_dram {
+        if let Some(tail) = noisy_tail(&ns, plateaus.last()) {
+            plateaus.push(tail);
+        }
     }
     if reaches_dram && plateaus.len() >= 2 {
         let slowest = plateaus.pop().expect("non-empty");
@@ -858,6 +890,31 @@ mod tests {
         assert!(warnings
             .iter()
             .any(|w| matches!(w, WarningKind::SweepTooShort { .. })));
+    }
+    /// A page-local curve of 2026-11-29 on a busy 2-vCPU Zen 5 KVM guest: DRAM read
+    /// 118–172 ns from point to point and nearly every point past 2.8 MiB was unstable, so
+    /// no plateau formed there and the L3 plateau (15.9 ns) was named DRAM.
+    #[test]
+    fn a_noisy_dram_tail_is_still_dram() {
+        let ns = [
+            1.4, 1.4, 1.4, 1.4, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.6, 1.9, 3.2, 4.1, 4.2, 4.3, 4.2,
+            4.3, 4.4, 4.3, 4.4, 4.5, 5.8, 5.9, 6.8, 8.1, 12.1, 11.5, 14.3, 15.5, 15.8, 14.8, 15.2,
+            16.1, 15.9, 16.6, 16.4, 16.1, 20.7, 63.0, 68.2, 122.0, 135.4, 137.7, 167.4, 149.8,
+            172.8, 133.0, 139.7, 168.3, 153.2, 118.1, 126.3, 123.7, 146.9, 132.1, 130.9, 139.5,
+            143.8, 130.4, 129.8, 156.4, 156.8, 155.7, 161.2,
+        ];
+        let points = points_of(
+            &ns,
+            &[
+                22, 23, 24, 25, 26, 28, 38, 39, 40, 41, 42, 43, 45, 46, 47, 48, 50, 52, 54, 55, 56,
+                57, 58, 59, 60, 61, 62, 63, 64,
+            ],
+        );
+        let (levels, _) = find_levels(&points, &machine_like_this_vm(), |ns| ns * 3.0);
+        let names: Vec<&str> = levels.iter().map(|l| l.name.name()).collect();
+        assert_eq!(names, ["L1d", "L2", "L3", "DRAM"], "{levels:?}");
+        assert!((levels[2].latency_ns - 15.9).abs() < 1.0, "{levels:?}");
+        assert!((120.0..170.0).contains(&levels[3].latency_ns), "{levels:?}");
     }
 }
 

@@ -116,17 +116,19 @@ impl StrideConfig {
         }
     }
 
-    /// `run --quick`'s form: the reads (no SAXPY) at every other odd stride up to 31
-    /// elements (1, 3, 7, 11 … 31: a row of each kind of stride) and the line strides,
-    /// three trials a row.
-    pub fn quick(mut self) -> StrideConfig {
-        self.saxpy = false;
+    /// The profile's form: every other odd stride up to 31 elements (1, 3, 7, 11 … 31: a
+    /// row of each kind of stride; `memscope stride` measures them all) and the line
+    /// strides; with `quick`, the reads alone (no SAXPY) and three trials a row.
+    pub fn for_profile(mut self, quick: bool) -> StrideConfig {
         let line = LINE_ELEMENTS as u64 * ELEMENT_BYTES;
         self.strides_bytes.retain(|&b| {
             let elements = b / ELEMENT_BYTES;
             b % line == 0 || elements == 1 || elements % 4 == 3
         });
-        self.repetitions = self.repetitions.min(3);
+        if quick {
+            self.saxpy = false;
+            self.repetitions = self.repetitions.min(3);
+        }
         self
     }
 
