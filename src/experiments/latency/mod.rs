@@ -197,15 +197,7 @@ pub fn measure(
             }
             progress.start(&format!("DRAM latency ({order} chase)"), 1);
             let layout = Layout::new(config, arena, largest, 0, config.sizes.len()).order(order);
-            let (trials, _) = chase_samples(
-                config,
-                arena,
-                timer,
-                &layout,
-                config.repetitions,
-                None,
-                &mut None,
-            );
+            let trials = trials(config, arena, timer, &layout, config.repetitions, &mut None);
             progress.finish();
             Summary::of(&trials).expect("trials").median
         };
@@ -272,15 +264,7 @@ fn remeasure_levels(
         let mut samples = Vec::new();
         for pass in 0..passes {
             let layout = Layout::new(config, arena, middle.bytes, pass, index);
-            let (trials, _) = chase_samples(
-                config,
-                arena,
-                timer,
-                &layout,
-                per_pass,
-                None,
-                &mut iterations,
-            );
+            let trials = trials(config, arena, timer, &layout, per_pass, &mut iterations);
             samples.extend(trials);
         }
         if let Some(now) = Summary::of(&samples) {
@@ -363,15 +347,7 @@ fn sweep(
                 Bytes(bytes)
             ));
             let layout = Layout::new(config, arena, bytes, passes, first + i).order(order);
-            let (more, _) = chase_samples(
-                config,
-                arena,
-                timer,
-                &layout,
-                per_pass,
-                None,
-                &mut iterations[i],
-            );
+            let more = trials(config, arena, timer, &layout, per_pass, &mut iterations[i]);
             samples[i].extend(more);
         }
     }
@@ -436,6 +412,18 @@ impl Layout {
     fn order(self, order: ChaseOrder) -> Layout {
         Layout { order, ..self }
     }
+}
+
+/// `chase_samples` without counting: the trials alone.
+fn trials(
+    config: &LatencyConfig,
+    arena: &Arena,
+    timer: &Timer,
+    layout: &Layout,
+    repetitions: usize,
+    iterations: &mut Option<usize>,
+) -> Vec<f64> {
+    chase_samples(config, arena, timer, layout, repetitions, None, iterations).0
 }
 
 /// Builds a chase for `layout` and returns `repetitions` trials in ns per load (each of
