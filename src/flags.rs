@@ -3,7 +3,8 @@
 //! flattened into every command that writes that format; a command words its own help
 //! with clap's `mut_arg`), the program commands' set of them (`OutputArgs`), what a
 //! measuring run leaves beyond them (`SaveArgs`: the history database, the Prometheus
-//! textfile), whole-number flags (`parse_count`), durations (`parse_duration`) and how
+//! textfile), whole-number flags (`parse_count`), durations (`parse_duration`), the
+//! node a `--membind` names (`parse_membind`) and how
 //! large a report file a flag names may be (`MAX_REPORT_BYTES`). Here, not in one
 //! command's room, so that no room imports another's parameters to get them; nothing
 //! here imports a room or the commands.
@@ -11,6 +12,8 @@
 use std::time::Duration;
 
 use crate::error::UsageError;
+use crate::topology::cpu::format_cpu_list;
+use crate::topology::Machine;
 
 /// The largest report read (`compare`, `history --add`, `footprint --against`, `pages
 /// apply --from`); a profile's report is a few hundred KiB. Here, below the rooms, so
@@ -159,5 +162,45 @@ pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageE
                 text,
                 "a duration such as 90s, 10m or 1h (at most a week)",
             )
+        })
+}
+
+/// The `--membind` value: a NUMA node of this machine with memory this process may use
+/// (`usable`: `numa_policy::memory_nodes()`, None when it cannot be read). A node without
+/// CPUs is allowed. Anything else is a usage error naming the nodes that would do.
+pub fn parse_membind(
+    text: &str,
+    machine: &Machine,
+    usable: Option<&[usize]>,
+) -> Result<usize, UsageError> {
+    let with_memory: Vec<usize> = machine
+        .numa_nodes
+        .iter()
+        .filter(|n| n.memory_total_bytes > 0)
+        .map(|n| n.id)
+        .filter(|id| usable.is_none_or(|u| u.contains(id)))
+        .collect();
+    // Without NUMA information in the topology, what the kernel says is usable decides.
+    let candidates = if machine.numa_nodes.is_empty() {
+        usable.map(<[usize]>::to_vec).unwrap_or_default()
+    } else {
+        with_memory
+    };
+    let expected = if candidates.is_empty() {
+        "a NUMA node with memory this process may use, and this system shows none".to_string()
+    } else {
+        format!(
+            "a NUMA node with memory this process may use: {}",
+            format_cpu_list(&candidates)
+        )
+    };
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|node| candidates.contains(node))
+        .ok_or_else(|| UsageError::InvalidValue {
+            flag: "--membind",
+            value: text.to_string(),
+            expected,
         })
 }

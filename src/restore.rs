@@ -3,14 +3,14 @@
 //! also says what running memscopes hold, or "nothing to restore"). The journal
 //! (`platform::journal`) lists the changes; each kind is undone by its owner's
 //! `restore_stale` (hugetlbfs pools, memscope's kdamond, scratch directories, temporary
-//! output files, resctrl groups), which checks that the thing is still as memscope left it. A failure is
+//! output files, resctrl groups, weighted-interleave weights), which checks that the thing is still as memscope left it. A failure is
 //! said and kept for the next start; it never stops the command.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::platform::journal::{self, Change, Journal, Outcome, Owner, Record, System};
-use crate::platform::{hugepages, resctrl, scratch};
+use crate::platform::{hugepages, interleave_weights, resctrl, scratch};
 
 /// Where the undone changes live: the real sysfs, or fake trees in tests.
 #[derive(Debug, Clone)]
@@ -204,6 +204,9 @@ fn sweep_with(
                 Outcome::Clean
             }
             Change::ResctrlGroup { .. } => resctrl::restore_stale(&record.entry, resctrl_fs),
+            Change::InterleaveWeights { .. } => {
+                interleave_weights::restore_stale(&record.entry, system)
+            }
         };
         outcomes.push((record, outcome));
     }

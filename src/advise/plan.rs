@@ -46,6 +46,13 @@ pub struct AdviseArgs {
     #[arg(long, value_name = "PERCENT", default_value = "5")]
     pub effect: String,
 
+    /// Weights LOCAL:FAR for the weighted-interleave arm (e.g. 3:1, as `memscope
+    /// interleave` recommends): the program's node gets LOCAL, every other memory node
+    /// FAR. Written to the kernel's weighted_interleave/nodeN files for this run only
+    /// (journaled; the old ones are written back at its end). Linux 6.9+, root.
+    #[arg(long, value_name = "LOCAL:FAR")]
+    pub weights: Option<String>,
+
     /// Let the program's own output through (it is captured by default).
     #[arg(long)]
     pub show_output: bool,
@@ -80,6 +87,27 @@ pub struct AdvisePlan {
     pub show_output: bool,
     /// The resources to measure.
     pub resources: Vec<Resource>,
+    /// `--weights`: (local, far), each 1…255.
+    pub weights: Option<(u32, u32)>,
+}
+
+/// `--weights`: LOCAL:FAR, each a whole number from 1 to 255 (the kernel's range).
+fn parse_weights(text: &str) -> Result<(u32, u32), UsageError> {
+    let weight = |part: &str| {
+        part.trim()
+            .parse::<u32>()
+            .ok()
+            .filter(|w| (1..=255).contains(w))
+    };
+    text.split_once(':')
+        .and_then(|(local, far)| Some((weight(local)?, weight(far)?)))
+        .ok_or_else(|| {
+            invalid(
+                "--weights",
+                text,
+                "LOCAL:FAR, two whole numbers from 1 to 255 (e.g. 3:1)",
+            )
+        })
 }
 
 /// The resources `--only` names, by name.
@@ -175,6 +203,7 @@ impl AdviseArgs {
             from: self.from.clone(),
             effect_pct,
             show_output: self.show_output,
+            weights: self.weights.as_deref().map(parse_weights).transpose()?,
             resources,
         })
     }
@@ -207,12 +236,19 @@ mod tests {
         assert_eq!(p.resources.len(), 4);
         let only = plan(&["--only", "tlb, cache,tlb", "--", "p"]).unwrap();
         assert_eq!(only.resources, vec![Resource::Tlb, Resource::Cache]);
+        assert_eq!(
+            plan(&["--weights", " 3:1", "--", "p"]).unwrap().weights,
+            Some((3, 1))
+        );
         for (bad, flag) in [
             (vec!["--runs", "1", "--", "p"], "--runs"),
             (vec!["--time-limit", "5s", "--", "p"], "--time-limit"),
             (vec!["--effect", "0", "--", "p"], "--effect"),
             (vec!["--from", "/nonexistent.json", "--", "p"], "--from"),
             (vec!["--only", "tlb,disk", "--", "p"], "--only"),
+            (vec!["--weights", "3", "--", "p"], "--weights"),
+            (vec!["--weights", "0:1", "--", "p"], "--weights"),
+            (vec!["--weights", "3:256", "--", "p"], "--weights"),
         ] {
             let e = plan(&bad).unwrap_err().to_string();
             assert!(e.contains(flag), "{e}");

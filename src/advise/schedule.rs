@@ -9,6 +9,7 @@
 //! The measuring ends when nothing is open, at the time limit, or after `--runs` blocks.
 
 use std::ffi::OsString;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::arms::{self, ArmKind, ArmSpec, Resource};
@@ -34,10 +35,47 @@ use crate::pages::record::{self, RecordPlan};
 use crate::pages::sources::SourceChoice;
 use crate::platform::child::{ProcessTree, SpawnOptions, STOP_GRACE};
 use crate::platform::cleanup;
+use crate::platform::interleave_weights::WrittenWeights;
+use crate::platform::page_placement::WEIGHTS_DIR;
 use crate::session::progress::Progress;
 use crate::topology::memory::{AvailableMemory, MemoryBound};
 use crate::topology::{Machine, ThpMode};
 use crate::trials::interrupted;
+
+/// `--weights`: the program's node gets LOCAL, every other memory node FAR, written for
+/// this run; the old weights come back when the guard drops (at advise's end).
+fn written_weights(
+    plan: &AdvisePlan,
+    machine: &Machine,
+    program_cpus: &[usize],
+    memory_nodes: &[usize],
+    notes: &mut Vec<String>,
+) -> Result<Option<WrittenWeights>, UsageError> {
+    let Some((local, far)) = plan.weights else {
+        return Ok(None);
+    };
+    let refuse = |why: &str| Err(UsageError::CannotProceed(format!("--weights: {why}")));
+    if !plan.resources.contains(&Resource::Placement) {
+        return refuse("the weights are for the placement arms; --only leaves placement out");
+    }
+    if memory_nodes.len() < 2 {
+        return refuse("one NUMA node with memory here: interleaving needs two or more");
+    }
+    let home = (program_cpus.first())
+        .and_then(|cpu| machine.numa_nodes.iter().find(|n| n.cpus.contains(cpu)))
+        .map(|n| n.id);
+    let weights: Vec<(usize, u32)> = (memory_nodes.iter())
+        .map(|&n| (n, if Some(n) == home { local } else { far }))
+        .collect();
+    let written = WrittenWeights::write(Path::new(WEIGHTS_DIR), &weights)
+        .map_err(|e| UsageError::CannotProceed(format!("--weights: {e}")))?;
+    notes.push(format!(
+        "the weighted-interleave arm ran under weights {} written for this run (the old \
+         ones were written back at its end)",
+        written.describe()
+    ));
+    Ok(Some(written))
+}
 
 /// Runs advise.
 pub fn run(
@@ -76,6 +114,7 @@ pub fn run(
         .filter(|n| n.memory_total_bytes > 0)
         .map(|n| n.id)
         .collect();
+    let _weights = written_weights(plan, machine, &cpus.program, &memory_nodes, &mut notes)?;
     let preload = Preload::create().ok();
     let partitioning = match trial::Partitioning::detect(facts.llc_bytes) {
         Ok(p) => {
@@ -345,6 +384,7 @@ fn record_profile(plan: &AdvisePlan) -> (ProgramProfile, Vec<(u64, u64)>) {
         interval: Duration::from_millis(100),
         adaptive: true,
         capture: !plan.show_output,
+        membind: None,
         command: plan.command.clone(),
     };
     let no_huge = PreloadMode {

@@ -17,7 +17,7 @@ use super::arms::{self, ArmKind, ArmSpec};
 use super::RunRecord;
 use crate::kernels::corunner::{CoRunner, Load};
 use crate::pages::preload::{Preload, PreloadMode};
-use crate::platform::child::{self, InterleaveMode, ProcessTree, SpawnError, SpawnOptions};
+use crate::platform::child::{self, NodePolicy, Placement, ProcessTree, SpawnError, SpawnOptions};
 use crate::platform::resctrl::{self, Limit, Resctrl, ResctrlGroup};
 use crate::trials::capture::Capture;
 
@@ -136,13 +136,15 @@ pub fn run(
     let options = capture.options(SpawnOptions {
         env: env_of(arm, setup),
         cpus: Some(cpus.to_vec()),
-        interleave_nodes: matches!(arm.kind, ArmKind::Interleave | ArmKind::WeightedInterleave)
-            .then(|| setup.memory_nodes.to_vec()),
-        interleave_mode: if arm.kind == ArmKind::WeightedInterleave {
-            InterleaveMode::Weighted
-        } else {
-            InterleaveMode::Even
-        },
+        placement: match arm.kind {
+            ArmKind::Interleave => Some(NodePolicy::Interleave),
+            ArmKind::WeightedInterleave => Some(NodePolicy::WeightedInterleave),
+            _ => None,
+        }
+        .map(|policy| Placement {
+            policy,
+            nodes: setup.memory_nodes.to_vec(),
+        }),
         // As in the recorded run: the hot regions' addresses hold from run to run.
         no_aslr: true,
         inherit: setup

@@ -25,10 +25,14 @@ impl Command for Pages {
     type Args = PagesArgs;
     type Plan = PagesCommandPlan;
 
-    fn plan(args: &PagesArgs, _context: &Context) -> anyhow::Result<PagesCommandPlan> {
+    fn plan(args: &PagesArgs, context: &Context) -> anyhow::Result<PagesCommandPlan> {
+        let machine = context.machine()?;
         let (sampling, pages) = match &args.action {
-            PagesAction::Record(a) => (&a.sampling, PagesPlan::Record(a.plan()?)),
-            PagesAction::Apply(a) => (&a.sampling, PagesPlan::Apply(Box::new(a.plan()?))),
+            PagesAction::Record(a) => (&a.sampling, PagesPlan::Record(a.plan(machine)?)),
+            PagesAction::Apply(a) => (
+                &a.sampling,
+                PagesPlan::Apply(Box::new(a.plan(machine)?)),
+            ),
         };
         let outputs =
             Outputs::resolve(Requested::program(&sampling.outputs).saving(&sampling.save))?;
@@ -77,6 +81,14 @@ impl Command for Pages {
                 }
             ),
         };
+        let membind = match &plan.pages {
+            PagesPlan::Record(r) => r.membind,
+            PagesPlan::Apply(a) => a.record.membind,
+        };
+        if let Some(node) = membind {
+            let bound = format!("; every run's memory bound to node {node} (MPOL_BIND)");
+            report.settings.sampling.push_str(&bound);
+        }
         report.pages = Some(result);
         let shown = Shown {
             machine: MachineView::None,

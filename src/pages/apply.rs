@@ -369,6 +369,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         let options = capture.options(SpawnOptions {
             env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
             inherit: Some(preload.inherit()),
+            placement: plan.record.placement(),
             no_aslr: true,
             ..SpawnOptions::default()
         });

@@ -10,7 +10,9 @@ use super::apply::{ApplyPlan, OkStatus};
 use super::record::{PagesRecord, RecordPlan, Top};
 use super::sources::SourceChoice;
 use crate::error::UsageError;
-use crate::flags::{parse_count, OutputArgs, SaveArgs};
+use crate::flags::{parse_count, parse_membind, OutputArgs, SaveArgs};
+use crate::platform::numa_policy;
+use crate::topology::Machine;
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = crate::examples::PAGES)]
@@ -51,6 +53,12 @@ pub struct SamplingArgs {
     /// here is kept].
     #[arg(long, value_name = "MS")]
     pub interval: Option<String>,
+
+    /// Run the command with its memory bound to this NUMA node (MPOL_BIND, as `numactl
+    /// --membind`) in every run: a node with memory this process may use, CPU-less ones
+    /// (CXL, HBM) included.
+    #[arg(long, value_name = "NODE")]
+    pub membind: Option<String>,
 
     #[command(flatten)]
     pub outputs: OutputArgs,
@@ -155,7 +163,7 @@ pub fn parse_ok_status(text: &str) -> Result<OkStatus, UsageError> {
 }
 
 impl SamplingArgs {
-    fn record_plan(&self) -> Result<RecordPlan, UsageError> {
+    fn record_plan(&self, machine: &Machine) -> Result<RecordPlan, UsageError> {
         let top = parse_top(&self.top)?;
         let source = SourceChoice::parse(self.source.trim())
             .ok_or_else(|| invalid("--source", &self.source, SourceChoice::NAMES))?;
@@ -169,20 +177,23 @@ impl SamplingArgs {
             interval: Duration::from_millis(ms),
             adaptive: self.interval.is_none(),
             capture: false,
+            membind: (self.membind.as_deref())
+                .map(|text| parse_membind(text, machine, numa_policy::memory_nodes().as_deref()))
+                .transpose()?,
             command: self.command.clone(),
         })
     }
 }
 
 impl RecordArgs {
-    pub fn plan(&self) -> Result<RecordPlan, UsageError> {
-        self.sampling.record_plan()
+    pub fn plan(&self, machine: &Machine) -> Result<RecordPlan, UsageError> {
+        self.sampling.record_plan(machine)
     }
 }
 
 impl ApplyArgs {
-    pub fn plan(&self) -> Result<ApplyPlan, UsageError> {
-        let mut record = self.sampling.record_plan()?;
+    pub fn plan(&self, machine: &Machine) -> Result<ApplyPlan, UsageError> {
+        let mut record = self.sampling.record_plan(machine)?;
         record.capture = !self.show_output;
         let ok_status = self.ok_status.as_deref().map(parse_ok_status).transpose()?;
         let hugetlb = match self.huge.trim() {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::preload::{Preload, PreloadMode};
 use super::regions::{Region, RegionMap, REGION_BYTES};
 use super::sources::{self, Signal, SourceChoice, SourceKind};
-use crate::platform::child::{self, SpawnError, SpawnOptions, Termination};
+use crate::platform::child::{self, NodePolicy, Placement, SpawnError, SpawnOptions, Termination};
 use crate::topology::process as procfs;
 use crate::trials::capture::Capture;
 
@@ -26,7 +26,19 @@ pub struct RecordPlan {
     pub adaptive: bool,
     /// Capture the program's standard output and error instead of passing them through.
     pub capture: bool,
+    /// `--membind`: the node every run's memory is bound to.
+    pub membind: Option<usize>,
     pub command: Vec<OsString>,
+}
+
+impl RecordPlan {
+    /// Where each run's memory goes: bound to `--membind`'s node, else the default.
+    pub fn placement(&self) -> Option<Placement> {
+        self.membind.map(|node| Placement {
+            policy: NodePolicy::Bind,
+            nodes: vec![node],
+        })
+    }
 }
 
 /// The regions `--top` takes: a number, or the fewest of the ranked regions that hold a
@@ -221,6 +233,7 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
     let options = capture.options(SpawnOptions {
         env: preload.env(&mode),
         inherit: Some(preload.inherit()),
+        placement: plan.placement(),
         no_aslr: true,
         ..SpawnOptions::default()
     });

@@ -213,32 +213,41 @@ pub struct SpawnOptions {
     /// The CPUs the command (and every thread it starts) may run on; memscope's own
     /// affinity when `None`. Set on the paused child before its exec.
     pub cpus: Option<Vec<usize>>,
-    /// Interleave the command's memory over these NUMA nodes (`set_mempolicy` in the
-    /// child before its exec, as `numactl --interleave` does), as `interleave_mode` says.
-    pub interleave_nodes: Option<Vec<usize>>,
-    pub interleave_mode: InterleaveMode,
+    /// Where the command's memory goes: a NUMA policy over nodes (`set_mempolicy` in the
+    /// child before its exec, as numactl does).
+    pub placement: Option<Placement>,
     /// A descriptor the command inherits, as the number given (`(descriptor, number)`):
     /// the preload library, named `/proc/self/fd/NUMBER` in the command's environment.
     pub inherit: Option<(RawFd, RawFd)>,
 }
 
-/// How `SpawnOptions::interleave_nodes` spreads the command's pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum InterleaveMode {
-    /// MPOL_INTERLEAVE: one page per node in turn (`numactl --interleave`).
-    #[default]
-    Even,
-    /// MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+): in the ratio of the system's weights in
-    /// /sys/kernel/mm/mempolicy/weighted_interleave (`numactl --weighted-interleave`).
-    Weighted,
+/// A NUMA memory policy for the command, over `nodes`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Placement {
+    pub policy: NodePolicy,
+    pub nodes: Vec<usize>,
 }
 
-impl InterleaveMode {
+/// How `Placement` places the command's pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodePolicy {
+    /// MPOL_BIND: only on these nodes (`numactl --membind`). The caller checks the nodes
+    /// first: the kernel's refusal would leave the default policy.
+    Bind,
+    /// MPOL_INTERLEAVE: one page per node in turn (`numactl --interleave`).
+    Interleave,
+    /// MPOL_WEIGHTED_INTERLEAVE (Linux 6.9+): in the ratio of the system's weights in
+    /// /sys/kernel/mm/mempolicy/weighted_interleave (`numactl --weighted-interleave`).
+    WeightedInterleave,
+}
+
+impl NodePolicy {
     /// The MPOL_* mode of linux/mempolicy.h.
     fn raw(self) -> libc::c_int {
         match self {
-            InterleaveMode::Even => 3,
-            InterleaveMode::Weighted => 6,
+            NodePolicy::Bind => 2,
+            NodePolicy::Interleave => 3,
+            NodePolicy::WeightedInterleave => 6,
         }
     }
 }
@@ -253,10 +262,8 @@ struct ExecPlan {
     stdin: Option<RawFd>,
     stdout: Option<RawFd>,
     stderr: Option<RawFd>,
-    /// The node mask of `SpawnOptions::interleave_nodes`, one bit per node, and the
-    /// MPOL_* mode to set it with.
-    interleave: Option<Vec<libc::c_ulong>>,
-    interleave_mode: libc::c_int,
+    /// The MPOL_* mode of `SpawnOptions::placement` and its node mask, one bit per node.
+    placement: Option<(libc::c_int, Vec<libc::c_ulong>)>,
     inherit: Option<(RawFd, RawFd)>,
 }
 
@@ -325,8 +332,7 @@ impl ExecPlan {
             stdin: options.stdin,
             stdout: options.stdout,
             stderr: options.stderr,
-            interleave: options.interleave_nodes.as_deref().map(node_mask),
-            interleave_mode: options.interleave_mode.raw(),
+            placement: (options.placement.as_ref()).map(|p| (p.policy.raw(), node_mask(&p.nodes))),
             inherit: options.inherit,
         })
     }
@@ -518,13 +524,14 @@ unsafe fn child_after_fork(
             }
         }
     }
-    if let Some(mask) = &plan.interleave {
-        // MPOL_INTERLEAVE (3) or MPOL_WEIGHTED_INTERLEAVE (6); maxnode counts the mask's
-        // bits. A refusal leaves the default policy: the command still runs (advise asks
-        // for the weighted mode only where the kernel has it).
+    if let Some((mode, mask)) = &plan.placement {
+        // MPOL_BIND (2), MPOL_INTERLEAVE (3) or MPOL_WEIGHTED_INTERLEAVE (6); maxnode
+        // counts the mask's bits. A refusal leaves the default policy: the command still
+        // runs (advise asks for the weighted mode only where the kernel has it, and a
+        // bound node is checked before).
         libc::syscall(
             libc::SYS_set_mempolicy,
-            plan.interleave_mode,
+            *mode,
             mask.as_ptr(),
             (mask.len() * libc::c_ulong::BITS as usize) as libc::c_ulong,
         );

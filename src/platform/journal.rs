@@ -1,5 +1,5 @@
 //! A journal of the changes memscope makes to the system (a grown hugetlbfs pool, its own
-//! DAMON kdamond, a scratch directory, a resctrl group), written before each change and cleared once the
+//! DAMON kdamond, a scratch directory, a resctrl group, weighted-interleave weights), written before each change and cleared once the
 //! change is undone, so that what a SIGKILL, an OOM kill, a crash or a power loss left
 //! changed can be undone by the next memscope start (`crate::restore`).
 //!
@@ -88,6 +88,13 @@ pub enum Change {
     /// `memscope-PID-N`); undone by its rmdir, which hands its tasks back to the default
     /// group.
     ResctrlGroup { path: PathBuf },
+    /// Weighted-interleave weights memscope wrote under `dir`: each file's name with what
+    /// it held before and what memscope wrote (`platform::interleave_weights`).
+    InterleaveWeights {
+        dir: PathBuf,
+        previous: Vec<(String, String)>,
+        set: Vec<(String, String)>,
+    },
 }
 
 /// An entry in the journal and its file; removing it says the change is undone.
@@ -461,6 +468,9 @@ pub fn describe(change: &Change) -> String {
             format!("the temporary output file {}", dir.join(name).display())
         }
         Change::ResctrlGroup { path } => format!("the resctrl group {}", path.display()),
+        Change::InterleaveWeights { dir, .. } => {
+            format!("the weighted-interleave weights in {}", dir.display())
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! What the measurements stand on: the clock (`timer`), thread pinning (`affinity`),
 //! memory buffers with an explicit page policy (`arena`), NUMA placement of their pages
 //! through mbind and get_mempolicy (`numa_policy`), pages moved node by node with
-//! move_pages and the system's weighted interleave read only (`page_placement`), teams
+//! move_pages and the system's weighted interleave read (`page_placement`) and written
+//! for one run when asked (`interleave_weights`), teams
 //! of pinned threads that run trials together (`team`), whether a trial was preempted
 //! (`preemption`), and hugetlbfs pages reserved for a run and always given back
 //! (`hugepages`), a resctrl group that restricts a command's L3 ways or memory
@@ -25,6 +26,7 @@ pub mod exclusive;
 pub mod fake_files;
 pub mod fs;
 pub mod hugepages;
+pub mod interleave_weights;
 pub mod journal;
 pub mod load;
 pub mod numa_policy;

@@ -3,7 +3,8 @@
 //! `move_pages(2)` to move (or only ask about) given pages, `set_mempolicy(2)` for the
 //! calling thread's policy, a probe of whether the kernel has `MPOL_WEIGHTED_INTERLEAVE`
 //! (Linux 6.9+), and the system's weights read from
-//! `/sys/kernel/mm/mempolicy/weighted_interleave` (read only: memscope never writes them).
+//! `/sys/kernel/mm/mempolicy/weighted_interleave` (read only here: they are written only
+//! when a user asks, by `interleave_weights`).
 //!
 //! The weights are global, so trying a ratio through the kernel would change every other
 //! program's interleaving; moving pages one by one places a buffer in any ratio instead,

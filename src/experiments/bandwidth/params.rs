@@ -9,7 +9,7 @@ use crate::experiments::params::{
     check_fits_memory, dram_floor, invalid, parse_list, parse_thread_counts_or, sweep_max,
     thread_cpus, thread_ladder, CommandArgs, MeasureArgs, MeasurePlan,
 };
-use crate::experiments::shared::membind::parse_membind;
+use crate::flags::parse_membind;
 use crate::kernels::stream::{self, Isa, KernelSpec};
 use crate::platform::numa_policy;
 use crate::topology::Machine;

@@ -322,6 +322,7 @@ mod tests {
             "echo 3 > /sys/kernel/mm/mempolicy/weighted_interleave/node0",
             "echo 1 > /sys/kernel/mm/mempolicy/weighted_interleave/node2",
             "numactl --cpunodebind=0 --weighted-interleave=0,2 COMMAND",
+            "memscope advise --weights 3:1 --only placement -- COMMAND",
             "its weights now: node 0 = 1, node 1 = 1, node 2 = 1, node 3 = 1, auto = true",
             "pages node 0 50.0 % (weights: 50.0 %)",
             "the emulation at the same weights read 180.0 GB/s (+1.7 %)",

@@ -296,6 +296,11 @@ pub fn apply_lines(
         "numactl --cpunodebind={local} --weighted-interleave={} COMMAND   # numactl 2.0.19+",
         crate::topology::cpu::format_cpu_list(&all)
     ));
+    lines.push(format!(
+        "memscope advise --weights {}:{} --only placement -- COMMAND   # what they buy a \
+         program: written for its run, then set back",
+        ratio.local, ratio.far
+    ));
     lines
 }
 
@@ -474,6 +479,9 @@ mod tests {
                 format!("echo 3 > {dir}/node0"),
                 format!("echo 1 > {dir}/node2"),
                 "numactl --cpunodebind=0 --weighted-interleave=0,2 COMMAND   # numactl 2.0.19+"
+                    .to_string(),
+                "memscope advise --weights 3:1 --only placement -- COMMAND   # what they buy \
+                 a program: written for its run, then set back"
                     .to_string(),
             ]
         );

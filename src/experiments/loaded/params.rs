@@ -9,8 +9,9 @@ use crate::experiments::params::{
     check_fits_memory, dram_bytes, dram_floor, invalid, parse_count, parse_list,
     parse_thread_counts, thread_cpus, CommandArgs, MeasureArgs, MeasurePlan,
 };
-use crate::experiments::shared::membind::{parse_membind, MemoryBinding};
+use crate::experiments::shared::membind::MemoryBinding;
 use crate::experiments::shared::page_local::DEFAULT_WINDOW_PAGES;
+use crate::flags::parse_membind;
 use crate::kernels::injector::Mix;
 use crate::platform::numa_policy;
 use crate::topology::cpu::format_cpu_list;

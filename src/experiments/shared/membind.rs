@@ -6,9 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::UsageError;
 use crate::platform::arena::Arena;
-use crate::topology::cpu::format_cpu_list;
 use crate::topology::tiers::MemoryKind;
 use crate::topology::Machine;
 
@@ -89,49 +87,11 @@ pub fn share_on_node(buffer: &Arena, node: usize) -> Option<f64> {
     buffer.fraction_on_node(node, PLACEMENT_SAMPLES).ok()
 }
 
-/// The `--membind` value: a NUMA node of this machine with memory this process may use
-/// (`usable`: `numa_policy::memory_nodes()`, None when it cannot be read). A node without
-/// CPUs is allowed. Anything else is a usage error naming the nodes that would do.
-pub fn parse_membind(
-    text: &str,
-    machine: &Machine,
-    usable: Option<&[usize]>,
-) -> Result<usize, UsageError> {
-    let with_memory: Vec<usize> = machine
-        .numa_nodes
-        .iter()
-        .filter(|n| n.memory_total_bytes > 0)
-        .map(|n| n.id)
-        .filter(|id| usable.is_none_or(|u| u.contains(id)))
-        .collect();
-    // Without NUMA information in the topology, what the kernel says is usable decides.
-    let candidates = if machine.numa_nodes.is_empty() {
-        usable.map(<[usize]>::to_vec).unwrap_or_default()
-    } else {
-        with_memory
-    };
-    let expected = if candidates.is_empty() {
-        "a NUMA node with memory this process may use, and this system shows none".to_string()
-    } else {
-        format!(
-            "a NUMA node with memory this process may use: {}",
-            format_cpu_list(&candidates)
-        )
-    };
-    text.trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|node| candidates.contains(node))
-        .ok_or_else(|| UsageError::InvalidValue {
-            flag: "--membind",
-            value: text.to_string(),
-            expected,
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::UsageError;
+    use crate::flags::parse_membind;
     use crate::platform::arena::PagePolicy;
     use crate::topology::NumaNode;
     use crate::units::GIB;

@@ -100,25 +100,27 @@ fn child_policy(options: SpawnOptions) -> String {
 }
 
 #[test]
-fn the_command_runs_under_the_interleave_policy_asked_for() {
+fn the_command_runs_under_the_node_policy_asked_for() {
     if !Path::new("/proc/self/numa_maps").exists() {
         eprintln!("skipped: this kernel has no numa_maps (built without NUMA)");
         return;
     }
-    let even = child_policy(SpawnOptions {
-        interleave_nodes: Some(vec![0]),
+    let on = |policy| SpawnOptions {
+        placement: Some(Placement {
+            policy,
+            nodes: vec![0],
+        }),
         ..SpawnOptions::default()
-    });
+    };
+    let even = child_policy(on(NodePolicy::Interleave));
     assert!(even.contains(" interleave:0 "), "{even}");
+    let bound = child_policy(on(NodePolicy::Bind));
+    assert!(bound.contains(" bind:0 "), "{bound}");
     if !Path::new("/sys/kernel/mm/mempolicy/weighted_interleave").exists() {
         eprintln!("skipped the weighted mode: this kernel has no weighted interleave (6.9+)");
         return;
     }
-    let weighted = child_policy(SpawnOptions {
-        interleave_nodes: Some(vec![0]),
-        interleave_mode: InterleaveMode::Weighted,
-        ..SpawnOptions::default()
-    });
+    let weighted = child_policy(on(NodePolicy::WeightedInterleave));
     assert!(weighted.contains(" weighted interleave:0 "), "{weighted}");
 }
 
