@@ -11,12 +11,13 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::fleet::{self, FleetFigure, Outlier};
-use super::view::{unit_column, value_text};
 use super::{Comparison, Group, Row};
+use crate::units::Bytes;
 use crate::view::chart::{
     Axis, Band, LegendEntry, LegendSymbol, LineChart, Series, TickFormat, VMarker,
 };
 use crate::view::data_row::Full;
+use crate::view::figure::Better;
 use crate::view::format;
 use crate::view::judge::Verdict;
 use crate::view::{Block, Cell, Column, Medium, Paragraph, Priority, Section, Style, Table};
@@ -446,4 +447,21 @@ pub fn side_by_side_outliers(c: &Comparison, rows: &[&Row]) -> Option<Block> {
             named.join("; ")
         )))
     })
+}
+/// A value with its unit's format: sizes in binary units, the rest with the digits that
+/// matter.
+pub(super) fn value_text(value: f64, unit: &str) -> String {
+    match unit {
+        "bytes" if value.is_finite() && value >= 0.0 => Bytes(value.round() as u64).to_string(),
+        _ => format::derived(value),
+    }
+}
+
+pub(super) fn unit_column(row: &Row) -> String {
+    match (row.unit.as_str(), row.better) {
+        ("", _) => String::new(),
+        (unit, Better::Lower) => format!("{unit} ↓"),
+        (unit, Better::Higher) => format!("{unit} ↑"),
+        (unit, Better::Neither) => unit.to_string(),
+    }
 }

@@ -9,11 +9,10 @@
 
 use serde::Serialize;
 
-use super::{fleet_view, Comparison, Group, Loaded, Row};
+use super::fleet_view::{self, unit_column, value_text};
+use super::{Comparison, Group, Loaded, Row};
 use crate::report::document;
-use crate::units::Bytes;
 use crate::view::data_row::Full;
-use crate::view::figure::Better;
 use crate::view::format;
 use crate::view::judge::Verdict;
 use crate::view::overlay::{self, run_color};
@@ -276,15 +275,6 @@ fn runs_section(c: &Comparison) -> Section {
     section
 }
 
-/// A value with its unit's format: sizes in binary units, the rest with the digits that
-/// matter.
-pub(super) fn value_text(value: f64, unit: &str) -> String {
-    match unit {
-        "bytes" if value.is_finite() && value >= 0.0 => Bytes(value.round() as u64).to_string(),
-        _ => format::derived(value),
-    }
-}
-
 /// "+12.3% worse", "~ (+0.4%)", "? (+3.1%)".
 fn change_text(ratio: Option<f64>, verdict: Verdict) -> (String, Style) {
     let pct = ratio.map_or_else(
@@ -297,15 +287,6 @@ fn change_text(ratio: Option<f64>, verdict: Verdict) -> (String, Style) {
         Verdict::Worse => (format!("{pct} worse"), Style::Warn),
         Verdict::Better => (format!("{pct} better"), Style::Strong),
         Verdict::Changed => (format!("{pct} changed"), Style::Strong),
-    }
-}
-
-pub(super) fn unit_column(row: &Row) -> String {
-    match (row.unit.as_str(), row.better) {
-        ("", _) => String::new(),
-        (unit, Better::Lower) => format!("{unit} ↓"),
-        (unit, Better::Higher) => format!("{unit} ↑"),
-        (unit, Better::Neither) => unit.to_string(),
     }
 }
 

@@ -10,7 +10,9 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::error::UsageError;
-use crate::experiments::shared::sizing::{level_working_sets, round_to_granule, thread_share};
+use crate::experiments::shared::sizing::{
+    dram_working_set, level_working_sets, round_to_granule, thread_share,
+};
 pub use crate::flags::{invalid, parse_count, parse_duration, SaveArgs};
 use crate::flags::{CsvArg, JsonArg};
 use crate::platform::arena::PagePolicy;
@@ -141,6 +143,12 @@ fn one_of(allowed: &[usize]) -> String {
 }
 
 impl MeasurePlan {
+    /// The DRAM working set of the chases (MLP, ROB, TLB): --max-size when given, else
+    /// the bandwidth table's DRAM size.
+    pub fn dram_working_set(&self, machine: &Machine) -> u64 {
+        dram_working_set(self.max_size_given.then_some(self.max_size.0), machine)
+    }
+
     /// The measuring flags checked and resolved against the machine: the CPU, the page
     /// policy, the trials and the largest working set.
     pub fn resolve(args: &MeasureArgs, machine: &Machine) -> Result<MeasurePlan, UsageError> {

@@ -169,7 +169,7 @@ pub fn parse_cpuinfo(cpuinfo: &str) -> Option<Midr> {
     let first = cpuinfo
         .split("\n\n")
         .find(|block| block.contains("CPU implementer"))?;
-    let field = |key: &str| super::cpu::cpuinfo_field(first, key).and_then(|v| number(&v));
+    let field = |key: &str| super::cpuinfo_field(first, key).and_then(|v| number(&v));
     let implementer = u8::try_from(field("CPU implementer")?).ok()?;
     let part = u16::try_from(field("CPU part")?)
         .ok()

@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use super::{arm, read_trimmed, CpuFreq};
+use super::{arm, cpuinfo_field, read_trimmed, CpuFreq};
 
 /// Root of the per-CPU sysfs tree.
 pub(crate) const CPU_SYSFS: &str = "/sys/devices/system/cpu";
@@ -183,14 +183,6 @@ pub fn display_family_model_stepping(eax: u32, vendor: &str) -> (u32, u32, u32) 
         base_model
     };
     (family, model, stepping)
-}
-
-/// First `key : value` line of `/proc/cpuinfo` (i.e. CPU 0's), value trimmed.
-pub fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
-    cpuinfo.lines().find_map(|line| {
-        let (k, v) = line.split_once(':')?;
-        (k.trim() == key).then(|| v.trim().to_string())
-    })
 }
 
 /// Friendly name for the 12-byte vendor signature of CPUID leaf 0x40000000. Unknown

@@ -436,6 +436,14 @@ fn tightest(available: u64, cgroup: Option<cgroup::CgroupMemoryLimit>) -> memory
 /// even a node's `meminfo` or an 8192-CPU list is far below this.
 const SMALL_FILE_LIMIT: u64 = 64 * 1024;
 
+/// First `key : value` line of `/proc/cpuinfo` (i.e. CPU 0's), value trimmed.
+pub fn cpuinfo_field(cpuinfo: &str, key: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|line| {
+        let (k, v) = line.split_once(':')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
 /// Contents of a small sysfs/procfs file, trimmed; None when it is missing, unreadable, not
 /// UTF-8 or longer than `SMALL_FILE_LIMIT` (never read past it), which on VMs and in
 /// containers is normal rather than an error.

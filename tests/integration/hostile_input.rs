@@ -1085,7 +1085,7 @@ proptest! {
         let _ = numa::parse_distances(&text);
         let _ = caches::parse_sysfs_size(&text);
         let _ = cpu::identity(&text);
-        let _ = cpu::cpuinfo_field(&text, "model name");
+        let _ = memscope::topology::cpuinfo_field(&text, "model name");
         if let Err(why) = memscope::pages::pmu::spe::sysfs::parse_format(&text) {
             prop_assert!(why.starts_with("unreadable PMU format '"), "{}", why);
         }

@@ -6,7 +6,7 @@ use clap::Args;
 use crate::error::UsageError;
 use crate::experiments::mlp::MlpConfig;
 use crate::experiments::params::{parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan};
-use crate::experiments::shared::sizing::{dram_working_set, level_working_sets};
+use crate::experiments::shared::sizing::level_working_sets;
 use crate::topology::Machine;
 use crate::units::{KIB, MIB};
 
@@ -61,7 +61,7 @@ impl MlpConfig {
                     levels.retain(|(name, _)| name == "L2" || name == "DRAM");
                 }
                 if let Some(dram) = levels.iter_mut().find(|(name, _)| name == "DRAM") {
-                    dram.1 = dram_working_set(measure, machine);
+                    dram.1 = measure.dram_working_set(machine);
                 }
                 // Shared last-level caches behave smaller than their size (other cores,
                 // other tenants, slices): well above the level below, far below the OS

@@ -8,7 +8,6 @@ use crate::experiments::params::{
     invalid, parse_count, parse_list, CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::experiments::rob::RobConfig;
-use crate::experiments::shared::sizing::dram_working_set;
 use crate::kernels::jit::Filler;
 use crate::topology::Machine;
 
@@ -82,7 +81,7 @@ impl RobConfig {
             serialized: !args.no_serialized,
             quick: measure.quick,
             // Two chains, each over the DRAM working set.
-            chase_bytes: 2 * dram_working_set(measure, machine),
+            chase_bytes: 2 * measure.dram_working_set(machine),
         })
     }
 }

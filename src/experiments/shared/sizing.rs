@@ -4,7 +4,6 @@
 //! DRAM working set of the chases (MLP, ROB, TLB) and the rounding to whole kernel
 //! granules. Pure arithmetic on the machine's cache table; nothing here measures.
 
-use crate::experiments::params::MeasurePlan;
 use crate::kernels::stream::GRANULE;
 use crate::topology::{CacheInfo, Machine};
 use crate::units::MIB;
@@ -64,11 +63,12 @@ pub(crate) fn round_to_granule(bytes: u64) -> u64 {
     (bytes / GRANULE as u64).max(1) * GRANULE as u64
 }
 
-/// The DRAM working set of the MLP and ROB chases: --max-size when given, else the
-/// bandwidth table's DRAM size (four times the largest cache, at least 128 MiB).
-pub(crate) fn dram_working_set(measure: &MeasurePlan, machine: &Machine) -> u64 {
-    if measure.max_size_given {
-        return measure.max_size.0;
+/// The DRAM working set of the MLP and ROB chases: `given` (--max-size) when there is
+/// one, else the bandwidth table's DRAM size (four times the largest cache, at least
+/// 128 MiB).
+pub(crate) fn dram_working_set(given: Option<u64>, machine: &Machine) -> u64 {
+    if let Some(bytes) = given {
+        return bytes;
     }
     level_working_sets(machine, 1)
         .last()

@@ -7,7 +7,6 @@ use crate::error::UsageError;
 use crate::experiments::params::{
     check_fits_memory, invalid, parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan,
 };
-use crate::experiments::shared::sizing::dram_working_set;
 use crate::experiments::tlb::TlbConfig;
 use crate::platform::arena::PagePolicy;
 use crate::topology::Machine;
@@ -107,7 +106,7 @@ impl TlbConfig {
             }
         }
         if !measure.quick {
-            config.mlp_bytes = dram_working_set(measure, machine);
+            config.mlp_bytes = measure.dram_working_set(machine);
         }
         config.counters = args.counters;
         Ok(config)
