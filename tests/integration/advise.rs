@@ -115,6 +115,23 @@ fn a_program_that_cannot_start_and_bad_flags_are_named() {
         (vec!["advise", "--cpu", "9999", "--", "true"], "9999"),
         (vec!["advise", "--effect", "-2", "--", "true"], "--effect"),
         (vec!["advise", "--only", "disk", "--", "true"], "--only"),
+        (
+            vec!["advise", "--weights", "3:0", "--", "true"],
+            "--weights",
+        ),
+        // Refused before anything is written, whatever the machine.
+        (
+            vec![
+                "advise",
+                "--weights",
+                "3:1",
+                "--only",
+                "cache",
+                "--",
+                "true",
+            ],
+            "placement",
+        ),
     ] {
         let out = memscope(&args).assert().code(2).get_output().clone();
         let stderr = text(&out.stderr);

@@ -324,6 +324,14 @@ fn a_record_read_back_by_apply_must_be_a_pages_report() {
             ],
             "no `pages` object",
         ),
+        (
+            vec!["pages", "record", "--membind", "4096", "--", "true"],
+            "--membind",
+        ),
+        (
+            vec!["pages", "apply", "--membind", "x", "--", "true"],
+            "a NUMA node with memory",
+        ),
     ] {
         let out = memscope(&args).assert().code(2);
         let stderr = String::from_utf8_lossy(&out.get_output().stderr).to_string();
