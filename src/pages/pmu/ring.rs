@@ -1,13 +1,15 @@
-//! The mmap'd ring buffer of a perf event: one metadata page (`perf_event_mmap_page`)
+//! The mmap'd ring buffer of a perf event, for every sampler (precise sampling, and
+//! SPE's records beside its AUX area): one metadata page (`perf_event_mmap_page`)
 //! followed by a data area of 2^n pages that the kernel fills with records. The reader
 //! loads `data_head` with acquire ordering, copies the complete records between its
 //! `data_tail` and the head (a record may wrap around the end of the data area), then
-//! stores the new tail with release ordering so the kernel may reuse the space.
+//! stores the new tail with release ordering so the kernel may reuse the space. The
+//! metadata page's other fields are read through `header`.
 
 use std::io;
 use std::os::fd::RawFd;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::counters::sys::{
     MMAP_DATA_HEAD, MMAP_DATA_OFFSET, MMAP_DATA_SIZE, MMAP_DATA_TAIL, RECORD_HEADER_SIZE,
@@ -39,7 +41,8 @@ pub struct Pass {
     pub corrupt_bytes: u64,
 }
 
-fn page_size() -> usize {
+/// The system's page size.
+pub fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 {
@@ -118,11 +121,42 @@ impl Ring {
         })
     }
 
-    fn atomic(&self, off: usize) -> &AtomicU64 {
-        // SAFETY: `off` is MMAP_DATA_HEAD or MMAP_DATA_TAIL, inside the first page and
-        // 8-byte aligned; the memory lives as long as `self`, and the kernel accesses
-        // these words atomically too.
+    /// The 64-bit field at byte `off` of the metadata page, which the kernel writes
+    /// concurrently (atomics are the right view of it).
+    pub fn header(&self, off: usize) -> &AtomicU64 {
+        assert!(
+            off.is_multiple_of(8) && off + 8 <= self.data_offset,
+            "header field {off}"
+        );
+        // SAFETY: `off` is 8-byte aligned inside the metadata page (checked above), the
+        // memory lives as long as `self`, and the kernel accesses the field atomically.
         unsafe { AtomicU64::from_ptr(self.base.as_ptr().add(off).cast::<u64>()) }
+    }
+
+    /// The 32-bit field at byte `off` of the metadata page.
+    pub fn header32(&self, off: usize) -> &AtomicU32 {
+        assert!(
+            off.is_multiple_of(4) && off + 4 <= self.data_offset,
+            "header field {off}"
+        );
+        // SAFETY: as `header`, for a 4-aligned 32-bit field.
+        unsafe { AtomicU32::from_ptr(self.base.as_ptr().add(off).cast::<u32>()) }
+    }
+
+    /// The 16-bit field at byte `off` of the metadata page (a volatile read: the kernel
+    /// may write it; a caller checks the page's sequence lock around it).
+    pub fn header16(&self, off: usize) -> u16 {
+        assert!(
+            off.is_multiple_of(2) && off + 2 <= self.data_offset,
+            "header field {off}"
+        );
+        // SAFETY: a 2-aligned field inside the metadata page, which lives as long as self.
+        unsafe { self.base.as_ptr().add(off).cast::<u16>().read_volatile() }
+    }
+
+    /// The length of the mapping (metadata page and data area): where an AUX area goes.
+    pub fn map_len(&self) -> usize {
+        self.map_len
     }
 
     /// Copies `n` bytes starting at ring position `pos` (wrapping) into `out`.
@@ -145,8 +179,8 @@ impl Ring {
     /// Hands every complete record between the tail and the head to `each` (header
     /// included, contiguous even when it wrapped), then releases their space.
     pub fn read_records(&mut self, mut each: impl FnMut(&[u8])) -> Pass {
-        let head = self.atomic(MMAP_DATA_HEAD).load(Ordering::Acquire);
-        let mut tail = self.atomic(MMAP_DATA_TAIL).load(Ordering::Relaxed);
+        let head = self.header(MMAP_DATA_HEAD).load(Ordering::Acquire);
+        let mut tail = self.header(MMAP_DATA_TAIL).load(Ordering::Relaxed);
         let mut pass = Pass::default();
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut header = Vec::with_capacity(RECORD_HEADER_SIZE);
@@ -165,7 +199,7 @@ impl Ring {
             tail = tail.wrapping_add(size as u64);
         }
         self.scratch = scratch;
-        self.atomic(MMAP_DATA_TAIL).store(tail, Ordering::Release);
+        self.header(MMAP_DATA_TAIL).store(tail, Ordering::Release);
         pass
     }
 
@@ -182,6 +216,53 @@ impl Drop for Ring {
             unsafe {
                 libc::munmap(self.base.as_ptr().cast(), self.map_len);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+impl Ring {
+    /// A ring in anonymous memory laid out as the kernel lays out a real one, unmapped
+    /// on drop.
+    pub fn anonymous(data_pages: usize) -> Ring {
+        let page = page_size();
+        let len = (1 + data_pages) * page;
+        // SAFETY: a fresh private anonymous mapping, checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert!(ptr != libc::MAP_FAILED, "anonymous ring");
+        let base = NonNull::new(ptr.cast::<u8>()).expect("mmap returned a non-null address");
+        // SAFETY: inside the first page of the fresh mapping, 8-aligned.
+        unsafe {
+            base.as_ptr()
+                .add(MMAP_DATA_OFFSET)
+                .cast::<u64>()
+                .write(page as u64);
+            base.as_ptr()
+                .add(MMAP_DATA_SIZE)
+                .cast::<u64>()
+                .write((data_pages * page) as u64);
+        }
+        // SAFETY: the mapping is `len` bytes, page-aligned, and lives until drop.
+        let mut ring = unsafe { Ring::from_raw(base, len, page) }.expect("anonymous ring layout");
+        ring.mapped = true;
+        ring
+    }
+
+    /// Writes `bytes` at ring position `pos` (wrapping), as the kernel would.
+    pub fn write_data(&self, pos: usize, bytes: &[u8]) {
+        for (i, b) in bytes.iter().enumerate() {
+            let at = self.data_offset + ((pos + i) & (self.data_size - 1));
+            // SAFETY: `at` lies inside the data area of the mapping.
+            unsafe { *self.base.as_ptr().add(at) = *b };
         }
     }
 }

@@ -56,7 +56,6 @@ pub struct SpeSampler {
     aux_bytes: usize,
     /// The hardware has no load/store filter: every operation is sampled.
     all_operations: bool,
-    scratch: Vec<u8>,
     aux_scratch: Vec<u8>,
     /// Thread id → process id, from /proc (the Context packet gives the thread).
     tgids: HashMap<u32, u32>,
@@ -188,7 +187,6 @@ impl SpeSampler {
             unserved,
             aux_bytes: aux_pages * page,
             all_operations: false,
-            scratch: Vec::new(),
             aux_scratch: Vec::new(),
             tgids: HashMap::new(),
             totals: DecodeStats::default(),
@@ -260,12 +258,11 @@ impl SpeSampler {
     pub fn drain(&mut self, out: &mut Vec<MemSample>) -> u64 {
         let start = out.len();
         let mut lost = 0;
-        for cpu_ring in &self.rings {
+        for cpu_ring in &mut self.rings {
             let drained = drain_ring(
-                &cpu_ring.ring,
+                &mut cpu_ring.ring,
                 self.pid as u32,
                 out,
-                &mut self.scratch,
                 &mut self.aux_scratch,
             );
             lost += drained.lost;
@@ -354,16 +351,15 @@ fn field(record: &[u8], offset: usize) -> u64 {
 /// decoded on its own: the driver ends a range where it stopped the hardware, so a range
 /// holds whole records unless it was truncated, and a record cut there is dropped.
 fn drain_ring(
-    ring: &Ring,
+    ring: &mut Ring,
     default_pid: u32,
     out: &mut Vec<MemSample>,
-    scratch: &mut Vec<u8>,
     aux_scratch: &mut Vec<u8>,
 ) -> Drained {
     let start = out.len();
     let mut ranges = Vec::new();
     let mut lost = 0;
-    ring.read_records(scratch, |kind, record| match kind {
+    ring.read_records(|kind, record| match kind {
         // header (8), aux_offset, aux_size, flags
         PERF_RECORD_AUX => {
             let (offset, size, flags) = (field(record, 8), field(record, 16), field(record, 24));

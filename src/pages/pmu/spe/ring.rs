@@ -1,13 +1,17 @@
-//! One perf event's mapped buffers (linux/perf_event.h): the ring (a header page, the
-//! `perf_event_mmap_page`, then 2^n data pages of records) and the AUX area the SPE
-//! driver writes its packets into. Records are read from `data_tail` to `data_head`;
-//! AUX bytes are read where PERF_RECORD_AUX records say, and released by advancing
-//! `aux_tail`. Both areas are mapped writable, so the kernel never overwrites what has
-//! not been released (it drops and flags instead).
+//! SPE's mapped buffers (linux/perf_event.h): the event's record ring
+//! (`pmu::ring::Ring`, shared with the other samplers) and the AUX area the SPE driver
+//! writes its packets into, mapped after it. AUX bytes are read where PERF_RECORD_AUX
+//! records say, and released by advancing `aux_tail`. Both areas are mapped writable, so
+//! the kernel never overwrites what has not been released (it drops and flags instead).
+//! The metadata page also publishes the conversion from SPE's timer to perf's clock.
 
 use std::io;
 use std::os::fd::RawFd;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
+
+use super::super::ring::Ring as RecordRing;
+#[cfg(test)]
+pub(super) use crate::counters::sys::{MMAP_DATA_HEAD as DATA_HEAD, MMAP_DATA_TAIL as DATA_TAIL};
 
 // Byte offsets in `struct perf_event_mmap_page`.
 pub(super) const LOCK: usize = 8;
@@ -17,10 +21,6 @@ pub(super) const TIME_MULT: usize = 52;
 pub(super) const TIME_ZERO: usize = 64;
 pub(super) const TIME_CYCLES: usize = 80;
 pub(super) const TIME_MASK: usize = 88;
-pub(super) const DATA_HEAD: usize = 1024;
-pub(super) const DATA_TAIL: usize = 1032;
-pub(super) const DATA_OFFSET: usize = 1040;
-pub(super) const DATA_SIZE: usize = 1048;
 pub(super) const AUX_TAIL: usize = 1064;
 pub(super) const AUX_OFFSET: usize = 1072;
 pub(super) const AUX_SIZE: usize = 1080;
@@ -63,11 +63,9 @@ impl TimeConv {
     }
 }
 
-/// A mapped ring and AUX area. Unmapped on drop; the descriptor is the caller's.
+/// A mapped record ring and AUX area. Unmapped on drop; the descriptor is the caller's.
 pub struct Ring {
-    page: usize,
-    base: *mut u8,
-    base_len: usize,
+    records: RecordRing,
     aux: *mut u8,
     aux_len: usize,
 }
@@ -100,44 +98,24 @@ fn map(fd: RawFd, len: usize, offset: usize) -> io::Result<*mut u8> {
     Ok(p.cast())
 }
 
-fn unmap(p: *mut u8, len: usize) {
-    // SAFETY: `p` is a mapping of `len` bytes this module made and nothing else uses.
-    unsafe { libc::munmap(p.cast(), len) };
-}
-
 impl Ring {
-    /// Maps `1 + data_pages` pages of the event `fd` (its header and records), then an
-    /// AUX area of `aux_pages` pages after them. Both counts must be powers of two.
+    /// Maps the event `fd`'s record ring (`1 + data_pages` pages), then an AUX area of
+    /// `aux_pages` pages of `page` bytes after it. Both counts must be powers of two.
     pub fn map(fd: RawFd, page: usize, data_pages: usize, aux_pages: usize) -> io::Result<Ring> {
-        let base_len = (1 + data_pages) * page;
-        let base = map(fd, base_len, 0)?;
+        let records = RecordRing::map(fd, data_pages)?;
         let aux_len = aux_pages * page;
-        let mut ring = Ring {
-            page,
-            base,
-            base_len,
-            aux: std::ptr::null_mut(),
-            aux_len: 0,
-        };
-        ring.word(AUX_OFFSET)
-            .store(base_len as u64, Ordering::Relaxed);
-        ring.word(AUX_SIZE).store(aux_len as u64, Ordering::Relaxed);
-        ring.aux = map(fd, aux_len, base_len)?;
-        ring.aux_len = aux_len;
-        Ok(ring)
-    }
-
-    fn word(&self, offset: usize) -> &AtomicU64 {
-        debug_assert!(offset.is_multiple_of(8) && offset + 8 <= 4096);
-        // SAFETY: the header page is mapped, page aligned and at least 4 KiB long, the
-        // offset is 8-aligned inside it, and the kernel writes it concurrently: atomics
-        // are the right view of it.
-        unsafe { &*(self.base.add(offset) as *const AtomicU64) }
-    }
-
-    fn word32(&self, offset: usize) -> &AtomicU32 {
-        // SAFETY: as `word`, for a 4-aligned 32-bit field.
-        unsafe { &*(self.base.add(offset) as *const AtomicU32) }
+        records
+            .header(AUX_OFFSET)
+            .store(records.map_len() as u64, Ordering::Relaxed);
+        records
+            .header(AUX_SIZE)
+            .store(aux_len as u64, Ordering::Relaxed);
+        let aux = map(fd, aux_len, records.map_len())?;
+        Ok(Ring {
+            records,
+            aux,
+            aux_len,
+        })
     }
 
     /// The AUX area's size in bytes.
@@ -145,66 +123,35 @@ impl Ring {
         self.aux_len
     }
 
-    /// The data area: where it starts in the mapping and its size (the kernel fills both
-    /// in; older kernels leave them 0, meaning one page in and the rest of the mapping).
-    fn data_area(&self) -> (usize, usize) {
-        let offset = self.word(DATA_OFFSET).load(Ordering::Relaxed) as usize;
-        let size = self.word(DATA_SIZE).load(Ordering::Relaxed) as usize;
-        if size == 0 || offset == 0 || offset + size > self.base_len {
-            return (self.page, self.base_len - self.page);
-        }
-        (offset, size)
+    /// Calls `f(type, record)` for each record from `data_tail` to `data_head`, each
+    /// record whole (header included) even when it wraps, then releases them.
+    pub fn read_records(&mut self, mut f: impl FnMut(u32, &[u8])) {
+        self.records.read_records(|record| {
+            let kind = u32::from_ne_bytes([record[0], record[1], record[2], record[3]]);
+            f(kind, record)
+        });
     }
 
-    /// Copies `len` bytes at ring position `pos` (wrapping) of the `size` bytes at `base`
-    /// into `out`.
-    fn copy_wrapped(base: *const u8, size: usize, pos: u64, len: usize, out: &mut Vec<u8>) {
+    /// Copies `size` bytes at AUX position `offset` (wrapping) into `out`.
+    pub fn copy_aux(&self, offset: u64, size: u64, out: &mut Vec<u8>) {
         out.clear();
-        out.reserve(len);
-        let mut pos = (pos % size as u64) as usize;
-        let mut left = len.min(size);
+        let size = (size as usize).min(self.aux_len);
+        out.reserve(size);
+        let mut pos = (offset % self.aux_len as u64) as usize;
+        let mut left = size;
         while left > 0 {
-            let n = left.min(size - pos);
-            // SAFETY: `pos + n <= size` and `[base, base + size)` is mapped.
-            let chunk = unsafe { std::slice::from_raw_parts(base.add(pos), n) };
+            let n = left.min(self.aux_len - pos);
+            // SAFETY: `pos + n <= aux_len` and the AUX area is mapped for `aux_len` bytes.
+            let chunk = unsafe { std::slice::from_raw_parts(self.aux.add(pos), n) };
             out.extend_from_slice(chunk);
             left -= n;
             pos = 0;
         }
     }
 
-    /// Calls `f(type, record)` for each record from `data_tail` to `data_head`, each
-    /// record whole (header included) even when it wraps, then releases them.
-    pub fn read_records(&self, scratch: &mut Vec<u8>, mut f: impl FnMut(u32, &[u8])) {
-        let (offset, size) = self.data_area();
-        let head = self.word(DATA_HEAD).load(Ordering::Acquire);
-        let mut tail = self.word(DATA_TAIL).load(Ordering::Relaxed);
-        // SAFETY: `offset + size` lies inside the mapping (checked by `data_area`).
-        let data = unsafe { self.base.add(offset) };
-        while head.wrapping_sub(tail) >= 8 {
-            Self::copy_wrapped(data, size, tail, 8, scratch);
-            let kind = u32::from_ne_bytes([scratch[0], scratch[1], scratch[2], scratch[3]]);
-            let len = u64::from(u16::from_ne_bytes([scratch[6], scratch[7]]));
-            if len < 8 || head.wrapping_sub(tail) < len {
-                // A record the kernel has not finished, or a corrupt size: drop the rest.
-                tail = head;
-                break;
-            }
-            Self::copy_wrapped(data, size, tail, len as usize, scratch);
-            f(kind, scratch);
-            tail = tail.wrapping_add(len);
-        }
-        self.word(DATA_TAIL).store(tail, Ordering::Release);
-    }
-
-    /// Copies `size` bytes at AUX position `offset` (wrapping) into `out`.
-    pub fn copy_aux(&self, offset: u64, size: u64, out: &mut Vec<u8>) {
-        Self::copy_wrapped(self.aux, self.aux_len, offset, size as usize, out);
-    }
-
     /// Releases the AUX area up to `tail` (never moving it back).
     pub fn release_aux(&self, tail: u64) {
-        let word = self.word(AUX_TAIL);
+        let word = self.records.header(AUX_TAIL);
         if tail > word.load(Ordering::Relaxed) {
             word.store(tail, Ordering::Release);
         }
@@ -212,30 +159,23 @@ impl Ring {
 
     /// The timer conversion the kernel publishes, when it does (`cap_user_time_zero`).
     pub fn time_conv(&self) -> Option<TimeConv> {
+        let header = &self.records;
         loop {
-            let seq = self.word32(LOCK).load(Ordering::Acquire);
-            let caps = self.word(CAPABILITIES).load(Ordering::Relaxed);
-            // SAFETY: 2- and 4-aligned fields inside the mapped header page; volatile as
-            // the kernel may write them (the sequence check below catches that).
-            let (shift, mult) = unsafe {
-                (
-                    std::ptr::read_volatile(self.base.add(TIME_SHIFT) as *const u16),
-                    std::ptr::read_volatile(self.base.add(TIME_MULT) as *const u32),
-                )
-            };
+            let seq = header.header32(LOCK).load(Ordering::Acquire);
+            let caps = header.header(CAPABILITIES).load(Ordering::Relaxed);
             let conv = TimeConv {
-                shift,
-                mult,
-                zero: self.word(TIME_ZERO).load(Ordering::Relaxed),
+                shift: header.header16(TIME_SHIFT),
+                mult: header.header32(TIME_MULT).load(Ordering::Relaxed),
+                zero: header.header(TIME_ZERO).load(Ordering::Relaxed),
                 short: (caps & CAP_USER_TIME_SHORT != 0).then(|| {
                     (
-                        self.word(TIME_CYCLES).load(Ordering::Relaxed),
-                        self.word(TIME_MASK).load(Ordering::Relaxed),
+                        header.header(TIME_CYCLES).load(Ordering::Relaxed),
+                        header.header(TIME_MASK).load(Ordering::Relaxed),
                     )
                 }),
             };
             fence(Ordering::Acquire);
-            if self.word32(LOCK).load(Ordering::Relaxed) == seq {
+            if header.header32(LOCK).load(Ordering::Relaxed) == seq {
                 return (caps & CAP_USER_TIME_ZERO != 0).then_some(conv);
             }
         }
@@ -245,9 +185,10 @@ impl Ring {
 impl Drop for Ring {
     fn drop(&mut self) {
         if !self.aux.is_null() {
-            unmap(self.aux, self.aux_len);
+            // SAFETY: the AUX mapping of `aux_len` bytes this value made; the record ring
+            // unmaps itself.
+            unsafe { libc::munmap(self.aux.cast(), self.aux_len) };
         }
-        unmap(self.base, self.base_len);
     }
 }
 
@@ -258,43 +199,37 @@ mod test_support {
     impl Ring {
         /// A ring in anonymous memory laid out as the kernel lays out a real one, for tests.
         pub fn anonymous(page: usize, data_pages: usize, aux_pages: usize) -> Ring {
-            let base_len = (1 + data_pages) * page;
-            let aux_len = aux_pages * page;
-            let ring = Ring {
+            assert_eq!(
                 page,
-                base: map(-1, base_len, 0).expect("anonymous ring"),
-                base_len,
+                super::super::super::ring::page_size(),
+                "the system's page"
+            );
+            let aux_len = aux_pages * page;
+            Ring {
+                records: RecordRing::anonymous(data_pages),
                 aux: map(-1, aux_len, 0).expect("anonymous aux"),
                 aux_len,
-            };
-            ring.word(DATA_OFFSET).store(page as u64, Ordering::Relaxed);
-            ring.word(DATA_SIZE)
-                .store((data_pages * page) as u64, Ordering::Relaxed);
-            ring
+            }
         }
 
         /// Test access to the header fields the kernel writes.
         pub fn kernel_writes(&self, offset: usize, value: u64) {
-            self.word(offset).store(value, Ordering::Release);
+            self.records.header(offset).store(value, Ordering::Release);
         }
 
         /// Test access to the data and AUX areas, as the kernel writes them.
         pub fn kernel_writes_bytes(&self, aux: bool, pos: usize, bytes: &[u8]) {
-            let (base, size) = if aux {
-                (self.aux, self.aux_len)
-            } else {
-                let (offset, size) = self.data_area();
-                // SAFETY: inside the mapping.
-                (unsafe { self.base.add(offset) }, size)
-            };
+            if !aux {
+                return self.records.write_data(pos, bytes);
+            }
             for (i, b) in bytes.iter().enumerate() {
-                // SAFETY: the index is reduced modulo the mapped area's size.
-                unsafe { *base.add((pos + i) % size) = *b };
+                // SAFETY: the index is reduced modulo the AUX area's size.
+                unsafe { *self.aux.add((pos + i) % self.aux_len) = *b };
             }
         }
 
         pub fn header(&self, offset: usize) -> u64 {
-            self.word(offset).load(Ordering::Acquire)
+            self.records.header(offset).load(Ordering::Acquire)
         }
     }
 }

@@ -113,7 +113,7 @@ fn spe_record(va: u64, latency: u16, events: u16, time: u64) -> Vec<u8> {
 
 #[test]
 fn drain_decodes_the_announced_aux_ranges_and_releases_them() {
-    let ring = Ring::anonymous(PAGE, 1, 2);
+    let mut ring = Ring::anonymous(PAGE, 1, 2);
     let aux_len = ring.aux_len() as u64;
     let walk = (EV_TLB_ACCESS | EV_TLB_WALK) as u16;
     let first = [
@@ -139,8 +139,8 @@ fn drain_decodes_the_announced_aux_ranges_and_releases_them() {
     ring.kernel_writes(DATA_HEAD, data_at + records.len() as u64);
 
     let mut out = Vec::new();
-    let (mut scratch, mut aux_scratch) = (Vec::new(), Vec::new());
-    let drained = drain_ring(&ring, 55, &mut out, &mut scratch, &mut aux_scratch);
+    let mut aux_scratch = Vec::new();
+    let drained = drain_ring(&mut ring, 55, &mut out, &mut aux_scratch);
     assert_eq!(drained.lost, 1 + 3);
     assert_eq!(drained.stats.samples, 3);
     let got: Vec<(u64, u64, TlbOutcome, u64)> = out
@@ -160,7 +160,7 @@ fn drain_decodes_the_announced_aux_ranges_and_releases_them() {
     assert_eq!(ring.header(AUX_TAIL), second_at + second.len() as u64);
 
     // Nothing new: nothing decoded, nothing released twice.
-    let drained = drain_ring(&ring, 55, &mut out, &mut scratch, &mut aux_scratch);
+    let drained = drain_ring(&mut ring, 55, &mut out, &mut aux_scratch);
     assert_eq!((drained.lost, drained.stats.records, out.len()), (0, 0, 3));
 }
 
@@ -184,7 +184,7 @@ fn timestamps_convert_with_the_kernels_published_conversion() {
     };
     assert_eq!(short.to_ns(0x10), conv.to_ns(0x1_0000_0010));
 
-    let ring = Ring::anonymous(PAGE, 1, 2);
+    let mut ring = Ring::anonymous(PAGE, 1, 2);
     assert_eq!(ring.time_conv(), None);
     // capabilities: cap_user_time_zero; time_shift 0, time_mult 2: ns = 2·count + zero.
     ring.kernel_writes(CAPABILITIES, 1 << 4);
@@ -198,7 +198,7 @@ fn timestamps_convert_with_the_kernels_published_conversion() {
     ring.kernel_writes_bytes(false, 0, &aux);
     ring.kernel_writes(DATA_HEAD, aux.len() as u64);
     let mut out = Vec::new();
-    drain_ring(&ring, 1, &mut out, &mut Vec::new(), &mut Vec::new());
+    drain_ring(&mut ring, 1, &mut out, &mut Vec::new());
     assert_eq!(out[0].time_ns, 207);
 }
 
@@ -222,7 +222,6 @@ fn fake_sampler(pid: i32, ring: Ring) -> SpeSampler {
         unserved: vec![8, 9],
         aux_bytes: 2 * PAGE,
         all_operations: false,
-        scratch: Vec::new(),
         aux_scratch: Vec::new(),
         tgids: HashMap::new(),
         totals: DecodeStats::default(),
