@@ -3,8 +3,11 @@
 //! Croux 1993), and the reports whose value lies outside it. A report is named when its
 //! distance from the median exceeds `OUTLIER_K` robust spreads (the modified z-score
 //! cutoff of Iglewicz & Hoaglin) *and* exceeds that report's own noise (the band its own
-//! trials measured, `judge::noise_band_pct`): a host that is far from the others only by
-//! its own scatter is not called odd. The spread is floored at `judge::FLOOR_PCT` of the
+//! trials measured, `judge::own_band_pct`): a host that is far from the others only by
+//! its own scatter is not called odd. The scatter between runs, which two runs compared
+//! borrow from the drift pass (`judge::noise_band_pct`), is here the fleet's own robust
+//! spread of the figure: a section's scatter (an L3 whose share moved with a neighbour)
+//! would hide a DRAM figure's real difference. The spread is floored at `judge::FLOOR_PCT` of the
 //! median, so a fleet whose reports agree to the last digit (MAD 0) names only real
 //! differences, and nothing is ever divided by zero. Pure arithmetic, no I/O: the
 //! comparison (`super::rows`) feeds it and `view` shows it.

@@ -403,7 +403,7 @@ fn rows(reports: &[&Report], runs: &[usize]) -> Vec<Row> {
                 .map(|f| {
                     f.map(|f| fleet::Sample {
                         value: f.value,
-                        noise_pct: judge::noise_band_pct(f),
+                        noise_pct: judge::own_band_pct(f),
                     })
                 })
                 .collect();

@@ -52,16 +52,26 @@ impl Verdict {
     }
 }
 
-/// The band (percent) a run's figure moves within by itself; None when the run measured
-/// neither a spread nor a step.
+/// The band (percent) a run's figure moves within by itself, run to run: its own band
+/// (`own_band_pct`) or the scatter of its kind between the run's passes
+/// (`Figure::scatter_pct`), whichever is wider; None when the run measured neither a
+/// spread nor a step.
 pub fn noise_band_pct(f: &Figure) -> Option<f64> {
+    own_band_pct(f).map(|band| band.max(f.scatter_pct.unwrap_or(0.0)))
+}
+
+/// The band (percent) the figure's own measurement gives: its trials' spread, its step
+/// on a ladder of sizes, its own drift; None when it measured neither a spread nor a
+/// step. A fleet judges a report with this one: the scatter between runs, which two runs
+/// compared borrow from the drift pass of the figure's section, a fleet measures itself,
+/// figure by figure, as its robust spread (`compare::fleet`).
+pub fn own_band_pct(f: &Figure) -> Option<f64> {
     match (f.spread_pct, f.step_pct, f.drift_pct) {
         (None, None, None) => None,
         (spread, step, drift) => Some(
             (NOISE_SIGMAS * spread.unwrap_or(0.0))
                 .max(step.unwrap_or(0.0))
                 .max(drift.unwrap_or(0.0))
-                .max(f.scatter_pct.unwrap_or(0.0))
                 .max(FLOOR_PCT),
         ),
     }
@@ -157,6 +167,16 @@ mod tests {
         assert_eq!(judge(&a, &b), Verdict::Worse);
         b.drift_pct = Some(20.0);
         assert_eq!(judge(&a, &b), Verdict::Same);
+    }
+
+    #[test]
+    fn a_section_s_scatter_widens_a_pair_s_band_but_not_the_figure_s_own() {
+        let mut f = figure(100.0, Some(1.0), Better::Lower);
+        f.scatter_pct = Some(30.0);
+        assert_eq!(noise_band_pct(&f), Some(30.0));
+        assert_eq!(own_band_pct(&f), Some(3.0), "3 × its 1% spread");
+        f.drift_pct = Some(8.0);
+        assert_eq!(own_band_pct(&f), Some(8.0), "its own drift counts");
     }
 
     #[test]
