@@ -41,6 +41,33 @@ pub struct Pass {
     pub corrupt_bytes: u64,
 }
 
+/// A fresh shared read-write mapping of `len` bytes of `fd` from byte `offset` (anonymous
+/// when `fd` < 0): a ring, or SPE's AUX area after it.
+pub fn map_shared(fd: RawFd, len: usize, offset: usize) -> io::Result<NonNull<u8>> {
+    let flags = if fd < 0 {
+        libc::MAP_SHARED | libc::MAP_ANONYMOUS
+    } else {
+        libc::MAP_SHARED
+    };
+    // SAFETY: a fresh mapping at an address of the kernel's choosing (of a perf event
+    // descriptor, or anonymous); the kernel checks the length, and nothing else refers
+    // to the range it returns.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            flags,
+            fd,
+            offset as libc::off_t,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(NonNull::new(ptr.cast::<u8>()).expect("mmap returned a non-null address"))
+}
+
 /// The system's page size.
 pub fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
@@ -57,22 +84,7 @@ impl Ring {
     pub fn map(fd: RawFd, data_pages: usize) -> io::Result<Ring> {
         let page = page_size();
         let len = (1 + data_pages) * page;
-        // SAFETY: a fresh shared mapping of a perf event descriptor; the kernel checks
-        // the length, and nothing else refers to the address range it returns.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let base = NonNull::new(ptr.cast::<u8>()).expect("mmap returned a non-null address");
+        let base = map_shared(fd, len, 0)?;
         // SAFETY: the mapping is `len` bytes, page-aligned, and lives until drop.
         let mut ring = unsafe { Ring::from_raw(base, len, page) }.map_err(io::Error::other)?;
         ring.mapped = true;
@@ -227,19 +239,7 @@ impl Ring {
     pub fn anonymous(data_pages: usize) -> Ring {
         let page = page_size();
         let len = (1 + data_pages) * page;
-        // SAFETY: a fresh private anonymous mapping, checked below.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert!(ptr != libc::MAP_FAILED, "anonymous ring");
-        let base = NonNull::new(ptr.cast::<u8>()).expect("mmap returned a non-null address");
+        let base = map_shared(-1, len, 0).expect("anonymous ring");
         // SAFETY: inside the first page of the fresh mapping, 8-aligned.
         unsafe {
             base.as_ptr()

@@ -9,7 +9,7 @@ use std::io;
 use std::os::fd::RawFd;
 use std::sync::atomic::{fence, Ordering};
 
-use super::super::ring::Ring as RecordRing;
+use super::super::ring::{map_shared, Ring as RecordRing};
 #[cfg(test)]
 pub(super) use crate::counters::sys::{MMAP_DATA_HEAD as DATA_HEAD, MMAP_DATA_TAIL as DATA_TAIL};
 
@@ -74,30 +74,6 @@ pub struct Ring {
 // the thread that made them.
 unsafe impl Send for Ring {}
 
-fn map(fd: RawFd, len: usize, offset: usize) -> io::Result<*mut u8> {
-    let (flags, fd) = if fd < 0 {
-        (libc::MAP_SHARED | libc::MAP_ANONYMOUS, -1)
-    } else {
-        (libc::MAP_SHARED, fd)
-    };
-    // SAFETY: a fresh mapping at an address of the kernel's choosing; the arguments are
-    // checked by the kernel and the result is checked below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            flags,
-            fd,
-            offset as libc::off_t,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(p.cast())
-}
-
 impl Ring {
     /// Maps the event `fd`'s record ring (`1 + data_pages` pages), then an AUX area of
     /// `aux_pages` pages of `page` bytes after it. Both counts must be powers of two.
@@ -110,7 +86,7 @@ impl Ring {
         records
             .header(AUX_SIZE)
             .store(aux_len as u64, Ordering::Relaxed);
-        let aux = map(fd, aux_len, records.map_len())?;
+        let aux = map_shared(fd, aux_len, records.map_len())?.as_ptr();
         Ok(Ring {
             records,
             aux,
@@ -207,7 +183,7 @@ mod test_support {
             let aux_len = aux_pages * page;
             Ring {
                 records: RecordRing::anonymous(data_pages),
-                aux: map(-1, aux_len, 0).expect("anonymous aux"),
+                aux: map_shared(-1, aux_len, 0).expect("anonymous aux").as_ptr(),
                 aux_len,
             }
         }
