@@ -121,8 +121,12 @@ impl ArmKind {
     }
 
     /// What its runs are timed by (and its reference's, when compared with it).
-    pub fn timing(self) -> Timing {
-        if self.in_turns() {
+    /// How its runs are timed: by the program's CPU time where a co-runner takes turns
+    /// with it, or where the program keeps one CPU busy (`cpu_bound`: then the time it ran,
+    /// which a host's steal or a busy run queue does not stretch, and which holds every
+    /// memory stall); every CPU against the program alone always by the wall clock.
+    pub fn timing(self, cpu_bound: bool) -> Timing {
+        if self.in_turns() || (cpu_bound && self != ArmKind::AllCpus) {
             Timing::Cpu
         } else {
             Timing::Wall
@@ -313,8 +317,10 @@ mod tests {
         assert_eq!(ArmKind::PirateInTurns.reference(), ArmKind::ComputeInTurns);
         assert_eq!(ArmKind::ComputeInTurns.reference(), ArmKind::Alone);
         assert_eq!(ArmKind::PirateInTurns.resource(), Resource::Cache);
-        assert_eq!(ArmKind::PirateInTurns.timing(), Timing::Cpu);
-        assert_eq!(ArmKind::Pirate.timing(), Timing::Wall);
+        assert_eq!(ArmKind::PirateInTurns.timing(false), Timing::Cpu);
+        assert_eq!(ArmKind::Pirate.timing(false), Timing::Wall);
+        assert_eq!(ArmKind::Pirate.timing(true), Timing::Cpu);
+        assert_eq!(ArmKind::AllCpus.timing(true), Timing::Wall);
         assert!(ArmKind::ComputeInTurns.in_turns() && !ArmKind::Compute.in_turns());
         assert!(ArmSpec::pirate_in_turns(4 << 20, 0.25)
             .label

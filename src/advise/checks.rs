@@ -1,8 +1,8 @@
 //! The co-runner's checks read for one arm: the medians of what it did over the arm's
 //! runs, the share of its set the pirate kept (from its speed between alone and at DRAM
-//! latency) and so the cache it left the program, and the bandwidth the bandit left. The
-//! pirate in turns sweeps its whole set in every burst (its ns per line is what a sweep
-//! took), so the program starts each of its turns with the rest of the share.
+//! latency) and so the cache it left the program. The pirate in turns sweeps its whole set
+//! in every burst (its ns per line is what a sweep took), so the program starts each of its
+//! turns with the rest of the share.
 
 use super::arms::{ArmKind, ArmSpec};
 use super::facts::MachineFacts;
@@ -29,7 +29,6 @@ pub fn co_runner_check(
         bytes_per_s: rate,
         held_share: None,
         cache_left_bytes: None,
-        bandwidth_left_bytes_per_s: None,
     };
     match arm.kind {
         ArmKind::PirateInTurns => {
@@ -54,12 +53,6 @@ pub fn co_runner_check(
                     check.cache_left_bytes = Some((share as f64 - h * size).max(0.0));
                 }
             }
-        }
-        ArmKind::Bandit => {
-            let peak = facts
-                .dram_bytes_per_s
-                .or(calibration.map(|c| c.bandit_max_bytes_per_s));
-            check.bandwidth_left_bytes_per_s = peak.map(|p| (p - rate).max(0.0));
         }
         _ => {}
     }

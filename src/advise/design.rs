@@ -34,9 +34,10 @@ pub struct ScreenSite<'a> {
     pub parallel: bool,
 }
 
-/// The screening: the program alone and, per resource asked for, its strongest arm (the
-/// controls join later, where an arm they control shows an effect); with the notes on
-/// what cannot be measured here.
+/// The screening: the program alone and, per resource asked for, its strongest arm, with
+/// the control a co-runner's arm is read against from the first block (a control that
+/// joined later had too few pairs left to decide anything within 3 minutes); with the
+/// notes on what cannot be measured here.
 pub fn screening_arms(
     site: &ScreenSite,
     wants: &dyn Fn(Resource) -> bool,
@@ -50,24 +51,30 @@ pub fn screening_arms(
     if wants(Resource::Cache) {
         match site.pirate {
             PirateSite::Beside if site.with_co => {
-                arms.extend(
-                    site.pirate_levels
-                        .last()
-                        .map(|&(b, s)| ArmSpec::pirate(b, s)),
-                );
+                if let Some(&(b, s)) = site.pirate_levels.last() {
+                    arms.extend([ArmSpec::new(ArmKind::Compute), ArmSpec::pirate(b, s)]);
+                }
             }
             // In turns half the share is enough (at each turn the program refills what
             // the pirate walked), and a larger set makes a cache-bound program's runs
             // many times longer.
-            PirateSite::InTurns => arms.extend(
-                in_turns_screen(site.pirate_levels).map(|(b, s)| ArmSpec::pirate_in_turns(b, s)),
-            ),
+            PirateSite::InTurns => {
+                if let Some((b, s)) = in_turns_screen(site.pirate_levels) {
+                    arms.extend([
+                        ArmSpec::new(ArmKind::ComputeInTurns),
+                        ArmSpec::pirate_in_turns(b, s),
+                    ]);
+                }
+            }
             _ => {}
         }
         arms.extend(site.cat_arms.first().cloned());
     }
     if wants(Resource::Bandwidth) {
         if site.with_co {
+            if !arms.iter().any(|a| a.kind == ArmKind::Compute) {
+                arms.push(ArmSpec::new(ArmKind::Compute));
+            }
             arms.push(ArmSpec::new(ArmKind::Bandit));
         }
         arms.extend(site.mba_arms.first().cloned());
@@ -123,10 +130,9 @@ pub struct FollowUps<'a> {
     pub effect_pct: f64,
 }
 
-/// The arms to add after a look: a control where an arm it controls slows the program by
-/// half the effect or more (read against the program alone so far); a resource's curve
-/// where its screening arm is decided beyond the effect against its reference; the hot
-/// regions' huge pages where huge pages everywhere decided a gain.
+/// The arms to add after a look: a resource's curve where its screening arm is decided
+/// beyond the effect against its reference; the hot regions' huge pages where huge pages
+/// everywhere decided a gain.
 pub fn follow_ups(
     arms: &[ArmSpec],
     changes: &[Option<PairedChange>],
@@ -142,11 +148,6 @@ pub fn follow_ups(
     for (i, arm) in arms.iter().enumerate() {
         let Some(c) = &changes[i] else { continue };
         let reference = reference_of(arms, i).map(|r| arms[r].kind);
-        let slows = c.pairs >= 3 && c.change_pct() >= f.effect_pct / 2.0;
-        let control = arm.kind.reference();
-        if slows && control != ArmKind::Alone && reference == Some(ArmKind::Alone) {
-            push(ArmSpec::new(control), &mut add);
-        }
         let beyond = decided[i] && c.decision(f.effect_pct) == Decision::Beyond;
         let (slower, faster) = (beyond && c.ratio > 1.0, beyond && c.ratio < 1.0);
         match arm.kind {
@@ -270,7 +271,7 @@ pub fn measure(
     progress: &Progress,
     plan: &AdvisePlan,
     (screening, follow): (Vec<ArmSpec>, &FollowUps),
-    (one_run, normal): (f64, i32),
+    (one_run, normal, cpu_bound): (f64, i32, bool),
     deadline: Instant,
 ) -> Measured {
     let left = deadline
@@ -329,7 +330,13 @@ pub fn measure(
                 let changes: Vec<Option<PairedChange>> = (0..arms.len())
                     .map(|i| {
                         let r = reference_of(&arms, i)?;
-                        paired(&runs[i], &runs[r], normal, arms[i].kind.timing(), looks)
+                        paired(
+                            &runs[i],
+                            &runs[r],
+                            normal,
+                            arms[i].kind.timing(cpu_bound),
+                            looks,
+                        )
                     })
                     .collect();
                 decided.resize(arms.len(), false);
@@ -374,4 +381,63 @@ pub fn runs_of(blocks: &Blocks<RunRecord>, arms: usize) -> Vec<Vec<RunRecord>> {
     (0..arms)
         .map(|a| blocks.of_arm(a).map(|t| t.run.clone()).collect())
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn site(pirate: PirateSite) -> ScreenSite<'static> {
+        ScreenSite {
+            with_co: true,
+            pirate,
+            pirate_levels: &[(4 << 20, 0.25), (8 << 20, 0.5)],
+            cat_arms: &[],
+            mba_arms: &[],
+            thp: ThpMode::Madvise,
+            preload: true,
+            glibc: Some((2, 36)),
+            memory_nodes: 1,
+            weighted_interleave: false,
+            parallel: false,
+        }
+    }
+
+    #[test]
+    fn the_screening_holds_each_co_runner_arm_with_its_control() {
+        let kinds = |pirate| {
+            let (arms, _) = screening_arms(&site(pirate), &|_| true);
+            arms.iter().map(|a| a.kind).collect::<Vec<_>>()
+        };
+        let beside = kinds(PirateSite::Beside);
+        assert_eq!(
+            beside,
+            [
+                ArmKind::Alone,
+                ArmKind::Compute,
+                ArmKind::Pirate,
+                ArmKind::Bandit,
+                ArmKind::HugeAll
+            ]
+        );
+        let in_turns = kinds(PirateSite::InTurns);
+        assert_eq!(
+            in_turns,
+            [
+                ArmKind::Alone,
+                ArmKind::ComputeInTurns,
+                ArmKind::PirateInTurns,
+                ArmKind::Compute,
+                ArmKind::Bandit,
+                ArmKind::HugeAll
+            ]
+        );
+        // Every co-runner arm is read against its control from the first block.
+        let (arms, _) = screening_arms(&site(PirateSite::InTurns), &|_| true);
+        for (i, arm) in arms.iter().enumerate() {
+            if let Some(r) = reference_of(&arms, i) {
+                assert_eq!(arms[r].kind, arm.kind.reference(), "{arm:?}");
+            }
+        }
+    }
 }

@@ -27,7 +27,7 @@ impl FactsSource {
             FactsSource::Report(path) => format!("the report {path}"),
             FactsSource::History(run) => format!("the history's newest profile ({run})"),
             FactsSource::Measured => "no machine profile was found: advise measured the \
-                 latencies and one core's bandwidth with its co-runner (for the full \
+                 latencies with its co-runner (for the full \
                  profile run `memscope run`)"
                 .to_string(),
         }

@@ -2,13 +2,13 @@
 //! how much, measured without a PMU. The program runs again and again, interleaved in
 //! shuffled blocks, in *arms*: alone, beside a co-runner on another CPU that takes a
 //! resource away (a cache pirate keeping part of the shared cache busy, a bandwidth
-//! bandit streaming at a chosen rate, a compute-only neighbour as their control), with a
+//! bandit writing to DRAM at a chosen rate, a compute-only neighbour as their control), with a
 //! pirate taking turns with it on its own CPU where no other CPU shares its cache (read
 //! by CPU time against a compute thread in turns), and
 //! with a remedy applied (huge pages for everything, for its hot regions, glibc's THP
-//! malloc). Each arm's run times are compared with the reference arm's (sweep's
-//! statistics: medians, 95% intervals, Mann–Whitney U, the Hodges–Lehmann ratio
-//! interval), and the verdict names the resources the program is sensitive to and the
+//! malloc). Each arm's run times are compared with the reference arm's in the same blocks
+//! (`stats::paired`: the paired t interval of the ratio, read at planned looks), and the
+//! verdict names the resources the program is sensitive to and the
 //! remedies with their measured gain and cost.
 //!
 //! The parts: `plan` (flags checked), `facts` (the machine figures it is set against:
@@ -131,6 +131,10 @@ pub struct CpuPlan {
     /// Where the cache pirate ran.
     #[serde(default)]
     pub pirate: PirateSite,
+    /// The program kept one CPU busy in its first run: every arm but `all CPUs` is timed
+    /// by its CPU time (`ArmKind::timing`).
+    #[serde(default)]
+    pub cpu_bound: bool,
 }
 
 /// Where the cache pirate runs.
@@ -190,8 +194,8 @@ pub struct ArmResult {
     pub runs: Vec<RunRecord>,
     /// Time (by `timing`), seconds, against the reference's runs of the same stage.
     pub time: MeasureStat,
-    /// Run time / the reference's (Hodges–Lehmann of the blocks' log ratios, with the
-    /// signed-rank interval at the looks' level: 95% over all of them).
+    /// Run time / the reference's (the geometric mean of the blocks' ratios, with the
+    /// paired t interval at the looks' level: 95% over all of them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ratio: Option<RatioInterval>,
     /// The paired reading the ratio comes from (pairs, level, the test's p).
@@ -241,7 +245,7 @@ pub struct CoRunnerCheck {
     /// Pirate: ns per step of one of its chains (≈ its access latency); pirate in turns: ns
     /// of its CPU time per line swept.
     pub ns_per_step: f64,
-    /// Bandit: bytes read per second.
+    /// Bandit: bytes written per second.
     pub bytes_per_s: f64,
     /// Pirate: the share of its set it kept in the cache, estimated from its speed between
     /// its speed alone (all of it) and at DRAM latency (none).
@@ -250,9 +254,6 @@ pub struct CoRunnerCheck {
     /// The LLC share left to the program, bytes (pirate arms).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_left_bytes: Option<f64>,
-    /// The machine's DRAM bandwidth left to the program, bytes/s (bandit arms).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bandwidth_left_bytes_per_s: Option<f64>,
 }
 
 /// One run of the program in an arm.

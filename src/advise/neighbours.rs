@@ -179,9 +179,6 @@ pub fn start(
                 .last()
                 .map(|p| p.1)
                 .filter(|v| v.is_finite());
-            if beside.is_some() {
-                facts.dram_bytes_per_s = Some(cal.bandit_max_bytes_per_s).filter(|v| *v > 0.0);
-            }
         }
         if beside.is_some() && !cal.bandit_huge && wanted.bandwidth {
             notes.push(

@@ -78,7 +78,7 @@ pub fn resolved(arms: &[ArmSpec], runs: &[Vec<RunRecord>], normal: i32, effect_p
             &runs[i],
             &runs[r],
             normal,
-            arms[i].kind.timing(),
+            arms[i].kind.timing(false),
             Looks { count: 1 },
         )
         .is_some_and(|c| c.decision(effect_pct) != Decision::Open),
@@ -113,7 +113,7 @@ fn time_stat(own: &[f64], change: Option<&PairedChange>, is_reference: bool) -> 
 pub fn results(
     arms: &[ArmSpec],
     runs: &[Vec<RunRecord>],
-    normal: i32,
+    (normal, cpu_bound): (i32, bool),
     facts: &MachineFacts,
     calibration: Option<&CoRunnerCalibration>,
     (looks, effect_pct): (Looks, f64),
@@ -126,7 +126,7 @@ pub fn results(
                 .iter()
                 .filter(|r| r.termination.shell_status() == normal)
                 .collect();
-            let timing = arm.kind.timing();
+            let timing = arm.kind.timing(cpu_bound);
             let own = times(&runs[i], normal, timing);
             let base = reference.map_or_else(Vec::new, |r| times(&runs[r], normal, timing));
             let change = reference.and_then(|r| paired(&runs[i], &runs[r], normal, timing, looks));

@@ -2,10 +2,10 @@
 //! program's normal exit status and its time), the profile (a recorded run, the binary's
 //! footprint, counters where there is a PMU), the co-runner's calibration, then the
 //! sequential design (`design`, on the trial engine): the screening arms (the program
-//! alone and each resource's strongest arm) in shuffled blocks; after each block, an arm
-//! at a planned look whose paired interval lies wholly within or beyond ±effect is
-//! decided and leaves the blocks; a control joins where an arm it controls slows the
-//! program, and a resource's curve where its screening arm is decided beyond the effect.
+//! alone, each resource's strongest arm and the controls of the co-runner's arms) in
+//! shuffled blocks; after each block, an arm at a planned look whose paired interval lies
+//! wholly within or beyond ±effect is decided and leaves the blocks, and a resource's
+//! curve joins where its screening arm is decided beyond the effect.
 //! The measuring ends when nothing is open, at the time limit, or after `--runs` blocks.
 
 use std::ffi::OsString;
@@ -158,6 +158,8 @@ pub fn run(
     progress.advance();
     let normal_status = first_run_status(&first.record, plan.time_limit, &mut notes)?;
     let one_run = first.record.elapsed_s.max(1e-3);
+    let first_cpu_s = first.record.user_s + first.record.system_s;
+    cpus.cpu_bound = (0.8 * one_run..=1.2 * one_run).contains(&first_cpu_s);
 
     // The profile.
     progress.start("advise: recording the program's accesses", 1);
@@ -221,7 +223,7 @@ pub fn run(
         glibc: arms::glibc_version(),
         memory_nodes: memory_nodes.len(),
         weighted_interleave: machine.memory_tiering.weighted_interleave.is_some(),
-        parallel: first.record.user_s + first.record.system_s > 1.2 * one_run,
+        parallel: first_cpu_s > 1.2 * one_run,
     };
     let (screening, screen_notes) = screening_arms(&screen, &wants);
     notes.extend(screen_notes);
@@ -251,7 +253,7 @@ pub fn run(
         &progress,
         plan,
         (screening.clone(), &follow),
-        (one_run, normal_status),
+        (one_run, normal_status, cpus.cpu_bound),
         deadline,
     );
     notes.extend(measured.error.clone());
@@ -260,7 +262,7 @@ pub fn run(
     let mut arms = results(
         &measured.arms,
         &measured.runs,
-        normal_status,
+        (normal_status, cpus.cpu_bound),
         &facts,
         calibration.as_ref(),
         (measured.looks, plan.effect_pct),
@@ -427,6 +429,7 @@ fn cpu_plan(machine: &Machine, facts: &MachineFacts, chosen: Option<usize>) -> C
             smt_sibling: false,
             memory_nodes,
             pirate: PirateSite::Nowhere,
+            cpu_bound: false,
         };
     }
     let first = allowed[0];
@@ -456,6 +459,7 @@ fn cpu_plan(machine: &Machine, facts: &MachineFacts, chosen: Option<usize>) -> C
         smt_sibling,
         memory_nodes,
         pirate: PirateSite::Nowhere,
+        cpu_bound: false,
     }
 }
 

@@ -218,7 +218,7 @@ pub fn findings(
     let cache = cache_finding(arms, facts, cpus, effect_pct);
     let mut out = vec![
         cache.clone(),
-        bandwidth_finding(arms, facts, cpus, calibration, effect_pct, &cache),
+        bandwidth_finding(arms, cpus, calibration, effect_pct, &cache),
         tlb_finding(arms, profile, facts, effect_pct, &shell),
         placement_finding(arms, cpus, effect_pct),
     ];
@@ -401,7 +401,6 @@ pub fn needed_capacity(curve: &[(f64, f64)], full: f64, effect: f64) -> Option<f
 /// DRAM bandwidth: the flat-out bandit against the compute neighbour.
 fn bandwidth_finding(
     arms: &[ArmResult],
-    facts: &MachineFacts,
     cpus: &CpuPlan,
     calibration: Option<&CoRunnerCalibration>,
     effect: f64,
@@ -421,22 +420,17 @@ fn bandwidth_finding(
     };
     let mut f = measured(Resource::Bandwidth, top, effect);
     let took = top.co_runner.map(|c| c.bytes_per_s).unwrap_or(f64::NAN);
-    let peak = facts.dram_bytes_per_s;
-    let took_text = match peak {
-        // A peak below what the bandit read is a stale or foreign figure: not a share.
-        Some(p) if took.is_finite() && took > p => format!(
-            "a bandit reading {:.1} GB/s (above the {:.1} GB/s peak of the machine figures, \
-             which understate this machine now)",
+    let alone = calibration.map_or(f64::NAN, |c| c.bandit_max_bytes_per_s);
+    // What it wrote beside the program against what it writes alone: the program's share
+    // of the DRAM is what the bandit did not get.
+    let took_text = match (took.is_finite(), alone.is_finite() && alone > 0.0) {
+        (true, true) => format!(
+            "a bandit writing {:.1} GB/s ({:.0}% of the {:.1} GB/s it writes alone)",
             took / 1e9,
-            p / 1e9
+            took / alone * 100.0,
+            alone / 1e9
         ),
-        Some(p) if took.is_finite() => format!(
-            "a bandit reading {:.1} GB/s ({:.0}% of the {:.1} GB/s peak)",
-            took / 1e9,
-            took / p * 100.0,
-            p / 1e9
-        ),
-        _ if took.is_finite() => format!("a bandit reading {:.1} GB/s", took / 1e9),
+        (true, false) => format!("a bandit writing {:.1} GB/s", took / 1e9),
         _ => "a bandit".to_string(),
     };
     f.summary = format!("beside {took_text}: {}", effect_text(&f));
@@ -763,6 +757,7 @@ mod tests {
             smt_sibling: false,
             memory_nodes: 1,
             pirate: PirateSite::InTurns,
+            cpu_bound: false,
         };
         assert!(takes_cache(Some(&with(25.0)), &apart).is_some());
         assert_eq!(takes_cache(Some(&with(14.0)), &apart), None);

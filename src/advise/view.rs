@@ -544,7 +544,7 @@ impl AdviseResult {
             .filter(|a| a.kind == ArmKind::Bandit)
             .filter_map(|a| {
                 Some((
-                    a.co_runner?.bandwidth_left_bytes_per_s? / 1e9,
+                    a.co_runner?.bytes_per_s / 1e9,
                     (a.ratio?.ratio - 1.0) * 100.0,
                 ))
             })
@@ -554,8 +554,8 @@ impl AdviseResult {
         }
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
         Some(
-            LineChart::new("Slowdown against the DRAM bandwidth left to it")
-                .x_axis(Axis::linear("GB/s left to the program"))
+            LineChart::new("Slowdown against the bandwidth the bandit took")
+                .x_axis(Axis::linear("GB/s the bandit wrote beside it"))
                 .y_axis(Axis::linear("slowdown %"))
                 .series(Series::new("bandwidth bandit", points)),
         )
@@ -576,9 +576,9 @@ impl AdviseResult {
              program on CPU(s) {}{}; an arm leaves the blocks once its interval lies wholly \
              within or beyond ±{}%. Change: each arm's time against its reference's in the \
              same block (alone; the pirate and the bandit against the compute neighbour once \
-             they slow it, so a busy CPU beside it is not counted{}), the Hodges–Lehmann \
-             estimate of the blocks' ratios; 95% CI and p: the Wilcoxon signed-rank test and \
-             its interval, with the 5% error spread over the {looks} looks planned \
+             they slow it, so a busy CPU beside it is not counted{}{}), the geometric mean \
+             of the blocks' ratios; 95% CI and p: the paired t test on their logs and its \
+             interval, with the 5% error spread over the {looks} looks planned \
              (each at {:.1}%, p multiplied by {looks}), so that the interval of whichever look \
              decides an arm covers 95%; ~ = not significant.",
             self.blocks,
@@ -591,8 +591,16 @@ impl AdviseResult {
                 .unwrap_or_default(),
             format::rounded(self.effect_pct, 10.0),
             if self.cpus.pirate == super::PirateSite::InTurns {
-                "; the arms in turns by the program's CPU time, the pirate in turns against \
-                 the compute thread in turns"
+                "; the pirate in turns against the compute thread in turns"
+            } else {
+                ""
+            },
+            if self.cpus.cpu_bound {
+                "; every arm timed by the program's CPU time, as it kept its CPU busy (the \
+                 time it ran, which a host's steal or a busy run queue does not stretch, \
+                 and which holds its memory stalls)"
+            } else if self.cpus.pirate == super::PirateSite::InTurns {
+                "; the arms in turns by the program's CPU time"
             } else {
                 ""
             },
@@ -687,7 +695,6 @@ struct ArmRow {
     co_runner_ns_per_step: Option<f64>,
     co_runner_bytes_per_s: Option<f64>,
     cache_left_bytes: Option<f64>,
-    bandwidth_left_bytes_per_s: Option<f64>,
 }
 
 impl ArmRow {
@@ -711,7 +718,6 @@ impl ArmRow {
             co_runner_ns_per_step: a.co_runner.map(|c| c.ns_per_step),
             co_runner_bytes_per_s: a.co_runner.map(|c| c.bytes_per_s),
             cache_left_bytes: a.co_runner.and_then(|c| c.cache_left_bytes),
-            bandwidth_left_bytes_per_s: a.co_runner.and_then(|c| c.bandwidth_left_bytes_per_s),
         }
     }
 }

@@ -8,16 +8,17 @@
 //!   cache. Without a PMU it checks itself by timing its own walk: ns per step of one chain
 //!   near the cache's latency means it holds its set, near DRAM latency means it cannot
 //!   steal that much.
-//! - The **bandit** streams through a buffer much larger than the LLC (transparent huge
-//!   pages where the kernel offers them), reading every line in order, so the prefetchers
-//!   keep many lines in flight and one core takes as much DRAM bandwidth as it can. It can
-//!   be paced to a target rate: after each chunk of lines it waits until the time that
-//!   chunk was due. Reading one line in 16 (so that its lines fall in few cache sets, as
-//!   Bandwidth Bandit does) took 13 GB/s on our Zen 5 guests against 35 GB/s streaming,
-//!   and moved a streaming program no more than a compute neighbour did, where a full
-//!   stream slowed it 20–45%. The streaming bandit takes cache where it shares one with
-//!   the program: `calibrate` measures how much (the pirate's smallest set beside it), and
-//!   advise reads the bandwidth arm with that in mind.
+//! - The **bandit** writes a buffer much larger than the LLC (transparent huge pages where
+//!   the kernel offers them) line after line with non-temporal stores, so one core takes as
+//!   much DRAM bandwidth as it can while allocating nothing in the caches (Bandwidth
+//!   Bandit's aim: bandwidth without cache). Stores also cost the memory controller more
+//!   than reads (write-to-read turnarounds): on our Zen 5 guests one core wrote 20 GB/s
+//!   this way against 10–12 GB/s reading every line, and beside it STREAM ran +57% and
+//!   GUPS +24%, where beside the reading bandit they ran +13% and +8% (interleaved, 3
+//!   runs each). It can be paced to a target rate: after each chunk of lines it waits
+//!   until the time that chunk was due. Loaded DRAM is slower for a program whose data
+//!   misses the LLC now and then: `calibrate` measures how much slower the pirate's
+//!   smallest set walks beside it, and advise reads the bandwidth arm with that in mind.
 //!
 //! - **In bursts** (for a co-runner on the program's own CPU): every `BURST_PERIOD` the
 //!   thread wakes, runs for `BURST_BUSY` and sleeps again, at real-time priority where it
@@ -62,8 +63,10 @@ const HUGE_PAGE: usize = 2 * MIB as usize;
 const PIRATE_CHUNK: u64 = 256;
 /// Compute steps between two publications.
 const COMPUTE_CHUNK: u64 = 4096;
-/// Bandit lines between two publications and pacing decisions.
-const BANDIT_CHUNK: usize = 128;
+/// Bandit lines between two publications and pacing decisions (128 KiB, ≈ 6 µs flat out):
+/// a publication's locked instructions wait for the write-combining buffers to drain, and
+/// every 128 lines they cost a third of the rate.
+const BANDIT_CHUNK: usize = 2048;
 /// How long a bandit runs before `set` returns.
 const BANDIT_WARM_UP: Duration = Duration::from_millis(20);
 /// A paced bandit further behind its schedule than this catches up this much only, not the
@@ -93,7 +96,8 @@ pub enum Load {
     /// independent chains interleaved), as fast as it can. 0 bytes is `Idle`; more than
     /// the setup's `pirate_max_bytes` walks `pirate_max_bytes`.
     Pirate { bytes: u64 },
-    /// Bandwidth bandit: reads every line of its buffer in order, rate-limited to
+    /// Bandwidth bandit: writes every line of its buffer in order (non-temporal stores where
+    /// the CPU has them), rate-limited to
     /// `bytes_per_s` (None: flat out) by pacing between chunks. A rate that is not a
     /// positive number is `Idle`.
     Bandit { bytes_per_s: Option<f64> },
@@ -111,7 +115,8 @@ pub struct CoRunnerSetup {
     pub cpu: usize,
     /// The largest pirate set (the pirate's buffer).
     pub pirate_max_bytes: u64,
-    /// The bandit's buffer (much larger than the LLC); also the DRAM probe's.
+    /// The bandit's buffer (much larger than the LLC); also the DRAM probe's, linked anew
+    /// for each probe (the bandit overwrites it).
     pub bandit_buffer_bytes: u64,
 }
 
@@ -120,8 +125,8 @@ pub struct CoRunnerSetup {
 pub struct LoadStats {
     /// The interval, on the controller's clock.
     pub seconds: f64,
-    /// Steps done: compute iterations, or lines read (all pirate chains together, or the
-    /// bandit's lines).
+    /// Steps done: compute iterations, lines read (all pirate chains together), or lines
+    /// the bandit wrote.
     pub steps: u64,
     /// Pirate: ns per step of one chain (≈ its access latency) over the thread's own CPU
     /// time, so a pirate that shares its CPU (runs in turns) is timed only while it runs;
@@ -131,7 +136,7 @@ pub struct LoadStats {
     /// interval; NaN where the thread's CPU clock cannot be read).
     #[serde(default)]
     pub cpu_share: f64,
-    /// Bytes the bandit read per second (lines × 64); 0 otherwise.
+    /// Bytes the bandit wrote per second (lines × 64); 0 otherwise.
     pub bytes_per_s: f64,
 }
 
@@ -268,8 +273,6 @@ struct Buffers {
     bandit: Arc<Arena>,
     /// The pirate set currently linked in the pirate buffer, in lines, and its chain starts.
     pirate_linked: Option<(usize, [usize; CHAINS])>,
-    /// The chain starts of the DRAM probe once linked in the bandit buffer.
-    dram_linked: Option<[usize; CHAINS]>,
 }
 
 /// Maps a buffer with transparent huge pages where the kernel offers them, else base pages.
@@ -320,7 +323,6 @@ impl CoRunner {
                         pirate,
                         bandit,
                         pirate_linked: None,
-                        dram_linked: None,
                     })
                 });
                 match made {
@@ -548,17 +550,12 @@ fn run(shared: &Shared, mut buffers: Buffers) {
             Work::DramWalk => {
                 let arena = &buffers.bandit;
                 let lines = arena.len() / LINE;
-                let starts = match buffers.dram_linked {
-                    Some(starts) => starts,
-                    None => {
-                        // SAFETY: the buffer holds `lines` lines; no other thread reads it
-                        // now (`calibrate` runs its second thread only while this one walks
-                        // the pirate buffer).
-                        let starts = unsafe { link_cycle(arena.as_ptr(), lines, 0xd4a3) };
-                        buffers.dram_linked = Some(starts);
-                        starts
-                    }
-                };
+                // Linked anew each time: a bandit (this one, or a second co-runner given
+                // the same buffer) overwrites it.
+                // SAFETY: the buffer holds `lines` lines; no other thread touches it now
+                // (`calibrate` runs its second thread only while this one walks the
+                // pirate buffer).
+                let starts = unsafe { link_cycle(arena.as_ptr(), lines, 0xd4a3) };
                 // SAFETY: as just above.
                 unsafe { walk(shared, generation, starts, lines, &mut steps) };
             }
@@ -657,7 +654,7 @@ unsafe fn walk(
     }
 }
 
-/// Reads the bandit's buffer line after line, over and over, until the generation
+/// Writes the bandit's buffer line after line, over and over, until the generation
 /// changes, paced to `bytes_per_s` when given.
 fn bandit(
     shared: &Shared,
@@ -666,7 +663,7 @@ fn bandit(
     bytes_per_s: Option<f64>,
     steps: &mut u64,
 ) {
-    let base = arena.as_ptr() as *const u8;
+    let base = arena.as_ptr();
     let total_lines = arena.len() / LINE;
     let ns_per_line = bytes_per_s.map(|rate| LINE as f64 * 1e9 / rate);
     let started = Instant::now();
@@ -674,22 +671,15 @@ fn bandit(
     let mut schedule_start = shared.epoch.elapsed().as_nanos() as u64;
     let mut lines_scheduled = 0u64;
     let mut next = 0usize;
-    let mut sink = [0u64; 4];
     while !shared.changed(generation) {
-        let mut k = 0;
-        while k < BANDIT_CHUNK {
-            for (j, acc) in sink.iter_mut().enumerate() {
-                // SAFETY: next + j < total_lines (a multiple of the accumulators), so the
-                // offset lies inside the arena, which stays mapped while the worker runs;
-                // no thread writes it meanwhile.
-                *acc ^=
-                    unsafe { std::ptr::read_volatile(base.add((next + j) * LINE) as *const u64) };
-            }
-            next += sink.len();
+        for _ in 0..BANDIT_CHUNK {
+            // SAFETY: next < total_lines, so the line lies inside the arena, which stays
+            // mapped while the worker runs; no other thread reads it meanwhile.
+            unsafe { store_line(base.add(next * LINE), *steps) };
+            next += 1;
             if next == total_lines {
                 next = 0;
             }
-            k += sink.len();
         }
         *steps += BANDIT_CHUNK as u64;
         shared.publish(*steps);
@@ -718,10 +708,68 @@ fn bandit(
             now = shared.epoch.elapsed().as_nanos() as u64;
         }
     }
-    std::hint::black_box(sink);
+    // Fenced once at the end, not per chunk: a fence waits for the write-combining buffers
+    // to drain, and per chunk it halved the rate.
+    store_fence();
     if !ready {
         shared.mark_ready(generation);
     }
+}
+
+/// Writes the 64-byte line at `line` with non-temporal stores (they bypass the caches).
+///
+/// # Safety
+/// `line` is 64-byte aligned and writable.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn store_line(line: *mut u8, value: u64) {
+    use std::arch::x86_64::{_mm_set1_epi64x, _mm_stream_si128};
+    let v = _mm_set1_epi64x(value as i64);
+    for k in 0..4 {
+        _mm_stream_si128(line.add(16 * k) as *mut _, v);
+    }
+}
+
+/// Writes the 64-byte line at `line` with non-temporal store pairs (a hint the core may
+/// take to write around the caches).
+///
+/// # Safety
+/// `line` is 64-byte aligned and writable.
+#[cfg(target_arch = "aarch64")]
+#[inline(always)]
+unsafe fn store_line(line: *mut u8, value: u64) {
+    for k in 0..4 {
+        std::arch::asm!(
+            "stnp {v}, {v}, [{p}]",
+            v = in(reg) value,
+            p = in(reg) line.add(16 * k),
+            options(nostack, preserves_flags)
+        );
+    }
+}
+
+/// Writes the 64-byte line at `line` with plain stores (no non-temporal store here).
+///
+/// # Safety
+/// `line` is 64-byte aligned and writable.
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+#[inline(always)]
+unsafe fn store_line(line: *mut u8, value: u64) {
+    for k in 0..8 {
+        std::ptr::write_volatile((line as *mut u64).add(k), value);
+    }
+}
+
+/// Orders the non-temporal stores before whatever the thread does next.
+#[inline(always)]
+fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: sfence has no preconditions (SSE, part of x86_64's baseline).
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    fence(Ordering::Release);
 }
 
 mod bursts;

@@ -35,6 +35,7 @@ fn cpu_plan_of(co_runner: Option<usize>, shares_llc: bool, pirate: PirateSite) -
         smt_sibling: false,
         memory_nodes: 1,
         pirate,
+        cpu_bound: false,
     }
 }
 
@@ -136,7 +137,7 @@ fn results_compare_each_arm_with_its_reference_and_check_the_pirate() {
     facts.llc_bytes = Some(32 << 20);
     facts.llc_cpus = vec![0];
     let calibration = calibrated(vec![(8 << 20, 10.0)], 100.0, f64::NAN);
-    let r = results(&arms, &runs, 0, &facts, Some(&calibration), ONE);
+    let r = results(&arms, &runs, (0, false), &facts, Some(&calibration), ONE);
     assert_eq!(r[0].time.verdict, Verdict::Baseline);
     assert_eq!(r[2].reference, ArmKind::Compute);
     assert_eq!(r[2].time.verdict, Verdict::Worse);
@@ -167,7 +168,7 @@ fn cat_and_mba_arms_are_read_against_the_program_alone_and_make_the_findings() {
     let machine = Machine::sample();
     let mut facts = super::super::facts::from_topology(&machine);
     facts.llc_bytes = Some(8 * mib);
-    let r = results(&arms, &runs, 0, &facts, None, ONE);
+    let r = results(&arms, &runs, (0, false), &facts, None, ONE);
     assert!(r[1..].iter().all(|a| a.reference == ArmKind::Alone));
     assert!(r[1..].iter().all(|a| a.co_runner.is_none()));
     assert_eq!(r[1].time.verdict, Verdict::Worse);
@@ -220,7 +221,7 @@ fn synthetic_result_with(bases: [f64; 4]) -> AdviseResult {
     facts.llc_bytes = Some(32 << 20);
     facts.llc_cpus = vec![0, 1];
     let calibration = calibrated(vec![(12 << 20, 15.0)], 150.0, 30.0);
-    let arms = results(&arms, &runs, 0, &facts, Some(&calibration), ONE);
+    let arms = results(&arms, &runs, (0, false), &facts, Some(&calibration), ONE);
     let cpus = cpu_plan_of(Some(1), true, PirateSite::Beside);
     let command = vec![OsString::from("./prog")];
     let (findings, not_memory_bound) = verdict::findings(
@@ -320,7 +321,7 @@ fn a_program_nothing_moves_is_not_memory_bound_and_a_noisy_one_is_unresolved() {
     let arms = results(
         &spec,
         &runs,
-        0,
+        (0, false),
         &result.facts,
         result.calibration.as_ref(),
         ONE,
@@ -347,7 +348,7 @@ fn a_program_nothing_moves_is_not_memory_bound_and_a_noisy_one_is_unresolved() {
     let arms = results(
         &spec,
         &noisy,
-        0,
+        (0, false),
         &result.facts,
         result.calibration.as_ref(),
         ONE,
@@ -420,7 +421,7 @@ fn a_pirate_in_turns_is_read_by_cpu_time_against_a_compute_thread_in_turns() {
     facts.llc_bytes = Some(32 << 20);
     facts.llc_cpus = vec![0, 1];
     let calibration = calibrated(vec![(8 << 20, 12.0)], 120.0, f64::NAN);
-    let r = results(&arms, &runs, 0, &facts, Some(&calibration), ONE);
+    let r = results(&arms, &runs, (0, false), &facts, Some(&calibration), ONE);
     assert_eq!(r[1].timing, arms::Timing::Cpu);
     // Sharing the CPU costs no CPU time: the control does not move.
     assert_ne!(r[1].time.verdict, Verdict::Worse);
@@ -505,11 +506,15 @@ fn only_a_faster_run_on_every_cpu_that_is_significant_or_parallel_is_noted() {
     // A single-threaded program (CPU time = wall time) 8% faster by the estimate but
     // with overlapping runs: noise, no note.
     let noisy = |i: usize, base: f64| record(i, base + [0.0, 0.3, -0.2, 0.25][i % 4]);
+    let shifted = |i: usize, base: f64| RunRecord {
+        block: i,
+        ..noisy(i + 2, base)
+    };
     let runs = vec![
         (0..4).map(|i| noisy(i, 1.0)).collect::<Vec<_>>(),
-        (0..4).map(|i| noisy(i, 0.92)).collect(),
+        (0..4).map(|i| shifted(i, 0.92)).collect(),
     ];
-    let r = results(&arms, &runs, 0, &facts, None, ONE);
+    let r = results(&arms, &runs, (0, false), &facts, None, ONE);
     assert_ne!(r[1].time.verdict, Verdict::Better);
     assert_eq!(verdict::cpus_note(&r, 5.0), None);
     // The same program keeping two CPUs busy (CPU time twice its wall time): noted.
@@ -521,7 +526,7 @@ fn only_a_faster_run_on_every_cpu_that_is_significant_or_parallel_is_noted() {
         (0..4).map(|i| parallel(i, 1.0)).collect::<Vec<_>>(),
         (0..4).map(|i| parallel(i, 0.92)).collect(),
     ];
-    let r = results(&arms, &runs, 0, &facts, None, ONE);
+    let r = results(&arms, &runs, (0, false), &facts, None, ONE);
     assert!(verdict::cpus_note(&r, 5.0).is_some());
 }
 
@@ -588,7 +593,7 @@ fn huge_page_runs_whose_system_time_falls_in_two_groups_are_said_with_the_cheap_
         .collect();
     let machine = Machine::sample();
     let facts = super::super::facts::from_topology(&machine);
-    let r = results(&arms, &[alone, huge], 0, &facts, None, ONE);
+    let r = results(&arms, &[alone, huge], (0, false), &facts, None, ONE);
     let cpus = cpu_plan_of(None, false, PirateSite::Nowhere);
     let tlb = finding_of(&r, &facts, &cpus, arms::Resource::Tlb);
     assert!(
@@ -616,7 +621,7 @@ fn the_placement_finding_takes_the_interleave_that_buys_most_and_says_how_to_app
         ..cpu_plan_of(None, false, PirateSite::Nowhere)
     };
     let placement = |runs: Vec<Vec<RunRecord>>| {
-        let r = results(&arms, &runs, 0, &facts, None, ONE);
+        let r = results(&arms, &runs, (0, false), &facts, None, ONE);
         finding_of(&r, &facts, &cpus, arms::Resource::Placement)
     };
     // Weighted interleave buys 25%, even interleave 10%: the weighted one is the answer.
@@ -658,7 +663,7 @@ fn one_remedy_slower_while_another_looks_faster_does_not_rule_huge_pages_out() {
     let malloc = of([1.20, 1.21, 1.19, 1.22, 1.18, 1.20, 1.21, 1.19]);
     let machine = Machine::sample();
     let facts = super::super::facts::from_topology(&machine);
-    let r = results(&arms, &[alone, huge, malloc], 0, &facts, None, ONE);
+    let r = results(&arms, &[alone, huge, malloc], (0, false), &facts, None, ONE);
     assert_eq!(r[2].time.verdict, Verdict::Worse);
     assert_ne!(r[1].time.verdict, Verdict::Better);
     let cpus = cpu_plan_of(None, false, PirateSite::Nowhere);
@@ -695,7 +700,7 @@ fn a_bandit_that_takes_cache_does_not_make_a_cache_sensitive_program_bandwidth_b
             arm_runs(1.5),
         ];
         let calibration = calibrated(vec![(8 << 20, 12.0)], 150.0, beside_bandit_ns);
-        let r = results(&arms, &runs, 0, &facts, Some(&calibration), ONE);
+        let r = results(&arms, &runs, (0, false), &facts, Some(&calibration), ONE);
         let findings = findings_with(&r, &facts, &cpus, Some(&calibration));
         findings
             .into_iter()
