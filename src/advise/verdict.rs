@@ -443,13 +443,13 @@ fn bandwidth_finding(
         Some(how) if cache.sensitivity == Sensitivity::Sensitive => {
             f.sensitivity = Sensitivity::Unresolved;
             f.summary.push_str(&format!(
-                "; not told apart from its cache sensitivity: the bandit takes cache too here \
-                 ({how})"
+                "; not told apart from its cache sensitivity: the bandit slows what the cache \
+                 holds too here ({how})"
             ));
         }
         Some(how) => f.summary.push_str(&format!(
-            "; the bandit takes cache too here ({how}), so for a program that is also \
-             cache-sensitive part of this is cache"
+            "; the bandit slows what the cache holds too here ({how}), so for a program \
+             that is also cache-sensitive part of this is cache"
         )),
         None => {}
     }
@@ -469,13 +469,12 @@ fn bandwidth_finding(
     f
 }
 
-/// Whether the streaming bandit takes cache from the program, and how that is known: the
-/// pirate's smallest set walked clearly slower (1.5×) beside it than alone (measured
-/// directly), or the OS says the two CPUs share the LLC (or the pirate ran beside). The
-/// sharing check does not rule that out: its walker evicts far more slowly than a stream,
-/// and the pirate's fast walk keeps its own set against one, where a program touching
-/// its data more slowly loses it (on our guests the cache demo ran +562% beside the
-/// bandit in a run whose check found no shared cache).
+/// Whether the bandit slows what the cache holds for the program, and how that is known:
+/// the pirate's smallest set walked clearly slower (1.5×) beside it than alone (measured
+/// directly: cache the bandit took, or DRAM it loaded for the lines the set misses), or
+/// the OS says the two CPUs share the LLC (or the pirate ran beside), which the sharing
+/// check's slow walker cannot rule out (on our guests the cache demo ran +562% beside the
+/// streaming bandit of an earlier build in a run whose check found no shared cache).
 fn takes_cache(calibration: Option<&CoRunnerCalibration>, cpus: &CpuPlan) -> Option<String> {
     let factor = calibration.and_then(|c| {
         let alone = c.pirate_alone_ns.first()?.1;
@@ -486,8 +485,8 @@ fn takes_cache(calibration: Option<&CoRunnerCalibration>, cpus: &CpuPlan) -> Opt
             "it made the pirate's smallest set {f:.1}× slower to walk"
         )),
         _ if cpus.shares_llc || cpus.pirate == PirateSite::Beside => Some(
-            "it streams through a last-level cache the OS says it shares with the program; \
-             the sharing check's slower walk cannot rule that out"
+            "it writes through a last-level cache the OS says it shares with the program; \
+             the sharing check's slower walk cannot rule out that it takes some"
                 .into(),
         ),
         _ => None,

@@ -575,9 +575,9 @@ impl AdviseResult {
              runs the program alone and every arm still open once, in a shuffled order, the \
              program on CPU(s) {}{}; an arm leaves the blocks once its interval lies wholly \
              within or beyond ±{}%. Change: each arm's time against its reference's in the \
-             same block (alone; the pirate and the bandit against the compute neighbour once \
-             they slow it, so a busy CPU beside it is not counted{}{}), the geometric mean \
-             of the blocks' ratios; 95% CI and p: the paired t test on their logs and its \
+             same block (alone; the pirate and the bandit against the compute neighbour, so \
+             a busy CPU beside it is not counted{}){}, the geometric mean of the blocks' \
+             ratios; 95% CI and p: the paired t test on their logs and its \
              interval, with the 5% error spread over the {looks} looks planned \
              (each at {:.1}%, p multiplied by {looks}), so that the interval of whichever look \
              decides an arm covers 95%; ~ = not significant.",
@@ -596,11 +596,11 @@ impl AdviseResult {
                 ""
             },
             if self.cpus.cpu_bound {
-                "; every arm timed by the program's CPU time, as it kept its CPU busy (the \
+                ", by the program's CPU time in every arm, as it kept its CPU busy (the \
                  time it ran, which a host's steal or a busy run queue does not stretch, \
                  and which holds its memory stalls)"
             } else if self.cpus.pirate == super::PirateSite::InTurns {
-                "; the arms in turns by the program's CPU time"
+                ", the arms in turns by the program's CPU time"
             } else {
                 ""
             },

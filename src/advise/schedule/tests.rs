@@ -726,7 +726,7 @@ fn a_bandit_that_takes_cache_does_not_make_a_cache_sensitive_program_bandwidth_b
     let streaming = bandwidth(1.0, 25.0, PirateSite::Beside);
     assert_eq!(streaming.sensitivity, verdict::Sensitivity::Sensitive);
     assert!(
-        streaming.summary.contains("takes cache too"),
+        streaming.summary.contains("slows what the cache holds too"),
         "{}",
         streaming.summary
     );
