@@ -261,6 +261,33 @@ pub struct Measured {
 /// The most blocks the measuring runs.
 const MAX_BLOCKS: usize = 40;
 
+/// After a block: each arm's paired change against its reference, the arms a planned look
+/// decides, the follow-ups those decisions call for; the arms still open.
+fn still_open(
+    arms: &mut Vec<ArmSpec>,
+    decided: &mut Vec<bool>,
+    b: &Blocks<RunRecord>,
+    (normal, cpu_bound, looks): (i32, bool, Looks),
+    follow: &FollowUps,
+) -> Vec<usize> {
+    let runs = runs_of(b, arms.len());
+    let changes: Vec<Option<PairedChange>> = (0..arms.len())
+        .map(|i| {
+            let r = reference_of(arms, i)?;
+            let timing = arms[i].kind.timing(cpu_bound);
+            paired(&runs[i], &runs[r], normal, timing, looks)
+        })
+        .collect();
+    decided.resize(arms.len(), false);
+    for (i, d) in decided.iter_mut().enumerate() {
+        *d |= decides(arms, &changes, i, looks, follow.effect_pct);
+    }
+    let added = follow_ups(arms, &changes, decided, follow);
+    arms.extend(added);
+    decided.resize(arms.len(), false);
+    open_arms(arms, decided)
+}
+
 /// The sequential design: a warm-up of the huge-page arms (not counted), then blocks of
 /// the arms still open until none is, the blocks asked for (`--runs`) ran, or the time
 /// limit; after each block the arms at a planned look are decided or left open, and the
@@ -290,7 +317,6 @@ pub fn measure(
     let arms = std::cell::RefCell::new(screening);
     let mut decided: Vec<bool> = Vec::new();
     let mut blocks: Blocks<RunRecord> = Blocks::new(arms.borrow().len());
-    let mut error = None;
     progress.start(
         &format!(
             "advise: {} arms, then those still open",
@@ -313,9 +339,8 @@ pub fn measure(
     let warm: Vec<usize> = (0..arms.borrow().len())
         .filter(|&i| arms.borrow()[i].kind.asks_huge_pages())
         .collect();
-    let warmed = blocks.block(0, &warm, progress, &mut run);
-    let stop = match warmed {
-        Ok(Some(stop)) => stop,
+    let stop = match blocks.block(0, &warm, progress, &mut run) {
+        Ok(Some(stop)) => Ok(stop),
         Ok(None) => {
             let guess = |arm: usize| {
                 let turns = arms.borrow().get(arm).is_some_and(|a| a.kind.in_turns());
@@ -323,47 +348,29 @@ pub fn measure(
             };
             let rule = |b: &Blocks<RunRecord>| {
                 let mut arms = arms.borrow_mut();
-                if plan.runs.is_some() {
-                    return Ok(Next::Run((0..arms.len()).collect()));
-                }
-                let runs = runs_of(b, arms.len());
-                let changes: Vec<Option<PairedChange>> = (0..arms.len())
-                    .map(|i| {
-                        let r = reference_of(&arms, i)?;
-                        paired(
-                            &runs[i],
-                            &runs[r],
-                            normal,
-                            arms[i].kind.timing(cpu_bound),
-                            looks,
-                        )
-                    })
-                    .collect();
-                decided.resize(arms.len(), false);
-                for (i, d) in decided.iter_mut().enumerate() {
-                    *d |= decides(&arms, &changes, i, looks, plan.effect_pct);
-                }
-                let added = follow_ups(&arms, &changes, &decided, follow);
-                arms.extend(added);
-                decided.resize(arms.len(), false);
-                Ok(Next::Run(open_arms(&arms, &decided)))
+                Ok(Next::Run(match plan.runs {
+                    Some(_) => (0..arms.len()).collect(),
+                    None => still_open(
+                        &mut arms,
+                        &mut decided,
+                        b,
+                        (normal, cpu_bound, looks),
+                        follow,
+                    ),
+                }))
             };
-            match blocks.run(&design, progress, guess, rule, &mut run) {
-                Ok(stop) => stop,
-                Err(e) => {
-                    error = Some(format!(
-                        "a run could not be started, so the measuring stopped: {e}"
-                    ));
-                    Stop::Interrupted
-                }
-            }
+            blocks.run(&design, progress, guess, rule, &mut run)
         }
-        Err(e) => {
-            error = Some(format!(
+        Err(e) => Err(e),
+    };
+    let (stop, error) = match stop {
+        Ok(stop) => (stop, None),
+        Err(e) => (
+            Stop::Interrupted,
+            Some(format!(
                 "a run could not be started, so the measuring stopped: {e}"
-            ));
-            Stop::Interrupted
-        }
+            )),
+        ),
     };
     let arms = arms.into_inner();
     Measured {

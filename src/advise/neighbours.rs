@@ -27,6 +27,16 @@ pub struct Neighbours {
     pub notes: Vec<String>,
 }
 
+impl Neighbours {
+    /// The co-runners, for the trials.
+    pub fn co_runners(&self) -> super::trial::CoRunners<'_> {
+        super::trial::CoRunners {
+            beside: self.beside.as_ref(),
+            in_turns: self.in_turns.as_ref(),
+        }
+    }
+}
+
 /// What the co-runners are needed for, and the memory they may take.
 #[derive(Debug, Clone)]
 pub struct Wanted {
@@ -47,45 +57,22 @@ pub fn start(
     wanted: Wanted,
 ) -> Neighbours {
     let mut notes = Vec::new();
-    let mut wanted = wanted;
     let top = pirate_sizes.last().copied().unwrap_or(0);
+    let llc = facts.llc_bytes.unwrap_or(0);
+    let wanted = within_room(wanted, llc, top, &mut notes);
     // Far beyond the LLC, so the bandit (and the DRAM probe) stream from DRAM; no more
     // than half the room.
-    let llc = facts.llc_bytes.unwrap_or(0);
     let bandit_buffer = (4 * llc).max(256 << 20).min(wanted.room.bytes / 2);
-    let needs = 2 * llc.max(16 << 20) + 3 * top;
-    if (wanted.cache || wanted.bandwidth) && needs > wanted.room.bytes {
-        notes.push(format!(
-            "no cache pirate or bandwidth bandit: they need about {}, and the memory left \
-             beside the program is {}",
-            Bytes(needs),
-            wanted.room
-        ));
-        (wanted.cache, wanted.bandwidth) = (false, false);
-    }
     let wants_pirate = wanted.cache && top > 0;
     let beside = match cpus.co_runner {
-        Some(cpu) if wanted.cache || wanted.bandwidth => {
-            match CoRunner::start(CoRunnerSetup {
-                cpu,
-                pirate_max_bytes: top,
-                bandit_buffer_bytes: bandit_buffer,
-            }) {
-                Ok(c) => Some(c),
-                Err(e) => {
-                    notes.push(format!(
-                        "the co-runner could not start on CPU {cpu} ({e}): no bandwidth bandit \
-                         runs, and the cache pirate only in turns on the program's CPU"
-                    ));
-                    None
-                }
-            }
-        }
+        Some(cpu) if wanted.cache || wanted.bandwidth => started_beside(cpu, top, bandit_buffer)
+            .map_err(|why| notes.push(why))
+            .ok(),
         _ => None,
     };
     // The one in turns also walks, in the sharing check, a set no shared cache holds
     // beside the pirate's largest; alone, it is also the DRAM probe.
-    let sharing_bytes = facts.llc_bytes.unwrap_or(0).max(2 * top);
+    let sharing_bytes = llc.max(2 * top);
     let program_cpu = cpus.program.first().copied();
     let in_turns = match program_cpu {
         Some(cpu) if wants_pirate => CoRunner::start(CoRunnerSetup {
@@ -101,55 +88,23 @@ pub fn start(
         .ok(),
         _ => None,
     };
-
-    let mut calibration = None;
-    let calibrated = match (&beside, &in_turns) {
-        // The probe beside the bandit: the smallest pirate set, which the pirate holds
-        // alone; how much slower it walks beside the bandit tells how much cache the
-        // bandit takes.
-        (Some(b), _) => Some((
-            b,
-            b.calibrate(
-                pirate_sizes,
-                pirate_sizes.first().copied().unwrap_or(0),
-                program_cpu,
-            ),
-        )),
-        (None, Some(t)) => Some((t, t.calibrate(pirate_sizes, 0, None))),
-        (None, None) => None,
-    };
-    if let Some((runner, result)) = calibrated {
-        match result {
-            Ok(cal) => {
-                calibration = Some(CoRunnerCalibration {
-                    pirate_alone_ns: cal.pirate_alone_ns,
-                    dram_ns: cal.dram_ns,
-                    bandit_max_bytes_per_s: cal.bandit_max_bytes_per_s,
-                    pirate_beside_bandit_ns: cal.pirate_beside_bandit_ns,
-                    bandit_huge: runner.bandit_huge(),
-                    sharing: None,
-                });
-            }
-            Err(e) => notes.push(format!("the co-runner's checks failed: {e}")),
-        }
-    }
+    let mut calibration = calibrated(
+        (beside.as_ref(), in_turns.as_ref()),
+        pirate_sizes,
+        program_cpu,
+        &mut notes,
+    );
     let levels = if wants_pirate {
         held_levels(pirate_sizes, calibration.as_ref())
     } else {
         Vec::new()
     };
-    if let (Some(cal), Some(&(largest, _))) = (&calibration, levels.last()) {
-        if levels.len() < pirate_sizes.len() {
-            notes.push(format!(
-                "the pirate cannot hold the whole LLC share alone (it walks {} at {:.0} ns, \
-                 DRAM takes {:.0} ns): its largest set is {}",
-                Bytes(top),
-                cal.pirate_alone_ns.last().map_or(f64::NAN, |p| p.1),
-                cal.dram_ns,
-                Bytes(largest)
-            ));
-        }
-    }
+    notes.extend(pirate_reach_note(
+        calibration.as_ref(),
+        &levels,
+        pirate_sizes.len(),
+        top,
+    ));
 
     // Does the co-runner's CPU share the program's LLC now?
     let check = match (&beside, &in_turns, levels.last()) {
@@ -170,16 +125,8 @@ pub fn start(
     );
     notes.extend(site_note(site, cpus, check, hypervisor));
     let in_turns = in_turns.filter(|_| site == PirateSite::InTurns);
-
     if let Some(cal) = &calibration {
-        if facts.source == FactsSource::Measured {
-            facts.dram_ns = Some(cal.dram_ns).filter(|v| v.is_finite());
-            facts.llc_ns = cal
-                .pirate_alone_ns
-                .last()
-                .map(|p| p.1)
-                .filter(|v| v.is_finite());
-        }
+        take_measured_facts(facts, cal);
         if beside.is_some() && !cal.bandit_huge && wanted.bandwidth {
             notes.push(
                 "the bandit's buffer got no huge pages: its stream pays a TLB miss every 4 KiB \
@@ -195,6 +142,103 @@ pub fn start(
         site,
         levels,
         notes,
+    }
+}
+
+/// What is wanted, less the pirate and the bandit where the memory left beside the program
+/// cannot hold them (said in `notes`).
+fn within_room(wanted: Wanted, llc: u64, top: u64, notes: &mut Vec<String>) -> Wanted {
+    let needs = 2 * llc.max(16 << 20) + 3 * top;
+    if !(wanted.cache || wanted.bandwidth) || needs <= wanted.room.bytes {
+        return wanted;
+    }
+    notes.push(format!(
+        "no cache pirate or bandwidth bandit: they need about {}, and the memory left \
+         beside the program is {}",
+        Bytes(needs),
+        wanted.room
+    ));
+    Wanted {
+        cache: false,
+        bandwidth: false,
+        ..wanted
+    }
+}
+
+/// The co-runner on `cpu`, beside the program; else why not.
+fn started_beside(cpu: usize, pirate_max: u64, bandit_buffer: u64) -> Result<CoRunner, String> {
+    CoRunner::start(CoRunnerSetup {
+        cpu,
+        pirate_max_bytes: pirate_max,
+        bandit_buffer_bytes: bandit_buffer,
+    })
+    .map_err(|e| {
+        format!(
+            "the co-runner could not start on CPU {cpu} ({e}): no bandwidth bandit runs, and \
+             the cache pirate only in turns on the program's CPU"
+        )
+    })
+}
+
+/// The co-runners' own checks: the one beside (else the one in turns) walks the pirate's
+/// sets and DRAM alone and, beside, the bandit flat out. The probe beside the bandit is the
+/// smallest pirate set, which the pirate holds alone: how much slower it walks beside the
+/// bandit tells how much the bandit slows what the cache holds.
+fn calibrated(
+    (beside, in_turns): (Option<&CoRunner>, Option<&CoRunner>),
+    pirate_sizes: &[u64],
+    program_cpu: Option<usize>,
+    notes: &mut Vec<String>,
+) -> Option<CoRunnerCalibration> {
+    let smallest = pirate_sizes.first().copied().unwrap_or(0);
+    let (runner, result) = match (beside, in_turns) {
+        (Some(b), _) => (b, b.calibrate(pirate_sizes, smallest, program_cpu)),
+        (None, Some(t)) => (t, t.calibrate(pirate_sizes, 0, None)),
+        (None, None) => return None,
+    };
+    match result {
+        Ok(cal) => Some(CoRunnerCalibration {
+            pirate_alone_ns: cal.pirate_alone_ns,
+            dram_ns: cal.dram_ns,
+            bandit_max_bytes_per_s: cal.bandit_max_bytes_per_s,
+            pirate_beside_bandit_ns: cal.pirate_beside_bandit_ns,
+            bandit_huge: runner.bandit_huge(),
+            sharing: None,
+        }),
+        Err(e) => {
+            notes.push(format!("the co-runner's checks failed: {e}"));
+            None
+        }
+    }
+}
+
+/// Where the pirate cannot hold its largest sets alone: what it holds.
+fn pirate_reach_note(
+    calibration: Option<&CoRunnerCalibration>,
+    levels: &[(u64, f64)],
+    sizes: usize,
+    top: u64,
+) -> Option<String> {
+    let (cal, &(largest, _)) = (calibration?, levels.last()?);
+    (levels.len() < sizes).then(|| {
+        format!(
+            "the pirate cannot hold the whole LLC share alone (it walks {} at {:.0} ns, DRAM \
+             takes {:.0} ns): its largest set is {}",
+            Bytes(top),
+            cal.pirate_alone_ns.last().map_or(f64::NAN, |p| p.1),
+            cal.dram_ns,
+            Bytes(largest)
+        )
+    })
+}
+
+/// Facts measured here (no report) take the calibration's latencies.
+fn take_measured_facts(facts: &mut MachineFacts, cal: &CoRunnerCalibration) {
+    if facts.source == FactsSource::Measured {
+        facts.dram_ns = Some(cal.dram_ns).filter(|v| v.is_finite());
+        facts.llc_ns = (cal.pirate_alone_ns.last())
+            .map(|p| p.1)
+            .filter(|v| v.is_finite());
     }
 }
 

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::arms::{self, ArmKind, ArmSpec, Resource};
 #[cfg(test)]
 use super::checks::held_share;
-use super::design::{measure, screening_arms, FollowUps, ScreenSite};
+use super::design::{measure, screening_arms, FollowUps, Measured, ScreenSite};
 use super::facts::MachineFacts;
 use super::neighbours::{self, Wanted};
 use super::profile::{self, ProgramProfile};
@@ -25,7 +25,7 @@ use super::results::{results, PIRATE_SHARES};
 use super::trial::{self, CoRunners, Setup};
 use super::verdict;
 use super::RunRecord;
-use super::{AdvisePlan, AdviseResult, CpuPlan, PirateSite};
+use super::{AdvisePlan, AdviseResult, ArmResult, CoRunnerCalibration, CpuPlan, PirateSite};
 use crate::counters::{topdown, Probe};
 use crate::counting::{default_groups, Counting};
 use crate::error::UsageError;
@@ -35,6 +35,7 @@ use crate::pages::record::{self, RecordPlan};
 use crate::pages::sources::SourceChoice;
 use crate::platform::child::{ProcessTree, SpawnOptions, STOP_GRACE};
 use crate::platform::cleanup;
+use crate::platform::exclusive::Exclusive;
 use crate::platform::interleave_weights::WrittenWeights;
 use crate::platform::page_placement::WEIGHTS_DIR;
 use crate::session::progress::Progress;
@@ -77,16 +78,234 @@ fn written_weights(
     Ok(Some(written))
 }
 
-/// Runs advise.
+/// Runs advise: the first run, the profile, the co-runners and their checks, the
+/// sequential design, the findings.
 pub fn run(
     plan: &AdvisePlan,
     machine: &Machine,
-    facts: MachineFacts,
+    mut facts: MachineFacts,
 ) -> anyhow::Result<AdviseResult> {
     let started = Instant::now();
-    let deadline = started + plan.time_limit;
-    // Two advise runs at once would each take the other's co-runner for the program's.
-    let _alone = crate::platform::exclusive::Exclusive::take("advise").map_err(|pid| {
+    let _alone_and_deferred = one_advise_at_a_time()?;
+    let progress = progress_for(plan.show_output);
+    let mut notes = Vec::new();
+    let mut cpus = cpu_plan(machine, &facts, plan.co_runner_cpu);
+    let memory_nodes = memory_nodes(machine);
+    let _weights = written_weights(plan, machine, &cpus.program, &memory_nodes, &mut notes)?;
+    let preload = Preload::create().ok();
+    let (partitioning, cat_arms, mba_arms) = partitioning(&facts, &mut notes);
+    let process_tree = std::cell::RefCell::new(ProcessTree::default());
+    let mut setup = Setup {
+        command: &plan.command,
+        program_cpus: &cpus.program,
+        all_cpus: &machine.allowed_cpus,
+        memory_nodes: &memory_nodes,
+        preload: preload.as_ref(),
+        hot_ranges: &[],
+        show_output: plan.show_output,
+        partitioning: partitioning.as_ref(),
+        deadline: Some(started + plan.time_limit),
+        process_tree: &process_tree,
+    };
+    let first = first_run(&setup, plan, &progress, &mut notes)?;
+    cpus.cpu_bound = first.cpu_bound();
+    let (mut profile, hot_ranges) = profile_run(plan, machine, &cpus.program, &progress);
+    setup.hot_ranges = &hot_ranges;
+    let neighbours = co_runners_checked(
+        (machine, &mut facts),
+        &cpus,
+        plan,
+        !cat_arms.is_empty(),
+        first.record.max_rss_kib,
+        &progress,
+        &mut notes,
+    );
+    cpus.pirate = neighbours.site;
+    let calibration = neighbours.calibration.clone();
+    // The screening arms, then the measuring: blocks of the arms still open.
+    let offer = (
+        preload.is_some(),
+        memory_nodes.len(),
+        !hot_ranges.is_empty(),
+    );
+    let (screening, follow) = design_inputs(
+        plan,
+        (machine, &cpus),
+        &neighbours,
+        (&cat_arms, &mba_arms),
+        offer,
+        &first,
+        &mut notes,
+    );
+    let measured = measure(
+        &setup,
+        neighbours.co_runners(),
+        &progress,
+        plan,
+        (screening.clone(), &follow),
+        (first.one_run, first.normal_status, cpus.cpu_bound),
+        started + plan.time_limit,
+    );
+    notes.extend(measured.error.clone());
+    notes.extend(idle(neighbours.co_runners()));
+    progress.finish();
+    let (arms, findings, not_memory_bound) = conclude(
+        plan,
+        &measured,
+        (&first, screening.len()),
+        (&facts, &mut profile, &cpus),
+        calibration.as_ref(),
+        &mut notes,
+    );
+    Ok(AdviseResult {
+        command: (plan.command.iter())
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect(),
+        facts,
+        cpus,
+        profile,
+        calibration,
+        arms,
+        findings,
+        not_memory_bound,
+        normal_status: first.normal_status,
+        blocks: measured.blocks,
+        looks: measured.looks.count,
+        effect_pct: plan.effect_pct,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        time_limit_s: plan.time_limit.as_secs_f64(),
+        stop: measured.stop,
+        notes,
+        process_tree: process_tree.into_inner(),
+    })
+}
+
+/// Lines only where the program's own output shares the terminal (a bar would tear).
+fn progress_for(show_output: bool) -> Progress {
+    match show_output {
+        true => Progress::lines_when_not_terminal(),
+        false => Progress::for_stderr(),
+    }
+}
+
+/// The nodes with memory.
+fn memory_nodes(machine: &Machine) -> Vec<usize> {
+    machine
+        .numa_nodes
+        .iter()
+        .filter(|n| n.memory_total_bytes > 0)
+        .map(|n| n.id)
+        .collect()
+}
+
+/// resctrl's cache and bandwidth partitioning where it can be had (else why not, noted),
+/// with its cache (CAT) and bandwidth (MBA) arms.
+fn partitioning(
+    facts: &MachineFacts,
+    notes: &mut Vec<String>,
+) -> (Option<trial::Partitioning>, Vec<ArmSpec>, Vec<ArmSpec>) {
+    match trial::Partitioning::detect(facts.llc_bytes) {
+        Ok(p) => {
+            notes.push(p.note());
+            let (cat, mba) = (p.cat_arms(), p.mba_arms());
+            (Some(p), cat, mba)
+        }
+        Err(why) => {
+            notes.push(why);
+            (None, Vec::new(), Vec::new())
+        }
+    }
+}
+
+/// The screening arms and what decides the follow-ups, from what the machine, the
+/// co-runners' checks and the first run offer.
+fn design_inputs<'a>(
+    plan: &AdvisePlan,
+    (machine, cpus): (&Machine, &CpuPlan),
+    neighbours: &'a neighbours::Neighbours,
+    (cat_arms, mba_arms): (&'a [ArmSpec], &'a [ArmSpec]),
+    (preload, memory_nodes, hot_ranges): (bool, usize, bool),
+    first: &FirstRun,
+    notes: &mut Vec<String>,
+) -> (Vec<ArmSpec>, FollowUps<'a>) {
+    let screen = ScreenSite {
+        with_co: neighbours.beside.is_some(),
+        pirate: cpus.pirate,
+        pirate_levels: &neighbours.levels,
+        cat_arms,
+        mba_arms,
+        thp: machine.thp.enabled,
+        preload,
+        glibc: arms::glibc_version(),
+        memory_nodes,
+        weighted_interleave: machine.memory_tiering.weighted_interleave.is_some(),
+        parallel: first.cpu_s > 1.2 * first.one_run,
+    };
+    let (screening, screen_notes) = screening_arms(&screen, &|r| plan.resources.contains(&r));
+    notes.extend(screen_notes);
+    notes.extend(sibling_note(screen.with_co, cpus.smt_sibling));
+    let follow = FollowUps {
+        pirate_levels: &neighbours.levels,
+        bandit_max: (neighbours.calibration.as_ref())
+            .map(|c| c.bandit_max_bytes_per_s)
+            .filter(|m| *m > 0.0),
+        cat_arms,
+        mba_arms,
+        hot_ranges,
+        malloc_hugetlb: machine.thp.enabled != ThpMode::Never
+            && arms::glibc_version().is_some_and(|v| v >= (2, 35)),
+        effect_pct: plan.effect_pct,
+    };
+    (screening, follow)
+}
+
+/// The co-runners started and checked (the pirate's sets, the bandit's rates) and where
+/// the pirate sits.
+fn co_runners_checked(
+    (machine, facts): (&Machine, &mut MachineFacts),
+    cpus: &CpuPlan,
+    plan: &AdvisePlan,
+    cache_partitioned: bool,
+    first_rss_kib: u64,
+    progress: &Progress,
+    notes: &mut Vec<String>,
+) -> neighbours::Neighbours {
+    let wants = |r: Resource| plan.resources.contains(&r);
+    progress.start("advise: the co-runners' own checks", 1);
+    let pirate_sizes = pirate_sizes(facts, notes);
+    let neighbours = neighbours::start(
+        machine,
+        facts,
+        cpus,
+        &pirate_sizes,
+        Wanted {
+            cache: wants(Resource::Cache) && !cache_partitioned,
+            bandwidth: wants(Resource::Bandwidth),
+            room: room_beside(first_rss_kib),
+        },
+    );
+    progress.advance();
+    notes.extend(neighbours.notes.iter().cloned());
+    if cpus.co_runner.is_none() && wants(Resource::Bandwidth) {
+        notes.push("only one CPU is available to memscope: no bandwidth bandit runs".to_string());
+    }
+    neighbours
+}
+
+/// What a co-runner that is no SMT sibling leaves unmeasured.
+fn sibling_note(with_co: bool, smt_sibling: bool) -> Option<String> {
+    (with_co && !smt_sibling).then(|| {
+        "the co-runner's CPU is no SMT sibling of the program's: a busy sibling is not \
+         measured (the compute neighbour shows what a busy CPU next to it costs)"
+            .to_string()
+    })
+}
+
+/// The machine-wide claim that this is the one advise running (two at once would each
+/// take the other's co-runner for the program's), and Ctrl-C deferred: it ends the
+/// measuring and advise reports what it has (a second one exits at once).
+fn one_advise_at_a_time() -> Result<(Exclusive, cleanup::DeferredInterrupt), UsageError> {
+    let alone = Exclusive::take("advise").map_err(|pid| {
         UsageError::CannotProceed(format!(
             "another memscope advise is running on this machine{}: its co-runners would \
              disturb this one's runs and this one's its; run one at a time",
@@ -97,83 +316,72 @@ pub fn run(
             }
         ))
     })?;
-    // Ctrl-C ends the measuring and reports what it has (a second one exits at once).
-    let _deferred = cleanup::defer_interrupt();
-    let progress = if plan.show_output {
-        Progress::lines_when_not_terminal()
-    } else {
-        Progress::for_stderr()
-    };
-    let mut notes = Vec::new();
-    let mut facts = facts;
-    let mut cpus = cpu_plan(machine, &facts, plan.co_runner_cpu);
-    let all_cpus = machine.allowed_cpus.clone();
-    let memory_nodes: Vec<usize> = machine
-        .numa_nodes
-        .iter()
-        .filter(|n| n.memory_total_bytes > 0)
-        .map(|n| n.id)
-        .collect();
-    let _weights = written_weights(plan, machine, &cpus.program, &memory_nodes, &mut notes)?;
-    let preload = Preload::create().ok();
-    let partitioning = match trial::Partitioning::detect(facts.llc_bytes) {
-        Ok(p) => {
-            notes.push(p.note());
-            Some(p)
-        }
-        Err(why) => {
-            notes.push(why);
-            None
-        }
-    };
-    let cat_arms = partitioning
-        .as_ref()
-        .map_or_else(Vec::new, |p| p.cat_arms());
-    let mba_arms = partitioning
-        .as_ref()
-        .map_or_else(Vec::new, |p| p.mba_arms());
-    let process_tree = std::cell::RefCell::new(ProcessTree::default());
-    let mut setup = Setup {
-        command: &plan.command,
-        program_cpus: &cpus.program,
-        all_cpus: &all_cpus,
-        memory_nodes: &memory_nodes,
-        preload: preload.as_ref(),
-        hot_ranges: &[],
-        show_output: plan.show_output,
-        partitioning: partitioning.as_ref(),
-        deadline: Some(deadline),
-        process_tree: &process_tree,
-    };
+    Ok((alone, cleanup::defer_interrupt()))
+}
 
-    // The first run: does the program start, how does it end, how long does it take.
+/// What the first run told: the record, the status every run must end with, its time.
+struct FirstRun {
+    record: RunRecord,
+    normal_status: i32,
+    /// Its wall time (s).
+    one_run: f64,
+    /// Its CPU time, user and system (s).
+    cpu_s: f64,
+}
+
+impl FirstRun {
+    /// Whether the program keeps one CPU busy (its CPU time within 20% of its wall time).
+    fn cpu_bound(&self) -> bool {
+        (0.8 * self.one_run..=1.2 * self.one_run).contains(&self.cpu_s)
+    }
+}
+
+/// The first run: does the program start, how does it end, how long does it take.
+fn first_run(
+    setup: &Setup,
+    plan: &AdvisePlan,
+    progress: &Progress,
+    notes: &mut Vec<String>,
+) -> anyhow::Result<FirstRun> {
     progress.start("advise: first run", 1);
     let first = trial::run(
-        &setup,
+        setup,
         &ArmSpec::new(ArmKind::Alone),
         CoRunners::default(),
         0,
         0,
     )?;
     progress.advance();
-    let normal_status = first_run_status(&first.record, plan.time_limit, &mut notes)?;
-    let one_run = first.record.elapsed_s.max(1e-3);
-    let first_cpu_s = first.record.user_s + first.record.system_s;
-    cpus.cpu_bound = (0.8 * one_run..=1.2 * one_run).contains(&first_cpu_s);
+    let normal_status = first_run_status(&first.record, plan.time_limit, notes)?;
+    Ok(FirstRun {
+        one_run: first.record.elapsed_s.max(1e-3),
+        cpu_s: first.record.user_s + first.record.system_s,
+        normal_status,
+        record: first.record,
+    })
+}
 
-    // The profile.
+/// The profile: a recorded run (its hot regions' address ranges too), the binary's
+/// footprint, counters where there is a PMU.
+fn profile_run(
+    plan: &AdvisePlan,
+    machine: &Machine,
+    program_cpus: &[usize],
+    progress: &Progress,
+) -> (ProgramProfile, Vec<(u64, u64)>) {
     progress.start("advise: recording the program's accesses", 1);
     let (mut profile, hot_ranges) = record_profile(plan);
     progress.advance();
-    setup.hot_ranges = &hot_ranges;
     if let Some(program) = plan.command.first() {
         profile.footprint = profile::footprint(&program.to_string_lossy(), machine);
     }
-    count(&mut profile, &plan.command, &cpus.program, machine);
+    count(&mut profile, &plan.command, program_cpus, machine);
+    (profile, hot_ranges)
+}
 
-    // The co-runner and its checks.
-    // No pirate where the LLC's size is unknown: its sets are shares of it.
-    let pirate_sizes: Vec<u64> = match facts.llc_share_bytes() {
+/// The cache pirate's sets, shares of the LLC; none where the LLC's size is unknown.
+fn pirate_sizes(facts: &MachineFacts, notes: &mut Vec<String>) -> Vec<u64> {
+    match facts.llc_share_bytes() {
         Some(share) => PIRATE_SHARES
             .iter()
             .map(|s| (share as f64 * s) as u64)
@@ -183,146 +391,58 @@ pub fn run(
                 .push("the last-level cache's size is not known here: no cache pirate runs".into());
             Vec::new()
         }
-    };
-    let wants = |r: Resource| plan.resources.contains(&r);
-    progress.start("advise: the co-runners' own checks", 1);
-    let neighbours = neighbours::start(
-        machine,
-        &mut facts,
-        &cpus,
-        &pirate_sizes,
-        Wanted {
-            cache: wants(Resource::Cache) && cat_arms.is_empty(),
-            bandwidth: wants(Resource::Bandwidth),
-            room: room_beside(first.record.max_rss_kib),
-        },
-    );
-    progress.advance();
-    notes.extend(neighbours.notes.iter().cloned());
-    cpus.pirate = neighbours.site;
-    let calibration = neighbours.calibration.clone();
-    let pirate_levels = neighbours.levels.clone();
-    let co_runners = CoRunners {
-        beside: neighbours.beside.as_ref(),
-        in_turns: neighbours.in_turns.as_ref(),
-    };
-    if cpus.co_runner.is_none() && wants(Resource::Bandwidth) {
-        notes.push("only one CPU is available to memscope: no bandwidth bandit runs".to_string());
     }
+}
 
-    // The screening arms, then the measuring: blocks of the arms still open.
-    let with_co = co_runners.beside.is_some();
-    let screen = ScreenSite {
-        with_co,
-        pirate: cpus.pirate,
-        pirate_levels: &pirate_levels,
-        cat_arms: &cat_arms,
-        mba_arms: &mba_arms,
-        thp: machine.thp.enabled,
-        preload: preload.is_some(),
-        glibc: arms::glibc_version(),
-        memory_nodes: memory_nodes.len(),
-        weighted_interleave: machine.memory_tiering.weighted_interleave.is_some(),
-        parallel: first_cpu_s > 1.2 * one_run,
-    };
-    let (screening, screen_notes) = screening_arms(&screen, &wants);
-    notes.extend(screen_notes);
-    if with_co && !cpus.smt_sibling {
-        notes.push(
-            "the co-runner's CPU is no SMT sibling of the program's: a busy sibling is not \
-             measured (the compute neighbour shows what a busy CPU next to it costs)"
-                .to_string(),
-        );
-    }
-    let follow = FollowUps {
-        pirate_levels: &pirate_levels,
-        bandit_max: calibration
-            .as_ref()
-            .map(|c| c.bandit_max_bytes_per_s)
-            .filter(|m| *m > 0.0),
-        cat_arms: &cat_arms,
-        mba_arms: &mba_arms,
-        hot_ranges: !hot_ranges.is_empty(),
-        malloc_hugetlb: machine.thp.enabled != ThpMode::Never
-            && arms::glibc_version().is_some_and(|v| v >= (2, 35)),
-        effect_pct: plan.effect_pct,
-    };
-    let measured = measure(
-        &setup,
-        co_runners,
-        &progress,
-        plan,
-        (screening.clone(), &follow),
-        (one_run, normal_status, cpus.cpu_bound),
-        deadline,
-    );
-    notes.extend(measured.error.clone());
-    let stop = measured.stop;
-    let blocks = measured.blocks;
-    let mut arms = results(
-        &measured.arms,
-        &measured.runs,
-        (normal_status, cpus.cpu_bound),
-        &facts,
-        calibration.as_ref(),
-        (measured.looks, plan.effect_pct),
-    );
-    for a in arms.iter_mut().skip(screening.len()) {
-        a.stage = 2;
-    }
-    notes.extend(idle(co_runners));
-    progress.finish();
-    let alone: Vec<&RunRecord> = arms
-        .iter()
+/// The program's runs alone that ended normally (the profile's figures come from them).
+fn alone_runs(arms: &[ArmResult], normal_status: i32) -> Vec<&RunRecord> {
+    arms.iter()
         .filter(|a| a.kind == ArmKind::Alone)
         .flat_map(|a| &a.runs)
         .filter(|r| r.termination.shell_status() == normal_status)
-        .collect();
-    profile::add_runs(&mut profile, &alone);
+        .collect()
+}
+
+/// What the runs add up to: each arm's result (the arms after the screening's are
+/// follow-ups), the profile's figures from the runs alone, and the findings, most
+/// important first, with the resources `--only` left out marked so; the notes on the CPUs
+/// and the budget.
+fn conclude(
+    plan: &AdvisePlan,
+    measured: &Measured,
+    (first, screening): (&FirstRun, usize),
+    (facts, profile, cpus): (&MachineFacts, &mut ProgramProfile, &CpuPlan),
+    calibration: Option<&CoRunnerCalibration>,
+    notes: &mut Vec<String>,
+) -> (Vec<ArmResult>, Vec<verdict::Finding>, bool) {
+    let mut arms = results(
+        &measured.arms,
+        &measured.runs,
+        (first.normal_status, cpus.cpu_bound),
+        facts,
+        calibration,
+        (measured.looks, plan.effect_pct),
+    );
+    arms.iter_mut().skip(screening).for_each(|a| a.stage = 2);
+    profile::add_runs(profile, &alone_runs(&arms, first.normal_status));
+    notes.extend(verdict::cpus_note(&arms, plan.effect_pct));
+    let budget = verdict::budget_note(measured.stop, plan.time_limit, first.one_run, screening);
+    notes.extend(budget);
     let (mut findings, not_memory_bound) = verdict::findings(
         &arms,
-        &facts,
-        &profile,
-        &cpus,
-        calibration.as_ref(),
+        facts,
+        profile,
+        cpus,
+        calibration,
         plan.effect_pct,
         &plan.command,
     );
     for f in findings.iter_mut() {
-        if f.resource != Resource::Control && !wants(f.resource) {
+        if f.resource != Resource::Control && !plan.resources.contains(&f.resource) {
             *f = verdict::Finding::not_measured(f.resource, "not asked for (--only)");
         }
     }
-    notes.extend(verdict::cpus_note(&arms, plan.effect_pct));
-    notes.extend(verdict::budget_note(
-        stop,
-        plan.time_limit,
-        one_run,
-        screening.len(),
-    ));
-    Ok(AdviseResult {
-        command: plan
-            .command
-            .iter()
-            .map(|w| w.to_string_lossy().into_owned())
-            .collect(),
-        facts,
-        cpus,
-        profile,
-        calibration,
-        arms,
-        findings,
-        not_memory_bound,
-        normal_status,
-        blocks,
-        looks: measured.looks.count,
-        effect_pct: plan.effect_pct,
-        elapsed_s: started.elapsed().as_secs_f64(),
-        time_limit_s: plan.time_limit.as_secs_f64(),
-        stop,
-        notes,
-        process_tree: process_tree.into_inner(),
-    })
+    (arms, findings, not_memory_bound)
 }
 
 /// The co-runners idle after the measuring; what the one in turns could not have, said.

@@ -331,31 +331,46 @@ fn cache_finding(arms: &[ArmResult], facts: &MachineFacts, cpus: &CpuPlan, effec
     if f.sensitivity == Sensitivity::Sensitive && in_turns {
         f.remedy = Some(in_turns_remedy(&pirates, &llc_name));
     } else if f.sensitivity == Sensitivity::Sensitive {
-        let curve: Vec<(f64, f64)> = pirates
-            .iter()
-            .filter_map(|a| {
-                let left = a.co_runner?.cache_left_bytes?;
-                let change = a.ratio.map(|r| (r.ratio - 1.0) * 100.0)?;
-                Some((left, change))
-            })
-            .collect();
-        let needs = needed_capacity(&curve, llc as f64, effect);
-        f.remedy = Some(match needs {
-            Some(n) => format!(
-                "needs ≥ {} of {llc_name} to stay within {effect:.0}%: with {left_text} it \
-                 loses {:.0}%. Shrink the working set (blocking, smaller types), or give it \
-                 the cache (fewer co-tenants on its {llc_name}; with resctrl, L3 CAT ways)",
-                Bytes(n as u64),
-                f.change_pct.unwrap_or(0.0)
-            ),
-            None => format!(
-                "its speed depends on the {llc_name} it keeps: shrink the working set \
-                 (blocking, smaller types), or give it the cache (fewer co-tenants; with \
-                 resctrl, L3 CAT ways)"
-            ),
-        });
+        let needs = needed_capacity(&pirate_curve(&pirates), llc as f64, effect);
+        f.remedy = Some(beside_remedy(needs, &llc_name, &left_text, &f, effect));
     }
     f
+}
+
+/// The pirates' curve: the cache each left the program against the change it made.
+fn pirate_curve(pirates: &[&ArmResult]) -> Vec<(f64, f64)> {
+    (pirates.iter())
+        .filter_map(|a| {
+            let left = a.co_runner?.cache_left_bytes?;
+            let change = a.ratio.map(|r| (r.ratio - 1.0) * 100.0)?;
+            Some((left, change))
+        })
+        .collect()
+}
+
+/// What a cache-sensitive program measured beside a pirate is told: the capacity it needs
+/// to stay within the effect, where the curve tells it.
+fn beside_remedy(
+    needs: Option<f64>,
+    llc_name: &str,
+    left_text: &str,
+    f: &Finding,
+    effect: f64,
+) -> String {
+    match needs {
+        Some(n) => format!(
+            "needs ≥ {} of {llc_name} to stay within {effect:.0}%: with {left_text} it \
+             loses {:.0}%. Shrink the working set (blocking, smaller types), or give it \
+             the cache (fewer co-tenants on its {llc_name}; with resctrl, L3 CAT ways)",
+            Bytes(n as u64),
+            f.change_pct.unwrap_or(0.0)
+        ),
+        None => format!(
+            "its speed depends on the {llc_name} it keeps: shrink the working set \
+             (blocking, smaller types), or give it the cache (fewer co-tenants; with \
+             resctrl, L3 CAT ways)"
+        ),
+    }
 }
 
 /// What a cache-sensitive program measured in turns is told: the CPU time each pirate

@@ -106,9 +106,7 @@ impl AdviseResult {
     /// The answer in one sentence.
     pub fn answer(&self) -> String {
         // Remedies that slow it are said apart: a cost, not a bottleneck.
-        let cost_text: String = self
-            .findings
-            .iter()
+        let cost_text: String = (self.findings.iter())
             .filter(|f| f.sensitivity == Sensitivity::Hurts)
             .map(|f| {
                 format!(
@@ -119,54 +117,27 @@ impl AdviseResult {
             })
             .collect();
         if self.not_memory_bound {
-            let measured: Vec<String> = self
-                .findings
-                .iter()
-                .filter(|f| {
-                    f.resource != Resource::Control
-                        && matches!(
-                            f.sensitivity,
-                            Sensitivity::NotSensitive | Sensitivity::Slightly
-                        )
-                })
-                .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
-                .collect();
-            let moved = if cost_text.is_empty() {
-                format!(
-                    "no resource taken away or remedy applied moved it by {:.0}% or more",
-                    self.effect_pct
-                )
-            } else {
-                format!(
-                    "no resource taken away moved it by {:.0}% or more, and no remedy sped it up",
-                    self.effect_pct
-                )
-            };
-            return format!(
-                "Not memory-bound here: {moved} ({}).{cost_text}",
-                measured.join("; ")
-            );
+            return self.not_memory_bound_text(&cost_text);
         }
-        let phrase = |f: &&Finding| match (f.resource, f.change_pct) {
-            (Resource::Tlb, _) => format!(
+        let phrase = |f: &Finding| match f.resource {
+            Resource::Tlb => format!(
                 "the TLB: huge pages speed it up ({})",
                 format_change(f.change_pct)
             ),
-            (Resource::Placement, _) => format!(
+            Resource::Placement => format!(
                 "NUMA placement: interleaved memory {}",
                 format_change(f.change_pct)
             ),
-            (resource, _) => format!(
+            resource => format!(
                 "{} ({} when it is taken away)",
                 resource.name(),
                 format_change(f.change_pct)
             ),
         };
         let of = |level: Sensitivity| -> Vec<String> {
-            self.findings
-                .iter()
+            (self.findings.iter())
                 .filter(|f| f.resource != Resource::Control && f.sensitivity == level)
-                .map(|f| phrase(&f))
+                .map(phrase)
                 .collect()
         };
         let (sensitive, slightly) = (of(Sensitivity::Sensitive), of(Sensitivity::Slightly));
@@ -191,10 +162,48 @@ impl AdviseResult {
                 self.effect_pct
             );
         }
-        // Still open: which way each leans, and what more time would tell.
-        let leaning: Vec<String> = self
-            .findings
-            .iter()
+        let leaning = self.leaning();
+        if leaning.is_empty() {
+            return format!("Nothing taken away slowed it.{cost_text}");
+        }
+        format!(
+            "Not decided within the time limit; the evidence leans: {}.{cost_text}",
+            leaning.join("; ")
+        )
+    }
+
+    /// The answer for a program that nothing taken away slowed by the effect or more.
+    fn not_memory_bound_text(&self, cost_text: &str) -> String {
+        let measured: Vec<String> = (self.findings.iter())
+            .filter(|f| {
+                f.resource != Resource::Control
+                    && matches!(
+                        f.sensitivity,
+                        Sensitivity::NotSensitive | Sensitivity::Slightly
+                    )
+            })
+            .map(|f| format!("{} {}", f.resource.name(), effect_text(f)))
+            .collect();
+        let moved = if cost_text.is_empty() {
+            format!(
+                "no resource taken away or remedy applied moved it by {:.0}% or more",
+                self.effect_pct
+            )
+        } else {
+            format!(
+                "no resource taken away moved it by {:.0}% or more, and no remedy sped it up",
+                self.effect_pct
+            )
+        };
+        format!(
+            "Not memory-bound here: {moved} ({}).{cost_text}",
+            measured.join("; ")
+        )
+    }
+
+    /// The decisions still open: which way each leans, and what more time would tell.
+    fn leaning(&self) -> Vec<String> {
+        (self.findings.iter())
             .filter(|f| f.resource != Resource::Control && f.sensitivity == Sensitivity::Unresolved)
             .filter(|f| f.change_pct.is_some() && f.p.is_none_or(|p| p >= 0.05))
             .map(|f| {
@@ -211,14 +220,7 @@ impl AdviseResult {
                 };
                 format!("{} {}{more}", f.resource.name(), effect_text(f))
             })
-            .collect();
-        if leaning.is_empty() {
-            return format!("Nothing taken away slowed it.{cost_text}");
-        }
-        format!(
-            "Not decided within the time limit; the evidence leans: {}.{cost_text}",
-            leaning.join("; ")
-        )
+            .collect()
     }
 
     fn headlines(&self) -> Vec<Headline> {
@@ -260,30 +262,42 @@ impl AdviseResult {
     }
 
     fn profile_table(&self) -> Table {
-        let p = &self.profile;
-        let facts = &self.facts;
         let mut table = Table::new(vec![
             Column::text("figure"),
             Column::number("program"),
             Column::text("machine"),
         ]);
+        for row in self.program_rows().into_iter().chain(self.machine_rows()) {
+            table.row(row);
+        }
+        let source = self.facts.source.describe();
+        table
+            .notes
+            .push(format!("machine figures from {source}").into());
+        table
+    }
+
+    /// The program's own figures, beside the machine's that bound them.
+    fn program_rows(&self) -> Vec<[String; 3]> {
+        let (p, facts) = (&self.profile, &self.facts);
+        let mut table = Vec::new();
         let med = |s: &Option<crate::stats::summary::Summary>| s.map(|s| s.median);
         if let Some(w) = med(&p.wall_s) {
-            table.row([
+            table.push([
                 "wall time alone".to_string(),
                 format!("{} s", format::grouped(w, 3)),
                 String::new(),
             ]);
         }
         if let (Some(u), Some(s)) = (med(&p.user_s), med(&p.system_s)) {
-            table.row([
+            table.push([
                 "user / system time".to_string(),
                 format!("{} / {} s", format::grouped(u, 3), format::grouped(s, 3)),
                 String::new(),
             ]);
         }
         if let Some(rss) = med(&p.max_rss_kib) {
-            table.row([
+            table.push([
                 "peak resident memory".to_string(),
                 Bytes((rss * 1024.0) as u64).to_string(),
                 facts
@@ -293,14 +307,14 @@ impl AdviseResult {
             ]);
         }
         if let Some(f) = med(&p.minor_faults) {
-            table.row([
+            table.push([
                 "page faults".to_string(),
                 format::grouped(f, 0),
                 String::new(),
             ]);
         }
         if let Some(anon) = p.anonymous_kib {
-            table.row([
+            table.push([
                 "anonymous memory (recorded run)".to_string(),
                 Bytes((anon * 1024.0) as u64).to_string(),
                 facts
@@ -310,14 +324,14 @@ impl AdviseResult {
             ]);
         }
         if let Some(share) = p.hot_share_pct {
-            table.row([
+            table.push([
                 format!("top {} regions' share of accesses", p.hot_regions.len()),
                 format!("{share:.0}%"),
                 format!("{} 2 MiB regions accessed", p.regions_accessed),
             ]);
         }
         if let Some(fp) = &p.footprint {
-            table.row([
+            table.push([
                 "per-thread data (TLS + behind its pointers)".to_string(),
                 Bytes(fp.tls_bytes + fp.tls_pointee_bytes).to_string(),
                 facts
@@ -325,7 +339,7 @@ impl AdviseResult {
                     .map(|b| format!("L1d {}", Bytes(b)))
                     .unwrap_or_default(),
             ]);
-            table.row([
+            table.push([
                 "static data (.data + .bss)".to_string(),
                 Bytes(fp.static_bytes).to_string(),
                 facts
@@ -334,7 +348,14 @@ impl AdviseResult {
                     .unwrap_or_default(),
             ]);
         }
-        table.row([
+        table
+    }
+
+    /// The machine's caches and DRAM, and the counters' figures.
+    fn machine_rows(&self) -> Vec<[String; 3]> {
+        let (p, facts) = (&self.profile, &self.facts);
+        let mut table = Vec::new();
+        table.push([
             "last-level cache".to_string(),
             String::new(),
             match (&facts.llc_name, facts.llc_bytes) {
@@ -351,7 +372,7 @@ impl AdviseResult {
             },
         ]);
         if facts.dram_ns.is_some() || facts.dram_bytes_per_s.is_some() {
-            table.row([
+            table.push([
                 "DRAM".to_string(),
                 String::new(),
                 format!(
@@ -368,18 +389,15 @@ impl AdviseResult {
             ]);
         }
         for (name, unit, value) in &p.counters {
-            table.row([
+            table.push([
                 name.clone(),
                 format!("{} {unit}", format::grouped(*value, 3)),
                 String::new(),
             ]);
         }
         if let Some(td) = &p.topdown {
-            table.row(["top-down".to_string(), td.clone(), String::new()]);
+            table.push(["top-down".to_string(), td.clone(), String::new()]);
         }
-        table
-            .notes
-            .push(format!("machine figures from {}", facts.source.describe()).into());
         table
     }
 

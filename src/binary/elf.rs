@@ -132,69 +132,137 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result
 /// and section header tables it points to lie inside the file with entries of the size
 /// of its class; the reason names the first defect.
 pub fn check_header(data: &[u8]) -> Result<(), String> {
-    // The numbers of the System V ABI (object's constants are typed wrappers).
-    const ELFCLASS32: u8 = 1;
-    const ELFCLASS64: u8 = 2;
-    const ELFDATA2LSB: u8 = 1;
-    const ELFDATA2MSB: u8 = 2;
-    const EV_CURRENT: u8 = 1;
-    const PN_XNUM: u64 = 0xffff;
-    const SHN_XINDEX: u64 = 0xffff;
-    let length = data.len() as u64;
-    if data.len() < 16 {
-        return Err(format!(
-            "the file is {length} bytes, shorter than the 16 of the ELF identification"
-        ));
+    let mut h = Header::read(data)?;
+    if h.shoff != 0 {
+        h.check_sections()?;
+    } else if h.shnum != 0 {
+        return Err(format!("it claims {} sections at offset 0", h.shnum));
     }
-    let wide = match data[4] {
-        ELFCLASS32 => false,
-        ELFCLASS64 => true,
-        other => {
-            return Err(format!(
-                "class {other} is neither 1 (32-bit) nor 2 (64-bit)"
-            ))
+    if h.phnum > 0 {
+        if h.phoff == 0 {
+            return Err(format!("it claims {} program headers at offset 0", h.phnum));
         }
-    };
-    let big = match data[5] {
-        ELFDATA2LSB => false,
-        ELFDATA2MSB => true,
-        other => {
+        let ph_size = if h.wide { 56 } else { 32 };
+        if h.phentsize != ph_size {
             return Err(format!(
-                "data encoding {other} is neither 1 (little-endian) nor 2 (big-endian)"
-            ))
+                "its program header entries are {} bytes, not the {ph_size} of its class",
+                h.phentsize
+            ));
         }
-    };
-    if data[6] != EV_CURRENT {
-        return Err(format!("ELF version {} is not 1", data[6]));
+        h.table_end("program headers", h.phoff, h.phnum, ph_size)?;
     }
-    let (header_size, ph_size, sh_size) = if wide { (64, 56, 64) } else { (52, 32, 40) };
-    if length < header_size {
-        return Err(format!(
-            "the file is {length} bytes, shorter than the {header_size}-byte header of its class"
-        ));
+    if h.shnum == 0 && h.phnum == 0 {
+        return Err("it has neither sections nor segments".to_string());
     }
-    // Fixed offsets of the ELF header (System V ABI): the 64-bit header widens the three
-    // address-sized fields (entry, phoff, shoff).
-    let field = |at: usize, width: usize| -> u64 {
-        let bytes = &data[at..at + width];
+    Ok(())
+}
+
+// The numbers of the System V ABI (object's constants are typed wrappers).
+const ELFCLASS32: u8 = 1;
+const ELFCLASS64: u8 = 2;
+const ELFDATA2LSB: u8 = 1;
+const ELFDATA2MSB: u8 = 2;
+const EV_CURRENT: u8 = 1;
+const PN_XNUM: u64 = 0xffff;
+const SHN_XINDEX: u64 = 0xffff;
+
+/// The ELF header's fields `check_header` judges, read from the file's bytes.
+struct Header<'a> {
+    data: &'a [u8],
+    wide: bool,
+    big: bool,
+    phoff: u64,
+    shoff: u64,
+    phentsize: u64,
+    phnum: u64,
+    shentsize: u64,
+    shnum: u64,
+    shstrndx: u64,
+}
+
+impl<'a> Header<'a> {
+    /// The identification and the header, whole and of a known class, encoding and version.
+    fn read(data: &'a [u8]) -> Result<Header<'a>, String> {
+        let length = data.len() as u64;
+        if data.len() < 16 {
+            return Err(format!(
+                "the file is {length} bytes, shorter than the 16 of the ELF identification"
+            ));
+        }
+        let wide = match data[4] {
+            ELFCLASS32 => false,
+            ELFCLASS64 => true,
+            other => {
+                return Err(format!(
+                    "class {other} is neither 1 (32-bit) nor 2 (64-bit)"
+                ))
+            }
+        };
+        let big = match data[5] {
+            ELFDATA2LSB => false,
+            ELFDATA2MSB => true,
+            other => {
+                return Err(format!(
+                    "data encoding {other} is neither 1 (little-endian) nor 2 (big-endian)"
+                ))
+            }
+        };
+        if data[6] != EV_CURRENT {
+            return Err(format!("ELF version {} is not 1", data[6]));
+        }
+        let header_size = if wide { 64 } else { 52 };
+        if length < header_size {
+            return Err(format!(
+                "the file is {length} bytes, shorter than the {header_size}-byte header of its \
+                 class"
+            ));
+        }
+        let mut h = Header {
+            data,
+            wide,
+            big,
+            phoff: 0,
+            shoff: 0,
+            phentsize: 0,
+            phnum: 0,
+            shentsize: 0,
+            shnum: 0,
+            shstrndx: 0,
+        };
+        // Fixed offsets of the ELF header (System V ABI): the 64-bit header widens the
+        // three address-sized fields (entry, phoff, shoff).
+        let rest;
+        (h.phoff, h.shoff, rest) = if wide {
+            (h.field(32, 8), h.field(40, 8), 52)
+        } else {
+            (h.field(28, 4), h.field(32, 4), 40)
+        };
+        h.phentsize = h.field(rest + 2, 2);
+        h.phnum = h.field(rest + 4, 2);
+        h.shentsize = h.field(rest + 6, 2);
+        h.shnum = h.field(rest + 8, 2);
+        h.shstrndx = h.field(rest + 10, 2);
+        Ok(h)
+    }
+
+    /// The unsigned field of `width` bytes at `at`, in the file's byte order.
+    fn field(&self, at: usize, width: usize) -> u64 {
+        let bytes = &self.data[at..at + width];
         let mut value = 0u64;
         for i in 0..width {
-            let byte = if big { bytes[i] } else { bytes[width - 1 - i] };
+            let byte = if self.big {
+                bytes[i]
+            } else {
+                bytes[width - 1 - i]
+            };
             value = value << 8 | u64::from(byte);
         }
         value
-    };
-    let (phoff, shoff, rest) = if wide {
-        (field(32, 8), field(40, 8), 52)
-    } else {
-        (field(28, 4), field(32, 4), 40)
-    };
-    let phentsize = field(rest + 2, 2);
-    let mut phnum = field(rest + 4, 2);
-    let shentsize = field(rest + 6, 2);
-    let mut shnum = field(rest + 8, 2);
-    let mut shstrndx = field(rest + 10, 2);
-    let table_end = |what: &str, offset: u64, count: u64, size: u64| {
+    }
+
+    /// A table of `count` entries of `size` bytes at `offset` ends inside the file.
+    fn table_end(&self, what: &str, offset: u64, count: u64, size: u64) -> Result<(), String> {
+        let length = self.data.len() as u64;
         let end = count
             .checked_mul(size)
             .and_then(|bytes| bytes.checked_add(offset));
@@ -205,64 +273,58 @@ pub fn check_header(data: &[u8]) -> Result<(), String> {
                  file's {length} bytes"
             )),
         }
-    };
-    if shoff != 0 {
-        if shentsize != sh_size {
+    }
+
+    /// The section header table: entries of its class's size, inside the file, with a
+    /// section name table among them; extended numbering read from section header 0.
+    fn check_sections(&mut self) -> Result<(), String> {
+        let sh_size = if self.wide { 64 } else { 40 };
+        if self.shentsize != sh_size {
             return Err(format!(
-                "its section header entries are {shentsize} bytes, not the {sh_size} of its \
-                 class"
+                "its section header entries are {} bytes, not the {sh_size} of its class",
+                self.shentsize
             ));
         }
         // Extended numbering: with more than 0xff00 sections (or 0xffff segments) the
         // real counts and the string table index live in section header 0.
-        if shnum == 0 || phnum == PN_XNUM || shstrndx == SHN_XINDEX {
-            table_end("section header 0", shoff, 1, sh_size)?;
-            let at = usize::try_from(shoff).map_err(|_| "its section offset is too large")?;
-            let (size, link, info) = if wide {
-                (field(at + 32, 8), field(at + 40, 4), field(at + 44, 4))
+        if self.shnum == 0 || self.phnum == PN_XNUM || self.shstrndx == SHN_XINDEX {
+            self.table_end("section header 0", self.shoff, 1, sh_size)?;
+            let at = usize::try_from(self.shoff).map_err(|_| "its section offset is too large")?;
+            let (size, link, info) = if self.wide {
+                (
+                    self.field(at + 32, 8),
+                    self.field(at + 40, 4),
+                    self.field(at + 44, 4),
+                )
             } else {
-                (field(at + 20, 4), field(at + 24, 4), field(at + 28, 4))
+                (
+                    self.field(at + 20, 4),
+                    self.field(at + 24, 4),
+                    self.field(at + 28, 4),
+                )
             };
-            if shnum == 0 {
-                shnum = size;
+            if self.shnum == 0 {
+                self.shnum = size;
             }
-            if phnum == PN_XNUM {
-                phnum = info;
+            if self.phnum == PN_XNUM {
+                self.phnum = info;
             }
-            if shstrndx == SHN_XINDEX {
-                shstrndx = link;
-            }
-        }
-        table_end("section headers", shoff, shnum, sh_size)?;
-        if shnum > 0 {
-            if shstrndx == 0 {
-                return Err("it has sections but no section name table (e_shstrndx 0)".into());
-            }
-            if shstrndx >= shnum {
-                return Err(format!(
-                    "its section name table index {shstrndx} is not below its {shnum} sections"
-                ));
+            if self.shstrndx == SHN_XINDEX {
+                self.shstrndx = link;
             }
         }
-    } else if shnum != 0 {
-        return Err(format!("it claims {shnum} sections at offset 0"));
-    }
-    if phnum > 0 {
-        if phoff == 0 {
-            return Err(format!("it claims {phnum} program headers at offset 0"));
+        let (shnum, shstrndx) = (self.shnum, self.shstrndx);
+        self.table_end("section headers", self.shoff, shnum, sh_size)?;
+        if shnum > 0 && shstrndx == 0 {
+            return Err("it has sections but no section name table (e_shstrndx 0)".into());
         }
-        if phentsize != ph_size {
+        if shnum > 0 && shstrndx >= shnum {
             return Err(format!(
-                "its program header entries are {phentsize} bytes, not the {ph_size} of its \
-                 class"
+                "its section name table index {shstrndx} is not below its {shnum} sections"
             ));
         }
-        table_end("program headers", phoff, phnum, ph_size)?;
+        Ok(())
     }
-    if shnum == 0 && phnum == 0 {
-        return Err("it has neither sections nor segments".to_string());
-    }
-    Ok(())
 }
 
 /// The sections that hold program data (not notes, not code).

@@ -189,37 +189,15 @@ pub fn footprint(
     // Without DWARF of its own, the binary's separate debug file (a distribution's -dbg
     // package, or `objcopy --only-keep-debug`) gives the DWARF, and the symbols when the
     // binary is stripped; the TLS segment and section sizes stay the binary's.
-    let mut debug_file = None;
-    let mut debug_data = None;
-    if !facts.debug_info {
-        match debuginfo::find(std::path::Path::new(&plan.binary), &data, &plan.debug_root) {
-            debuginfo::Search::NoLinks => {}
-            debuginfo::Search::Found { file, data } => {
-                debug_file = Some(file);
-                debug_data = Some(data);
-            }
-            debuginfo::Search::NotFound(why) => notes.push(why),
-        }
-    }
-    let debug_facts = match (&debug_data, &debug_file) {
-        (Some(debug), Some(file)) => match elf::read(debug) {
-            Ok(f) => Some(f),
-            Err(why) => {
-                notes.push(format!("the debug file {} does not read: {why}", file.path));
-                debug_file = None;
-                None
-            }
-        },
-        _ => None,
+    let debug = match facts.debug_info {
+        true => None,
+        false => debug_file(plan, &data, &mut notes),
     };
-    let dwarf_source: &[u8] = match (&debug_data, &debug_facts) {
-        (Some(debug), Some(_)) => debug,
-        _ => &data,
-    };
+    let dwarf_source: &[u8] = debug.as_ref().map_or(&data, |d| &d.data);
     // The debug file's symbols when the binary has no .symtab of its own.
-    let facts = match debug_facts {
+    let facts = match debug.as_ref().map(|d| &d.facts) {
         Some(debug) if !facts.symtab && debug.symtab => ElfFacts {
-            symbols: debug.symbols,
+            symbols: debug.symbols.clone(),
             symtab: true,
             debug_info: debug.debug_info,
             ..facts
@@ -230,39 +208,14 @@ pub fn footprint(
         },
         None => facts,
     };
-    let variables = match dwarf::variables(dwarf_source) {
-        Ok(v) => v,
-        Err(why) => {
-            notes.push(format!(
-                "the DWARF could not be read ({why}): sizes from symbols only"
-            ));
-            Vec::new()
-        }
-    };
-    let detail = if !variables.is_empty() {
-        "DWARF (types and layouts)".to_string()
-    } else if facts.debug_info {
-        notes.push(
-            "the DWARF lists no variable with a location (line tables only, e.g. -g1 or \
-             debug = 1): sizes come from the symbol table"
-                .to_string(),
-        );
-        "symbols only (DWARF without variables)".to_string()
-    } else if facts.symtab {
-        notes.push(
-            "no DWARF debug information: sizes come from the symbol table, without types or \
-             struct layouts (build with -g, or point at the debug file, for those)"
-                .to_string(),
-        );
-        "symbols only".to_string()
-    } else {
-        notes.push(
-            "stripped (no .symtab, no DWARF): only exported data objects of the dynamic symbol \
-             table and the section sizes can be shown"
-                .to_string(),
-        );
-        "dynamic symbols only".to_string()
-    };
+    let variables = dwarf::variables(dwarf_source).unwrap_or_else(|why| {
+        notes.push(format!(
+            "the DWARF could not be read ({why}): sizes from symbols only"
+        ));
+        Vec::new()
+    });
+    let detail = detail(&facts, !variables.is_empty(), &mut notes);
+    let debug_file = debug.map(|d| d.file);
     let caches = cache_sizes(machine, plan.measured.as_ref());
     let objects = objects(&facts, &variables, plan.top, caches.line_bytes);
     let tls_pointee_bytes = objects
@@ -296,6 +249,61 @@ pub fn footprint(
         tls_pointee_bytes,
         notes,
     })
+}
+
+/// The binary's separate debug file, read.
+struct DebugRead {
+    file: DebugFile,
+    data: crate::platform::user_file::Mapped,
+    facts: ElfFacts,
+}
+
+/// The separate debug file the binary links to, where one is found and reads as ELF; else
+/// why not, noted.
+fn debug_file(plan: &FootprintPlan, data: &[u8], notes: &mut Vec<String>) -> Option<DebugRead> {
+    let (file, data) =
+        match debuginfo::find(std::path::Path::new(&plan.binary), data, &plan.debug_root) {
+            debuginfo::Search::NoLinks => return None,
+            debuginfo::Search::Found { file, data } => (file, data),
+            debuginfo::Search::NotFound(why) => {
+                notes.push(why);
+                return None;
+            }
+        };
+    match elf::read(&data) {
+        Ok(facts) => Some(DebugRead { file, data, facts }),
+        Err(why) => {
+            notes.push(format!("the debug file {} does not read: {why}", file.path));
+            None
+        }
+    }
+}
+
+/// What the sizes come from (DWARF, symbols, dynamic symbols), with what is missing said.
+fn detail(facts: &ElfFacts, dwarf_variables: bool, notes: &mut Vec<String>) -> String {
+    let (detail, note) = if dwarf_variables {
+        return "DWARF (types and layouts)".to_string();
+    } else if facts.debug_info {
+        (
+            "symbols only (DWARF without variables)",
+            "the DWARF lists no variable with a location (line tables only, e.g. -g1 or \
+             debug = 1): sizes come from the symbol table",
+        )
+    } else if facts.symtab {
+        (
+            "symbols only",
+            "no DWARF debug information: sizes come from the symbol table, without types or \
+             struct layouts (build with -g, or point at the debug file, for those)",
+        )
+    } else {
+        (
+            "dynamic symbols only",
+            "stripped (no .symtab, no DWARF): only exported data objects of the dynamic symbol \
+             table and the section sizes can be shown",
+        )
+    };
+    notes.push(note.to_string());
+    detail.to_string()
 }
 
 /// TLS variables (all of them), then the `top` largest static objects; DWARF's types

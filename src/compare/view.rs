@@ -142,8 +142,53 @@ pub fn headlines(comparison: &Comparison) -> Vec<Headline> {
     cards
 }
 
+/// The runs compared, what differs between them, which were disturbed, and how changes
+/// are called.
 fn runs_section(c: &Comparison) -> Section {
     let mut section = Section::new("runs", "Runs", "Runs compared");
+    // With fleets, their reports are a summary below and only their outliers are rows.
+    let fleets = c.groups.iter().any(|g| g.is_fleet());
+    section.push(runs_table(c, fleets));
+    for block in fleet_view::fleet_summaries(c) {
+        section.push(block);
+    }
+    for group in &c.groups {
+        differences(&mut section, c, group);
+    }
+    if let Some(note) = disturbed_note(c, fleets) {
+        section.push(note);
+    }
+    if c.groups.len() > 1 {
+        section.push(Paragraph::note(format!(
+            "{} CPU models: each group is compared within itself, against its first run.",
+            c.groups.len()
+        )));
+    }
+    section.push(Paragraph::muted(format!(
+        "How a change is called: {}.",
+        c.rule
+    )));
+    let outliers = (c.groups.iter())
+        .flat_map(|g| &g.rows)
+        .any(|r| r.fleet.is_some());
+    if outliers {
+        section.push(Paragraph::muted(format!(
+            "How an outlier is named: {}.",
+            super::fleet::rule_text()
+        )));
+    }
+    for note in &c.notes {
+        section.push(Paragraph::muted(note.clone()));
+    }
+    section.push(data_table(c));
+    if outliers {
+        section.push(fleet_view::data_table(c));
+    }
+    section
+}
+
+/// One row per run (with fleets, only their outliers).
+fn runs_table(c: &Comparison, fleets: bool) -> Table {
     let mut table = Table::new(vec![
         Column::text("run"),
         Column::text("host"),
@@ -153,8 +198,6 @@ fn runs_section(c: &Comparison) -> Section {
         Column::text("kernel"),
         Column::text("file"),
     ]);
-    // With fleets, their reports are a summary below and only their outliers are rows.
-    let fleets = c.groups.iter().any(|g| g.is_fleet());
     let (listed, left_out) = if fleets {
         fleet_view::listed_runs(c)
     } else {
@@ -193,86 +236,54 @@ fn runs_section(c: &Comparison) -> Section {
             "+{left_out} more reports named as outliers (see Reports named most often)"
         ));
     }
-    section.push(table);
-    for block in fleet_view::fleet_summaries(c) {
-        section.push(block);
+    table
+}
+
+/// What differs between a group's runs, and the warning that a change may come from it.
+fn differences(section: &mut Section, c: &Comparison, group: &super::Group) {
+    if group.differences.is_empty() {
+        return;
     }
-    for group in &c.groups {
-        if group.differences.is_empty() {
-            continue;
-        }
-        let what: Vec<&str> = group.differences.iter().map(|d| d.what.as_str()).collect();
-        section.push(Paragraph::warning(format!(
-            "These runs differ in {}: a change below may come from that, not from the \
-             machine's memory.",
-            what.join(", ")
-        )));
-        if group.is_fleet() {
-            section.push(fleet_view::differences_table(c, group));
-            continue;
-        }
-        let mut columns = vec![Column::text("")];
-        columns.extend(group.runs.iter().map(|&i| Column::text(&c.runs[i].label)));
-        let mut differences = Table::new(columns).titled("What differs");
-        for d in &group.differences {
-            let mut cells = vec![d.what.clone()];
-            cells.extend(d.values.iter().cloned());
-            differences.row(cells);
-        }
-        section.push(differences);
+    let what: Vec<&str> = group.differences.iter().map(|d| d.what.as_str()).collect();
+    section.push(Paragraph::warning(format!(
+        "These runs differ in {}: a change below may come from that, not from the \
+         machine's memory.",
+        what.join(", ")
+    )));
+    if group.is_fleet() {
+        section.push(fleet_view::differences_table(c, group));
+        return;
     }
-    let mut disturbed: Vec<String> = c
-        .runs
-        .iter()
+    let mut columns = vec![Column::text("")];
+    columns.extend(group.runs.iter().map(|&i| Column::text(&c.runs[i].label)));
+    let mut differences = Table::new(columns).titled("What differs");
+    for d in &group.differences {
+        let mut cells = vec![d.what.clone()];
+        cells.extend(d.values.iter().cloned());
+        differences.row(cells);
+    }
+    section.push(differences);
+}
+
+/// The runs measured while disturbed (a fleet's counted, the first few named).
+fn disturbed_note(c: &Comparison, fleets: bool) -> Option<Paragraph> {
+    let mut disturbed: Vec<String> = (c.runs.iter())
         .filter(|r| !r.disturbed.is_empty())
         .map(|r| format!("{} ({})", r.label, r.disturbed.join(", ")))
         .collect();
-    // A fleet's thousand reports are counted, the first few named.
     if fleets && disturbed.len() > fleet_view::LISTED_REPORTS {
         let more = disturbed.len() - fleet_view::LISTED_REPORTS;
         disturbed.truncate(fleet_view::LISTED_REPORTS);
         disturbed.push(format!("and {more} more of the {} reports", c.runs.len()));
     }
-    if !disturbed.is_empty() {
-        section.push(Paragraph::note(format!(
+    (!disturbed.is_empty()).then(|| {
+        Paragraph::note(format!(
             "* measured while other tasks or the hypervisor took a share of the machine: \
              {}. A change beside a value marked * may be theirs (see the runs' Stability \
              sections).",
             disturbed.join("; ")
-        )));
-    }
-    if c.groups.len() > 1 {
-        section.push(Paragraph::note(format!(
-            "{} CPU models: each group is compared within itself, against its first run.",
-            c.groups.len()
-        )));
-    }
-    section.push(Paragraph::muted(format!(
-        "How a change is called: {}.",
-        c.rule
-    )));
-    if c.groups
-        .iter()
-        .flat_map(|g| &g.rows)
-        .any(|r| r.fleet.is_some())
-    {
-        section.push(Paragraph::muted(format!(
-            "How an outlier is named: {}.",
-            super::fleet::rule_text()
-        )));
-    }
-    for note in &c.notes {
-        section.push(Paragraph::muted(note.clone()));
-    }
-    section.push(data_table(c));
-    if c.groups
-        .iter()
-        .flat_map(|g| &g.rows)
-        .any(|r| r.fleet.is_some())
-    {
-        section.push(fleet_view::data_table(c));
-    }
-    section
+        ))
+    })
 }
 
 /// "+12.3% worse", "~ (+0.4%)", "? (+3.1%)".

@@ -65,9 +65,36 @@ impl FootprintResult {
             c.source,
             self.detail
         )));
+        for callout in self.per_thread_callouts() {
+            section.push(callout);
+        }
+        section.push(objects_table(self));
+        if let Some(process) = &self.process {
+            section.push(process_table(process));
+        }
+        for note in &self.notes {
+            section.push(Paragraph::muted(note.as_str()));
+        }
+        if let Some(layouts) = self.layouts() {
+            section.push(layouts);
+        }
+        if let Some(chart) = chart(&self.objects, &self.caches) {
+            section.push(Block::Only(Medium::Html, vec![chart.into()]));
+        }
+        section.push(data(self));
+        if let Some(process) = &self.process {
+            section.push(mappings_data(process));
+        }
+        section
+    }
+
+    /// What each thread takes: its TLS block, and what its TLS pointers point to.
+    fn per_thread_callouts(&self) -> Vec<Paragraph> {
+        let c = &self.caches;
+        let mut callouts = Vec::new();
         if let Some(tls) = self.tls {
             let total = self.tls_total_bytes();
-            section.push(Paragraph::callout(format!(
+            callouts.push(Paragraph::callout(format!(
                 "Per thread: {} (.tdata {} + .tbss {}), {} of L1d and {} of L2; × {} thread(s) \
                  = {}, {} of L3.",
                 Bytes(tls.bytes),
@@ -81,9 +108,7 @@ impl FootprintResult {
             )));
         }
         if self.tls_pointee_bytes > 0 {
-            let pointers: Vec<String> = self
-                .objects
-                .iter()
+            let pointers: Vec<String> = (self.objects.iter())
                 .filter_map(|o| {
                     let p = o.pointee.as_ref()?;
                     Some(format!(
@@ -95,7 +120,7 @@ impl FootprintResult {
                 })
                 .collect();
             let total = self.tls_pointee_bytes * self.threads as u64;
-            section.push(Paragraph::callout(format!(
+            callouts.push(Paragraph::callout(format!(
                 "Behind the TLS pointers: {} per thread ({}), allocated per thread, not in the \
                  TLS block: {} of L1d and {} of L2; × {} thread(s) = {}, {} of L3. An upper \
                  bound: a pointer may point to data the threads share.",
@@ -108,37 +133,26 @@ impl FootprintResult {
                 share(total, c.l3_bytes)
             )));
         }
-        section.push(objects_table(self));
-        if let Some(process) = &self.process {
-            section.push(process_table(process));
-        }
-        for note in &self.notes {
-            section.push(Paragraph::muted(note.as_str()));
-        }
+        callouts
+    }
+
+    /// The struct layouts of the objects and of what their TLS pointers point to, folded.
+    fn layouts(&self) -> Option<Block> {
+        let line = self.caches.line_bytes;
         let mut layouts: Vec<Block> = Vec::new();
         for o in &self.objects {
             if let Some(l) = &o.layout {
-                layouts.push(layout_table(&o.name, l, c.line_bytes).into());
+                layouts.push(layout_table(&o.name, l, line).into());
             }
             if let Some(l) = o.pointee.as_ref().and_then(|p| p.layout.as_ref()) {
                 let label = format!("*{}, per thread outside the TLS block", o.name);
-                layouts.push(layout_table(&label, l, c.line_bytes).into());
+                layouts.push(layout_table(&label, l, line).into());
             }
         }
-        if !layouts.is_empty() {
-            section.push(Block::Details {
-                summary: "Struct layouts (members, holes, padding)".into(),
-                blocks: layouts,
-            });
-        }
-        if let Some(chart) = chart(&self.objects, &self.caches) {
-            section.push(Block::Only(Medium::Html, vec![chart.into()]));
-        }
-        section.push(data(self));
-        if let Some(process) = &self.process {
-            section.push(mappings_data(process));
-        }
-        section
+        (!layouts.is_empty()).then(|| Block::Details {
+            summary: "Struct layouts (members, holes, padding)".into(),
+            blocks: layouts,
+        })
     }
 }
 

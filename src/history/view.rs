@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::check::HostCheck;
+use super::check::{Checked, HostCheck};
 use super::RunRow;
 use crate::report::RunStamp;
 use crate::units::Bytes;
@@ -96,131 +96,7 @@ pub fn check_section(checks: &[HostCheck]) -> Section {
         if many && (c.figures.is_empty() || is_quiet(c)) {
             continue;
         }
-        section.push(Block::Heading(format!(
-            "{}: run {} ({}, {}) against {} earlier run(s)",
-            c.host,
-            c.latest.id,
-            when(&c.latest.started),
-            c.identity,
-            c.earlier_runs.len()
-        )));
-        if c.other_settings > 0 {
-            section.push(Paragraph::note(format!(
-                "{} earlier run(s) of `{}` with other settings ({}) passed over: their \
-                 figures are not comparable.",
-                c.other_settings,
-                c.identity,
-                c.other_settings_what.join(", ")
-            )));
-        }
-        if c.figures.is_empty() {
-            section.push(Paragraph::note(format!(
-                "Nothing to check against: no earlier run of `{}` with the same settings on \
-                 this host shares a figure with it.",
-                c.identity
-            )));
-            continue;
-        }
-        if !c.latest.disturbed.is_empty() || c.latest.drift {
-            let mut what = Vec::new();
-            if !c.latest.disturbed.is_empty() {
-                what.push(format!(
-                    "measured {} while other tasks or the hypervisor took a share of the \
-                     machine",
-                    c.latest.disturbed.join(", ")
-                ));
-            }
-            if c.latest.drift {
-                what.push("its drift pass found figures that moved within the run".into());
-            }
-            section.push(Paragraph::note(format!(
-                "This run {}: its figures from there are marked * and a worse one is not \
-                 counted as a regression.",
-                what.join(", and ")
-            )));
-        }
-        let left_out: usize = c.figures.iter().map(|f| f.left_out).max().unwrap_or(0);
-        if left_out > 0 {
-            section.push(Paragraph::note(format!(
-                "Up to {left_out} earlier value(s) per figure measured while disturbed or \
-                 drifting were left out of the reference, settled ones being there."
-            )));
-        }
-        if c.figures.iter().any(|f| f.reference_unsettled) {
-            section.push(Paragraph::note(
-                "Figures whose every earlier value was measured while disturbed or drifting \
-                 were judged against those values and are marked *.",
-            ));
-        }
-        let mut moved: Vec<_> = c.figures.iter().filter(|f| f.verdict.is_change()).collect();
-        moved.sort_by_key(|f| match f.verdict {
-            Verdict::Worse => 0,
-            Verdict::Changed => 1,
-            _ => 2,
-        });
-        let within = c
-            .figures
-            .iter()
-            .filter(|f| f.verdict == Verdict::Same)
-            .count();
-        let unjudged = c.figures.len() - moved.len() - within;
-        if !moved.is_empty() {
-            let mut table = Table::new(vec![
-                Column::text("figure"),
-                Column::text("unit"),
-                Column::number("latest"),
-                Column::number("before (median)"),
-                Column::number("change"),
-                Column::number("noise band"),
-                Column::text(""),
-            ]);
-            for f in moved {
-                let style = if f.is_regression() {
-                    Style::Warn
-                } else {
-                    Style::Plain
-                };
-                let mark = if f.unsettled || f.reference_unsettled {
-                    format!("{}*", f.verdict.mark())
-                } else {
-                    f.verdict.mark().to_string()
-                };
-                table.row([
-                    Cell::new(f.label.clone()),
-                    Cell::new(f.unit.clone()),
-                    Cell::new(value_text(f.latest, &f.unit)),
-                    Cell::new(value_text(f.reference, &f.unit)),
-                    Cell::new(format!("{:+.1}%", (f.latest / f.reference - 1.0) * 100.0)),
-                    Cell::new(
-                        f.band_pct
-                            .map_or_else(|| format::DASH.to_string(), |b| format!("±{b:.1}%")),
-                    ),
-                    Cell::styled(mark, style),
-                ]);
-            }
-            section.push(table);
-        }
-        let regressions = c.regressions().count();
-        let unsettled = c.unsettled_worse().count();
-        let not_counted = if unsettled > 0 {
-            format!(
-                " {unsettled} worse figure(s) marked * not counted: measured while disturbed \
-                 or drifting."
-            )
-        } else {
-            String::new()
-        };
-        section.push(if regressions > 0 {
-            Paragraph::warning(format!(
-                "{regressions} regression(s) beyond the noise; {within} figure(s) within it, \
-                 {unjudged} not judged.{not_counted}"
-            ))
-        } else {
-            Paragraph::note(format!(
-                "No regression: {within} figure(s) within the noise, {unjudged} not \
-                 judged.{not_counted}"
-            ))
-        });
+        host_check(&mut section, c);
     }
     if !quiet.is_empty() {
         section.push(Paragraph::note(format!(
@@ -238,6 +114,145 @@ pub fn check_section(checks: &[HostCheck]) -> Section {
         )));
     }
     section
+}
+
+/// One host's check: its heading, what was passed over or left out, the figures that
+/// moved and the count.
+fn host_check(section: &mut Section, c: &HostCheck) {
+    section.push(Block::Heading(format!(
+        "{}: run {} ({}, {}) against {} earlier run(s)",
+        c.host,
+        c.latest.id,
+        when(&c.latest.started),
+        c.identity,
+        c.earlier_runs.len()
+    )));
+    if c.other_settings > 0 {
+        section.push(Paragraph::note(format!(
+            "{} earlier run(s) of `{}` with other settings ({}) passed over: their \
+             figures are not comparable.",
+            c.other_settings,
+            c.identity,
+            c.other_settings_what.join(", ")
+        )));
+    }
+    if c.figures.is_empty() {
+        section.push(Paragraph::note(format!(
+            "Nothing to check against: no earlier run of `{}` with the same settings on \
+             this host shares a figure with it.",
+            c.identity
+        )));
+        return;
+    }
+    settledness_notes(section, c);
+    let mut moved: Vec<_> = c.figures.iter().filter(|f| f.verdict.is_change()).collect();
+    moved.sort_by_key(|f| match f.verdict {
+        Verdict::Worse => 0,
+        Verdict::Changed => 1,
+        _ => 2,
+    });
+    let within = (c.figures.iter())
+        .filter(|f| f.verdict == Verdict::Same)
+        .count();
+    let unjudged = c.figures.len() - moved.len() - within;
+    if !moved.is_empty() {
+        section.push(moved_table(&moved));
+    }
+    let regressions = c.regressions().count();
+    let unsettled = c.unsettled_worse().count();
+    let not_counted = if unsettled > 0 {
+        format!(
+            " {unsettled} worse figure(s) marked * not counted: measured while disturbed \
+             or drifting."
+        )
+    } else {
+        String::new()
+    };
+    section.push(if regressions > 0 {
+        Paragraph::warning(format!(
+            "{regressions} regression(s) beyond the noise; {within} figure(s) within it, \
+             {unjudged} not judged.{not_counted}"
+        ))
+    } else {
+        Paragraph::note(format!(
+            "No regression: {within} figure(s) within the noise, {unjudged} not \
+             judged.{not_counted}"
+        ))
+    });
+}
+
+/// Whether the latest run or the reference was measured disturbed or drifting, and what
+/// that does to the judging.
+fn settledness_notes(section: &mut Section, c: &HostCheck) {
+    if !c.latest.disturbed.is_empty() || c.latest.drift {
+        let mut what = Vec::new();
+        if !c.latest.disturbed.is_empty() {
+            what.push(format!(
+                "measured {} while other tasks or the hypervisor took a share of the \
+                 machine",
+                c.latest.disturbed.join(", ")
+            ));
+        }
+        if c.latest.drift {
+            what.push("its drift pass found figures that moved within the run".into());
+        }
+        section.push(Paragraph::note(format!(
+            "This run {}: its figures from there are marked * and a worse one is not \
+             counted as a regression.",
+            what.join(", and ")
+        )));
+    }
+    let left_out: usize = c.figures.iter().map(|f| f.left_out).max().unwrap_or(0);
+    if left_out > 0 {
+        section.push(Paragraph::note(format!(
+            "Up to {left_out} earlier value(s) per figure measured while disturbed or \
+             drifting were left out of the reference, settled ones being there."
+        )));
+    }
+    if c.figures.iter().any(|f| f.reference_unsettled) {
+        section.push(Paragraph::note(
+            "Figures whose every earlier value was measured while disturbed or drifting \
+             were judged against those values and are marked *.",
+        ));
+    }
+}
+
+/// The figures that moved beyond the noise, worse first.
+fn moved_table(moved: &[&Checked]) -> Table {
+    let mut table = Table::new(vec![
+        Column::text("figure"),
+        Column::text("unit"),
+        Column::number("latest"),
+        Column::number("before (median)"),
+        Column::number("change"),
+        Column::number("noise band"),
+        Column::text(""),
+    ]);
+    for f in moved {
+        let style = if f.is_regression() {
+            Style::Warn
+        } else {
+            Style::Plain
+        };
+        let mark = if f.unsettled || f.reference_unsettled {
+            format!("{}*", f.verdict.mark())
+        } else {
+            f.verdict.mark().to_string()
+        };
+        table.row([
+            Cell::new(f.label.clone()),
+            Cell::new(f.unit.clone()),
+            Cell::new(value_text(f.latest, &f.unit)),
+            Cell::new(value_text(f.reference, &f.unit)),
+            Cell::new(format!("{:+.1}%", (f.latest / f.reference - 1.0) * 100.0)),
+            Cell::new(
+                f.band_pct
+                    .map_or_else(|| format::DASH.to_string(), |b| format!("±{b:.1}%")),
+            ),
+            Cell::styled(mark, style),
+        ]);
+    }
+    table
 }
 
 /// Beyond this many hosts, the check lists only those with something to show.

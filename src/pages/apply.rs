@@ -265,13 +265,71 @@ fn mode_of(arm: Arm, ranges: &[(u64, u64)], hugetlb: bool) -> PreloadMode {
     }
 }
 
-/// Runs the comparison.
+/// Runs the comparison: the regions to back, the interleaved blocks, the recorded run with
+/// huge pages, and what they add up to.
 pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     // Lines only: the program's own output shares the terminal, where a bar would tear.
     let progress = Progress::lines_when_not_terminal();
     let mut notes = Vec::new();
-    let mut process_tree = ProcessTree::default();
-    let (record, regions_from) = match &plan.from {
+    let (record, regions_from) = source_record(plan, &progress, &mut notes)?;
+    let chosen = choose_regions(plan, &record, &mut notes)?;
+    let ranges = ranges_of(&chosen.regions);
+    let top = chosen.top;
+    let timed = run_blocks(plan, top, &ranges, &progress, &mut notes)?;
+    let ok_status = timed.ok_status.unwrap_or_default();
+    notes.extend(ok_status_note(
+        plan.ok_status.is_none(),
+        ok_status,
+        &timed.runs,
+    ));
+    let arms = summarize(&timed.runs, top, ok_status);
+    notes.extend(kernel_time_notes(&arms));
+    let record_after = (timed.stop != Stop::Interrupted)
+        .then(|| record_with_huge_pages(plan, &record, &ranges, &mut notes))
+        .flatten();
+    let regions = region_outcomes(&chosen.regions, record_after.as_ref());
+    let (share_of_speedup_pct, share_of_huge_memory_pct) = shares(&arms);
+    if arms
+        .iter()
+        .find(|a| a.arm == Arm::All)
+        .map_or(0.0, |a| a.huge_kb)
+        == 0.0
+    {
+        notes.push(huge_missing_note(plan.hugetlb));
+    }
+    Ok(PagesApply {
+        command: lossy(&plan.record.command),
+        huge: if plan.hugetlb { "2m" } else { "thp" }.to_string(),
+        top,
+        top_share_pct: match plan.top {
+            Top::Share(pct) => Some(pct),
+            Top::Count(_) => None,
+        },
+        chosen_share_pct: chosen.share_pct,
+        ok_status,
+        regions_from,
+        record,
+        ranges,
+        repeat: plan.repeat,
+        arms,
+        regions,
+        record_after,
+        share_of_speedup_pct,
+        share_of_huge_memory_pct,
+        dtlb_not_counted: timed.dtlb_not_counted,
+        notes,
+        process_tree: timed.process_tree,
+    })
+}
+
+/// The record the regions come from (the user's file, or one made now) and the words
+/// naming it.
+fn source_record(
+    plan: &ApplyPlan,
+    progress: &Progress,
+    notes: &mut Vec<String>,
+) -> Result<(PagesRecord, String), RecordError> {
+    match &plan.from {
         Some(record) => {
             let path = plan.from_path.clone().unwrap_or_default();
             if record.command != lossy(&plan.record.command) {
@@ -281,7 +339,7 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                     record.command.join(" ")
                 ));
             }
-            (record.clone(), format!("the record in {path}"))
+            Ok((record.clone(), format!("the record in {path}")))
         }
         None => {
             progress.start("pages apply: recording the program's accesses", 1);
@@ -290,17 +348,33 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 "a record made just before, with the {} source",
                 record.source.name()
             );
-            (record, from)
+            Ok((record, from))
         }
-    };
+    }
+}
+
+/// The regions `--top` chose, how many it asked for, and their share of the accesses.
+struct Chosen {
+    regions: Vec<Region>,
+    top: usize,
+    share_pct: f64,
+}
+
+/// The private anonymous regions `--top` asks for, with notes where the record cannot give
+/// what was asked.
+fn choose_regions(
+    plan: &ApplyPlan,
+    record: &PagesRecord,
+    notes: &mut Vec<String>,
+) -> Result<Chosen, RecordError> {
     let anonymous: Vec<f64> = record
         .top_anonymous(usize::MAX)
         .iter()
         .map(|r| r.value)
         .collect();
-    let top = plan.top.count(&anonymous, record.total_value());
-    let chosen: Vec<Region> = record.top_anonymous(top);
-    if chosen.is_empty() {
+    let regions: Vec<Region> =
+        record.top_anonymous(plan.top.count(&anonymous, record.total_value()));
+    if regions.is_empty() {
         return Err(RecordError::Source(format!(
             "the record has no region of private anonymous memory with accesses to back with \
              huge pages ({} regions in all); the command may be too short to sample (see \
@@ -310,34 +384,33 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
     }
     let top = match plan.top {
         Top::Count(n) => n,
-        Top::Share(_) => chosen.len(),
+        Top::Share(_) => regions.len(),
     };
-    if chosen.len() < top {
+    if regions.len() < top {
         notes.push(format!(
             "only {} region(s) of private anonymous memory were accessed, fewer than --top {}",
-            chosen.len(),
+            regions.len(),
             top
         ));
     }
-    let chosen_share_pct = share_of(&chosen, record.total_value());
+    let share_pct = share_of(&regions, record.total_value());
     if let Top::Share(pct) = plan.top {
-        if chosen_share_pct < pct * (1.0 - 1e-9) {
+        if share_pct < pct * (1.0 - 1e-9) {
             notes.push(format!(
                 "the regions of private anonymous memory hold {}% of the {}, less than --top \
                  {}%: all {} of them are chosen",
-                format::fixed(chosen_share_pct, 1),
+                format::fixed(share_pct, 1),
                 record.signal.name,
                 format::fixed(pct, 1),
-                chosen.len()
+                regions.len()
             ));
         }
     }
     notes.extend(flat_profile_note(
-        chosen.len(),
-        chosen_share_pct,
+        regions.len(),
+        share_pct,
         &record.signal.name,
     ));
-    let ranges = ranges_of(&chosen);
     if plan.repeat < 6 {
         notes.push(format!(
             "with {} blocks no difference can reach p < 0.05 in the signed-rank test (it \
@@ -345,30 +418,59 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             plan.repeat
         ));
     }
-    let preload = Preload::create().map_err(RecordError::Preload)?;
-    let probe = Probe::detect();
-    let dtlb_groups: Vec<Vec<Event>> = vec![DTLB_EVENTS
-        .iter()
-        .map(|n| Event::parse(n).expect("built-in event names parse"))
-        .collect()];
+    Ok(Chosen {
+        regions,
+        top,
+        share_pct,
+    })
+}
 
-    let mut ok_status = plan.ok_status;
-    let mut failure_shown = false;
-    let mut dtlb_refusal = None;
-    progress.start(
-        "pages apply: runs",
-        ((plan.repeat + 1) * Arm::ALL.len()) as u64,
-    );
-    let run = |arm: usize, block: usize, order: usize| -> Result<(ArmRun, Ended), RecordError> {
+/// What the interleaved blocks gave: the timed runs in their order, why they stopped, and
+/// what was learnt on the way.
+struct Timed {
+    runs: Vec<(Arm, ArmRun)>,
+    stop: Stop,
+    ok_status: Option<OkStatus>,
+    /// Why the dTLB counters were not counted, if they were not.
+    dtlb_not_counted: Option<String>,
+    process_tree: ProcessTree,
+}
+
+/// Runs one arm at a time, keeping what the runs teach: the exit status that counts as a
+/// success, why the dTLB counters could not count, every process the program started.
+struct ArmRunner<'a> {
+    plan: &'a ApplyPlan,
+    top: usize,
+    ranges: &'a [(u64, u64)],
+    progress: &'a Progress,
+    preload: Preload,
+    probe: Probe,
+    dtlb_groups: Vec<Vec<Event>>,
+    ok_status: Option<OkStatus>,
+    failure_shown: bool,
+    dtlb_refusal: Option<String>,
+    process_tree: ProcessTree,
+    notes: &'a mut Vec<String>,
+}
+
+impl ArmRunner<'_> {
+    /// One run of arm number `arm` in `block` (0: the warm-up), `order`-th of the session.
+    fn run(
+        &mut self,
+        arm: usize,
+        block: usize,
+        order: usize,
+    ) -> Result<(ArmRun, Ended), RecordError> {
+        let (plan, top) = (self.plan, self.top);
         let arm = Arm::ALL[arm];
-        progress.message(&match block {
+        self.progress.message(&match block {
             0 => format!("warm-up, {}", arm.label(top)),
             _ => format!("block {block}, {}", arm.label(top)),
         });
         let capture = Capture::new(plan.record.capture).map_err(RecordError::Capture)?;
         let options = capture.options(SpawnOptions {
-            env: preload.env(&mode_of(arm, &ranges, plan.hugetlb)),
-            inherit: Some(preload.inherit()),
+            env: self.preload.env(&mode_of(arm, self.ranges, plan.hugetlb)),
+            inherit: Some(self.preload.inherit()),
             placement: plan.record.placement(),
             no_aslr: true,
             ..SpawnOptions::default()
@@ -376,25 +478,29 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         let (finished, sampled, dtlb, refusal) = run_sampled(
             &plan.record.command,
             &options,
-            &ranges,
-            &probe,
-            &dtlb_groups,
+            self.ranges,
+            &self.probe,
+            &self.dtlb_groups,
         )?;
-        process_tree.add(&finished);
+        self.process_tree.add(&finished);
         if let Some(why) = refusal {
-            dtlb_refusal.get_or_insert(why);
+            self.dtlb_refusal.get_or_insert(why);
         }
         let ended = Ended::of(finished.termination, finished.stopped);
         if block == 0 && ended == Ended::Done {
-            if ok_status.is_none() {
-                ok_status = OkStatus::of_first_run(finished.termination);
+            if self.ok_status.is_none() {
+                self.ok_status = OkStatus::of_first_run(finished.termination);
             }
             // A run the timed blocks would count as failed: stop before making them.
-            if !ok_status.is_some_and(|ok| ok.accepts(finished.termination)) {
+            if !self
+                .ok_status
+                .is_some_and(|ok| ok.accepts(finished.termination))
+            {
                 return Err(RecordError::WarmUp {
                     arm: arm.label(top),
                     termination: finished.termination,
-                    accepted: ok_status
+                    accepted: self
+                        .ok_status
                         .map_or("an exit, not a death by a signal".to_string(), |ok| {
                             ok.to_string()
                         }),
@@ -402,11 +508,14 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 });
             }
         }
-        let ok = ok_status.unwrap_or_default();
-        if block > 0 && ended == Ended::Done && !ok.accepts(finished.termination) && !failure_shown
+        let ok = self.ok_status.unwrap_or_default();
+        if block > 0
+            && ended == Ended::Done
+            && !ok.accepts(finished.termination)
+            && !self.failure_shown
         {
-            failure_shown = true;
-            notes.push(format!(
+            self.failure_shown = true;
+            self.notes.push(format!(
                 "the '{}' run of block {block} ended with {}, not {ok}: it is a failed run, \
                  never averaged in{}",
                 arm.label(top),
@@ -429,21 +538,51 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
             dtlb,
         };
         Ok((run, ended))
+    }
+}
+
+/// The warm-up block (each arm once, untimed) and `--repeat` timed blocks of the three arms
+/// in a shuffled order.
+fn run_blocks(
+    plan: &ApplyPlan,
+    top: usize,
+    ranges: &[(u64, u64)],
+    progress: &Progress,
+    notes: &mut Vec<String>,
+) -> Result<Timed, RecordError> {
+    let mut runner = ArmRunner {
+        plan,
+        top,
+        ranges,
+        progress,
+        preload: Preload::create().map_err(RecordError::Preload)?,
+        probe: Probe::detect(),
+        dtlb_groups: vec![DTLB_EVENTS
+            .iter()
+            .map(|n| Event::parse(n).expect("built-in event names parse"))
+            .collect()],
+        ok_status: plan.ok_status,
+        failure_shown: false,
+        dtlb_refusal: None,
+        process_tree: ProcessTree::default(),
+        notes,
     };
-    let mut run = run;
+    progress.start(
+        "pages apply: runs",
+        ((plan.repeat + 1) * Arm::ALL.len()) as u64,
+    );
+    let mut run = |arm: usize, block: usize, order: usize| runner.run(arm, block, order);
     // Block 0 warms up (each arm once, untimed): the program's files are cached and the
     // kernel has handed out huge pages once before the timed blocks. The 4 KiB run
     // first: its exit status is the program's normal one when the user gave none.
     let mut blocks: Blocks<ArmRun> = Blocks::new(Arm::ALL.len());
-    let mut stop = blocks.block(0, &[0], &progress, &mut run)?;
+    let mut stop = blocks.block(0, &[0], progress, &mut run)?;
     if stop.is_none() {
-        stop = blocks.block(0, &[1, 2], &progress, &mut run)?;
+        stop = blocks.block(0, &[1, 2], progress, &mut run)?;
     }
+    let warm_up_interrupted = stop.is_some();
     let stop = match stop {
-        Some(_) => {
-            notes.push("interrupted (Ctrl-C) during the warm-up".to_string());
-            Stop::Interrupted
-        }
+        Some(_) => Stop::Interrupted,
         None => blocks.run(
             &Design {
                 fixed: Some(plan.repeat),
@@ -451,33 +590,57 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
                 until: Instant::now(),
                 min_blocks: plan.repeat,
             },
-            &progress,
+            progress,
             |_| Duration::ZERO,
             |_| Ok(Next::Run(vec![0, 1, 2])),
             &mut run,
         )?,
     };
-    if stop == Stop::Interrupted && !notes.iter().any(|n| n.contains("during the warm-up")) {
-        notes.push(format!(
+    if warm_up_interrupted {
+        runner
+            .notes
+            .push("interrupted (Ctrl-C) during the warm-up".to_string());
+    } else if stop == Stop::Interrupted {
+        runner.notes.push(format!(
             "interrupted (Ctrl-C) after {} of {} blocks: the blocks after it were not run",
             blocks.blocks, plan.repeat
         ));
     }
-    // The timed runs, numbered in their order (the warm-up's not counted).
-    let runs: Vec<(Arm, ArmRun)> = blocks
+    Ok(timed(runner, blocks, stop))
+}
+
+/// The timed runs, numbered in their order (the warm-up's not counted), and what the runner
+/// learnt.
+fn timed(runner: ArmRunner, blocks: Blocks<ArmRun>, stop: Stop) -> Timed {
+    let runs = blocks
         .trials
         .into_iter()
         .filter(|t| t.block > 0)
         .enumerate()
         .map(|(order, t)| (Arm::ALL[t.arm], ArmRun { order, ..t.run }))
         .collect();
-    let ok_status = ok_status.unwrap_or_default();
-    notes.extend(ok_status_note(plan.ok_status.is_none(), ok_status, &runs));
-    let arms = summarize(&runs, top, ok_status);
-    notes.extend(kernel_time_notes(&arms));
-    // The chosen regions with their huge pages: recorded once more, untimed, at the
-    // interval the regions were counted at (so that the two counts compare) unless the
-    // user chose one.
+    let dtlb_not_counted = if runner.probe.has_hardware_pmu() {
+        runner.dtlb_refusal
+    } else {
+        Some("no hardware PMU (e.g. a VM without PMU passthrough)".to_string())
+    };
+    Timed {
+        runs,
+        stop,
+        ok_status: runner.ok_status,
+        dtlb_not_counted,
+        process_tree: runner.process_tree,
+    }
+}
+
+/// The chosen regions with their huge pages, recorded once more, untimed, at the interval
+/// the regions were counted at (so that the two counts compare) unless the user chose one.
+fn record_with_huge_pages(
+    plan: &ApplyPlan,
+    record: &PagesRecord,
+    ranges: &[(u64, u64)],
+    notes: &mut Vec<String>,
+) -> Option<PagesRecord> {
     let after_plan = RecordPlan {
         source: crate::pages::sources::SourceChoice::parse(record.source.name())
             .unwrap_or(plan.record.source),
@@ -494,91 +657,57 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         adaptive: false,
         ..plan.record.clone()
     };
-    let after = (stop != Stop::Interrupted)
-        .then(|| record::record(&after_plan, &mode_of(Arm::Top, &ranges, plan.hugetlb)));
-    let record_after = match after {
-        None => None,
-        Some(Ok(r)) => Some(r),
-        Some(Err(e)) => {
+    match record::record(&after_plan, &mode_of(Arm::Top, ranges, plan.hugetlb)) {
+        Ok(r) => Some(r),
+        Err(e) => {
             notes.push(format!("the recorded run with huge pages failed: {e}"));
             None
         }
-    };
-    let regions = chosen
+    }
+}
+
+/// Each chosen region before and after: its accesses in both records and the huge pages the
+/// kernel gave it.
+fn region_outcomes(chosen: &[Region], record_after: Option<&PagesRecord>) -> Vec<RegionOutcome> {
+    // The accessed-bit source cannot see into hugetlb pages: no value there.
+    let blind = |a: &PagesRecord, x: &Region| a.source == SourceKind::Refs && x.hugetlb_kb > 0.0;
+    chosen
         .iter()
         .map(|r| {
-            // The accessed-bit source cannot see into hugetlb pages: no value there.
-            let blind =
-                |a: &PagesRecord, x: &Region| a.source == SourceKind::Refs && x.hugetlb_kb > 0.0;
-            let after = record_after.as_ref().and_then(|a| {
+            let after = record_after.and_then(|a| {
                 let mine: Vec<&Region> = a.regions.iter().filter(|x| x.start == r.start).collect();
                 (!mine.iter().any(|x| blind(a, x))).then(|| mine.iter().map(|x| x.value).sum())
             });
-            let obtained = record_after
-                .as_ref()
-                .and_then(|a| a.regions.iter().find(|x| x.start == r.start));
-            let huge_kb = obtained.map_or(0.0, |x| x.huge_kb);
-            let huge_mean_kb = obtained.map_or(0.0, |x| x.huge_mean_kb);
+            let obtained = record_after.and_then(|a| a.regions.iter().find(|x| x.start == r.start));
             RegionOutcome {
                 pid: r.pid,
                 start: r.start,
                 mapping: r.mapping.clone(),
                 before: r.value,
                 after,
-                huge_kb,
-                huge_mean_kb,
+                huge_kb: obtained.map_or(0.0, |x| x.huge_kb),
+                huge_mean_kb: obtained.map_or(0.0, |x| x.huge_mean_kb),
             }
         })
-        .collect();
-    let speedup_of = |arm: Arm| arms.iter().find(|a| a.arm == arm).and_then(|a| a.speedup);
-    let huge_of = |arm: Arm| {
-        arms.iter()
-            .find(|a| a.arm == arm)
-            .map_or(0.0, |a| a.huge_kb)
-    };
-    // A share of a gain that is not there is noise divided by noise.
-    let all_gains = arms.iter().any(|a| a.arm == Arm::All && a.significant);
-    let share_of_speedup_pct = match (speedup_of(Arm::Top), speedup_of(Arm::All)) {
+        .collect()
+}
+
+/// The chosen regions' share of the gain of huge pages everywhere (only where that gain is
+/// significant: a share of a gain that is not there is noise divided by noise), and of its
+/// huge-page memory.
+fn shares(arms: &[ArmResult]) -> (Option<f64>, Option<f64>) {
+    let of = |arm: Arm| arms.iter().find(|a| a.arm == arm);
+    let speedup_of = |arm: Arm| of(arm).and_then(|a| a.speedup);
+    let huge_of = |arm: Arm| of(arm).map_or(0.0, |a| a.huge_kb);
+    let all_gains = of(Arm::All).is_some_and(|a| a.significant);
+    let speedup = match (speedup_of(Arm::Top), speedup_of(Arm::All)) {
         (Some(top), Some(all)) if all > 1.0 && all_gains => Some(100.0 * (top - 1.0) / (all - 1.0)),
         _ => None,
     };
-    let share_of_huge_memory_pct =
-        (huge_of(Arm::All) > 0.0).then(|| 100.0 * huge_of(Arm::Top) / huge_of(Arm::All));
-    if huge_of(Arm::All) == 0.0 {
-        notes.push(huge_missing_note(plan.hugetlb));
-    }
-    let dtlb_not_counted = if probe.has_hardware_pmu() {
-        dtlb_refusal
-    } else {
-        Some("no hardware PMU (e.g. a VM without PMU passthrough)".to_string())
-    };
-    Ok(PagesApply {
-        command: lossy(&plan.record.command),
-        huge: if plan.hugetlb { "2m" } else { "thp" }.to_string(),
-        top,
-        top_share_pct: match plan.top {
-            Top::Share(pct) => Some(pct),
-            Top::Count(_) => None,
-        },
-        chosen_share_pct,
-        ok_status,
-        regions_from,
-        record,
-        ranges,
-        repeat: plan.repeat,
-        arms,
-        regions,
-        record_after,
-        share_of_speedup_pct,
-        share_of_huge_memory_pct,
-        dtlb_not_counted,
-        notes,
-        process_tree,
-    })
+    let memory = (huge_of(Arm::All) > 0.0).then(|| 100.0 * huge_of(Arm::Top) / huge_of(Arm::All));
+    (speedup, memory)
 }
 
-/// Whether the command was stopped by Ctrl-C or Ctrl-\ (memscope ignores both while it
-/// runs, so the user meant the whole comparison).
 /// The huge-page memory a run had: its peak over all its mappings and inside the chosen
 /// regions, and inside them averaged over its time (KiB).
 struct Sampled {

@@ -241,7 +241,6 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
     let root = paused.pid() as u32;
     let mut sampler =
         sources::Sampler::open(chosen.kind, root, plan.interval).map_err(RecordError::Source)?;
-    let mut map = RegionMap::default();
     let mut running = paused.release()?;
     if let Err(why) = sampler.after_exec() {
         // The command runs already: stop it before reporting why nothing is sampled.
@@ -249,9 +248,79 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
         unsafe { libc::kill(running.pid(), libc::SIGKILL) };
         return Err(RecordError::Source(why));
     }
+    let adaptive = plan.adaptive && chosen.kind == SourceKind::Refs;
+    let mut map = RegionMap::default();
+    let sampled = sample_to_the_end(plan, adaptive, root, &mut running, &mut sampler, &mut map)?;
+    let regions = map.ranked();
+    let values: Vec<f64> = regions.iter().map(|r| r.value).collect();
+    let top = plan.top.count(&values, values.iter().sum()).max(1);
+    let notes = record_notes(
+        (&sampler, &map, &regions),
+        &sampled,
+        chosen.kind,
+        adaptive,
+        top,
+    );
+    let interval = sampled.interval;
+    let used = &sampled.used;
+    let timeline = timeline(&map, &regions, interval);
+    let finished = &sampled.finished;
+    Ok(PagesRecord {
+        command: (plan.command.iter())
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+        source: chosen.kind,
+        source_description: sampler.description(),
+        sources_not_used: chosen.not_used,
+        signal: chosen.kind.signal(),
+        region_bytes: REGION_BYTES,
+        top,
+        top_share_pct: match plan.top {
+            Top::Share(pct) => Some(pct),
+            Top::Count(_) => None,
+        },
+        interval_ms: interval.as_secs_f64() * 1e3,
+        intervals_used_ms: match used.len() > 1 {
+            true => used.iter().map(|d| d.as_secs_f64() * 1e3).collect(),
+            false => Vec::new(),
+        },
+        dropped_s: sampled.dropped.as_secs_f64(),
+        intervals: map.intervals(),
+        elapsed_s: finished.elapsed.as_secs_f64(),
+        user_s: finished.user.as_secs_f64(),
+        system_s: finished.system.as_secs_f64(),
+        termination: finished.termination,
+        processes: sampled.processes,
+        regions,
+        timeline,
+        notes,
+    })
+}
+
+/// What sampling a run to its end gave besides the map.
+struct SampledRun {
+    finished: child::Finished,
+    /// Every process of the tree seen, with its command name.
+    processes: Vec<(u32, String)>,
+    /// The interval at the end, and every one used (the first is the plan's).
+    interval: Duration,
+    used: Vec<Duration>,
+    /// How far into the run the counts were restarted at a shorter interval.
+    dropped: Duration,
+}
+
+/// Samples the running command's process tree every interval into `map` until it ends;
+/// `adaptive`: shortens the interval while the hottest regions count every page.
+fn sample_to_the_end(
+    plan: &RecordPlan,
+    adaptive: bool,
+    root: u32,
+    running: &mut child::RunningChild,
+    sampler: &mut sources::Sampler,
+    map: &mut RegionMap,
+) -> Result<SampledRun, RecordError> {
     let mut processes: Vec<(u32, String)> = Vec::new();
     let started = Instant::now();
-    let adaptive = plan.adaptive && chosen.kind == SourceKind::Refs;
     let mut interval = plan.interval;
     let mut used = vec![interval];
     let mut dropped = Duration::ZERO;
@@ -269,7 +338,7 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
             std::thread::sleep(Duration::from_millis(2).min(interval));
         }
         if let Some(f) = ended {
-            sampler.finish(&mut map);
+            sampler.finish(map);
             break f;
         }
         let tree = procfs::process_tree(root);
@@ -280,9 +349,7 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
         }
         map.weigh_looks(last_look.elapsed());
         last_look = Instant::now();
-        sampler
-            .collect(&tree, &mut map)
-            .map_err(RecordError::Sampling)?;
+        sampler.collect(&tree, map).map_err(RecordError::Sampling)?;
         map.end_interval();
         // As DAMON adapts its sampling: an interval in which the hottest regions and the
         // next count every page tells them apart from nothing; a shorter one may. Once
@@ -300,12 +367,32 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
             }
         }
     };
+    Ok(SampledRun {
+        finished,
+        processes,
+        interval,
+        used,
+        dropped,
+    })
+}
+
+/// What the record's reader needs told: no sample, a shortened interval, a process the
+/// preload library missed, hugetlb pages the accessed bits cannot see, saturated counts,
+/// no access at all.
+fn record_notes(
+    (sampler, map, regions): (&sources::Sampler, &RegionMap, &[Region]),
+    sampled: &SampledRun,
+    kind: SourceKind,
+    adaptive: bool,
+    top: usize,
+) -> Vec<String> {
+    let (interval, used) = (sampled.interval, &sampled.used);
     let mut notes = sampler.notes();
     if map.intervals() == 0 {
         notes.push(format!(
             "the command ended after {:.3} s, before the first sample (every {} ms): \
              nothing to rank; a longer run, or a shorter --interval, gives regions",
-            finished.elapsed.as_secs_f64(),
+            sampled.finished.elapsed.as_secs_f64(),
             interval.as_millis()
         ));
     }
@@ -320,7 +407,7 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
                 .collect::<Vec<_>>()
                 .join(", "),
             interval.as_millis(),
-            dropped.as_secs_f64()
+            sampled.dropped.as_secs_f64()
         ));
     }
     if sampler.preload_missing() {
@@ -331,21 +418,17 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
                 .to_string(),
         );
     }
-    let regions = map.ranked();
-    if chosen.kind == SourceKind::Refs && hugetlb_seen(&regions) {
+    if kind == SourceKind::Refs && hugetlb_seen(regions) {
         notes.push(
             "some regions are in hugetlb pages, whose accessed bits /proc/PID/smaps does not \
              report: the refs source sees no access there (their value is 0)"
                 .to_string(),
         );
     }
-    let values: Vec<f64> = regions.iter().map(|r| r.value).collect();
-    let total: f64 = values.iter().sum();
-    let top = plan.top.count(&values, total).max(1);
-    if chosen.kind == SourceKind::Refs {
+    if kind == SourceKind::Refs {
         let at_floor = adaptive && used.len() > 1 && interval <= FLOOR;
         notes.extend(saturation_note(
-            &regions,
+            regions,
             map.intervals(),
             top,
             interval,
@@ -355,40 +438,7 @@ pub fn record(plan: &RecordPlan, mode: &PreloadMode) -> Result<PagesRecord, Reco
     if map.intervals() > 0 && regions.iter().all(|r| r.value <= 0.0) {
         notes.push("no access was seen: the command touched no sampled memory".to_string());
     }
-    let timeline = timeline(&map, &regions, interval);
-    Ok(PagesRecord {
-        command: plan
-            .command
-            .iter()
-            .map(|a| a.to_string_lossy().into_owned())
-            .collect(),
-        source: chosen.kind,
-        source_description: sampler.description(),
-        sources_not_used: chosen.not_used,
-        signal: chosen.kind.signal(),
-        region_bytes: REGION_BYTES,
-        top,
-        top_share_pct: match plan.top {
-            Top::Share(pct) => Some(pct),
-            Top::Count(_) => None,
-        },
-        interval_ms: interval.as_secs_f64() * 1e3,
-        intervals_used_ms: if used.len() > 1 {
-            used.iter().map(|d| d.as_secs_f64() * 1e3).collect()
-        } else {
-            Vec::new()
-        },
-        dropped_s: dropped.as_secs_f64(),
-        intervals: map.intervals(),
-        elapsed_s: finished.elapsed.as_secs_f64(),
-        user_s: finished.user.as_secs_f64(),
-        system_s: finished.system.as_secs_f64(),
-        termination: finished.termination,
-        processes,
-        regions,
-        timeline,
-        notes,
-    })
+    notes
 }
 
 /// With the accessed bits, a region counts at most every one of its 4 KiB pages in every

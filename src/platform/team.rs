@@ -262,130 +262,168 @@ pub fn run_jobs_on(
     jobs: &[&dyn TeamJob],
     on_job_done: &(dyn Fn(usize) + Sync),
 ) -> Result<TeamRun, UsageError> {
-    let Buffers {
-        bytes: arena_bytes,
-        pages,
-        node,
-    } = buffers;
     let workers = cpus.len().max(1);
-    let clock = timer.across_cpus();
-    let barrier = SpinBarrier::new(workers);
-    let failed: Mutex<Option<UsageError>> = Mutex::new(None);
-    let any_failed = AtomicBool::new(false);
-    let spans = Spans::new(workers);
-    let decision = AtomicUsize::new(1);
-    let timings: Mutex<Vec<JobTiming>> = Mutex::new(Vec::with_capacity(jobs.len()));
-    let placement: Mutex<Vec<Option<f64>>> = Mutex::new(Vec::new());
-
+    let team = Team {
+        cpus,
+        buffers,
+        policy,
+        clock: timer.across_cpus(),
+        barrier: SpinBarrier::new(workers),
+        failed: Mutex::new(None),
+        any_failed: AtomicBool::new(false),
+        spans: Spans::new(workers),
+        decision: AtomicUsize::new(1),
+        timings: Mutex::new(Vec::with_capacity(jobs.len())),
+        placement: Mutex::new(Vec::new()),
+    };
     std::thread::scope(|scope| {
         for (worker, &cpu) in cpus.iter().enumerate() {
-            let (barrier, failed, any_failed) = (&barrier, &failed, &any_failed);
-            let (spans, decision, timings, clock) = (&spans, &decision, &timings, &clock);
-            let placement = &placement;
-            scope.spawn(move || {
-                // Pin before mapping: the first touch decides where the pages live (unless
-                // they are bound to a node).
-                let arena = affinity::pin_or_explain(cpu, cpus)
-                    .and_then(|_| Arena::new_on_node(arena_bytes, pages, node));
-                if let (Ok(arena), Some(node)) = (&arena, node) {
-                    let share = arena.fraction_on_node(node, PLACEMENT_SAMPLES).ok();
-                    placement.lock().expect("placement").push(share);
-                }
-                let arena = match arena {
-                    Ok(arena) => Some(arena),
-                    Err(error) => {
-                        any_failed.store(true, Ordering::SeqCst);
-                        failed.lock().expect("error slot").get_or_insert(error);
-                        None
-                    }
-                };
-                barrier.wait();
-                let Some(arena) = arena.filter(|_| !any_failed.load(Ordering::SeqCst)) else {
-                    return;
-                };
-
-                let timed = |job: &dyn TeamJob, count: usize| {
-                    barrier.wait();
-                    let cpu0 = cpu_time::thread_cpu_ns();
-                    let t0 = clock.start();
-                    job.work(worker, &arena, count);
-                    let t1 = clock.stop();
-                    let cpu1 = cpu_time::thread_cpu_ns();
-                    let ran = match (cpu0, cpu1) {
-                        (Some(a), Some(b)) => b.saturating_sub(a),
-                        _ => u64::MAX,
-                    };
-                    spans.starts[worker].store(t0, Ordering::SeqCst);
-                    spans.ends[worker].store(t1, Ordering::SeqCst);
-                    spans.cpu[worker].store(ran, Ordering::SeqCst);
-                    barrier.wait();
-                };
-                // Worker 0 decides, everyone reads the decision.
-                let agree = |decide: &dyn Fn() -> usize| -> usize {
-                    if worker == 0 {
-                        decision.store(decide(), Ordering::SeqCst);
-                    }
-                    barrier.wait();
-                    let value = decision.load(Ordering::SeqCst);
-                    barrier.wait();
-                    value
-                };
-
-                for (index, job) in jobs.iter().enumerate() {
-                    job.prepare(worker, &arena);
-                    // Calibration on the union interval, so that sequential workers cannot
-                    // make the trials too short either.
-                    let mut count = 1usize;
-                    loop {
-                        timed(*job, count);
-                        let next = agree(&|| {
-                            let (ns, _) = spans.union_and_overlap(clock);
-                            if ns >= policy.trial_ns / 4.0 || count >= 1 << 30 {
-                                let per = ns.max(1.0) / count as f64;
-                                ((policy.trial_ns / per) as usize).max(1) | (1 << 62)
-                            } else {
-                                count * 2
-                            }
-                        });
-                        if next & (1 << 62) != 0 {
-                            count = next & !(1 << 62);
-                            break;
-                        }
-                        count = next;
-                    }
-                    let log = RefCell::new(TrialLog::default());
-                    loop {
-                        timed(*job, count);
-                        let done = agree(&|| {
-                            let (union, overlap) = spans.union_and_overlap(clock);
-                            let mut log = log.borrow_mut();
-                            log.union_ns.push(union);
-                            log.overlaps.push(overlap);
-                            usize::from(log.done(policy))
-                        });
-                        if done == 1 {
-                            break;
-                        }
-                    }
-                    if worker == 0 {
-                        let log = log.into_inner();
-                        timings
-                            .lock()
-                            .expect("timings")
-                            .push(log.into_timing(count));
-                        on_job_done(index);
-                    }
-                }
-            });
+            let team = &team;
+            scope.spawn(move || team.work(worker, cpu, jobs, on_job_done));
         }
     });
-    if let Some(error) = failed.into_inner().expect("error slot") {
+    if let Some(error) = team.failed.into_inner().expect("error slot") {
         return Err(error);
     }
     Ok(TeamRun {
-        timings: timings.into_inner().expect("timings"),
-        placement: placement.into_inner().expect("placement"),
+        timings: team.timings.into_inner().expect("timings"),
+        placement: team.placement.into_inner().expect("placement"),
     })
+}
+
+/// What the workers of one `run_jobs_on` share: the setting, the barrier and clock they
+/// meet at, and what they hand back.
+struct Team<'a> {
+    cpus: &'a [usize],
+    buffers: Buffers,
+    policy: TrialPolicy,
+    clock: Timer,
+    barrier: SpinBarrier,
+    failed: Mutex<Option<UsageError>>,
+    any_failed: AtomicBool,
+    spans: Spans,
+    /// Worker 0's decision, for every worker to read.
+    decision: AtomicUsize,
+    timings: Mutex<Vec<JobTiming>>,
+    placement: Mutex<Vec<Option<f64>>>,
+}
+
+/// The flag on a calibration decision that says "this is the count: stop doubling".
+const SETTLED_COUNT: usize = 1 << 62;
+
+impl Team<'_> {
+    /// One worker's part: its arena on its CPU, then every job, calibrated and timed in
+    /// trials in step with the others.
+    fn work(
+        &self,
+        worker: usize,
+        cpu: usize,
+        jobs: &[&dyn TeamJob],
+        on_job_done: &(dyn Fn(usize) + Sync),
+    ) {
+        let Some(arena) = self.arena(cpu) else {
+            return;
+        };
+        for (index, job) in jobs.iter().enumerate() {
+            job.prepare(worker, &arena);
+            let count = self.calibrate(worker, *job, &arena);
+            let log = RefCell::new(TrialLog::default());
+            loop {
+                self.timed(worker, *job, &arena, count);
+                let done = self.agree(worker, &|| {
+                    let (union, overlap) = self.spans.union_and_overlap(&self.clock);
+                    let mut log = log.borrow_mut();
+                    log.union_ns.push(union);
+                    log.overlaps.push(overlap);
+                    usize::from(log.done(self.policy))
+                });
+                if done == 1 {
+                    break;
+                }
+            }
+            if worker == 0 {
+                let timing = log.into_inner().into_timing(count);
+                self.timings.lock().expect("timings").push(timing);
+                on_job_done(index);
+            }
+        }
+    }
+
+    /// The worker's arena, pinned to `cpu` before it is mapped (the first touch decides
+    /// where the pages live, unless they are bound to a node); `None` when this worker or
+    /// another could not have theirs (the error is kept).
+    fn arena(&self, cpu: usize) -> Option<Arena> {
+        let Buffers { bytes, pages, node } = self.buffers;
+        let arena = affinity::pin_or_explain(cpu, self.cpus)
+            .and_then(|_| Arena::new_on_node(bytes, pages, node));
+        if let (Ok(arena), Some(node)) = (&arena, node) {
+            let share = arena.fraction_on_node(node, PLACEMENT_SAMPLES).ok();
+            self.placement.lock().expect("placement").push(share);
+        }
+        let arena = match arena {
+            Ok(arena) => Some(arena),
+            Err(error) => {
+                self.any_failed.store(true, Ordering::SeqCst);
+                self.failed.lock().expect("error slot").get_or_insert(error);
+                None
+            }
+        };
+        self.barrier.wait();
+        arena.filter(|_| !self.any_failed.load(Ordering::SeqCst))
+    }
+
+    /// The work count of a trial: doubled until the union interval of all workers reaches
+    /// a quarter of a trial (so that sequential workers cannot make the trials too short
+    /// either), then scaled to a trial.
+    fn calibrate(&self, worker: usize, job: &dyn TeamJob, arena: &Arena) -> usize {
+        let mut count = 1usize;
+        loop {
+            self.timed(worker, job, arena, count);
+            let next = self.agree(worker, &|| {
+                let (ns, _) = self.spans.union_and_overlap(&self.clock);
+                if ns >= self.policy.trial_ns / 4.0 || count >= 1 << 30 {
+                    let per = ns.max(1.0) / count as f64;
+                    ((self.policy.trial_ns / per) as usize).max(1) | SETTLED_COUNT
+                } else {
+                    count * 2
+                }
+            });
+            if next & SETTLED_COUNT != 0 {
+                return next & !SETTLED_COUNT;
+            }
+            count = next;
+        }
+    }
+
+    /// One timed piece of work, started together at the barrier; its span and CPU time
+    /// are published for worker 0.
+    fn timed(&self, worker: usize, job: &dyn TeamJob, arena: &Arena, count: usize) {
+        self.barrier.wait();
+        let cpu0 = cpu_time::thread_cpu_ns();
+        let t0 = self.clock.start();
+        job.work(worker, arena, count);
+        let t1 = self.clock.stop();
+        let cpu1 = cpu_time::thread_cpu_ns();
+        let ran = match (cpu0, cpu1) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => u64::MAX,
+        };
+        self.spans.starts[worker].store(t0, Ordering::SeqCst);
+        self.spans.ends[worker].store(t1, Ordering::SeqCst);
+        self.spans.cpu[worker].store(ran, Ordering::SeqCst);
+        self.barrier.wait();
+    }
+
+    /// Worker 0 decides, everyone reads the decision.
+    fn agree(&self, worker: usize, decide: &dyn Fn() -> usize) -> usize {
+        if worker == 0 {
+            self.decision.store(decide(), Ordering::SeqCst);
+        }
+        self.barrier.wait();
+        let value = self.decision.load(Ordering::SeqCst);
+        self.barrier.wait();
+        value
+    }
 }
 
 #[cfg(test)]

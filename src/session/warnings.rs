@@ -116,6 +116,29 @@ const COUNTER: &str = if cfg!(target_arch = "aarch64") {
     "TSC"
 };
 
+/// What shared the machine: other runnable tasks (named) and the hypervisor's steal.
+fn sharing_text(
+    other_runnable: Option<f64>,
+    busy_share_pct: Option<f64>,
+    steal_pct: Option<f64>,
+    tasks: &[String],
+) -> String {
+    let mut what = Vec::new();
+    if let Some(n) = other_runnable {
+        let share = busy_share_pct
+            .map(|p| format!(", another task runnable in {p:.0}% of the samples"))
+            .unwrap_or_default();
+        what.push(format!(
+            "{n:.1} other runnable task(s) on average{share}{}",
+            named(tasks)
+        ));
+    }
+    if let Some(s) = steal_pct {
+        what.push(format!("{s:.1}% of the CPU time stolen by the hypervisor"));
+    }
+    what.join(", ")
+}
+
 impl fmt::Display for WarningKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -161,27 +184,12 @@ impl fmt::Display for WarningKind {
                 busy_share_pct,
                 steal_pct,
                 tasks,
-            } => {
-                let mut what = Vec::new();
-                if let Some(n) = other_runnable {
-                    let share = busy_share_pct
-                        .map(|p| format!(", another task runnable in {p:.0}% of the samples"))
-                        .unwrap_or_default();
-                    what.push(format!(
-                        "{n:.1} other runnable task(s) on average{share}{}",
-                        named(tasks)
-                    ));
-                }
-                if let Some(s) = steal_pct {
-                    what.push(format!("{s:.1}% of the CPU time stolen by the hypervisor"));
-                }
-                write!(
-                    f,
-                    "{experiment} was measured while the machine was shared: {}; its figures may \
-                     be lower or noisier than this machine's own (see 'conditions' in the JSON)",
-                    what.join(", ")
-                )
-            }
+            } => write!(
+                f,
+                "{experiment} was measured while the machine was shared: {}; its figures may \
+                 be lower or noisier than this machine's own (see 'conditions' in the JSON)",
+                sharing_text(*other_runnable, *busy_share_pct, *steal_pct, tasks)
+            ),
             WarningKind::Drift { count, worst } => write!(
                 f,
                 "{count} headline figure(s) moved between the measurement and the drift pass at \

@@ -33,17 +33,7 @@ pub fn measure(
     let counting = Counting::new(&counting::default_groups(), probe);
     let line_bytes = machine.line_bytes();
     let (nb, nv) = (plan.benchmarks.len(), plan.variants.len());
-    let prepared: Vec<Vec<Prepared>> = plan
-        .benchmarks
-        .iter()
-        .map(|b| {
-            built
-                .variants
-                .iter()
-                .map(|v| runner::prepare(plan, b, v))
-                .collect()
-        })
-        .collect::<Result<_, _>>()?;
+    let prepared = prepare_all(plan, built)?;
     let measures = measures(plan);
     let runner = std::cell::RefCell::new(Runner {
         plan,
@@ -60,16 +50,10 @@ pub fn measure(
     let mut notes = Vec::new();
     for w in 0..plan.warmup {
         built.check_in_place()?;
-        progress.start(
-            &format!("warm-up {}/{}", w + 1, plan.warmup),
-            pairs.len() as u64,
-        );
-        if blocks
-            .block(0, &pairs, &progress, &mut |p, _, _| {
-                runner.borrow_mut().run(p)
-            })?
-            .is_some()
-        {
+        let label = format!("warm-up {}/{}", w + 1, plan.warmup);
+        progress.start(&label, pairs.len() as u64);
+        let mut run = |p, _, _| runner.borrow_mut().run(p);
+        if blocks.block(0, &pairs, &progress, &mut run)?.is_some() {
             return Err(SweepError("interrupted (Ctrl-C) during the warm-up".into()));
         }
     }
@@ -77,24 +61,7 @@ pub fn measure(
         notes.extend(runner.borrow().check_metrics(&blocks)?);
     }
     let started = Instant::now();
-    let design = match plan.schedule {
-        Schedule::Fixed(n) => Design {
-            fixed: Some(n),
-            max_blocks: n,
-            until: started,
-            min_blocks: n,
-        },
-        Schedule::Adaptive {
-            min_blocks,
-            max_blocks,
-            time_limit,
-        } => Design {
-            fixed: None,
-            max_blocks,
-            until: started + time_limit,
-            min_blocks: min_blocks.min(FEWEST_BLOCKS),
-        },
-    };
+    let design = design_of(plan.schedule, started);
     let mut checked_metrics = plan.warmup > 0;
     let stop = blocks.run(
         &design,
@@ -148,6 +115,40 @@ pub fn measure(
         process_tree: runner.into_inner().process_tree,
     };
     Ok(analysis::with_notes(result))
+}
+
+/// Each benchmark × variant made ready to run.
+fn prepare_all(plan: &SweepPlan, built: &Built) -> Result<Vec<Vec<Prepared>>, SweepError> {
+    (plan.benchmarks.iter())
+        .map(|b| {
+            (built.variants.iter())
+                .map(|v| runner::prepare(plan, b, v))
+                .collect()
+        })
+        .collect()
+}
+
+/// The engine's design for the schedule: exactly `n` blocks, or adaptive between the
+/// fewest that can give an interval and the most, within the time limit from `started`.
+fn design_of(schedule: Schedule, started: Instant) -> Design {
+    match schedule {
+        Schedule::Fixed(n) => Design {
+            fixed: Some(n),
+            max_blocks: n,
+            until: started,
+            min_blocks: n,
+        },
+        Schedule::Adaptive {
+            min_blocks,
+            max_blocks,
+            time_limit,
+        } => Design {
+            fixed: None,
+            max_blocks,
+            until: started + time_limit,
+            min_blocks: min_blocks.min(FEWEST_BLOCKS),
+        },
+    }
 }
 
 /// One run as the engine keeps it: what `SweepRun` holds but its place, and the counters'

@@ -241,123 +241,27 @@ enum Context {
 pub(super) fn substitute_shell(text: &str, assignment: &Assignment) -> Result<String, String> {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
-    let mut stack = vec![Context::Top];
-    // Set once memscope can no longer follow the line's quoting, for the rest of it.
-    let mut unclear: Option<&'static str> = None;
+    let mut shell = ShellState {
+        stack: vec![Context::Top],
+        unclear: None,
+        escaped: false,
+    };
     let mut i = 0;
-    // The byte before is a backslash that escapes what follows (outside '…').
-    let mut escaped = false;
     while i < bytes.len() {
-        let top = *stack.last().unwrap_or(&Context::Top);
-        let b = bytes[i];
         // A placeholder, in any context: the same rule as `substitute`.
-        if b == b'{' && !(i > 0 && bytes[i - 1] == b'$') {
+        if bytes[i] == b'{' && !(i > 0 && bytes[i - 1] == b'$') {
             if let Some((close, name, value)) = text[i..]
                 .find('}')
                 .map(|c| c + i)
                 .and_then(|c| Some((c, &text[i + 1..c], assignment.value(&text[i + 1..c])?)))
             {
-                let quoting = match (unclear, stack.as_slice()) {
-                    // A backslash would escape the value's opening quote.
-                    _ if escaped => Quoting::Unclear("right after a backslash"),
-                    (Some(why), _) => Quoting::Unclear(why),
-                    (None, [Context::Top]) => Quoting::Word,
-                    (None, [Context::Top, Context::Single]) => Quoting::Single,
-                    (None, [Context::Top, Context::Double]) => Quoting::Double,
-                    (None, _) => Quoting::Unclear(match top {
-                        Context::Comment => "in a comment",
-                        Context::Backtick => "inside `…`",
-                        Context::Brace => "inside ${…}",
-                        _ => "inside $(…)",
-                    }),
-                };
-                out.push_str(&quote(value, name, quoting)?);
+                out.push_str(&quote(value, name, shell.quoting())?);
                 i = close + 1;
-                escaped = false;
+                shell.escaped = false;
                 continue;
             }
         }
-        escaped = false;
-        let next = bytes.get(i + 1).copied();
-        let word_start = i == 0 || b" \t\n;&|()<>".contains(&bytes[i - 1]);
-        let mut step = 1;
-        match top {
-            Context::Single => {
-                if b == b'\'' {
-                    stack.pop();
-                }
-            }
-            Context::Comment => {
-                if b == b'\n' {
-                    stack.pop();
-                }
-            }
-            Context::Backtick => match b {
-                b'\\' => (step, escaped) = escape(next),
-                b'`' => {
-                    stack.pop();
-                }
-                _ => {}
-            },
-            Context::Double => match b {
-                b'\\' => (step, escaped) = escape(next),
-                b'"' => {
-                    stack.pop();
-                }
-                b'`' => stack.push(Context::Backtick),
-                b'$' if next == Some(b'(') => {
-                    stack.push(Context::Paren);
-                    step = 2;
-                }
-                b'$' if next == Some(b'{') => {
-                    stack.push(Context::Brace);
-                    step = 2;
-                }
-                _ => {}
-            },
-            Context::Top | Context::Paren | Context::Brace => match b {
-                b'\\' => (step, escaped) = escape(next),
-                b'\'' | b'"' if top == Context::Brace => {
-                    // Quotes inside ${…} mean different things inside and outside "…".
-                    unclear = unclear.or(Some("after a quote inside ${…}"));
-                }
-                b'\'' => stack.push(Context::Single),
-                b'"' => stack.push(Context::Double),
-                b'`' => stack.push(Context::Backtick),
-                b'$' if next == Some(b'\'') => {
-                    unclear = unclear.or(Some("after $'…'"));
-                }
-                b'$' if next == Some(b'(') => {
-                    stack.push(Context::Paren);
-                    step = 2;
-                }
-                b'$' if next == Some(b'{') => {
-                    stack.push(Context::Brace);
-                    step = 2;
-                }
-                b'<' if next == Some(b'<') && top != Context::Brace => {
-                    unclear = unclear.or(Some("after a here-document (<<)"));
-                }
-                b'#' if word_start && top != Context::Brace => stack.push(Context::Comment),
-                b'(' if top == Context::Paren => stack.push(Context::Paren),
-                b')' if top == Context::Paren => {
-                    stack.pop();
-                }
-                b'}' if top == Context::Brace => {
-                    stack.pop();
-                }
-                b'c' if top == Context::Paren
-                    && word_start
-                    && text[i..].starts_with("case")
-                    && bytes.get(i + 4).is_some_and(u8::is_ascii_whitespace) =>
-                {
-                    // A pattern's unmatched ')' would end $(…) too early for memscope.
-                    unclear = unclear.or(Some("after a case inside $(…)"));
-                }
-                _ => {}
-            },
-        }
-        let end = (i + step).min(bytes.len());
+        let end = (i + shell.step(text, i)).min(bytes.len());
         // A backslash may escape a multi-byte character: copy up to the next boundary.
         let end = (end..=bytes.len())
             .find(|&e| text.is_char_boundary(e))
@@ -366,6 +270,104 @@ pub(super) fn substitute_shell(text: &str, assignment: &Assignment) -> Result<St
         i = end;
     }
     Ok(out)
+}
+
+/// Where the scan of a shell line is: the nested quoting contexts, why memscope can no
+/// longer follow the line's quoting (set once, for the rest of it), and whether the byte
+/// before is a backslash that escapes what follows (outside '…').
+struct ShellState {
+    stack: Vec<Context>,
+    unclear: Option<&'static str>,
+    escaped: bool,
+}
+
+impl ShellState {
+    fn top(&self) -> Context {
+        *self.stack.last().unwrap_or(&Context::Top)
+    }
+
+    /// How a value substituted here must be quoted.
+    fn quoting(&self) -> Quoting {
+        match (self.unclear, self.stack.as_slice()) {
+            // A backslash would escape the value's opening quote.
+            _ if self.escaped => Quoting::Unclear("right after a backslash"),
+            (Some(why), _) => Quoting::Unclear(why),
+            (None, [Context::Top]) => Quoting::Word,
+            (None, [Context::Top, Context::Single]) => Quoting::Single,
+            (None, [Context::Top, Context::Double]) => Quoting::Double,
+            (None, _) => Quoting::Unclear(match self.top() {
+                Context::Comment => "in a comment",
+                Context::Backtick => "inside `…`",
+                Context::Brace => "inside ${…}",
+                _ => "inside $(…)",
+            }),
+        }
+    }
+
+    /// Reads the byte at `i` (and the one after where they go together): the contexts it
+    /// opens or closes; how many bytes it takes.
+    fn step(&mut self, text: &str, i: usize) -> usize {
+        let bytes = text.as_bytes();
+        let top = self.top();
+        let (b, next) = (bytes[i], bytes.get(i + 1).copied());
+        let word_start = i == 0 || b" \t\n;&|()<>".contains(&bytes[i - 1]);
+        self.escaped = false;
+        let mut step = 1;
+        let stack = &mut self.stack;
+        let mut unclear = |why| self.unclear = self.unclear.or(Some(why));
+        match top {
+            Context::Single if b == b'\'' => _ = stack.pop(),
+            Context::Comment if b == b'\n' => _ = stack.pop(),
+            Context::Single | Context::Comment => {}
+            Context::Backtick => match b {
+                b'\\' => (step, self.escaped) = escape(next),
+                b'`' => _ = stack.pop(),
+                _ => {}
+            },
+            Context::Double => match b {
+                b'\\' => (step, self.escaped) = escape(next),
+                b'"' => _ = stack.pop(),
+                b'`' => stack.push(Context::Backtick),
+                b'$' if next == Some(b'(') => step = opened(stack, Context::Paren),
+                b'$' if next == Some(b'{') => step = opened(stack, Context::Brace),
+                _ => {}
+            },
+            Context::Top | Context::Paren | Context::Brace => match b {
+                b'\\' => (step, self.escaped) = escape(next),
+                // Quotes inside ${…} mean different things inside and outside "…".
+                b'\'' | b'"' if top == Context::Brace => unclear("after a quote inside ${…}"),
+                b'\'' => stack.push(Context::Single),
+                b'"' => stack.push(Context::Double),
+                b'`' => stack.push(Context::Backtick),
+                b'$' if next == Some(b'\'') => unclear("after $'…'"),
+                b'$' if next == Some(b'(') => step = opened(stack, Context::Paren),
+                b'$' if next == Some(b'{') => step = opened(stack, Context::Brace),
+                b'<' if next == Some(b'<') && top != Context::Brace => {
+                    unclear("after a here-document (<<)")
+                }
+                b'#' if word_start && top != Context::Brace => stack.push(Context::Comment),
+                b'(' if top == Context::Paren => stack.push(Context::Paren),
+                b')' if top == Context::Paren => _ = stack.pop(),
+                b'}' if top == Context::Brace => _ = stack.pop(),
+                // A pattern's unmatched ')' would end $(…) too early for memscope.
+                b'c' if top == Context::Paren
+                    && word_start
+                    && text[i..].starts_with("case")
+                    && bytes.get(i + 4).is_some_and(u8::is_ascii_whitespace) =>
+                {
+                    unclear("after a case inside $(…)")
+                }
+                _ => {}
+            },
+        }
+        step
+    }
+}
+
+/// `$(` or `${` opens `context`: its two bytes are read.
+fn opened(stack: &mut Vec<Context>, context: Context) -> usize {
+    stack.push(context);
+    2
 }
 
 /// How far a backslash reaches: over the character it escapes, except the `{` of a

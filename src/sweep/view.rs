@@ -472,7 +472,15 @@ impl SweepResult {
             }
             table.row(row);
         }
-        // The figures not measured, grouped by why.
+        self.missing_figures_notes(b, &shown, &mut table);
+        self.per_thread_note(footprints, &mut table);
+        let charts = self.resource_charts(b, &shown);
+        (table, charts)
+    }
+
+    /// The counter figures not measured, grouped by why, as notes of `table`.
+    fn missing_figures_notes(&self, b: usize, shown: &[&str], table: &mut Table) {
+        let nv = self.variants.len();
         let mut missing: Vec<(String, Vec<&str>)> = Vec::new();
         for d in &self.cells[b * nv].derived {
             let name = d.name.as_str();
@@ -490,71 +498,77 @@ impl SweepResult {
         for (why, names) in missing {
             table.note(format!("{}: {why}", names.join(", ")));
         }
-        let read = self.variants.iter().find_map(|v| v.footprint.as_ref());
-        if let (Some(f), false) = (read, footprints) {
+    }
+
+    /// What the per-thread column shows, or why there is none.
+    fn per_thread_note(&self, footprints: bool, table: &mut Table) {
+        let Some(f) = self.variants.iter().find_map(|v| v.footprint.as_ref()) else {
+            return;
+        };
+        if !footprints {
             table.note(format!(
                 "per-thread data: {} has no thread-local (TLS) data in any variant; its working \
                  memory is on the stack or the heap, which `memscope pages` and the peak RSS \
                  show",
                 f.binary
             ));
+            return;
         }
-        if let (Some(f), true) = (read, footprints) {
-            let largest: Vec<String> = f
-                .largest_tls
-                .iter()
-                .map(|(n, bytes)| format!("{n} {}", Bytes(*bytes)))
-                .collect();
-            table.note(format!(
-                "per-thread data: the TLS block of {} per variant ({}: {})",
-                f.binary,
-                self.variants[0].label,
-                if largest.is_empty() {
-                    "no TLS objects".to_string()
-                } else {
-                    largest.join(", ")
-                }
-            ));
-        }
-        let mut charts = Vec::new();
-        if let Some(xs) = self.numeric_x() {
-            let mut figures: Vec<(String, Vec<Option<f64>>)> = shown
-                .iter()
-                .map(|name| {
-                    let unit = figure_unit(self, b, name);
-                    (
-                        format!("{name} ({unit})"),
-                        (0..nv).map(|v| derived_value(self, b, v, name)).collect(),
-                    )
-                })
-                .collect();
-            figures.push((
-                "peak RSS (MiB)".to_string(),
-                (0..nv)
-                    .map(|v| self.cell(b, v).max_rss_kib.map(|s| s.median / 1024.0))
-                    .collect(),
-            ));
-            for (i, (label, values)) in figures.into_iter().enumerate() {
-                let mut chart =
-                    LineChart::new(format!("{}: {label} per variant", self.benchmarks[b].name))
-                        .size(480.0, 300.0)
-                        .x_axis(self.x_axis(&xs))
-                        .y_axis(Axis::linear(label.clone()).include_zero());
-                for (name, members) in self.series_groups() {
-                    let points: Vec<(f64, f64)> = members
-                        .iter()
-                        .filter_map(|&v| Some((xs[v], values[v]?)))
-                        .collect();
-                    if !points.is_empty() {
-                        chart = chart.series(
-                            Series::new(name, points).color(PALETTE[(i + 1) % PALETTE.len()]),
-                        );
-                    }
-                }
-                charts.push(chart.into());
+        let largest: Vec<String> = (f.largest_tls.iter())
+            .map(|(n, bytes)| format!("{n} {}", Bytes(*bytes)))
+            .collect();
+        table.note(format!(
+            "per-thread data: the TLS block of {} per variant ({}: {})",
+            f.binary,
+            self.variants[0].label,
+            if largest.is_empty() {
+                "no TLS objects".to_string()
+            } else {
+                largest.join(", ")
             }
+        ));
+    }
+
+    /// A plot of each counter figure and the peak RSS against a numeric parameter.
+    fn resource_charts(&self, b: usize, shown: &[&str]) -> Vec<Block> {
+        let nv = self.variants.len();
+        let Some(xs) = self.numeric_x() else {
+            return Vec::new();
+        };
+        let mut figures: Vec<(String, Vec<Option<f64>>)> = (shown.iter())
+            .map(|name| {
+                let unit = figure_unit(self, b, name);
+                (
+                    format!("{name} ({unit})"),
+                    (0..nv).map(|v| derived_value(self, b, v, name)).collect(),
+                )
+            })
+            .collect();
+        figures.push((
+            "peak RSS (MiB)".to_string(),
+            (0..nv)
+                .map(|v| self.cell(b, v).max_rss_kib.map(|s| s.median / 1024.0))
+                .collect(),
+        ));
+        let mut charts = Vec::new();
+        for (i, (label, values)) in figures.into_iter().enumerate() {
+            let mut chart =
+                LineChart::new(format!("{}: {label} per variant", self.benchmarks[b].name))
+                    .size(480.0, 300.0)
+                    .x_axis(self.x_axis(&xs))
+                    .y_axis(Axis::linear(label.clone()).include_zero());
+            for (name, members) in self.series_groups() {
+                let points: Vec<(f64, f64)> = (members.iter())
+                    .filter_map(|&v| Some((xs[v], values[v]?)))
+                    .collect();
+                if !points.is_empty() {
+                    chart = chart
+                        .series(Series::new(name, points).color(PALETTE[(i + 1) % PALETTE.len()]));
+                }
+            }
+            charts.push(chart.into());
         }
-        (table, charts)
+        charts
     }
 
     fn runs_data(&self) -> DataTable {

@@ -29,31 +29,7 @@ pub fn tlb_finding(
             "transparent huge pages are unavailable here (or the preload library could not be made)",
         );
     }
-    let speedup = |a: &&ArmResult| -a.ratio.map_or(0.0, |r| r.ratio - 1.0);
-    let significant: Vec<&&ArmResult> = candidates
-        .iter()
-        .filter(|a| a.time.verdict == Verdict::Better)
-        .collect();
-    // The largest significant speed-up; else, when no arm even estimates a speed-up, the
-    // largest significant slowdown (a remedy that costs more than it buys is worth
-    // knowing); else huge pages for everything. One remedy slower while another looks
-    // faster does not rule huge pages out.
-    let none_faster = candidates.iter().all(|a| speedup(a) <= 0.0);
-    let slower: Vec<&&ArmResult> = candidates
-        .iter()
-        .filter(|a| none_faster && a.time.verdict == Verdict::Worse)
-        .collect();
-    let best = significant
-        .iter()
-        .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
-        .or_else(|| {
-            slower
-                .iter()
-                .min_by(|a, b| speedup(a).total_cmp(&speedup(b)))
-        })
-        .copied()
-        .or_else(|| candidates.iter().find(|a| a.kind == ArmKind::HugeAll))
-        .unwrap_or(&candidates[0]);
+    let best = best_arm(&candidates);
     let mut f = measured(Resource::Tlb, best, effect);
     f.summary = format!("{}: {}", best.label, effect_text(&f));
     let alone = arms
@@ -96,19 +72,44 @@ pub fn tlb_finding(
              preallocate)",
             -user_change.unwrap_or(0.0)
         ));
-        return f;
-    }
-    if best.time.verdict == Verdict::Worse && huge > 0.0 {
+    } else if best.time.verdict == Verdict::Worse && huge > 0.0 {
         f.remedy = Some("huge pages slow it down here: leave them off".to_string());
-        return f;
-    }
-    if !matches!(
+    } else if matches!(
         f.sensitivity,
         Sensitivity::Sensitive | Sensitivity::Slightly
     ) {
-        return f;
+        remedy(&mut f, best.kind, &candidates, profile, shell);
     }
-    match best.kind {
+    f
+}
+
+/// The largest significant speed-up; else, when no arm even estimates a speed-up, the
+/// largest significant slowdown (a remedy that costs more than it buys is worth knowing);
+/// else huge pages for everything. One remedy slower while another looks faster does not
+/// rule huge pages out.
+fn best_arm<'a>(candidates: &[&'a ArmResult]) -> &'a ArmResult {
+    let speedup = |a: &&ArmResult| -a.ratio.map_or(0.0, |r| r.ratio - 1.0);
+    let none_faster = candidates.iter().all(|a| speedup(a) <= 0.0);
+    let significant = (candidates.iter()).filter(|a| a.time.verdict == Verdict::Better);
+    let slower = (candidates.iter()).filter(|a| none_faster && a.time.verdict == Verdict::Worse);
+    significant
+        .max_by(|a, b| speedup(a).total_cmp(&speedup(b)))
+        .or_else(|| slower.min_by(|a, b| speedup(a).total_cmp(&speedup(b))))
+        .or_else(|| candidates.iter().find(|a| a.kind == ArmKind::HugeAll))
+        .unwrap_or(&candidates[0])
+}
+
+/// The remedy of the arm `kind` that bought the gain, and the lines that apply it; the
+/// other remedies' lines only where their own arm measured a gain.
+fn remedy(
+    f: &mut Finding,
+    kind: ArmKind,
+    candidates: &[&ArmResult],
+    profile: &ProgramProfile,
+    shell: &str,
+) {
+    let top = profile.hot_regions.len();
+    match kind {
         ArmKind::MallocHugetlb => {
             f.remedy = Some("glibc's malloc can ask for transparent huge pages itself (glibc ≥ 2.35, no rebuild)".into());
             f.apply
@@ -116,14 +117,11 @@ pub fn tlb_finding(
         }
         ArmKind::HugeTop => {
             f.remedy = Some(format!(
-                "huge pages under its {} hottest regions buy it: madvise them, or let \
-                 memscope apply them",
-                profile.hot_regions.len()
+                "huge pages under its {top} hottest regions buy it: madvise them, or let \
+                 memscope apply them"
             ));
-            f.apply.push(format!(
-                "memscope pages apply --top {} -- {shell}",
-                profile.hot_regions.len()
-            ));
+            f.apply
+                .push(format!("memscope pages apply --top {top} -- {shell}"));
             for r in profile.hot_regions.iter().take(3) {
                 f.apply.push(format!(
                     "madvise(0x{:x} rounded to 2 MiB, its mapping's length, MADV_HUGEPAGE)  // {}",
@@ -137,17 +135,12 @@ pub fn tlb_finding(
                  allocations, or set THP to always"
                     .to_string(),
             );
-            // The other remedies' lines only where their own arm measured a gain.
             let gained = |kind: ArmKind| {
-                candidates
-                    .iter()
-                    .any(|a| a.kind == kind && a.time.verdict == Verdict::Better)
+                (candidates.iter()).any(|a| a.kind == kind && a.time.verdict == Verdict::Better)
             };
             if gained(ArmKind::HugeTop) {
-                f.apply.push(format!(
-                    "memscope pages apply --top {} -- {shell}",
-                    profile.hot_regions.len()
-                ));
+                f.apply
+                    .push(format!("memscope pages apply --top {top} -- {shell}"));
             }
             if gained(ArmKind::MallocHugetlb) {
                 f.apply.push(format!(
@@ -156,7 +149,6 @@ pub fn tlb_finding(
             }
         }
     }
-    f
 }
 
 /// When the huge-page runs' system time falls in two groups (the pages ready, or paid

@@ -494,11 +494,7 @@ fn measure_mix(
     }
     // The system's weights, emulated for the kernel check: the point of the same ratio,
     // else these weights as they are.
-    let system = (config
-        .system
-        .as_ref()
-        .filter(|_| config.kernel == KernelSupport::Available))
-    .map(|s| nodes.iter().map(|&n| s.weight(n)).collect::<Vec<u32>>());
+    let system = system_weights(config, nodes);
     let mut emulated = None;
     if let Some(weights) = &system {
         let ratio = Ratio::new(weights[0], weights[1]).unwrap_or(Ratio::LOCAL);
@@ -557,6 +553,13 @@ fn measure_mix(
         apply,
         kernel_check,
     })
+}
+
+/// The system's weighted-interleave weights of `nodes`, where the kernel has the policy.
+fn system_weights(config: &InterleaveConfig, nodes: &[usize]) -> Option<Vec<u32>> {
+    let system = config.system.as_ref()?;
+    (config.kernel == KernelSupport::Available)
+        .then(|| nodes.iter().map(|&n| system.weight(n)).collect())
 }
 
 /// What to know of a mix: pages not placed or moved back, the kernel's policy off its

@@ -116,6 +116,26 @@ pub struct LatencyConfig {
     pub counters: bool,
 }
 
+/// The points flagged unstable in each named curve, as one warning; none without any.
+fn unstable_warning(curves: &[(String, Option<&Vec<LatencyPoint>>)]) -> Option<WarningKind> {
+    let mut unstable = Vec::new();
+    let mut count = 0;
+    for (name, curve) in curves {
+        let sizes: Vec<String> = (curve.iter().flat_map(|c| c.iter()))
+            .filter(|p| p.unstable)
+            .map(|p| Bytes(p.bytes).to_string())
+            .collect();
+        if !sizes.is_empty() {
+            count += sizes.len();
+            unstable.push(format!("{name}: {}", sizes.join(", ")));
+        }
+    }
+    (count > 0).then(|| WarningKind::UnstablePoints {
+        count,
+        sizes: unstable.join("; "),
+    })
+}
+
 /// Measures the latency sweep in `arena` (already allocated, touched and pinned by the
 /// caller) and finds the levels. Returns the result and any quality warnings.
 pub fn measure(
@@ -155,31 +175,11 @@ pub fn measure(
         curve
     });
 
-    let unstable_in = |curve: &[LatencyPoint]| -> Vec<String> {
-        curve
-            .iter()
-            .filter(|p| p.unstable)
-            .map(|p| Bytes(p.bytes).to_string())
-            .collect()
-    };
-    let mut unstable = Vec::new();
-    let mut count = 0;
-    for (name, curve) in [
+    let curves = [
         (config.order.to_string(), Some(&points)),
         ("random".to_string(), random_points.as_ref()),
-    ] {
-        let sizes = curve.map(|c| unstable_in(c)).unwrap_or_default();
-        if !sizes.is_empty() {
-            count += sizes.len();
-            unstable.push(format!("{name}: {}", sizes.join(", ")));
-        }
-    }
-    if count > 0 {
-        warnings.push(WarningKind::UnstablePoints {
-            count,
-            sizes: unstable.join("; "),
-        });
-    }
+    ];
+    warnings.extend(unstable_warning(&curves));
 
     let (levels, level_warnings) = find_levels(&points, machine, to_cycles);
     warnings.extend(level_warnings);
@@ -529,28 +529,13 @@ fn find_levels(
     let ns: Vec<f64> = points.iter().map(|p| p.ns).collect();
     let usable: Vec<bool> = points.iter().map(|p| !p.unstable).collect();
     let mut plateaus = find_plateaus(&ns, &usable, PlateauParams::default());
-    let caches: Vec<(String, u64)> = machine
-        .data_caches()
-        .iter()
+    let caches: Vec<(String, u64)> = (machine.data_caches().iter())
         .map(|c| (c.name(), c.size_bytes))
         .collect();
     let llc = caches.iter().map(|c| c.1).max();
     let max_bytes = points.last().map_or(0, |p| p.bytes);
-    let merge = |a: &Plateau, b: &Plateau| -> Plateau {
-        let members: Vec<f64> = (a.first..=b.last)
-            .filter(|&i| usable[i])
-            .map(|i| ns[i])
-            .collect();
-        Plateau {
-            first: a.first,
-            last: b.last,
-            value: crate::stats::summary::median(&members),
-            points: members.len(),
-        }
-    };
 
     // DRAM: the slowest plateau and those close to it, when the sweep reaches past the caches.
-    let mut dram: Vec<Plateau> = Vec::new();
     let reaches_dram = llc.is_none_or(|l| max_bytes >= 2 * l);
     if !reaches_dram {
         warnings.push(WarningKind::SweepTooShort {
@@ -558,62 +543,15 @@ fn find_levels(
             needed: Bytes(4 * llc.unwrap_or(0)).to_string(),
         });
     }
-    if reaches_dram {
-        if let Some(tail) = noisy_tail(&ns, plateaus.last()) {
-            plateaus.push(tail);
-        }
-    }
-    if reaches_dram && plateaus.len() >= 2 {
-        let slowest = plateaus.pop().expect("non-empty");
-        while plateaus
-            .last()
-            .is_some_and(|p| p.value * DRAM_CLASS_RATIO >= slowest.value)
-        {
-            dram.insert(0, plateaus.pop().expect("non-empty"));
-        }
-        dram.push(slowest);
-    }
-
+    let mut dram = match reaches_dram {
+        true => dram_plateaus(&mut plateaus, &ns),
+        false => Vec::new(),
+    };
     // More cache plateaus than caches: close neighbours are one level seen twice (e.g. L2
     // hits with and without first-level TLB misses); what cannot merge is beyond the caches.
     let wanted = if caches.is_empty() { 4 } else { caches.len() };
-    while plateaus.len() > wanted {
-        let ratio = |i: usize| plateaus[i + 1].value / plateaus[i].value;
-        let k = (0..plateaus.len() - 1)
-            .min_by(|&a, &b| ratio(a).total_cmp(&ratio(b)))
-            .expect("at least two plateaus");
-        if ratio(k) < SURPLUS_MERGE_RATIO {
-            let next = plateaus.remove(k + 1);
-            plateaus[k] = merge(&plateaus[k], &next);
-        } else {
-            dram.insert(0, plateaus.pop().expect("non-empty"));
-        }
-    }
-
-    let names: Vec<(String, Option<u64>)> = if caches.is_empty() {
-        ["L1d", "L2", "L3", "L4"]
-            .iter()
-            .take(plateaus.len())
-            .map(|n| (n.to_string(), None))
-            .collect()
-    } else {
-        let ends: Vec<u64> = plateaus.iter().map(|p| points[p.last].bytes).collect();
-        let sizes: Vec<u64> = caches.iter().map(|c| c.1).collect();
-        let assignment = assign_in_order(&ends, &sizes);
-        for (j, (name, size)) in caches.iter().enumerate() {
-            if !assignment.contains(&j) {
-                warnings.push(WarningKind::LevelMismatch(format!(
-                    "the OS reports {name} of {} but no latency plateau was found for it \
-                     (its latency may be too close to a neighbour's, or it is shared and busy)",
-                    Bytes(*size)
-                )));
-            }
-        }
-        assignment
-            .iter()
-            .map(|&j| (caches[j].0.clone(), Some(caches[j].1)))
-            .collect()
-    };
+    merge_surplus(&mut plateaus, &mut dram, wanted, (&ns, &usable));
+    let names = level_names(&plateaus, points, &caches, &mut warnings);
 
     // The DRAM level: its latency is the plateau at the largest working sets.
     let dram_level = match (dram.first(), dram.last()) {
@@ -625,50 +563,129 @@ fn find_levels(
         }),
         _ => None,
     };
-
+    let level = |name: Level, p: &Plateau, capacity, os_size| LatencyLevel {
+        name,
+        latency_ns: p.value,
+        latency_cycles: to_cycles(p.value),
+        capacity_bytes: capacity,
+        os_size_bytes: os_size,
+        first_bytes: points[p.first].bytes,
+        last_bytes: points[p.last].bytes,
+        points: p.points,
+    };
     let mut levels = Vec::new();
     for (i, (p, (name, os_size))) in plateaus.iter().zip(names).enumerate() {
         let next = plateaus.get(i + 1).or(dram_level.as_ref());
-        let capacity = match next {
-            Some(next) => {
-                let midpoint = (p.value + next.value) / 2.0;
-                (p.first..next.first.max(p.first + 1))
-                    .rev()
-                    .find(|&j| ns[j] <= midpoint)
-                    .unwrap_or(p.last)
-            }
-            None => p.last,
-        };
-        let capacity = points[capacity].bytes;
+        let capacity = points[capacity_index(p, next, &ns)].bytes;
         if let Some(os) = os_size {
-            if let Some(warning) = capacity_warning(&name, capacity, os, machine) {
-                warnings.push(warning);
-            }
+            warnings.extend(capacity_warning(&name, capacity, os, machine));
         }
-        levels.push(LatencyLevel {
-            name: Level::from(name),
-            latency_ns: p.value,
-            latency_cycles: to_cycles(p.value),
-            capacity_bytes: Some(capacity),
-            os_size_bytes: os_size,
-            first_bytes: points[p.first].bytes,
-            last_bytes: points[p.last].bytes,
-            points: p.points,
-        });
+        levels.push(level(Level::from(name), p, Some(capacity), os_size));
     }
     if let Some(d) = dram_level {
-        levels.push(LatencyLevel {
-            name: Level::Dram,
-            latency_ns: d.value,
-            latency_cycles: to_cycles(d.value),
-            capacity_bytes: None,
-            os_size_bytes: None,
-            first_bytes: points[d.first].bytes,
-            last_bytes: points[d.last].bytes,
-            points: d.points,
-        });
+        levels.push(level(Level::Dram, &d, None, None));
     }
     (levels, warnings)
+}
+
+/// Two plateaus and what lies between them as one, its value the median of its usable
+/// points.
+fn merged(a: &Plateau, b: &Plateau, (ns, usable): (&[f64], &[bool])) -> Plateau {
+    let members: Vec<f64> = (a.first..=b.last)
+        .filter(|&i| usable[i])
+        .map(|i| ns[i])
+        .collect();
+    Plateau {
+        first: a.first,
+        last: b.last,
+        value: crate::stats::summary::median(&members),
+        points: members.len(),
+    }
+}
+
+/// Takes the DRAM plateaus off the end of `plateaus`: the slowest (a noisy tail counts as
+/// one) and those within `DRAM_CLASS_RATIO` of it; none where fewer than two plateaus.
+fn dram_plateaus(plateaus: &mut Vec<Plateau>, ns: &[f64]) -> Vec<Plateau> {
+    if let Some(tail) = noisy_tail(ns, plateaus.last()) {
+        plateaus.push(tail);
+    }
+    let mut dram = Vec::new();
+    if plateaus.len() < 2 {
+        return dram;
+    }
+    let slowest = plateaus.pop().expect("non-empty");
+    while (plateaus.last()).is_some_and(|p| p.value * DRAM_CLASS_RATIO >= slowest.value) {
+        dram.insert(0, plateaus.pop().expect("non-empty"));
+    }
+    dram.push(slowest);
+    dram
+}
+
+/// Merges the closest neighbours until no more than `wanted` plateaus are left; a surplus
+/// that is not close to its neighbour goes to DRAM.
+fn merge_surplus(
+    plateaus: &mut Vec<Plateau>,
+    dram: &mut Vec<Plateau>,
+    wanted: usize,
+    curve: (&[f64], &[bool]),
+) {
+    while plateaus.len() > wanted {
+        let ratio = |i: usize| plateaus[i + 1].value / plateaus[i].value;
+        let k = (0..plateaus.len() - 1)
+            .min_by(|&a, &b| ratio(a).total_cmp(&ratio(b)))
+            .expect("at least two plateaus");
+        if ratio(k) < SURPLUS_MERGE_RATIO {
+            let next = plateaus.remove(k + 1);
+            plateaus[k] = merged(&plateaus[k], &next, curve);
+        } else {
+            dram.insert(0, plateaus.pop().expect("non-empty"));
+        }
+    }
+}
+
+/// The cache each plateau is, matched in order to the OS-reported caches nearest in size to
+/// where it ends (a warning for each cache with no plateau); L1d, L2, … where the OS
+/// reports none.
+fn level_names(
+    plateaus: &[Plateau],
+    points: &[LatencyPoint],
+    caches: &[(String, u64)],
+    warnings: &mut Vec<WarningKind>,
+) -> Vec<(String, Option<u64>)> {
+    if caches.is_empty() {
+        return (["L1d", "L2", "L3", "L4"].iter())
+            .take(plateaus.len())
+            .map(|n| (n.to_string(), None))
+            .collect();
+    }
+    let ends: Vec<u64> = plateaus.iter().map(|p| points[p.last].bytes).collect();
+    let sizes: Vec<u64> = caches.iter().map(|c| c.1).collect();
+    let assignment = assign_in_order(&ends, &sizes);
+    for (j, (name, size)) in caches.iter().enumerate() {
+        if !assignment.contains(&j) {
+            warnings.push(WarningKind::LevelMismatch(format!(
+                "the OS reports {name} of {} but no latency plateau was found for it \
+                 (its latency may be too close to a neighbour's, or it is shared and busy)",
+                Bytes(*size)
+            )));
+        }
+    }
+    (assignment.iter())
+        .map(|&j| (caches[j].0.clone(), Some(caches[j].1)))
+        .collect()
+}
+
+/// The point where plateau `p` ends: the largest working set before the `next` level
+/// whose latency is still below the midpoint of the two.
+fn capacity_index(p: &Plateau, next: Option<&Plateau>, ns: &[f64]) -> usize {
+    let Some(next) = next else {
+        return p.last;
+    };
+    let midpoint = (p.value + next.value) / 2.0;
+    (p.first..next.first.max(p.first + 1))
+        .rev()
+        .find(|&j| ns[j] <= midpoint)
+        .unwrap_or(p.last)
 }
 
 /// A warning when a level holds clearly less (or more) than the OS says. A cache the OS

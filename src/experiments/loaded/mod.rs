@@ -192,6 +192,22 @@ const RUN: u64 = 1;
 const EXIT: u64 = 2;
 
 impl Control {
+    /// For `injectors` injectors, all parked.
+    fn parked(injectors: usize) -> Control {
+        Control {
+            epoch: AtomicU64::new(0),
+            state: AtomicU64::new(PARK),
+            mix: AtomicUsize::new(0),
+            delay: AtomicU64::new(0),
+            active: AtomicUsize::new(0),
+            steps: (0..injectors).map(|_| StepCounter::default()).collect(),
+            clocks: Mutex::new(vec![None; injectors]),
+            placement: Mutex::new(Vec::new()),
+            ready: AtomicUsize::new(0),
+            failed: Mutex::new(None),
+        }
+    }
+
     fn set(&self, state: u64, mix: Mix, delay: u64, active: usize) {
         let mix_index = Mix::ALL.iter().position(|&m| m == mix).unwrap_or(0);
         self.state.store(state, Ordering::Relaxed);
@@ -357,6 +373,15 @@ fn sample(
     }
 }
 
+/// Tells the injectors to exit when dropped.
+struct ExitOnDrop<'a>(&'a Control);
+
+impl Drop for ExitOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.set(EXIT, Mix::Read, 0, 0);
+    }
+}
+
 /// Measures the loaded-latency curves. The caller's thread is the latency thread, pinned
 /// to `config.latency_cpu`; `arena` (at least `chase_bytes`) was first-touched there.
 pub fn measure(
@@ -377,19 +402,7 @@ pub fn measure(
     // The arena outlives the cursor.
     let mut cursor =
         unsafe { ChaseCursor::new(build_chase(arena.as_ptr(), slots, LINE, order, config.seed)) };
-
-    let control = Control {
-        epoch: AtomicU64::new(0),
-        state: AtomicU64::new(PARK),
-        mix: AtomicUsize::new(0),
-        delay: AtomicU64::new(0),
-        active: AtomicUsize::new(0),
-        steps: (0..cpus.len()).map(|_| StepCounter::default()).collect(),
-        clocks: Mutex::new(vec![None; cpus.len()]),
-        placement: Mutex::new(Vec::new()),
-        ready: AtomicUsize::new(0),
-        failed: Mutex::new(None),
-    };
+    let control = Control::parked(cpus.len());
     let points = config.mixes.len() * config.thread_counts.len() * config.delays.len() + 2;
     progress.start("loaded latency", points as u64);
 
@@ -399,12 +412,6 @@ pub fn measure(
             scope.spawn(move || injector(worker, cpu, config, control));
         }
         // Whatever happens below, the injectors must exit for the scope to end.
-        struct ExitOnDrop<'a>(&'a Control);
-        impl Drop for ExitOnDrop<'_> {
-            fn drop(&mut self) {
-                self.0.set(EXIT, Mix::Read, 0, 0);
-            }
-        }
         let _exit = ExitOnDrop(&control);
         while control.ready.load(Ordering::Acquire) < cpus.len() {
             std::thread::yield_now();
@@ -417,7 +424,7 @@ pub fn measure(
         // Size the trials from the idle chase.
         cursor.run_for(timer, SETTLE_NS);
         let iterations = cursor.iterations_for(timer, config.trial_ns);
-        let sample_at = |active, mix, cursor: &mut ChaseCursor| {
+        let mut sample_at = |active, mix, cursor: &mut ChaseCursor| {
             sample(
                 &control,
                 &clocks,
@@ -433,40 +440,14 @@ pub fn measure(
         let mut idle = sample_at(0, Mix::Read, &mut cursor).latency_ns;
         progress.advance();
 
-        let mut rows = Vec::new();
-        for &threads in &config.thread_counts {
-            for &mix in &config.mixes {
-                for &delay in &config.delays {
-                    progress.message(&format!("{} × {threads}, delay {delay}", mix.name()));
-                    control.set(RUN, mix, delay, threads);
-                    // Wait until every active injector has started on this setting.
-                    while !control.started(threads) {
-                        std::hint::spin_loop();
-                    }
-                    cursor.run_for(timer, SETTLE_NS);
-                    let samples = sample_at(threads, mix, &mut cursor);
-                    let summary = Summary::of(&samples.latency_ns).expect("trials");
-                    let concurrency = Concurrency::of(&samples.overlaps);
-                    let injector_gb = median(&samples.injector_gb_per_s);
-                    let latency_ns = summary.median;
-                    let gb_per_s = injector_gb + LINE as f64 / latency_ns;
-                    rows.push(LoadedRow {
-                        mix,
-                        threads,
-                        delay_cycles: delay,
-                        gb_per_s,
-                        injector_gb_per_s: injector_gb,
-                        latency_ns,
-                        latency_cycles: to_cycles(latency_ns),
-                        spread_pct: summary.spread_pct(),
-                        concurrency: gb_per_s * latency_ns / LINE as f64,
-                        injector_overlap: concurrency.overlap,
-                        injectors_concurrent: concurrency.concurrent,
-                    });
-                    progress.advance();
-                }
-            }
-        }
+        let rows = loaded_rows(
+            config,
+            &control,
+            &mut cursor,
+            (timer, progress),
+            &mut sample_at,
+            to_cycles,
+        );
         // Idle again at the end: the idle figure is the median of both visits.
         control.set(PARK, Mix::Read, 0, 0);
         cursor.run_for(timer, SETTLE_NS);
@@ -478,20 +459,9 @@ pub fn measure(
     std::hint::black_box(cursor.position());
     let (rows, idle_ns) = result?;
 
-    let warnings: Vec<WarningKind> = starved_injectors(&rows)
-        .into_iter()
-        .chain(WarningKind::not_concurrent(
-            "loaded-latency point",
-            rows.iter().map(|r| r.injector_overlap),
-        ))
-        .collect();
+    let warnings = warnings_of(&rows);
     let curves = summarize_curves(&rows);
-    let reference = curves
-        .iter()
-        .filter(|c| c.mix == Mix::Read)
-        .max_by_key(|c| c.threads)
-        .or_else(|| curves.iter().max_by_key(|c| c.threads))
-        .cloned();
+    let reference = reference_curve(&curves);
     let result = LoadedResult {
         idle_ns,
         idle_cycles: to_cycles(idle_ns),
@@ -513,6 +483,82 @@ pub fn measure(
         }),
     };
     Ok((result, warnings))
+}
+
+/// Every setting's point: each injector count × mix × delay, the injectors set running
+/// and settled before `sample_at` samples the chase.
+fn loaded_rows(
+    config: &LoadedConfig,
+    control: &Control,
+    cursor: &mut ChaseCursor,
+    (timer, progress): (&Timer, &Progress),
+    sample_at: &mut dyn FnMut(usize, Mix, &mut ChaseCursor) -> Samples,
+    to_cycles: impl Fn(f64) -> f64,
+) -> Vec<LoadedRow> {
+    let mut rows = Vec::new();
+    for &threads in &config.thread_counts {
+        for &mix in &config.mixes {
+            for &delay in &config.delays {
+                progress.message(&format!("{} × {threads}, delay {delay}", mix.name()));
+                control.set(RUN, mix, delay, threads);
+                // Wait until every active injector has started on this setting.
+                while !control.started(threads) {
+                    std::hint::spin_loop();
+                }
+                cursor.run_for(timer, SETTLE_NS);
+                let samples = sample_at(threads, mix, cursor);
+                rows.push(row_of(&samples, (mix, threads, delay), &to_cycles));
+                progress.advance();
+            }
+        }
+    }
+    rows
+}
+
+/// One point of a curve from its samples.
+fn row_of(
+    samples: &Samples,
+    (mix, threads, delay): (Mix, usize, u64),
+    to_cycles: impl Fn(f64) -> f64,
+) -> LoadedRow {
+    let summary = Summary::of(&samples.latency_ns).expect("trials");
+    let concurrency = Concurrency::of(&samples.overlaps);
+    let injector_gb = median(&samples.injector_gb_per_s);
+    let latency_ns = summary.median;
+    let gb_per_s = injector_gb + LINE as f64 / latency_ns;
+    LoadedRow {
+        mix,
+        threads,
+        delay_cycles: delay,
+        gb_per_s,
+        injector_gb_per_s: injector_gb,
+        latency_ns,
+        latency_cycles: to_cycles(latency_ns),
+        spread_pct: summary.spread_pct(),
+        concurrency: gb_per_s * latency_ns / LINE as f64,
+        injector_overlap: concurrency.overlap,
+        injectors_concurrent: concurrency.concurrent,
+    }
+}
+
+/// Injectors that could not keep up, and points where they did not run at once.
+fn warnings_of(rows: &[LoadedRow]) -> Vec<WarningKind> {
+    (starved_injectors(rows).into_iter())
+        .chain(WarningKind::not_concurrent(
+            "loaded-latency point",
+            rows.iter().map(|r| r.injector_overlap),
+        ))
+        .collect()
+}
+
+/// The curve the peak and the knee are read from: reads with the most injectors, else the
+/// curve with the most.
+fn reference_curve(curves: &[LoadedCurve]) -> Option<LoadedCurve> {
+    (curves.iter())
+        .filter(|c| c.mix == Mix::Read)
+        .max_by_key(|c| c.threads)
+        .or_else(|| curves.iter().max_by_key(|c| c.threads))
+        .cloned()
 }
 
 fn curve_name(mix: Mix, threads: usize) -> String {

@@ -565,6 +565,52 @@ impl Software {
     }
 }
 
+/// One footprint × pattern: the walk's time per access in trials, then its misses counted
+/// over enough laps, and its AMAT from the ladder's latencies.
+fn measure_walk(
+    mut walk: Walk,
+    (level, footprint_bytes, pattern): (Level, u64, Pattern),
+    lines: usize,
+    (config, timer): (&MissImpactConfig, &Timer),
+    (counter, software, level_latencies): (&AccessCounter, &Software, &[LevelLatency]),
+) -> MissImpactRow {
+    walk.warm_up(timer, config.trial_ns);
+    let trials = walk.trials(timer, config.trial_ns, config.repetitions.max(1));
+    let summary = Summary::of(&trials).expect("at least one trial");
+    let lap_ns = summary.median.max(1e-3) * lines as f64;
+    let laps = ((COUNTED_TRIALS * config.trial_ns / lap_ns).ceil() as usize).max(1);
+    let accesses = laps * lines;
+    let ((run_time_ns, software_counts), misses) = counter.count(accesses as u64, || {
+        software.count(|| walk.timed(timer, accesses))
+    });
+    let (page_faults, task_clock_ns, software_not_supported) = match software_counts {
+        Ok(c) => (c.page_faults, c.task_clock_ns, None),
+        Err(why) => (None, None, Some(why)),
+    };
+    let (amat_ns, amat_not_computed) = match amat(level_latencies, &misses) {
+        Ok(ns) => (Some(ns), None),
+        Err(why) => (None, Some(why)),
+    };
+    MissImpactRow {
+        level,
+        footprint_bytes,
+        pattern,
+        ns_per_access: summary.median,
+        spread_pct: summary.spread_pct(),
+        trials: summary.count,
+        run_time_ns,
+        laps: laps as u64,
+        llc_miss_rate: misses.per_access(MissLevel::Llc),
+        misses,
+        page_faults,
+        task_clock_ns,
+        software_not_supported,
+        measured_over_amat: amat_ns.map(|a| summary.median / a),
+        amat_ns,
+        amat_not_computed,
+    }
+}
+
 /// Measures every footprint × pattern in `arena` (allocated and first touched by the
 /// pinned caller, at least `config.arena_bytes()`), counting misses on the calling thread,
 /// and builds each row's AMAT from `levels`, the latency ladder's, measured earlier in the
@@ -620,7 +666,7 @@ pub fn measure(
         }
         for pattern in Pattern::ALL {
             progress.message(&format!("{level} ({}), {}", Bytes(*bytes), pattern.label()));
-            let mut walk = match pattern {
+            let walk = match pattern {
                 Pattern::Sequential => Walk::Sequential {
                     base: arena.as_ptr(),
                     lines,
@@ -640,41 +686,9 @@ pub fn measure(
                     at: 0,
                 },
             };
-            walk.warm_up(timer, config.trial_ns);
-            let trials = walk.trials(timer, config.trial_ns, config.repetitions.max(1));
-            let summary = Summary::of(&trials).expect("at least one trial");
-            let lap_ns = summary.median.max(1e-3) * lines as f64;
-            let laps = ((COUNTED_TRIALS * config.trial_ns / lap_ns).ceil() as usize).max(1);
-            let accesses = laps * lines;
-            let ((run_time_ns, software_counts), misses) = counter.count(accesses as u64, || {
-                software.count(|| walk.timed(timer, accesses))
-            });
-            let (page_faults, task_clock_ns, software_not_supported) = match software_counts {
-                Ok(c) => (c.page_faults, c.task_clock_ns, None),
-                Err(why) => (None, None, Some(why)),
-            };
-            let (amat_ns, amat_not_computed) = match amat(&level_latencies, &misses) {
-                Ok(ns) => (Some(ns), None),
-                Err(why) => (None, Some(why)),
-            };
-            rows.push(MissImpactRow {
-                level: Level::from(level.clone()),
-                footprint_bytes: *bytes,
-                pattern,
-                ns_per_access: summary.median,
-                spread_pct: summary.spread_pct(),
-                trials: summary.count,
-                run_time_ns,
-                laps: laps as u64,
-                llc_miss_rate: misses.per_access(MissLevel::Llc),
-                misses,
-                page_faults,
-                task_clock_ns,
-                software_not_supported,
-                measured_over_amat: amat_ns.map(|a| summary.median / a),
-                amat_ns,
-                amat_not_computed,
-            });
+            let counting = (&counter, &software, &level_latencies[..]);
+            let what = (Level::from(level.clone()), *bytes, pattern);
+            rows.push(measure_walk(walk, what, lines, (config, timer), counting));
             progress.advance();
         }
     }

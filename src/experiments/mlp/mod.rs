@@ -205,6 +205,52 @@ impl MlpConfig {
     }
 }
 
+/// The working set × chains grid: every grid size that fits the arena, at half the trial
+/// length and a few repetitions.
+fn working_set_grid(
+    config: &MlpConfig,
+    arena: &Arena,
+    sampling: Sampling,
+    timer: &Timer,
+    progress: &Progress,
+) -> Vec<MlpRow> {
+    let fits = |bytes: u64| bytes >= SLOT_BYTES as u64 && bytes <= arena.len() as u64;
+    let grid_sizes: Vec<u64> = config
+        .grid_sizes
+        .iter()
+        .copied()
+        .filter(|&b| fits(b))
+        .collect();
+    let mut grid = Vec::new();
+    if grid_sizes.is_empty() {
+        return grid;
+    }
+    let grid_chains = chain_counts(&config.grid_chains);
+    let grid_sampling = Sampling {
+        trial_ns: config.trial_ns / 2.0,
+        repetitions: sampling.repetitions.min(GRID_REPETITIONS),
+    };
+    progress.start(
+        "mlp, working set × chains",
+        grid_sizes.len() as u64 * grid_sampling.steps(grid_chains.len()),
+    );
+    for &bytes in &grid_sizes {
+        progress.message(&Bytes(bytes).to_string());
+        let mut cycle = Cycle::build(arena, bytes, mix(config.seed, bytes, u64::MAX));
+        let measured = sweep(
+            &mut cycle,
+            &grid_chains,
+            grid_sampling,
+            config.seed,
+            timer,
+            progress,
+        );
+        grid.extend(to_rows(None, bytes, &measured));
+    }
+    progress.finish();
+    grid
+}
+
 /// Measures every level's chain sweep, the sequential model, the grid and Little's law in
 /// `arena` (allocated, touched and pinned by the caller; at least
 /// [`MlpConfig::arena_bytes`] long, working sets that do not fit are skipped).
@@ -259,38 +305,7 @@ pub fn measure(
         }
     }
 
-    let grid_sizes: Vec<u64> = config
-        .grid_sizes
-        .iter()
-        .copied()
-        .filter(|&b| fits(b))
-        .collect();
-    let mut grid = Vec::new();
-    if !grid_sizes.is_empty() {
-        let grid_chains = chain_counts(&config.grid_chains);
-        let grid_sampling = Sampling {
-            trial_ns: config.trial_ns / 2.0,
-            repetitions: sampling.repetitions.min(GRID_REPETITIONS),
-        };
-        progress.start(
-            "mlp, working set × chains",
-            grid_sizes.len() as u64 * grid_sampling.steps(grid_chains.len()),
-        );
-        for &bytes in &grid_sizes {
-            progress.message(&Bytes(bytes).to_string());
-            let mut cycle = Cycle::build(arena, bytes, mix(config.seed, bytes, u64::MAX));
-            let measured = sweep(
-                &mut cycle,
-                &grid_chains,
-                grid_sampling,
-                config.seed,
-                timer,
-                progress,
-            );
-            grid.extend(to_rows(None, bytes, &measured));
-        }
-        progress.finish();
-    }
+    let grid = working_set_grid(config, arena, sampling, timer, progress);
 
     let littles_law = match (&dram, config.littles_law) {
         (Some((level, bytes)), true) => {

@@ -9,68 +9,10 @@ use crate::view::figure::{Better, Figure, Figures};
 
 impl Figures for NumaResult {
     fn figures(&self) -> Vec<Figure> {
-        let cell = |matrix: &[Vec<f64>], i: usize, j: usize| {
-            matrix.get(i).and_then(|row| row.get(j)).copied()
-        };
         let mut figures = Vec::new();
         for (i, from) in self.row_nodes().iter().enumerate() {
             for (j, to) in self.column_nodes().iter().enumerate() {
-                let key = format!("node.{from}.{to}");
-                let what = format!("node {from} → node {to}");
-                let labels = [("from_node", from.to_string()), ("to_node", to.to_string())];
-                if let Some(ns) = cell(&self.latency_ns, i, j) {
-                    figures.push(
-                        Figure::new(
-                            "numa",
-                            format!("{key}.latency_ns"),
-                            format!("{what} latency"),
-                            "ns",
-                            ns,
-                            Better::Lower,
-                        )
-                        .spread(self.max_spread_pct)
-                        .metric(
-                            "numa_latency_seconds",
-                            "Idle load latency from the CPUs of one node to the memory of \
-                             another (page-local chase)",
-                            &labels,
-                            1e-9,
-                        ),
-                    );
-                }
-                if let Some(ns) = cell(&self.random_latency_ns, i, j) {
-                    figures.push(
-                        Figure::new(
-                            "numa",
-                            format!("{key}.random_latency_ns"),
-                            format!("{what} latency, random chase (TLB misses)"),
-                            "ns",
-                            ns,
-                            Better::Lower,
-                        )
-                        .spread(self.max_spread_pct),
-                    );
-                }
-                if let Some(gb_per_s) = cell(&self.read_gb_per_s, i, j) {
-                    figures.push(
-                        Figure::new(
-                            "numa",
-                            format!("{key}.read_gb_per_s"),
-                            format!("{what} read bandwidth"),
-                            "GB/s",
-                            gb_per_s,
-                            Better::Higher,
-                        )
-                        .spread(self.max_spread_pct)
-                        .metric(
-                            "numa_read_bandwidth_bytes_per_second",
-                            "Read bandwidth of the threads on one node from the memory of \
-                             another",
-                            &labels,
-                            1e9,
-                        ),
-                    );
-                }
+                figures.extend(self.cell_figures((i, *from), (j, *to)));
             }
         }
         let ratios = [
@@ -92,6 +34,64 @@ impl Figures for NumaResult {
                 figures.push(Figure::new("numa", key, label, "×", ratio, better));
             }
         }
+        figures.extend(self.far_memory_figures());
+        figures.retain(|f| f.value.is_finite());
+        figures
+    }
+}
+
+impl NumaResult {
+    /// The cell's latencies and bandwidth, from the CPUs of row `i` (node `from`) to the
+    /// memory of column `j` (node `to`).
+    fn cell_figures(&self, (i, from): (usize, usize), (j, to): (usize, usize)) -> Vec<Figure> {
+        let cell = |matrix: &[Vec<f64>]| matrix.get(i).and_then(|row| row.get(j)).copied();
+        let key = format!("node.{from}.{to}");
+        let what = format!("node {from} → node {to}");
+        let labels = [("from_node", from.to_string()), ("to_node", to.to_string())];
+        let figure = |name: &str, label: String, unit: &str, value: f64, better: Better| {
+            Figure::new("numa", format!("{key}.{name}"), label, unit, value, better)
+                .spread(self.max_spread_pct)
+        };
+        let mut figures = Vec::new();
+        if let Some(ns) = cell(&self.latency_ns) {
+            figures.push(
+                figure(
+                    "latency_ns",
+                    format!("{what} latency"),
+                    "ns",
+                    ns,
+                    Better::Lower,
+                )
+                .metric(
+                    "numa_latency_seconds",
+                    "Idle load latency from the CPUs of one node to the memory of another \
+                     (page-local chase)",
+                    &labels,
+                    1e-9,
+                ),
+            );
+        }
+        if let Some(ns) = cell(&self.random_latency_ns) {
+            let label = format!("{what} latency, random chase (TLB misses)");
+            figures.push(figure("random_latency_ns", label, "ns", ns, Better::Lower));
+        }
+        if let Some(gb_per_s) = cell(&self.read_gb_per_s) {
+            let label = format!("{what} read bandwidth");
+            figures.push(
+                figure("read_gb_per_s", label, "GB/s", gb_per_s, Better::Higher).metric(
+                    "numa_read_bandwidth_bytes_per_second",
+                    "Read bandwidth of the threads on one node from the memory of another",
+                    &labels,
+                    1e9,
+                ),
+            );
+        }
+        figures
+    }
+
+    /// Each CPU-less node's latency and bandwidth over local DRAM.
+    fn far_memory_figures(&self) -> Vec<Figure> {
+        let mut figures = Vec::new();
         for column in self.memory.iter().filter(|c| c.cpu_less) {
             let (node, kind) = (column.node, column.kind.label());
             let far = [
@@ -121,7 +121,6 @@ impl Figures for NumaResult {
                 }
             }
         }
-        figures.retain(|f| f.value.is_finite());
         figures
     }
 }

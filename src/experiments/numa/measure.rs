@@ -121,29 +121,25 @@ pub fn measure(
 ) -> Result<NumaResult, UsageError> {
     let matrix = resolve(config, machine, numa_policy::memory_nodes().as_deref())?;
     let (n_rows, n_columns) = (matrix.rows.len(), matrix.columns.len());
-    let threads = matrix.threads;
-    let kernel = stream::find("read").expect("the registry has a read kernel");
     let isa = read_isa();
     let array_bytes = round_to_granule(config.bandwidth_bytes) as usize;
     let slots = (config.latency_bytes as usize / LINE).max(UNROLL);
-    let window_bytes = WINDOW_PAGES * 4096;
     let allowed = &machine.allowed_cpus;
-
-    let mut latency = vec![vec![f64::NAN; n_columns]; n_rows];
-    let mut random = vec![vec![f64::NAN; n_columns]; n_rows];
-    let mut bandwidth = vec![vec![f64::NAN; n_columns]; n_rows];
-    let mut overlap = vec![vec![1.0; n_columns]; n_rows];
-    let mut placement = vec![vec![None; n_columns]; n_rows];
-    let mut max_spread = 0f64;
-    let mut summarise = |samples: &[f64]| -> f64 {
-        let summary = Summary::of(samples).expect("every cell has trials");
-        max_spread = max_spread.max(summary.spread_pct());
-        summary.median
+    let full = |value| vec![vec![value; n_columns]; n_rows];
+    let mut cells = Cells {
+        latency: full(f64::NAN),
+        random: full(f64::NAN),
+        bandwidth: full(f64::NAN),
+        overlap: full(1.0),
+        placement: vec![vec![None; n_columns]; n_rows],
+        // Whether pages are bound; on one node a system that refuses mbind leaves them
+        // unbound (they can only be local), and the note says why.
+        unbound: None,
+        latency_bytes: (slots * LINE) as u64,
+        bandwidth_bytes: array_bytes as u64,
+        isa,
+        max_spread_pct: 0.0,
     };
-    // Whether pages are bound; on one node a system that refuses mbind leaves them unbound
-    // (they can only be local), and the note says why.
-    let mut unbound: Option<String> = None;
-
     progress.start("NUMA node × node", (n_rows * n_columns) as u64);
     for (j, column_node) in matrix.columns.iter().enumerate() {
         progress.message(&format!("memory on node {}", column_node.id));
@@ -157,104 +153,150 @@ pub fn measure(
                 Arena::new_on_node(Bytes(config.latency_bytes), config.pages, node)
             })
         };
-        let chase_buffer = match map_chase(unbound.is_none().then_some(column_node.id)) {
+        let chase_buffer = match map_chase(cells.unbound.is_none().then_some(column_node.id)) {
             Err(UsageError::Unsupported(reason))
                 if n_rows * n_columns == 1 && machine.numa_nodes.len() <= 1 =>
             {
-                unbound = Some(reason);
+                cells.unbound = Some(reason);
                 map_chase(None)?
             }
             result => result?,
         };
-        let bind_to = unbound.is_none().then_some(column_node.id);
-        let seed = config.seed ^ ((column_node.id as u64) << 32);
-
-        // Latency, page-local then random; each chain continues from cell to cell.
-        for (order, cells) in [
-            (ChaseOrder::PageLocal { window_bytes }, &mut latency),
-            (ChaseOrder::Random, &mut random),
-        ] {
-            let buffer = &chase_buffer;
-            let mut position = on_cpu(builder, allowed, || Ok(build(buffer, slots, order, seed)))?;
-            for (i, row_node) in matrix.rows.iter().enumerate() {
-                progress.message(&format!(
-                    "latency, {order} chase: node {} → node {}",
-                    row_node.id, column_node.id
-                ));
-                let (trials, next) = on_cpu(Some(row_node.cpus[0]), allowed, || {
-                    Ok(chase_trials(
-                        position,
-                        timer,
-                        config.trial_ns,
-                        config.repetitions,
-                    ))
-                })?;
-                position = next;
-                cells[i][j] = summarise(&trials);
-            }
-        }
-
+        let bind_to = cells.unbound.is_none().then_some(column_node.id);
+        let column = Column {
+            j,
+            node: column_node.id,
+            builder,
+            bind_to,
+        };
+        latency_column(
+            config,
+            (&matrix, &column),
+            &chase_buffer,
+            (timer, progress, allowed),
+            &mut cells,
+        )?;
         let chase_placement = bind_to.and_then(|node| fractions_on_node([&chase_buffer], node));
         drop(chase_buffer);
-
-        // Read bandwidth.
-        let readers = on_cpu(builder, allowed, || {
-            reader_buffers(config, bind_to, threads, array_bytes)
-        })?;
-        let job = ReadJob {
-            kernel,
-            isa,
-            array_bytes,
-            readers: &readers,
-        };
-        for (i, row_node) in matrix.rows.iter().enumerate() {
-            progress.message(&format!(
-                "read bandwidth: node {} → node {}",
-                row_node.id, column_node.id
-            ));
-            let timings = run_jobs(
-                &row_node.cpus[..threads],
-                Bytes(4096),
-                PagePolicy::Base,
-                timer,
-                TrialPolicy {
-                    trial_ns: config.trial_ns,
-                    trials: config.repetitions,
-                },
-                &[&job],
-                &|_| {},
-            )?;
-            let timing = &timings[0];
-            let bytes =
-                kernel.bytes_per_pass(array_bytes) as f64 * timing.repeats as f64 * threads as f64;
-            let rates: Vec<f64> = timing.trials_ns.iter().map(|&ns| bytes / ns).collect();
-            bandwidth[i][j] = summarise(&rates);
-            overlap[i][j] = timing.concurrency().overlap;
-            // The cell's buffers: the chase (checked after its cells) and the readers' now.
-            if let (Some(node), Some(chase)) = (bind_to, &chase_placement) {
-                placement[i][j] = fractions_on_node(&readers, node).map(|readers| {
-                    let all: Vec<f64> = chase.iter().chain(&readers).copied().collect();
-                    all.iter().sum::<f64>() / all.len() as f64
-                });
-            }
-            progress.advance();
-        }
+        bandwidth_column(
+            config,
+            (&matrix, &column),
+            chase_placement.as_deref(),
+            (timer, progress, allowed),
+            &mut cells,
+        )?;
     }
     progress.finish();
-
-    let cells = Cells {
-        latency,
-        random,
-        bandwidth,
-        overlap,
-        placement,
-        unbound,
-        latency_bytes: (slots * LINE) as u64,
-        bandwidth_bytes: array_bytes as u64,
-        isa,
-        max_spread_pct: max_spread,
-    };
     Ok(finish(machine, &matrix, cells))
+}
+
+/// The column being measured: its index, its node, the CPU that maps and touches its
+/// buffers, and the node they are bound to (none where the system refuses).
+struct Column {
+    j: usize,
+    node: usize,
+    builder: Option<usize>,
+    bind_to: Option<usize>,
+}
+
+/// The column's latency cells from every row, page-local then random; each chain
+/// continues from cell to cell.
+fn latency_column(
+    config: &NumaConfig,
+    (matrix, column): (&Matrix, &Column),
+    chase_buffer: &Arena,
+    (timer, progress, allowed): (&Timer, &Progress, &[usize]),
+    cells: &mut Cells,
+) -> Result<(), UsageError> {
+    let slots = cells.latency_bytes as usize / LINE;
+    let seed = config.seed ^ ((column.node as u64) << 32);
+    let window_bytes = WINDOW_PAGES * 4096;
+    for (order, random) in [
+        (ChaseOrder::PageLocal { window_bytes }, false),
+        (ChaseOrder::Random, true),
+    ] {
+        let mut position = on_cpu(column.builder, allowed, || {
+            Ok(build(chase_buffer, slots, order, seed))
+        })?;
+        for (i, row_node) in matrix.rows.iter().enumerate() {
+            progress.message(&format!(
+                "latency, {order} chase: node {} → node {}",
+                row_node.id, column.node
+            ));
+            let (trials, next) = on_cpu(Some(row_node.cpus[0]), allowed, || {
+                Ok(chase_trials(
+                    position,
+                    timer,
+                    config.trial_ns,
+                    config.repetitions,
+                ))
+            })?;
+            position = next;
+            let value = cells.summarise(&trials);
+            let matrix = if random {
+                &mut cells.random
+            } else {
+                &mut cells.latency
+            };
+            matrix[i][column.j] = value;
+        }
+    }
+    Ok(())
+}
+
+/// The column's read-bandwidth cells from every row, and the share of each cell's
+/// buffers on the column's node (the chase's, checked after its cells, and the readers').
+fn bandwidth_column(
+    config: &NumaConfig,
+    (matrix, column): (&Matrix, &Column),
+    chase_placement: Option<&[f64]>,
+    (timer, progress, allowed): (&Timer, &Progress, &[usize]),
+    cells: &mut Cells,
+) -> Result<(), UsageError> {
+    let (threads, array_bytes) = (matrix.threads, cells.bandwidth_bytes as usize);
+    let kernel = stream::find("read").expect("the registry has a read kernel");
+    let readers = on_cpu(column.builder, allowed, || {
+        reader_buffers(config, column.bind_to, threads, array_bytes)
+    })?;
+    let job = ReadJob {
+        kernel,
+        isa: cells.isa,
+        array_bytes,
+        readers: &readers,
+    };
+    let j = column.j;
+    for (i, row_node) in matrix.rows.iter().enumerate() {
+        progress.message(&format!(
+            "read bandwidth: node {} → node {}",
+            row_node.id, column.node
+        ));
+        let timings = run_jobs(
+            &row_node.cpus[..threads],
+            Bytes(4096),
+            PagePolicy::Base,
+            timer,
+            TrialPolicy {
+                trial_ns: config.trial_ns,
+                trials: config.repetitions,
+            },
+            &[&job],
+            &|_| {},
+        )?;
+        let timing = &timings[0];
+        let bytes =
+            kernel.bytes_per_pass(array_bytes) as f64 * timing.repeats as f64 * threads as f64;
+        let rates: Vec<f64> = timing.trials_ns.iter().map(|&ns| bytes / ns).collect();
+        cells.bandwidth[i][j] = cells.summarise(&rates);
+        cells.overlap[i][j] = timing.concurrency().overlap;
+        if let (Some(node), Some(chase)) = (column.bind_to, chase_placement) {
+            cells.placement[i][j] = fractions_on_node(&readers, node).map(|readers| {
+                let all: Vec<f64> = chase.iter().chain(&readers).copied().collect();
+                all.iter().sum::<f64>() / all.len() as f64
+            });
+        }
+        progress.advance();
+    }
+    Ok(())
 }
 
 /// What a run measured: the matrices [row][column] and how.
@@ -270,6 +312,15 @@ struct Cells {
     bandwidth_bytes: u64,
     isa: Isa,
     max_spread_pct: f64,
+}
+
+impl Cells {
+    /// The median of a cell's trials, its spread kept if it is the largest so far.
+    fn summarise(&mut self, samples: &[f64]) -> f64 {
+        let summary = Summary::of(samples).expect("every cell has trials");
+        self.max_spread_pct = self.max_spread_pct.max(summary.spread_pct());
+        summary.median
+    }
 }
 
 /// The result from the measured cells: the distances, labels and firmware figures of the

@@ -47,59 +47,13 @@ pub(super) fn resolve(
     machine: &Machine,
     with_memory: Option<&[usize]>,
 ) -> Result<Matrix, UsageError> {
-    let known: Vec<usize> = machine.numa_nodes.iter().map(|n| n.id).collect();
-    // The selected nodes once each, in the machine's order.
-    let mut selected = Vec::new();
-    for &id in &config.nodes {
-        if !known.contains(&id) {
-            return Err(UsageError::InvalidValue {
-                flag: "--nodes",
-                value: id.to_string(),
-                expected: format!("NUMA nodes of this machine: {}", format_cpu_list(&known)),
-            });
-        }
-    }
-    for (index, node) in machine.numa_nodes.iter().enumerate() {
-        if config.nodes.contains(&node.id) {
-            selected.push(index);
-        }
-    }
-
+    let selected = selected_nodes(config, machine)?;
     let mut rows = Vec::new();
     let mut memory = Vec::new();
     let mut notes = Vec::new();
     for &index in &selected {
-        let node = &machine.numa_nodes[index];
-        let id = node.id;
-        let allowed: Vec<usize> = node
-            .cpus
-            .iter()
-            .copied()
-            .filter(|c| machine.allowed_cpus.contains(c))
-            .collect();
-        let has_memory =
-            node.memory_total_bytes > 0 && with_memory.is_none_or(|usable| usable.contains(&id));
-        match (allowed.is_empty(), has_memory) {
-            (true, false) => notes.push(format!(
-                "node {id} has neither CPUs nor memory this process may use: left out"
-            )),
-            (false, false) => notes.push(format!(
-                "node {id} has no memory this process may use: a row only"
-            )),
-            // A node with CPUs of its own that this process may not use; a CPU-less node
-            // (CXL, HBM) is a column by nature and needs no note.
-            (true, true) if !node.cpus.is_empty() => notes.push(format!(
-                "node {id} has no CPUs this process may use: a column only"
-            )),
-            _ => {}
-        }
-        if !allowed.is_empty() {
-            rows.push(RowNode {
-                id,
-                index,
-                cpus: use_order(&allowed, &machine.smt_sibling_groups),
-            });
-        }
+        let (row, has_memory) = role(machine, index, with_memory, &mut notes);
+        rows.extend(row);
         if has_memory {
             memory.push(index);
         }
@@ -142,26 +96,83 @@ pub(super) fn resolve(
         })
         .collect();
 
-    let fewest = rows.iter().map(|n| n.cpus.len()).min().unwrap_or(1);
-    let threads = match config.threads_per_node {
-        NodeThreads::All => fewest,
-        NodeThreads::Count(n) if n <= fewest => n,
-        NodeThreads::Count(n) => {
-            return Err(UsageError::InvalidValue {
-                flag: "--threads",
-                value: n.to_string(),
-                expected: format!(
-                    "at most {fewest}, the fewest CPUs this process may use on one node, or 'all'"
-                ),
-            })
-        }
-    };
+    let threads = threads_per_row(config.threads_per_node, &rows)?;
     Ok(Matrix {
         rows,
         columns,
         threads,
         notes,
     })
+}
+
+/// The indices of the nodes `--nodes` selects, once each, in the machine's order; each
+/// must exist.
+fn selected_nodes(config: &NumaConfig, machine: &Machine) -> Result<Vec<usize>, UsageError> {
+    let known: Vec<usize> = machine.numa_nodes.iter().map(|n| n.id).collect();
+    if let Some(id) = config.nodes.iter().find(|id| !known.contains(id)) {
+        return Err(UsageError::InvalidValue {
+            flag: "--nodes",
+            value: id.to_string(),
+            expected: format!("NUMA nodes of this machine: {}", format_cpu_list(&known)),
+        });
+    }
+    Ok((machine.numa_nodes.iter().enumerate())
+        .filter(|(_, node)| config.nodes.contains(&node.id))
+        .map(|(index, _)| index)
+        .collect())
+}
+
+/// What the node at `index` can be: a row where it has CPUs this process may use, a
+/// column where it has memory it may use; what it cannot be, noted.
+fn role(
+    machine: &Machine,
+    index: usize,
+    with_memory: Option<&[usize]>,
+    notes: &mut Vec<String>,
+) -> (Option<RowNode>, bool) {
+    let node = &machine.numa_nodes[index];
+    let id = node.id;
+    let allowed: Vec<usize> = (node.cpus.iter().copied())
+        .filter(|c| machine.allowed_cpus.contains(c))
+        .collect();
+    let has_memory =
+        node.memory_total_bytes > 0 && with_memory.is_none_or(|usable| usable.contains(&id));
+    match (allowed.is_empty(), has_memory) {
+        (true, false) => notes.push(format!(
+            "node {id} has neither CPUs nor memory this process may use: left out"
+        )),
+        (false, false) => notes.push(format!(
+            "node {id} has no memory this process may use: a row only"
+        )),
+        // A node with CPUs of its own that this process may not use; a CPU-less node
+        // (CXL, HBM) is a column by nature and needs no note.
+        (true, true) if !node.cpus.is_empty() => notes.push(format!(
+            "node {id} has no CPUs this process may use: a column only"
+        )),
+        _ => {}
+    }
+    let row = (!allowed.is_empty()).then(|| RowNode {
+        id,
+        index,
+        cpus: use_order(&allowed, &machine.smt_sibling_groups),
+    });
+    (row, has_memory)
+}
+
+/// The threads each row runs: `--threads`, at most the fewest CPUs of a row.
+fn threads_per_row(asked: NodeThreads, rows: &[RowNode]) -> Result<usize, UsageError> {
+    let fewest = rows.iter().map(|n| n.cpus.len()).min().unwrap_or(1);
+    match asked {
+        NodeThreads::All => Ok(fewest),
+        NodeThreads::Count(n) if n <= fewest => Ok(n),
+        NodeThreads::Count(n) => Err(UsageError::InvalidValue {
+            flag: "--threads",
+            value: n.to_string(),
+            expected: format!(
+                "at most {fewest}, the fewest CPUs this process may use on one node, or 'all'"
+            ),
+        }),
+    }
 }
 
 /// The row nearest to the memory node at `index`: the node itself when it is a row; else

@@ -294,51 +294,11 @@ mod measure {
             scratch: Box::new(Scratch([0; SCRATCH_BYTES])),
         };
         let cycles = |ns: f64| core_hz.map_or(f64::NAN, |hz| ns * hz / 1e9);
-
-        let coarse_step = if config.quick { 32 } else { 16 };
-        let coarse: Vec<u32> = (0..=config.max_k).step_by(coarse_step as usize).collect();
         let mut rows = Vec::new();
         let mut structures = Vec::new();
         for &filler in &config.fillers {
-            let refine_points = (2 * coarse_step / FINE_STEP) as u64;
-            progress.start(
-                &format!("rob: {} fillers", filler.name()),
-                coarse.len() as u64 + refine_points,
-            );
-            let mut points: BTreeMap<u32, Point> = BTreeMap::new();
-            // Measures K (again, when `again`: a point near a cliff is re-measured in each
-            // refinement round, so a burst of noise cannot pin the cliff to itself).
-            let mut measure_at = |k: u32, points: &mut BTreeMap<u32, Point>, again: bool| {
-                if again || !points.contains_key(&k) {
-                    if let Some(point) = measure_point(filler, k, &mut chains, timer, config) {
-                        points.insert(k, point);
-                    }
-                }
-                progress.advance();
-            };
-            for &k in &coarse {
-                measure_at(k, &mut points, false);
-            }
-            let curve = |points: &BTreeMap<u32, Point>| {
-                let ks: Vec<u32> = points.keys().copied().collect();
-                let ns: Vec<f64> = points.values().map(|p| p.ns).collect();
-                find_cliff(&ks, &ns)
-            };
-            let mut cliff = curve(&points);
-            // Refine around the cliff until a round leaves it where it was.
-            for _ in 0..REFINE_ROUNDS {
-                let Some(before) = cliff else { break };
-                let from = before.k.saturating_sub(coarse_step);
-                let to = (before.k + coarse_step).min(config.max_k);
-                for k in (from..=to).step_by(FINE_STEP as usize) {
-                    measure_at(k, &mut points, true);
-                }
-                cliff = curve(&points).or(cliff);
-                if cliff.map(|c| c.k) == Some(before.k) {
-                    break;
-                }
-            }
-            rows.extend(points.iter().map(|(&k, p)| RobRow {
+            let (curve, cliff) = filler_curve(filler, config, &mut chains, timer, progress);
+            rows.extend(curve.iter().map(|(&k, p)| RobRow {
                 filler,
                 k,
                 ns_per_iter: p.ns,
@@ -377,6 +337,57 @@ mod measure {
             }
         }
         result
+    }
+
+    /// One filler's curve: coarse points up to the largest K, then rounds of fine points
+    /// around the cliff until a round leaves it where it was; the points and the cliff.
+    fn filler_curve(
+        filler: Filler,
+        config: &RobConfig,
+        chains: &mut Chains,
+        timer: &Timer,
+        progress: &Progress,
+    ) -> (BTreeMap<u32, Point>, Option<Cliff>) {
+        let coarse_step = if config.quick { 32 } else { 16 };
+        let coarse: Vec<u32> = (0..=config.max_k).step_by(coarse_step as usize).collect();
+        let refine_points = (2 * coarse_step / FINE_STEP) as u64;
+        progress.start(
+            &format!("rob: {} fillers", filler.name()),
+            coarse.len() as u64 + refine_points,
+        );
+        let mut points: BTreeMap<u32, Point> = BTreeMap::new();
+        // Measures K (again, when `again`: a point near a cliff is re-measured in each
+        // refinement round, so a burst of noise cannot pin the cliff to itself).
+        let mut measure_at = |k: u32, points: &mut BTreeMap<u32, Point>, again: bool| {
+            if again || !points.contains_key(&k) {
+                if let Some(point) = measure_point(filler, k, chains, timer, config) {
+                    points.insert(k, point);
+                }
+            }
+            progress.advance();
+        };
+        for &k in &coarse {
+            measure_at(k, &mut points, false);
+        }
+        let curve = |points: &BTreeMap<u32, Point>| {
+            let ks: Vec<u32> = points.keys().copied().collect();
+            let ns: Vec<f64> = points.values().map(|p| p.ns).collect();
+            find_cliff(&ks, &ns)
+        };
+        let mut cliff = curve(&points);
+        for _ in 0..REFINE_ROUNDS {
+            let Some(before) = cliff else { break };
+            let from = before.k.saturating_sub(coarse_step);
+            let to = (before.k + coarse_step).min(config.max_k);
+            for k in (from..=to).step_by(FINE_STEP as usize) {
+                measure_at(k, &mut points, true);
+            }
+            cliff = curve(&points).or(cliff);
+            if cliff.map(|c| c.k) == Some(before.k) {
+                break;
+            }
+        }
+        (points, cliff)
     }
 
     /// One point of a curve: sizes the iteration count from a short run so a trial lasts
@@ -445,32 +456,7 @@ mod measure {
         };
         let ks: Vec<u32> = (0..=max_k).step_by(step as usize).collect();
         let base = arena.as_ptr() as *const u8;
-        let cell = |n: u32, k: u32| -> Option<SerializedRow> {
-            let displacements = &lines[..n as usize];
-            let block = SerializedBlock::new(displacements, k).ok()?;
-            let mut ticks: Vec<f64> = Vec::with_capacity(calls);
-            for call in 0..=calls {
-                // SAFETY: every displacement is a line inside the arena.
-                let t = unsafe {
-                    for &d in displacements {
-                        _mm_clflush(base.add(d as usize));
-                    }
-                    _mm_mfence();
-                    block.run(base)
-                };
-                if call > 0 {
-                    ticks.push(t as f64);
-                }
-            }
-            let median_ticks = Summary::of(&ticks)?.median;
-            Some(SerializedRow {
-                misses: n,
-                k,
-                ns: timer.ticks_to_ns(median_ticks.round() as u64),
-                cycles: f64::NAN,
-            })
-        };
-
+        let cell = |n: u32, k: u32| serialized_cell(base, &lines[..n as usize], k, calls, timer);
         progress.start(
             "rob: serialised grid",
             (misses.len() * ks.len()) as u64 + 17,
@@ -516,6 +502,40 @@ mod measure {
             .collect();
         result.serialized_mlp = serialized_mlp(&at_zero);
         result.serialized = grid.into_values().collect();
+    }
+
+    /// One cell of the serialised grid: the median of `calls` timed runs (after one
+    /// untimed) of the block of K nops between the loads of `displacements`, flushed
+    /// before each run.
+    fn serialized_cell(
+        base: *const u8,
+        displacements: &[i32],
+        k: u32,
+        calls: usize,
+        timer: &Timer,
+    ) -> Option<SerializedRow> {
+        let block = SerializedBlock::new(displacements, k).ok()?;
+        let mut ticks: Vec<f64> = Vec::with_capacity(calls);
+        for call in 0..=calls {
+            // SAFETY: every displacement is a line inside the arena.
+            let t = unsafe {
+                for &d in displacements {
+                    _mm_clflush(base.add(d as usize));
+                }
+                _mm_mfence();
+                block.run(base)
+            };
+            if call > 0 {
+                ticks.push(t as f64);
+            }
+        }
+        let median_ticks = Summary::of(&ticks)?.median;
+        Some(SerializedRow {
+            misses: displacements.len() as u32,
+            k,
+            ns: timer.ticks_to_ns(median_ticks.round() as u64),
+            cycles: f64::NAN,
+        })
     }
 
     /// Byte offsets of random lines in distinct 4 KiB pages of the arena's first GiB (the

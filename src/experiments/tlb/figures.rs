@@ -12,83 +12,9 @@ use crate::view::figure::{ladder_step_pct, Better, Figure, Figures};
 
 impl Figures for TlbResult {
     fn figures(&self) -> Vec<Figure> {
-        let mut figures = Vec::new();
-        for level in &self.levels {
-            let (Some(entries), Some(reach)) = (level.entries, level.reach_bytes) else {
-                continue;
-            };
-            let page = level.page_bytes;
-            let key = format!("level.{page}.{}", level.name.replace(' ', "_"));
-            let what = format!("{}, {} pages", level.name, Bytes(page));
-            let labels = [
-                ("tlb", level.name.clone()),
-                ("page_bytes", page.to_string()),
-            ];
-            let pages: Vec<u64> = self.curve(page).iter().map(|r| r.pages).collect();
-            // Where the knee can land: one step of the ladder, or the whole rise where the
-            // curve climbs over a range of page counts.
-            let ladder = ladder_step_pct(&pages, entries).unwrap_or(f64::NAN);
-            let rise = level.transition_pages.map_or(f64::NAN, |(lo, hi)| {
-                (hi as f64 / lo.max(1) as f64 - 1.0) * 100.0
-            });
-            let step = ladder.max(rise);
-            figures.push(
-                Figure::new(
-                    "tlb",
-                    format!("{key}.entries"),
-                    format!("{what}: entries"),
-                    "",
-                    entries as f64,
-                    Better::Neither,
-                )
-                .step(step)
-                .metric(
-                    "tlb_entries",
-                    "Pages a TLB level holds, from the knee of the page-count curve",
-                    &labels,
-                    1.0,
-                ),
-            );
-            figures.push(
-                Figure::new(
-                    "tlb",
-                    format!("{key}.reach_bytes"),
-                    format!("{what}: reach"),
-                    "bytes",
-                    reach as f64,
-                    Better::Neither,
-                )
-                .step(step)
-                .metric(
-                    "tlb_reach_bytes",
-                    "Memory a TLB level covers: its entries times the page size",
-                    &labels,
-                    1.0,
-                ),
-            );
-            if let Some(miss_ns) = level.miss_ns {
-                figures.push(
-                    Figure::new(
-                        "tlb",
-                        format!("{key}.miss_ns"),
-                        format!("{what}: miss cost"),
-                        "ns",
-                        miss_ns,
-                        Better::Lower,
-                    )
-                    .spread(miss_spread_pct(self, level, entries, miss_ns))
-                    .step(level.miss_ns_range.map_or(f64::NAN, |(lo, hi)| {
-                        (hi - lo) / miss_ns.abs().max(f64::MIN_POSITIVE) * 100.0
-                    }))
-                    .metric(
-                        "tlb_miss_seconds",
-                        "What a miss in a TLB level adds to a load over a hit in it",
-                        &labels,
-                        1e-9,
-                    ),
-                );
-            }
-        }
+        let mut figures: Vec<Figure> = (self.levels.iter())
+            .flat_map(|level| self.level_figures(level))
+            .collect();
         for s in &self.saxpy {
             figures.push(Figure::new(
                 "tlb",
@@ -123,6 +49,74 @@ impl Figures for TlbResult {
             ));
         }
         figures.retain(|f| f.value.is_finite());
+        figures
+    }
+}
+
+impl TlbResult {
+    /// A level's entries, reach and miss cost; none where its knee was not found.
+    fn level_figures(&self, level: &TlbLevel) -> Vec<Figure> {
+        let (Some(entries), Some(reach)) = (level.entries, level.reach_bytes) else {
+            return Vec::new();
+        };
+        let page = level.page_bytes;
+        let key = format!("level.{page}.{}", level.name.replace(' ', "_"));
+        let what = format!("{}, {} pages", level.name, Bytes(page));
+        let labels = [
+            ("tlb", level.name.clone()),
+            ("page_bytes", page.to_string()),
+        ];
+        let pages: Vec<u64> = self.curve(page).iter().map(|r| r.pages).collect();
+        // Where the knee can land: one step of the ladder, or the whole rise where the
+        // curve climbs over a range of page counts.
+        let ladder = ladder_step_pct(&pages, entries).unwrap_or(f64::NAN);
+        let rise = level.transition_pages.map_or(f64::NAN, |(lo, hi)| {
+            (hi as f64 / lo.max(1) as f64 - 1.0) * 100.0
+        });
+        let step = ladder.max(rise);
+        let figure = |name: &str, label: &str, unit: &str, value: f64, better: Better| {
+            let label = format!("{what}: {label}");
+            Figure::new("tlb", format!("{key}.{name}"), label, unit, value, better)
+        };
+        let mut figures = vec![
+            figure("entries", "entries", "", entries as f64, Better::Neither)
+                .step(step)
+                .metric(
+                    "tlb_entries",
+                    "Pages a TLB level holds, from the knee of the page-count curve",
+                    &labels,
+                    1.0,
+                ),
+            figure(
+                "reach_bytes",
+                "reach",
+                "bytes",
+                reach as f64,
+                Better::Neither,
+            )
+            .step(step)
+            .metric(
+                "tlb_reach_bytes",
+                "Memory a TLB level covers: its entries times the page size",
+                &labels,
+                1.0,
+            ),
+        ];
+        if let Some(miss_ns) = level.miss_ns {
+            figures.push(
+                figure("miss_ns", "miss cost", "ns", miss_ns, Better::Lower)
+                    .spread(miss_spread_pct(self, level, entries, miss_ns))
+                    .step(level.miss_ns_range.map_or(f64::NAN, |(lo, hi)| {
+                        (hi - lo) / miss_ns.abs().max(f64::MIN_POSITIVE) * 100.0
+                    }))
+                    .metric(
+                        "tlb_miss_seconds",
+                        "What a miss in a TLB level adds to a load over a hit in it",
+                        &labels,
+                        1e-9,
+                    ),
+            );
+        }
         figures
     }
 }

@@ -101,57 +101,63 @@ pub(super) fn find_tlb_levels(
             }
         }
         if let Some(next) = next {
-            let window: Vec<(u64, f64)> = all
-                .iter()
-                .copied()
-                .filter(|&(p, _)| p >= pages[plateau.first] && p < pages[next.first])
-                .collect();
-            let reference_at = |entries: u64| -> f64 {
-                value_near(&all, entries as f64 * MISS_REFERENCE_RATIO)
-                    .clamp(plateau.value, next.value.max(plateau.value))
-            };
-            let mut entries = pages[plateau.last];
-            for _ in 0..16 {
-                let midpoint = (plateau.value + reference_at(entries)) / 2.0;
-                let moved = window
-                    .iter()
-                    .rposition(|&(_, v)| v <= midpoint)
-                    .map_or(entries, |at| window[at].0);
-                if moved == entries {
-                    break;
-                }
-                entries = moved;
-            }
-            let above = all
-                .iter()
-                .find(|&&(p, _)| p > entries)
-                .map_or(pages[next.first], |&(p, _)| p);
-            let reference = reference_at(entries);
-            let rise = reference - plateau.value;
-            let leaves = window
-                .iter()
-                .position(|&(_, v)| v > plateau.value + rise / 4.0)
-                .map_or(entries, |at| window[at.saturating_sub(1)].0)
-                .min(entries);
-            let arrives = all
-                .iter()
-                .find(|&&(p, v)| p > entries && v >= plateau.value + rise * 3.0 / 4.0)
-                .map_or(above, |&(p, _)| p)
-                .max(above);
-            found.entries = Some(entries);
-            found.knee = Some((entries, above));
-            found.transition = Some((leaves, arrives));
-            let (a, b) = (
-                reference_at(leaves) - plateau.value,
-                reference_at(arrives) - plateau.value,
-            );
-            found.miss_range = Some((a.min(b), a.max(b)));
-            found.miss_ns = Some(reference - plateau.value);
-            walk_reference = Some(reference);
+            walk_reference = Some(read_knee(&mut found, (plateau, next), pages, &all));
         }
         levels.push(found);
     }
     levels
+}
+
+/// Finds the knee between `plateau` and the `next` one (on the points of the curve and the
+/// extra ones, `all`) and sets the level's entries, knee, transition and miss cost from it;
+/// the miss reference read there, which the walk's figure takes.
+fn read_knee(
+    found: &mut FoundTlbLevel,
+    (plateau, next): (&Plateau, &Plateau),
+    pages: &[u64],
+    all: &[(u64, f64)],
+) -> f64 {
+    let window: Vec<(u64, f64)> = (all.iter().copied())
+        .filter(|&(p, _)| p >= pages[plateau.first] && p < pages[next.first])
+        .collect();
+    let reference_at = |entries: u64| -> f64 {
+        value_near(all, entries as f64 * MISS_REFERENCE_RATIO)
+            .clamp(plateau.value, next.value.max(plateau.value))
+    };
+    let mut entries = pages[plateau.last];
+    for _ in 0..16 {
+        let midpoint = (plateau.value + reference_at(entries)) / 2.0;
+        let moved = (window.iter())
+            .rposition(|&(_, v)| v <= midpoint)
+            .map_or(entries, |at| window[at].0);
+        if moved == entries {
+            break;
+        }
+        entries = moved;
+    }
+    let above = (all.iter())
+        .find(|&&(p, _)| p > entries)
+        .map_or(pages[next.first], |&(p, _)| p);
+    let reference = reference_at(entries);
+    let rise = reference - plateau.value;
+    let leaves = (window.iter())
+        .position(|&(_, v)| v > plateau.value + rise / 4.0)
+        .map_or(entries, |at| window[at.saturating_sub(1)].0)
+        .min(entries);
+    let arrives = (all.iter())
+        .find(|&&(p, v)| p > entries && v >= plateau.value + rise * 3.0 / 4.0)
+        .map_or(above, |&(p, _)| p)
+        .max(above);
+    found.entries = Some(entries);
+    found.knee = Some((entries, above));
+    found.transition = Some((leaves, arrives));
+    let (a, b) = (
+        reference_at(leaves) - plateau.value,
+        reference_at(arrives) - plateau.value,
+    );
+    found.miss_range = Some((a.min(b), a.max(b)));
+    found.miss_ns = Some(rise);
+    reference
 }
 
 /// Merges plateaus so that at most `steps` steps remain, the TLBs' ends: data-cache

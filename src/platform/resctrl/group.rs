@@ -58,18 +58,8 @@ impl ResctrlGroup {
         let c_name = cstring(name)?;
         let path = resctrl.path.join(name);
         let root = resctrl.root.try_clone()?;
-        let exists = || {
-            io::Error::new(
-                io::ErrorKind::AlreadyExists,
-                format!(
-                    "{} exists already: memscope makes a group of its own and leaves others \
-                     alone",
-                    path.display()
-                ),
-            )
-        };
         if stat_at(root.as_raw_fd(), &c_name).is_ok() {
-            return Err(exists());
+            return Err(exists(&path));
         }
         // The name first: a SIGKILL right after the mkdir leaves a group the next start
         // knows to remove.
@@ -79,67 +69,22 @@ impl ResctrlGroup {
                 let _ = r.remove();
             }
         };
-        // SAFETY: `c_name` is NUL-terminated; mkdirat fails on an existing name (EEXIST),
-        // so a group made meanwhile by someone else is never taken over.
-        if let Err(error) = cvt(unsafe { libc::mkdirat(root.as_raw_fd(), c_name.as_ptr(), 0o755) })
-        {
+        if let Err(error) = make_dir(root.as_raw_fd(), &c_name, &path) {
             drop_record(&record);
-            return Err(match error.raw_os_error() {
-                Some(libc::EEXIST) => exists(),
-                Some(libc::ENOSPC) => io::Error::new(
-                    error.kind(),
-                    format!(
-                        "cannot make {}: every class of service (CLOSID) is in use by other \
-                         groups",
-                        path.display()
-                    ),
-                ),
-                _ => annotate(error, "cannot make", &path),
-            });
+            return Err(error);
         }
-        let made = stat_at(root.as_raw_fd(), &c_name);
-        let opened = open_at(
-            root.as_raw_fd(),
-            &c_name,
-            libc::O_RDONLY | libc::O_DIRECTORY,
-            0,
-        );
-        let (group, id) = match (made, opened) {
-            (Ok(made), Ok(group)) => match stat_fd(group.as_raw_fd()) {
-                Ok(st) if (st.st_dev, st.st_ino) == (made.st_dev, made.st_ino) => {
-                    (group, (st.st_dev, st.st_ino))
-                }
-                _ => {
-                    drop_record(&record);
-                    return Err(io::Error::other(format!(
-                        "the new group {} was replaced before memscope could open it",
-                        path.display()
-                    )));
-                }
-            },
-            (Err(e), _) | (_, Err(e)) => {
-                if remove_group(root.as_raw_fd(), &c_name, None, resctrl.fs).is_ok() {
+        let (group, id) = match open_made(root.as_raw_fd(), &c_name, &path) {
+            Ok(opened) => opened,
+            Err((error, made)) => {
+                // A group that could not be opened is removed again; one replaced meanwhile
+                // is not memscope's to remove.
+                if !made || remove_group(root.as_raw_fd(), &c_name, None, resctrl.fs).is_ok() {
                     drop_record(&record);
                 }
-                return Err(annotate(e, "cannot open", &path));
+                return Err(error);
             }
         };
-        let token = match (cleanup::install(), root.try_clone()) {
-            (Ok(()), Ok(root_copy)) => {
-                let (c_name, record, fs) = (c_name.clone(), record.clone(), resctrl.fs);
-                Some(cleanup::register(
-                    &format!("remove the resctrl group {}", path.display()),
-                    Box::new(move || {
-                        if remove_group(root_copy.as_raw_fd(), &c_name, Some(id), fs).is_ok() {
-                            if let Some(r) = &record {
-                                let _ = r.remove();
-                            }
-                        }
-                    }),
-                ))
-            }
-            _ => None,
-        };
+        let token = cleanup_token(&root, (&c_name, &path, id), record.clone(), resctrl.fs);
         // From here on, dropping the value removes the group and its entry.
         let group = ResctrlGroup {
             root,
@@ -170,7 +115,90 @@ impl ResctrlGroup {
         })?;
         Ok(group)
     }
+}
 
+/// The refusal of a group name that exists already.
+fn exists(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{} exists already: memscope makes a group of its own and leaves others alone",
+            path.display()
+        ),
+    )
+}
+
+/// Makes the group directory `name` under `root`, failing on an existing name (EEXIST),
+/// so that a group made meanwhile by someone else is never taken over.
+fn make_dir(root: RawFd, name: &CString, path: &Path) -> io::Result<()> {
+    // SAFETY: `name` is NUL-terminated.
+    cvt(unsafe { libc::mkdirat(root, name.as_ptr(), 0o755) })
+        .map(|_| ())
+        .map_err(|error| match error.raw_os_error() {
+            Some(libc::EEXIST) => exists(path),
+            Some(libc::ENOSPC) => io::Error::new(
+                error.kind(),
+                format!(
+                    "cannot make {}: every class of service (CLOSID) is in use by other groups",
+                    path.display()
+                ),
+            ),
+            _ => annotate(error, "cannot make", path),
+        })
+}
+
+/// The group just made, opened, and its (device, inode), checked to be the directory
+/// made; else the error, and whether the name is still the one memscope made (false:
+/// replaced before it could be opened).
+fn open_made(
+    root: RawFd,
+    name: &CString,
+    path: &Path,
+) -> Result<(OwnedFd, (u64, u64)), (io::Error, bool)> {
+    let made = stat_at(root, name);
+    let opened = open_at(root, name, libc::O_RDONLY | libc::O_DIRECTORY, 0);
+    match (made, opened) {
+        (Ok(made), Ok(group)) => match stat_fd(group.as_raw_fd()) {
+            Ok(st) if (st.st_dev, st.st_ino) == (made.st_dev, made.st_ino) => {
+                Ok((group, (st.st_dev, st.st_ino)))
+            }
+            _ => Err((
+                io::Error::other(format!(
+                    "the new group {} was replaced before memscope could open it",
+                    path.display()
+                )),
+                false,
+            )),
+        },
+        (Err(e), _) | (_, Err(e)) => Err((annotate(e, "cannot open", path), true)),
+    }
+}
+
+/// Removal of the group at exit or on a signal (and of its journal entry once removed),
+/// where the cleanup can be installed.
+fn cleanup_token(
+    root: &OwnedFd,
+    (name, path, id): (&CString, &Path, (u64, u64)),
+    record: Option<Record>,
+    fs: Fs,
+) -> Option<cleanup::Token> {
+    let (Ok(()), Ok(root_copy)) = (cleanup::install(), root.try_clone()) else {
+        return None;
+    };
+    let name = name.clone();
+    Some(cleanup::register(
+        &format!("remove the resctrl group {}", path.display()),
+        Box::new(move || {
+            if remove_group(root_copy.as_raw_fd(), &name, Some(id), fs).is_ok() {
+                if let Some(r) = &record {
+                    let _ = r.remove();
+                }
+            }
+        }),
+    ))
+}
+
+impl ResctrlGroup {
     pub fn path(&self) -> &Path {
         &self.path
     }

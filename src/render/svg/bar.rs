@@ -88,65 +88,18 @@ impl BarChart {
                 );
             }
         }
-        let n_cat = self
-            .categories
-            .len()
-            .max(self.series.iter().map(|s| s.1.len()).max().unwrap_or(0));
-        let n_series = self.series.len().max(1);
-        let value_attrs = format!("text-anchor=\"middle\" font-size=\"11\" fill=\"{TEXT_COLOR}\"");
-        if n_cat > 0 {
-            let group_w = plot_w / n_cat as f64;
-            let bar_w = (group_w * 0.8 / n_series as f64).max(1.0);
-            // Bars grow from zero when it is on the axis, else from the bottom edge.
-            let base = ym
-                .px(0.0)
-                .filter(|_| axis.scale == Scale::Linear)
-                .unwrap_or(py1);
-            for c in 0..n_cat {
-                let gx = px0 + c as f64 * group_w + group_w * 0.1;
-                for (i, s) in self.series.iter().enumerate() {
-                    let Some(&v) = s.1.get(c) else { continue };
-                    let Some(y) = ym.px(v) else { continue };
-                    let y = y.clamp(py0, py1);
-                    let x = gx + i as f64 * bar_w;
-                    let fill = color_attr("fill", &color(i));
-                    // A 2 px gap between bars, less when bars are thinner than 8 px.
-                    let gap = (bar_w * 0.25).min(2.0);
-                    let (top, h) = (y.min(base), (base - y).abs());
-                    svg.rect(x + gap / 2.0, top, bar_w - gap, h, &fill);
-                    // The whisker, and the value above it (or above the bar).
-                    let mut label_y = y.min(base);
-                    let bounds = (self.errors.iter())
-                        .find(|e| e.0 == i)
-                        .and_then(|e| e.1.get(c).copied())
-                        .and_then(|(lo, hi)| Some((ym.px(lo)?, ym.px(hi)?)));
-                    if let Some((lo, hi)) = bounds {
-                        let (lo, hi) = (lo.clamp(py0, py1), hi.clamp(py0, py1));
-                        let (cx, cap) = (x + bar_w / 2.0, (bar_w * 0.15).clamp(2.0, 8.0));
-                        let stroke = format!("stroke=\"{TEXT_COLOR}\" stroke-width=\"1.4\"");
-                        svg.line(cx, lo, cx, hi, &stroke);
-                        svg.line(cx - cap, lo, cx + cap, lo, &stroke);
-                        svg.line(cx - cap, hi, cx + cap, hi, &stroke);
-                        label_y = label_y.min(hi.min(lo));
-                    }
-                    if self.value_labels {
-                        let value = format_value(axis.format, v, self.value_decimals);
-                        svg.text(x + bar_w / 2.0, label_y - 4.0, &value, &value_attrs);
-                    }
-                }
-                if let Some(label) = categories.get(c) {
-                    let x = px0 + (c as f64 + 0.5) * group_w;
-                    if slanted {
-                        let attrs = format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\"");
-                        svg.text_rotated(x, py1 + 6.0 + FONT * 0.6, -SLANT, label, &attrs);
-                    } else {
-                        svg.label(x, py1 + 6.0 + FONT, label, "middle", MUTED_TEXT_COLOR);
-                    }
-                }
-            }
-        }
+        let plot = Plot {
+            px0,
+            px1,
+            py0,
+            py1,
+            ym,
+        };
+        self.draw_groups(&mut svg, &plot, &categories, slanted);
         for (value, label) in &self.references {
-            let Some(y) = ym.px(*value) else { continue };
+            let Some(y) = plot.ym.px(*value) else {
+                continue;
+            };
             let dashed = format!(
                 "stroke=\"{REFERENCE_COLOR}\" stroke-width=\"1.2\" stroke-dasharray=\"5 4\""
             );
@@ -163,6 +116,86 @@ impl BarChart {
         draw_legend(&mut svg, &entries, width, height, px0);
         svg.finish()
     }
+
+    /// Each category's bars with their whiskers and values, and its label under them.
+    fn draw_groups(&self, svg: &mut Svg, plot: &Plot, categories: &[String], slanted: bool) {
+        let (px0, py0, py1, ym) = (plot.px0, plot.py0, plot.py1, &plot.ym);
+        let n_cat =
+            (self.categories.len()).max(self.series.iter().map(|s| s.1.len()).max().unwrap_or(0));
+        if n_cat == 0 {
+            return;
+        }
+        let n_series = self.series.len().max(1);
+        let group_w = (plot.px1 - px0) / n_cat as f64;
+        let bar_w = (group_w * 0.8 / n_series as f64).max(1.0);
+        // Bars grow from zero when it is on the axis, else from the bottom edge.
+        let base = (ym.px(0.0))
+            .filter(|_| self.y_axis.scale == Scale::Linear)
+            .unwrap_or(py1);
+        for c in 0..n_cat {
+            let gx = px0 + c as f64 * group_w + group_w * 0.1;
+            for (i, s) in self.series.iter().enumerate() {
+                let Some(&v) = s.1.get(c) else { continue };
+                let Some(y) = ym.px(v) else { continue };
+                let x = gx + i as f64 * bar_w;
+                self.draw_bar(svg, plot, (i, c, v), (x, y.clamp(py0, py1), bar_w, base));
+            }
+            if let Some(label) = categories.get(c) {
+                let x = px0 + (c as f64 + 0.5) * group_w;
+                if slanted {
+                    let attrs = format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\"");
+                    svg.text_rotated(x, py1 + 6.0 + FONT * 0.6, -SLANT, label, &attrs);
+                } else {
+                    svg.label(x, py1 + 6.0 + FONT, label, "middle", MUTED_TEXT_COLOR);
+                }
+            }
+        }
+    }
+
+    /// Series `i`'s bar of value `v` in category `c` at `x`, its top at `y`: the bar, its
+    /// whisker, and the value above them.
+    fn draw_bar(
+        &self,
+        svg: &mut Svg,
+        plot: &Plot,
+        (i, c, v): (usize, usize, f64),
+        (x, y, bar_w, base): (f64, f64, f64, f64),
+    ) {
+        let (py0, py1, ym) = (plot.py0, plot.py1, &plot.ym);
+        let fill = color_attr("fill", &series_color(&self.series[i].2, i));
+        // A 2 px gap between bars, less when bars are thinner than 8 px.
+        let gap = (bar_w * 0.25).min(2.0);
+        let (top, h) = (y.min(base), (base - y).abs());
+        svg.rect(x + gap / 2.0, top, bar_w - gap, h, &fill);
+        let mut label_y = y.min(base);
+        let bounds = (self.errors.iter())
+            .find(|e| e.0 == i)
+            .and_then(|e| e.1.get(c).copied())
+            .and_then(|(lo, hi)| Some((ym.px(lo)?, ym.px(hi)?)));
+        if let Some((lo, hi)) = bounds {
+            let (lo, hi) = (lo.clamp(py0, py1), hi.clamp(py0, py1));
+            let (cx, cap) = (x + bar_w / 2.0, (bar_w * 0.15).clamp(2.0, 8.0));
+            let stroke = format!("stroke=\"{TEXT_COLOR}\" stroke-width=\"1.4\"");
+            svg.line(cx, lo, cx, hi, &stroke);
+            svg.line(cx - cap, lo, cx + cap, lo, &stroke);
+            svg.line(cx - cap, hi, cx + cap, hi, &stroke);
+            label_y = label_y.min(hi.min(lo));
+        }
+        if self.value_labels {
+            let value = format_value(self.y_axis.format, v, self.value_decimals);
+            let attrs = format!("text-anchor=\"middle\" font-size=\"11\" fill=\"{TEXT_COLOR}\"");
+            svg.text(x + bar_w / 2.0, label_y - 4.0, &value, &attrs);
+        }
+    }
+}
+
+/// The plot area (pixels) and the value axis' mapping.
+struct Plot {
+    px0: f64,
+    px1: f64,
+    py0: f64,
+    py1: f64,
+    ym: Mapper,
 }
 
 #[cfg(test)]

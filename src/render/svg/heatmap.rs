@@ -47,20 +47,62 @@ fn heat_color(t: f64) -> (String, bool) {
 /// The narrowest cell drawn, however many columns there are.
 const MIN_CELL: f64 = 6.0;
 
+/// Where a heatmap's parts go: its cells, labels and colour bar.
+struct Layout {
+    n_rows: usize,
+    n_cols: usize,
+    scale: Scale,
+    lo: f64,
+    hi: f64,
+    top: f64,
+    left: f64,
+    cell_w: f64,
+    cell_h: f64,
+    /// The values fit in their cells (else they are the cells' tooltips).
+    values_shown: bool,
+    /// Column labels turned 45°, and only every `label_every`-th labelled.
+    rotate_cols: bool,
+    label_every: usize,
+    col_label_h: f64,
+    bar_h: f64,
+    ticks: super::axis::Ticks,
+    width: f64,
+    height: f64,
+}
+
 impl Heatmap {
     pub fn render(&self) -> String {
+        let layout = self.layout();
+        let mut svg = Svg::new(layout.width, layout.height, &self.title);
+        svg.title(layout.width, &self.title);
+        if layout.n_rows == 0 || layout.n_cols == 0 {
+            let (x, y) = (layout.width / 2.0, layout.top + 40.0);
+            svg.label(x, y, "no data", "middle", MUTED_TEXT_COLOR);
+            return svg.finish();
+        }
+        self.draw_cells(&mut svg, &layout);
+        self.draw_labels(&mut svg, &layout);
+        self.draw_colour_bar(&mut svg, &layout);
+        svg.finish()
+    }
+
+    /// The value at row `r`, column `c`; NaN where there is none.
+    fn value(&self, r: usize, c: usize) -> f64 {
+        (self.values.get(r))
+            .and_then(|row| row.get(c))
+            .copied()
+            .unwrap_or(f64::NAN)
+    }
+
+    /// A cell's text: empty for a missing value.
+    fn cell_text(&self, v: f64) -> String {
+        let text = v.is_finite().then(|| format_number(v, self.decimals));
+        text.unwrap_or_default()
+    }
+
+    fn layout(&self) -> Layout {
         let n_rows = self.rows.len().max(self.values.len());
-        let n_cols = self
-            .columns
-            .len()
-            .max(self.values.iter().map(Vec::len).max().unwrap_or(0));
-        let value = |r: usize, c: usize| {
-            self.values
-                .get(r)
-                .and_then(|row| row.get(c))
-                .copied()
-                .unwrap_or(f64::NAN)
-        };
+        let n_cols = (self.columns.len()).max(self.values.iter().map(Vec::len).max().unwrap_or(0));
         let scale = if self.log_color {
             Scale::Log10
         } else {
@@ -68,15 +110,8 @@ impl Heatmap {
         };
         let all: Vec<f64> = self.values.iter().flatten().copied().collect();
         let (lo, hi) = scale.extent(&all).unwrap_or((1.0, 10.0));
-        let color_map = Mapper::new(scale, lo, hi, 0.0, 1.0);
-        // An empty cell for a missing value.
-        let cell_text = |v: f64| {
-            let text = v.is_finite().then(|| format_number(v, self.decimals));
-            text.unwrap_or_default()
-        };
-
         let widest_col = widest(&self.columns);
-        let value_w = widest(all.iter().map(|&v| cell_text(v)));
+        let value_w = widest(all.iter().map(|&v| self.cell_text(v)));
         let natural_w = (value_w + 14.0).clamp(44.0, 120.0);
         let cell_h = 24.0;
 
@@ -89,8 +124,8 @@ impl Heatmap {
             .max(80.0)
             .max(text_width(&self.value_label, FONT) + 8.0);
         let ticks = make_ticks(scale, TickFormat::Number, lo, hi, bar_h, false);
-        let tick_w = ticks.label_width();
-        let right = 20.0 + 14.0 + 6.0 + tick_w + room(&self.value_label, FONT + 12.0) + 10.0;
+        let right =
+            20.0 + 14.0 + 6.0 + ticks.label_width() + room(&self.value_label, FONT + 12.0) + 10.0;
 
         // Many columns: narrower cells rather than an image the page scales down (and
         // its text with it); values that no longer fit are left to the colour and the
@@ -102,7 +137,6 @@ impl Heatmap {
         } else {
             natural_w
         };
-        let values_shown = value_w + 6.0 <= cell_w;
         // Column labels wider than a cell are turned 45° rather than overlapping, or,
         // when the cells were narrowed, thinned out.
         let rotate_cols = !narrowed && widest_col > cell_w - 6.0;
@@ -116,59 +150,76 @@ impl Heatmap {
         } else {
             FONT + 6.0
         };
-
         let grid_w = n_cols as f64 * cell_w;
-        let colorbar_x = left + grid_w + 20.0;
         let bottom = 6.0 + col_label_h + room(&self.x_label, FONT + 12.0) + 10.0;
-        let width = (left + grid_w + right).max(text_width(&self.title, TITLE_FONT) + 40.0);
-        let height = top + bar_h + bottom;
-
-        let mut svg = Svg::new(width, height, &self.title);
-        svg.title(width, &self.title);
-        if n_rows == 0 || n_cols == 0 {
-            let (x, y) = (width / 2.0, top + 40.0);
-            svg.label(x, y, "no data", "middle", MUTED_TEXT_COLOR);
-            return svg.finish();
+        Layout {
+            n_rows,
+            n_cols,
+            scale,
+            lo,
+            hi,
+            top,
+            left,
+            cell_w,
+            cell_h,
+            values_shown: value_w + 6.0 <= cell_w,
+            rotate_cols,
+            label_every,
+            col_label_h,
+            bar_h,
+            ticks,
+            width: (left + grid_w + right).max(text_width(&self.title, TITLE_FONT) + 40.0),
+            height: top + bar_h + bottom,
         }
-        for r in 0..n_rows {
-            let y = top + r as f64 * cell_h;
-            for c in 0..n_cols {
-                let x = left + c as f64 * cell_w;
-                let v = value(r, c);
+    }
+
+    /// The coloured cells, their values (or tooltips) and the row labels.
+    fn draw_cells(&self, svg: &mut Svg, l: &Layout) {
+        let color_map = Mapper::new(l.scale, l.lo, l.hi, 0.0, 1.0);
+        for r in 0..l.n_rows {
+            let y = l.top + r as f64 * l.cell_h;
+            for c in 0..l.n_cols {
+                let x = l.left + c as f64 * l.cell_w;
+                let v = self.value(r, c);
                 let (fill, white_text) = match color_map.px(v) {
                     Some(t) => heat_color(t),
                     None => ("#f3f4f6".to_string(), false),
                 };
                 let attrs = format!("fill=\"{fill}\" stroke=\"#ffffff\"");
-                let text = cell_text(v);
-                if values_shown || text.is_empty() {
-                    svg.rect(x, y, cell_w, cell_h, &attrs);
+                let text = self.cell_text(v);
+                if l.values_shown || text.is_empty() {
+                    svg.rect(x, y, l.cell_w, l.cell_h, &attrs);
                 } else {
                     let tooltip = match (self.rows.get(r), self.columns.get(c)) {
                         (Some(row), Some(col)) => format!("{row}, {col}: {text}"),
                         _ => text.clone(),
                     };
-                    svg.rect_with_tooltip(x, y, cell_w, cell_h, &attrs, &tooltip);
+                    svg.rect_with_tooltip(x, y, l.cell_w, l.cell_h, &attrs, &tooltip);
                 }
-                if values_shown && !text.is_empty() {
+                if l.values_shown && !text.is_empty() {
                     let color = if white_text { "#ffffff" } else { TEXT_COLOR };
-                    let (x, y) = (x + cell_w / 2.0, y + cell_h / 2.0 + FONT * 0.35);
+                    let (x, y) = (x + l.cell_w / 2.0, y + l.cell_h / 2.0 + FONT * 0.35);
                     svg.label(x, y, &text, "middle", color);
                 }
             }
             if let Some(label) = self.rows.get(r) {
-                let y = y + cell_h / 2.0 + FONT * 0.35;
-                svg.label(left - 6.0, y, label, "end", MUTED_TEXT_COLOR);
+                let y = y + l.cell_h / 2.0 + FONT * 0.35;
+                svg.label(l.left - 6.0, y, label, "end", MUTED_TEXT_COLOR);
             }
         }
-        let grid_bottom = top + n_rows as f64 * cell_h;
+    }
+
+    /// The column labels and the two axis titles.
+    fn draw_labels(&self, svg: &mut Svg, l: &Layout) {
+        let grid_bottom = l.top + l.n_rows as f64 * l.cell_h;
+        let grid_w = l.n_cols as f64 * l.cell_w;
         let turned = format!("text-anchor=\"end\" fill=\"{MUTED_TEXT_COLOR}\"");
-        for (c, label) in self.columns.iter().enumerate().take(n_cols) {
-            if c % label_every != 0 {
+        for (c, label) in self.columns.iter().enumerate().take(l.n_cols) {
+            if c % l.label_every != 0 {
                 continue;
             }
-            let x = left + (c as f64 + 0.5) * cell_w;
-            if rotate_cols {
+            let x = l.left + (c as f64 + 0.5) * l.cell_w;
+            if l.rotate_cols {
                 let y = grid_bottom + 6.0 + FONT * 0.7;
                 svg.text_rotated(x, y, -45.0, label, &turned);
             } else {
@@ -176,12 +227,17 @@ impl Heatmap {
                 svg.label(x, y, label, "middle", MUTED_TEXT_COLOR);
             }
         }
-        let y = grid_bottom + 6.0 + col_label_h + FONT + 6.0;
-        svg.axis_title(left + grid_w / 2.0, y, 0.0, &self.x_label);
-        let y = top + n_rows as f64 * cell_h / 2.0;
+        let y = grid_bottom + 6.0 + l.col_label_h + FONT + 6.0;
+        svg.axis_title(l.left + grid_w / 2.0, y, 0.0, &self.x_label);
+        let y = l.top + l.n_rows as f64 * l.cell_h / 2.0;
         svg.axis_title(10.0 + FONT, y, -90.0, &self.y_label);
+    }
 
-        // Colour bar: discrete steps rather than a gradient, which would need another id.
+    /// The colour bar, in discrete steps rather than a gradient (which would need another
+    /// id), with its ticks and title.
+    fn draw_colour_bar(&self, svg: &mut Svg, l: &Layout) {
+        let (top, bar_h) = (l.top, l.bar_h);
+        let colorbar_x = l.left + l.n_cols as f64 * l.cell_w + 20.0;
         let steps = 32;
         for k in 0..steps {
             let t = 1.0 - (k as f64 + 0.5) / steps as f64;
@@ -189,25 +245,19 @@ impl Heatmap {
                 top + k as f64 * bar_h / steps as f64,
                 bar_h / steps as f64 + 0.5,
             );
-            svg.rect(
-                colorbar_x,
-                y,
-                14.0,
-                h,
-                &format!("fill=\"{}\"", heat_color(t).0),
-            );
+            let fill = format!("fill=\"{}\"", heat_color(t).0);
+            svg.rect(colorbar_x, y, 14.0, h, &fill);
         }
         let frame = format!("fill=\"none\" stroke=\"{FRAME_COLOR}\"");
         svg.rect(colorbar_x, top, 14.0, bar_h, &frame);
-        let bar_map = Mapper::new(scale, lo, hi, top + bar_h, top);
-        for t in &ticks.major {
+        let bar_map = Mapper::new(l.scale, l.lo, l.hi, top + bar_h, top);
+        for t in &l.ticks.major {
             if let Some(y) = bar_map.px(t.value) {
                 svg.right_tick(colorbar_x + 14.0, y, &t.label, 6.0);
             }
         }
-        let x = colorbar_x + 20.0 + tick_w + 8.0 + FONT * 0.5;
+        let x = colorbar_x + 20.0 + l.ticks.label_width() + 8.0 + FONT * 0.5;
         svg.axis_title(x, top + bar_h / 2.0, 90.0, &self.value_label);
-        svg.finish()
     }
 }
 

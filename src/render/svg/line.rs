@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::axis::{make_ticks, Mapper};
+use super::axis::{make_ticks, Mapper, Ticks};
 use super::*;
 use crate::view::chart::{LineChart, MarkerStyle, VMarker};
 
@@ -42,12 +42,10 @@ impl LineChart {
         entries
     }
 
-    /// The complete `<svg>` element.
-    pub fn render(&self) -> String {
-        let (width, height) = (self.width, self.height);
-        let xs: Vec<f64> = self
-            .series
-            .iter()
+    /// The x values and the y values the axes must hold: the points, markers and bands,
+    /// and the error bars of drawable points.
+    fn extent_values(&self) -> (Vec<f64>, Vec<f64>) {
+        let xs: Vec<f64> = (self.series.iter())
             .flat_map(|s| s.points.iter().map(|p| p.0))
             .chain(self.markers.iter().map(|m| m.x))
             .chain(self.bands.iter().flat_map(|b| [b.x0, b.x1]))
@@ -64,6 +62,13 @@ impl LineChart {
                 }
             }
         }
+        (xs, ys)
+    }
+
+    /// The complete `<svg>` element.
+    pub fn render(&self) -> String {
+        let (width, height) = (self.width, self.height);
+        let (xs, ys) = self.extent_values();
         let (x_lo, x_hi) = self.x_axis.domain(&xs);
         let (y_lo, y_hi) = self.y_axis.domain(&ys);
 
@@ -120,19 +125,7 @@ impl LineChart {
         svg.title(width, &self.title);
 
         // Grid first, so everything else is drawn over it.
-        let minor = x_ticks.minor.iter().map(|&v| (v, MINOR_GRID_COLOR));
-        let major = x_ticks.major.iter().map(|t| (t.value, GRID_COLOR));
-        for (v, color) in minor.chain(major) {
-            if let Some(x) = xm.px(v) {
-                svg.line(x, py0, x, py1, &format!("stroke=\"{color}\""));
-            }
-        }
-        for t in &y_ticks.major {
-            if let Some(y) = ym.px(t.value) {
-                svg.line(px0, y, px1, y, &format!("stroke=\"{GRID_COLOR}\""));
-            }
-        }
-
+        draw_grid(&mut svg, (&xm, &ym), plot, (&x_ticks, &y_ticks));
         self.draw_bands(&mut svg, &xm, plot, &clip, width);
         self.draw_markers(&mut svg, &xm, (py0, py1), &clip);
         self.draw_series(&mut svg, &xm, &ym, &clip);
@@ -141,26 +134,7 @@ impl LineChart {
         let frame = format!("fill=\"none\" stroke=\"{FRAME_COLOR}\"");
         svg.rect(px0, py0, plot_w, plot_h, &frame);
 
-        // Axes: tick marks and labels.
-        let tick_attrs = format!("stroke=\"{FRAME_COLOR}\"");
-        for t in &x_ticks.major {
-            if let Some(x) = xm.px(t.value) {
-                svg.line(x, py1, x, py1 + 4.0, &tick_attrs);
-                svg.label(x, py1 + 6.0 + FONT, &t.label, "middle", MUTED_TEXT_COLOR);
-            }
-        }
-        for t in &y_ticks.major {
-            if let Some(y) = ym.px(t.value) {
-                svg.line(px0 - 4.0, y, px0, y, &tick_attrs);
-                svg.label(
-                    px0 - 7.0,
-                    y + FONT * 0.35,
-                    &t.label,
-                    "end",
-                    MUTED_TEXT_COLOR,
-                );
-            }
-        }
+        draw_axes(&mut svg, (&xm, &ym), plot, (&x_ticks, &y_ticks));
         svg.plot_titles(plot, &x_axis.label, &y_axis.label);
         if let Some((s, t)) = &secondary {
             let mut label_w: f64 = 0.0;
@@ -403,6 +377,50 @@ impl LineChart {
             }
         }
         svg.raw("</g>\n");
+    }
+}
+
+/// The grid lines: minor and major at the x ticks, major at the y ticks.
+fn draw_grid(
+    svg: &mut Svg,
+    (xm, ym): (&Mapper, &Mapper),
+    (px0, px1, py0, py1): (f64, f64, f64, f64),
+    (x_ticks, y_ticks): (&Ticks, &Ticks),
+) {
+    let minor = x_ticks.minor.iter().map(|&v| (v, MINOR_GRID_COLOR));
+    let major = x_ticks.major.iter().map(|t| (t.value, GRID_COLOR));
+    for (v, color) in minor.chain(major) {
+        if let Some(x) = xm.px(v) {
+            svg.line(x, py0, x, py1, &format!("stroke=\"{color}\""));
+        }
+    }
+    for t in &y_ticks.major {
+        if let Some(y) = ym.px(t.value) {
+            svg.line(px0, y, px1, y, &format!("stroke=\"{GRID_COLOR}\""));
+        }
+    }
+}
+
+/// The tick marks and their labels on the bottom and left axes.
+fn draw_axes(
+    svg: &mut Svg,
+    (xm, ym): (&Mapper, &Mapper),
+    (px0, _, _, py1): (f64, f64, f64, f64),
+    (x_ticks, y_ticks): (&Ticks, &Ticks),
+) {
+    let tick_attrs = format!("stroke=\"{FRAME_COLOR}\"");
+    for t in &x_ticks.major {
+        if let Some(x) = xm.px(t.value) {
+            svg.line(x, py1, x, py1 + 4.0, &tick_attrs);
+            svg.label(x, py1 + 6.0 + FONT, &t.label, "middle", MUTED_TEXT_COLOR);
+        }
+    }
+    for t in &y_ticks.major {
+        if let Some(y) = ym.px(t.value) {
+            svg.line(px0 - 4.0, y, px0, y, &tick_attrs);
+            let y = y + FONT * 0.35;
+            svg.label(px0 - 7.0, y, &t.label, "end", MUTED_TEXT_COLOR);
+        }
     }
 }
 
