@@ -61,8 +61,9 @@ fn profile_sweep_kernels() -> Vec<&'static KernelSpec> {
 /// handle, then opened with O_NOFOLLOW and checked to be a directory of ours, so a name
 /// someone planted meanwhile (a symlink to elsewhere) is refused, never written through.
 fn create_out_dir(dir: &std::path::Path) -> Result<(), String> {
+    use crate::platform::fs;
     use std::ffi::CString;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
 
     let name = dir
@@ -74,39 +75,26 @@ fn create_out_dir(dir: &std::path::Path) -> Result<(), String> {
         _ => std::path::Path::new("."),
     };
     let name_c = CString::new(name.as_bytes()).map_err(|_| "the path holds a NUL byte")?;
-    let parent_fd = crate::platform::fs::open_dir_path(parent).map_err(|error| match error.kind() {
+    let parent_fd = fs::open_dir_path(parent).map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => format!(
             "its parent '{}' does not exist (only the last part is created)",
             parent.display()
         ),
         _ => format!("its parent '{}' cannot be used: {error}", parent.display()),
     })?;
+    let parent_fd = parent_fd.as_raw_fd();
     // SAFETY: mkdirat reads a NUL-terminated name relative to a descriptor we own.
-    if unsafe { libc::mkdirat(parent_fd.as_raw_fd(), name_c.as_ptr(), 0o777) } != 0 {
-        let error = std::io::Error::last_os_error();
+    if let Err(error) = fs::cvt(unsafe { libc::mkdirat(parent_fd, name_c.as_ptr(), 0o777) }) {
         return Err(match error.raw_os_error() {
             Some(libc::EEXIST) => "something that is not a directory has that name".into(),
             _ => format!("cannot create it ({error})"),
         });
     }
-    let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: openat reads a NUL-terminated name relative to a descriptor we own.
-    let raw = unsafe { libc::openat(parent_fd.as_raw_fd(), name_c.as_ptr(), flags) };
-    if raw < 0 {
-        return Err(format!(
-            "it was replaced right after it was made ({})",
-            std::io::Error::last_os_error()
-        ));
-    }
-    // SAFETY: `raw` is a descriptor just opened and owned by nothing else.
-    let made = unsafe { OwnedFd::from_raw_fd(raw) };
-    // SAFETY: fstat fills the zeroed stat from a descriptor we own.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: as above.
-    if unsafe { libc::fstat(made.as_raw_fd(), &mut st) } != 0
-        || st.st_uid != crate::platform::journal::effective_uid()
-    {
-        return Err("it was replaced right after it was made by one not ours".into());
+    let made = fs::open_dir_at(parent_fd, &name_c)
+        .map_err(|error| format!("it was replaced right after it was made ({error})"))?;
+    match fs::stat_fd(made.as_raw_fd()) {
+        Ok(st) if st.st_uid == crate::platform::journal::effective_uid() => {}
+        _ => return Err("it was replaced right after it was made by one not ours".into()),
     }
     Ok(())
 }

@@ -257,10 +257,11 @@ pub(crate) fn resolve(path: &Path) -> Result<Resolved, String> {
             }
             Err(error) => return Err(format!("cannot look at it ({error})")),
         };
-        let meta = fstat(&handle).map_err(|error| format!("cannot look at it ({error})"))?;
+        let meta = fs::stat_fd(handle.as_raw_fd())
+            .map_err(|error| format!("cannot look at it ({error})"))?;
         match meta.st_mode & libc::S_IFMT {
             libc::S_IFLNK => {
-                let dir_meta = fstat(&dir)
+                let dir_meta = fs::stat_fd(dir.as_raw_fd())
                     .map_err(|error| format!("cannot look at its directory ({error})"))?;
                 fs::judge_link(&meta, &dir_meta)?;
                 if on_procfs(&dir) {
@@ -368,37 +369,6 @@ fn open_at(
     }
     // SAFETY: `fd` was just returned by openat, so it is open and owned by nobody else.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
-}
-
-fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero stat is a valid value of the plain C struct.
-    let mut meta: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat fills the struct it is given from a descriptor `fd` owns.
-    if unsafe { libc::fstat(fd.as_raw_fd(), &mut meta) } == 0 {
-        Ok(meta)
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
-/// The entry `name` in `dir`, not following a link.
-fn lstat_at(dir: &OwnedFd, name: &CStr) -> io::Result<libc::stat> {
-    // SAFETY: an all-zero stat is a valid value of the plain C struct.
-    let mut meta: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstatat reads the NUL-terminated name and fills the struct it is given.
-    let ok = unsafe {
-        libc::fstatat(
-            dir.as_raw_fd(),
-            name.as_ptr(),
-            &mut meta,
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    if ok == 0 {
-        Ok(meta)
-    } else {
-        Err(io::Error::last_os_error())
-    }
 }
 
 /// The kernel's own file systems, where a file is an interface, never a report:
@@ -542,7 +512,7 @@ impl Temporary {
                         cleanup::register(
                             &format!("remove the temporary file {name}"),
                             Box::new(move || {
-                                if unlink_at(&dir, &c_name).is_ok() {
+                                if fs::unlink_at(dir.as_raw_fd(), &c_name, 0).is_ok() {
                                     if let Some(record) = &record {
                                         let _ = record.remove();
                                     }
@@ -591,7 +561,7 @@ impl Temporary {
 impl Drop for Temporary {
     fn drop(&mut self) {
         let gone = self.renamed
-            || match unlink_at(&self.dir, &self.name) {
+            || match fs::unlink_at(self.dir.as_raw_fd(), &self.name, 0) {
                 Ok(()) => true,
                 Err(error) => error.kind() == io::ErrorKind::NotFound,
             };
@@ -602,16 +572,6 @@ impl Drop for Temporary {
         if let (true, Some(record)) = (gone, self.record.take()) {
             let _ = record.remove();
         }
-    }
-}
-
-fn unlink_at(dir: &OwnedFd, name: &CStr) -> io::Result<()> {
-    // SAFETY: unlinkat reads the NUL-terminated name relative to a descriptor `dir` owns;
-    // it removes a name, never follows one.
-    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
     }
 }
 
@@ -658,7 +618,7 @@ fn write_in_place(resolved: &Resolved, bytes: &[u8], wait: Duration) -> io::Resu
         }
     };
     if !magic {
-        let meta = fstat(&fd)?;
+        let meta = fs::stat_fd(fd.as_raw_fd())?;
         if (meta.st_dev, meta.st_ino) != (dev, ino) {
             return Err(io::Error::other(
                 "it was replaced while it was being opened",
@@ -716,7 +676,7 @@ pub fn restore_stale(entry: &Entry) -> Outcome {
             ))
         }
     };
-    let meta = match lstat_at(&handle, &c_name) {
+    let meta = match fs::stat_at(handle.as_raw_fd(), &c_name) {
         Ok(meta) => meta,
         Err(error) if error.raw_os_error() == Some(libc::ENOENT) => return Outcome::Clean,
         Err(error) => {
@@ -732,7 +692,7 @@ pub fn restore_stale(entry: &Entry) -> Outcome {
         ));
     }
     let who = journal::killed(entry);
-    match unlink_at(&handle, &c_name) {
+    match fs::unlink_at(handle.as_raw_fd(), &c_name, 0) {
         Ok(()) => Outcome::Restored(format!(
             "removed the temporary output file {} ({who} while writing it)",
             shown.display()
