@@ -54,6 +54,7 @@ pub mod examples;
 pub mod experiments;
 pub mod flags;
 pub mod footprint;
+pub mod fs;
 pub mod history;
 pub mod kernels;
 pub mod pages;

@@ -61,7 +61,7 @@ fn profile_sweep_kernels() -> Vec<&'static KernelSpec> {
 /// handle, then opened with O_NOFOLLOW and checked to be a directory of ours, so a name
 /// someone planted meanwhile (a symlink to elsewhere) is refused, never written through.
 fn create_out_dir(dir: &std::path::Path) -> Result<(), String> {
-    use crate::platform::fs;
+    use crate::fs;
     use std::ffi::CString;
     use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;

@@ -223,7 +223,7 @@ impl History {
     pub fn open(path: &Path, access: Access) -> anyhow::Result<History> {
         if access == Access::Write {
             if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                crate::platform::fs::create_dirs(dir).map_err(|e| {
+                crate::fs::create_dirs(dir).map_err(|e| {
                     refused(path, format!("its directory cannot be made or used: {e}"))
                 })?;
             }

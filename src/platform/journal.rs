@@ -391,10 +391,7 @@ fn check_private(dir: &Path) -> io::Result<()> {
     }
 }
 
-pub fn effective_uid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
-}
+pub use crate::fs::effective_uid;
 
 /// Where the journal is kept for this user (see the module's documentation); the
 /// directory may not exist yet.

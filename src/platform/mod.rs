@@ -24,7 +24,6 @@ pub mod cpu_time;
 pub mod exclusive;
 #[cfg(test)]
 pub mod fake_files;
-pub mod fs;
 pub mod hugepages;
 pub mod interleave_weights;
 pub mod journal;

@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::cleanup;
-use super::fs::{cvt, open_at, open_dir_path, stat_at, stat_fd};
 use super::journal::{self, Change, Entry, Outcome, Record};
+use crate::fs::{cvt, open_at, open_dir_path, stat_at, stat_fd};
 
 mod group;
 #[cfg(test)]

@@ -17,12 +17,12 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Component, Path, PathBuf};
 
 use super::cleanup;
-pub use super::fs::random_name;
-use super::fs::{
+use super::journal::{self, Change, Entry, Outcome, Record};
+pub use crate::fs::random_name;
+use crate::fs::{
     component, component_os, cvt, invalid_name, mkdir_at, open_at, open_dir_at, open_dir_path,
     stat_at, stat_fd, unlink_at,
 };
-use super::journal::{self, Change, Entry, Outcome, Record};
 
 /// Every scratch directory's name starts with this (then the user's prefix goes on).
 pub const NAME_START: &str = "memscope-";

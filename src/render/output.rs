@@ -10,7 +10,7 @@
 //!   read through an `O_PATH` handle on the link itself (so the text judged is the text
 //!   followed) and its target is judged the same way, hop by hop. A link to nothing is
 //!   refused, as `cp` does. The directory parts (of the path given and of a link's text)
-//!   are opened one component at a time by the same rule (`platform::fs::open_dir`).
+//!   are opened one component at a time by the same rule (`crate::fs::open_dir`).
 //! - A regular file (or one to create) is written atomically: a temporary file with an
 //!   unpredictable name `.NAME.memscope-RANDOM.tmp` created with `O_CREAT|O_EXCL|
 //!   O_NOFOLLOW` in the target's directory, written, synced and `renameat` over the name,
@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::error::UsageError;
-use crate::platform::fs::{self, MAX_LINKS};
+use crate::fs::{self, MAX_LINKS};
 use crate::platform::journal::{self, Change, Entry, Outcome, Record};
 use crate::platform::{cleanup, scratch};
 

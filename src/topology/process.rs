@@ -25,7 +25,7 @@ impl ProcessDir {
 
     fn file(&self, name: &std::ffi::CStr, flags: libc::c_int) -> io::Result<std::fs::File> {
         use std::os::fd::AsRawFd;
-        let fd = crate::platform::fs::open_at(self.0.as_raw_fd(), name, flags, 0)?;
+        let fd = crate::fs::open_at(self.0.as_raw_fd(), name, flags, 0)?;
         Ok(std::fs::File::from(fd))
     }
 

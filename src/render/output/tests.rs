@@ -301,7 +301,7 @@ fn temporary_names_are_unpredictable_and_created_exclusively() {
     assert_eq!(fs::read(&victim).unwrap(), b"kept");
     assert_eq!(fs::read(&path).unwrap(), b"report");
     // And whatever name a link is planted at, the exclusive create refuses it.
-    let handle = Arc::new(crate::platform::fs::open_dir_path(dir.path()).unwrap());
+    let handle = Arc::new(crate::fs::open_dir_path(dir.path()).unwrap());
     let planted = temporary_name(c"r.json");
     std::os::unix::fs::symlink(&victim, dir.path().join(&planted)).unwrap();
     let flags = libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_WRONLY;
@@ -313,7 +313,7 @@ fn temporary_names_are_unpredictable_and_created_exclusively() {
 #[test]
 fn a_temporary_file_is_registered_for_signals_and_gone_when_dropped() {
     let dir = tempfile::tempdir().unwrap();
-    let handle = Arc::new(crate::platform::fs::open_dir_path(dir.path()).unwrap());
+    let handle = Arc::new(crate::fs::open_dir_path(dir.path()).unwrap());
     let (temporary, _file) = Temporary::create(handle, c"r.json").unwrap();
     let name = temporary.name.to_str().unwrap().to_string();
     assert!(dir.path().join(&name).is_file());

@@ -13,8 +13,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::journal;
-
 /// How many symbolic links one path may lead through.
 pub const MAX_LINKS: usize = 8;
 
@@ -106,7 +104,7 @@ pub fn open_dir_path(path: &Path) -> io::Result<OwnedFd> {
 /// also trusts a link of the directory's owner: for root writing into a user's directory,
 /// that owner is the other user.
 pub fn judge_link(link: &libc::stat, dir: &libc::stat) -> Result<(), String> {
-    let euid = journal::effective_uid();
+    let euid = effective_uid();
     if dir.st_mode & libc::S_IWOTH != 0 {
         return Err(format!(
             "it is a symbolic link in a directory anyone can write to (mode {:o}); memscope \
@@ -263,4 +261,10 @@ pub fn random_name(len: usize) -> String {
         .iter()
         .map(|&b| ALPHABET[usize::from(b) % ALPHABET.len()] as char)
         .collect()
+}
+
+/// The effective user id: whose files a name must be to be trusted as memscope's own.
+pub fn effective_uid() -> u32 {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() }
 }
