@@ -9,7 +9,10 @@ use memscope::error::{UsageError, USAGE_EXIT_CODE};
 use memscope::platform::child::SpawnError;
 
 fn main() -> ExitCode {
-    let cli = memscope::commands::Cli::parse();
+    let cli = match memscope::commands::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return clap_error(error),
+    };
     let result = memscope::commands::execute(&cli);
     // A signal being handled decides the exit status (128 + the signal), not this thread.
     memscope::platform::cleanup::wait_if_exiting();
@@ -29,6 +32,28 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// A value clap refused (an enumerated flag's) is one line naming the value, the flag and
+/// what it takes, as memscope's own usage errors are, exit 2; help, version and clap's
+/// other errors (a missing or unknown argument, with the usage) as clap prints them.
+fn clap_error(error: clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let text = |kind| match error.get(kind) {
+        Some(ContextValue::String(s)) => Some(s.clone()),
+        Some(ContextValue::Strings(list)) => Some(list.join(", ")),
+        _ => None,
+    };
+    let (ErrorKind::InvalidValue, Some(flag), Some(value), Some(valid)) = (
+        error.kind(),
+        text(ContextKind::InvalidArg),
+        text(ContextKind::InvalidValue).filter(|v| !v.is_empty()),
+        text(ContextKind::ValidValue).filter(|v| !v.is_empty()),
+    ) else {
+        error.exit()
+    };
+    eprintln!("memscope: error: invalid value '{value}' for {flag}: expected one of {valid}");
+    ExitCode::from(USAGE_EXIT_CODE)
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

@@ -642,8 +642,11 @@ fn record_with_huge_pages(
     notes: &mut Vec<String>,
 ) -> Option<PagesRecord> {
     let after_plan = RecordPlan {
-        source: crate::pages::sources::SourceChoice::parse(record.source.name())
-            .unwrap_or(plan.record.source),
+        source: <crate::pages::sources::SourceChoice as clap::ValueEnum>::from_str(
+            record.source.name(),
+            false,
+        )
+        .unwrap_or(plan.record.source),
         // (A record read from a file is the user's: its interval is held to the range
         // `--interval` accepts, and the adaptive floor.)
         interval: if plan.interval_given || !record.interval_ms.is_finite() {

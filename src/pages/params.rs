@@ -45,8 +45,8 @@ pub struct SamplingArgs {
     /// Where accesses come from: pmu (precise sampling: PEBS, IBS, SPE), damon (the
     /// kernel's access monitor), refs (page-table accessed bits through /proc; works
     /// everywhere) or auto (the first of these that works here).
-    #[arg(long, value_name = "SOURCE", default_value = "auto")]
-    pub source: String,
+    #[arg(long, value_name = "SOURCE", value_enum, default_value_t = SourceChoice::Auto)]
+    pub source: SourceChoice,
 
     /// Sampling interval in milliseconds [default: 100, shortened down to 5 while the
     /// hottest regions count every page in every interval (refs source); a value given
@@ -84,6 +84,16 @@ pub struct RecordArgs {
     pub sampling: SamplingArgs,
 }
 
+/// `--huge`: the huge pages `pages apply` backs the regions with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum HugeKind {
+    // Transparent huge pages.
+    Thp,
+    // hugetlb 2 MiB pages from the pool.
+    #[value(name = "2m")]
+    Hugetlb2m,
+}
+
 #[derive(Debug, Clone, Args)]
 #[command(after_help = crate::examples::PAGES_APPLY)]
 pub struct ApplyArgs {
@@ -96,8 +106,8 @@ pub struct ApplyArgs {
 
     /// Huge pages to use: thp (transparent huge pages: madvise and collapse, no pool
     /// needed) or 2m (hugetlb pages from the pool, under the program's new mmaps).
-    #[arg(long, value_name = "KIND", default_value = "thp")]
-    pub huge: String,
+    #[arg(long, value_name = "KIND", value_enum, default_value_t = HugeKind::Thp)]
+    pub huge: HugeKind,
 
     /// Timed blocks; each runs every arm (4 KiB, top N huge, all huge) once, in a shuffled
     /// order, so the arms are compared within a block.
@@ -165,8 +175,7 @@ pub fn parse_ok_status(text: &str) -> Result<OkStatus, UsageError> {
 impl SamplingArgs {
     fn record_plan(&self, machine: &Machine) -> Result<RecordPlan, UsageError> {
         let top = parse_top(&self.top)?;
-        let source = SourceChoice::parse(self.source.trim())
-            .ok_or_else(|| invalid("--source", &self.source, SourceChoice::NAMES))?;
+        let source = self.source;
         let ms = match &self.interval {
             Some(text) => parse_count("--interval", text, 10, 60_000)? as u64,
             None => DEFAULT_INTERVAL_MS,
@@ -196,11 +205,7 @@ impl ApplyArgs {
         let mut record = self.sampling.record_plan(machine)?;
         record.capture = !self.show_output;
         let ok_status = self.ok_status.as_deref().map(parse_ok_status).transpose()?;
-        let hugetlb = match self.huge.trim() {
-            "thp" => false,
-            "2m" => true,
-            other => return Err(invalid("--huge", other, "thp or 2m")),
-        };
+        let hugetlb = self.huge == HugeKind::Hugetlb2m;
         let repeat = parse_count("--repeat", &self.repeat, 2, 1000)?;
         let from = self.from.as_deref().map(read_record).transpose()?;
         Ok(ApplyPlan {

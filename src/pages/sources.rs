@@ -16,26 +16,12 @@ use super::regions::{RegionMap, REGION_BYTES};
 use crate::topology::process as procfs;
 
 /// `--source`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum SourceChoice {
     Auto,
     Pmu,
     Damon,
     Refs,
-}
-
-impl SourceChoice {
-    pub const NAMES: &'static str = "auto, pmu, damon or refs";
-
-    pub fn parse(text: &str) -> Option<SourceChoice> {
-        Some(match text {
-            "auto" => SourceChoice::Auto,
-            "pmu" => SourceChoice::Pmu,
-            "damon" => SourceChoice::Damon,
-            "refs" => SourceChoice::Refs,
-            _ => return None,
-        })
-    }
 }
 
 /// The source a record used.

@@ -12,6 +12,15 @@ use crate::kernels::permutation::ChaseOrder;
 use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
 
+/// `--order`: the chase order of the ladder, or both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum OrderChoice {
+    #[default]
+    Both,
+    PageLocal,
+    Random,
+}
+
 #[derive(Debug, Clone, Default, Args)]
 #[command(after_help = crate::examples::LATENCY)]
 pub struct LatencyArgs {
@@ -21,8 +30,8 @@ pub struct LatencyArgs {
     /// Chase order: 'page-local' (random lines, a window of pages at a time: cache misses
     /// without TLB misses; the levels are found from this sweep), 'random' (one cycle over
     /// the whole buffer: cache plus TLB misses; levels from this sweep), or 'both'.
-    #[arg(long, value_name = "ORDER", default_value = "both")]
-    pub order: String,
+    #[arg(long, value_name = "ORDER", value_enum, default_value_t = OrderChoice::Both)]
+    pub order: OrderChoice,
 
     /// Bytes between chased slots (a multiple of 8; 64 = one cache line).
     #[arg(long, value_name = "BYTES", default_value = "64")]
@@ -81,11 +90,10 @@ impl LatencyConfig {
         let page_local = ChaseOrder::PageLocal {
             window_bytes: window_pages * 4096,
         };
-        let (order, random_curve) = match args.order.as_str() {
-            "both" => (page_local, true),
-            "page-local" => (page_local, false),
-            "random" => (ChaseOrder::Random, false),
-            other => return Err(invalid("--order", other, "both, page-local or random")),
+        let (order, random_curve) = match args.order {
+            OrderChoice::Both => (page_local, true),
+            OrderChoice::PageLocal => (page_local, false),
+            OrderChoice::Random => (ChaseOrder::Random, false),
         };
         let min_size = Bytes::parse(&args.min_size)?;
         if min_size.0 < stride as u64 || min_size > measure.max_size {
