@@ -5,12 +5,22 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::params::{
-    check_fits_memory, invalid, parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan,
+    check_fits_memory, parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::experiments::tlb::TlbConfig;
 use crate::platform::arena::PagePolicy;
 use crate::topology::Machine;
 use crate::units::{Bytes, MIB};
+
+/// `--huge`: the pages of the second curve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SecondCurve {
+    Thp,
+    #[value(name = "2m")]
+    Huge2m,
+    // No second curve: 4 KiB pages only.
+    None,
+}
 
 #[derive(Debug, Clone, Default, Args)]
 #[command(after_help = crate::examples::TLB)]
@@ -20,8 +30,8 @@ pub struct TlbArgs {
 
     /// Huge pages of the second curve: thp, 2m (hugetlbfs) or none [default: thp when THP
     /// is enabled, else 2m when its pool has pages, else none].
-    #[arg(long, value_name = "PAGES")]
-    pub huge: Option<String>,
+    #[arg(long, value_name = "PAGES", value_enum)]
+    pub huge: Option<SecondCurve>,
 
     /// Most 4 KiB pages of the sweep [default: 131072 (2^17); with --quick 65536].
     #[arg(long, value_name = "N")]
@@ -60,14 +70,12 @@ impl TlbConfig {
         let thp = machine.thp.enabled.offers_huge_pages();
         let pool_has_pages =
             crate::topology::memory::hugepage_pool(2 * MIB).is_some_and(|pool| pool.total > 0);
-        let huge = match args.huge.as_deref().map(str::trim) {
+        let huge = match args.huge {
             None if thp => PagePolicy::Thp,
             None if pool_has_pages || measure.reserve_hugepages => PagePolicy::Huge2M,
-            None => PagePolicy::Base,
-            Some("thp") => PagePolicy::Thp,
-            Some("2m") => PagePolicy::Huge2M,
-            Some("none") => PagePolicy::Base,
-            Some(other) => return Err(invalid("--huge", other, "thp, 2m or none")),
+            None | Some(SecondCurve::None) => PagePolicy::Base,
+            Some(SecondCurve::Thp) => PagePolicy::Thp,
+            Some(SecondCurve::Huge2m) => PagePolicy::Huge2M,
         };
         let mut config = TlbConfig::new(
             machine,
