@@ -208,19 +208,6 @@ fn elements(bytes: u64) -> usize {
     (bytes / ELEMENT_BYTES).max(1) as usize
 }
 
-/// Fills `elements` f64s at `array` with values in [1, 2): non-zero, and SAXPY on them
-/// stays far from overflow and subnormals.
-///
-/// # Safety
-/// `array` must be valid for writing `elements` f64s.
-unsafe fn fill(array: *mut f64, elements: usize, rng: &mut SplitMix64) {
-    for i in 0..elements {
-        let value = 1.0 + (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        // SAFETY: within the `elements` the caller vouches for.
-        unsafe { array.add(i).write(value) };
-    }
-}
-
 /// Runs the experiment single-threaded on the calling (already pinned) thread inside
 /// `arena`; `machine` names the CPU whose miss events `config.counters` counts.
 pub fn measure(
@@ -254,12 +241,18 @@ pub fn measure(
         }
     };
 
+    // Values in [1, 2): non-zero, and SAXPY on them stays far from overflow and subnormals.
     let mut rng = SplitMix64::new(config.seed);
-    // SAFETY: x and y hold max_elements elements.
-    unsafe { fill(arrays.x, max_elements, &mut rng) };
+    let mut fill = |array: *mut f64| {
+        for i in 0..max_elements {
+            let value = 1.0 + (rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            // SAFETY: x and y hold max_elements elements.
+            unsafe { array.add(i).write(value) };
+        }
+    };
+    fill(arrays.x);
     if config.saxpy {
-        // SAFETY: as above.
-        unsafe { fill(arrays.y, max_elements, &mut rng) };
+        fill(arrays.y);
     }
 
     let kernels: &[Kernel] = if config.saxpy {
