@@ -203,7 +203,7 @@ mod tests {
         report.settings.cpus = vec![1];
         let e = &mut report.experiments;
         e.latency = Some(latency::samples::latency());
-        e.miss_impact = Some(miss_impact::tests::sample());
+        e.miss_impact = Some(miss_impact::samples::sample());
         e.bandwidth = Some(bandwidth::samples::bandwidth(
             &[1, 2],
             &bandwidth::samples::KERNELS,

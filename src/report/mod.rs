@@ -225,6 +225,69 @@ impl Report {
 mod tests {
     use super::*;
 
+    /// Reads a report and writes it again: every field, the enums among them, must come
+    /// back as the same JSON.
+    fn round_trip(text: &str) {
+        let original: serde_json::Value = serde_json::from_str(text).unwrap();
+        let report: Report = serde_json::from_str(text).unwrap();
+        assert_eq!(serde_json::to_value(&report).unwrap(), original);
+    }
+
+    /// A real report, as `memscope run --quick --json FILE` wrote it, read and written
+    /// again. Set MEMSCOPE_ROUND_TRIP to its path.
+    #[test]
+    #[ignore = "needs a report: MEMSCOPE_ROUND_TRIP=report.json"]
+    fn a_real_report_round_trips() {
+        let path = std::env::var("MEMSCOPE_ROUND_TRIP").unwrap();
+        round_trip(&std::fs::read_to_string(path).unwrap());
+    }
+
+    #[test]
+    fn a_report_of_every_sample_result_round_trips() {
+        use crate::experiments::{bandwidth, latency, miss_impact, mlp, tlb};
+        let mut report = Report::new(Machine::sample(), Default::default());
+        let e = &mut report.experiments;
+        e.latency = Some(latency::samples::latency());
+        e.miss_impact = Some(miss_impact::samples::sample());
+        e.bandwidth = Some(bandwidth::samples::bandwidth(
+            &[1, 2],
+            &bandwidth::samples::KERNELS,
+            &bandwidth::samples::KERNELS[..2],
+            2,
+        ));
+        e.mlp = Some(mlp::samples::mlp());
+        e.tlb = Some(tlb::samples::tlb());
+        e.interleave = Some(crate::experiments::interleave::samples::interleave());
+        round_trip(&serde_json::to_string(&report).unwrap());
+    }
+
+    #[test]
+    fn the_result_round_trips_through_the_report_json() {
+        let mut report = Report::new(Machine::default(), Settings::default());
+        report.experiments.miss_impact = Some(crate::experiments::miss_impact::samples::sample());
+        let json = crate::render::json::to_bytes(&report);
+        let back: Report = serde_json::from_slice(&json).unwrap();
+        assert_eq!(
+            back.experiments.miss_impact.unwrap().rows,
+            crate::experiments::miss_impact::samples::sample().rows,
+            "rows survive the round trip"
+        );
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let row = &value["experiments"]["miss_impact"]["rows"][2];
+        assert_eq!(row["pattern"], "sequential");
+        assert_eq!(row["footprint_bytes"], 128 * crate::units::MIB);
+        assert!(row["amat_ns"].is_null() && row["llc_miss_rate"].is_null());
+        assert_eq!(
+            row["amat_not_computed"],
+            "not computed: L1 misses not supported: no hardware PMU (a VM)"
+        );
+        assert_eq!(row["misses"]["levels"][2]["level"], "llc");
+        assert_eq!(
+            value["experiments"]["miss_impact"]["rows"][1]["llc_miss_rate"],
+            1.0
+        );
+    }
+
     #[test]
     fn counters_round_trip_and_are_left_out_when_not_asked_for() {
         let mut report = Report::new(Machine::default(), Settings::default());

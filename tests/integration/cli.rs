@@ -721,7 +721,7 @@ fn stat_csv_has_event_derived_and_time_rows() {
     }
 }
 
-/// Every command's `--help` ends with its EXAMPLES block (`src/examples.rs`): the
+/// Every command's `--help` ends with its EXAMPLES block (`crates/base/src/examples.rs`): the
 /// subcommands are listed from the command-line definition itself, nested ones (`pages
 /// record`) included, so a command added later without examples fails here.
 #[test]
