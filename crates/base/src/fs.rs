@@ -150,7 +150,7 @@ pub fn component(name: &str) -> io::Result<CString> {
     component_os(OsStr::new(name))
 }
 
-pub fn component_os(name: &OsStr) -> io::Result<CString> {
+pub(crate) fn component_os(name: &OsStr) -> io::Result<CString> {
     let bytes = name.as_bytes();
     if bytes.is_empty() || bytes == b"." || bytes == b".." || bytes.contains(&b'/') {
         return Err(invalid_name(name));
@@ -158,7 +158,7 @@ pub fn component_os(name: &OsStr) -> io::Result<CString> {
     CString::new(bytes).map_err(|_| invalid_name(name))
 }
 
-pub fn invalid_name(name: &OsStr) -> io::Error {
+pub(crate) fn invalid_name(name: &OsStr) -> io::Error {
     io::Error::new(
         io::ErrorKind::InvalidInput,
         format!(
@@ -203,7 +203,7 @@ pub fn open_dir_at(dir: RawFd, name: &CStr) -> io::Result<OwnedFd> {
     open_at(dir, name, libc::O_RDONLY | libc::O_DIRECTORY, 0)
 }
 
-pub fn mkdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
+pub(crate) fn mkdir_at(dir: RawFd, name: &CStr) -> io::Result<()> {
     // SAFETY: `name` is NUL-terminated.
     cvt(unsafe { libc::mkdirat(dir, name.as_ptr(), 0o700) }).map(|_| ())
 }

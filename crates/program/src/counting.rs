@@ -21,7 +21,7 @@ use crate::stats::summary::Summary;
 
 /// The default event set: the software events, then hardware pairs grouped so each
 /// ratio comes from the same time slices when the PMU has to multiplex.
-pub const DEFAULT_EVENTS: &[&[&str]] = &[
+pub(crate) const DEFAULT_EVENTS: &[&[&str]] = &[
     &[
         "task-clock",
         "context-switches",
@@ -101,14 +101,14 @@ pub struct DerivedFigure {
 
 /// Counters around runs of a command: the requested groups spread over the core PMUs
 /// (one copy per core type on a hybrid CPU), opened on each run's child before its exec.
-pub struct Counting {
+pub(crate) struct Counting {
     groups: Vec<Vec<Event>>,
     /// Every event, in the order of `RunRecord::counts`.
     pub events: Vec<Event>,
 }
 
 /// One counted run: how it ended, and the scaled count of every event.
-pub struct CountedRun {
+pub(crate) struct CountedRun {
     pub finished: Finished,
     /// Scaled counts in the order of `Counting::events`; `None` when not counted.
     pub counts: Vec<Option<f64>>,
@@ -166,7 +166,7 @@ impl Counting {
 
     /// Every event's summary over `runs`, the derived figures, and the notes that explain
     /// refusals, multiplexing and user-only counting.
-    pub fn summarize(
+    pub(crate) fn summarize(
         &self,
         runs: &[RunRecord],
         readings: &[Vec<Reading>],

@@ -53,7 +53,7 @@ impl MissLevel {
 
 /// The event that counts one level's misses on this CPU, or why there is none.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LevelEvent {
+pub(crate) struct LevelEvent {
     pub level: MissLevel,
     pub event: Result<Event, String>,
 }
@@ -64,7 +64,7 @@ fn event(name: &str) -> Result<Event, String> {
 
 /// The events counting each level's misses on a CPU of `vendor` and `family` (CPUID's
 /// vendor string and display family).
-pub fn level_events(vendor: &str, family: Option<u32>) -> Vec<LevelEvent> {
+pub(crate) fn level_events(vendor: &str, family: Option<u32>) -> Vec<LevelEvent> {
     let amd_zen = matches!(vendor, "AuthenticAMD" | "HygonGenuine") && family >= Some(0x17);
     let intel_core = vendor == "GenuineIntel" && family == Some(6);
     let (l1, l2, llc) = if intel_core {
@@ -191,7 +191,7 @@ impl AccessCounter {
     }
 
     /// Opens the given level events for the calling thread.
-    pub fn with_events(levels: Vec<LevelEvent>, probe: &Probe) -> AccessCounter {
+    pub(crate) fn with_events(levels: Vec<LevelEvent>, probe: &Probe) -> AccessCounter {
         let wanted: Vec<Event> = levels.iter().filter_map(|l| l.event.clone().ok()).collect();
         let groups = probe.expand_for_core_pmus(&[wanted]);
         let group = CounterGroup::open_groups(&groups, Target::CallingThread, probe);
@@ -199,7 +199,7 @@ impl AccessCounter {
     }
 
     /// Whether any level event is open (false on a machine without a PMU).
-    pub fn counts_anything(&self) -> bool {
+    pub(crate) fn counts_anything(&self) -> bool {
         self.group.counting() > 0
     }
 

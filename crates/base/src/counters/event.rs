@@ -29,7 +29,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// The `perf_event_attr.type` value (linux/perf_event.h).
-    pub fn perf_type(self) -> u32 {
+    pub(crate) fn perf_type(self) -> u32 {
         match self {
             EventKind::Hardware => 0,
             EventKind::Software => 1,
@@ -39,7 +39,7 @@ impl EventKind {
     }
 
     /// Whether counting this kind needs a hardware PMU.
-    pub fn needs_pmu(self) -> bool {
+    pub(crate) fn needs_pmu(self) -> bool {
         !matches!(self, EventKind::Software)
     }
 }
@@ -256,7 +256,7 @@ const GENERIC: &[(&str, EventKind, u64)] = &[
 
 /// Which cache a `PERF_TYPE_HW_CACHE` event counts (`perf_hw_cache_id`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheId {
+pub(crate) enum CacheId {
     L1d = 0,
     L1i = 1,
     Ll = 2,
@@ -268,7 +268,7 @@ pub enum CacheId {
 
 /// The access a cache event counts (`perf_hw_cache_op_id`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheOp {
+pub(crate) enum CacheOp {
     Read = 0,
     Write = 1,
     Prefetch = 2,
@@ -276,13 +276,13 @@ pub enum CacheOp {
 
 /// Whether a cache event counts accesses or misses (`perf_hw_cache_op_result_id`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CacheResult {
+pub(crate) enum CacheResult {
     Access = 0,
     Miss = 1,
 }
 
 /// The `PERF_TYPE_HW_CACHE` config: `id | op << 8 | result << 16`.
-pub fn hw_cache_config(id: CacheId, op: CacheOp, result: CacheResult) -> u64 {
+pub(crate) fn hw_cache_config(id: CacheId, op: CacheOp, result: CacheResult) -> u64 {
     (id as u64) | ((op as u64) << 8) | ((result as u64) << 16)
 }
 

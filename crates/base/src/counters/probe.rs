@@ -70,7 +70,7 @@ impl Probe {
     }
 
     /// The core PMUs of a hybrid CPU (`cpu_core`, `cpu_atom`); empty on other CPUs.
-    pub fn hybrid_pmus(&self) -> Vec<&CorePmu> {
+    pub(crate) fn hybrid_pmus(&self) -> Vec<&CorePmu> {
         self.core_pmus
             .iter()
             .filter(|p| p.name.starts_with("cpu_"))
@@ -107,7 +107,7 @@ impl Probe {
     /// The `perf_event_attr` type and config that open `event` here: an event meant for
     /// one PMU of a hybrid CPU goes to that PMU's type number (raw events) or carries it
     /// in the config's upper half (generic events).
-    pub fn attr_type_and_config(&self, event: &Event) -> Result<(u32, u64), Refusal> {
+    pub(crate) fn attr_type_and_config(&self, event: &Event) -> Result<(u32, u64), Refusal> {
         let Some(name) = &event.pmu else {
             return Ok((event.kind.perf_type(), event.config));
         };
@@ -236,12 +236,12 @@ impl fmt::Display for Refusal {
 
 /// The config of a generic hardware or cache event directed at one PMU of a hybrid CPU:
 /// the PMU's type number goes in the upper 32 bits (PERF_PMU_TYPE_SHIFT, Linux 5.17+).
-pub fn hybrid_config(config: u64, pmu_type: u32) -> u64 {
+pub(crate) fn hybrid_config(config: u64, pmu_type: u32) -> u64 {
     (config & 0xffff_ffff) | (u64::from(pmu_type) << 32)
 }
 
 /// Whether an event can be sent to a single hybrid PMU with `hybrid_config`.
-pub fn supports_hybrid_config(kind: EventKind) -> bool {
+pub(crate) fn supports_hybrid_config(kind: EventKind) -> bool {
     matches!(kind, EventKind::Hardware | EventKind::HwCache)
 }
 

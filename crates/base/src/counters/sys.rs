@@ -55,7 +55,7 @@ pub const FLAG_EXCLUDE_KERNEL: u64 = 1 << 5;
 pub const FLAG_EXCLUDE_HV: u64 = 1 << 6;
 pub const FLAG_ENABLE_ON_EXEC: u64 = 1 << 12;
 /// `precise_ip` is the two-bit field at bits 15-16 (0 = arbitrary skid … 3 = zero skid).
-pub const FLAG_PRECISE_IP_SHIFT: u32 = 15;
+pub(crate) const FLAG_PRECISE_IP_SHIFT: u32 = 15;
 pub const FLAG_PRECISE_IP_MASK: u64 = 3 << FLAG_PRECISE_IP_SHIFT;
 /// Non-sample records (LOST, THROTTLE, …) carry the `sample_id` trailer too.
 pub const FLAG_SAMPLE_ID_ALL: u64 = 1 << 18;
@@ -111,10 +111,10 @@ pub const MMAP_DATA_OFFSET: usize = 1040;
 pub const MMAP_DATA_SIZE: usize = 1048;
 
 // `read_format` bits.
-pub const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
-pub const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
-pub const FORMAT_ID: u64 = 1 << 2;
-pub const FORMAT_GROUP: u64 = 1 << 3;
+pub(crate) const FORMAT_TOTAL_TIME_ENABLED: u64 = 1 << 0;
+pub(crate) const FORMAT_TOTAL_TIME_RUNNING: u64 = 1 << 1;
+pub(crate) const FORMAT_ID: u64 = 1 << 2;
+pub(crate) const FORMAT_GROUP: u64 = 1 << 3;
 
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 1 << 3;
 
@@ -171,7 +171,7 @@ pub fn perf_event_open(
 /// Opens on any CPU; when counting the kernel too is not permitted (EACCES/EPERM, e.g.
 /// `perf_event_paranoid` ≥ 2 without CAP_PERFMON) retries user space only, as `perf
 /// stat` does. Returns the descriptor and whether it counts user space only.
-pub fn open_with_fallback(
+pub(crate) fn open_with_fallback(
     attr: &PerfEventAttr,
     pid: libc::pid_t,
     group_fd: Option<RawFd>,
@@ -206,17 +206,17 @@ fn ioctl(fd: RawFd, request: u64, arg: libc::c_ulong) -> io::Result<()> {
 /// would pair with a group disable that switches them off, after which the kernel (seen
 /// on Linux 6.18) does not schedule them back in with the leader: they read 0 from the
 /// second interval on.
-pub fn enable_group(leader: RawFd) -> io::Result<()> {
+pub(crate) fn enable_group(leader: RawFd) -> io::Result<()> {
     ioctl(leader, IOC_ENABLE, 0)
 }
 
 /// Disables the group led by `leader` (the leader only: its members stop with it).
-pub fn disable_group(leader: RawFd) -> io::Result<()> {
+pub(crate) fn disable_group(leader: RawFd) -> io::Result<()> {
     ioctl(leader, IOC_DISABLE, 0)
 }
 
 /// Sets the counts of the group led by `leader` to zero (the times keep running).
-pub fn reset_group(leader: RawFd) -> io::Result<()> {
+pub(crate) fn reset_group(leader: RawFd) -> io::Result<()> {
     ioctl(leader, IOC_RESET, PERF_IOC_FLAG_GROUP)
 }
 
@@ -239,7 +239,7 @@ pub fn event_id(fd: RawFd) -> io::Result<u64> {
 
 /// Reads a group (`FORMAT_GROUP | TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING | ID`) of at
 /// most `members` events into `nr, time_enabled, time_running, {value, id} × nr`.
-pub fn read_group(leader: RawFd, members: usize) -> io::Result<Vec<u64>> {
+pub(crate) fn read_group(leader: RawFd, members: usize) -> io::Result<Vec<u64>> {
     let mut buf = vec![0u64; 3 + 2 * members];
     let bytes = std::mem::size_of_val(buf.as_slice());
     // SAFETY: the buffer is valid for `bytes` bytes of writes.

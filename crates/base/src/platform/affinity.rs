@@ -44,7 +44,7 @@ pub fn set_current_thread_cpus(cpus: &[usize]) -> io::Result<()> {
 
 /// Sets the CPUs a thread or process (`pid`; 0: the calling thread) may run on; a child
 /// paused before its exec keeps them across the exec, and its threads inherit them.
-pub fn set_thread_cpus(pid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
+pub(crate) fn set_thread_cpus(pid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
     if cpus.is_empty() || cpus.iter().any(|&c| c >= libc::CPU_SETSIZE as usize) {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -66,7 +66,8 @@ pub fn set_thread_cpus(pid: libc::pid_t, cpus: &[usize]) -> io::Result<()> {
 }
 
 /// The CPU the calling thread is running on now.
-pub fn current_cpu() -> Option<usize> {
+#[cfg(test)]
+pub(crate) fn current_cpu() -> Option<usize> {
     // SAFETY: no arguments, no memory effects.
     let cpu = unsafe { libc::sched_getcpu() };
     usize::try_from(cpu).ok()

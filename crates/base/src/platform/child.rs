@@ -329,7 +329,8 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 
 /// Forks a child that will exec `command` (looked up on PATH when it has no '/') once
 /// released. Its stdin, stdout and stderr are memscope's.
-pub fn spawn_paused(command: &[OsString]) -> Result<PausedChild, SpawnError> {
+#[cfg(test)]
+pub(crate) fn spawn_paused(command: &[OsString]) -> Result<PausedChild, SpawnError> {
     spawn_paused_with(command, &SpawnOptions::default())
 }
 

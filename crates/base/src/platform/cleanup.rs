@@ -15,7 +15,7 @@
 //! caught.
 //!
 //! An action must be harmless when run twice or after its owner undid the change itself
-//! (`run_all` leaves the actions registered); owners unregister when they undo.
+//! (running them leaves them registered); owners unregister when they undo.
 //!
 //! A command that reports what it has measured when interrupted (`advise`) holds a
 //! `DeferredInterrupt`: while one is held, the first SIGINT only sets a flag the command
@@ -121,12 +121,8 @@ pub fn registered() -> Vec<String> {
         .collect()
 }
 
-/// Runs every registered action, newest first; they stay registered.
-pub fn run_all() {
-    run_named(|_| true);
-}
-
 /// Runs the registered actions whose name `wanted` accepts, newest first.
+#[cfg(test)]
 fn run_named(wanted: impl Fn(&str) -> bool) {
     let actions = snapshot(&registry(), wanted);
     run(&actions);
@@ -232,7 +228,7 @@ mod tests {
 
     use super::*;
 
-    /// Runs this module's test actions only: `run_all` would also run other tests' actions.
+    /// Runs this module's test actions only, not other tests' actions.
     fn run_tests_actions(prefix: &str) {
         run_named(|name| name.starts_with(prefix));
     }

@@ -11,7 +11,7 @@
 //! whose vCPU was descheduled in the middle of a trial.
 
 /// The calling thread's CPU time so far, ns; None where the clock cannot be read.
-pub fn thread_cpu_ns() -> Option<u64> {
+pub(crate) fn thread_cpu_ns() -> Option<u64> {
     read(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
@@ -57,7 +57,7 @@ pub const MIN_OVERLAP: f64 = 0.9;
 /// One worker's part of a trial: its start and end on a clock every CPU shares (ns), and
 /// the CPU time it got in between (ns) when that could be read.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct WorkerSpan {
+pub(crate) struct WorkerSpan {
     pub start_ns: f64,
     pub end_ns: f64,
     pub cpu_ns: Option<f64>,
@@ -128,7 +128,7 @@ pub fn ran_together() -> bool {
 /// workers overlapped in it (0–1; 1 for an empty trial). For a team of one it is the share
 /// of the trial the worker was on its CPU: a trial the scheduler or the host interrupted
 /// is no more a one-thread figure than sequential workers are an N-thread one.
-pub fn union_and_overlap(spans: &[WorkerSpan]) -> (f64, f64) {
+pub(crate) fn union_and_overlap(spans: &[WorkerSpan]) -> (f64, f64) {
     let start = spans
         .iter()
         .map(|s| s.start_ns)

@@ -44,7 +44,7 @@ use crate::units::{Bytes, GIB, MIB};
 const HUGEPAGES_SYSFS: &str = "/sys/kernel/mm/hugepages";
 
 /// The sysfs directory of the pool of one huge page size, e.g. `…/hugepages-2048kB`.
-pub fn pool_dir(page_bytes: u64) -> PathBuf {
+pub(crate) fn pool_dir(page_bytes: u64) -> PathBuf {
     Path::new(HUGEPAGES_SYSFS).join(format!("hugepages-{}kB", page_bytes / 1024))
 }
 
@@ -56,20 +56,20 @@ pub fn pages_for_bytes(bytes: u64, page_bytes: u64) -> u64 {
 
 /// Free pages that no mapping has reserved yet: what new MAP_HUGETLB mappings can have.
 /// (`free_hugepages` counts pages reserved at mmap time but not yet touched.)
-pub fn available_pages(pool: &HugePagePool) -> u64 {
+pub(crate) fn available_pages(pool: &HugePagePool) -> u64 {
     pool.free.saturating_sub(pool.reserved)
 }
 
 /// The pool size a write of `nr_hugepages` sets: the persistent pages, not the surplus
 /// ones that overcommit lends and takes back. This is the value to restore.
-pub fn persistent_pages(pool: &HugePagePool) -> u64 {
+pub(crate) fn persistent_pages(pool: &HugePagePool) -> u64 {
     pool.total.saturating_sub(pool.surplus)
 }
 
 /// The `nr_hugepages` to write so that `pages_needed` pages are available, or None when
 /// the pool has them already. A larger count first turns surplus pages (all in use) into
 /// persistent ones and only then allocates, so the shortfall goes on top of the total.
-pub fn pool_target(pool: &HugePagePool, pages_needed: u64) -> Option<u64> {
+pub(crate) fn pool_target(pool: &HugePagePool, pages_needed: u64) -> Option<u64> {
     let shortfall = pages_needed.saturating_sub(available_pages(pool));
     (shortfall > 0).then(|| pool.total + shortfall)
 }
@@ -102,7 +102,6 @@ fn check_pool_in(dir: &Path, page_bytes: u64, pages_needed: u64) -> Result<(), R
 #[must_use = "the pool is set back as soon as the reservation is dropped"]
 pub struct HugepageReservation {
     page_bytes: u64,
-    pages_needed: u64,
     /// The pool's persistent size before this reservation.
     previous: u64,
     /// The pool's persistent size right after it.
@@ -286,7 +285,6 @@ impl HugepageReservation {
         }
         Ok(HugepageReservation {
             page_bytes,
-            pages_needed,
             previous,
             reserved: persistent_pages(&after),
             grew: target.is_some(),
@@ -296,10 +294,6 @@ impl HugepageReservation {
 
     pub fn page_bytes(&self) -> u64 {
         self.page_bytes
-    }
-
-    pub fn pages_needed(&self) -> u64 {
-        self.pages_needed
     }
 
     /// One line for the report when the pool was changed, e.g. "hugetlbfs pool of 2 MiB
@@ -337,7 +331,7 @@ impl Drop for HugepageReservation {
 /// its last user) and forgets them (so a second call, or a reservation dropped later,
 /// changes nothing). For the signal path and for tests; a failure to write is printed as
 /// a warning with the command that fixes it.
-pub fn restore_all() {
+pub(crate) fn restore_all() {
     for entry in registry().drain(..) {
         release(&entry);
     }

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 /// Overrides where the journal is kept (tests; systems without /run or /tmp).
-pub const DIR_ENV: &str = "MEMSCOPE_JOURNAL_DIR";
+pub(crate) const DIR_ENV: &str = "MEMSCOPE_JOURNAL_DIR";
 
 /// The entry format written; a reader takes entries of this format only.
 pub const FORMAT: u32 = 1;
@@ -194,7 +194,7 @@ impl Journal {
 
     /// Writes an entry for `change` by process `me` (this process, or a process the tests
     /// make up to stand for another memscope).
-    pub fn record_as(&self, me: &Identity, change: Change) -> io::Result<Record> {
+    pub(crate) fn record_as(&self, me: &Identity, change: Change) -> io::Result<Record> {
         static NEXT: AtomicU64 = AtomicU64::new(0);
         self.prepare()?;
         let n = NEXT.fetch_add(1, Ordering::SeqCst);
@@ -395,7 +395,7 @@ pub use crate::fs::effective_uid;
 
 /// Where the journal is kept for this user (see the module's documentation); the
 /// directory may not exist yet.
-pub fn default_dir() -> PathBuf {
+pub(crate) fn default_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os(DIR_ENV).filter(|d| !d.is_empty()) {
         return PathBuf::from(dir);
     }
@@ -443,7 +443,7 @@ pub fn lock_for_change(what: &str) -> Option<Lock> {
 }
 
 /// Says once per process that changes go unjournaled, and what a SIGKILL would leave.
-pub fn warn_once(error: &io::Error, what: &str) {
+pub(crate) fn warn_once(error: &io::Error, what: &str) {
     static WARNED: Once = Once::new();
     WARNED.call_once(|| {
         eprintln!(

@@ -13,19 +13,20 @@ use std::io;
 use crate::topology::cpu::{format_cpu_list, parse_cpu_list};
 
 /// Memory policy modes (linux/mempolicy.h), defined here rather than taken from a library.
-pub const MPOL_DEFAULT: i32 = 0;
-pub const MPOL_PREFERRED: i32 = 1;
+pub(crate) const MPOL_DEFAULT: i32 = 0;
+pub(crate) const MPOL_PREFERRED: i32 = 1;
 pub const MPOL_BIND: i32 = 2;
-pub const MPOL_INTERLEAVE: i32 = 3;
-pub const MPOL_LOCAL: i32 = 4;
+pub(crate) const MPOL_INTERLEAVE: i32 = 3;
+pub(crate) const MPOL_LOCAL: i32 = 4;
 /// Linux 6.9+: interleave page by page in proportion to the system's per-node weights
 /// (`/sys/kernel/mm/mempolicy/weighted_interleave/nodeN`); EINVAL on older kernels.
 pub const MPOL_WEIGHTED_INTERLEAVE: i32 = 6;
 
 /// `mbind` flags: fail if pages already present are on other nodes (STRICT); move them
 /// (MOVE, only pages mapped by this process alone).
-pub const MPOL_MF_STRICT: u32 = 1 << 0;
-pub const MPOL_MF_MOVE: u32 = 1 << 1;
+#[cfg(test)]
+pub(crate) const MPOL_MF_STRICT: u32 = 1 << 0;
+pub(crate) const MPOL_MF_MOVE: u32 = 1 << 1;
 
 /// `get_mempolicy` flags: return a node id instead of the policy (NODE), of the page or
 /// the mapping at `addr` rather than of the thread (ADDR).
@@ -160,7 +161,7 @@ impl NodeMask {
 
     /// The `maxnode` argument for this mask: the kernel reads `maxnode - 1` bits, so one
     /// more than the bits the words hold (0 for no mask at all).
-    pub fn maxnode(&self) -> libc::c_ulong {
+    pub(crate) fn maxnode(&self) -> libc::c_ulong {
         if self.words.is_empty() {
             0
         } else {
@@ -200,7 +201,8 @@ impl fmt::Display for NodeMask {
 
 /// A mapping's memory policy as `get_mempolicy` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Policy {
+#[cfg(test)]
+pub(crate) struct Policy {
     pub mode: Mode,
     pub nodes: NodeMask,
 }

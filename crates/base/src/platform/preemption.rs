@@ -5,7 +5,7 @@
 
 /// Involuntary context switches of the calling thread so far, or None where the system
 /// does not count them per thread.
-pub fn involuntary_switches() -> Option<u64> {
+pub(crate) fn involuntary_switches() -> Option<u64> {
     #[cfg(target_os = "linux")]
     {
         let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();

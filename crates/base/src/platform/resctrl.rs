@@ -37,10 +37,10 @@ use group::SYNTHETIC_FILES;
 pub use group::{restore_stale, Limit, ResctrlGroup};
 
 /// `RDTGROUP_SUPER_MAGIC` of include/uapi/linux/magic.h: statfs's `f_type` of resctrl.
-pub const RDTGROUP_SUPER_MAGIC: i64 = 0x7655821;
+pub(crate) const RDTGROUP_SUPER_MAGIC: i64 = 0x7655821;
 
 /// Every group memscope makes is named `memscope-PID-N`.
-pub const GROUP_PREFIX: &str = "memscope-";
+pub(crate) const GROUP_PREFIX: &str = "memscope-";
 
 /// The most read from any resctrl file (they are a line or a few).
 const READ_CAP: u64 = 64 * 1024;
@@ -193,7 +193,7 @@ pub fn detect() -> Result<Resctrl, Unavailable> {
 }
 
 /// `detect` from the texts of /proc/self/mountinfo and /proc/cpuinfo.
-pub fn detect_with(mountinfo: &str, cpuinfo: &str, fs: Fs) -> Result<Resctrl, Unavailable> {
+pub(crate) fn detect_with(mountinfo: &str, cpuinfo: &str, fs: Fs) -> Result<Resctrl, Unavailable> {
     let Some(path) = mount_point(mountinfo) else {
         return Err(Unavailable::NotMounted(CpuFlags::parse(cpuinfo)));
     };
@@ -297,7 +297,7 @@ impl Resctrl {
     }
 
     /// The schemata line restricting a group to `ways` L3 ways in every domain, or why not.
-    pub fn l3_schemata(&self, ways: u32) -> Result<String, String> {
+    pub(crate) fn l3_schemata(&self, ways: u32) -> Result<String, String> {
         let cat = self.l3.as_ref().ok_or("no L3 CAT here")?;
         let mask = cat.mask(ways).ok_or_else(|| {
             format!(
@@ -309,7 +309,7 @@ impl Resctrl {
     }
 
     /// The schemata line throttling a group to about `percent` of the bandwidth.
-    pub fn mb_schemata(&self, percent: u32) -> Result<String, String> {
+    pub(crate) fn mb_schemata(&self, percent: u32) -> Result<String, String> {
         let mba = self.mb.as_ref().ok_or("no MBA in percent here")?;
         let value = mb_percent(percent, mba.bandwidth_gran, mba.min_bandwidth);
         Ok(line("MB", &mba.domains, &value.to_string()))
@@ -359,7 +359,7 @@ fn line(name: &str, domains: &[u32], value: &str) -> String {
 
 /// Each line of a schemata text as (resource, [(domain, value)]); lines that do not parse
 /// are skipped.
-pub fn parse_schemata(text: &str) -> Vec<(String, Vec<(u32, String)>)> {
+pub(crate) fn parse_schemata(text: &str) -> Vec<(String, Vec<(u32, String)>)> {
     text.lines()
         .filter_map(|l| {
             let (name, rest) = l.trim().split_once(':')?;
@@ -378,7 +378,7 @@ pub fn parse_schemata(text: &str) -> Vec<(String, Vec<(u32, String)>)> {
 /// `ways` contiguous bits inside `cbm_mask` (Intel's CAT takes contiguous masks only),
 /// placed where they overlap `shareable_bits` least (ways other agents use), the lowest
 /// such place on a tie; `None` when there are not that many ways.
-pub fn contiguous_cbm(cbm_mask: u64, shareable_bits: u64, ways: u32) -> Option<u64> {
+pub(crate) fn contiguous_cbm(cbm_mask: u64, shareable_bits: u64, ways: u32) -> Option<u64> {
     if ways == 0 || ways > cbm_mask.count_ones() {
         return None;
     }

@@ -25,7 +25,7 @@ use crate::fs::{
 };
 
 /// Every scratch directory's name starts with this (then the user's prefix goes on).
-pub const NAME_START: &str = "memscope-";
+pub(crate) const NAME_START: &str = "memscope-";
 
 /// Characters of the random part of a name.
 const SUFFIX_LEN: usize = 10;

@@ -47,7 +47,7 @@ impl Counter {
     }
 
     /// The counter's short name in sentences: "TSC", "CNTVCT".
-    pub fn short_name(self) -> &'static str {
+    pub(crate) fn short_name(self) -> &'static str {
         match self {
             Counter::Tsc => "TSC",
             Counter::Cntvct { .. } => "CNTVCT",
@@ -173,7 +173,7 @@ impl Timer {
     /// "tsc", which the kernel checks is synchronised across CPUs and drops when it is
     /// not; "arch_sys_counter", one system counter every CPU reads), else
     /// CLOCK_MONOTONIC, which every CPU shares.
-    pub fn across_cpus(&self) -> Timer {
+    pub(crate) fn across_cpus(&self) -> Timer {
         match self.source {
             Source::Counter { kind, .. }
                 if kernel_clocksource().as_deref() == Some(kind.kernel_clocksource()) =>
@@ -232,7 +232,7 @@ impl Timer {
 }
 
 /// The clocksource the kernel keeps time with ("tsc", "kvm-clock", "hpet" …).
-pub fn kernel_clocksource() -> Option<String> {
+pub(crate) fn kernel_clocksource() -> Option<String> {
     std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
         .ok()
         .map(|s| s.trim().to_string())
@@ -274,7 +274,7 @@ mod tsc {
     }
 
     /// None when the TSC is invariant (constant rate, keeps ticking in sleep states), else why not.
-    pub fn unusable_reason() -> Option<String> {
+    pub(crate) fn unusable_reason() -> Option<String> {
         // SAFETY: cpuid is available on every x86_64 CPU (the intrinsic is safe on newer
         // compilers, hence the allow).
         #[allow(unused_unsafe)]
@@ -299,7 +299,7 @@ mod tsc {
     }
 
     #[inline(always)]
-    pub fn read_start() -> u64 {
+    pub(crate) fn read_start() -> u64 {
         // SAFETY: lfence/rdtsc have no memory effects; lfence keeps rdtsc after earlier work.
         unsafe {
             _mm_lfence();
@@ -310,7 +310,7 @@ mod tsc {
     }
 
     #[inline(always)]
-    pub fn read_stop() -> u64 {
+    pub(crate) fn read_stop() -> u64 {
         let mut aux = 0u32;
         // SAFETY: rdtscp waits for earlier instructions; lfence keeps later ones after it.
         unsafe {
@@ -321,7 +321,7 @@ mod tsc {
     }
 
     /// Ticks per second against CLOCK_MONOTONIC.
-    pub fn calibrate_hz() -> f64 {
+    pub(crate) fn calibrate_hz() -> f64 {
         super::calibrate_hz(read_start, read_stop)
     }
 }
@@ -349,12 +349,12 @@ mod cntvct {
     /// None: the generic timer is architectural (Armv8-A), runs at a fixed rate and Linux
     /// lets EL0 read its virtual count (CNTKCTL_EL1.EL0VCTEN; the vDSO's clock_gettime
     /// reads it too).
-    pub fn unusable_reason() -> Option<String> {
+    pub(crate) fn unusable_reason() -> Option<String> {
         None
     }
 
     #[inline(always)]
-    pub fn read_start() -> u64 {
+    pub(crate) fn read_start() -> u64 {
         let t: u64;
         // SAFETY: `isb` and reading CNTVCT_EL0 have no memory effects. The first `isb`
         // makes earlier instructions complete before the read (which may otherwise happen
@@ -368,7 +368,7 @@ mod cntvct {
     }
 
     #[inline(always)]
-    pub fn read_stop() -> u64 {
+    pub(crate) fn read_stop() -> u64 {
         let t: u64;
         // SAFETY: as in `read_start`: the region's instructions complete before the read
         // (`rdtscp` on x86), later ones start after it (the `lfence` after `rdtscp`).
@@ -381,7 +381,7 @@ mod cntvct {
     /// Ticks per second against CLOCK_MONOTONIC (which Linux keeps with this counter, so
     /// it agrees with CNTFRQ_EL0 unless firmware stated a wrong rate and the device tree
     /// corrected it).
-    pub fn calibrate_hz() -> f64 {
+    pub(crate) fn calibrate_hz() -> f64 {
         super::calibrate_hz(read_start, read_stop)
     }
 }
@@ -392,19 +392,19 @@ mod no_counter {
     pub fn kind() -> super::Counter {
         super::Counter::Tsc
     }
-    pub fn unusable_reason() -> Option<String> {
+    pub(crate) fn unusable_reason() -> Option<String> {
         Some(format!(
             "memscope reads no fixed-rate counter on {}",
             std::env::consts::ARCH
         ))
     }
-    pub fn read_start() -> u64 {
+    pub(crate) fn read_start() -> u64 {
         0
     }
-    pub fn read_stop() -> u64 {
+    pub(crate) fn read_stop() -> u64 {
         0
     }
-    pub fn calibrate_hz() -> f64 {
+    pub(crate) fn calibrate_hz() -> f64 {
         0.0
     }
 }

@@ -43,7 +43,7 @@ pub fn median_interval(samples: &[f64], level: f64) -> Option<MedianInterval> {
 
 /// The largest rank k (1-based) such that [x(k), x(n+1−k)] covers the median with
 /// probability ≥ `level`; `None` when even [x(1), x(n)] does not.
-pub fn order_statistic_rank(n: usize, level: f64) -> Option<usize> {
+pub(crate) fn order_statistic_rank(n: usize, level: f64) -> Option<usize> {
     if n == 0 {
         return None;
     }

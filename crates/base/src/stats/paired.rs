@@ -20,7 +20,7 @@ use statrs::distribution::{ContinuousCDF, StudentsT};
 
 /// The pairs at which an arm's runs are looked at (beside the last block the time
 /// allows): from 5, then sparser (each look costs every look some of the 5% error).
-pub const LOOK_AT: [usize; 5] = [5, 8, 12, 18, 27];
+pub(crate) const LOOK_AT: [usize; 5] = [5, 8, 12, 18, 27];
 
 /// The fewest pairs an interval is given for (two degrees of freedom).
 const LEAST_PAIRS: usize = 3;

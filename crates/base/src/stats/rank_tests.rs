@@ -8,7 +8,7 @@ use statrs::function::erf::erfc;
 
 /// A Mann–Whitney U test of two independent samples.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct MannWhitney {
+pub(crate) struct MannWhitney {
     /// U of the first sample: the pairs (x from a, y from b) with x > y, ties counting ½.
     pub u: f64,
     /// Two-sided p-value.
@@ -19,7 +19,7 @@ pub struct MannWhitney {
 /// small samples without ties, statrs' normal approximation with tie and continuity
 /// correction otherwise. (statrs 0.19's own exact path returns p = 1 for two samples that
 /// do not overlap at all, so it is not used.) `None` with fewer than 2 values on a side.
-pub fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
+pub(crate) fn mann_whitney_u(a: &[f64], b: &[f64]) -> Option<MannWhitney> {
     use statrs::stats_tests::mannwhitneyu::{mannwhitneyu, MannWhitneyUMethod};
     use statrs::stats_tests::Alternative;
     if a.len() < 2 || b.len() < 2 {

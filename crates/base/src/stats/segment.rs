@@ -14,7 +14,7 @@
 
 /// A constant piece `start..end` (end exclusive) of a sequence, at `level` (its median).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Segment {
+pub(crate) struct Segment {
     pub start: usize,
     pub end: usize,
     pub level: f64,
@@ -23,9 +23,6 @@ pub struct Segment {
 impl Segment {
     pub fn len(&self) -> usize {
         self.end - self.start
-    }
-    pub fn is_empty(&self) -> bool {
-        self.end == self.start
     }
 }
 
@@ -38,7 +35,7 @@ fn l1_cost(values: &[f64]) -> (f64, f64) {
 
 /// Optimal piecewise-constant segmentation of `y` under an absolute-deviation cost with
 /// `penalty` per segment. Returns segments covering 0..y.len() in order.
-pub fn piecewise_constant(y: &[f64], penalty: f64) -> Vec<Segment> {
+pub(crate) fn piecewise_constant(y: &[f64], penalty: f64) -> Vec<Segment> {
     let n = y.len();
     if n == 0 {
         return Vec::new();
@@ -71,7 +68,7 @@ pub fn piecewise_constant(y: &[f64], penalty: f64) -> Vec<Segment> {
 
 /// Robust scale of point-to-point noise: 1.4826 × median |Δy| / √2 (steps between
 /// plateaus are few, so the median difference reflects the noise within them).
-pub fn noise_scale(y: &[f64]) -> f64 {
+pub(crate) fn noise_scale(y: &[f64]) -> f64 {
     if y.len() < 3 {
         return 0.0;
     }

@@ -9,7 +9,7 @@
 
 /// The fields of MIDR_EL1 that identify a core.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Midr {
+pub(crate) struct Midr {
     /// Bits 31:24, a JEDEC-style code (0x41 Arm Ltd, 0xc0 Ampere …).
     pub implementer: u8,
     /// Bits 23:20, the major revision (the `r` of r3p1).
@@ -23,7 +23,7 @@ pub struct Midr {
 }
 
 impl Midr {
-    pub fn from_register(value: u64) -> Midr {
+    pub(crate) fn from_register(value: u64) -> Midr {
         Midr {
             implementer: ((value >> 24) & 0xff) as u8,
             variant: ((value >> 20) & 0xf) as u8,
@@ -50,7 +50,7 @@ impl Midr {
     }
 
     /// The core's name, e.g. "Arm Neoverse N1"; None for a part memscope does not know.
-    pub fn part_name(self) -> Option<&'static str> {
+    pub(crate) fn part_name(self) -> Option<&'static str> {
         part_name(self.implementer, self.part)
     }
 
@@ -78,7 +78,7 @@ impl Midr {
 
 /// Names of the implementer codes of MIDR_EL1 (as `/proc/cpuinfo` prints "CPU
 /// implementer"). "ARM" is kept in capitals: reports and `pages` already use that name.
-pub fn implementer_name(code: u8) -> Option<&'static str> {
+pub(crate) fn implementer_name(code: u8) -> Option<&'static str> {
     Some(match code {
         0x41 => "ARM",
         0x42 => "Broadcom",
@@ -98,7 +98,7 @@ pub fn implementer_name(code: u8) -> Option<&'static str> {
 
 /// Names of the parts memscope knows: the server cores and the common client cores (from
 /// the kernel's arch/arm64/include/asm/cputype.h and the vendors' manuals).
-pub fn part_name(implementer: u8, part: u16) -> Option<&'static str> {
+pub(crate) fn part_name(implementer: u8, part: u16) -> Option<&'static str> {
     Some(match (implementer, part) {
         (0x41, 0xd03) => "Arm Cortex-A53",
         (0x41, 0xd04) => "Arm Cortex-A35",
@@ -156,7 +156,7 @@ fn number(text: &str) -> Option<u64> {
 }
 
 /// The contents of sysfs `regs/identification/midr_el1` ("0x00000000413fd0c1").
-pub fn parse_midr_el1(text: &str) -> Option<Midr> {
+pub(crate) fn parse_midr_el1(text: &str) -> Option<Midr> {
     // The register is 64 bits wide; the identification fields are the low 32.
     let value = number(text)?;
     (value != 0).then(|| Midr::from_register(value))
@@ -165,7 +165,7 @@ pub fn parse_midr_el1(text: &str) -> Option<Midr> {
 /// MIDR_EL1 rebuilt from the first CPU's lines of an arm64 `/proc/cpuinfo`; None when the
 /// text has no "CPU implementer" and "CPU part" (x86, or a kernel too old to print them).
 /// A missing variant or revision reads as 0 and the architecture as 0xf (every Armv8 core).
-pub fn parse_cpuinfo(cpuinfo: &str) -> Option<Midr> {
+pub(crate) fn parse_cpuinfo(cpuinfo: &str) -> Option<Midr> {
     let first = cpuinfo
         .split("\n\n")
         .find(|block| block.contains("CPU implementer"))?;
@@ -188,7 +188,7 @@ pub fn parse_cpuinfo(cpuinfo: &str) -> Option<Midr> {
 /// The first CPU's identity: MIDR_EL1 from sysfs (`midr_el1`, the text of
 /// `cpu0/regs/identification/midr_el1` when present) is the register itself and wins;
 /// otherwise /proc/cpuinfo's fields.
-pub fn identify(cpuinfo: &str, midr_el1: Option<&str>) -> Option<Midr> {
+pub(crate) fn identify(cpuinfo: &str, midr_el1: Option<&str>) -> Option<Midr> {
     midr_el1
         .and_then(parse_midr_el1)
         .or_else(|| parse_cpuinfo(cpuinfo))

@@ -23,7 +23,7 @@ const REPORTING_BIT: usize = 5;
 
 /// Whether the virtio devices under `sys` (normally "/sys") include a balloon with free
 /// page reporting negotiated.
-pub fn free_page_reporting_at(sys: &Path) -> bool {
+pub(crate) fn free_page_reporting_at(sys: &Path) -> bool {
     let Ok(devices) = std::fs::read_dir(sys.join("bus/virtio/devices")) else {
         return false;
     };

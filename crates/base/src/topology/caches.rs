@@ -38,7 +38,7 @@ fn kind_from_sysfs(kind: &str) -> Option<CacheKind> {
 
 /// One cache as CPUID describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CpuidCache {
+pub(crate) struct CpuidCache {
     pub level: u32,
     pub kind: CacheKind,
     pub size_bytes: u64,
@@ -49,7 +49,7 @@ pub struct CpuidCache {
 
 /// One subleaf of Intel leaf 4 or AMD leaf 0x8000001D (same layout). None for the null
 /// entry that ends the list, and for cache types this code does not know.
-pub fn decode_deterministic_cache(r: CpuidRegs) -> Option<CpuidCache> {
+pub(crate) fn decode_deterministic_cache(r: CpuidRegs) -> Option<CpuidCache> {
     let kind = match r.eax & 0x1F {
         1 => CacheKind::Data,
         2 => CacheKind::Instruction,
@@ -88,7 +88,7 @@ fn deterministic_caches(leaf: u32) -> Vec<CpuidCache> {
 /// Associativity as AMD encodes it, either as a full byte (L1 fields) or as the 4-bit
 /// code of the L2/L3 cache and L2 TLB fields.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AmdAssoc {
+pub(crate) enum AmdAssoc {
     Disabled,
     Ways(u32),
     Full,
@@ -108,7 +108,7 @@ impl AmdAssoc {
 
 /// Decodes the 4-bit associativity code of AMD's L2/L3 cache and L2 TLB fields
 /// (AMD APM vol. 3, CPUID Fn8000_0006).
-pub fn decode_amd_assoc(code: u32) -> AmdAssoc {
+pub(crate) fn decode_amd_assoc(code: u32) -> AmdAssoc {
     match code & 0xF {
         0x0 => AmdAssoc::Disabled,
         0x1 => AmdAssoc::Ways(1),
@@ -130,7 +130,7 @@ pub fn decode_amd_assoc(code: u32) -> AmdAssoc {
 
 /// Decodes the 8-bit associativity of AMD's L1 fields (leaf 0x80000005), which is the way
 /// count itself except for 0xFF (fully associative) and 0 (reserved).
-pub fn decode_amd_l1_assoc(byte: u32) -> AmdAssoc {
+pub(crate) fn decode_amd_l1_assoc(byte: u32) -> AmdAssoc {
     match byte & 0xFF {
         0 => AmdAssoc::Reserved(0),
         0xFF => AmdAssoc::Full,
@@ -140,7 +140,10 @@ pub fn decode_amd_l1_assoc(byte: u32) -> AmdAssoc {
 
 /// Caches from AMD's legacy leaves 0x80000005/6, for CPUs (or hypervisors) without
 /// topology extensions. Coarser than 0x8000001D: the L3 size is in 512 KiB units.
-pub fn decode_amd_legacy_caches(l5: Option<CpuidRegs>, l6: Option<CpuidRegs>) -> Vec<CpuidCache> {
+pub(crate) fn decode_amd_legacy_caches(
+    l5: Option<CpuidRegs>,
+    l6: Option<CpuidRegs>,
+) -> Vec<CpuidCache> {
     let mut caches = Vec::new();
     let mut push = |level, kind, size_bytes: u64, line_bytes: u64, assoc: AmdAssoc| {
         if size_bytes == 0 || assoc == AmdAssoc::Disabled {
@@ -191,7 +194,7 @@ pub fn decode_amd_legacy_caches(l5: Option<CpuidRegs>, l6: Option<CpuidRegs>) ->
 
 /// Caches as CPUID reports them (empty off x86_64). Each vendor's own leaf is tried first;
 /// the other vendor's leaf answers with zeros, so trying it too is harmless.
-pub fn cpuid_caches(vendor: &str) -> Vec<CpuidCache> {
+pub(crate) fn cpuid_caches(vendor: &str) -> Vec<CpuidCache> {
     // AMD defines 0x8000001D only with TopologyExtensions (0x80000001 ECX bit 22).
     let amd_topoext = || cpuid(0x8000_0001, 0).is_some_and(|r| r.ecx & (1 << 22) != 0);
     let amd = || {
@@ -277,7 +280,7 @@ const DEFAULT_LINE_BYTES: u64 = 64;
 
 /// Caches seen from the first allowed CPU, with instance counts over all online CPUs and
 /// CPUID sizes alongside; from CPUID alone when sysfs has nothing.
-pub fn detect_caches(allowed: &[usize], online: &[usize], vendor: &str) -> Vec<CacheInfo> {
+pub(crate) fn detect_caches(allowed: &[usize], online: &[usize], vendor: &str) -> Vec<CacheInfo> {
     let from_cpuid = cpuid_caches(vendor);
     let cpuid_match = |level: u32, kind: CacheKind| {
         from_cpuid
@@ -374,7 +377,7 @@ fn tlb(
 /// TLBs from AMD's leaves: 0x80000005 (L1, 8-bit fields), 0x80000006 (L2, 12-bit entries and
 /// 4-bit associativity), 0x80000019 (1 GiB pages, L1 and L2, same layout as 0x80000006).
 /// The 2M/4M fields are reported as 2 MiB, the page size x86_64 actually uses.
-pub fn decode_amd_tlbs(
+pub(crate) fn decode_amd_tlbs(
     l5: Option<CpuidRegs>,
     l6: Option<CpuidRegs>,
     l19: Option<CpuidRegs>,
@@ -438,7 +441,7 @@ pub fn decode_amd_tlbs(
 
 /// TLBs from the subleaves of Intel leaf 0x18 (deterministic address translation). Invalid
 /// subleaves (type 0) may sit between valid ones, so all are decoded.
-pub fn decode_intel_leaf18(subleaves: &[CpuidRegs]) -> Vec<TlbInfo> {
+pub(crate) fn decode_intel_leaf18(subleaves: &[CpuidRegs]) -> Vec<TlbInfo> {
     let mut out = Vec::new();
     for r in subleaves {
         // Load-only and store-only TLBs (types 4 and 5, hybrid cores) are data TLBs; the
@@ -538,7 +541,7 @@ const LEAF2_TLBS: &[Leaf2Row] = &[
 
 /// TLBs named by the descriptor bytes of Intel leaf 0x2. A register with bit 31 set holds
 /// no descriptors, and the low byte of EAX is an iteration count, not a descriptor.
-pub fn decode_intel_leaf2(r: CpuidRegs) -> Vec<TlbInfo> {
+pub(crate) fn decode_intel_leaf2(r: CpuidRegs) -> Vec<TlbInfo> {
     let mut out: Vec<TlbInfo> = Vec::new();
     for (index, reg) in [r.eax, r.ebx, r.ecx, r.edx].into_iter().enumerate() {
         if reg & (1 << 31) != 0 {
@@ -584,7 +587,7 @@ fn amd_tlbs() -> Vec<TlbInfo> {
 /// TLB geometry from CPUID, ordered by level, kind and page size; empty off x86_64. The
 /// vendor's own leaves go first; the other vendor's read as zeros, so they are a safe
 /// fallback for CPUs of a third vendor.
-pub fn detect_tlbs(vendor: &str) -> Vec<TlbInfo> {
+pub(crate) fn detect_tlbs(vendor: &str) -> Vec<TlbInfo> {
     let mut tlbs = if is_amd_like(vendor) {
         amd_tlbs()
     } else {

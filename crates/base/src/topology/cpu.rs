@@ -161,7 +161,7 @@ fn regs_to_string(regs: &[u32]) -> String {
 /// x86 display family, model and stepping from CPUID leaf 1 EAX. The extended fields only
 /// count where the vendor says so: AMD adds the extended model only for base family 0xF,
 /// Intel also for family 6 (every Core-era part).
-pub fn display_family_model_stepping(eax: u32, vendor: &str) -> (u32, u32, u32) {
+pub(crate) fn display_family_model_stepping(eax: u32, vendor: &str) -> (u32, u32, u32) {
     let stepping = eax & 0xF;
     let base_model = (eax >> 4) & 0xF;
     let base_family = (eax >> 8) & 0xF;
@@ -187,7 +187,7 @@ pub fn display_family_model_stepping(eax: u32, vendor: &str) -> (u32, u32, u32) 
 
 /// Friendly name for the 12-byte vendor signature of CPUID leaf 0x40000000. Unknown
 /// signatures are returned as read, so a report still says which hypervisor it was.
-pub fn hypervisor_name(signature: &[u8]) -> String {
+pub(crate) fn hypervisor_name(signature: &[u8]) -> String {
     let text = String::from_utf8_lossy(signature);
     // Signatures pad with NULs or spaces, and Parallels' has a double space inside.
     let normalised = text
@@ -213,7 +213,7 @@ pub fn hypervisor_name(signature: &[u8]) -> String {
 }
 
 /// The hypervisor this runs under, if any: CPUID on x86_64, otherwise what the kernel says.
-pub fn detect_hypervisor(cpuinfo: &str) -> Option<String> {
+pub(crate) fn detect_hypervisor(cpuinfo: &str) -> Option<String> {
     if let Some(leaf1) = cpuid(1, 0) {
         if leaf1.ecx & (1 << 31) == 0 {
             return None;
@@ -425,7 +425,7 @@ pub fn allowed_cpus() -> Vec<usize> {
 
 /// How the online CPUs group into physical cores.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct CoreLayout {
+pub(crate) struct CoreLayout {
     pub physical_cores: usize,
     pub threads_per_core: usize,
     /// Only groups of two or more siblings.
@@ -435,7 +435,7 @@ pub struct CoreLayout {
 /// Core layout from each online CPU's sibling list. A CPU whose list is missing counts as a
 /// core of its own, so a container with a partial /sys never reports fewer cores than CPUs
 /// it cannot see siblings for.
-pub fn core_layout(online: &[usize]) -> CoreLayout {
+pub(crate) fn core_layout(online: &[usize]) -> CoreLayout {
     let groups: BTreeSet<Vec<usize>> = online
         .iter()
         .map(|&cpu| {

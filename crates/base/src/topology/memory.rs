@@ -32,7 +32,7 @@ pub fn parse_meminfo_field(text: &str, name: &str) -> Option<u64> {
 }
 
 /// One field of /proc/meminfo (bytes for kB fields), e.g. `read_meminfo_field("MemAvailable")`.
-pub fn read_meminfo_field(name: &str) -> Option<u64> {
+pub(crate) fn read_meminfo_field(name: &str) -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     parse_meminfo_field(&text, name)
 }
@@ -56,7 +56,7 @@ pub enum MemoryBound {
 }
 
 /// The address-space limit (RLIMIT_AS) and this process's size against it, when one is set.
-pub fn address_space_limit() -> Option<(u64, u64)> {
+pub(crate) fn address_space_limit() -> Option<(u64, u64)> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -170,7 +170,7 @@ pub fn parse_bracketed_choice(text: &str) -> Option<String> {
 
 /// The current THP mode; `Unavailable` without THP (no file, or no choice in it the
 /// kernel writes there).
-pub fn thp_enabled_mode() -> ThpMode {
+pub(crate) fn thp_enabled_mode() -> ThpMode {
     read_trimmed(Path::new(THP_SYSFS).join("enabled"))
         .and_then(|s| parse_bracketed_choice(&s))
         .and_then(|choice| ThpMode::parse(&choice))
@@ -179,7 +179,7 @@ pub fn thp_enabled_mode() -> ThpMode {
 
 /// THP mode, defrag policy and PMD size. A kernel without THP has no directory at all,
 /// which is reported as "unavailable" rather than as an error.
-pub fn thp_info() -> ThpInfo {
+pub(crate) fn thp_info() -> ThpInfo {
     let dir = Path::new(THP_SYSFS);
     ThpInfo {
         enabled: thp_enabled_mode(),
@@ -200,7 +200,7 @@ pub fn parse_smaps_anon_huge_bytes(smaps: &str, start: usize, end: usize) -> u64
 }
 
 /// Bytes of this process's memory in [start, end) backed by transparent huge pages.
-pub fn thp_anon_huge_bytes_in_range(start: usize, end: usize) -> std::io::Result<u64> {
+pub(crate) fn thp_anon_huge_bytes_in_range(start: usize, end: usize) -> std::io::Result<u64> {
     let smaps = std::fs::read_to_string("/proc/self/smaps")?;
     Ok(parse_smaps_anon_huge_bytes(&smaps, start, end))
 }

@@ -31,7 +31,7 @@ pub fn parse_distances(text: &str) -> Vec<u32> {
 /// totals (only for the synthetic single node used when sysfs has none), the CPU model
 /// (for the HBM rule) and the kernel's memory tiers.
 #[derive(Debug, Clone, Copy)]
-pub struct NumaContext<'a> {
+pub(crate) struct NumaContext<'a> {
     pub online_cpus: &'a [usize],
     pub mem_total: u64,
     pub mem_free: u64,
@@ -40,13 +40,13 @@ pub struct NumaContext<'a> {
 }
 
 /// The machine's NUMA nodes, ordered by id (see `detect_numa_at`).
-pub fn detect_numa(context: NumaContext) -> Vec<NumaNode> {
+pub(crate) fn detect_numa(context: NumaContext) -> Vec<NumaNode> {
     detect_numa_at(Path::new("/sys"), context)
 }
 
 /// The NUMA nodes under the sysfs root `sys`, ordered by id, each with its HMAT access
 /// classes, tier and kind.
-pub fn detect_numa_at(sys: &Path, context: NumaContext) -> Vec<NumaNode> {
+pub(crate) fn detect_numa_at(sys: &Path, context: NumaContext) -> Vec<NumaNode> {
     let root = sys.join("devices/system/node");
     let mut nodes: Vec<NumaNode> = std::fs::read_dir(&root)
         .map(|entries| {

@@ -130,7 +130,7 @@ pub(super) fn unescape(field: &str) -> String {
 }
 
 /// A mountinfo field's bytes with its \ooo escapes undone (a path need not be UTF-8).
-pub fn unescape_bytes(field: &str) -> Vec<u8> {
+pub(crate) fn unescape_bytes(field: &str) -> Vec<u8> {
     let bytes = field.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -168,7 +168,7 @@ fn figure(path: &Path) -> Option<u64> {
 }
 
 /// A sysfs flag: "true"/"false" as the kernel writes them, also 1/0 and Y/N.
-pub fn parse_flag(text: &str) -> Option<bool> {
+pub(crate) fn parse_flag(text: &str) -> Option<bool> {
     match text.trim() {
         "true" | "1" | "Y" | "y" => Some(true),
         "false" | "0" | "N" | "n" => Some(false),
@@ -201,7 +201,7 @@ impl HmatAccess {
 impl MemoryTier {
     /// The kernel's memory tiers under `sys` (`devices/virtual/memory_tiering/memory_tierN/
     /// nodelist`), sorted by id; a tier whose node list does not parse is left out.
-    pub fn read_all_at(sys: &Path) -> Vec<MemoryTier> {
+    pub(crate) fn read_all_at(sys: &Path) -> Vec<MemoryTier> {
         let dir = sys.join("devices/virtual/memory_tiering");
         let mut tiers: Vec<MemoryTier> = entries(&dir)
             .iter()
@@ -298,7 +298,7 @@ impl MemoryTiering {
 
 /// The nodes sysfs names as targets of device memory: CXL regions and NVDIMM regions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RegionTargets {
+pub(crate) struct RegionTargets {
     pub cxl: BTreeSet<usize>,
     pub pmem: BTreeSet<usize>,
 }
@@ -385,7 +385,7 @@ impl RegionTargets {
 
 /// Whether `cpu_model` is an Intel Xeon CPU Max (Sapphire Rapids with HBM), e.g.
 /// "Intel(R) Xeon(R) CPU Max 9480".
-pub fn is_xeon_max(cpu_model: &str) -> bool {
+pub(crate) fn is_xeon_max(cpu_model: &str) -> bool {
     let words: Vec<&str> = cpu_model
         .split(|c: char| !c.is_ascii_alphanumeric())
         .collect();
@@ -428,7 +428,7 @@ fn hmat_says_faster(node: &NumaNode, nodes: &[NumaNode]) -> Option<bool> {
 
 /// Sets every node's kind by the rule in the module doc. `nodes` are the online nodes in id
 /// order (their HMAT figures and tiers already read).
-pub fn classify(nodes: &mut [NumaNode], targets: &RegionTargets, cpu_model: &str) {
+pub(crate) fn classify(nodes: &mut [NumaNode], targets: &RegionTargets, cpu_model: &str) {
     let xeon_max = is_xeon_max(cpu_model);
     let cpu_tiers: Vec<u32> = (nodes.iter().filter(|n| n.has_cpus()))
         .filter_map(|n| n.tier)

@@ -12,10 +12,10 @@ use crate::platform::timer::Timer;
 /// (`permutation::link`), which leaves a set the caches can hold where a lap would; the
 /// warm-up adds the TLB and the lines the writing evicted, and a lap through a DRAM-sized
 /// buffer would warm nothing.
-pub const WARM_UP_TRIALS: f64 = 2.0;
+pub(crate) const WARM_UP_TRIALS: f64 = 2.0;
 
 /// A chase in progress: where the chain has got to.
-pub struct ChaseCursor(*const usize);
+pub(crate) struct ChaseCursor(*const usize);
 
 impl ChaseCursor {
     /// # Safety
@@ -37,7 +37,7 @@ impl ChaseCursor {
 
     /// Follows the chain untimed for one lap of `slots` slots, stopping early after
     /// WARM_UP_TRIALS trials of `trial_ns`.
-    pub fn warm_up_lap(&mut self, slots: usize, timer: &Timer, trial_ns: f64) {
+    pub(crate) fn warm_up_lap(&mut self, slots: usize, timer: &Timer, trial_ns: f64) {
         let mut remaining = slots.div_ceil(UNROLL);
         let start = timer.start();
         while remaining > 0 {
@@ -51,7 +51,7 @@ impl ChaseCursor {
     }
 
     /// Follows the chain untimed for about `ns` nanoseconds.
-    pub fn run_for(&mut self, timer: &Timer, ns: f64) {
+    pub(crate) fn run_for(&mut self, timer: &Timer, ns: f64) {
         let start = timer.start();
         while timer.ticks_to_ns(timer.stop().saturating_sub(start)) < ns {
             self.run(256);
@@ -60,7 +60,7 @@ impl ChaseCursor {
 
     /// Iterations (of UNROLL loads each) that make one trial last about `trial_ns`: runs
     /// of doubling length until one lasts a quarter of that.
-    pub fn iterations_for(&mut self, timer: &Timer, trial_ns: f64) -> usize {
+    pub(crate) fn iterations_for(&mut self, timer: &Timer, trial_ns: f64) -> usize {
         let mut iterations = 16usize;
         let ns_per_iteration = loop {
             let t0 = timer.start();
@@ -108,7 +108,7 @@ impl ChaseCursor {
 
 /// Iterations (of UNROLL loads) of a counted pass lasting about `trial_ns` at
 /// `ns_per_load`: at least one, at most 2^30 (as `iterations_for`).
-pub fn counted_iterations(trial_ns: f64, ns_per_load: f64) -> usize {
+pub(crate) fn counted_iterations(trial_ns: f64, ns_per_load: f64) -> usize {
     let iterations = trial_ns / (ns_per_load * UNROLL as f64);
     if iterations.is_finite() && iterations >= 1.0 {
         (iterations.round() as usize).min(1 << 30)

@@ -9,7 +9,7 @@ use crate::view::{Cell, Column, Style, Text};
 /// The miss columns of a table whose rows may carry counts: shown only when some row was
 /// counted, each name after a prefix ("Random " for a second curve; its CSV form
 /// "random_").
-pub struct Misses<'a> {
+pub(crate) struct Misses<'a> {
     prefix: &'static str,
     /// The counts of the rows that have them.
     counts: Vec<&'a AccessCounts>,
@@ -43,7 +43,7 @@ impl<'a> Misses<'a> {
 
     /// CSV column names: the accesses counted, then misses per access at each level, e.g.
     /// `random_l1_miss_per_access`.
-    pub fn data_header(&self) -> Vec<String> {
+    pub(crate) fn data_header(&self) -> Vec<String> {
         let prefix = self.prefix.to_ascii_lowercase().replace(' ', "_");
         let levels = MissLevel::ALL.iter().map(|l| {
             let name = l.label().trim_end_matches(" miss").to_ascii_lowercase();
@@ -73,7 +73,7 @@ impl<'a> Misses<'a> {
 }
 
 /// The miss columns, each level in `MissLevel::ALL` order, e.g. "Random L1 miss".
-pub fn miss_columns(prefix: &str) -> Vec<Column> {
+pub(crate) fn miss_columns(prefix: &str) -> Vec<Column> {
     MissLevel::ALL
         .iter()
         .map(|l| Column::number(format!("{prefix}{}", l.label())))
@@ -82,7 +82,7 @@ pub fn miss_columns(prefix: &str) -> Vec<Column> {
 
 /// The miss cells of a row: misses per access ("*" when multiplexed), "n/s" with the
 /// reason as a tooltip for a level not counted, a dash for a row without counts.
-pub fn miss_cells(counts: Option<&AccessCounts>) -> Vec<Cell> {
+pub(crate) fn miss_cells(counts: Option<&AccessCounts>) -> Vec<Cell> {
     MissLevel::ALL
         .iter()
         .map(|&level| {
@@ -105,7 +105,7 @@ pub fn miss_cells(counts: Option<&AccessCounts>) -> Vec<Cell> {
 /// The footnotes of a table with miss columns: what the figures are, "*" when any count
 /// was multiplexed, then every distinct reason a level was not counted, once however
 /// many rows share it.
-pub fn miss_notes<'a>(counts: impl IntoIterator<Item = &'a AccessCounts>) -> Vec<Text> {
+pub(crate) fn miss_notes<'a>(counts: impl IntoIterator<Item = &'a AccessCounts>) -> Vec<Text> {
     let counts: Vec<&AccessCounts> = counts.into_iter().collect();
     let mut notes = vec![Text::plain(
         "Miss columns: misses per access at each level from the hardware counters, counted \

@@ -198,7 +198,7 @@ macro_rules! registry {
             }
 
             /// One drift pass: every planned experiment's headline figures measured again.
-            pub fn remeasure(
+            pub(crate) fn remeasure(
                 &self,
                 session: &mut Session,
                 results: &Results,

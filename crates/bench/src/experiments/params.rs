@@ -23,7 +23,7 @@ use crate::units::{Bytes, KIB, MIB};
 
 /// The flags of an experiment's own subcommand, as the registry's generated
 /// `ExperimentCommand` reads them.
-pub trait CommandArgs {
+pub(crate) trait CommandArgs {
     /// The measuring flags every experiment's subcommand flattens in.
     fn measure(&self) -> &MeasureArgs;
 
@@ -145,7 +145,7 @@ fn one_of(allowed: &[usize]) -> String {
 impl MeasurePlan {
     /// The DRAM working set of the chases (MLP, ROB, TLB): --max-size when given, else
     /// the bandwidth table's DRAM size.
-    pub fn dram_working_set(&self, machine: &Machine) -> u64 {
+    pub(crate) fn dram_working_set(&self, machine: &Machine) -> u64 {
         dram_working_set(self.max_size_given.then_some(self.max_size.0), machine)
     }
 
@@ -204,7 +204,7 @@ impl MeasurePlan {
 
 /// Largest working set of the sweeps that do not default to the latency ladder's size:
 /// four times the largest cache, at least 64 MiB.
-pub fn sweep_max(measure: &MeasurePlan, machine: &Machine) -> u64 {
+pub(crate) fn sweep_max(measure: &MeasurePlan, machine: &Machine) -> u64 {
     if measure.max_size_given {
         measure.max_size.0
     } else {
@@ -221,7 +221,7 @@ pub fn parse_thread_counts(text: &str, available: usize) -> Result<Vec<usize>, U
 
 /// As `parse_thread_counts`, with "auto" meaning the counts `auto` (each at most
 /// `available`), e.g. the machine's `thread_ladder`.
-pub fn parse_thread_counts_or(
+pub(crate) fn parse_thread_counts_or(
     text: &str,
     available: usize,
     auto: &[usize],
@@ -248,7 +248,7 @@ pub fn parse_thread_counts_or(
 }
 
 /// The values of a comma-separated list, each read by `parse`, without repeats, in order.
-pub fn parse_list<T: PartialEq>(
+pub(crate) fn parse_list<T: PartialEq>(
     text: &str,
     parse: impl Fn(&str) -> Result<T, UsageError>,
 ) -> Result<Vec<T>, UsageError> {
@@ -292,7 +292,7 @@ pub fn thread_cpus(machine: &Machine, first: usize) -> Vec<usize> {
 
 /// The most thread counts `thread_ladder` gives: each count is a table of every kernel at
 /// every level, so the table's time grows with the counts, not with the CPUs.
-pub const MAX_LADDER_COUNTS: usize = 8;
+pub(crate) const MAX_LADDER_COUNTS: usize = 8;
 
 /// The default thread counts ("auto"). On one NUMA node (or without NUMA information):
 /// 1 and every CPU, as ever. On several nodes with CPUs, a short ladder in whole nodes:
@@ -301,7 +301,7 @@ pub const MAX_LADDER_COUNTS: usize = 8;
 /// a 384-CPU machine of 16 nodes runs 7 counts, not 384. Counts are prefixes of
 /// `thread_cpus(machine, first)`: "2 nodes' cores" is exactly the cores of the first two
 /// nodes in that order.
-pub fn thread_ladder(machine: &Machine, first: usize) -> ThreadLadder {
+pub(crate) fn thread_ladder(machine: &Machine, first: usize) -> ThreadLadder {
     let order = ThreadOrder::of(machine, first);
     let all = order.cpus.len();
     let cores: Vec<usize> = order
@@ -350,7 +350,7 @@ pub struct ThreadLadder {
 
 impl ThreadLadder {
     /// Whether the counts step in whole nodes (several nodes), not just 1 and all.
-    pub fn per_node(&self) -> bool {
+    pub(crate) fn per_node(&self) -> bool {
         self.nodes >= 2
     }
 
@@ -465,11 +465,11 @@ impl ThreadOrder {
 /// largest cache up to 32 MiB), down to `dram_floor` per thread. Without it, 384 threads
 /// each streaming four times the largest cache mapped 48 GiB or more, and one pass over
 /// it took longer than a whole trial.
-pub const DRAM_SETS: u64 = 16;
+pub(crate) const DRAM_SETS: u64 = 16;
 
 /// The smallest DRAM working set of one of `threads` threads: four times its share of the
 /// largest cache (so the cache cannot serve it), at least 8 MiB, at most the one-thread set.
-pub fn dram_floor(machine: &Machine, threads: usize) -> u64 {
+pub(crate) fn dram_floor(machine: &Machine, threads: usize) -> u64 {
     let single = dram_single(machine);
     let share =
         (machine.data_caches().last()).map_or(32 * MIB, |cache| thread_share(cache, threads));
@@ -487,7 +487,7 @@ fn dram_single(machine: &Machine) -> u64 {
 /// threads, then shrinking so that all together stay at `DRAM_SETS` sets, never below
 /// `dram_floor`; and when all threads' sets would not fit the memory available now, the
 /// share that does (never below the floor, which `resolve` checked fits).
-pub fn dram_bytes(machine: &Machine, threads: usize) -> u64 {
+pub(crate) fn dram_bytes(machine: &Machine, threads: usize) -> u64 {
     let threads = threads.max(1) as u64;
     let single = dram_single(machine);
     let floor = dram_floor(machine, threads as usize);
@@ -502,7 +502,7 @@ pub fn dram_bytes(machine: &Machine, threads: usize) -> u64 {
 
 /// A working set that must fit in the memory available now (MemAvailable, or the
 /// cgroup's headroom when that is smaller), leaving a tenth of it for everything else.
-pub fn check_fits_memory(
+pub(crate) fn check_fits_memory(
     flag: &'static str,
     bytes: Bytes,
     machine: &Machine,

@@ -4,7 +4,7 @@
 //! reorder the loads; elsewhere volatile reads do the same job.
 
 /// Loads per loop iteration. `chase` runs a multiple of this.
-pub const UNROLL: usize = 16;
+pub(crate) const UNROLL: usize = 16;
 
 /// Follows the chain for `iterations × UNROLL` dependent loads from `start` and returns
 /// where it stopped (pass it back in to continue the same cycle).

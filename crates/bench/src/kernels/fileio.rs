@@ -10,13 +10,13 @@ use std::os::fd::RawFd;
 use std::time::Instant;
 
 /// A buffer aligned for `O_DIRECT` (4 KiB, which every block device accepts).
-pub struct AlignedBuffer {
+pub(crate) struct AlignedBuffer {
     ptr: *mut u8,
     len: usize,
 }
 
 /// The alignment of `AlignedBuffer`.
-pub const DIRECT_ALIGN: usize = 4096;
+pub(crate) const DIRECT_ALIGN: usize = 4096;
 
 impl AlignedBuffer {
     /// A zeroed buffer of `len` bytes (rounded up to the alignment).
@@ -31,17 +31,9 @@ impl AlignedBuffer {
         AlignedBuffer { ptr, len }
     }
 
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: the allocation is `len` bytes, owned by self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 
@@ -58,7 +50,7 @@ unsafe impl Send for AlignedBuffer {}
 
 /// One sequential pass over a file.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SequentialPass {
+pub(crate) struct SequentialPass {
     pub elapsed_ns: f64,
     pub bytes: u64,
     /// Read calls made (the last one may be short).
@@ -67,7 +59,7 @@ pub struct SequentialPass {
 
 /// Reads `bytes` from offset 0 in `block`-byte preads into `buffer` (which must hold a
 /// block); stops early at end of file.
-pub fn read_sequential(
+pub(crate) fn read_sequential(
     fd: RawFd,
     buffer: &mut [u8],
     block: usize,
@@ -105,7 +97,7 @@ pub fn read_sequential(
 
 /// Touches a mapped region one 8-byte word per 64-byte line (faulting in its pages);
 /// returns the elapsed time and a checksum the caller must use.
-pub fn touch_mapped(region: &[u8]) -> (f64, u64) {
+pub(crate) fn touch_mapped(region: &[u8]) -> (f64, u64) {
     let start = Instant::now();
     let mut sum = 0u64;
     let mut i = 0;
@@ -119,7 +111,7 @@ pub fn touch_mapped(region: &[u8]) -> (f64, u64) {
 }
 
 /// Random `block`-byte preads at `offsets`, one at a time; each read's latency in ns.
-pub fn random_pread(
+pub(crate) fn random_pread(
     fd: RawFd,
     buffer: &mut [u8],
     block: usize,
@@ -149,7 +141,7 @@ pub fn random_pread(
 /// fio does by default (`iodepth_batch_submit=1`) and a server issuing reads as they come
 /// does. Refilling every free slot and submitting them in one call is another workload:
 /// on a virtio disk it was seen up to 2× faster or slower than this, by the host's load.
-pub fn random_uring(
+pub(crate) fn random_uring(
     fd: RawFd,
     buffers: &mut [AlignedBuffer],
     block: usize,

@@ -70,7 +70,7 @@ impl Mix {
 
     /// Bytes one step reads plus writes (store misses' read-for-ownership not counted,
     /// as in every bandwidth figure memscope reports).
-    pub fn bytes_per_step(self) -> u64 {
+    pub(crate) fn bytes_per_step(self) -> u64 {
         let (read, written) = self.lines();
         ((read + written) * LINE) as u64
     }

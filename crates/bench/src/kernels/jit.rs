@@ -57,7 +57,7 @@ impl Filler {
     }
 
     /// The structure this filler fills first.
-    pub fn structure(self) -> Structure {
+    pub(crate) fn structure(self) -> Structure {
         match self {
             Filler::Nop => Structure::ReorderBuffer,
             Filler::Add => Structure::IntegerRegisterFile,
@@ -70,7 +70,7 @@ impl Filler {
     /// Entries of that structure the two chase loads take themselves: each load has a
     /// reorder-buffer entry, an integer destination register and a load-queue entry, but
     /// no vector register and no store-queue entry.
-    pub fn miss_entries(self) -> u32 {
+    pub(crate) fn miss_entries(self) -> u32 {
         match self {
             Filler::Nop | Filler::Add | Filler::Load => 2,
             Filler::Xor | Filler::Store => 0,
@@ -129,10 +129,10 @@ impl std::fmt::Display for Structure {
 }
 
 /// Bytes of the L1-resident scratch buffer the load and store fillers address.
-pub const SCRATCH_BYTES: usize = 4096;
+pub(crate) const SCRATCH_BYTES: usize = 4096;
 
 /// Most misses one serialised block can hold.
-pub const MAX_SERIALIZED_MISSES: usize = 32;
+pub(crate) const MAX_SERIALIZED_MISSES: usize = 32;
 
 #[cfg(target_arch = "x86_64")]
 pub use x86::*;
@@ -419,7 +419,8 @@ mod x86 {
         }
 
         /// Bytes mapped (whole pages).
-        pub fn mapped_len(&self) -> usize {
+        #[cfg(test)]
+        pub(crate) fn mapped_len(&self) -> usize {
             self.len
         }
     }
@@ -435,7 +436,7 @@ mod x86 {
     /// Where the two chains stopped (returned in rax:rdx).
     #[repr(C)]
     #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-    pub struct ChasePair {
+    pub(crate) struct ChasePair {
         pub a: *const usize,
         pub b: *const usize,
     }
@@ -448,23 +449,18 @@ mod x86 {
     ) -> ChasePair;
 
     /// The window loop for one filler kind and K.
-    pub struct WindowLoop {
-        code: Code,
+    pub(crate) struct WindowLoop {
+        /// The mapping `entry` points into, unmapped when the loop is dropped.
+        _code: Code,
         entry: WindowFn,
-        filler: Filler,
-        k: u32,
     }
 
     impl WindowLoop {
         pub fn new(filler: Filler, k: u32) -> io::Result<WindowLoop> {
-            Self::with_emitter(filler, k, |asm, index| asm.filler(filler, index))
+            Self::with_emitter(k, |asm, index| asm.filler(filler, index))
         }
 
-        fn with_emitter(
-            filler: Filler,
-            k: u32,
-            emit: impl Fn(&mut Asm, usize),
-        ) -> io::Result<WindowLoop> {
+        fn with_emitter(k: u32, emit: impl Fn(&mut Asm, usize)) -> io::Result<WindowLoop> {
             let mut asm = Asm::default();
             for reg in SAVED {
                 asm.push(reg);
@@ -498,12 +494,7 @@ mod x86 {
             // arguments in rdi, rsi, rdx, rcx; the pair returned in rax:rdx; callee-saved
             // registers pushed and popped).
             let entry = unsafe { std::mem::transmute::<*const u8, WindowFn>(code.as_ptr()) };
-            Ok(WindowLoop {
-                code,
-                entry,
-                filler,
-                k,
-            })
+            Ok(WindowLoop { _code: code, entry })
         }
 
         /// Runs `iterations` loop iterations (each one step on both chains) and returns
@@ -523,27 +514,19 @@ mod x86 {
             (self.entry)(a, b, iterations, scratch)
         }
 
-        pub fn filler(&self) -> Filler {
-            self.filler
-        }
-
-        pub fn k(&self) -> u32 {
-            self.k
-        }
-
+        #[cfg(test)]
         pub fn code(&self) -> &Code {
-            &self.code
+            &self._code
         }
     }
 
     type BlockFn = unsafe extern "sysv64" fn(base: *const u8) -> u64;
 
     /// The serialised block: N−1 independent loads, K nops, one load, timed inside.
-    pub struct SerializedBlock {
-        code: Code,
+    pub(crate) struct SerializedBlock {
+        /// The mapping `entry` points into, unmapped when the block is dropped.
+        _code: Code,
         entry: BlockFn,
-        misses: usize,
-        k: u32,
     }
 
     impl SerializedBlock {
@@ -587,12 +570,7 @@ mod x86 {
             // SAFETY: a complete sysv64 function taking one pointer, returning u64 in rax,
             // touching only caller-saved registers.
             let entry = unsafe { std::mem::transmute::<*const u8, BlockFn>(code.as_ptr()) };
-            Ok(SerializedBlock {
-                code,
-                entry,
-                misses,
-                k,
-            })
+            Ok(SerializedBlock { _code: code, entry })
         }
 
         /// Runs the block once and returns its duration in TSC ticks.
@@ -601,18 +579,6 @@ mod x86 {
         /// `base + displacement` must be readable for 8 bytes for every displacement.
         pub unsafe fn run(&self, base: *const u8) -> u64 {
             (self.entry)(base)
-        }
-
-        pub fn misses(&self) -> usize {
-            self.misses
-        }
-
-        pub fn k(&self) -> u32 {
-            self.k
-        }
-
-        pub fn code(&self) -> &Code {
-            &self.code
         }
     }
 

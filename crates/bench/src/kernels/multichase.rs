@@ -18,10 +18,10 @@
 use std::ptr::read_volatile;
 
 /// Rounds per loop iteration of `walk` (the remainder runs one round at a time).
-pub const ROUND_UNROLL: usize = 4;
+pub(crate) const ROUND_UNROLL: usize = 4;
 
 /// Largest chain count `multichase` accepts (every count from 1 to this has a kernel).
-pub const MAX_CHAINS: usize = 64;
+pub(crate) const MAX_CHAINS: usize = 64;
 
 /// Whether `multichase` has a kernel for `chains` chains.
 pub fn supported(chains: usize) -> bool {
@@ -63,7 +63,7 @@ unsafe fn walk<const N: usize>(ptrs: &mut [*const usize; N], rounds: usize) {
 /// # Safety
 /// Every pointer must begin a chain in which each slot holds the address of another slot
 /// of the same chain, all valid for reads.
-pub unsafe fn multichase(ptrs: &mut [*const usize], rounds: usize) {
+pub(crate) unsafe fn multichase(ptrs: &mut [*const usize], rounds: usize) {
     macro_rules! dispatch {
         ($($n:literal)*) => {
             match ptrs.len() {

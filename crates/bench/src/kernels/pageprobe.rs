@@ -21,22 +21,22 @@
 use super::permutation::{sattolo_cycle, SplitMix64};
 
 /// Bytes per probe: one cache line.
-pub const LINE_BYTES: usize = 64;
+pub(crate) const LINE_BYTES: usize = 64;
 
 /// Lines between the probes of neighbouring pages (odd, so every line of a page is used
 /// once per `lines_per_page` probes; far from 0 and 1 so neighbours share no set and no
 /// adjacent-line pair).
-pub const LINE_STEP: usize = 29;
+pub(crate) const LINE_STEP: usize = 29;
 
 /// Byte offset, inside its page, of the probe in page `i`.
-pub fn line_offset(i: usize, page_bytes: usize, rotation: usize) -> usize {
+pub(crate) fn line_offset(i: usize, page_bytes: usize, rotation: usize) -> usize {
     let lines = (page_bytes / LINE_BYTES).max(1);
     (i.wrapping_mul(LINE_STEP).wrapping_add(rotation) % lines) * LINE_BYTES
 }
 
 /// Byte offsets of `pages` probes, one in each of the first `pages` pages of
 /// `page_bytes` (a power of two, at least one line) of a buffer.
-pub fn sparse_offsets(pages: usize, page_bytes: usize, rotation: usize) -> Vec<usize> {
+pub(crate) fn sparse_offsets(pages: usize, page_bytes: usize, rotation: usize) -> Vec<usize> {
     assert!(
         page_bytes.is_power_of_two() && page_bytes >= LINE_BYTES,
         "a page is a power of two of at least one line"
@@ -47,7 +47,7 @@ pub fn sparse_offsets(pages: usize, page_bytes: usize, rotation: usize) -> Vec<u
 }
 
 /// Byte offsets of `lines` consecutive lines from the start of a buffer: the dense control.
-pub fn dense_offsets(lines: usize) -> Vec<usize> {
+pub(crate) fn dense_offsets(lines: usize) -> Vec<usize> {
     (0..lines).map(|i| i * LINE_BYTES).collect()
 }
 

@@ -69,14 +69,14 @@ impl fmt::Display for ChaseOrderKind {
 /// A small, fast, seedable generator (SplitMix64): layouts must be random with respect to
 /// the hardware, not cryptographically, and a seed makes a layout reproducible.
 #[derive(Debug, Clone)]
-pub struct SplitMix64(u64);
+pub(crate) struct SplitMix64(u64);
 
 impl SplitMix64 {
     pub fn new(seed: u64) -> SplitMix64 {
         SplitMix64(seed)
     }
 
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -93,7 +93,7 @@ impl SplitMix64 {
 
 /// Sattolo's algorithm: `next[i]` is the successor of `i` in a uniformly random cyclic
 /// permutation of 0..n (a single cycle through every element).
-pub fn sattolo_cycle(n: usize, rng: &mut SplitMix64) -> Vec<u32> {
+pub(crate) fn sattolo_cycle(n: usize, rng: &mut SplitMix64) -> Vec<u32> {
     assert!(n <= u32::MAX as usize, "at most 2^32 slots");
     let mut next: Vec<u32> = (0..n as u32).collect();
     for i in (1..n).rev() {
@@ -104,7 +104,7 @@ pub fn sattolo_cycle(n: usize, rng: &mut SplitMix64) -> Vec<u32> {
 }
 
 /// Fills `index` with 0..len in a uniformly random order (Fisher–Yates).
-pub fn shuffle_indices(index: &mut [u32], rng: &mut SplitMix64) {
+pub(crate) fn shuffle_indices(index: &mut [u32], rng: &mut SplitMix64) {
     assert!(index.len() <= u32::MAX as usize, "at most 2^32 slots");
     for (i, slot) in index.iter_mut().enumerate() {
         *slot = i as u32;
@@ -130,7 +130,7 @@ fn random_sequence(n: usize, rng: &mut SplitMix64) -> Vec<u32> {
 }
 
 /// The visiting order of all `slots` for a chase order: a permutation of 0..slots.
-pub fn visit_order(
+pub(crate) fn visit_order(
     slots: usize,
     slot_bytes: usize,
     order: ChaseOrder,
@@ -178,7 +178,7 @@ pub unsafe fn link(buffer: *mut u8, slot_bytes: usize, sequence: &[u32]) -> *con
 ///
 /// # Safety
 /// As for [`link`], with `next` a single cycle through 0..slots.
-pub unsafe fn link_cycle(buffer: *mut u8, slot_bytes: usize, next: &[u32]) -> *const usize {
+pub(crate) unsafe fn link_cycle(buffer: *mut u8, slot_bytes: usize, next: &[u32]) -> *const usize {
     for (i, &to) in next.iter().enumerate() {
         let from = buffer.add(i * slot_bytes) as *mut usize;
         from.write(buffer.add(to as usize * slot_bytes) as usize);
@@ -190,7 +190,7 @@ pub unsafe fn link_cycle(buffer: *mut u8, slot_bytes: usize, next: &[u32]) -> *c
 ///
 /// # Safety
 /// As for [`link`].
-pub unsafe fn build_chase(
+pub(crate) unsafe fn build_chase(
     buffer: *mut u8,
     slots: usize,
     slot_bytes: usize,

@@ -33,7 +33,12 @@ use std::hint::black_box;
 /// # Safety
 /// `a` must be valid for reads of `elements` `u64`s and aligned to 8 bytes.
 #[inline(never)]
-pub unsafe fn strided_sum(a: *const u64, elements: usize, stride: usize, passes: usize) -> u64 {
+pub(crate) unsafe fn strided_sum(
+    a: *const u64,
+    elements: usize,
+    stride: usize,
+    passes: usize,
+) -> u64 {
     let offsets = stride.max(1).min(elements);
     let mut total = 0u64;
     for _ in 0..passes {
@@ -49,7 +54,7 @@ pub unsafe fn strided_sum(a: *const u64, elements: usize, stride: usize, passes:
 /// # Safety
 /// As for [`strided_sum`].
 #[inline(never)]
-pub unsafe fn strided_sum_offsets(
+pub(crate) unsafe fn strided_sum_offsets(
     a: *const u64,
     elements: usize,
     stride: usize,
@@ -94,7 +99,12 @@ unsafe fn sum_offsets(
 /// `index` must be valid for reads of `count` `u32`s, and every index must address an
 /// element of `a`, which must be valid for reads and aligned to 8 bytes.
 #[inline(never)]
-pub unsafe fn indexed_sum(a: *const u64, index: *const u32, count: usize, passes: usize) -> u64 {
+pub(crate) unsafe fn indexed_sum(
+    a: *const u64,
+    index: *const u32,
+    count: usize,
+    passes: usize,
+) -> u64 {
     let mut sums = [0u64; 4];
     for _ in 0..passes {
         let a = black_box(a);
@@ -122,7 +132,7 @@ pub unsafe fn indexed_sum(a: *const u64, index: *const u32, count: usize, passes
 /// `x` must be valid for reads and `y` for reads and writes of `elements` `f64`s, both
 /// aligned to 8 bytes; they may not overlap.
 #[inline(never)]
-pub unsafe fn saxpy_strided(
+pub(crate) unsafe fn saxpy_strided(
     x: *const f64,
     y: *mut f64,
     elements: usize,
@@ -142,7 +152,7 @@ pub unsafe fn saxpy_strided(
 /// # Safety
 /// As for [`saxpy_strided`].
 #[inline(never)]
-pub unsafe fn saxpy_strided_offsets(
+pub(crate) unsafe fn saxpy_strided_offsets(
     x: *const f64,
     y: *mut f64,
     elements: usize,
@@ -189,7 +199,7 @@ unsafe fn saxpy_offsets(
 /// element of both `x` (valid for reads) and `y` (valid for reads and writes), which are
 /// aligned to 8 bytes and do not overlap.
 #[inline(never)]
-pub unsafe fn saxpy_indexed(
+pub(crate) unsafe fn saxpy_indexed(
     x: *const f64,
     y: *mut f64,
     index: *const u32,

@@ -14,17 +14,17 @@ use serde::{Deserialize, Serialize};
 use crate::platform::load::{self, CpuTicks, Own};
 
 /// How often the sampler counts runnable tasks.
-pub const PERIOD: Duration = Duration::from_millis(50);
+pub(crate) const PERIOD: Duration = Duration::from_millis(50);
 /// How often it may scan every task to name the runnable ones.
 const NAMING_PERIOD: Duration = Duration::from_secs(1);
 /// Other runnable tasks, on average over an experiment, that make it "disturbed".
-pub const BUSY_TASKS: f64 = 0.5;
+pub(crate) const BUSY_TASKS: f64 = 0.5;
 /// Percent of an experiment's samples with another task runnable that make it "disturbed":
 /// load that came and went (a burst over part of the experiment) has a low mean but moves
 /// the points it overlapped.
-pub const BUSY_SHARE_PCT: f64 = 20.0;
+pub(crate) const BUSY_SHARE_PCT: f64 = 20.0;
 /// Steal time, percent of an experiment's CPU time, that makes it "disturbed".
-pub const BUSY_STEAL_PCT: f64 = 2.0;
+pub(crate) const BUSY_STEAL_PCT: f64 = 2.0;
 
 /// The machine's load during one experiment.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -128,7 +128,7 @@ impl Conditions {
     }
 
     /// Adds CPUs whose steal time counts (an experiment's helper threads).
-    pub fn use_cpus(&mut self, cpus: &[usize]) {
+    pub(crate) fn use_cpus(&mut self, cpus: &[usize]) {
         for &cpu in cpus {
             if !self.cpus.contains(&cpu) {
                 self.cpus.push(cpu);

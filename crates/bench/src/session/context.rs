@@ -52,7 +52,7 @@ impl<'a> Session<'a> {
     }
 
     /// The core clock estimate, when the calibration found one.
-    pub fn core_hz(&self) -> Option<f64> {
+    pub(crate) fn core_hz(&self) -> Option<f64> {
         self.machine.core_hz_estimate
     }
 
@@ -80,13 +80,13 @@ impl<'a> Session<'a> {
     /// and records what it got: the first buffer's backing goes into the settings; THP
     /// that was not obtained is an error when none of a large buffer got huge pages, a
     /// warning when part of it did.
-    pub fn allocate(&mut self, bytes: Bytes) -> Result<Arena, UsageError> {
+    pub(crate) fn allocate(&mut self, bytes: Bytes) -> Result<Arena, UsageError> {
         self.allocate_on_node(bytes, None)
     }
 
     /// As `allocate`, with `Some(node)` the pages bound to that NUMA node
     /// (`Arena::new_on_node`; `--membind`).
-    pub fn allocate_on_node(
+    pub(crate) fn allocate_on_node(
         &mut self,
         bytes: Bytes,
         node: Option<usize>,

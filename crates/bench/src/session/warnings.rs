@@ -64,7 +64,7 @@ pub enum WarningKind {
 impl WarningKind {
     /// The warning for the figures among `overlaps` (one per row, cell or point called
     /// `what`) whose threads did not run together; None when all did.
-    pub fn not_concurrent(
+    pub(crate) fn not_concurrent(
         what: &str,
         overlaps: impl IntoIterator<Item = f64>,
     ) -> Option<WarningKind> {

@@ -68,7 +68,7 @@ impl ArmKind {
 
     /// Its runs ask for huge pages (the TLB remedies): their system time and readied
     /// memory depend on how the kernel (and a VM's host) backs them.
-    pub fn asks_huge_pages(self) -> bool {
+    pub(crate) fn asks_huge_pages(self) -> bool {
         self.resource() == Resource::Tlb
     }
 
@@ -84,7 +84,7 @@ impl ArmKind {
     }
 
     /// Needs a co-runner thread (on the co-runner's CPU, or in turns on the program's).
-    pub fn uses_co_runner(self) -> bool {
+    pub(crate) fn uses_co_runner(self) -> bool {
         matches!(
             self,
             ArmKind::Compute
@@ -98,7 +98,7 @@ impl ArmKind {
     /// The direction of a change that shows a sensitivity: slower for an arm that takes a
     /// resource away, faster for a remedy; `None` for the controls and placement, where
     /// either direction is a finding.
-    pub fn sensitive_when(self) -> Option<Direction> {
+    pub(crate) fn sensitive_when(self) -> Option<Direction> {
         match self {
             ArmKind::Pirate
             | ArmKind::PirateInTurns
@@ -116,7 +116,7 @@ impl ArmKind {
     }
 
     /// Its co-runner runs in turns with the program on the program's CPU.
-    pub fn in_turns(self) -> bool {
+    pub(crate) fn in_turns(self) -> bool {
         matches!(self, ArmKind::ComputeInTurns | ArmKind::PirateInTurns)
     }
 
@@ -136,7 +136,7 @@ impl ArmKind {
 
 /// Which way an arm moves the program.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub(crate) enum Direction {
     Slower,
     Faster,
 }
@@ -229,7 +229,7 @@ impl ArmSpec {
 
     /// A pirate sweeping `bytes` in bursts on the program's CPU, given as a share of the
     /// program's LLC share.
-    pub fn pirate_in_turns(bytes: u64, share: f64) -> ArmSpec {
+    pub(crate) fn pirate_in_turns(bytes: u64, share: f64) -> ArmSpec {
         ArmSpec {
             kind: ArmKind::PirateInTurns,
             level: Some(bytes as f64),
@@ -255,7 +255,7 @@ impl ArmSpec {
     }
 
     /// The program restricted to `ways` of the L3's `total` ways, keeping `bytes` of it.
-    pub fn cat_ways(ways: u32, total: u32, bytes: u64) -> ArmSpec {
+    pub(crate) fn cat_ways(ways: u32, total: u32, bytes: u64) -> ArmSpec {
         ArmSpec {
             kind: ArmKind::CatWays,
             level: Some(bytes as f64),
@@ -264,7 +264,7 @@ impl ArmSpec {
     }
 
     /// The program's bandwidth throttled to `percent` by MBA.
-    pub fn mba(percent: u32) -> ArmSpec {
+    pub(crate) fn mba(percent: u32) -> ArmSpec {
         ArmSpec {
             kind: ArmKind::MbaThrottle,
             level: Some(f64::from(percent)),
@@ -279,10 +279,10 @@ impl ArmSpec {
 }
 
 /// The environment variable and value glibc (≥ 2.35) reads to madvise its heap for THP.
-pub const MALLOC_HUGETLB: (&str, &str) = ("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1");
+pub(crate) const MALLOC_HUGETLB: (&str, &str) = ("GLIBC_TUNABLES", "glibc.malloc.hugetlb=1");
 
 /// glibc's version from `gnu_get_libc_version`, when memscope runs on glibc.
-pub fn glibc_version() -> Option<(u32, u32)> {
+pub(crate) fn glibc_version() -> Option<(u32, u32)> {
     extern "C" {
         fn gnu_get_libc_version() -> *const libc::c_char;
     }
@@ -295,7 +295,7 @@ pub fn glibc_version() -> Option<(u32, u32)> {
 }
 
 /// The tunable value with an existing GLIBC_TUNABLES kept (tunables are `:`-separated).
-pub fn malloc_hugetlb_tunables(existing: Option<&str>) -> String {
+pub(crate) fn malloc_hugetlb_tunables(existing: Option<&str>) -> String {
     match existing.filter(|e| !e.is_empty()) {
         Some(e) => format!("{e}:{}", MALLOC_HUGETLB.1),
         None => MALLOC_HUGETLB.1.to_string(),

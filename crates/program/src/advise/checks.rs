@@ -10,7 +10,7 @@ use super::{CoRunnerCalibration, CoRunnerCheck, RunRecord};
 use crate::stats::summary::Summary;
 
 /// What the co-runner did over an arm's runs and what that left the program.
-pub fn co_runner_check(
+pub(crate) fn co_runner_check(
     arm: &ArmSpec,
     runs: &[&RunRecord],
     facts: &MachineFacts,
@@ -61,7 +61,7 @@ pub fn co_runner_check(
 
 /// The share of its set a pirate kept cached, from its speed between alone (all of it)
 /// and at DRAM latency (none): linear in the miss share, clamped to 0..1.
-pub fn held_share(ns: f64, alone_ns: f64, dram_ns: f64) -> Option<f64> {
+pub(crate) fn held_share(ns: f64, alone_ns: f64, dram_ns: f64) -> Option<f64> {
     if !(ns.is_finite() && alone_ns.is_finite() && dram_ns.is_finite()) || dram_ns <= alone_ns {
         return None;
     }

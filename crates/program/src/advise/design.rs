@@ -18,7 +18,7 @@ use crate::trials::{Blocks, Design, Ended, Next};
 const BANDIT_SHARES: [f64; 2] = [0.25, 0.5];
 
 /// What the screening can run here.
-pub struct ScreenSite<'a> {
+pub(crate) struct ScreenSite<'a> {
     pub with_co: bool,
     pub pirate: PirateSite,
     /// The pirate's sets it holds, with their shares, smallest first.
@@ -38,7 +38,7 @@ pub struct ScreenSite<'a> {
 /// the control a co-runner's arm is read against from the first block (a control that
 /// joined later had too few pairs left to decide anything within 3 minutes); with the
 /// notes on what cannot be measured here.
-pub fn screening_arms(
+pub(crate) fn screening_arms(
     site: &ScreenSite,
     wants: &dyn Fn(Resource) -> bool,
 ) -> (Vec<ArmSpec>, Vec<String>) {
@@ -114,12 +114,12 @@ pub fn screening_arms(
 }
 
 /// The set the pirate in turns screens with: the half share, else the smallest it holds.
-pub fn in_turns_screen(levels: &[(u64, f64)]) -> Option<(u64, f64)> {
+pub(crate) fn in_turns_screen(levels: &[(u64, f64)]) -> Option<(u64, f64)> {
     levels.get(1).or(levels.first()).copied()
 }
 
 /// What the arms found may call for.
-pub struct FollowUps<'a> {
+pub(crate) struct FollowUps<'a> {
     pub pirate_levels: &'a [(u64, f64)],
     pub bandit_max: Option<f64>,
     pub cat_arms: &'a [ArmSpec],
@@ -133,7 +133,7 @@ pub struct FollowUps<'a> {
 /// The arms to add after a look: a resource's curve where its screening arm is decided
 /// beyond the effect against its reference; the hot regions' huge pages where huge pages
 /// everywhere decided a gain.
-pub fn follow_ups(
+pub(crate) fn follow_ups(
     arms: &[ArmSpec],
     changes: &[Option<PairedChange>],
     decided: &[bool],
@@ -219,7 +219,7 @@ pub fn decides(
 
 /// The arms the next block runs: the program alone and every arm still open with its
 /// reference; none when nothing is open. The compute controls are run only as references.
-pub fn open_arms(arms: &[ArmSpec], decided: &[bool]) -> Vec<usize> {
+pub(crate) fn open_arms(arms: &[ArmSpec], decided: &[bool]) -> Vec<usize> {
     let mut run = Vec::new();
     for (i, arm) in arms.iter().enumerate() {
         let control = matches!(
@@ -292,7 +292,7 @@ fn still_open(
 /// the arms still open until none is, the blocks asked for (`--runs`) ran, or the time
 /// limit; after each block the arms at a planned look are decided or left open, and the
 /// follow-ups they call for join.
-pub fn measure(
+pub(crate) fn measure(
     setup: &Setup,
     co_runners: CoRunners,
     progress: &Progress,
@@ -384,7 +384,7 @@ pub fn measure(
 }
 
 /// Each arm's measured runs.
-pub fn runs_of(blocks: &Blocks<RunRecord>, arms: usize) -> Vec<Vec<RunRecord>> {
+pub(crate) fn runs_of(blocks: &Blocks<RunRecord>, arms: usize) -> Vec<Vec<RunRecord>> {
     (0..arms)
         .map(|a| blocks.of_arm(a).map(|t| t.run.clone()).collect())
         .collect()

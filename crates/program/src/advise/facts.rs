@@ -69,7 +69,7 @@ pub struct MachineFacts {
 
 impl MachineFacts {
     /// The LLC's bytes per CPU sharing it: what one of many programs on the machine has.
-    pub fn llc_share_bytes(&self) -> Option<u64> {
+    pub(crate) fn llc_share_bytes(&self) -> Option<u64> {
         let cpus = self.llc_cpus.len().max(1) as u64;
         self.llc_bytes.map(|b| b / cpus)
     }

@@ -29,7 +29,7 @@ pub struct Neighbours {
 
 impl Neighbours {
     /// The co-runners, for the trials.
-    pub fn co_runners(&self) -> super::trial::CoRunners<'_> {
+    pub(crate) fn co_runners(&self) -> super::trial::CoRunners<'_> {
         super::trial::CoRunners {
             beside: self.beside.as_ref(),
             in_turns: self.in_turns.as_ref(),
@@ -249,7 +249,7 @@ fn take_measured_facts(facts: &mut MachineFacts, cal: &CoRunnerCalibration) {
 /// (seen: the check found it shared, then the pirate held 47% of its set beside the
 /// program and the cache demo's runs spread over −24 … +56%). No set the pirate holds
 /// alone: nowhere.
-pub fn pirate_site(
+pub(crate) fn pirate_site(
     cpus: &CpuPlan,
     beside: bool,
     in_turns: bool,

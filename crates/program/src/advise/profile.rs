@@ -13,7 +13,7 @@ use crate::stats::summary::Summary;
 use crate::topology::Machine;
 
 /// How many of the hottest regions the profile names.
-pub const HOT_REGIONS: usize = 8;
+pub(crate) const HOT_REGIONS: usize = 8;
 
 /// The program's figures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -82,7 +82,7 @@ pub struct FootprintBrief {
 }
 
 /// Run figures over the runs alone.
-pub fn add_runs(profile: &mut ProgramProfile, runs: &[&RunRecord]) {
+pub(crate) fn add_runs(profile: &mut ProgramProfile, runs: &[&RunRecord]) {
     let of =
         |f: &dyn Fn(&RunRecord) -> f64| Summary::of(&runs.iter().map(|r| f(r)).collect::<Vec<_>>());
     profile.wall_s = of(&|r| r.elapsed_s);
@@ -94,7 +94,7 @@ pub fn add_runs(profile: &mut ProgramProfile, runs: &[&RunRecord]) {
 }
 
 /// The record's regions in the profile.
-pub fn add_record(profile: &mut ProgramProfile, record: &PagesRecord) {
+pub(crate) fn add_record(profile: &mut ProgramProfile, record: &PagesRecord) {
     let anonymous: Vec<_> = record.regions.iter().filter(|r| r.anonymous).collect();
     profile.anonymous_kib = Some(anonymous.iter().map(|r| r.resident_kb).sum());
     profile.regions_accessed = record.regions.iter().filter(|r| r.value > 0.0).count();

@@ -18,11 +18,11 @@ use serde::{Deserialize, Serialize};
 /// over the CPUs sharing it). The largest one the pirate holds alone (its calibration)
 /// screens: a pirate walking more than it can hold loses its set to the program and to
 /// itself, and takes less, not more.
-pub const PIRATE_SHARES: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
+pub(crate) const PIRATE_SHARES: [f64; 4] = [0.25, 0.5, 0.75, 1.0];
 
 /// The arm an arm is read against among `arms`: its kind's reference (the compute
 /// neighbour or compute in turns, once that control runs), else the program alone.
-pub fn reference_of(arms: &[ArmSpec], i: usize) -> Option<usize> {
+pub(crate) fn reference_of(arms: &[ArmSpec], i: usize) -> Option<usize> {
     let find = |kind: ArmKind| {
         arms.iter()
             .position(|a| a.kind == kind && a.level.is_none())
@@ -50,7 +50,7 @@ fn time_of(r: &RunRecord, timing: Timing) -> f64 {
 }
 
 /// `own` against `reference` over the blocks where both ended normally, by `timing`.
-pub fn paired(
+pub(crate) fn paired(
     own: &[RunRecord],
     reference: &[RunRecord],
     normal: i32,
@@ -176,7 +176,10 @@ pub fn results(
 /// The pirate's sets it holds alone, with their shares, smallest first: a set it walks
 /// within a quarter of the way from its smallest set's speed to DRAM's. Without a
 /// calibration, all but the whole share.
-pub fn held_levels(sizes: &[u64], calibration: Option<&CoRunnerCalibration>) -> Vec<(u64, f64)> {
+pub(crate) fn held_levels(
+    sizes: &[u64],
+    calibration: Option<&CoRunnerCalibration>,
+) -> Vec<(u64, f64)> {
     let levels = sizes.iter().copied().zip(PIRATE_SHARES);
     let Some(c) = calibration else {
         return levels.take(sizes.len().saturating_sub(1)).collect();
@@ -196,7 +199,7 @@ pub fn held_levels(sizes: &[u64], calibration: Option<&CoRunnerCalibration>) -> 
 /// (or the hypervisor behind it) had what the arm asks for ready, in others it paid for
 /// it — as huge pages on a VM whose host backs guest memory at first touch.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SystemTimeModes {
+pub(crate) struct SystemTimeModes {
     /// The runs of the cheap group, and the largest system time among them.
     pub cheap: Vec<RunRecord>,
     pub cheap_sys_s: f64,
@@ -229,7 +232,7 @@ const GROUP_GAP_S: f64 = 0.05;
 
 /// The groups of an arm's runs that ended normally, each against `base` (the reference's
 /// times, by wall: the huge-page arms are timed so); None in one group.
-pub fn system_time_groups(
+pub(crate) fn system_time_groups(
     runs: &[RunRecord],
     base: &[f64],
     normal: i32,
@@ -254,7 +257,7 @@ pub fn system_time_groups(
 /// Splits runs at the largest gap between their sorted system times, when that gap is
 /// at least `min_gap_s`, more than half the largest system time, and each side has at
 /// least two runs; else `None` (one mode).
-pub fn system_time_modes(runs: &[RunRecord], min_gap_s: f64) -> Option<SystemTimeModes> {
+pub(crate) fn system_time_modes(runs: &[RunRecord], min_gap_s: f64) -> Option<SystemTimeModes> {
     let mut sorted: Vec<&RunRecord> = runs.iter().collect();
     sorted.sort_by(|a, b| a.system_s.total_cmp(&b.system_s));
     let top = sorted.last()?.system_s;

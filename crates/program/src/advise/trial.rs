@@ -22,7 +22,7 @@ use crate::platform::resctrl::{self, Limit, Resctrl, ResctrlGroup};
 use crate::trials::capture::Capture;
 
 /// What every run shares.
-pub struct Setup<'a> {
+pub(crate) struct Setup<'a> {
     pub command: &'a [OsString],
     /// The CPUs of every arm but `AllCpus`, and all of them.
     pub program_cpus: &'a [usize],
@@ -45,7 +45,7 @@ pub struct Setup<'a> {
 /// program's own CPU (in turns with it). An arm sets the load of the one it uses and
 /// idles the other.
 #[derive(Clone, Copy, Default)]
-pub struct CoRunners<'a> {
+pub(crate) struct CoRunners<'a> {
     pub beside: Option<&'a CoRunner>,
     pub in_turns: Option<&'a CoRunner>,
 }
@@ -74,7 +74,7 @@ pub struct Trial {
 }
 
 /// The co-runner's load in an arm.
-pub fn load_of(arm: &ArmSpec) -> Load {
+pub(crate) fn load_of(arm: &ArmSpec) -> Load {
     match arm.kind {
         ArmKind::Compute => Load::Compute,
         ArmKind::Pirate => Load::Pirate {
@@ -119,7 +119,7 @@ fn env_of(arm: &ArmSpec, setup: &Setup) -> Vec<(OsString, OsString)> {
 }
 
 /// Runs the program once in `arm`.
-pub fn run(
+pub(crate) fn run(
     setup: &Setup,
     arm: &ArmSpec,
     co_runners: CoRunners,
@@ -209,7 +209,7 @@ const MBA_PERCENT: [u32; 2] = [25, 50];
 /// resctrl as advise uses it: the mounted tree, the L3 size its ways split, and which of
 /// cache allocation and bandwidth throttling it offers.
 #[derive(Debug)]
-pub struct Partitioning {
+pub(crate) struct Partitioning {
     pub resctrl: Resctrl,
     /// The L3's size (bytes), when known: CAT arms need it.
     pub llc_bytes: Option<u64>,
@@ -264,7 +264,7 @@ impl Partitioning {
     }
 
     /// The CAT arms, ¾, ½ and ¼ of the ways removed (fewer when there are few ways).
-    pub fn cat_arms(&self) -> Vec<ArmSpec> {
+    pub(crate) fn cat_arms(&self) -> Vec<ArmSpec> {
         let (Some(cat), Some(llc)) = (&self.resctrl.l3, self.llc_bytes) else {
             return Vec::new();
         };
@@ -284,7 +284,7 @@ impl Partitioning {
     }
 
     /// The MBA arms, at 25% and 50% (as the granularity allows).
-    pub fn mba_arms(&self) -> Vec<ArmSpec> {
+    pub(crate) fn mba_arms(&self) -> Vec<ArmSpec> {
         let Some(mba) = &self.resctrl.mb else {
             return Vec::new();
         };

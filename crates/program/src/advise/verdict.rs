@@ -82,7 +82,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub fn not_measured(resource: Resource, why: impl Into<String>) -> Finding {
+    pub(crate) fn not_measured(resource: Resource, why: impl Into<String>) -> Finding {
         Finding {
             resource,
             sensitivity: Sensitivity::NotMeasured,
@@ -171,7 +171,7 @@ fn measured(resource: Resource, arm: &ArmResult, effect_pct: f64) -> Finding {
 }
 
 /// "+24.1% (95% CI +18.0 … +30.2%, p = 0.002)".
-pub fn effect_text(f: &Finding) -> String {
+pub(crate) fn effect_text(f: &Finding) -> String {
     let Some(change) = f.change_pct else {
         return "–".to_string();
     };
@@ -401,7 +401,7 @@ fn in_turns_remedy(pirates: &[&ArmResult], llc_name: &str) -> String {
 /// point with the least cache still within it and the next point beyond it (linear), or
 /// the whole cache when even the smallest pirate costs more. `None` when no point is
 /// beyond the effect.
-pub fn needed_capacity(curve: &[(f64, f64)], full: f64, effect: f64) -> Option<f64> {
+pub(crate) fn needed_capacity(curve: &[(f64, f64)], full: f64, effect: f64) -> Option<f64> {
     let mut points = curve.to_vec();
     points.push((full, 0.0));
     points.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -685,7 +685,7 @@ fn control_findings(arms: &[ArmResult], cpus: &CpuPlan, effect: f64) -> Vec<Find
 /// when it keeps more than one CPU busy (its CPU time beyond its wall time): it uses more
 /// CPUs than advise leaves it, which the reader must know. A single-threaded program's
 /// unresolved estimate is noise, not a reason to warn.
-pub fn cpus_note(arms: &[ArmResult], effect: f64) -> Option<String> {
+pub(crate) fn cpus_note(arms: &[ArmResult], effect: f64) -> Option<String> {
     let all = arms.iter().find(|a| a.kind == ArmKind::AllCpus)?;
     let change = all.time.change_pct?;
     let alone = arms.iter().find(|a| a.kind == ArmKind::Alone)?;
@@ -706,7 +706,7 @@ pub fn cpus_note(arms: &[ArmResult], effect: f64) -> Option<String> {
 }
 
 /// Why the measuring stopped, when the reader should know.
-pub fn budget_note(
+pub(crate) fn budget_note(
     stop: Stop,
     limit: std::time::Duration,
     one_run: f64,

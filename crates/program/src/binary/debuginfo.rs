@@ -186,7 +186,7 @@ pub fn build_id_path(root: &Path, id: &[u8]) -> PathBuf {
 
 /// Where gdb looks for a `.gnu_debuglink` name: beside the binary, in its `.debug/`
 /// subdirectory, and under the debug root + the binary's (absolute) directory.
-pub fn debuglink_paths(binary: &Path, name: &str, root: &Path) -> Vec<PathBuf> {
+pub(crate) fn debuglink_paths(binary: &Path, name: &str, root: &Path) -> Vec<PathBuf> {
     let dir = binary.parent().unwrap_or(Path::new("."));
     let mut out = vec![dir.join(name), dir.join(".debug").join(name)];
     if dir.is_absolute() {
@@ -227,7 +227,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The CRC-32 of `.gnu_debuglink` (IEEE 802.3, reflected, as zlib's `crc32`).
-pub fn crc32(data: &[u8]) -> u32 {
+pub(crate) fn crc32(data: &[u8]) -> u32 {
     const TABLE: [u32; 256] = {
         let mut table = [0u32; 256];
         let mut i = 0;

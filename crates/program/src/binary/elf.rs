@@ -131,7 +131,7 @@ fn read_elf<Elf: FileHeader<Endian = object::Endianness>>(data: &[u8]) -> Result
 /// Checks that an ELF file's header is whole and its fields sane, and that the program
 /// and section header tables it points to lie inside the file with entries of the size
 /// of its class; the reason names the first defect.
-pub fn check_header(data: &[u8]) -> Result<(), String> {
+pub(crate) fn check_header(data: &[u8]) -> Result<(), String> {
     let mut h = Header::read(data)?;
     if h.shoff != 0 {
         h.check_sections()?;
@@ -337,7 +337,7 @@ fn is_data_section(name: &str) -> bool {
 }
 
 /// Rust symbols demangled (without the hash); C and other names as they are.
-pub fn demangle(name: &str) -> String {
+pub(crate) fn demangle(name: &str) -> String {
     match rustc_demangle::try_demangle(name) {
         Ok(d) => format!("{d:#}"),
         Err(_) => name.to_string(),

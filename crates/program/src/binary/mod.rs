@@ -131,7 +131,7 @@ pub struct MappingUse {
 
 impl MappingUse {
     /// Share of the anonymous memory in transparent huge pages, percent.
-    pub fn thp_pct(&self) -> Option<f64> {
+    pub(crate) fn thp_pct(&self) -> Option<f64> {
         (self.anonymous_kb > 0).then(|| 100.0 * self.anon_huge_kb as f64 / self.anonymous_kb as f64)
     }
 }

@@ -47,7 +47,7 @@ pub struct MemSample {
 /// one interval: DAMON's `nr_accesses` of a region, or the 4 KiB pages of a mapping whose
 /// accessed bit was found set.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct AccessSpan {
+pub(crate) struct AccessSpan {
     pub pid: u32,
     pub start: u64,
     pub end: u64,

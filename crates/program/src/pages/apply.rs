@@ -66,7 +66,7 @@ impl OkStatus {
 
     /// The status the first 4 KiB warm-up run sets when none was given: its exit status
     /// (a death by a signal is no program's normal end).
-    pub fn of_first_run(termination: Termination) -> Option<OkStatus> {
+    pub(crate) fn of_first_run(termination: Termination) -> Option<OkStatus> {
         match termination {
             Termination::Exited(code) => Some(OkStatus::Code(code)),
             Termination::Signaled(_) => None,

@@ -138,7 +138,7 @@ fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
 const DEFAULT_INTERVAL_MS: u64 = 100;
 
 /// `--top`: `8` or `50%`.
-pub fn parse_top(text: &str) -> Result<Top, UsageError> {
+pub(crate) fn parse_top(text: &str) -> Result<Top, UsageError> {
     let expected = "a whole number from 1 to 100000, or a share of the signal from 0 to 100 \
                     followed by % (e.g. 50%)";
     let t = text.trim();
@@ -157,7 +157,7 @@ pub fn parse_top(text: &str) -> Result<Top, UsageError> {
 }
 
 /// `--ok-status`: a status from 0 to 255, or `any`.
-pub fn parse_ok_status(text: &str) -> Result<OkStatus, UsageError> {
+pub(crate) fn parse_ok_status(text: &str) -> Result<OkStatus, UsageError> {
     match text.trim() {
         "any" => Ok(OkStatus::Any),
         t => parse_count("--ok-status", t, 0, 255)
@@ -223,7 +223,7 @@ impl ApplyArgs {
 
 /// The record in a memscope JSON report (of `pages record`, or the one `pages apply`
 /// made).
-pub fn read_record(path: &str) -> Result<PagesRecord, UsageError> {
+pub(crate) fn read_record(path: &str) -> Result<PagesRecord, UsageError> {
     let bad = |reason: String| UsageError::InvalidValue {
         flag: "--from",
         value: path.to_string(),

@@ -34,7 +34,7 @@ pub struct PreloadMode {
 }
 
 /// The library in a memfd; dropping it closes the file, which the kernel then frees.
-pub struct Preload {
+pub(crate) struct Preload {
     file: OwnedFd,
     /// The descriptor number the program inherits it as.
     number: RawFd,
@@ -71,7 +71,7 @@ impl Preload {
 
     /// The descriptor a program must inherit and the number it must have there
     /// (`SpawnOptions::inherit`).
-    pub fn inherit(&self) -> (RawFd, RawFd) {
+    pub(crate) fn inherit(&self) -> (RawFd, RawFd) {
         (self.file.as_raw_fd(), self.number)
     }
 

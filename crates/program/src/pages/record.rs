@@ -146,7 +146,7 @@ impl PagesRecord {
             .collect()
     }
 
-    pub fn total_value(&self) -> f64 {
+    pub(crate) fn total_value(&self) -> f64 {
         self.regions.iter().map(|r| r.value).sum()
     }
 }
@@ -157,7 +157,7 @@ fn is_zero(v: &f64) -> bool {
 
 /// The shortest interval the adaptive interval goes down to: reading and clearing the
 /// accessed bits of a large program takes milliseconds of its own.
-pub const FLOOR: Duration = Duration::from_millis(5);
+pub(crate) const FLOOR: Duration = Duration::from_millis(5);
 
 /// Whether the interval is too long for the ranking: the `watched` hottest regions of the
 /// last interval each counted (nearly) every translation they can, and the next one at

@@ -32,7 +32,7 @@ pub(super) fn translations_touched(m: &Mapping) -> f64 {
 /// Per-process state: whether the first clear has happened (counts before it cover the
 /// program's start, not an interval).
 #[derive(Debug, Default)]
-pub struct RefsSampler {
+pub(crate) struct RefsSampler {
     cleared: Vec<u32>,
     /// Whether the preload library was seen in every process sampled.
     pub preload_everywhere: bool,

@@ -56,7 +56,7 @@ pub struct Region {
 
 /// Accumulates regions over a run.
 #[derive(Debug, Default)]
-pub struct RegionMap {
+pub(crate) struct RegionMap {
     regions: HashMap<(u32, u64), Acc>,
     /// The current interval's value per region, for the timeline.
     interval: HashMap<(u32, u64), f64>,

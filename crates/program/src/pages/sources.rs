@@ -85,7 +85,7 @@ pub struct Signal {
 
 /// The source chosen, and why the ones before it were not.
 #[derive(Debug, Clone)]
-pub struct Chosen {
+pub(crate) struct Chosen {
     pub kind: SourceKind,
     pub not_used: Vec<String>,
 }
@@ -142,7 +142,7 @@ pub(super) fn choose(choice: SourceChoice) -> Result<Chosen, String> {
 }
 
 /// A source sampling one command.
-pub enum Sampler {
+pub(crate) enum Sampler {
     Refs(RefsSampler),
     Pmu {
         sampler: Box<PreciseSampler>,
@@ -229,7 +229,7 @@ impl Sampler {
     }
 
     /// After the command ended: whatever the source still holds.
-    pub fn finish(&mut self, map: &mut RegionMap) {
+    pub(crate) fn finish(&mut self, map: &mut RegionMap) {
         self.drain_pmu(map);
     }
 

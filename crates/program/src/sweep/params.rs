@@ -369,7 +369,7 @@ fn check_programs(
 
 /// Whether two spellings name the same path relative to the current directory
 /// ("./bench" and "bench").
-pub fn same_path(a: &str, b: &str) -> bool {
+pub(crate) fn same_path(a: &str, b: &str) -> bool {
     let normal = |p: &str| {
         std::path::Path::new(p)
             .components()

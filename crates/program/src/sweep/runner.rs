@@ -84,7 +84,7 @@ pub fn prepare(
 }
 
 /// A finished run with its captured output.
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub counted: CountedRun,
     pub stdout: String,
     pub stderr: String,
@@ -115,7 +115,7 @@ pub(super) fn run_once(
 
 /// Why a run could not be made at all.
 #[derive(Debug)]
-pub enum RunError {
+pub(crate) enum RunError {
     Spawn(SpawnError),
     Capture(std::io::Error),
 }

@@ -34,7 +34,7 @@ pub struct Built {
 impl Built {
     /// An error naming the work directory when it was renamed or replaced since it was
     /// made (the kept copies run from there by path).
-    pub fn check_in_place(&self) -> Result<(), SweepError> {
+    pub(crate) fn check_in_place(&self) -> Result<(), SweepError> {
         match &self.work {
             Some(work) => work.check_in_place(),
             None => Ok(()),

@@ -9,13 +9,13 @@ use std::os::fd::AsRawFd;
 use crate::platform::child::SpawnOptions;
 
 /// At most this much of a captured stream is read back: only its tail is shown.
-pub const TAIL_BYTES: u64 = 1 << 20;
+pub(crate) const TAIL_BYTES: u64 = 1 << 20;
 
 /// Lines of the program's standard error shown with a failed run.
-pub const TAIL_LINES: usize = 20;
+pub(crate) const TAIL_LINES: usize = 20;
 
 /// Standard output and error of one run, or nothing when the output passes through.
-pub struct Capture {
+pub(crate) struct Capture {
     files: Option<(File, File)>,
 }
 
@@ -45,7 +45,7 @@ impl Capture {
 
     /// The last `lines` lines the run wrote to its standard error, indented under a
     /// heading; `None` when it was not captured (the user saw it).
-    pub fn stderr_tail(&self, lines: usize) -> Option<String> {
+    pub(crate) fn stderr_tail(&self, lines: usize) -> Option<String> {
         let (_, err) = self.files.as_ref()?;
         Some(tail("the program's standard error", &read_tail(err), lines))
     }
@@ -61,7 +61,7 @@ impl Capture {
 }
 
 /// The last `TAIL_BYTES` of a file (from its start when shorter).
-pub fn read_tail(file: &File) -> String {
+pub(crate) fn read_tail(file: &File) -> String {
     let mut file = file;
     let len = file.metadata().map_or(0, |m| m.len());
     let mut bytes = Vec::new();

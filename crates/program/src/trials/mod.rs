@@ -55,7 +55,7 @@ impl Stop {
 
 /// How one run ended, for the schedule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// It ran to its end (whatever its exit status).
     Done,
     /// Ctrl-C (SIGINT or SIGQUIT to the program, or to memscope).
@@ -84,16 +84,14 @@ pub fn interrupted(termination: Termination) -> bool {
 
 /// What the next block runs, as the command's rule decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Next {
+pub(crate) enum Next {
     /// These arms (indices), in an order the engine shuffles.
     Run(Vec<usize>),
-    /// Nothing more: stop, saying why.
-    Stop(Stop),
 }
 
 /// The limits of a sequence of blocks.
 #[derive(Debug, Clone, Copy)]
-pub struct Design {
+pub(crate) struct Design {
     /// Exactly this many blocks (the time limit does not apply).
     pub fixed: Option<usize>,
     /// At most this many blocks.
@@ -120,7 +118,7 @@ pub struct Trial<R> {
 }
 
 /// The runs so far, and what the engine keeps to schedule the next block.
-pub struct Blocks<R> {
+pub(crate) struct Blocks<R> {
     pub trials: Vec<Trial<R>>,
     /// Measured blocks completed.
     pub blocks: usize,
@@ -143,14 +141,14 @@ impl<R> Blocks<R> {
     }
 
     /// Room for arms added after the start (their index is their position).
-    pub fn add_arms(&mut self, arms: usize) {
+    pub(crate) fn add_arms(&mut self, arms: usize) {
         if self.longest.len() < arms {
             self.longest.resize(arms, 0.0);
         }
     }
 
     /// The measured runs of one arm, by block.
-    pub fn of_arm(&self, arm: usize) -> impl Iterator<Item = &Trial<R>> {
+    pub(crate) fn of_arm(&self, arm: usize) -> impl Iterator<Item = &Trial<R>> {
         self.trials
             .iter()
             .filter(move |t| t.arm == arm && t.block > 0)
@@ -210,7 +208,6 @@ impl<R> Blocks<R> {
             let arms = match next(self)? {
                 Next::Run(arms) if !arms.is_empty() => arms,
                 Next::Run(_) => return Ok(Stop::Resolved),
-                Next::Stop(stop) => return Ok(stop),
             };
             match design.fixed {
                 Some(n) if self.blocks >= n => return Ok(Stop::Fixed),

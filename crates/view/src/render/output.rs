@@ -134,7 +134,7 @@ pub fn write_requested(outputs: &[Requested]) -> anyhow::Result<Vec<String>> {
 
 /// Writes `bytes` to the file at `path` (see the module's rules): a refused path is a
 /// `UsageError`, a failed write an I/O error naming the path.
-pub fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use anyhow::Context;
     let resolved = resolve(path).map_err(|reason| unwritable(path, reason))?;
     match resolved.found {
@@ -148,7 +148,7 @@ pub fn write_to(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 // Resolving a path by the link rules.
 
 /// How long a FIFO without a reader is waited for before the write is refused.
-pub const PIPE_WAIT: Duration = Duration::from_secs(10);
+pub(crate) const PIPE_WAIT: Duration = Duration::from_secs(10);
 
 /// procfs' `f_type` (statfs(2)): its `/proc/self/fd/N` links are the kernel's.
 const PROC_SUPER_MAGIC: i64 = 0x9fa0;

@@ -13,7 +13,7 @@ use crate::view::figure::Figure;
 pub const PREFIX: &str = "memscope_";
 
 /// A family of its own after the figures': its name (without `PREFIX`), help and value.
-pub type RunFamily<'a> = (&'a str, &'a str, f64);
+pub(crate) type RunFamily<'a> = (&'a str, &'a str, f64);
 
 /// The exposition text of `figures` labelled with `common`, then of `run`'s families
 /// labelled with `run_labels`. A figure without a metric or with a value that is not

@@ -15,7 +15,7 @@ use crate::view::fit::{self, width};
 use crate::view::{Align, Block, Layout, Medium, Overflow, Row, Section, Table, Text};
 
 /// The width when the text goes to no terminal and `COLUMNS` is not set.
-pub const DEFAULT_WIDTH: usize = 80;
+pub(crate) const DEFAULT_WIDTH: usize = 80;
 
 /// The narrowest width honoured: below it, tables could not keep even their first
 /// columns apart.

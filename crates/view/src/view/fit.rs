@@ -12,7 +12,7 @@ pub fn width(s: &str) -> usize {
 }
 
 /// Width of a table's line: a leading space, the columns, two spaces between them.
-pub fn line_width(widths: impl IntoIterator<Item = usize>) -> usize {
+pub(crate) fn line_width(widths: impl IntoIterator<Item = usize>) -> usize {
     let (sum, n) = widths
         .into_iter()
         .fold((0, 0), |(sum, n), w| (sum + w, n + 1));
@@ -49,7 +49,7 @@ pub fn wrap(line: &str, max: usize) -> Vec<String> {
 }
 
 /// The text cut to at most `max` characters at a space, with "…" when anything was cut.
-pub fn clip(text: &str, max: usize) -> String {
+pub(crate) fn clip(text: &str, max: usize) -> String {
     if width(text) <= max {
         return text.to_string();
     }
@@ -68,7 +68,7 @@ pub fn clip(text: &str, max: usize) -> String {
 
 /// The order in which columns go when a table is too wide: the lowest priority first,
 /// the rightmost first among equals; never the first column (the row's key).
-pub fn drop_order(priorities: &[Priority]) -> Vec<usize> {
+pub(crate) fn drop_order(priorities: &[Priority]) -> Vec<usize> {
     let mut order: Vec<usize> = (1..priorities.len()).rev().collect();
     // A stable sort keeps the rightmost first among equals.
     order.sort_by_key(|&i| priorities[i]);
@@ -78,7 +78,7 @@ pub fn drop_order(priorities: &[Priority]) -> Vec<usize> {
 /// How a table's columns fit a width: which stay (by index, in order), and the width the
 /// last one wraps its text to, if it must.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fitted {
+pub(crate) struct Fitted {
     pub kept: Vec<usize>,
     pub wrap_last: Option<usize>,
 }
@@ -87,7 +87,7 @@ pub struct Fitted {
 /// text that may wrap (`wraps[i]` is the narrowest it may wrap to) and the room left for
 /// it is at least that, it wraps; otherwise the next column in `drop_order` goes. The
 /// first column always stays, even when it alone is too wide.
-pub fn fit_columns(
+pub(crate) fn fit_columns(
     widths: &[usize],
     priorities: &[Priority],
     wraps: &[Option<usize>],
@@ -132,7 +132,7 @@ pub fn fit_columns(
 /// The columns split into groups that each fit `max` characters with the first column
 /// repeated in front: every group starts with column 0, then as many of the next
 /// columns, in order, as fit (at least one, even when too wide).
-pub fn column_groups(widths: &[usize], max: usize) -> Vec<Vec<usize>> {
+pub(crate) fn column_groups(widths: &[usize], max: usize) -> Vec<Vec<usize>> {
     let mut groups: Vec<Vec<usize>> = Vec::new();
     let mut current = vec![0];
     for i in 1..widths.len() {

@@ -85,7 +85,12 @@ pub fn judge(a: &Figure, b: &Figure) -> Verdict {
 /// Judges `b` against a reference value with its band in percent (the first run's, or a
 /// history's). The difference is taken relative to the smaller of the two values, so one
 /// step up a ladder of sizes is one step either way.
-pub fn judge_against(reference: f64, band_pct: Option<f64>, b: &Figure, better: Better) -> Verdict {
+pub(crate) fn judge_against(
+    reference: f64,
+    band_pct: Option<f64>,
+    b: &Figure,
+    better: Better,
+) -> Verdict {
     let bands: Vec<f64> = [band_pct, noise_band_pct(b)]
         .into_iter()
         .flatten()

@@ -38,7 +38,7 @@ pub enum Containment {
 }
 
 /// The environment variable that marks a command's descendants in subreaper mode.
-pub const MARKER: &str = "MEMSCOPE_RUN";
+pub(crate) const MARKER: &str = "MEMSCOPE_RUN";
 
 /// Set (to anything) to use subreaper mode where namespaces would be allowed: the tests of
 /// that mode, as root.

@@ -14,7 +14,7 @@ impl Figures for BandwidthResult {
 }
 
 /// One kernel at one level (or one `--sizes` working set) with one thread count.
-pub fn row_figure(r: &BandwidthRow) -> Figure {
+pub(crate) fn row_figure(r: &BandwidthRow) -> Figure {
     // A level holds one working set; custom columns are told apart by theirs.
     let level = if r.level == Level::Custom {
         format!("custom-{}", r.working_set_bytes)

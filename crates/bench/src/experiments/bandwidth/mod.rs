@@ -166,7 +166,7 @@ pub struct BandwidthRow {
 
 impl BandwidthRow {
     /// "1 of 9 planned trials kept (27 attempts)" when the row kept fewer than planned.
-    pub fn few_trials_text(&self) -> Option<String> {
+    pub(crate) fn few_trials_text(&self) -> Option<String> {
         self.few_trials.then(|| {
             format!(
                 "{} of {} planned trials kept ({} attempts)",
@@ -390,7 +390,7 @@ impl IsaChoice {
 /// per cycle to 256-bit and 512-bit loads alike, and 128-bit or 256-bit streams reach
 /// DRAM faster than 512-bit ones). Times read and copy, best of five passes, in L1 and
 /// past the largest cache with every available SIMD instruction set on the calling thread.
-pub fn probe_isa(
+pub(crate) fn probe_isa(
     timer: &Timer,
     machine: &Machine,
     pages: PagePolicy,

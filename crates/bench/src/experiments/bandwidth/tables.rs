@@ -127,7 +127,7 @@ impl LevelColumn<'_> {
 }
 
 /// The kernel × level table of one thread count.
-pub fn level_table(result: &BandwidthResult, threads: usize) -> Table {
+pub(crate) fn level_table(result: &BandwidthResult, threads: usize) -> Table {
     let rows: Vec<&BandwidthRow> = result
         .rows
         .iter()
@@ -186,7 +186,7 @@ pub fn level_table(result: &BandwidthResult, threads: usize) -> Table {
 
 /// The sweep as working set × kernel: GB/s with marks and bytes per cycle per thread,
 /// every figure's details in its tooltip.
-pub fn sweep_table(sweep: &[BandwidthRow]) -> Table {
+pub(crate) fn sweep_table(sweep: &[BandwidthRow]) -> Table {
     let kernels = distinct(sweep.iter().map(|r| r.kernel.name()));
     let mut sizes = distinct(sweep.iter().map(|r| r.working_set_bytes));
     sizes.sort_unstable();

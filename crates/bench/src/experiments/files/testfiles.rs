@@ -14,7 +14,7 @@ use std::path::Path;
 use crate::platform::scratch::ScratchDir;
 
 /// The test directory and its files, removed on drop.
-pub struct TestFiles {
+pub(crate) struct TestFiles {
     dir: ScratchDir,
     /// (size in bytes, name inside the directory), in the order of the sizes asked for.
     pub files: Vec<(u64, String)>,

@@ -188,7 +188,7 @@ pub struct Mix {
 /// every other memory node, one mix each. Memory nodes are those with memory (and, when
 /// known, in `with_memory`: this process's Mems_allowed). Fewer than two is
 /// `Unsupported`, with the kernel's state in `why_not`.
-pub fn plan_mixes(
+pub(crate) fn plan_mixes(
     machine: &Machine,
     cpu: Option<usize>,
     chosen: Option<&[usize]>,
@@ -353,7 +353,7 @@ fn firmware_ratio(
 }
 
 /// The kernel's weighted interleave, in words, for messages.
-pub fn kernel_state(kernel: KernelSupport, system: Option<&SystemWeights>) -> String {
+pub(crate) fn kernel_state(kernel: KernelSupport, system: Option<&SystemWeights>) -> String {
     let weights = system.map(|s| {
         let mut parts: Vec<String> = (s.settings.weights.iter())
             .map(|(n, w)| format!("node {n} = {w}"))

@@ -49,7 +49,7 @@ impl CommandArgs for InterleaveArgs {
 }
 
 /// `--nodes`: node numbers, comma-separated, in order, without repeats.
-pub fn parse_nodes(text: &str) -> Result<Vec<usize>, UsageError> {
+pub(crate) fn parse_nodes(text: &str) -> Result<Vec<usize>, UsageError> {
     parse_list(text, |part| {
         part.parse::<usize>().map_err(|_| {
             invalid(

@@ -13,10 +13,10 @@ use crate::error::UsageError;
 use crate::experiments::params::{invalid, parse_list};
 
 /// The kernel's largest weight (`weighted_interleave/nodeN` takes 1…255).
-pub const MAX_WEIGHT: u32 = 255;
+pub(crate) const MAX_WEIGHT: u32 = 255;
 
 /// The ratios measured by default: local DRAM alone, then ever more of the far node.
-pub const DEFAULT_RATIOS: [(u32, u32); 7] =
+pub(crate) const DEFAULT_RATIOS: [(u32, u32); 7] =
     [(1, 0), (8, 1), (4, 1), (3, 1), (2, 1), (1, 1), (1, 2)];
 
 /// Largest term of a ratio made from a measured or quoted figure (the firmware's
@@ -78,14 +78,14 @@ impl Ratio {
     }
 
     /// The share of pages on the local node in a mix with `far_nodes` far nodes.
-    pub fn local_share(self, far_nodes: usize) -> f64 {
+    pub(crate) fn local_share(self, far_nodes: usize) -> f64 {
         let total = self.local + self.far * far_nodes as u32;
         f64::from(self.local) / f64::from(total.max(1))
     }
 
     /// The ratio in lowest terms with both terms at most `max_term` whose local share
     /// (with one far node) is nearest `share` (0…1).
-    pub fn nearest_share(share: f64, max_term: u32) -> Ratio {
+    pub(crate) fn nearest_share(share: f64, max_term: u32) -> Ratio {
         let share = share.clamp(0.0, 1.0);
         let mut best = Ratio::LOCAL;
         let mut best_error = f64::INFINITY;
@@ -113,14 +113,14 @@ impl fmt::Display for Ratio {
 }
 
 /// `--ratios`: a comma-separated list of ratios (repeats dropped).
-pub fn parse_ratios(text: &str) -> Result<Vec<Ratio>, UsageError> {
+pub(crate) fn parse_ratios(text: &str) -> Result<Vec<Ratio>, UsageError> {
     parse_list(text, Ratio::parse)
 }
 
 /// The ratio of two bandwidths as weights (local:far), in small terms: the firmware's
 /// suggestion where the HMAT quotes both (the kernel's `auto` mode derives its weights
 /// the same way). None when either is unknown or zero.
-pub fn bandwidth_ratio(local_mb_s: Option<u64>, far_mb_s: Option<u64>) -> Option<Ratio> {
+pub(crate) fn bandwidth_ratio(local_mb_s: Option<u64>, far_mb_s: Option<u64>) -> Option<Ratio> {
     let (local, far) = (local_mb_s? as f64, far_mb_s? as f64);
     if local <= 0.0 || far <= 0.0 {
         return None;
@@ -147,7 +147,7 @@ pub fn candidates(given: &[Ratio], firmware: Option<Ratio>, far_nodes: usize) ->
 /// Up to two more ratios around the best measured one: halfway (in local share) to each
 /// neighbour, in small terms, where that is a ratio not measured yet. `measured` holds
 /// (ratio, bandwidth) pairs.
-pub fn refinements(measured: &[(Ratio, f64)], far_nodes: usize) -> Vec<Ratio> {
+pub(crate) fn refinements(measured: &[(Ratio, f64)], far_nodes: usize) -> Vec<Ratio> {
     let mut sorted: Vec<(Ratio, f64)> = measured
         .iter()
         .copied()
@@ -185,7 +185,7 @@ pub fn refinements(measured: &[(Ratio, f64)], far_nodes: usize) -> Vec<Ratio> {
 
 /// The index (into the mix's nodes) of the node page `k` goes to under `weights`: the
 /// pages are dealt in rounds of sum(weights), `weights[i]` pages in a row to node i.
-pub fn node_of_page(k: usize, weights: &[u32]) -> usize {
+pub(crate) fn node_of_page(k: usize, weights: &[u32]) -> usize {
     let total: usize = weights.iter().map(|&w| w as usize).sum();
     if total == 0 {
         return 0;
@@ -230,7 +230,7 @@ pub struct Recommendation {
 /// `pairs` are (local, best) medians measured in turn after the first pass: the gain
 /// counts only where every pair gains more than the noise, which also takes in how far
 /// local alone drifted between its measurements (so one lucky trial recommends nothing).
-pub fn recommend(points: &[Measured], pairs: &[(f64, f64)]) -> Option<Recommendation> {
+pub(crate) fn recommend(points: &[Measured], pairs: &[(f64, f64)]) -> Option<Recommendation> {
     let local = points
         .iter()
         .find(|p| p.ratio == Ratio::LOCAL && p.median.is_finite())?;
@@ -262,7 +262,7 @@ pub fn recommend(points: &[Measured], pairs: &[(f64, f64)]) -> Option<Recommenda
 /// `nodes` (the local node first): the weights written to sysfs under `dir` (auto mode
 /// turned off first where the kernel has the file `auto_file`), then the numactl command.
 /// Printed for the user, never run: the weights are the whole system's.
-pub fn apply_lines(
+pub(crate) fn apply_lines(
     ratio: Ratio,
     nodes: &[usize],
     dir: &str,

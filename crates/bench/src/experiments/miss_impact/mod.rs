@@ -198,7 +198,7 @@ pub struct MissImpactConfig {
 
 impl MissImpactConfig {
     /// The one buffer every row walks (from its start): the largest footprint.
-    pub fn arena_bytes(&self) -> u64 {
+    pub(crate) fn arena_bytes(&self) -> u64 {
         self.footprints.iter().map(|f| f.1).max().unwrap_or(4 * KIB)
     }
 }

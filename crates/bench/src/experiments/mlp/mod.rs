@@ -177,7 +177,7 @@ pub struct MlpConfig {
 
 impl MlpConfig {
     /// 1…16, then 20, 24, 28, 32: dense where saturation usually is, sparse beyond.
-    pub fn default_chains() -> Vec<u32> {
+    pub(crate) fn default_chains() -> Vec<u32> {
         chains::default_chains()
     }
 
@@ -195,7 +195,7 @@ impl MlpConfig {
     }
 
     /// Bytes of arena `measure` needs: the largest working set asked for.
-    pub fn arena_bytes(&self) -> u64 {
+    pub(crate) fn arena_bytes(&self) -> u64 {
         self.levels
             .iter()
             .map(|(_, b)| *b)

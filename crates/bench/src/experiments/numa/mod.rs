@@ -117,7 +117,7 @@ pub struct NumaResult {
 
 impl NumaResult {
     /// The matrices' row nodes (`nodes` in a report from before rows and columns).
-    pub fn row_nodes(&self) -> &[usize] {
+    pub(crate) fn row_nodes(&self) -> &[usize] {
         if self.rows.is_empty() {
             &self.nodes
         } else {
@@ -126,7 +126,7 @@ impl NumaResult {
     }
 
     /// The matrices' column nodes (`nodes` in a report from before rows and columns).
-    pub fn column_nodes(&self) -> &[usize] {
+    pub(crate) fn column_nodes(&self) -> &[usize] {
         if self.columns.is_empty() {
             &self.nodes
         } else {

@@ -265,7 +265,7 @@ pub(super) mod tests {
         }
     }
 
-    pub fn two_sockets() -> Machine {
+    pub(crate) fn two_sockets() -> Machine {
         Machine {
             smt_sibling_groups: vec![vec![0, 2], vec![1, 3], vec![4, 6], vec![5, 7]],
             ..machine(
@@ -401,7 +401,7 @@ pub(super) mod tests {
 
     /// Two sockets with DRAM (nodes 0, 1) and an HBM node behind each (2, 3): a Xeon Max
     /// in flat mode.
-    pub fn hbm_flat() -> Machine {
+    pub(crate) fn hbm_flat() -> Machine {
         let slit = [
             vec![10, 21, 13, 23],
             vec![21, 10, 23, 13],
@@ -425,7 +425,7 @@ pub(super) mod tests {
 
     /// Sub-NUMA clustering: two sockets of 4 nodes each, every node with CPUs and memory
     /// (SLIT 10 local, 12 on the socket, 21 across).
-    pub fn sub_numa_clustering() -> Machine {
+    pub(crate) fn sub_numa_clustering() -> Machine {
         let nodes: Vec<NumaNode> = (0..8)
             .map(|id| {
                 let distances = (0..8)

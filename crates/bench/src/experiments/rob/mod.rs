@@ -112,7 +112,7 @@ const UNSUPPORTED: &str = if cfg!(target_arch = "aarch64") {
 
 /// A step in a time-per-iteration curve.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Cliff {
+pub(crate) struct Cliff {
     /// First K on the upper side of the step.
     pub k: u32,
     /// Level before and after the step (same unit as the curve).

@@ -29,7 +29,7 @@ impl Level {
         }
     }
 
-    pub fn is_cache(&self) -> bool {
+    pub(crate) fn is_cache(&self) -> bool {
         matches!(self, Level::Cache(_))
     }
 }

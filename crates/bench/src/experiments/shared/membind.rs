@@ -11,7 +11,7 @@ use crate::topology::tiers::MemoryKind;
 use crate::topology::Machine;
 
 /// Pages sampled per buffer to verify where a bound buffer's pages live.
-pub const PLACEMENT_SAMPLES: usize = 32;
+pub(crate) const PLACEMENT_SAMPLES: usize = 32;
 
 /// The share of sampled pages on the node below which the output says the binding did not
 /// hold (the NUMA matrix's threshold).
@@ -83,7 +83,7 @@ impl MemoryBinding {
 
 /// The share of `PLACEMENT_SAMPLES` pages of `buffer` on `node`; None when the kernel
 /// cannot be asked.
-pub fn share_on_node(buffer: &Arena, node: usize) -> Option<f64> {
+pub(crate) fn share_on_node(buffer: &Arena, node: usize) -> Option<f64> {
     buffer.fraction_on_node(node, PLACEMENT_SAMPLES).ok()
 }
 

@@ -8,7 +8,7 @@ use crate::platform::affinity;
 
 /// Runs `work` on a scoped thread pinned to `cpu` (unpinned with None) and returns what it
 /// returns; a panic in it is resumed here.
-pub fn on_cpu<T: Send>(
+pub(crate) fn on_cpu<T: Send>(
     cpu: Option<usize>,
     allowed: &[usize],
     work: impl FnOnce() -> Result<T, UsageError> + Send,
@@ -29,7 +29,7 @@ pub fn on_cpu<T: Send>(
 /// The read kernel's instruction set: AVX2 when the CPU has it, beyond the caches 256-bit
 /// loads are as fast as any, and 512-bit streams reach DRAM 10–20 % slower on Zen 4
 /// (docs/DESIGN.md, Bandwidth); else the widest available.
-pub fn read_isa() -> Isa {
+pub(crate) fn read_isa() -> Isa {
     if Isa::Avx2.is_available() {
         Isa::Avx2
     } else {

@@ -134,7 +134,7 @@ impl StrideConfig {
 
     /// Bytes the caller must allocate in one arena (x, y and the index array for the largest size).
     /// y is left out without SAXPY and the index array without the random order.
-    pub fn arena_bytes(&self) -> u64 {
+    pub(crate) fn arena_bytes(&self) -> u64 {
         Regions::of(self).total
     }
 

@@ -79,7 +79,7 @@ pub struct TlbResult {
 
 impl TlbResult {
     /// The page sizes measured, smallest first.
-    pub fn page_sizes(&self) -> Vec<u64> {
+    pub(crate) fn page_sizes(&self) -> Vec<u64> {
         let mut sizes: Vec<u64> = self.rows.iter().map(|r| r.page_bytes).collect();
         sizes.sort_unstable();
         sizes.dedup();
@@ -283,7 +283,7 @@ impl TlbConfig {
 /// What the TLB adds per access (`tlb_ns`) with `page_bytes` pages at the measured page
 /// count nearest to `pages` (on a log scale), when the curve reaches within a factor of
 /// two of it.
-pub fn tlb_ns_at(result: &TlbResult, page_bytes: u64, pages: u64) -> Option<f64> {
+pub(crate) fn tlb_ns_at(result: &TlbResult, page_bytes: u64, pages: u64) -> Option<f64> {
     let distance = |r: &TlbRow| {
         ((r.pages.max(1) as f64) / (pages.max(1) as f64))
             .log2()
@@ -306,7 +306,7 @@ const REFINE_POINTS: usize = 12;
 
 /// Rounds of knee refinement at most, and the bracket width (relative to the knee) below
 /// which a knee is placed finely enough.
-pub const REFINE_ROUNDS: usize = 3;
+pub(crate) const REFINE_ROUNDS: usize = 3;
 const REFINED_WIDTH: f64 = 0.02;
 
 /// How far past a knee (ratio of page counts) the cost of a miss is read: far enough that

@@ -39,7 +39,7 @@ pub struct SharingCheck {
 
 impl SharingCheck {
     /// Slower than this beside the other: the two evict each other, so they share.
-    pub const SHARED_ABOVE: f64 = 1.3;
+    pub(crate) const SHARED_ABOVE: f64 = 1.3;
 
     /// The other's walk slowed this one down: they share a cache (None: not measured).
     pub fn shared(&self) -> Option<bool> {

@@ -85,14 +85,14 @@ impl Isa {
 
     /// The widest instruction set this CPU runs: AVX-512 > AVX2 > SSE2 on x86_64, SVE >
     /// NEON on aarch64, Portable elsewhere.
-    pub fn best_available() -> Isa {
+    pub(crate) fn best_available() -> Isa {
         Isa::ALL
             .into_iter()
             .find(|isa| isa.is_available())
             .unwrap_or(Isa::Portable)
     }
 
-    pub fn is_available(self) -> bool {
+    pub(crate) fn is_available(self) -> bool {
         match self {
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => std::is_x86_feature_detected!("avx512f"),
@@ -112,7 +112,7 @@ impl Isa {
 
     /// Bytes moved by one load or store. A run-time value: SVE's is this CPU's vector
     /// length (16 bytes, the architectural minimum, where the CPU has no SVE).
-    pub fn vector_bytes(self) -> usize {
+    pub(crate) fn vector_bytes(self) -> usize {
         match self {
             Isa::Avx512 => 64,
             Isa::Avx2 => 32,
@@ -189,7 +189,7 @@ impl KernelSpec {
     }
 
     /// Bytes one pass moves over arrays of `array_bytes` each.
-    pub fn bytes_per_pass(&self, array_bytes: usize) -> u64 {
+    pub(crate) fn bytes_per_pass(&self, array_bytes: usize) -> u64 {
         self.arrays() as u64 * array_bytes as u64
     }
 
@@ -260,25 +260,25 @@ pub fn names() -> String {
 }
 
 /// Alignment every array must have (a cache line; also what aligned 512-bit accesses need).
-pub const ALIGN: usize = 64;
+pub(crate) const ALIGN: usize = 64;
 /// `array_bytes` must be a multiple of this: a whole number of unrolled iterations for
 /// every ISA (one is at most 8 × 64 B on x86, 128 B with NEON, four vectors of at most
 /// 256 B with SVE), so no loop needs a remainder. (SVE's loops still finish an odd vector
 /// length's remainder, and `DC ZVA` blocks, up to 2 KiB, are zeroed only where whole.)
-pub const GRANULE: usize = 1024;
+pub(crate) const GRANULE: usize = 1024;
 
 /// What the write kernels store in every 64-bit lane. Non-zero, so no host can take the
 /// array for a zero page.
-pub const WRITE_PATTERN: u64 = 0x5a5a_5a5a_5a5a_5a5a;
+pub(crate) const WRITE_PATTERN: u64 = 0x5a5a_5a5a_5a5a_5a5a;
 /// The triad's `s` (as STREAM uses).
-pub const TRIAD_SCALAR: f64 = 3.0;
+pub(crate) const TRIAD_SCALAR: f64 = 3.0;
 
 /// Fills an array with the non-zero pattern kernels expect as input: every 8-byte word is
 /// a pseudo-random integer in 1..=2^20 stored as an f64. Non-zero, because some hosts
 /// treat zero pages specially and report false bandwidth; different on every page, so no
 /// host page merging (KSM) can fold two pages into one; normal floats whose triads stay
 /// exact, so the triad never meets a denormal and its results can be checked exactly.
-pub fn fill_pattern(array: &mut [u8], seed: u64) {
+pub(crate) fn fill_pattern(array: &mut [u8], seed: u64) {
     let mut rng = SplitMix64::new(seed);
     let mut words = array.chunks_exact_mut(8);
     for word in &mut words {
@@ -335,7 +335,7 @@ pub unsafe fn run(
 
 /// The block `write-zero` zeroes at a time with `isa`: `DC ZVA`'s block on aarch64 with
 /// NEON or SVE, where `DCZID_EL0` allows the instruction; None where zeros are stored.
-pub fn zero_block(isa: Isa) -> Option<usize> {
+pub(crate) fn zero_block(isa: Isa) -> Option<usize> {
     #[cfg(target_arch = "aarch64")]
     if matches!(isa, Isa::Neon | Isa::Sve) {
         return neon::zva_block();

@@ -12,7 +12,7 @@ use crate::stats::change::Verdict;
 use crate::units::Bytes;
 
 /// Huge pages: the largest significant speed-up of the huge-page arms.
-pub fn tlb_finding(
+pub(crate) fn tlb_finding(
     arms: &[ArmResult],
     profile: &ProgramProfile,
     facts: &MachineFacts,

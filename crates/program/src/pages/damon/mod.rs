@@ -88,7 +88,7 @@ pub fn status() -> DamonStatus {
 }
 
 /// The status of the interface rooted at `root` (the `admin` directory), read only.
-pub fn status_at(root: &Path) -> DamonStatus {
+pub(crate) fn status_at(root: &Path) -> DamonStatus {
     status_in(&Sysfs::new(root), is_root())
 }
 
@@ -136,7 +136,7 @@ fn status_in(sysfs: &Sysfs, root: bool) -> DamonStatus {
 
 /// A kdamond memscope created, monitoring one process. Removed (state off, nr_kdamonds
 /// back to what it was) on drop, on error and on SIGINT/SIGTERM/SIGHUP/SIGQUIT.
-pub struct DamonMonitor {
+pub(crate) struct DamonMonitor {
     /// The kdamond while it exists; whoever takes it (stop, drop, the signal action)
     /// removes it.
     created: Arc<Mutex<Option<Created>>>,
@@ -270,7 +270,8 @@ impl DamonMonitor {
 
     /// Regions of the latest aggregation, as spans of the process's virtual memory with
     /// DAMON's `nr_accesses`: directly for `vaddr`, through pagemap for `paddr`.
-    pub fn snapshot(&mut self) -> io::Result<Vec<AccessSpan>> {
+    #[cfg(test)]
+    pub(crate) fn snapshot(&mut self) -> io::Result<Vec<AccessSpan>> {
         let pid = self.pid;
         self.snapshot_of(&[pid])
     }
@@ -278,7 +279,7 @@ impl DamonMonitor {
     /// `snapshot` for several processes: with `paddr`, the physical regions are
     /// attributed to the pages of every process listed (the command and what it
     /// started); a `vaddr` kdamond watches only the process it was started for.
-    pub fn snapshot_of(&mut self, processes: &[u32]) -> io::Result<Vec<AccessSpan>> {
+    pub(crate) fn snapshot_of(&mut self, processes: &[u32]) -> io::Result<Vec<AccessSpan>> {
         let kdamond = lock(&self.created).clone().ok_or_else(|| {
             io::Error::other(format!(
                 "memscope's kdamond {} is removed already",
@@ -342,6 +343,7 @@ impl DamonMonitor {
     }
 
     /// Removes the kdamond (state off, `nr_kdamonds` back) and says if that failed.
+    #[cfg(test)]
     pub fn stop(mut self) -> io::Result<()> {
         self.remove()
     }

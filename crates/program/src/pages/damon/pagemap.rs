@@ -17,7 +17,7 @@ const PFN_MASK: u64 = (1 << 55) - 1;
 
 /// The top-level "System RAM" ranges of /proc/iomem as `[start, end)`, in address order.
 /// Read without root they are all zero, which is said as an error.
-pub fn system_ram(iomem: &str) -> Result<Vec<(u64, u64)>, String> {
+pub(crate) fn system_ram(iomem: &str) -> Result<Vec<(u64, u64)>, String> {
     let mut ranges: Vec<(u64, u64)> = iomem
         .lines()
         .filter(|line| !line.starts_with(' '))
@@ -62,7 +62,7 @@ pub fn mappings(maps: &str) -> Vec<(u64, u64)> {
 
 /// The present pages of pagemap `entries` (8 bytes each, native endian) for the pages
 /// from `virt_start` on, as (physical address, virtual address) pairs.
-pub fn present_pages(virt_start: u64, entries: &[u8], page_bytes: u64) -> Vec<(u64, u64)> {
+pub(crate) fn present_pages(virt_start: u64, entries: &[u8], page_bytes: u64) -> Vec<(u64, u64)> {
     entries
         .chunks_exact(8)
         .enumerate()
@@ -84,7 +84,11 @@ fn entry(bytes: &[u8]) -> u64 {
 
 /// Every present page of process `pid` as (physical, virtual), sorted by physical
 /// address. `proc_root` is /proc (a fake one in tests).
-pub fn process_pages(proc_root: &Path, pid: u32, page_bytes: u64) -> io::Result<Vec<(u64, u64)>> {
+pub(crate) fn process_pages(
+    proc_root: &Path,
+    pid: u32,
+    page_bytes: u64,
+) -> io::Result<Vec<(u64, u64)>> {
     let dir = proc_root.join(pid.to_string());
     let maps = std::fs::read_to_string(dir.join("maps"))?;
     let pagemap = File::open(dir.join("pagemap"))?;
@@ -130,7 +134,7 @@ fn read_fully_at(file: &File, buffer: &mut [u8], offset: u64) -> io::Result<usiz
 /// The process's pages inside the physical regions, as spans of its virtual memory with
 /// the region's `nr_accesses`; virtually adjacent pages of equal value are one span.
 /// `pages` are (physical, virtual) sorted by physical address.
-pub fn attribute(
+pub(crate) fn attribute(
     pid: u32,
     regions: &[TriedRegion],
     pages: &[(u64, u64)],

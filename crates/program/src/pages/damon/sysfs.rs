@@ -11,18 +11,18 @@ use std::time::Duration;
 use crate::platform::journal::Record;
 
 /// Where the kernel puts the interface.
-pub const ADMIN: &str = "/sys/kernel/mm/damon/admin";
+pub(crate) const ADMIN: &str = "/sys/kernel/mm/damon/admin";
 
 /// DAMON's bounds on the number of regions it adapts between.
-pub const MIN_REGIONS: u64 = 10;
-pub const MAX_REGIONS: u64 = 5000;
+pub(crate) const MIN_REGIONS: u64 = 10;
+pub(crate) const MAX_REGIONS: u64 = 5000;
 
 /// The writes made through a `Sysfs`, as (path relative to the root, value), for tests.
-pub type Journal = Arc<Mutex<Vec<(String, String)>>>;
+pub(crate) type Journal = Arc<Mutex<Vec<(String, String)>>>;
 
 /// The DAMON admin directory (or a fake one) and, in tests, a journal of the writes.
 #[derive(Debug, Clone)]
-pub struct Sysfs {
+pub(crate) struct Sysfs {
     pub root: PathBuf,
     pub journal: Option<Journal>,
 }
@@ -47,7 +47,7 @@ impl Sysfs {
             .map_err(|error| annotate(error, "read", &path))
     }
 
-    pub fn read_u64(&self, rel: &str) -> io::Result<u64> {
+    pub(crate) fn read_u64(&self, rel: &str) -> io::Result<u64> {
         let text = self.read(rel)?;
         text.parse().map_err(|_| {
             io::Error::new(
@@ -84,7 +84,7 @@ fn annotate(error: io::Error, verb: &str, path: &Path) -> io::Error {
 
 /// What one existing kdamond does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KdamondInfo {
+pub(crate) struct KdamondInfo {
     pub index: usize,
     pub on: bool,
     /// The kdamond thread's pid while it runs.
@@ -135,7 +135,7 @@ pub enum Target {
 /// A kdamond memscope created: where it is, the `nr_kdamonds` to restore, and its entry
 /// in memscope's journal (removed with it).
 #[derive(Debug, Clone)]
-pub struct Created {
+pub(crate) struct Created {
     pub sysfs: Sysfs,
     pub index: usize,
     pub previous_count: u64,
@@ -147,7 +147,7 @@ pub struct Created {
 /// configured, so the caller can read its `avail_operations` before choosing a target. On
 /// an error nothing is left: the count was not changed, or the new kdamond is removed
 /// again (and the entry with it).
-pub fn add_kdamond(
+pub(crate) fn add_kdamond(
     sysfs: &Sysfs,
     previous_count: u64,
     journal: Option<Record>,
@@ -190,14 +190,14 @@ impl Created {
         format!("{}/schemes/0", self.context())
     }
 
-    pub fn avail_operations(&self) -> io::Result<String> {
+    pub(crate) fn avail_operations(&self) -> io::Result<String> {
         self.sysfs
             .read(&format!("{}/avail_operations", self.context()))
     }
 
     /// Configures context 0 (operations, intervals, target, one `stat` scheme matching
     /// every region) and turns the kdamond on.
-    pub fn configure_and_start(
+    pub(crate) fn configure_and_start(
         &self,
         target: &Target,
         sample_us: u64,
@@ -260,12 +260,12 @@ impl Created {
         }
     }
 
-    pub fn is_on(&self) -> io::Result<bool> {
+    pub(crate) fn is_on(&self) -> io::Result<bool> {
         Ok(self.sysfs.read(&format!("{}/state", self.dir()))? == "on")
     }
 
     /// Asks the kdamond for the regions of its latest aggregation and reads them.
-    pub fn tried_regions(&self) -> io::Result<Vec<TriedRegion>> {
+    pub(crate) fn tried_regions(&self) -> io::Result<Vec<TriedRegion>> {
         self.sysfs.write(
             &format!("{}/state", self.dir()),
             "update_schemes_tried_regions",
@@ -327,7 +327,7 @@ impl Created {
 
 /// One region of a scheme's tried_regions directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TriedRegion {
+pub(crate) struct TriedRegion {
     pub start: u64,
     pub end: u64,
     pub nr_accesses: u64,
@@ -335,7 +335,7 @@ pub struct TriedRegion {
 }
 
 /// Reads `dir/N/{start,end,nr_accesses,age}` for every numbered N, in address order.
-pub fn read_tried_regions(sysfs: &Sysfs, dir: &str) -> io::Result<Vec<TriedRegion>> {
+pub(crate) fn read_tried_regions(sysfs: &Sysfs, dir: &str) -> io::Result<Vec<TriedRegion>> {
     let path = sysfs.path(dir);
     let entries = std::fs::read_dir(&path).map_err(|error| annotate(error, "list", &path))?;
     let mut regions = Vec::new();

@@ -14,21 +14,22 @@
 
 use crate::pages::access::TlbOutcome;
 
-pub const TLB_NA: u8 = 0x01;
-pub const TLB_HIT: u8 = 0x02;
-pub const TLB_MISS: u8 = 0x04;
-pub const TLB_L1: u8 = 0x08;
-pub const TLB_L2: u8 = 0x10;
+pub(crate) const TLB_NA: u8 = 0x01;
+pub(crate) const TLB_HIT: u8 = 0x02;
+pub(crate) const TLB_MISS: u8 = 0x04;
+pub(crate) const TLB_L1: u8 = 0x08;
+pub(crate) const TLB_L2: u8 = 0x10;
 /// Resolved by the hardware page walker.
-pub const TLB_WK: u8 = 0x20;
+#[cfg(test)]
+pub(crate) const TLB_WK: u8 = 0x20;
 /// Resolved by the OS (a fault).
-pub const TLB_OS: u8 = 0x40;
+#[cfg(test)]
+pub(crate) const TLB_OS: u8 = 0x40;
 
-pub const OP_NA: u8 = 0x01;
-pub const OP_LOAD: u8 = 0x02;
-pub const OP_STORE: u8 = 0x04;
-pub const OP_PFETCH: u8 = 0x08;
-pub const OP_EXEC: u8 = 0x10;
+#[cfg(test)]
+pub(crate) const OP_LOAD: u8 = 0x02;
+#[cfg(test)]
+pub(crate) const OP_STORE: u8 = 0x04;
 
 /// Which driver filled the data source: the same bits mean different things.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +44,7 @@ pub enum Encoding {
 
 /// One `perf_mem_data_src` value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct DataSrc(pub u64);
+pub(crate) struct DataSrc(pub u64);
 
 impl DataSrc {
     fn bits(self, shift: u32, width: u32) -> u64 {
@@ -51,18 +52,22 @@ impl DataSrc {
     }
 
     /// `mem_op` (bits 0-4): OP_NA, OP_LOAD, OP_STORE, OP_PFETCH, OP_EXEC.
+    #[cfg(test)]
     pub fn op(self) -> u8 {
         self.bits(0, 5) as u8
     }
     /// `mem_lvl` (bits 5-18): the legacy memory-level bits.
-    pub fn lvl(self) -> u16 {
+    #[cfg(test)]
+    pub(crate) fn lvl(self) -> u16 {
         self.bits(5, 14) as u16
     }
     /// `mem_snoop` (bits 19-23).
-    pub fn snoop(self) -> u8 {
+    #[cfg(test)]
+    pub(crate) fn snoop(self) -> u8 {
         self.bits(19, 5) as u8
     }
     /// `mem_lock` (bits 24-25).
+    #[cfg(test)]
     pub fn lock(self) -> u8 {
         self.bits(24, 2) as u8
     }
@@ -71,23 +76,28 @@ impl DataSrc {
         self.bits(26, 7) as u8
     }
     /// `mem_lvl_num` (bits 33-36): PERF_MEM_LVLNUM_*.
-    pub fn lvl_num(self) -> u8 {
+    #[cfg(test)]
+    pub(crate) fn lvl_num(self) -> u8 {
         self.bits(33, 4) as u8
     }
     /// `mem_remote` (bit 37).
+    #[cfg(test)]
     pub fn remote(self) -> bool {
         self.bits(37, 1) != 0
     }
     /// `mem_snoopx` (bits 38-39).
-    pub fn snoopx(self) -> u8 {
+    #[cfg(test)]
+    pub(crate) fn snoopx(self) -> u8 {
         self.bits(38, 2) as u8
     }
     /// `mem_blk` (bits 40-42).
-    pub fn blk(self) -> u8 {
+    #[cfg(test)]
+    pub(crate) fn blk(self) -> u8 {
         self.bits(40, 3) as u8
     }
     /// `mem_hops` (bits 43-45).
-    pub fn hops(self) -> u8 {
+    #[cfg(test)]
+    pub(crate) fn hops(self) -> u8 {
         self.bits(43, 3) as u8
     }
 
@@ -97,7 +107,8 @@ impl DataSrc {
     }
 
     /// Builds a value from its dTLB and op fields (the others zero), e.g. for tests.
-    pub fn from_fields(op: u8, dtlb: u8) -> DataSrc {
+    #[cfg(test)]
+    pub(crate) fn from_fields(op: u8, dtlb: u8) -> DataSrc {
         DataSrc(u64::from(op & 0x1f) | (u64::from(dtlb & 0x7f) << 26))
     }
 }
@@ -110,7 +121,7 @@ impl DataSrc {
 /// said at L1 only is read as Miss too: a level was missed and none is said to hit.
 /// Intel PEBS knows only whether the STLB was missed: every hit is Hit. AMD IBS follows
 /// the generic reading (its three values are L1|HIT, L2|HIT and L2|MISS).
-pub fn tlb_outcome(dtlb: u8, encoding: Encoding) -> TlbOutcome {
+pub(crate) fn tlb_outcome(dtlb: u8, encoding: Encoding) -> TlbOutcome {
     let has = |bit: u8| dtlb & bit != 0;
     if dtlb == 0 || (has(TLB_NA) && !has(TLB_HIT) && !has(TLB_MISS)) {
         return TlbOutcome::Unknown;

@@ -13,9 +13,9 @@ use super::datasrc::Encoding;
 use crate::topology::cpu::parse_cpu_list;
 
 /// perf's default load-latency threshold: only loads slower than this many cycles.
-pub const LDLAT_CYCLES: u64 = 30;
+pub(crate) const LDLAT_CYCLES: u64 = 30;
 /// The auxiliary event `mem-loads` needs as its group leader on Sapphire Rapids+.
-pub const MEM_LOADS_AUX_CONFIG: u64 = 0x8203;
+pub(crate) const MEM_LOADS_AUX_CONFIG: u64 = 0x8203;
 const DEFAULT_LOAD_PERIOD: u64 = 10_007;
 const DEFAULT_STORE_PERIOD: u64 = 100_003;
 const DEFAULT_IBS_PERIOD: u64 = 65_536;
@@ -32,7 +32,7 @@ pub enum Vendor {
 
 impl Vendor {
     /// From the CPUID vendor string or /proc/cpuinfo's vendor name.
-    pub fn from_vendor_id(id: &str) -> Vendor {
+    pub(crate) fn from_vendor_id(id: &str) -> Vendor {
         match id {
             "GenuineIntel" => Vendor::Intel,
             "AuthenticAMD" | "HygonGenuine" => Vendor::Amd,
@@ -102,13 +102,13 @@ impl EventSpec {
     }
 
     /// Whether to open this event on `cpu`.
-    pub fn runs_on(&self, cpu: usize) -> bool {
+    pub(crate) fn runs_on(&self, cpu: usize) -> bool {
         self.cpus.as_ref().is_none_or(|c| c.contains(&cpu))
     }
 }
 
 /// The reason when the machine lists no hardware PMU at all.
-pub const NO_PMU: &str = "no hardware PMU: the kernel lists no cpu PMU under \
+pub(crate) const NO_PMU: &str = "no hardware PMU: the kernel lists no cpu PMU under \
     /sys/bus/event_source/devices (e.g. a virtual machine without PMU passthrough); run on \
     bare metal or enable PMU passthrough (e.g. QEMU/KVM `-cpu host,pmu=on`) for precise \
     memory sampling";
@@ -131,7 +131,7 @@ fn parse_number(text: &str) -> Option<u64> {
 
 /// Places `value` in `configs` ([config, config1, config2]) where the PMU's
 /// `format/<term>` file says, e.g. `config:0-7`, `config1:0-15`, `config:0-7,32-35`.
-pub fn apply_format(
+pub(crate) fn apply_format(
     pmu_dir: &Path,
     term: &str,
     value: u64,
@@ -174,7 +174,7 @@ pub fn apply_format(
 
 /// The configs of a sysfs event (`events/<name>`, e.g. `event=0xcd,umask=0x1,ldlat=3`),
 /// with `overrides` replacing or adding terms.
-pub fn event_configs(
+pub(crate) fn event_configs(
     pmu_dir: &Path,
     event: &str,
     overrides: &[(&str, u64)],
@@ -312,7 +312,7 @@ fn listed(sysfs: &Path) -> Vec<String> {
 
 /// The events to sample on this machine, from the PMUs listed under `sysfs` (normally
 /// /sys/bus/event_source/devices), or why there are none.
-pub fn choose_events(sysfs: &Path, vendor: Vendor) -> Result<Vec<EventSpec>, String> {
+pub(crate) fn choose_events(sysfs: &Path, vendor: Vendor) -> Result<Vec<EventSpec>, String> {
     let names = listed(sysfs);
     if let Some(spe) = names.iter().find(|n| n.starts_with("arm_spe")) {
         return Err(format!(

@@ -33,11 +33,11 @@ use record::{parse_record, Record, Sample};
 use ring::Ring;
 
 /// Where the kernel lists its PMUs.
-pub const EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
+pub(crate) const EVENT_SOURCES: &str = "/sys/bus/event_source/devices";
 
 /// The fields every sampled event records (IDENTIFIER tells which event a sample is
 /// from when several share one ring).
-pub const SAMPLE_TYPE: u64 = crate::counters::sys::SAMPLE_IDENTIFIER
+pub(crate) const SAMPLE_TYPE: u64 = crate::counters::sys::SAMPLE_IDENTIFIER
     | crate::counters::sys::SAMPLE_TID
     | crate::counters::sys::SAMPLE_TIME
     | crate::counters::sys::SAMPLE_ADDR
@@ -46,7 +46,7 @@ pub const SAMPLE_TYPE: u64 = crate::counters::sys::SAMPLE_IDENTIFIER
 
 /// What one `drain` moved and what the kernel reported lost.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DrainStats {
+pub(crate) struct DrainStats {
     /// Records the kernel dropped because a ring was full (PERF_RECORD_LOST and
     /// LOST_SAMPLES), plus records that could not be parsed.
     pub lost: u64,
@@ -57,7 +57,7 @@ pub struct DrainStats {
 }
 
 /// Precise memory-access sampling of one process tree, one ring buffer per CPU.
-pub struct PmuSampler {
+pub(crate) struct PmuSampler {
     specs: Vec<EventSpec>,
     /// The period programmed for each spec.
     periods: Vec<u64>,
@@ -96,7 +96,7 @@ impl PmuSampler {
 
     /// Moves every complete record out of the ring buffers: samples into `out`; returns
     /// them counted with the lost records and throttle events.
-    pub fn drain(&mut self, out: &mut Vec<MemSample>) -> DrainStats {
+    pub(crate) fn drain(&mut self, out: &mut Vec<MemSample>) -> DrainStats {
         let mut stats = DrainStats::default();
         let (specs, ids, sample_type) = (&self.specs, &self.ids, self.sample_type);
         for ring in &mut self.rings {
@@ -128,7 +128,7 @@ impl PmuSampler {
 
 /// Quick probe without opening anything for a pid: which precise source this machine
 /// would use, or why none (the same sentences as `PmuSampler::open`'s errors).
-pub fn availability() -> Result<String, String> {
+pub(crate) fn availability() -> Result<String, String> {
     let specs = choose_events(Path::new(EVENT_SOURCES), Vendor::detect())?;
     open::check_kernel(&specs, &crate::topology::cpu::kernel_release())?;
     open::check_permission(&specs, open::read_paranoid(), open::privileged())?;
@@ -199,7 +199,7 @@ fn to_mem_sample(
 
 /// Whichever precise sampler this machine has: memory events with a data source (Intel
 /// PEBS, AMD IBS op) or Arm SPE packets.
-pub enum PreciseSampler {
+pub(crate) enum PreciseSampler {
     Events(PmuSampler),
     Spe(spe::SpeSampler),
 }
@@ -217,7 +217,7 @@ impl PreciseSampler {
         }
     }
 
-    pub fn drain(&mut self, out: &mut Vec<MemSample>) -> DrainStats {
+    pub(crate) fn drain(&mut self, out: &mut Vec<MemSample>) -> DrainStats {
         match self {
             PreciseSampler::Events(sampler) => sampler.drain(out),
             PreciseSampler::Spe(sampler) => {
@@ -241,13 +241,13 @@ impl PreciseSampler {
 }
 
 /// Whether an Arm SPE PMU is listed.
-pub fn spe_present() -> bool {
+pub(crate) fn spe_present() -> bool {
     !spe::sysfs::find_pmus(Path::new(EVENT_SOURCES)).is_empty()
 }
 
 /// `availability`, counting Arm SPE in. On Arm, SPE is the precise source: without it
 /// the reason is that no SPE PMU is listed (`spe_absent`), not the x86 events' absence.
-pub fn precise_availability() -> Result<String, String> {
+pub(crate) fn precise_availability() -> Result<String, String> {
     availability().or_else(|why| {
         if spe_present() {
             Ok(
@@ -264,7 +264,7 @@ pub fn precise_availability() -> Result<String, String> {
 }
 
 /// Why an Arm machine has no precise source: no `arm_spe*` PMU under `event_sources`.
-pub fn spe_absent(event_sources: &Path) -> String {
+pub(crate) fn spe_absent(event_sources: &Path) -> String {
     format!(
         "no Arm SPE PMU: the kernel lists no arm_spe_* device under {} (the Statistical \
          Profiling Extension of Neoverse N1, V1, V2 and later cores, on bare metal or passed \

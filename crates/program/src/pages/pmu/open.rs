@@ -25,7 +25,7 @@ const SMALL_DATA_PAGES: usize = 8;
 const IBS_PER_PROCESS_KERNEL: (u32, u32) = (6, 2);
 
 /// What `open_all` opened.
-pub struct Opened {
+pub(crate) struct Opened {
     pub ids: HashMap<u64, Option<usize>>,
     pub rings: Vec<Ring>,
     pub fds: Vec<OwnedFd>,
@@ -33,7 +33,7 @@ pub struct Opened {
 
 /// The attribute of `spec` sampling every `period` events; a group leader starts
 /// disabled and is enabled by the exec, a member follows its leader.
-pub fn attr_for(spec: &EventSpec, period: u64, config: u64, leader: bool) -> PerfEventAttr {
+pub(crate) fn attr_for(spec: &EventSpec, period: u64, config: u64, leader: bool) -> PerfEventAttr {
     let mut attr = PerfEventAttr::new(spec.pmu_type, config);
     attr.config1 = spec.config1;
     attr.config2 = spec.config2;
@@ -56,7 +56,7 @@ pub fn attr_for(spec: &EventSpec, period: u64, config: u64, leader: bool) -> Per
 
 /// Whether the release string (e.g. "6.1.0-18-amd64") is at least `major.minor`;
 /// unparseable releases pass (the open will tell).
-pub fn kernel_at_least(release: &str, (major, minor): (u32, u32)) -> bool {
+pub(crate) fn kernel_at_least(release: &str, (major, minor): (u32, u32)) -> bool {
     let mut parts = release.split(|c: char| !c.is_ascii_digit());
     let num = |p: Option<&str>| p.and_then(|s| s.parse::<u32>().ok());
     match (num(parts.next()), num(parts.next())) {
@@ -66,7 +66,7 @@ pub fn kernel_at_least(release: &str, (major, minor): (u32, u32)) -> bool {
 }
 
 /// Refuses IBS on kernels that cannot sample it per process.
-pub fn check_kernel(specs: &[EventSpec], release: &str) -> Result<(), String> {
+pub(crate) fn check_kernel(specs: &[EventSpec], release: &str) -> Result<(), String> {
     let ibs = specs.iter().any(|s| s.encoding == Encoding::AmdIbs);
     if ibs && !kernel_at_least(release, IBS_PER_PROCESS_KERNEL) {
         let (a, b) = IBS_PER_PROCESS_KERNEL;
@@ -79,7 +79,7 @@ pub fn check_kernel(specs: &[EventSpec], release: &str) -> Result<(), String> {
 }
 
 /// /proc/sys/kernel/perf_event_paranoid.
-pub fn read_paranoid() -> Option<i32> {
+pub(crate) fn read_paranoid() -> Option<i32> {
     fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .ok()?
         .trim()
@@ -88,7 +88,7 @@ pub fn read_paranoid() -> Option<i32> {
 }
 
 /// Root, or CAP_PERFMON (38) or CAP_SYS_ADMIN (21) in the effective set.
-pub fn privileged() -> bool {
+pub(crate) fn privileged() -> bool {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         return true;
@@ -112,7 +112,7 @@ fn paranoid_limit(specs: &[EventSpec]) -> i32 {
 }
 
 /// The sentence for a refusal on permission grounds.
-pub fn permission_error(specs: &[EventSpec], paranoid: Option<i32>) -> String {
+pub(crate) fn permission_error(specs: &[EventSpec], paranoid: Option<i32>) -> String {
     let limit = paranoid_limit(specs);
     let level = paranoid.map_or("unreadable".to_string(), |p| p.to_string());
     let why = if limit < 2 {
@@ -129,7 +129,7 @@ pub fn permission_error(specs: &[EventSpec], paranoid: Option<i32>) -> String {
 }
 
 /// Refuses, before opening anything, when the paranoid level forbids `specs`.
-pub fn check_permission(
+pub(crate) fn check_permission(
     specs: &[EventSpec],
     paranoid: Option<i32>,
     privileged: bool,
@@ -143,7 +143,7 @@ pub fn check_permission(
 }
 
 /// The sentence for `perf_event_open` refusing `spec` with `errno`.
-pub fn explain_errno(spec: &EventSpec, errno: i32, paranoid: Option<i32>) -> String {
+pub(crate) fn explain_errno(spec: &EventSpec, errno: i32, paranoid: Option<i32>) -> String {
     match errno {
         libc::EACCES | libc::EPERM => permission_error(std::slice::from_ref(spec), paranoid),
         libc::ENOENT | libc::ENODEV | libc::EOPNOTSUPP | libc::EINVAL => format!(
@@ -213,7 +213,7 @@ fn attach(
 }
 
 /// Opens every spec on every CPU of `cpus` it runs on, for `pid` and its descendants.
-pub fn open_all(
+pub(crate) fn open_all(
     specs: &[EventSpec],
     periods: &[u64],
     pid: libc::pid_t,

@@ -14,7 +14,7 @@ use crate::counters::sys::{
 
 /// The `sample_type` bits this parser cannot walk: their length depends on other
 /// attributes (read_format, register masks) that a sample does not carry.
-pub const UNSUPPORTED_SAMPLE_BITS: u64 = SAMPLE_READ
+pub(crate) const UNSUPPORTED_SAMPLE_BITS: u64 = SAMPLE_READ
     | SAMPLE_BRANCH_STACK
     | SAMPLE_REGS_USER
     | SAMPLE_STACK_USER
@@ -97,7 +97,7 @@ impl Cursor<'_> {
 }
 
 /// Checks that records with `sample_type` can be walked by `parse_sample`.
-pub fn check_sample_type(sample_type: u64) -> Result<(), String> {
+pub(crate) fn check_sample_type(sample_type: u64) -> Result<(), String> {
     let bad = sample_type & UNSUPPORTED_SAMPLE_BITS;
     if bad != 0 {
         return Err(format!(
@@ -115,7 +115,7 @@ pub fn check_sample_type(sample_type: u64) -> Result<(), String> {
 
 /// Parses the body (after the 8-byte header) of a PERF_RECORD_SAMPLE written for an
 /// event with `sample_type`.
-pub fn parse_sample(sample_type: u64, body: &[u8]) -> Result<Sample, String> {
+pub(crate) fn parse_sample(sample_type: u64, body: &[u8]) -> Result<Sample, String> {
     check_sample_type(sample_type)?;
     let has = |bit: u64| sample_type & bit != 0;
     let mut c = Cursor { bytes: body, at: 0 };
@@ -222,7 +222,7 @@ pub fn parse_record(sample_type: u64, record: &[u8]) -> Result<Record, String> {
 }
 
 /// The size field of the header at the start of `header` (8 bytes).
-pub fn record_size(header: &[u8; RECORD_HEADER_SIZE]) -> usize {
+pub(crate) fn record_size(header: &[u8; RECORD_HEADER_SIZE]) -> usize {
     u16::from_le_bytes([header[6], header[7]]) as usize
 }
 

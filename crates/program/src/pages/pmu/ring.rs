@@ -18,7 +18,7 @@ use crate::counters::sys::{
 use super::record::record_size;
 
 /// A mapped (or, in tests, borrowed) ring buffer.
-pub struct Ring {
+pub(crate) struct Ring {
     base: NonNull<u8>,
     map_len: usize,
     data_offset: usize,
@@ -35,7 +35,7 @@ unsafe impl Send for Ring {}
 
 /// What one pass over the ring found besides records.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Pass {
+pub(crate) struct Pass {
     pub records: u64,
     /// Bytes skipped because a header was impossible (size 0 or beyond the head).
     pub corrupt_bytes: u64,
@@ -43,7 +43,7 @@ pub struct Pass {
 
 /// A fresh shared read-write mapping of `len` bytes of `fd` from byte `offset` (anonymous
 /// when `fd` < 0): a ring, or SPE's AUX area after it.
-pub fn map_shared(fd: RawFd, len: usize, offset: usize) -> io::Result<NonNull<u8>> {
+pub(crate) fn map_shared(fd: RawFd, len: usize, offset: usize) -> io::Result<NonNull<u8>> {
     let flags = if fd < 0 {
         libc::MAP_SHARED | libc::MAP_ANONYMOUS
     } else {
@@ -69,7 +69,7 @@ pub fn map_shared(fd: RawFd, len: usize, offset: usize) -> io::Result<NonNull<u8
 }
 
 /// The system's page size.
-pub fn page_size() -> usize {
+pub(crate) fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 {
@@ -98,7 +98,11 @@ impl Ring {
     /// # Safety
     /// `base` must be valid for reads and writes of `len` bytes, 8-byte aligned, for
     /// as long as the returned value lives, and not be unmapped by anyone else.
-    pub unsafe fn from_raw(base: NonNull<u8>, len: usize, page: usize) -> Result<Ring, String> {
+    pub(crate) unsafe fn from_raw(
+        base: NonNull<u8>,
+        len: usize,
+        page: usize,
+    ) -> Result<Ring, String> {
         let word = |off: usize| -> u64 {
             // SAFETY: the caller guarantees `len` bytes at `base`; offsets are checked
             // against `len` below before use, and the metadata page is at least 2 KiB.
@@ -146,7 +150,7 @@ impl Ring {
     }
 
     /// The 32-bit field at byte `off` of the metadata page.
-    pub fn header32(&self, off: usize) -> &AtomicU32 {
+    pub(crate) fn header32(&self, off: usize) -> &AtomicU32 {
         assert!(
             off.is_multiple_of(4) && off + 4 <= self.data_offset,
             "header field {off}"
@@ -157,7 +161,7 @@ impl Ring {
 
     /// The 16-bit field at byte `off` of the metadata page (a volatile read: the kernel
     /// may write it; a caller checks the page's sequence lock around it).
-    pub fn header16(&self, off: usize) -> u16 {
+    pub(crate) fn header16(&self, off: usize) -> u16 {
         assert!(
             off.is_multiple_of(2) && off + 2 <= self.data_offset,
             "header field {off}"
@@ -167,7 +171,7 @@ impl Ring {
     }
 
     /// The length of the mapping (metadata page and data area): where an AUX area goes.
-    pub fn map_len(&self) -> usize {
+    pub(crate) fn map_len(&self) -> usize {
         self.map_len
     }
 
@@ -190,7 +194,7 @@ impl Ring {
 
     /// Hands every complete record between the tail and the head to `each` (header
     /// included, contiguous even when it wrapped), then releases their space.
-    pub fn read_records(&mut self, mut each: impl FnMut(&[u8])) -> Pass {
+    pub(crate) fn read_records(&mut self, mut each: impl FnMut(&[u8])) -> Pass {
         let head = self.header(MMAP_DATA_HEAD).load(Ordering::Acquire);
         let mut tail = self.header(MMAP_DATA_TAIL).load(Ordering::Relaxed);
         let mut pass = Pass::default();
@@ -213,11 +217,6 @@ impl Ring {
         self.scratch = scratch;
         self.header(MMAP_DATA_TAIL).store(tail, Ordering::Release);
         pass
-    }
-
-    /// The data area's size in bytes.
-    pub fn data_size(&self) -> usize {
-        self.data_size
     }
 }
 
@@ -258,7 +257,7 @@ impl Ring {
     }
 
     /// Writes `bytes` at ring position `pos` (wrapping), as the kernel would.
-    pub fn write_data(&self, pos: usize, bytes: &[u8]) {
+    pub(crate) fn write_data(&self, pos: usize, bytes: &[u8]) {
         for (i, b) in bytes.iter().enumerate() {
             let at = self.data_offset + ((pos + i) & (self.data_size - 1));
             // SAFETY: `at` lies inside the data area of the mapping.
@@ -272,7 +271,7 @@ pub(crate) mod fake {
     use super::*;
 
     /// Memory shaped like a mapped ring: one 4 KiB metadata page and a data area.
-    pub struct FakeRing {
+    pub(crate) struct FakeRing {
         pub words: Vec<u64>,
         pub data_size: usize,
     }

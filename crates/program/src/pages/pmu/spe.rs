@@ -46,7 +46,7 @@ struct CpuRing {
 
 /// SPE sampling of one process (and the threads and children it creates) on a set of
 /// CPUs.
-pub struct SpeSampler {
+pub(crate) struct SpeSampler {
     pid: libc::pid_t,
     /// `(name, type, sampling interval)` of each PMU in use.
     pmus: Vec<(String, u32, u64)>,
@@ -255,7 +255,7 @@ impl SpeSampler {
     /// process leaves that CPU; an area left full stops sampling there until the process
     /// is scheduled in again. Call this every few milliseconds while the program runs,
     /// and once after it exits (its events then flush what is left).
-    pub fn drain(&mut self, out: &mut Vec<MemSample>) -> u64 {
+    pub(crate) fn drain(&mut self, out: &mut Vec<MemSample>) -> u64 {
         let start = out.len();
         let mut lost = 0;
         for cpu_ring in &mut self.rings {

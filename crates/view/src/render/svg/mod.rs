@@ -103,7 +103,7 @@ fn short_hash(text: &str) -> u32 {
 
 /// A number as a tick or value label: `decimals` digits after the point below 10 000, then
 /// shortened with k/M/G so labels stay narrow.
-pub fn format_number(v: f64, decimals: usize) -> String {
+pub(crate) fn format_number(v: f64, decimals: usize) -> String {
     if !v.is_finite() {
         return "–".to_string();
     }

@@ -53,7 +53,7 @@ const CONTEXT_EL2: u8 = 1;
 
 /// One decoded packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Packet {
+pub(crate) enum Packet {
     /// Padding or an Alignment packet: nothing to read.
     Padding,
     End,
@@ -104,7 +104,7 @@ fn little_endian(bytes: &[u8]) -> u64 {
 /// Reads the packet at the front of `buf`. `position` is where `buf[0]` is in the AUX
 /// buffer (its offset from a page boundary is enough): Alignment packets pad to a
 /// multiple of their alignment counted from there.
-pub fn parse_packet(buf: &[u8], position: u64) -> Parsed {
+pub(crate) fn parse_packet(buf: &[u8], position: u64) -> Parsed {
     let Some(&first) = buf.first() else {
         return Parsed::NeedMore;
     };
@@ -187,7 +187,7 @@ fn data_address(payload: u64) -> u64 {
 }
 
 /// The TLB outcome an Events payload says (see the module documentation).
-pub fn tlb_outcome(events: Option<u64>) -> TlbOutcome {
+pub(crate) fn tlb_outcome(events: Option<u64>) -> TlbOutcome {
     match events {
         Some(ev) if ev & EV_TLB_WALK != 0 => TlbOutcome::Miss,
         Some(ev) if ev & EV_TLB_ACCESS != 0 => TlbOutcome::Hit,

@@ -29,16 +29,16 @@ const CAP_USER_TIME_ZERO: u64 = 1 << 4;
 const CAP_USER_TIME_SHORT: u64 = 1 << 5;
 
 /// `perf_event_header.type` values read here.
-pub const PERF_RECORD_LOST: u32 = 2;
-pub const PERF_RECORD_AUX: u32 = 11;
+pub(crate) const PERF_RECORD_LOST: u32 = 2;
+pub(crate) const PERF_RECORD_AUX: u32 = 11;
 /// PERF_RECORD_AUX flags: the AUX buffer was full and data was dropped; the hardware
 /// dropped samples that collided.
-pub const PERF_AUX_FLAG_TRUNCATED: u64 = 0x01;
-pub const PERF_AUX_FLAG_COLLISION: u64 = 0x08;
+pub(crate) const PERF_AUX_FLAG_TRUNCATED: u64 = 0x01;
+pub(crate) const PERF_AUX_FLAG_COLLISION: u64 = 0x08;
 
 /// The kernel's conversion from the hardware timer (SPE timestamps) to perf's clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TimeConv {
+pub(crate) struct TimeConv {
     pub shift: u16,
     pub mult: u32,
     pub zero: u64,
@@ -48,7 +48,7 @@ pub struct TimeConv {
 
 impl TimeConv {
     /// Nanoseconds in perf's clock for the count `cycles` (as perf's `tsc_to_perf_time`).
-    pub fn to_ns(self, cycles: u64) -> u64 {
+    pub(crate) fn to_ns(self, cycles: u64) -> u64 {
         let cycles = match self.short {
             Some((base, mask)) => base.wrapping_add(cycles.wrapping_sub(base) & mask),
             None => cycles,
@@ -64,7 +64,7 @@ impl TimeConv {
 }
 
 /// A mapped record ring and AUX area. Unmapped on drop; the descriptor is the caller's.
-pub struct Ring {
+pub(crate) struct Ring {
     records: RecordRing,
     aux: *mut u8,
     aux_len: usize,
@@ -95,13 +95,13 @@ impl Ring {
     }
 
     /// The AUX area's size in bytes.
-    pub fn aux_len(&self) -> usize {
+    pub(crate) fn aux_len(&self) -> usize {
         self.aux_len
     }
 
     /// Calls `f(type, record)` for each record from `data_tail` to `data_head`, each
     /// record whole (header included) even when it wraps, then releases them.
-    pub fn read_records(&mut self, mut f: impl FnMut(u32, &[u8])) {
+    pub(crate) fn read_records(&mut self, mut f: impl FnMut(u32, &[u8])) {
         self.records.read_records(|record| {
             let kind = u32::from_ne_bytes([record[0], record[1], record[2], record[3]]);
             f(kind, record)
@@ -109,7 +109,7 @@ impl Ring {
     }
 
     /// Copies `size` bytes at AUX position `offset` (wrapping) into `out`.
-    pub fn copy_aux(&self, offset: u64, size: u64, out: &mut Vec<u8>) {
+    pub(crate) fn copy_aux(&self, offset: u64, size: u64, out: &mut Vec<u8>) {
         out.clear();
         let size = (size as usize).min(self.aux_len);
         out.reserve(size);
@@ -126,7 +126,7 @@ impl Ring {
     }
 
     /// Releases the AUX area up to `tail` (never moving it back).
-    pub fn release_aux(&self, tail: u64) {
+    pub(crate) fn release_aux(&self, tail: u64) {
         let word = self.records.header(AUX_TAIL);
         if tail > word.load(Ordering::Relaxed) {
             word.store(tail, Ordering::Release);
@@ -134,7 +134,7 @@ impl Ring {
     }
 
     /// The timer conversion the kernel publishes, when it does (`cap_user_time_zero`).
-    pub fn time_conv(&self) -> Option<TimeConv> {
+    pub(crate) fn time_conv(&self) -> Option<TimeConv> {
         let header = &self.records;
         loop {
             let seq = header.header32(LOCK).load(Ordering::Acquire);
@@ -189,12 +189,12 @@ mod test_support {
         }
 
         /// Test access to the header fields the kernel writes.
-        pub fn kernel_writes(&self, offset: usize, value: u64) {
+        pub(crate) fn kernel_writes(&self, offset: usize, value: u64) {
             self.records.header(offset).store(value, Ordering::Release);
         }
 
         /// Test access to the data and AUX areas, as the kernel writes them.
-        pub fn kernel_writes_bytes(&self, aux: bool, pos: usize, bytes: &[u8]) {
+        pub(crate) fn kernel_writes_bytes(&self, aux: bool, pos: usize, bytes: &[u8]) {
             if !aux {
                 return self.records.write_data(pos, bytes);
             }

@@ -30,7 +30,7 @@ pub struct SpePmu {
 
 impl SpePmu {
     /// Whether this PMU samples on `cpu`.
-    pub fn serves(&self, cpu: usize) -> bool {
+    pub(crate) fn serves(&self, cpu: usize) -> bool {
         self.cpus.as_ref().is_none_or(|cpus| cpus.contains(&cpu))
     }
 }
@@ -41,7 +41,7 @@ fn read_trimmed(path: &Path) -> Option<String> {
 
 /// The `arm_spe*` devices under `root` (normally /sys/bus/event_source/devices) whose
 /// `type` file reads, sorted by name.
-pub fn find_pmus(root: &Path) -> Vec<SpePmu> {
+pub(crate) fn find_pmus(root: &Path) -> Vec<SpePmu> {
     let Ok(entries) = fs::read_dir(root) else {
         return Vec::new();
     };
@@ -142,7 +142,7 @@ pub fn parse_format(text: &str) -> Result<FormatField, String> {
 
 /// Sets the PMU's field `name` to `value` in `attr`. A field the PMU does not describe is
 /// an error when `required`, else left alone.
-pub fn set_field(
+pub(crate) fn set_field(
     attr: &mut PerfEventAttr,
     pmu: &SpePmu,
     name: &str,
@@ -206,7 +206,7 @@ pub fn interval(pmu: &SpePmu, period: u64) -> u64 {
 /// pa_enable 0 (physical addresses need CAP_PERFMON and are not used), min_latency 0 (no
 /// latency filter: TLB hits are needed too). Disabled until the child's exec
 /// (`enable_on_exec`), inherited by its threads and children.
-pub fn spe_attr(pmu: &SpePmu, period: u64) -> Result<PerfEventAttr, String> {
+pub(crate) fn spe_attr(pmu: &SpePmu, period: u64) -> Result<PerfEventAttr, String> {
     let mut attr = PerfEventAttr::new(pmu.pmu_type, 0);
     set_field(&mut attr, pmu, "ts_enable", 1, true)?;
     set_field(&mut attr, pmu, "pa_enable", 0, false)?;
