@@ -163,6 +163,16 @@ impl AdviseResult {
             );
         }
         let leaning = self.leaning();
+        let measured = (self.findings.iter())
+            .any(|f| f.resource != Resource::Control && f.change_pct.is_some());
+        if !measured {
+            return format!(
+                "Not measured yet: the time limit ended before the arms had runs to \
+                 compare ({} block(s) completed); a longer --time-limit gives the answer.\
+                 {cost_text}",
+                self.blocks
+            );
+        }
         if leaning.is_empty() {
             return format!("Nothing taken away slowed it.{cost_text}");
         }

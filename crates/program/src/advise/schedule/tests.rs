@@ -554,6 +554,20 @@ fn a_change_counts_only_the_way_its_arm_shows_a_sensitivity() {
         "{answer}"
     );
     assert!(!answer.starts_with("Sensitive to"), "{answer}");
+    // No arm with runs to compare (the time limit ended the first block): nothing is
+    // claimed about what slowed it.
+    let mut unmeasured = result.clone();
+    for finding in &mut unmeasured.findings {
+        finding.change_pct = None;
+        finding.sensitivity = verdict::Sensitivity::Unresolved;
+    }
+    unmeasured.blocks = 0;
+    let answer = unmeasured.answer();
+    assert!(
+        answer.starts_with("Not measured yet: the time limit ended")
+            && answer.contains("(0 block(s) completed)"),
+        "{answer}"
+    );
     // Faster with huge pages: the TLB is what it is sensitive to.
     let result = synthetic_result_with([1.0, 1.0, 1.0, 0.7]);
     assert!(
