@@ -169,30 +169,37 @@ fn ctrl_c_reports_what_was_measured_and_exits_130() {
             && said.contains(&child.id().to_string()),
         "{said}"
     );
-    let children = format!("/proc/{0}/task/{0}/children", child.id());
-    let program = (0..200)
+    // A `sleep` found near its end may exit on its own before the signal lands; then
+    // memscope goes on to its next run, whose `sleep` is signalled in turn.
+    let status = (0..20)
         .find_map(|_| {
-            // The program, not the init of its run's PID namespace (a fork of memscope).
-            let pids = std::fs::read_to_string(&children).unwrap_or_default();
-            let pid = pids
-                .split_whitespace()
-                .find(|p| {
-                    std::fs::read_to_string(format!("/proc/{p}/comm"))
-                        .is_ok_and(|c| c.trim() == "sleep")
-                })
-                .map(str::to_string);
-            if pid.is_none() {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            pid
+            let pid = running_sleep(child.id())?;
+            // SAFETY: signalling memscope's child, which it has not reaped yet.
+            unsafe { libc::kill(pid, libc::SIGINT) };
+            (0..100).find_map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                child.try_wait().unwrap()
+            })
         })
-        .expect("memscope runs the program");
-    let pid: libc::pid_t = program.parse().unwrap();
-    // SAFETY: signalling memscope's child, which it has not reaped yet.
-    unsafe { libc::kill(pid, libc::SIGINT) };
-    let status = child.wait().unwrap();
+        .expect("memscope stops after its program is interrupted");
     assert_eq!(status.code(), Some(130), "{status:?}");
     let report = read_json(&json);
     assert_eq!(report["advise"]["stop"], "interrupted", "{report}");
     assert!(report["advise"]["blocks"].as_u64().unwrap() >= 1);
+}
+
+/// The `sleep` memscope (pid `parent`) runs now, not the init of its run's PID
+/// namespace (a fork of memscope); polled for up to 2 s.
+fn running_sleep(parent: u32) -> Option<libc::pid_t> {
+    let children = format!("/proc/{parent}/task/{parent}/children");
+    (0..200).find_map(|_| {
+        let pids = std::fs::read_to_string(&children).unwrap_or_default();
+        let pid = pids.split_whitespace().find(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sleep")
+        });
+        if pid.is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        pid.and_then(|p| p.parse().ok())
+    })
 }
