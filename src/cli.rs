@@ -64,8 +64,8 @@ pub struct StatArgs {
 
     /// Run the command N times and report the median and spread of every count; stops
     /// early at a run that fails.
-    #[arg(short = 'r', long, value_name = "N", default_value = "1")]
-    pub repeat: String,
+    #[arg(short = 'r', long, value_name = "N", default_value = "1", value_parser = crate::flags::count(1, 10_000))]
+    pub repeat: usize,
 
     #[command(flatten)]
     pub json: JsonArg,

@@ -34,9 +34,10 @@ fn main() -> ExitCode {
     }
 }
 
-/// A value clap refused (an enumerated flag's) is one line naming the value, the flag and
-/// what it takes, as memscope's own usage errors are, exit 2; help, version and clap's
-/// other errors (a missing or unknown argument, with the usage) as clap prints them.
+/// A value clap refused (an enumerated flag's, or one its value parser refused) is one
+/// line naming the value, the flag and what it takes, as memscope's own usage errors are,
+/// exit 2; help, version and clap's other errors (a missing or unknown argument, with the
+/// usage) as clap prints them.
 fn clap_error(error: clap::Error) -> ExitCode {
     use clap::error::{ContextKind, ContextValue, ErrorKind};
     let text = |kind| match error.get(kind) {
@@ -44,15 +45,27 @@ fn clap_error(error: clap::Error) -> ExitCode {
         Some(ContextValue::Strings(list)) => Some(list.join(", ")),
         _ => None,
     };
-    let (ErrorKind::InvalidValue, Some(flag), Some(value), Some(valid)) = (
-        error.kind(),
+    let expected = match error.kind() {
+        // An empty value of an enumerated flag: clap's own message says a value is needed.
+        ErrorKind::InvalidValue
+            if text(ContextKind::InvalidValue).is_some_and(|v| v.is_empty()) =>
+        {
+            None
+        }
+        ErrorKind::InvalidValue => text(ContextKind::ValidValue)
+            .filter(|v| !v.is_empty())
+            .map(|valid| format!("one of {valid}")),
+        ErrorKind::ValueValidation => std::error::Error::source(&error).map(|e| e.to_string()),
+        _ => None,
+    };
+    let (Some(flag), Some(value), Some(expected)) = (
         text(ContextKind::InvalidArg),
-        text(ContextKind::InvalidValue).filter(|v| !v.is_empty()),
-        text(ContextKind::ValidValue).filter(|v| !v.is_empty()),
+        text(ContextKind::InvalidValue),
+        expected,
     ) else {
         error.exit()
     };
-    eprintln!("memscope: error: invalid value '{value}' for {flag}: expected one of {valid}");
+    eprintln!("memscope: error: invalid value '{value}' for {flag}: expected {expected}");
     ExitCode::from(USAGE_EXIT_CODE)
 }
 

@@ -11,7 +11,6 @@ use crate::cli::StatArgs;
 use crate::counters::event::accepted_forms;
 use crate::counters::{parse_event_list, Probe};
 use crate::error::UsageError;
-use crate::flags::parse_count;
 use crate::report::document::MachineView;
 use crate::report::{Report, Settings};
 use crate::stat::StatPlan;
@@ -51,7 +50,7 @@ impl Command for Stat {
         };
         let stat = StatPlan {
             groups,
-            repeat: parse_count("--repeat", &args.repeat, 1, 10_000)?,
+            repeat: args.repeat,
             command: args.command.clone(),
         };
         Ok(StatCommandPlan { outputs, stat })

@@ -92,11 +92,23 @@ fn counters_reach_latency_stride_and_tlb() {
 
 #[test]
 fn bad_values_are_usage_errors_before_anything_runs() {
-    let bad: [&[&str]; 7] = [
-        &["memscope", "latency", "--max-size", "12Q"],
-        &["memscope", "stat", "-r", "0", "true"],
-        &["memscope", "stat", "-e", "no-such-event", "true"],
+    // Counts and durations out of range are refused by clap, naming the flag.
+    for args in [
+        &["memscope", "stat", "-r", "0", "true"][..],
         &["memscope", "footprint", "--threads", "0", "/bin/true"],
+        &["memscope", "advise", "--time-limit", "8d", "--", "true"],
+    ] {
+        let e = Cli::try_parse_from(args).expect_err("a value out of range");
+        assert_eq!(
+            e.kind(),
+            clap::error::ErrorKind::ValueValidation,
+            "{args:?}"
+        );
+    }
+    let bad: [&[&str]; 6] = [
+        &["memscope", "latency", "--max-size", "12Q"],
+        &["memscope", "advise", "--time-limit", "5s", "--", "true"],
+        &["memscope", "stat", "-e", "no-such-event", "true"],
         &[
             "memscope",
             "compare",

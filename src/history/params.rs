@@ -22,8 +22,8 @@ pub struct HistoryArgs {
 
     /// List at most the newest N runs per host [default: all]; with --check, the earlier
     /// runs each latest run is checked against [default: 10].
-    #[arg(long, value_name = "N")]
-    pub last: Option<String>,
+    #[arg(long, value_name = "N", value_parser = crate::flags::count(1, 100_000))]
+    pub last: Option<usize>,
 
     /// Set each host's latest run against its earlier runs of the same command and exit
     /// with status 1 when a figure got worse beyond the noise (for cron jobs and CI).
@@ -81,11 +81,7 @@ impl HistoryArgs {
                 expected: "a database file, not a directory".into(),
             });
         }
-        let last = self
-            .last
-            .as_deref()
-            .map(|v| crate::flags::parse_count("--last", v, 1, 100_000))
-            .transpose()?;
+        let last = self.last;
         let mut add = Vec::new();
         for file in &self.add {
             let path = std::path::Path::new(file);

@@ -751,7 +751,9 @@ proptest! {
     }
 }
 
-/// A sweep's flags, as `memscope sweep` would have them from clap.
+/// A sweep's flags read by clap as `memscope sweep` reads them (the counts and the
+/// duration are refused there, by their value parsers); the other flags are strings
+/// `plan` checks.
 #[allow(clippy::too_many_arguments)]
 fn sweep_args(
     params: Vec<String>,
@@ -763,22 +765,22 @@ fn sweep_args(
     time_limit: String,
     effect: String,
     baseline: Option<String>,
-) -> SweepArgs {
-    SweepArgs {
-        params,
-        build: None,
-        keep: Vec::new(),
-        env,
-        runs,
-        warmup,
-        time_limit,
-        effect,
-        metric,
-        baseline,
-        outputs: Default::default(),
-        save: Default::default(),
-        benchmarks,
-    }
+) -> Result<SweepArgs, clap::Error> {
+    use clap::{Args, FromArgMatches};
+    let mut argv = vec!["sweep".to_string()];
+    argv.extend(params.iter().map(|p| format!("--param={p}")));
+    argv.extend(env.iter().map(|e| format!("--env={e}")));
+    argv.extend(metric.iter().map(|m| format!("--metric={m}")));
+    argv.extend(runs.map(|r| format!("--runs={r}")));
+    argv.push(format!("--warmup={warmup}"));
+    argv.push(format!("--time-limit={time_limit}"));
+    argv.push(format!("--effect={effect}"));
+    argv.extend(baseline.map(|b| format!("--baseline={b}")));
+    argv.push("--".into());
+    argv.extend(benchmarks);
+    let matches =
+        SweepArgs::augment_args(clap::Command::new("sweep")).try_get_matches_from(argv)?;
+    SweepArgs::from_arg_matches(&matches)
 }
 
 /// A flag's good value and a hostile one: the named bad values, the nasty strings, or
@@ -867,6 +869,18 @@ proptest! {
             pick(7, &effect),
             baseline,
         );
+        let flag = SWEEP_FLAGS.get(hostile).copied().unwrap_or("");
+        let args = match args {
+            Ok(args) => args,
+            Err(e) => {
+                // Refused by clap: a count or the duration, named as `main` names it.
+                use clap::error::{ContextKind, ErrorKind};
+                let named = e.get(ContextKind::InvalidArg).map(|a| a.to_string()).unwrap_or_default();
+                prop_assert_eq!(e.kind(), ErrorKind::ValueValidation, "{}", e);
+                prop_assert!(named.starts_with(flag) && !flag.is_empty(), "{} should name {}", e, flag);
+                return Ok(());
+            }
+        };
         match args.plan() {
             Ok(plan) => {
                 let count: usize = plan.parameters.iter().map(|p| p.values.len()).product();
@@ -882,7 +896,6 @@ proptest! {
                 prop_assert!(matches!(e, UsageError::InvalidValue { .. }), "{}", message);
                 // A benchmark that uses no placeholder leaves the parameters unused: that
                 // is said of them.
-                let flag = SWEEP_FLAGS[hostile];
                 let named = |f: &str| message.contains(&format!(" for {f}: expected "));
                 prop_assert!(
                     named(flag) || (flag == "BENCH" && named("-p/--param")),
@@ -909,7 +922,7 @@ proptest! {
         let product = counts.iter().try_fold(1usize, |p, &n| p.checked_mul(n));
         let args = sweep_args(
             params, vec![bench], vec![], vec![], None, "1".into(), "5m".into(), "2".into(), None,
-        );
+        ).unwrap();
         match (args.plan(), product.filter(|&p| p <= MAX_VARIANTS)) {
             (Ok(plan), Some(n)) => prop_assert_eq!(plan.variants.len(), n),
             (Err(e), None) => prop_assert!(
@@ -923,17 +936,26 @@ proptest! {
 
 #[test]
 fn a_sweep_without_parameters_is_refused_not_a_panic() {
-    let args = sweep_args(
-        vec![],
-        vec!["true".into()],
-        vec![],
-        vec![],
-        None,
-        "1".into(),
-        "5m".into(),
-        "2".into(),
-        Some("1".into()),
-    );
+    let flags = |params: Vec<String>| {
+        let (once, limit, effect) = ("1".into(), "5m".into(), "2".into());
+        let bench = vec!["true".into()];
+        sweep_args(
+            params,
+            bench,
+            vec![],
+            vec![],
+            None,
+            once,
+            limit,
+            effect,
+            Some("1".into()),
+        )
+    };
+    // clap requires the flag; a plan made without one (from code) is refused as well.
+    let refused = flags(vec![]).unwrap_err().to_string();
+    assert!(refused.contains("--param"), "{refused}");
+    let mut args = flags(vec!["A=1,2".into()]).unwrap();
+    args.params.clear();
     let e = args.plan().unwrap_err().to_string();
     assert!(e.contains("-p/--param"), "{e}");
 }

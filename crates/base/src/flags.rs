@@ -3,7 +3,8 @@
 //! flattened into every command that writes that format; a command words its own help
 //! with clap's `mut_arg`), the program commands' set of them (`OutputArgs`), what a
 //! measuring run leaves beyond them (`SaveArgs`: the history database, the Prometheus
-//! textfile), whole-number flags (`parse_count`), durations (`parse_duration`), the
+//! textfile), clap value parsers for whole numbers in a range (`count`), percentages
+//! (`percent`) and durations (`duration`), `parse_count` for a number inside a list, the
 //! node a `--membind` names (`parse_membind`) and how
 //! large a report file a flag names may be (`MAX_REPORT_BYTES`). Here, not in one
 //! command's room, so that no room imports another's parameters to get them; nothing
@@ -118,12 +119,20 @@ pub fn parse_count(
     min: usize,
     max: usize,
 ) -> Result<usize, UsageError> {
-    value
-        .trim()
-        .parse::<usize>()
-        .ok()
-        .filter(|n| (min..=max).contains(n))
-        .ok_or_else(|| invalid(flag, value, &format!("a whole number from {min} to {max}")))
+    count(min, max)(value).map_err(|expected| invalid(flag, value, &expected))
+}
+
+/// A clap value parser for a whole number from `min` to `max`; its error is what was
+/// expected (`main` names the value and the flag beside it).
+pub fn count(
+    min: usize,
+    max: usize,
+) -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync + 'static {
+    move |text| {
+        (text.trim().parse::<usize>().ok())
+            .filter(|n| (min..=max).contains(n))
+            .ok_or_else(|| format!("a whole number from {min} to {max}"))
+    }
 }
 
 /// A flag's value that is not one of those expected.
@@ -135,8 +144,15 @@ pub fn invalid(flag: &'static str, value: &str, expected: &str) -> UsageError {
     }
 }
 
-/// `90`, `90s`, `10m`, `1h`, `500ms`.
-pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageError> {
+/// A clap value parser for a percentage above 0 and at most 100 (`2`, `0.5`, `5%`).
+pub fn percent(text: &str) -> Result<f64, String> {
+    (text.trim().trim_end_matches('%').parse::<f64>().ok())
+        .filter(|p| p.is_finite() && *p > 0.0 && *p <= 100.0)
+        .ok_or_else(|| "a percentage above 0 and at most 100, e.g. 2 or 0.5".to_string())
+}
+
+/// A clap value parser for a duration: `90`, `90s`, `10m`, `1h`, `500ms`.
+pub fn duration(text: &str) -> Result<Duration, String> {
     let t = text.trim();
     let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
         (n, 1e-3)
@@ -149,20 +165,11 @@ pub fn parse_duration(flag: &'static str, text: &str) -> Result<Duration, UsageE
     } else {
         (t, 1.0)
     };
-    number
-        .trim()
-        .parse::<f64>()
-        .ok()
+    (number.trim().parse::<f64>().ok())
         .map(|n| n * scale)
         .filter(|s| s.is_finite() && *s > 0.0 && *s <= 7.0 * 86400.0)
         .map(Duration::from_secs_f64)
-        .ok_or_else(|| {
-            invalid(
-                flag,
-                text,
-                "a duration such as 90s, 10m or 1h (at most a week)",
-            )
-        })
+        .ok_or_else(|| "a duration such as 90s, 10m or 1h (at most a week)".to_string())
 }
 
 /// The `--membind` value: a NUMA node of this machine with memory this process may use

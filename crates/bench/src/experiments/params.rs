@@ -6,6 +6,8 @@
 //! many threads (`dram_bytes`). Below the rooms: nothing here imports the command line,
 //! the plan or the commands.
 
+use std::time::Duration;
+
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
@@ -13,7 +15,7 @@ use crate::error::UsageError;
 use crate::experiments::shared::sizing::{
     dram_working_set, level_working_sets, round_to_granule, thread_share,
 };
-pub use crate::flags::{invalid, parse_count, parse_duration, SaveArgs};
+pub use crate::flags::{invalid, parse_count, SaveArgs};
 use crate::flags::{CsvArg, JsonArg};
 use crate::platform::arena::PagePolicy;
 use crate::topology::cpu::format_cpu_list;
@@ -62,8 +64,8 @@ pub struct MeasureArgs {
     pub quick: bool,
 
     /// Timed trials per point; the median is reported [default: 9, or 5 with --quick].
-    #[arg(long, value_name = "N")]
-    pub repetitions: Option<String>,
+    #[arg(long, value_name = "N", value_parser = crate::flags::count(1, 1000))]
+    pub repetitions: Option<usize>,
 
     /// Largest working set, e.g. 512M or 1GiB [default: max(256 MiB, 8 × the largest
     /// cache); with --quick max(64 MiB, 4 × the largest cache)].
@@ -79,12 +81,12 @@ pub struct MeasureArgs {
     /// Repeat the headline figures at the end of the run until two passes in a row agree
     /// within PCT percent (2 when no value is given) or --stable-budget runs out; the report
     /// says which happened. Without it, one drift pass runs.
-    #[arg(long, value_name = "PCT", num_args = 0..=1, default_missing_value = "2")]
-    pub until_stable: Option<String>,
+    #[arg(long, value_name = "PCT", num_args = 0..=1, default_missing_value = "2", value_parser = crate::flags::percent)]
+    pub until_stable: Option<f64>,
 
     /// The time --until-stable's passes may take.
-    #[arg(long, value_name = "DURATION", default_value = "60s")]
-    pub stable_budget: String,
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::flags::duration)]
+    pub stable_budget: Duration,
 
     #[command(flatten)]
     pub save: SaveArgs,
@@ -162,8 +164,8 @@ impl MeasurePlan {
             None if machine.thp.enabled.offers_huge_pages() => PagePolicy::Thp,
             None => PagePolicy::Base,
         };
-        let repetitions = match &args.repetitions {
-            Some(text) => parse_count("--repetitions", text, 1, 1000)?,
+        let repetitions = match args.repetitions {
+            Some(n) => n,
             None if args.quick => 5,
             None => 9,
         };
@@ -183,21 +185,12 @@ impl MeasurePlan {
             max_size,
             max_size_given: args.max_size.is_some(),
             reserve_hugepages: args.reserve_hugepages,
-            until_stable: match &args.until_stable {
-                None => None,
-                Some(pct) => Some(crate::experiments::drift::StableTarget {
-                    within_pct: pct
-                        .trim()
-                        .trim_end_matches('%')
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|p| p.is_finite() && *p > 0.0 && *p <= 100.0)
-                        .ok_or_else(|| {
-                            invalid("--until-stable", pct, "a percentage above 0, e.g. 2 or 0.5")
-                        })?,
-                    budget: parse_duration("--stable-budget", &args.stable_budget)?,
-                }),
-            },
+            until_stable: (args.until_stable).map(|within_pct| {
+                crate::experiments::drift::StableTarget {
+                    within_pct,
+                    budget: args.stable_budget,
+                }
+            }),
         })
     }
 }

@@ -10,20 +10,20 @@ use clap::Args;
 
 use super::arms::Resource;
 use crate::error::UsageError;
-use crate::flags::{invalid, parse_count, parse_duration, OutputArgs, SaveArgs};
+use crate::flags::{invalid, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = crate::examples::ADVISE)]
 pub struct AdviseArgs {
     /// The whole advise's budget (e.g. 90s, 3m, 1h): each stage stops once its arms are
     /// resolved, or when its share of the budget is spent.
-    #[arg(long, value_name = "DURATION", default_value = "3m")]
-    pub time_limit: String,
+    #[arg(long, value_name = "DURATION", default_value = "3m", value_parser = crate::flags::duration)]
+    pub time_limit: Duration,
 
     /// Measured blocks per stage (each block runs every arm once, in a shuffled order)
     /// instead of the adaptive schedule.
-    #[arg(long, value_name = "N")]
-    pub runs: Option<String>,
+    #[arg(long, value_name = "N", value_parser = crate::flags::count(2, 1000))]
+    pub runs: Option<usize>,
 
     /// The co-runner's CPU (the pirate, the bandit, the compute neighbour); the program
     /// runs on every other CPU memscope may use. Default: the last CPU sharing the
@@ -140,19 +140,15 @@ fn parse_resources(text: &str) -> Result<Vec<Resource>, UsageError> {
 
 impl AdviseArgs {
     pub fn plan(&self, allowed_cpus: &[usize]) -> Result<AdvisePlan, UsageError> {
-        let time_limit = parse_duration("--time-limit", &self.time_limit)?;
+        let time_limit = self.time_limit;
         if time_limit < Duration::from_secs(10) {
             return Err(invalid(
                 "--time-limit",
-                &self.time_limit,
+                &humantime::format_duration(time_limit).to_string(),
                 "at least 10s (a verdict needs several runs of every arm)",
             ));
         }
-        let runs = self
-            .runs
-            .as_deref()
-            .map(|r| parse_count("--runs", r, 2, 1000))
-            .transpose()?;
+        let runs = self.runs;
         let co_runner_cpu = match &self.cpu {
             None => None,
             Some(text) => {
@@ -220,10 +216,12 @@ mod tests {
         advise: AdviseArgs,
     }
 
-    fn plan(args: &[&str]) -> Result<AdvisePlan, UsageError> {
+    /// The plan, or the error (clap's for a value its parsers refuse) as text.
+    fn plan(args: &[&str]) -> Result<AdvisePlan, String> {
         let mut argv = vec!["advise"];
         argv.extend_from_slice(args);
-        Cli::try_parse_from(argv).unwrap().advise.plan(&[0, 1])
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        cli.advise.plan(&[0, 1]).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -250,10 +248,10 @@ mod tests {
             (vec!["--weights", "0:1", "--", "p"], "--weights"),
             (vec!["--weights", "3:256", "--", "p"], "--weights"),
         ] {
-            let e = plan(&bad).unwrap_err().to_string();
+            let e = plan(&bad).unwrap_err();
             assert!(e.contains(flag), "{e}");
         }
-        let e = plan(&["--cpu", "7", "--", "p"]).unwrap_err().to_string();
+        let e = plan(&["--cpu", "7", "--", "p"]).unwrap_err();
         assert!(e.contains("CPU 7") && e.contains("0-1"), "{e}");
     }
 }

@@ -8,8 +8,8 @@ use clap::Args;
 
 use crate::binary::FootprintPlan;
 use crate::error::UsageError;
+use crate::flags::OutputArgs;
 use crate::flags::MAX_REPORT_BYTES;
-use crate::flags::{parse_count, OutputArgs};
 use crate::platform::user_file;
 
 #[derive(Debug, Clone, Args)]
@@ -26,12 +26,12 @@ pub struct FootprintArgs {
     pub pid: Option<String>,
 
     /// Threads that each get the per-thread (TLS) block, for the total against L3.
-    #[arg(long, value_name = "N", default_value = "1")]
-    pub threads: String,
+    #[arg(long, value_name = "N", default_value = "1", value_parser = crate::flags::count(1, 1 << 20))]
+    pub threads: usize,
 
     /// How many of the largest static objects (.data, .bss, .rodata) to list.
-    #[arg(long, value_name = "K", default_value = "10")]
-    pub top: String,
+    #[arg(long, value_name = "K", default_value = "10", value_parser = crate::flags::count(0, 100_000))]
+    pub top: usize,
 
     /// A memscope report (JSON) whose measured cache capacities to compare with; default:
     /// memscope-report.json in the current directory when there is one, else the OS's
@@ -51,8 +51,7 @@ pub struct FootprintArgs {
 
 impl FootprintArgs {
     pub fn plan(&self) -> Result<FootprintPlan, UsageError> {
-        let threads = parse_count("--threads", &self.threads, 1, 1 << 20)?;
-        let top = parse_count("--top", &self.top, 0, 100_000)?;
+        let (threads, top) = (self.threads, self.top);
         let pid = self
             .pid
             .as_deref()

@@ -51,8 +51,8 @@ pub struct SamplingArgs {
     /// Sampling interval in milliseconds [default: 100, shortened down to 5 while the
     /// hottest regions count every page in every interval (refs source); a value given
     /// here is kept].
-    #[arg(long, value_name = "MS")]
-    pub interval: Option<String>,
+    #[arg(long, value_name = "MS", value_parser = clap::builder::TypedValueParser::map(crate::flags::count(10, 60_000), |ms| ms as u64))]
+    pub interval: Option<u64>,
 
     /// Run the command with its memory bound to this NUMA node (MPOL_BIND, as `numactl
     /// --membind`) in every run: a node with memory this process may use, CPU-less ones
@@ -111,8 +111,8 @@ pub struct ApplyArgs {
 
     /// Timed blocks; each runs every arm (4 KiB, top N huge, all huge) once, in a shuffled
     /// order, so the arms are compared within a block.
-    #[arg(long, value_name = "R", default_value = "7")]
-    pub repeat: String,
+    #[arg(long, value_name = "R", default_value = "7", value_parser = crate::flags::count(2, 1000))]
+    pub repeat: usize,
 
     /// The exit status of a successful run: a number, or `any`. By default the status of
     /// the first 4 KiB warm-up run (a program that exits 1 in every run is timed, not
@@ -176,10 +176,7 @@ impl SamplingArgs {
     fn record_plan(&self, machine: &Machine) -> Result<RecordPlan, UsageError> {
         let top = parse_top(&self.top)?;
         let source = self.source;
-        let ms = match &self.interval {
-            Some(text) => parse_count("--interval", text, 10, 60_000)? as u64,
-            None => DEFAULT_INTERVAL_MS,
-        };
+        let ms = self.interval.unwrap_or(DEFAULT_INTERVAL_MS);
         Ok(RecordPlan {
             top,
             source,
@@ -206,7 +203,7 @@ impl ApplyArgs {
         record.capture = !self.show_output;
         let ok_status = self.ok_status.as_deref().map(parse_ok_status).transpose()?;
         let hugetlb = self.huge == HugeKind::Hugetlb2m;
-        let repeat = parse_count("--repeat", &self.repeat, 2, 1000)?;
+        let repeat = self.repeat;
         let from = self.from.as_deref().map(read_record).transpose()?;
         Ok(ApplyPlan {
             top: record.top,

@@ -3,6 +3,7 @@
 //! or run, and a bad one is a `UsageError` that quotes it and says what was expected.
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use clap::Args;
 use regex::Regex;
@@ -10,8 +11,7 @@ use regex::Regex;
 use super::template::{self, Assignment, Parameter, MAX_VARIANTS};
 use super::{Benchmark, Better, MetricSpec, Schedule, SweepPlan};
 use crate::error::UsageError;
-use crate::flags::parse_duration;
-use crate::flags::{invalid, parse_count, OutputArgs, SaveArgs};
+use crate::flags::{invalid, OutputArgs, SaveArgs};
 
 #[derive(Debug, Clone, Args)]
 #[command(after_help = crate::examples::SWEEP)]
@@ -49,16 +49,16 @@ pub struct SweepArgs {
     /// default: adaptive, at least 10 (fewer only to fit --time-limit, never below 6) and
     /// more while a median's 95% interval is wider than ±--effect/2 (a variant already
     /// clearly different from the baseline excepted), up to 60 blocks.
-    #[arg(long, value_name = "N")]
-    pub runs: Option<String>,
+    #[arg(long, value_name = "N", value_parser = crate::flags::count(1, 10_000))]
+    pub runs: Option<usize>,
 
     /// Warm-up blocks before the measured ones (their runs are checked, not counted).
-    #[arg(long, value_name = "N", default_value = "1")]
-    pub warmup: String,
+    #[arg(long, value_name = "N", default_value = "1", value_parser = crate::flags::count(0, 100))]
+    pub warmup: usize,
 
     /// Time limit of the measured blocks for the adaptive default: 90s, 10m, 1h.
-    #[arg(long, value_name = "DURATION", default_value = "5m")]
-    pub time_limit: String,
+    #[arg(long, value_name = "DURATION", default_value = "5m", value_parser = crate::flags::duration)]
+    pub time_limit: Duration,
 
     /// The smallest change you want to be able to see, percent; a note says when the runs
     /// are too noisy to resolve it.
@@ -142,12 +142,12 @@ impl SweepArgs {
             Some(b) => find_baseline(b, &parameters, &variants)?,
             None => 0,
         };
-        let schedule = match &self.runs {
-            Some(n) => Schedule::Fixed(parse_count("--runs", n, 1, 10_000)?),
+        let schedule = match self.runs {
+            Some(n) => Schedule::Fixed(n),
             None => Schedule::Adaptive {
                 min_blocks: 10,
                 max_blocks: 60,
-                time_limit: parse_duration("--time-limit", &self.time_limit)?,
+                time_limit: self.time_limit,
             },
         };
         let effect_pct = self
@@ -174,7 +174,7 @@ impl SweepArgs {
             benchmarks,
             metrics,
             schedule,
-            warmup: parse_count("--warmup", &self.warmup, 0, 100)?,
+            warmup: self.warmup,
             effect_pct,
         })
     }

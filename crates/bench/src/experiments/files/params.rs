@@ -40,8 +40,8 @@ pub struct FilesArgs {
     pub depth: Option<String>,
 
     /// Random reads per queue depth [default: 20000; with --quick 2000].
-    #[arg(long, value_name = "N")]
-    pub reads: Option<String>,
+    #[arg(long, value_name = "N", value_parser = crate::flags::count(16, 10_000_000))]
+    pub reads: Option<usize>,
 }
 
 impl CommandArgs for FilesArgs {
@@ -128,7 +128,7 @@ impl FilesConfig {
             (None, None) => parse_sizes("--block", "4K..4M")?,
         };
         let random_reads = match (&args.reads, &quick) {
-            (Some(text), _) => parse_count("--reads", text, 16, 10_000_000)?,
+            (Some(n), _) => *n,
             (None, Some(q)) => q.random_reads,
             (None, None) => 20_000,
         };

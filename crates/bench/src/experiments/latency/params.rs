@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::latency::LatencyConfig;
-use crate::experiments::params::{invalid, parse_count, CommandArgs, MeasureArgs, MeasurePlan};
+use crate::experiments::params::{invalid, CommandArgs, MeasureArgs, MeasurePlan};
 use crate::experiments::shared::page_local::DEFAULT_WINDOW_PAGES;
 use crate::experiments::shared::sizing::sweep_sizes;
 use crate::kernels::permutation::ChaseOrder;
@@ -42,13 +42,13 @@ pub struct LatencyArgs {
     pub min_size: String,
 
     /// Sweep points per doubling of the working set.
-    #[arg(long, value_name = "N", default_value = "4")]
-    pub points_per_octave: String,
+    #[arg(long, value_name = "N", default_value = "4", value_parser = clap::builder::TypedValueParser::map(crate::flags::count(1, 32), |n| n as u32))]
+    pub points_per_octave: u32,
 
     /// Pages (4 KiB) per window of the page-local order (64 fits every first-level DTLB
     /// memscope knows of; it is also multichase's default locality).
-    #[arg(long, value_name = "N", default_value = DEFAULT_WINDOW_PAGES)]
-    pub window_pages: String,
+    #[arg(long, value_name = "N", default_value = DEFAULT_WINDOW_PAGES, value_parser = crate::flags::count(1, 1 << 20))]
+    pub window_pages: usize,
 
     /// Also print every point of the sweep.
     #[arg(long)]
@@ -86,7 +86,7 @@ impl LatencyConfig {
                 "a multiple of 8 bytes from 8 to 1M",
             ));
         }
-        let window_pages = parse_count("--window-pages", &args.window_pages, 1, 1 << 20)?;
+        let window_pages = args.window_pages;
         let page_local = ChaseOrder::PageLocal {
             window_bytes: window_pages * 4096,
         };
@@ -106,7 +106,7 @@ impl LatencyConfig {
                 ),
             ));
         }
-        let per_octave = parse_count("--points-per-octave", &args.points_per_octave, 1, 32)? as u32;
+        let per_octave = args.points_per_octave;
         Ok(LatencyConfig {
             sizes: sweep_sizes(min_size.0, measure.max_size.0, per_octave, stride as u64),
             arena_bytes: measure.max_size.0,

@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::mlp::MlpConfig;
-use crate::experiments::params::{parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan};
+use crate::experiments::params::{parse_size, CommandArgs, MeasureArgs, MeasurePlan};
 use crate::experiments::shared::sizing::level_working_sets;
 use crate::topology::Machine;
 use crate::units::{KIB, MIB};
@@ -22,8 +22,8 @@ pub struct MlpArgs {
     pub sizes: Option<String>,
 
     /// Most chains of the sweep (1 to 64) [default: 32].
-    #[arg(long, value_name = "N")]
-    pub max_chains: Option<String>,
+    #[arg(long, value_name = "N", value_parser = clap::builder::TypedValueParser::map(crate::flags::count(1, 64), |n| n as u32))]
+    pub max_chains: Option<u32>,
 
     /// Largest working set of the size × chains grid (from 1 KiB in powers of two);
     /// 'none' skips the grid [default: 1G; with --quick none].
@@ -76,10 +76,7 @@ impl MlpConfig {
                 levels
             }
         };
-        let max_chains = match &args.max_chains {
-            Some(text) => parse_count("--max-chains", text, 1, 64)? as u32,
-            None => 32,
-        };
+        let max_chains = args.max_chains.unwrap_or(32);
         let mut chains: Vec<u32> = MlpConfig::default_chains()
             .into_iter()
             .filter(|&n| n <= max_chains)

@@ -4,9 +4,7 @@
 use clap::Args;
 
 use crate::error::UsageError;
-use crate::experiments::params::{
-    invalid, parse_count, parse_list, CommandArgs, MeasureArgs, MeasurePlan,
-};
+use crate::experiments::params::{invalid, parse_list, CommandArgs, MeasureArgs, MeasurePlan};
 use crate::experiments::rob::RobConfig;
 use crate::kernels::jit::Filler;
 use crate::topology::Machine;
@@ -24,8 +22,8 @@ pub struct RobArgs {
 
     /// Largest K (filler instructions between the two misses) [default: 1024; with
     /// --quick 512].
-    #[arg(long, value_name = "K")]
-    pub max_k: Option<String>,
+    #[arg(long, value_name = "K", value_parser = clap::builder::TypedValueParser::map(crate::flags::count(16, 4096), |n| n as u32))]
+    pub max_k: Option<u32>,
 
     /// Skip the serialized N × K grid (misses and nops timed as one block).
     #[arg(long)]
@@ -68,8 +66,8 @@ impl RobConfig {
                 })
             })?
         };
-        let max_k = match &args.max_k {
-            Some(text) => parse_count("--max-k", text, 16, 4096)? as u32,
+        let max_k = match args.max_k {
+            Some(k) => k,
             None if measure.quick => 512,
             None => 1024,
         };

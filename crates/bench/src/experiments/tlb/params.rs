@@ -5,7 +5,7 @@ use clap::Args;
 
 use crate::error::UsageError;
 use crate::experiments::params::{
-    check_fits_memory, parse_count, parse_size, CommandArgs, MeasureArgs, MeasurePlan,
+    check_fits_memory, parse_size, CommandArgs, MeasureArgs, MeasurePlan,
 };
 use crate::experiments::tlb::TlbConfig;
 use crate::platform::arena::PagePolicy;
@@ -34,13 +34,13 @@ pub struct TlbArgs {
     pub huge: Option<SecondCurve>,
 
     /// Most 4 KiB pages of the sweep [default: 131072 (2^17); with --quick 65536].
-    #[arg(long, value_name = "N")]
-    pub max_pages: Option<String>,
+    #[arg(long, value_name = "N", value_parser = clap::builder::TypedValueParser::map(crate::flags::count(16, 1 << 24), |n| n as u64))]
+    pub max_pages: Option<u64>,
 
     /// Most 2 MiB pages of the sweep [default: twice the largest 2 MiB TLB CPUID reports,
     /// at most half the free memory; with --quick 256].
-    #[arg(long, value_name = "N")]
-    pub max_huge_pages: Option<String>,
+    #[arg(long, value_name = "N", value_parser = clap::builder::TypedValueParser::map(crate::flags::count(16, 1 << 20), |n| n as u64))]
+    pub max_huge_pages: Option<u64>,
 
     /// Footprint of x and y together in the SAXPY comparison, or 'none' [default: 1G;
     /// with --quick none].
@@ -85,14 +85,13 @@ impl TlbConfig {
             measure.trial_ns,
             0x0074_6c62, // "tlb"
         );
-        if let Some(text) = &args.max_pages {
-            config.max_pages_base = parse_count("--max-pages", text, 16, 1 << 24)? as u64;
+        if let Some(pages) = args.max_pages {
+            config.max_pages_base = pages;
         }
         // At most half the free memory, in 2 MiB pages.
         let memory_pages = (machine.available_memory().bytes / 2 / (2 * MIB)).max(16);
-        match &args.max_huge_pages {
-            Some(text) => {
-                let pages = parse_count("--max-huge-pages", text, 16, 1 << 20)? as u64;
+        match args.max_huge_pages {
+            Some(pages) => {
                 check_fits_memory(
                     "--max-huge-pages (× 2 MiB)",
                     Bytes(pages * 2 * MIB),
