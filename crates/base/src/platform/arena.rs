@@ -24,37 +24,38 @@ use crate::units::{Bytes, GIB, MIB};
 
 /// How a buffer's pages are backed. In reports it is written as on the command line
 /// (`4k`, `thp`, `2m`, `1g`), as `Display` writes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 pub enum PagePolicy {
     /// Base pages (4 KiB on x86_64), transparent huge pages refused.
     #[serde(rename = "4k")]
+    #[value(name = "4k", alias = "base", alias = "small")]
     Base,
     /// Transparent huge pages asked for with madvise.
     #[serde(rename = "thp")]
+    #[value(name = "thp")]
     Thp,
     /// hugetlbfs 2 MiB pages.
     #[serde(rename = "2m")]
+    #[value(name = "2m")]
     Huge2M,
     /// hugetlbfs 1 GiB pages.
     #[serde(rename = "1g")]
+    #[value(name = "1g")]
     Huge1G,
 }
 
 impl PagePolicy {
     pub const NAMES: &'static str = "4k, thp, 2m or 1g";
 
+    /// The policy named `text` as `--pages` takes it (any case, with its aliases).
     pub fn parse(text: &str) -> Result<PagePolicy, UsageError> {
-        match text.to_ascii_lowercase().as_str() {
-            "4k" | "base" | "small" => Ok(PagePolicy::Base),
-            "thp" => Ok(PagePolicy::Thp),
-            "2m" => Ok(PagePolicy::Huge2M),
-            "1g" => Ok(PagePolicy::Huge1G),
-            _ => Err(UsageError::InvalidValue {
+        <PagePolicy as clap::ValueEnum>::from_str(text, true).map_err(|_| {
+            UsageError::InvalidValue {
                 flag: "--pages",
                 value: text.to_string(),
                 expected: PagePolicy::NAMES.to_string(),
-            }),
-        }
+            }
+        })
     }
 
     /// Page size the policy aims for.

@@ -50,8 +50,8 @@ pub struct MeasureArgs {
 
     /// Page policy of the buffers: 4k, thp, 2m or 1g (hugetlbfs) [default: thp when THP is
     /// enabled, else 4k].
-    #[arg(long, value_name = "POLICY")]
-    pub pages: Option<String>,
+    #[arg(long, value_name = "POLICY", value_enum, ignore_case = true)]
+    pub pages: Option<PagePolicy>,
 
     #[command(flatten)]
     pub json: JsonArg,
@@ -159,8 +159,8 @@ impl MeasurePlan {
             None => crate::platform::affinity::default_cpu(allowed).unwrap_or(0),
             Some(text) => parse_cpu(text, allowed)?,
         };
-        let pages = match &args.pages {
-            Some(text) => PagePolicy::parse(text)?,
+        let pages = match args.pages {
+            Some(policy) => policy,
             None if machine.thp.enabled.offers_huge_pages() => PagePolicy::Thp,
             None => PagePolicy::Base,
         };
