@@ -75,11 +75,46 @@ pub(super) fn primary(measures: &[Measure]) -> usize {
     usize::from(measures.len() > 1)
 }
 
+/// What a sweep's reader should know beside its table, with its numbers; the view words
+/// it (`view::notes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum SweepNote {
+    /// A benchmark's 95% intervals of its primary measure are wider than the effect.
+    WideIntervals {
+        benchmark: String,
+        measure: String,
+        widest_pct: f64,
+        effect_pct: f64,
+    },
+    /// A variant of the benchmark had too few successful runs for the test.
+    TooFewRuns { benchmark: String, min_runs: usize },
+    /// So many comparisons against the baseline that some are significant by chance.
+    ManyComparisons { comparisons: usize, by_chance: f64 },
+    /// Runs that failed after the first run succeeded.
+    FailedRuns { count: usize },
+    /// The adaptive schedule stopped (`stop`) before every median was known to `within_pct`.
+    Unresolved {
+        blocks: usize,
+        stop: super::Stop,
+        measure: String,
+        within_pct: f64,
+    },
+    /// Ctrl-C after `blocks` blocks.
+    Interrupted { blocks: usize },
+    /// A metric missing from one benchmark's output.
+    MetricMissing { metric: String, benchmark: String },
+    /// A sentence: the counters' own notes (multiplexing, user-only counting), and the
+    /// notes of reports written before the notes had kinds.
+    #[serde(untagged)]
+    Said(String),
+}
+
 /// The result with the notes its statistics call for: too wide an interval for the
 /// effect looked for, many comparisons, failed runs, an unresolved adaptive stop.
 pub(super) fn with_notes(mut result: super::SweepResult) -> super::SweepResult {
     let m = primary(&result.measures);
-    let measure = &result.measures[m];
+    let measure = result.measures[m].label.clone();
     let half = result.effect_pct;
     for (b, bench) in result.benchmarks.iter().enumerate() {
         let widest = (0..result.variants.len())
@@ -89,58 +124,44 @@ pub(super) fn with_notes(mut result: super::SweepResult) -> super::SweepResult {
             })
             .fold(f64::NAN, f64::max);
         if widest > half {
-            result.notes.push(format!(
-                "benchmark '{}': the 95% intervals of the {} medians are up to ±{:.1}% wide, \
-                 more than the {:.1}% effect looked for (--effect): a change of that size \
-                 cannot be resolved from these runs; run more blocks (--runs) or quiet the \
-                 machine",
-                bench.name, measure.label, widest, half
-            ));
+            result.notes.push(SweepNote::WideIntervals {
+                benchmark: bench.name.clone(),
+                measure: measure.clone(),
+                widest_pct: widest,
+                effect_pct: half,
+            });
         }
         let too_few = (0..result.variants.len())
             .any(|v| result.cell(b, v).measures[m].verdict == Verdict::TooFewRuns);
         if too_few {
-            result.notes.push(format!(
-                "benchmark '{}': with fewer than {MIN_RUNS_FOR_TEST} successful runs a side, \
-                 no change can reach p < 0.05: these are shown as 'too few runs', not as \
-                 '~'",
-                bench.name
-            ));
+            result.notes.push(SweepNote::TooFewRuns {
+                benchmark: bench.name.clone(),
+                min_runs: MIN_RUNS_FOR_TEST,
+            });
         }
     }
     let comparisons = result.benchmarks.len() * result.variants.len().saturating_sub(1);
     if comparisons >= 5 {
-        result.notes.push(format!(
-            "{comparisons} comparisons against the baseline at p < 0.05: about {:.1} of them \
-             would be called significant by chance alone if nothing changed; trust a change \
-             that fits a trend across neighbouring variants more than an isolated one",
-            comparisons as f64 * ALPHA
-        ));
+        result.notes.push(SweepNote::ManyComparisons {
+            comparisons,
+            by_chance: comparisons as f64 * ALPHA,
+        });
     }
     let failed: usize = result.cells.iter().map(|c| c.failed).sum();
     if failed > 0 {
-        result.notes.push(format!(
-            "{failed} run(s) failed after their first run succeeded; they are listed in the \
-             runs and never enter a median"
-        ));
+        result.notes.push(SweepNote::FailedRuns { count: failed });
     }
+    let blocks = result.blocks;
     match result.stop {
-        super::Stop::TimeLimit | super::Stop::MaxBlocks => result.notes.push(format!(
-            "the adaptive schedule stopped at {} blocks ({}) before every {} median was known \
-             to ±{:.1}%",
-            result.blocks,
-            if result.stop == super::Stop::TimeLimit {
-                "time limit"
-            } else {
-                "the most blocks it runs"
-            },
-            measure.label,
-            half / 2.0
-        )),
-        super::Stop::Interrupted => result.notes.push(format!(
-            "interrupted (Ctrl-C): the {} block(s) completed before it are reported",
-            result.blocks
-        )),
+        stop @ (super::Stop::TimeLimit | super::Stop::MaxBlocks) => {
+            result.notes.push(SweepNote::Unresolved {
+                blocks,
+                stop,
+                measure,
+                within_pct: half / 2.0,
+            })
+        }
+        super::Stop::Interrupted => result.notes.push(SweepNote::Interrupted { blocks }),
         _ => {}
     }
     result
@@ -150,6 +171,19 @@ pub(super) fn with_notes(mut result: super::SweepResult) -> super::SweepResult {
 mod tests {
     use super::*;
     use crate::stats::change::Better;
+
+    #[test]
+    fn notes_carry_their_kind_and_old_sentences_still_read() {
+        let notes = vec![
+            SweepNote::FailedRuns { count: 2 },
+            SweepNote::Said("multiplexed".into()),
+        ];
+        let json = serde_json::to_string(&notes).unwrap();
+        assert_eq!(json, r#"[{"kind":"failed-runs","count":2},"multiplexed"]"#);
+        let read: Vec<SweepNote> = serde_json::from_str(&json).unwrap();
+        assert_eq!(read, notes);
+        assert!(notes[0].text().contains("2 run(s) failed"));
+    }
 
     #[test]
     fn under_no_change_about_one_in_twenty_is_called_significant() {

@@ -184,7 +184,7 @@ pub struct SweepResult {
     pub runs: Vec<SweepRun>,
     /// One per benchmark × variant, benchmark-major.
     pub cells: Vec<Cell>,
-    pub notes: Vec<String>,
+    pub notes: Vec<analysis::SweepNote>,
     /// What the runs left running.
     #[serde(default)]
     pub process_tree: crate::platform::child::ProcessTree,

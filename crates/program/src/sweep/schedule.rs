@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::analysis::{self, Cell};
+use super::analysis::{self, Cell, SweepNote};
 use super::runner::{self, Outcome, Prepared};
 use super::variants::{tail, Built};
 use super::{Better, Measure, Schedule, SweepError, SweepPlan, SweepResult, SweepRun};
@@ -295,7 +295,7 @@ impl Runner<'_> {
 
     /// After the first round: a metric found in no benchmark's output is an error; one
     /// missing from some benchmarks is a note.
-    fn check_metrics(&self, blocks: &Blocks<Ran>) -> Result<Vec<String>, SweepError> {
+    fn check_metrics(&self, blocks: &Blocks<Ran>) -> Result<Vec<SweepNote>, SweepError> {
         let mut notes = Vec::new();
         for (i, metric) in self.plan.metrics.iter().enumerate() {
             let found: Vec<bool> = self.matched.iter().map(|m| m[i]).collect();
@@ -315,11 +315,10 @@ impl Runner<'_> {
             }
             for (b, found) in found.iter().enumerate() {
                 if !found {
-                    notes.push(format!(
-                        "metric '{}' was not found in the output of benchmark '{}': it has no \
-                         value there",
-                        metric.label, self.plan.benchmarks[b].name
-                    ));
+                    notes.push(SweepNote::MetricMissing {
+                        metric: metric.label.clone(),
+                        benchmark: self.plan.benchmarks[b].name.clone(),
+                    });
                 }
             }
         }
@@ -375,7 +374,7 @@ fn cells(
     counting: &Counting,
     measures: &[Measure],
     line_bytes: u64,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<SweepNote>,
 ) -> Vec<Cell> {
     let nv = plan.variants.len();
     let mut cells = Vec::new();
@@ -417,7 +416,10 @@ fn cells(
             // Refusals are named once per figure in the resources table; the other notes
             // (multiplexing, user-only counting) are kept.
             for note in counter_notes {
-                if !note.starts_with("not supported:") && !notes.contains(&note) {
+                let note = SweepNote::Said(note);
+                if !matches!(&note, SweepNote::Said(t) if t.starts_with("not supported:"))
+                    && !notes.contains(&note)
+                {
                     notes.push(note);
                 }
             }

@@ -53,7 +53,7 @@ impl SweepResult {
             section.push(table);
         }
         for note in &self.notes {
-            section.push(Paragraph::warning(note.as_str()));
+            section.push(Paragraph::warning(note.text()));
         }
         for note in format::process_tree_notes(&self.process_tree) {
             section.push(Paragraph::warning(note));
@@ -789,5 +789,6 @@ fn per_thread_cell(
     }
 }
 
+mod notes;
 #[cfg(test)]
 mod tests;
