@@ -21,7 +21,6 @@ use crate::stats::summary::Summary;
 use crate::topology::process as procfs;
 use crate::trials::capture::{Capture, TAIL_LINES};
 use crate::trials::{Blocks, Design, Ended, Next, Stop};
-use crate::view::format;
 
 /// What `pages apply` runs.
 #[derive(Debug, Clone)]
@@ -220,7 +219,7 @@ pub struct PagesApply {
     /// Why dTLB counts are missing, when they are.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtlb_not_counted: Option<String>,
-    pub notes: Vec<String>,
+    pub notes: Vec<ApplyNote>,
     /// What the runs left running.
     #[serde(default)]
     pub process_tree: ProcessTree,
@@ -295,7 +294,9 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
         .map_or(0.0, |a| a.huge_kb)
         == 0.0
     {
-        notes.push(huge_missing_note(plan.hugetlb));
+        notes.push(ApplyNote::HugeMissing {
+            hugetlb: plan.hugetlb,
+        });
     }
     Ok(PagesApply {
         command: lossy(&plan.record.command),
@@ -327,17 +328,16 @@ pub fn apply(plan: &ApplyPlan) -> Result<PagesApply, RecordError> {
 fn source_record(
     plan: &ApplyPlan,
     progress: &Progress,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<ApplyNote>,
 ) -> Result<(PagesRecord, String), RecordError> {
     match &plan.from {
         Some(record) => {
             let path = plan.from_path.clone().unwrap_or_default();
             if record.command != lossy(&plan.record.command) {
-                notes.push(format!(
-                    "the record in {path} is of '{}', not of this command: its regions may \
-                     not be this program's",
-                    record.command.join(" ")
-                ));
+                notes.push(ApplyNote::ForeignRecord {
+                    path: path.clone(),
+                    command: record.command.clone(),
+                });
             }
             Ok((record.clone(), format!("the record in {path}")))
         }
@@ -365,7 +365,7 @@ struct Chosen {
 fn choose_regions(
     plan: &ApplyPlan,
     record: &PagesRecord,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<ApplyNote>,
 ) -> Result<Chosen, RecordError> {
     let anonymous: Vec<f64> = record
         .top_anonymous(usize::MAX)
@@ -387,23 +387,20 @@ fn choose_regions(
         Top::Share(_) => regions.len(),
     };
     if regions.len() < top {
-        notes.push(format!(
-            "only {} region(s) of private anonymous memory were accessed, fewer than --top {}",
-            regions.len(),
-            top
-        ));
+        notes.push(ApplyNote::FewerRegions {
+            found: regions.len(),
+            top,
+        });
     }
     let share_pct = share_of(&regions, record.total_value());
     if let Top::Share(pct) = plan.top {
         if share_pct < pct * (1.0 - 1e-9) {
-            notes.push(format!(
-                "the regions of private anonymous memory hold {}% of the {}, less than --top \
-                 {}%: all {} of them are chosen",
-                format::fixed(share_pct, 1),
-                record.signal.name,
-                format::fixed(pct, 1),
-                regions.len()
-            ));
+            notes.push(ApplyNote::ShareBelowTop {
+                share_pct,
+                signal: record.signal.name.clone(),
+                top_pct: pct,
+                regions: regions.len(),
+            });
         }
     }
     notes.extend(flat_profile_note(
@@ -412,11 +409,10 @@ fn choose_regions(
         &record.signal.name,
     ));
     if plan.repeat < 6 {
-        notes.push(format!(
-            "with {} blocks no difference can reach p < 0.05 in the signed-rank test (it \
-             needs at least 6): use --repeat 6 or more to call a change",
-            plan.repeat
-        ));
+        notes.push(ApplyNote::FewBlocks {
+            blocks: plan.repeat,
+            needed: 6,
+        });
     }
     Ok(Chosen {
         regions,
@@ -442,7 +438,7 @@ fn record_with_huge_pages(
     plan: &ApplyPlan,
     record: &PagesRecord,
     ranges: &[(u64, u64)],
-    notes: &mut Vec<String>,
+    notes: &mut Vec<ApplyNote>,
 ) -> Option<PagesRecord> {
     let after_plan = RecordPlan {
         source: <crate::pages::sources::SourceChoice as clap::ValueEnum>::from_str(
@@ -466,7 +462,9 @@ fn record_with_huge_pages(
     match record::record(&after_plan, &mode_of(Arm::Top, ranges, plan.hugetlb)) {
         Ok(r) => Some(r),
         Err(e) => {
-            notes.push(format!("the recorded run with huge pages failed: {e}"));
+            notes.push(ApplyNote::RecordAfterFailed {
+                error: e.to_string(),
+            });
             None
         }
     }
@@ -585,20 +583,6 @@ fn run_sampled(
     Ok((finished, sampled, dtlb, refusal))
 }
 
-fn huge_missing_note(hugetlb: bool) -> String {
-    if hugetlb {
-        "no hugetlb page was obtained in the all-huge arm: the 2 MiB pool is empty or too \
-         small (see /sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages), or the program \
-         allocates without mmap (2m backs new mmaps only)"
-            .to_string()
-    } else {
-        "no transparent huge page was obtained in the all-huge arm: THP may be disabled \
-         (/sys/kernel/mm/transparent_hugepage/enabled is 'never'), memory too fragmented, \
-         or the program's mappings smaller than 2 MiB"
-            .to_string()
-    }
-}
-
 /// Huge-page memory of the command's processes (KiB): all of it, and the part inside
 /// the chosen ranges.
 fn huge_memory(root: u32, ranges: &[(u64, u64)]) -> (f64, f64) {
@@ -629,8 +613,11 @@ fn lossy(command: &[OsString]) -> Vec<String> {
         .collect()
 }
 
+mod notes;
 mod runs;
 mod summary;
+
+pub use notes::ApplyNote;
 
 use runs::run_blocks;
 

@@ -368,7 +368,7 @@ fn apply_section(a: &PagesApply) -> Section {
         )));
     }
     for note in &a.notes {
-        section.push(Paragraph::warning(note.as_str()));
+        section.push(Paragraph::warning(note.text()));
     }
     for note in crate::view::format::process_tree_notes(&a.process_tree) {
         section.push(Paragraph::warning(note));
@@ -616,5 +616,6 @@ fn runs_data(a: &PagesApply) -> DataTable {
     )
 }
 
+mod apply_notes;
 #[cfg(test)]
 mod tests;

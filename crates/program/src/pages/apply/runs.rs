@@ -17,7 +17,7 @@ struct ArmRunner<'a> {
     failure_shown: bool,
     dtlb_refusal: Option<String>,
     process_tree: ProcessTree,
-    notes: &'a mut Vec<String>,
+    notes: &'a mut Vec<ApplyNote>,
 }
 
 impl ArmRunner<'_> {
@@ -82,15 +82,13 @@ impl ArmRunner<'_> {
             && !self.failure_shown
         {
             self.failure_shown = true;
-            self.notes.push(format!(
-                "the '{}' run of block {block} ended with {}, not {ok}: it is a failed run, \
-                 never averaged in{}",
-                arm.label(top),
-                finished.termination,
-                capture
-                    .stderr_tail(TAIL_LINES)
-                    .map_or(String::new(), |t| format!("; {t}"))
-            ));
+            self.notes.push(ApplyNote::FailedRun {
+                arm: arm.label(top),
+                block,
+                termination: finished.termination,
+                accepted: ok.to_string(),
+                stderr_tail: capture.stderr_tail(TAIL_LINES),
+            });
         }
         let run = ArmRun {
             order,
@@ -115,7 +113,7 @@ pub(super) fn run_blocks(
     top: usize,
     ranges: &[(u64, u64)],
     progress: &Progress,
-    notes: &mut Vec<String>,
+    notes: &mut Vec<ApplyNote>,
 ) -> Result<Timed, RecordError> {
     let mut runner = ArmRunner {
         plan,
@@ -164,14 +162,12 @@ pub(super) fn run_blocks(
         )?,
     };
     if warm_up_interrupted {
-        runner
-            .notes
-            .push("interrupted (Ctrl-C) during the warm-up".to_string());
+        runner.notes.push(ApplyNote::WarmUpInterrupted);
     } else if stop == Stop::Interrupted {
-        runner.notes.push(format!(
-            "interrupted (Ctrl-C) after {} of {} blocks: the blocks after it were not run",
-            blocks.blocks, plan.repeat
-        ));
+        runner.notes.push(ApplyNote::Interrupted {
+            blocks: blocks.blocks,
+            planned: plan.repeat,
+        });
     }
     Ok(timed(runner, blocks, stop))
 }

@@ -20,15 +20,11 @@ pub(super) fn share_of(regions: &[Region], total: f64) -> f64 {
 const FLAT_PCT: f64 = 25.0;
 
 /// Says when the chosen regions hold little of the signal: the profile is flat.
-pub(super) fn flat_profile_note(chosen: usize, share_pct: f64, signal: &str) -> Option<String> {
-    (share_pct < FLAT_PCT).then(|| {
-        format!(
-            "the top {chosen} region(s) hold only {}% of the {signal}: the profile is flat, so \
-             huge pages under them can buy little; huge pages for all anonymous memory (the \
-             all-huge arm, or GLIBC_TUNABLES=glibc.malloc.hugetlb=1 for malloc's memory) are \
-             the likelier remedy",
-            format::fixed(share_pct, 1)
-        )
+pub(super) fn flat_profile_note(chosen: usize, share_pct: f64, signal: &str) -> Option<ApplyNote> {
+    (share_pct < FLAT_PCT).then(|| ApplyNote::FlatProfile {
+        chosen,
+        share_pct,
+        signal: signal.to_string(),
     })
 }
 
@@ -38,7 +34,7 @@ pub(super) fn ok_status_note(
     derived: bool,
     ok: OkStatus,
     runs: &[(Arm, ArmRun)],
-) -> Option<String> {
+) -> Option<ApplyNote> {
     let OkStatus::Code(code) = ok else {
         return None;
     };
@@ -48,17 +44,7 @@ pub(super) fn ok_status_note(
     let every = runs
         .iter()
         .all(|(_, r)| r.termination == Termination::Exited(code));
-    Some(if every {
-        format!(
-            "the program exits {code} in every run; taken as its normal status (--ok-status \
-             {code})"
-        )
-    } else {
-        format!(
-            "the first 4 KiB run exited {code}; taken as the program's normal status \
-             (--ok-status {code}): runs with another status are failed runs"
-        )
-    })
+    Some(ApplyNote::NormalStatus { code, every })
 }
 
 /// The mean over time of a quantity looked at `(t, value)` from `looks` until `end`
@@ -81,24 +67,17 @@ pub(super) fn time_weighted_mean(looks: &[(f64, f64)], end: f64) -> f64 {
 }
 
 /// Notes on arms that spent clearly more time in the kernel than the 4 KiB runs.
-pub(super) fn kernel_time_notes(arms: &[ArmResult]) -> Vec<String> {
+pub(super) fn kernel_time_notes(arms: &[ArmResult]) -> Vec<ApplyNote> {
     let Some(base) = arms.iter().find(|a| a.arm == Arm::Baseline) else {
         return Vec::new();
     };
     arms.iter()
         .filter(|a| a.arm != Arm::Baseline)
         .filter(|a| a.system_s > base.system_s * 1.5 && a.system_s - base.system_s > 0.2)
-        .map(|a| {
-            format!(
-                "'{}' runs spent {:.2} s more in the kernel than the 4 KiB runs (median \
-                 system time {:.2} s against {:.2} s): faulting memory in as huge pages costs \
-                 zeroing 2 MiB at a time, compaction when memory is fragmented and, in a \
-                 virtual machine, the host backing memory the guest had handed back",
-                a.label,
-                a.system_s - base.system_s,
-                a.system_s,
-                base.system_s
-            )
+        .map(|a| ApplyNote::KernelTime {
+            arm: a.label.clone(),
+            system_s: a.system_s,
+            baseline_system_s: base.system_s,
         })
         .collect()
 }

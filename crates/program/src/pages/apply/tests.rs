@@ -69,7 +69,14 @@ fn a_status_the_same_in_every_run_is_the_programs_normal_one() {
         .iter()
         .all(|a| a.failed_runs == 0 && a.time_s.is_some()));
     let note = ok_status_note(true, ok, &runs).unwrap();
-    assert!(note.contains("exits 1 in every run") && note.contains("--ok-status 1"));
+    assert_eq!(
+        note,
+        ApplyNote::NormalStatus {
+            code: 1,
+            every: true
+        }
+    );
+    assert!(note.text().contains("exits 1 in every run") && note.text().contains("--ok-status 1"));
     // Given by the user, or 0: nothing to say.
     assert!(ok_status_note(false, ok, &runs).is_none());
     assert!(ok_status_note(true, OkStatus::Code(0), &runs).is_none());
@@ -85,6 +92,7 @@ fn a_status_the_same_in_every_run_is_the_programs_normal_one() {
     runs[4].1.termination = Termination::Exited(0);
     assert!(ok_status_note(true, ok, &runs)
         .unwrap()
+        .text()
         .contains("another status are failed runs"));
     assert_eq!(summarize(&runs, 8, ok)[1].failed_runs, 1);
 }
@@ -117,11 +125,29 @@ fn huge_pages_obtained_are_averaged_over_the_run() {
 
 #[test]
 fn a_flat_profile_is_said() {
-    let note = flat_profile_note(8, 9.0, "accesses").unwrap();
+    let note = flat_profile_note(8, 9.0, "accesses").unwrap().text();
     assert!(
         note.contains("top 8 region(s) hold only 9.0% of the accesses"),
         "{note}"
     );
     assert!(note.contains("flat"));
     assert!(flat_profile_note(8, 40.0, "accesses").is_none());
+}
+
+#[test]
+fn notes_carry_their_kind_and_old_sentences_still_read() {
+    let notes = vec![
+        ApplyNote::NormalStatus {
+            code: 1,
+            every: true,
+        },
+        ApplyNote::Said("an old report's sentence".into()),
+    ];
+    let json = serde_json::to_string(&notes).unwrap();
+    assert_eq!(
+        json,
+        r#"[{"kind":"normal-status","code":1,"every":true},"an old report's sentence"]"#
+    );
+    let read: Vec<ApplyNote> = serde_json::from_str(&json).unwrap();
+    assert_eq!(read, notes);
 }
