@@ -5,6 +5,7 @@ pub mod access;
 pub mod apply;
 pub mod damon;
 pub mod figures;
+pub mod notes;
 pub mod params;
 pub mod pmu;
 pub mod preload;

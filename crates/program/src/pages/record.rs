@@ -14,6 +14,8 @@ use crate::platform::child::{self, NodePolicy, Placement, SpawnError, SpawnOptio
 use crate::topology::process as procfs;
 use crate::trials::capture::Capture;
 
+pub use super::notes::RecordNote;
+
 /// What `pages record` runs.
 #[derive(Debug, Clone)]
 pub struct RecordPlan {
@@ -131,7 +133,7 @@ pub struct PagesRecord {
     pub timeline: Option<Timeline>,
     /// Things the reader must know about this record (resolution, lost samples …).
     #[serde(default)]
-    pub notes: Vec<String>,
+    pub notes: Vec<RecordNote>,
 }
 
 impl PagesRecord {
@@ -385,45 +387,29 @@ fn record_notes(
     kind: SourceKind,
     adaptive: bool,
     top: usize,
-) -> Vec<String> {
+) -> Vec<RecordNote> {
     let (interval, used) = (sampled.interval, &sampled.used);
     let mut notes = sampler.notes();
     if map.intervals() == 0 {
-        notes.push(format!(
-            "the command ended after {:.3} s, before the first sample (every {} ms): \
-             nothing to rank; a longer run, or a shorter --interval, gives regions",
-            sampled.finished.elapsed.as_secs_f64(),
-            interval.as_millis()
-        ));
+        notes.push(RecordNote::BeforeFirstSample {
+            elapsed_s: sampled.finished.elapsed.as_secs_f64(),
+            interval_ms: interval.as_millis() as u64,
+        });
     }
     if used.len() > 1 {
-        notes.push(format!(
-            "the hottest regions counted every page in every interval of {} ms: the interval \
-             was shortened to {} ms (the counts of the first {:.3} s, made at the longer \
-             intervals, are left out of the ranking)",
-            used[..used.len() - 1]
-                .iter()
-                .map(|d| d.as_millis().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
-            interval.as_millis(),
-            sampled.dropped.as_secs_f64()
-        ));
+        notes.push(RecordNote::IntervalShortened {
+            tried_ms: (used[..used.len() - 1].iter())
+                .map(|d| d.as_millis() as u64)
+                .collect(),
+            interval_ms: interval.as_millis() as u64,
+            dropped_s: sampled.dropped.as_secs_f64(),
+        });
     }
     if sampler.preload_missing() {
-        notes.push(
-            "memscope's preload library was not loaded in every process (a static or \
-             setuid program ignores LD_PRELOAD): there, a mapping's count is spread evenly \
-             over its 2 MiB regions"
-                .to_string(),
-        );
+        notes.push(RecordNote::PreloadMissing);
     }
     if kind == SourceKind::Refs && hugetlb_seen(regions) {
-        notes.push(
-            "some regions are in hugetlb pages, whose accessed bits /proc/PID/smaps does not \
-             report: the refs source sees no access there (their value is 0)"
-                .to_string(),
-        );
+        notes.push(RecordNote::HugetlbUnseen);
     }
     if kind == SourceKind::Refs {
         let at_floor = adaptive && used.len() > 1 && interval <= FLOOR;
@@ -436,7 +422,7 @@ fn record_notes(
         ));
     }
     if map.intervals() > 0 && regions.iter().all(|r| r.value <= 0.0) {
-        notes.push("no access was seen: the command touched no sampled memory".to_string());
+        notes.push(RecordNote::NoAccess);
     }
     notes
 }
@@ -452,29 +438,17 @@ fn saturation_note(
     top: usize,
     interval: Duration,
     at_floor: bool,
-) -> Option<String> {
+) -> Option<RecordNote> {
     let most = intervals as f64 * (REGION_BYTES / 4096) as f64;
     let full = regions.iter().filter(|r| r.value >= 0.95 * most).count();
     if intervals == 0 || full <= top {
         return None;
     }
-    if at_floor {
-        return Some(format!(
-            "{full} regions counted (nearly) every page in every interval even at {} ms, the \
-             shortest interval memscope samples at: this program touches them all too often \
-             to tell a hot region from a lukewarm one, so their order is only the address \
-             order (a draw)",
-            interval.as_millis()
-        ));
-    }
-    let shorter = (interval.as_millis() / 10).max(1);
-    Some(format!(
-        "{full} regions counted (nearly) every page in every interval: at --interval {} ms \
-         this program touches them all too often to tell a hot region from a lukewarm \
-         one, so their order is only the address order; a shorter interval (--interval \
-         {shorter}) separates them",
-        interval.as_millis()
-    ))
+    Some(RecordNote::Saturated {
+        regions: full,
+        interval_ms: interval.as_millis() as u64,
+        at_floor,
+    })
 }
 
 /// Whether any region holds hugetlb pages.
@@ -520,11 +494,15 @@ mod tests {
         // 10 intervals: a region counts at most 5,120 translations.
         let mut regions: Vec<Region> = (0..8).map(|i| region(i << 21, 5_120.0)).collect();
         regions.push(region(9 << 21, 2_000.0));
-        let note = saturation_note(&regions, 10, 6, MS100, false).expect("a draw");
+        let note = saturation_note(&regions, 10, 6, MS100, false)
+            .expect("a draw")
+            .text();
         assert!(note.starts_with("8 regions counted"), "{note}");
         assert!(note.contains("--interval 10)"), "{note}");
         // Still saturated at the adaptive interval's floor: a draw, no shorter advice.
-        let floor = saturation_note(&regions, 10, 6, FLOOR, true).expect("a draw");
+        let floor = saturation_note(&regions, 10, 6, FLOOR, true)
+            .expect("a draw")
+            .text();
         assert!(floor.contains("even at 5 ms") && !floor.contains("--interval"));
         // As many full regions as the top shows: the top is the full ones, no draw.
         assert!(saturation_note(&regions, 10, 8, MS100, false).is_none());

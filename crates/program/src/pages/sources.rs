@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::access::{AccessSpan, MemSample, TlbOutcome};
 use super::damon::{self, DamonMonitor, DamonStatus};
+use super::notes::RecordNote;
 use super::pmu::{self, DrainStats, PreciseSampler};
 use super::refs::RefsSampler;
 use super::regions::{RegionMap, REGION_BYTES};
@@ -280,25 +281,20 @@ impl Sampler {
         }
     }
 
-    pub fn notes(&self) -> Vec<String> {
+    pub fn notes(&self) -> Vec<RecordNote> {
         let mut notes = Vec::new();
         if let Sampler::Pmu {
             totals, with_tlb, ..
         } = self
         {
             if totals.lost > 0 || totals.throttled > 0 {
-                notes.push(format!(
-                    "the kernel dropped {} sample record(s) (ring buffer full) and throttled \
-                     sampling {} time(s): counts are a lower bound, spread as the losses fell",
-                    totals.lost, totals.throttled
-                ));
+                notes.push(RecordNote::LostSamples {
+                    lost: totals.lost,
+                    throttled: totals.throttled,
+                });
             }
             if totals.samples > 0 && *with_tlb == 0 {
-                notes.push(
-                    "no sample carried a TLB outcome: this CPU's memory events do not report \
-                     TLB hits and misses, so no region is ranked"
-                        .to_string(),
-                );
+                notes.push(RecordNote::NoTlbOutcome);
             }
         }
         notes

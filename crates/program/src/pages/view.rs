@@ -85,7 +85,7 @@ fn record_section(r: &PagesRecord, id: &'static str, nav: &str) -> Section {
         kib(r.regions.iter().map(|x| x.resident_kb).sum())
     )));
     for note in &r.notes {
-        section.push(Paragraph::warning(note.as_str()));
+        section.push(Paragraph::warning(note.text()));
     }
     if !touched.is_empty() {
         section.push(Block::Only(Medium::Html, histograms(r, &touched)));
@@ -617,5 +617,6 @@ fn runs_data(a: &PagesApply) -> DataTable {
 }
 
 mod apply_notes;
+mod record_notes;
 #[cfg(test)]
 mod tests;

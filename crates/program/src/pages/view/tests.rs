@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::pages::apply::{ArmResult, ArmRun, OkStatus, RegionOutcome};
-use crate::pages::record::Timeline;
+use crate::pages::record::{RecordNote, Timeline};
 use crate::pages::sources::Signal;
 use crate::pages::sources::SourceKind;
 use crate::platform::child::Termination;
@@ -64,7 +64,7 @@ fn record() -> PagesRecord {
             values: vec![vec![100.0; 5]; 3],
         }),
         regions,
-        notes: vec!["a note".into()],
+        notes: vec![RecordNote::Said("a note".into())],
     }
 }
 
