@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use serde::{Deserialize, Serialize};
 
 use crate::counters::{Event, Probe, Reading};
-use crate::counting::{Counting, DerivedFigure, EventStat, RunRecord};
+use crate::counting::{Counting, CountingNote, DerivedFigure, EventStat, RunRecord};
 use crate::platform::child::{ProcessTree, SpawnError, SpawnOptions, Termination};
 use crate::stats::summary::Summary;
 
@@ -44,7 +44,7 @@ pub struct StatResult {
     /// The cache line size used for the bandwidth estimate.
     pub line_bytes: u64,
     /// The full explanation of each distinct refusal, and other remarks.
-    pub notes: Vec<String>,
+    pub notes: Vec<CountingNote>,
     /// What the runs left running.
     #[serde(default)]
     pub process_tree: ProcessTree,
@@ -68,10 +68,10 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
     for index in 0..plan.repeat {
         let counted = counting.run(&plan.command, &SpawnOptions::default(), probe)?;
         if let Some(e) = &counted.read_error {
-            notes.push(format!(
-                "reading the counters failed in run {}: {e}",
-                index + 1
-            ));
+            notes.push(CountingNote::ReadFailed {
+                run: index + 1,
+                error: e.to_string(),
+            });
         }
         let finished = counted.finished;
         process_tree.add(&finished);
@@ -79,12 +79,11 @@ pub fn run(plan: &StatPlan, probe: &Probe, line_bytes: u64) -> Result<StatResult
         readings_per_run.push(counted.readings);
         if !finished.termination.success() {
             if index + 1 < plan.repeat {
-                notes.push(format!(
-                    "run {} of {} ended with {}; the remaining runs were not made",
-                    index + 1,
-                    plan.repeat,
-                    finished.termination
-                ));
+                notes.push(CountingNote::StoppedEarly {
+                    run: index + 1,
+                    planned: plan.repeat,
+                    termination: finished.termination,
+                });
             }
             break;
         }
@@ -151,7 +150,7 @@ mod tests {
             assert!(why.starts_with("not supported: no hardware PMU"));
             let ipc = figure(&result.derived, "IPC").not_supported.as_deref();
             assert!(ipc.unwrap().starts_with("not supported: "));
-            let sysfs = |n: &String| n.contains("/sys/bus/event_source/devices");
+            let sysfs = |n: &CountingNote| n.text().contains("/sys/bus/event_source/devices");
             assert!(result.notes.iter().any(sysfs));
         }
     }
@@ -166,7 +165,7 @@ mod tests {
         let result = run(&plan, &Probe::detect(), 64).unwrap();
         assert_eq!(result.runs.len(), 1);
         assert_eq!(result.exit_status(), 1);
-        let stopped = |n: &String| n.contains("run 1 of 3 ended with exit status 1");
+        let stopped = |n: &CountingNote| n.text().contains("run 1 of 3 ended with exit status 1");
         assert!(result.notes.iter().any(stopped));
     }
 }

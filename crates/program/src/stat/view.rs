@@ -47,10 +47,7 @@ impl Present for StatResult {
             format::grouped(self.system_s.median, 4),
             self.termination
         )));
-        for note in self
-            .notes
-            .iter()
-            .cloned()
+        for note in (self.notes.iter().map(|n| n.text()))
             .chain(format::process_tree_notes(&self.process_tree))
         {
             section.push(Paragraph::note(note));
@@ -234,7 +231,7 @@ fn stat_data(stat: &StatResult) -> DataTable {
 mod tests {
     use super::*;
     use crate::counters::EventKind;
-    use crate::counting::{DerivedFigure, EventStat, RunRecord};
+    use crate::counting::{CountingNote, DerivedFigure, EventStat, RunRecord};
     use crate::platform::child::Termination;
     use crate::view::{Block, Row};
 
@@ -311,7 +308,9 @@ mod tests {
             system_s: summary(&[0.1]),
             termination: Termination::Exited(0),
             line_bytes: 64,
-            notes: vec!["not supported: no hardware PMU: the kernel lists none".into()],
+            notes: vec![CountingNote::NotSupported {
+                reason: "no hardware PMU: the kernel lists none".into(),
+            }],
             process_tree: Default::default(),
         }
     }

@@ -104,8 +104,9 @@ pub enum SweepNote {
     Interrupted { blocks: usize },
     /// A metric missing from one benchmark's output.
     MetricMissing { metric: String, benchmark: String },
-    /// A sentence: the counters' own notes (multiplexing, user-only counting), and the
-    /// notes of reports written before the notes had kinds.
+    /// The counters' own notes (multiplexing, user-only counting).
+    Counting { note: crate::counting::CountingNote },
+    /// A sentence: the notes of reports written before the notes had kinds.
     #[serde(untagged)]
     Said(String),
 }
@@ -176,10 +177,16 @@ mod tests {
     fn notes_carry_their_kind_and_old_sentences_still_read() {
         let notes = vec![
             SweepNote::FailedRuns { count: 2 },
+            SweepNote::Counting {
+                note: crate::counting::CountingNote::Multiplexed,
+            },
             SweepNote::Said("multiplexed".into()),
         ];
         let json = serde_json::to_string(&notes).unwrap();
-        assert_eq!(json, r#"[{"kind":"failed-runs","count":2},"multiplexed"]"#);
+        assert_eq!(
+            json,
+            r#"[{"kind":"failed-runs","count":2},{"kind":"counting","note":{"kind":"multiplexed"}},"multiplexed"]"#
+        );
         let read: Vec<SweepNote> = serde_json::from_str(&json).unwrap();
         assert_eq!(read, notes);
         assert!(notes[0].text().contains("2 run(s) failed"));

@@ -13,7 +13,7 @@ use super::runner::{self, Outcome, Prepared};
 use super::variants::{tail, Built};
 use super::{Better, Measure, Schedule, SweepError, SweepPlan, SweepResult, SweepRun};
 use crate::counters::{Probe, Reading};
-use crate::counting::{self, Counting};
+use crate::counting::{self, Counting, CountingNote};
 use crate::platform::child::ProcessTree;
 use crate::session::progress::Progress;
 use crate::topology::Machine;
@@ -416,10 +416,9 @@ fn cells(
             // Refusals are named once per figure in the resources table; the other notes
             // (multiplexing, user-only counting) are kept.
             for note in counter_notes {
-                let note = SweepNote::Said(note);
-                if !matches!(&note, SweepNote::Said(t) if t.starts_with("not supported:"))
-                    && !notes.contains(&note)
-                {
+                let refused = matches!(note, CountingNote::NotSupported { .. });
+                let note = SweepNote::Counting { note };
+                if !refused && !notes.contains(&note) {
                     notes.push(note);
                 }
             }

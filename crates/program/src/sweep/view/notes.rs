@@ -58,6 +58,7 @@ impl SweepNote {
                 "metric '{metric}' was not found in the output of benchmark '{benchmark}': it \
                  has no value there"
             ),
+            SweepNote::Counting { note } => note.text(),
             SweepNote::Said(text) => text.clone(),
         }
     }

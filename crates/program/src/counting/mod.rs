@@ -19,6 +19,9 @@ use crate::counters::{CounterGroup, Event, EventKind, Probe, Reading, Refusal, S
 use crate::platform::child::{self, Finished, SpawnError, SpawnOptions, Termination};
 use crate::stats::summary::Summary;
 
+mod notes;
+pub use notes::CountingNote;
+
 /// The default event set: the software events, then hardware pairs grouped so each
 /// ratio comes from the same time slices when the PMU has to multiplex.
 pub(crate) const DEFAULT_EVENTS: &[&[&str]] = &[
@@ -171,27 +174,19 @@ impl Counting {
         runs: &[RunRecord],
         readings: &[Vec<Reading>],
         line_bytes: u64,
-    ) -> (Vec<EventStat>, Vec<DerivedFigure>, Vec<String>) {
+    ) -> (Vec<EventStat>, Vec<DerivedFigure>, Vec<CountingNote>) {
         let stats = event_stats(&self.events, runs, readings);
-        let mut notes: Vec<String> = Vec::new();
+        let mut notes: Vec<CountingNote> = Vec::new();
         for note in refusals(readings) {
             if !notes.contains(&note) {
                 notes.push(note);
             }
         }
         if stats.iter().any(|e| e.multiplexed) {
-            notes.push(
-                "counts marked * were multiplexed: the PMU had fewer counters than events, so \
-                 each was counted part of the time and scaled by time enabled / time running"
-                    .to_string(),
-            );
+            notes.push(CountingNote::Multiplexed);
         }
         if stats.iter().any(|e| e.user_only) {
-            notes.push(
-                "counts marked (u) exclude the kernel: counting kernel mode is not permitted at \
-                 this perf_event_paranoid level"
-                    .to_string(),
-            );
+            notes.push(CountingNote::UserOnly);
         }
         let derived = derive(&self.events, &stats, runs, line_bytes);
         (stats, derived, notes)
@@ -221,13 +216,15 @@ fn short_reason(refusal: &Refusal) -> String {
 }
 
 /// The full explanation of every refusal whose table row shows a shorter form.
-fn refusals(readings: &[Vec<Reading>]) -> Vec<String> {
+fn refusals(readings: &[Vec<Reading>]) -> Vec<CountingNote> {
     readings
         .iter()
         .flatten()
         .filter_map(|r| r.result.as_ref().err())
         .filter(|u| short_reason(&u.reason) != u.reason.to_string())
-        .map(|u| format!("not supported: {}", u.reason))
+        .map(|u| CountingNote::NotSupported {
+            reason: u.reason.to_string(),
+        })
         .collect()
 }
 
