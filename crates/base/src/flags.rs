@@ -4,7 +4,7 @@
 //! with clap's `mut_arg`), the program commands' set of them (`OutputArgs`), what a
 //! measuring run leaves beyond them (`SaveArgs`: the history database, the Prometheus
 //! textfile), clap value parsers for whole numbers in a range (`count`), percentages
-//! (`percent`) and durations (`duration`), `parse_count` for a number inside a list, the
+//! (`percent`, `effect`) and durations (`duration`), `parse_count` for a number inside a list, the
 //! node a `--membind` names (`parse_membind`) and how
 //! large a report file a flag names may be (`MAX_REPORT_BYTES`). Here, not in one
 //! command's room, so that no room imports another's parameters to get them; nothing
@@ -149,6 +149,13 @@ pub fn percent(text: &str) -> Result<f64, String> {
     (text.trim().trim_end_matches('%').parse::<f64>().ok())
         .filter(|p| p.is_finite() && *p > 0.0 && *p <= 100.0)
         .ok_or_else(|| "a percentage above 0 and at most 100, e.g. 2 or 0.5".to_string())
+}
+
+/// A clap value parser for an effect size: a percentage above 0 and below 100 (`5`, `2%`).
+pub fn effect(text: &str) -> Result<f64, String> {
+    (text.trim().trim_end_matches('%').parse::<f64>().ok())
+        .filter(|p| p.is_finite() && *p > 0.0 && *p < 100.0)
+        .ok_or_else(|| "a percentage above 0 and below 100".to_string())
 }
 
 /// A clap value parser for a duration: `90`, `90s`, `10m`, `1h`, `500ms`.

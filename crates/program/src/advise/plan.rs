@@ -43,8 +43,8 @@ pub struct AdviseArgs {
     pub only: Option<String>,
 
     /// The smallest change (percent) the verdict calls a sensitivity.
-    #[arg(long, value_name = "PERCENT", default_value = "5")]
-    pub effect: String,
+    #[arg(long, value_name = "PERCENT", default_value = "5", value_parser = crate::flags::effect)]
+    pub effect: f64,
 
     /// Weights LOCAL:FAR for the weighted-interleave arm (e.g. 3:1, as `memscope
     /// interleave` recommends): the program's node gets LOCAL, every other memory node
@@ -164,20 +164,7 @@ impl AdviseArgs {
                 }
             }
         };
-        let effect_pct = self
-            .effect
-            .trim()
-            .trim_end_matches('%')
-            .parse::<f64>()
-            .ok()
-            .filter(|e| e.is_finite() && *e > 0.0 && *e < 100.0)
-            .ok_or_else(|| {
-                invalid(
-                    "--effect",
-                    &self.effect,
-                    "a percentage above 0 and below 100",
-                )
-            })?;
+        let effect_pct = self.effect;
         if let Some(from) = &self.from {
             if !from.exists() {
                 return Err(invalid(

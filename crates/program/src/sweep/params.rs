@@ -62,8 +62,8 @@ pub struct SweepArgs {
 
     /// The smallest change you want to be able to see, percent; a note says when the runs
     /// are too noisy to resolve it.
-    #[arg(long, value_name = "PERCENT", default_value = "2")]
-    pub effect: String,
+    #[arg(long, value_name = "PERCENT", default_value = "2", value_parser = crate::flags::effect)]
+    pub effect: f64,
 
     /// A figure read from each run's standard output (else its stderr): LABEL=REGEX with
     /// one capture group around the number (the last match counts), LABEL:higher=… or
@@ -150,20 +150,7 @@ impl SweepArgs {
                 time_limit: self.time_limit,
             },
         };
-        let effect_pct = self
-            .effect
-            .trim()
-            .trim_end_matches('%')
-            .parse::<f64>()
-            .ok()
-            .filter(|e| *e > 0.0 && *e < 100.0)
-            .ok_or_else(|| {
-                invalid(
-                    "--effect",
-                    &self.effect,
-                    "a percentage above 0 and below 100",
-                )
-            })?;
+        let effect_pct = self.effect;
         Ok(SweepPlan {
             parameters,
             variants,
